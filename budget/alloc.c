@@ -1,0 +1,286 @@
+/* alloc.c: the tracked allocator and the stage stack (budget.h). */
+#include "budget.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qp_config.h"
+
+/* Each host block starts with this header, so that free needs no lookup; the user's data
+ * follows at a 64-byte boundary. Live blocks form a list for the leak dump. */
+typedef struct qp_block_header {
+  uint64_t magic;
+  size_t bytes;        /* what the caller asked for */
+  size_t mapped_bytes; /* header + bytes, rounded to pages */
+  int term;
+  int space;
+  struct qp_block_header *prev, *next;
+} qp_block_header;
+
+enum { QP_HEADER_BYTES = 64, QP_STAGE_DEPTH_MAX = 8 };
+static const uint64_t QP_BLOCK_MAGIC = 0x71706275646765ULL; /* "qpbudge" */
+
+_Static_assert(sizeof(qp_block_header) <= QP_HEADER_BYTES, "block header must fit 64 bytes");
+
+typedef struct qp_open_stage {
+  qp_stage_record record;
+  struct timespec start;
+} qp_open_stage;
+
+static struct {
+  pthread_mutex_t lock;
+  int n_terms;
+  qp_term_stats terms[QP_TERMS_MAX];
+  size_t current[2], peak[2];
+  qp_block_header *live;
+  int depth;
+  qp_open_stage open[QP_STAGE_DEPTH_MAX];
+  int n_records;
+  qp_stage_record records[QP_STAGES_MAX];
+} qp_budget_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+const char *qp_term_kind_name(qp_term_kind kind) {
+  switch (kind) {
+  case QP_TERM_PERSISTENT: return "persistent";
+  case QP_TERM_TRANSIENT: return "transient";
+  case QP_TERM_VIRTUAL: return "virtual";
+  }
+  return "?";
+}
+
+const char *qp_space_name(qp_space space) { return space == QP_SPACE_DEVICE ? "device" : "host"; }
+
+/* Finds or adds a term; the caller holds the lock. Returns -1 when the table is full. */
+static int qp_term_index(const char *name, qp_term_kind kind, qp_space space) {
+  for (int i = 0; i < qp_budget_state.n_terms; ++i) {
+    const qp_term_stats *t = &qp_budget_state.terms[i];
+    if (t->space == space && strcmp(t->name, name) == 0) return i;
+  }
+  if (qp_budget_state.n_terms >= QP_TERMS_MAX) return -1;
+  qp_term_stats *t = &qp_budget_state.terms[qp_budget_state.n_terms];
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->kind = kind;
+  t->space = space;
+  return qp_budget_state.n_terms++;
+}
+
+static qp_stage_term *qp_stage_term_of(qp_stage_record *r, const qp_term_stats *t) {
+  for (int i = 0; i < r->n_terms; ++i)
+    if (r->terms[i].space == t->space && strcmp(r->terms[i].name, t->name) == 0) return &r->terms[i];
+  if (r->n_terms >= QP_TERMS_MAX) return NULL;
+  qp_stage_term *st = &r->terms[r->n_terms++];
+  memset(st, 0, sizeof *st);
+  memcpy(st->name, t->name, sizeof st->name); /* same size; both NUL-terminated */
+  st->kind = t->kind;
+  st->space = t->space;
+  st->at_start = 0;
+  return st;
+}
+
+/* Updates the term, the totals and every open stage after a change of `delta` bytes (the
+ * caller holds the lock). */
+static void qp_account(int term, qp_space space, size_t bytes, int sign) {
+  qp_term_stats *t = &qp_budget_state.terms[term];
+  if (sign > 0) {
+    t->current += bytes;
+    t->total += bytes;
+    t->live_blocks++;
+    t->total_blocks++;
+    qp_budget_state.current[space] += bytes;
+  } else {
+    t->current -= bytes;
+    t->live_blocks--;
+    qp_budget_state.current[space] -= bytes;
+  }
+  if (t->current > t->peak) t->peak = t->current;
+  if (qp_budget_state.current[space] > qp_budget_state.peak[space])
+    qp_budget_state.peak[space] = qp_budget_state.current[space];
+  for (int d = 0; d < qp_budget_state.depth; ++d) {
+    qp_stage_record *r = &qp_budget_state.open[d].record;
+    qp_stage_term *st = qp_stage_term_of(r, t);
+    if (st && t->current > st->peak) st->peak = t->current;
+    size_t *peak = space == QP_SPACE_HOST ? &r->tracked_peak : &r->device_tracked_peak;
+    if (qp_budget_state.current[space] > *peak) *peak = qp_budget_state.current[space];
+  }
+}
+
+qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size_t bytes,
+                       void **out) {
+  *out = NULL;
+  QP_CHECK(term && strlen(term) < QP_TERM_NAME_MAX, QP_ERR_INPUT,
+           "budget term name '%s' is empty or longer than %d characters", term ? term : "",
+           QP_TERM_NAME_MAX - 1);
+  QP_CHECK(space == QP_SPACE_HOST, QP_ERR_UNSUPPORTED,
+           "term '%s': device allocations go through the cuda backend", term);
+  if (bytes == 0) return QP_OK;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  QP_CHECK(bytes <= SIZE_MAX - QP_HEADER_BYTES - page, QP_ERR_NOMEM,
+           "term '%s': %zu bytes cannot be addressed", term, bytes);
+  size_t mapped = (bytes + QP_HEADER_BYTES + page - 1) / page * page;
+  void *base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  QP_CHECK(base != MAP_FAILED, QP_ERR_NOMEM,
+           "out of memory allocating term '%s' (%.3f GiB) in stage '%s'", term,
+           (double)bytes / 1073741824.0, qp_stage_current());
+  /* Commit the pages now: RSS then equals the budget from this moment on. */
+  memset(base, 0, mapped);
+  qp_block_header *h = base;
+  pthread_mutex_lock(&qp_budget_state.lock);
+  int index = qp_term_index(term, kind, space);
+  if (index < 0) {
+    pthread_mutex_unlock(&qp_budget_state.lock);
+    munmap(base, mapped);
+    QP_FAIL(QP_ERR_INTERNAL, "more than %d budget terms", QP_TERMS_MAX);
+  }
+  *h = (qp_block_header){QP_BLOCK_MAGIC, bytes, mapped, index, (int)space, NULL,
+                         qp_budget_state.live};
+  if (qp_budget_state.live) qp_budget_state.live->prev = h;
+  qp_budget_state.live = h;
+  qp_account(index, space, bytes, +1);
+  pthread_mutex_unlock(&qp_budget_state.lock);
+  *out = (char *)base + QP_HEADER_BYTES;
+  return QP_OK;
+}
+
+qp_err qp_budget_alloc_array(const char *term, qp_term_kind kind, size_t count,
+                             size_t elem_size, void **out) {
+  *out = NULL;
+  QP_CHECK(elem_size == 0 || count <= SIZE_MAX / elem_size, QP_ERR_NOMEM,
+           "term '%s': %zu elements of %zu bytes overflow the address space", term, count,
+           elem_size);
+  QP_CALL(qp_budget_alloc(term, kind, QP_SPACE_HOST, count * elem_size, out));
+  return QP_OK;
+}
+
+void qp_budget_free(void *ptr) {
+  if (!ptr) return;
+  qp_block_header *h = (qp_block_header *)((char *)ptr - QP_HEADER_BYTES);
+  if (h->magic != QP_BLOCK_MAGIC) {
+    fprintf(stderr, "qmlpipe: internal error: qp_budget_free of a block it did not allocate\n");
+    return;
+  }
+  pthread_mutex_lock(&qp_budget_state.lock);
+  if (h->prev) h->prev->next = h->next;
+  else qp_budget_state.live = h->next;
+  if (h->next) h->next->prev = h->prev;
+  qp_account(h->term, (qp_space)h->space, h->bytes, -1);
+  pthread_mutex_unlock(&qp_budget_state.lock);
+  h->magic = 0;
+  munmap(h, h->mapped_bytes);
+}
+
+int qp_budget_term_count(void) { return qp_budget_state.n_terms; }
+const qp_term_stats *qp_budget_term(int index) {
+  return index >= 0 && index < qp_budget_state.n_terms ? &qp_budget_state.terms[index] : NULL;
+}
+size_t qp_budget_current(qp_space space) { return qp_budget_state.current[space]; }
+size_t qp_budget_peak(qp_space space) { return qp_budget_state.peak[space]; }
+
+int qp_budget_dump_live(FILE *out) {
+  int n = 0;
+  pthread_mutex_lock(&qp_budget_state.lock);
+  for (const qp_block_header *h = qp_budget_state.live; h; h = h->next, ++n)
+    fprintf(out, "  live block: term '%s' %zu bytes (%s)\n",
+            qp_budget_state.terms[h->term].name, h->bytes, qp_space_name((qp_space)h->space));
+  pthread_mutex_unlock(&qp_budget_state.lock);
+  return n;
+}
+
+void qp_budget_reset(void) {
+  pthread_mutex_lock(&qp_budget_state.lock);
+  for (int i = 0; i < qp_budget_state.n_terms; ++i) {
+    qp_term_stats *t = &qp_budget_state.terms[i];
+    t->peak = t->total = t->current;
+    t->total_blocks = t->live_blocks;
+  }
+  for (int s = 0; s < 2; ++s) qp_budget_state.peak[s] = qp_budget_state.current[s];
+  qp_budget_state.depth = 0;
+  qp_budget_state.n_records = 0;
+  pthread_mutex_unlock(&qp_budget_state.lock);
+}
+
+/* ---- stages ---- */
+
+static double qp_seconds_between(const struct timespec *a, const struct timespec *b) {
+  return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
+}
+
+qp_err qp_stage_push(const char *name) {
+  QP_CHECK(qp_budget_state.depth < QP_STAGE_DEPTH_MAX, QP_ERR_INTERNAL,
+           "stage '%s': stages nest deeper than %d", name, QP_STAGE_DEPTH_MAX);
+  QP_CHECK(strlen(name) < QP_STAGE_NAME_MAX, QP_ERR_INTERNAL, "stage name '%s' too long", name);
+  qp_open_stage *s = &qp_budget_state.open[qp_budget_state.depth];
+  memset(s, 0, sizeof *s);
+  qp_stage_record *r = &s->record;
+  snprintf(r->name, sizeof r->name, "%s", name);
+  int hwm_reset = 0, cg_reset = 0;
+  qp_meter_reset_peaks(&hwm_reset, &cg_reset);
+  qp_meter_read(&r->meter_start);
+  r->meter_start.hwm_reset = hwm_reset;
+  r->meter_start.cgroup_peak_reset = cg_reset;
+  pthread_mutex_lock(&qp_budget_state.lock);
+  r->tracked_at_start = r->tracked_peak = qp_budget_state.current[QP_SPACE_HOST];
+  r->device_tracked_at_start = r->device_tracked_peak = qp_budget_state.current[QP_SPACE_DEVICE];
+  for (int i = 0; i < qp_budget_state.n_terms; ++i) {
+    const qp_term_stats *t = &qp_budget_state.terms[i];
+    if (t->current == 0) continue;
+    qp_stage_term *st = qp_stage_term_of(r, t);
+    if (st) st->at_start = st->peak = t->current;
+  }
+  qp_budget_state.depth++;
+  pthread_mutex_unlock(&qp_budget_state.lock);
+  clock_gettime(CLOCK_MONOTONIC, &s->start);
+  return QP_OK;
+}
+
+qp_err qp_stage_pop(void) {
+  QP_CHECK(qp_budget_state.depth > 0, QP_ERR_INTERNAL, "qp_stage_pop without a stage");
+  qp_open_stage *s = &qp_budget_state.open[qp_budget_state.depth - 1];
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  qp_stage_record *r = &s->record;
+  r->seconds = qp_seconds_between(&s->start, &now);
+  int hwm_reset = r->meter_start.hwm_reset, cg_reset = r->meter_start.cgroup_peak_reset;
+  qp_meter_read(&r->meter_end);
+  r->meter_end.hwm_reset = hwm_reset;
+  r->meter_end.cgroup_peak_reset = cg_reset;
+  pthread_mutex_lock(&qp_budget_state.lock);
+  r->tracked_at_end = qp_budget_state.current[QP_SPACE_HOST];
+  r->device_tracked_at_end = qp_budget_state.current[QP_SPACE_DEVICE];
+  for (int i = 0; i < r->n_terms; ++i) {
+    qp_stage_term *st = &r->terms[i];
+    for (int k = 0; k < qp_budget_state.n_terms; ++k) {
+      const qp_term_stats *t = &qp_budget_state.terms[k];
+      if (t->space == st->space && strcmp(t->name, st->name) == 0) st->at_end = t->current;
+    }
+  }
+  qp_budget_state.depth--;
+  int stored = qp_budget_state.n_records < QP_STAGES_MAX;
+  if (stored) qp_budget_state.records[qp_budget_state.n_records++] = *r;
+  pthread_mutex_unlock(&qp_budget_state.lock);
+  QP_CHECK(stored, QP_ERR_INTERNAL, "more than %d stage records", QP_STAGES_MAX);
+  return QP_OK;
+}
+
+void qp_stage_add_flops(double flops) {
+  for (int d = 0; d < qp_budget_state.depth; ++d) qp_budget_state.open[d].record.flops += flops;
+}
+
+const char *qp_stage_current(void) {
+  return qp_budget_state.depth > 0 ? qp_budget_state.open[qp_budget_state.depth - 1].record.name
+                                   : "";
+}
+
+int qp_stage_record_count(void) { return qp_budget_state.n_records; }
+const qp_stage_record *qp_stage_record_get(int index) {
+  return index >= 0 && index < qp_budget_state.n_records ? &qp_budget_state.records[index] : NULL;
+}
+const qp_stage_record *qp_stage_record_find(const char *name) {
+  for (int i = qp_budget_state.n_records - 1; i >= 0; --i)
+    if (strcmp(qp_budget_state.records[i].name, name) == 0) return &qp_budget_state.records[i];
+  return NULL;
+}

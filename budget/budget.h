@@ -1,0 +1,109 @@
+/* budget.h: the tracked allocator and the stages that account for memory.
+ *
+ * Every large buffer of qmlpipe comes from qp_budget_alloc with a term name (the same name the
+ * model in model.h predicts), a kind and a space. The allocator keeps, per term: current, peak
+ * and total bytes and counts, and per stage (qp_stage_push/pop): each term's bytes at the start,
+ * its peak inside the stage, the tracked total's peak, the wall time, the flops the stage
+ * declares, and what the meters (meter.h) saw: RSS, its peak, the cgroup's usage.
+ *
+ * Host blocks are mapped with mmap and their pages written at once (zero-filled), so that the
+ * process RSS follows the budget exactly: a buffer counts from the moment it is allocated, not
+ * from whenever its pages are first touched, and it leaves RSS when it is freed.
+ *
+ * Not thread-safe for concurrent alloc/free of the same block; alloc/free from several threads
+ * are serialised by a mutex. */
+#ifndef QP_BUDGET_H
+#define QP_BUDGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meter.h"
+#include "qp_error.h"
+
+typedef enum qp_term_kind {
+  QP_TERM_PERSISTENT = 0, /* outlives the stage that allocates it */
+  QP_TERM_TRANSIENT = 1,  /* freed inside the stage that allocates it */
+  QP_TERM_VIRTUAL = 2     /* never materialised (computed on the fly); bytes for information */
+} qp_term_kind;
+
+typedef enum qp_space { QP_SPACE_HOST = 0, QP_SPACE_DEVICE = 1 } qp_space;
+
+enum { QP_TERM_NAME_MAX = 48, QP_STAGE_NAME_MAX = 32, QP_TERMS_MAX = 96, QP_STAGES_MAX = 16 };
+
+const char *qp_term_kind_name(qp_term_kind kind);
+const char *qp_space_name(qp_space space);
+
+/** Allocates `bytes` (zero-filled, pages committed) charged to `term`. bytes may be 0 (then
+ *  *out is NULL). Errors: QP_ERR_NOMEM (naming the term and the bytes), QP_ERR_INPUT for a
+ *  term name too long, QP_ERR_UNSUPPORTED for the device space in a build without CUDA. */
+qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size_t bytes,
+                       void **out);
+/** Allocates count elements of elem_size bytes each, checking the product for overflow. */
+qp_err qp_budget_alloc_array(const char *term, qp_term_kind kind, size_t count,
+                             size_t elem_size, void **out);
+/** Frees a block from qp_budget_alloc (NULL is allowed). */
+void qp_budget_free(void *ptr);
+
+/** Host doubles: QP_ALLOC_DOUBLES("C", QP_TERM_PERSISTENT, n * n, &c). */
+#define QP_ALLOC_DOUBLES(term, kind, count, ptr)                                               \
+  qp_budget_alloc_array((term), (kind), (size_t)(count), sizeof(double), (void **)(ptr))
+
+typedef struct qp_term_stats {
+  char name[QP_TERM_NAME_MAX];
+  qp_term_kind kind;
+  qp_space space;
+  size_t current, peak, total; /* bytes: live now, largest live, ever allocated */
+  long live_blocks, total_blocks;
+} qp_term_stats;
+
+/** Number of terms seen so far, and each term's statistics over the whole run. */
+int qp_budget_term_count(void);
+const qp_term_stats *qp_budget_term(int index);
+/** Tracked bytes live now in a space, and their peak over the run. */
+size_t qp_budget_current(qp_space space);
+size_t qp_budget_peak(qp_space space);
+/** Prints every block still alive (term, bytes); returns how many. */
+int qp_budget_dump_live(FILE *out);
+/** Forgets all statistics and stage records (blocks still alive stay counted). For tests. */
+void qp_budget_reset(void);
+
+/* ---- stages ---- */
+
+typedef struct qp_stage_term {
+  char name[QP_TERM_NAME_MAX];
+  qp_term_kind kind;
+  qp_space space;
+  size_t at_start, peak, at_end; /* this term's live bytes at push, max inside, at pop */
+} qp_stage_term;
+
+typedef struct qp_stage_record {
+  char name[QP_STAGE_NAME_MAX];
+  double seconds;
+  double flops;                  /* declared by the stage through qp_stage_add_flops */
+  size_t tracked_at_start;       /* host bytes live at push */
+  size_t tracked_peak;           /* host bytes: max live inside the stage */
+  size_t tracked_at_end;
+  size_t device_tracked_at_start, device_tracked_peak, device_tracked_at_end;
+  qp_meter_sample meter_start;   /* at push, after the peak meters were reset */
+  qp_meter_sample meter_end;     /* at pop: hwm is the peak since push when hwm_reset */
+  int n_terms;
+  qp_stage_term terms[QP_TERMS_MAX];
+} qp_stage_record;
+
+/** Starts a stage: resets the peak meters, samples them, notes the time and the live bytes.
+ *  Stages nest (up to 8 deep); every push needs a pop. */
+qp_err qp_stage_push(const char *name);
+/** Ends the innermost stage and stores its record. */
+qp_err qp_stage_pop(void);
+/** Adds floating-point operations to every open stage (for GFLOP/s in reports). */
+void qp_stage_add_flops(double flops);
+/** The innermost open stage's name ("" outside stages): errors name the stage they happen in. */
+const char *qp_stage_current(void);
+/** Records of the stages popped so far, in order of their pop. */
+int qp_stage_record_count(void);
+const qp_stage_record *qp_stage_record_get(int index);
+/** The record of a popped stage by name, or NULL. */
+const qp_stage_record *qp_stage_record_find(const char *name);
+
+#endif

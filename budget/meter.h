@@ -1,0 +1,28 @@
+/* meter.h: what the operating system says about this process's memory.
+ *
+ * RSS and its high-water mark come from /proc/self/status (VmRSS, VmHWM); the high-water mark
+ * is reset by writing "5" to /proc/self/clear_refs, which a stage does at its start. The
+ * cgroup figures are what a batch system charges: cgroup v2 memory.current / memory.peak, or
+ * v1 memory.usage_in_bytes / memory.max_usage_in_bytes; -1 where they cannot be read. */
+#ifndef QP_METER_H
+#define QP_METER_H
+
+#include <stdint.h>
+
+typedef struct qp_meter_sample {
+  int64_t rss;            /* VmRSS, bytes */
+  int64_t hwm;            /* VmHWM, bytes */
+  int64_t cgroup_current; /* bytes, or -1 */
+  int64_t cgroup_peak;    /* bytes, or -1 */
+  int hwm_reset;          /* 1 if the last reset of VmHWM succeeded */
+  int cgroup_peak_reset;  /* 1 if the last reset of the cgroup peak succeeded */
+} qp_meter_sample;
+
+/** Reads all meters now (never fails: missing figures are -1). */
+void qp_meter_read(qp_meter_sample *sample);
+/** Resets VmHWM (and the cgroup peak where writable); the flags say what worked. */
+void qp_meter_reset_peaks(int *hwm_reset, int *cgroup_peak_reset);
+/** The cgroup version found (1 or 2), or 0 when none is readable. */
+int qp_meter_cgroup_version(void);
+
+#endif

@@ -1,0 +1,176 @@
+/* model.c: the predicted terms of the pixel-direct pipeline (model.h).
+ *
+ * One function lists every term with its exact bytes; the pipeline allocates the same names
+ * (terms.h) with the same sizes, and tests/pipeline/test_budget_exact.c fails on any drift. */
+#include "model.h"
+
+#include <string.h>
+
+#include "terms.h"
+
+static const char *const qp_stage_names[QP_STAGE_COUNT] = {"covariance_setup", "basis_setup",
+                                                           "fisher_run", "spectra_run"};
+
+const char *qp_stage_name(qp_stage_id stage) {
+  return stage >= 0 && stage < QP_STAGE_COUNT ? qp_stage_names[stage] : "?";
+}
+
+static void qp_model_add(qp_model *m, const char *name, qp_term_kind kind, size_t bytes,
+                         qp_stage_id from, qp_stage_id to, const char *formula) {
+  if (m->n_terms >= QP_TERMS_MAX) return;
+  qp_model_term *t = &m->terms[m->n_terms++];
+  memset(t, 0, sizeof *t);
+  strncpy(t->name, name, sizeof t->name - 1);
+  t->kind = kind;
+  t->space = QP_SPACE_HOST;
+  t->bytes = bytes;
+  t->stage_alloc = from;
+  t->stage_free = to;
+  t->formula = formula;
+}
+
+qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
+  memset(m, 0, sizeof *m);
+  QP_CHECK(d->n_pix > 0 && d->n_sky > 0 && d->n_maps > 0 && d->n_params > 0, QP_ERR_INPUT,
+           "budget model: n_pix (%lld), n_sky (%lld), n_maps (%lld) and n_params (%lld) must be "
+           "positive",
+           (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps,
+           (long long)d->n_params);
+  QP_CHECK(d->fisher_chunk == d->n_params, QP_ERR_UNSUPPORTED,
+           "budget model: fisher_run holds all %lld products at once in this version (chunk %lld)",
+           (long long)d->n_params, (long long)d->fisher_chunk);
+  QP_CHECK(d->spectra_chunk >= 1 && d->spectra_chunk <= d->n_params, QP_ERR_INPUT,
+           "budget model: spectra chunk %lld outside 1..%lld", (long long)d->spectra_chunk,
+           (long long)d->n_params);
+  m->dims = *d;
+  m->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
+  const size_t w = sizeof(double);
+  const size_t n = (size_t)d->n_pix, maps = (size_t)d->n_maps, np = (size_t)d->n_params;
+  const size_t pix_sq = n * n * w;
+  const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, fis = QP_STAGE_FISHER_RUN,
+                    spe = QP_STAGE_SPECTRA_RUN;
+
+  qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, (size_t)d->n_sky * w, cov, cov,
+               "n_sky x 8");
+  qp_model_add(m, QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, n * sizeof(int64_t), cov, spe,
+               "n_pix x 8");
+  qp_model_add(m, QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * n * w, cov, spe,
+               "3 n_pix x 8");
+  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, n * maps * w, cov, spe,
+               "n_pix n_maps x 8");
+  if (d->noise_dense)
+    qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, fis, "n_pix^2 x 8");
+  else
+    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, n * w, cov, fis, "n_pix x 8");
+  qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
+               "n_pix^2 x 8 (C, then L, then L^-1 in place)");
+
+  const size_t slots = (size_t)d->fisher_chunk + 1;
+  qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, slots * pix_sq, fis, fis,
+               "(n_params + 1) n_pix^2 x 8");
+  qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT, slots * slots * w, fis, fis,
+               "(n_params + 1)^2 x 8");
+  qp_model_add(m, QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np * w, fis, spe, "n_params^2 x 8");
+  qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np * w, fis, spe, "n_params x 8");
+
+  qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
+               "n_pix n_maps x 8");
+  qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)d->spectra_chunk * pix_sq,
+               spe, spe, "spectra_chunk n_pix^2 x 8");
+  qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
+               "n_pix n_maps x 8");
+  qp_model_add(m, QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, np * np * w, spe, spe,
+               "n_params^2 x 8");
+  qp_model_add(m, QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, maps * np * w, spe, spe,
+               "n_maps n_params x 8");
+  qp_model_add(m, QP_TERM_SPECTRA, QP_TERM_PERSISTENT, maps * np * w, spe, spe,
+               "n_maps n_params x 8");
+  qp_model_add(m, QP_TERM_ERRORS, QP_TERM_PERSISTENT, np * w, spe, spe, "n_params x 8");
+  return QP_OK;
+}
+
+int qp_model_term_alive(const qp_model_term *t, qp_stage_id stage) {
+  return t->kind != QP_TERM_VIRTUAL && t->stage_alloc <= stage && stage <= t->stage_free;
+}
+
+size_t qp_model_stage_carried(const qp_model *m, qp_stage_id stage) {
+  size_t sum = 0;
+  for (int i = 0; i < m->n_terms; ++i)
+    if (m->terms[i].stage_alloc < stage && qp_model_term_alive(&m->terms[i], stage))
+      sum += m->terms[i].bytes;
+  return sum;
+}
+
+size_t qp_model_stage_peak(const qp_model *m, qp_stage_id stage) {
+  size_t sum = 0;
+  for (int i = 0; i < m->n_terms; ++i)
+    if (qp_model_term_alive(&m->terms[i], stage)) sum += m->terms[i].bytes;
+  return sum;
+}
+
+size_t qp_model_stage_persistent(const qp_model *m, qp_stage_id stage) {
+  size_t sum = 0;
+  for (int i = 0; i < m->n_terms; ++i) {
+    const qp_model_term *t = &m->terms[i];
+    /* Terms freed in the last stage are results kept to the end of the run. */
+    int kept = t->stage_free > stage || (t->stage_free == QP_STAGE_COUNT - 1 &&
+                                         t->kind == QP_TERM_PERSISTENT);
+    if (qp_model_term_alive(t, stage) && kept) sum += t->bytes;
+  }
+  return sum;
+}
+
+size_t qp_model_peak(const qp_model *m) {
+  size_t peak = 0;
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    size_t p = qp_model_stage_peak(m, (qp_stage_id)s);
+    if (p > peak) peak = p;
+  }
+  return peak;
+}
+
+const qp_model_term *qp_model_find(const qp_model *m, const char *name) {
+  for (int i = 0; i < m->n_terms; ++i)
+    if (strcmp(m->terms[i].name, name) == 0) return &m->terms[i];
+  return NULL;
+}
+
+static void qp_print_bytes(FILE *out, size_t bytes) {
+  fprintf(out, "%12.3f MiB %16zu B", (double)bytes / 1048576.0, bytes);
+}
+
+void qp_model_print(FILE *out, const qp_model *m) {
+  const qp_model_dims *d = &m->dims;
+  fprintf(out, "qmlpipe memory budget [pixel_direct]\n");
+  fprintf(out, "  n_pix=%lld n_sky=%lld n_maps=%lld n_params=%lld noise=%s fisher_chunk=%lld "
+               "spectra_chunk=%lld\n\n",
+          (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps,
+          (long long)d->n_params, d->noise_dense ? "dense" : "diagonal",
+          (long long)d->fisher_chunk, (long long)d->spectra_chunk);
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    qp_stage_id stage = (qp_stage_id)s;
+    fprintf(out, "[%s]\n  carried in  ", qp_stage_name(stage));
+    qp_print_bytes(out, qp_model_stage_carried(m, stage));
+    fprintf(out, "\n  peak        ");
+    qp_print_bytes(out, qp_model_stage_peak(m, stage));
+    fprintf(out, "\n  kept after  ");
+    qp_print_bytes(out, qp_model_stage_persistent(m, stage));
+    fprintf(out, "\n");
+    for (int i = 0; i < m->n_terms; ++i) {
+      const qp_model_term *t = &m->terms[i];
+      if (!qp_model_term_alive(t, stage)) continue;
+      const char *role = t->stage_alloc < stage ? "carried" : qp_term_kind_name(t->kind);
+      fprintf(out, "    %-16s %-10s ", t->name, role);
+      qp_print_bytes(out, t->bytes);
+      fprintf(out, "  %s\n", t->formula);
+    }
+    fprintf(out, "\n");
+  }
+  fprintf(out, "overhead (program, libraries, BLAS buffers; calibrated constant) ");
+  qp_print_bytes(out, m->overhead_bytes);
+  fprintf(out, "\nlifetime peak: tracked ");
+  qp_print_bytes(out, qp_model_peak(m));
+  fprintf(out, "\n               with overhead ");
+  qp_print_bytes(out, qp_model_peak(m) + m->overhead_bytes);
+  fprintf(out, "\n");
+}

@@ -1,0 +1,77 @@
+/* model.h: the predicted memory of every stage of the pipeline, term by term.
+ *
+ * The model lists each term the pipeline allocates (the same names as budget/terms.h, which
+ * the pipeline uses when it allocates) with its exact bytes, kind and the stages where it is
+ * allocated and freed. Every stage keeps all of its terms alive together at its peak, so:
+ *   carried(s)    = bytes of terms allocated before s and still alive in s
+ *   peak(s)       = bytes of all terms alive in s (carried + new persistent + transients)
+ *   persistent(s) = bytes alive at the end of s
+ * The overhead term (program, libraries, BLAS buffers) is a calibrated constant of the
+ * process, measured before the first stage and reported beside the terms, never hidden. */
+#ifndef QP_MODEL_H
+#define QP_MODEL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "budget.h"
+
+typedef enum qp_stage_id {
+  QP_STAGE_COVARIANCE_SETUP = 0,
+  QP_STAGE_BASIS_SETUP,
+  QP_STAGE_FISHER_RUN,
+  QP_STAGE_SPECTRA_RUN,
+  QP_STAGE_COUNT
+} qp_stage_id;
+
+/** "covariance_setup", "basis_setup", "fisher_run", "spectra_run". */
+const char *qp_stage_name(qp_stage_id stage);
+
+typedef struct qp_model_dims {
+  int64_t n_sky;         /* pixels of one full-sky map, 12 nside^2 */
+  int64_t n_pix;         /* length of the data vector (observed pixels x fields) */
+  int64_t n_maps;        /* maps analysed together */
+  int64_t n_params;      /* spectra x bins */
+  int64_t fisher_chunk;  /* pixel-direct: products held at once in fisher_run */
+  int64_t spectra_chunk; /* pixel-direct: bin matrices held at once in spectra_run */
+  int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
+} qp_model_dims;
+
+typedef struct qp_model_term {
+  char name[QP_TERM_NAME_MAX];
+  qp_term_kind kind;
+  qp_space space;
+  size_t bytes;
+  qp_stage_id stage_alloc; /* allocated in this stage */
+  qp_stage_id stage_free;  /* freed at the end of (or inside) this stage */
+  const char *formula;     /* how bytes follow from the dimensions, for the printed table */
+} qp_model_term;
+
+typedef struct qp_model {
+  qp_model_dims dims;
+  int n_terms;
+  qp_model_term terms[QP_TERMS_MAX];
+  size_t overhead_bytes; /* program + libraries + BLAS buffers: the calibrated constant */
+} qp_model;
+
+/** The default overhead (bytes) when none was measured: see docs/memory-model.md. */
+#define QP_MODEL_DEFAULT_OVERHEAD ((size_t)48 << 20)
+
+/** Predicts every term of the pixel-direct path for `dims`. QP_ERR_INPUT on nonsense dims. */
+qp_err qp_model_predict(const qp_model_dims *dims, qp_model *model);
+
+size_t qp_model_stage_carried(const qp_model *model, qp_stage_id stage);
+size_t qp_model_stage_peak(const qp_model *model, qp_stage_id stage);
+size_t qp_model_stage_persistent(const qp_model *model, qp_stage_id stage);
+/** The largest stage peak (tracked bytes, without the overhead). */
+size_t qp_model_peak(const qp_model *model);
+/** The term named `name`, or NULL. */
+const qp_model_term *qp_model_find(const qp_model *model, const char *name);
+/** 1 when the term is alive during `stage`. */
+int qp_model_term_alive(const qp_model_term *term, qp_stage_id stage);
+
+/** Prints the table of `qmlpipe budget`: per stage, the persistent and transient terms and the
+ *  peak, plus the overhead and the lifetime peak. */
+void qp_model_print(FILE *out, const qp_model *model);
+
+#endif

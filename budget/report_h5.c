@@ -1,0 +1,593 @@
+/* report_h5.c: the /budget group of a results file (report_h5.h): written from the stage
+ * records of budget.h beside the model's prediction, and printed back as a table.
+ *
+ * Per stage, the "terms" dataset has one row per term that the model predicts alive in the
+ * stage or that the allocator tracked in it; a term missing on one side has 0 bytes there, so
+ * that any drift between model and code shows as a row whose two columns differ. */
+#include "report_h5.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget.h"
+
+enum {
+  QP_REPORT_KIND_LEN = 16,  /* fixed-length strings of the terms dataset */
+  QP_REPORT_SPACE_LEN = 16,
+  QP_REPORT_ROWS_MAX = 2 * QP_TERMS_MAX, /* predicted terms plus tracked terms, at most */
+  QP_REPORT_WHERE_MAX = 1024,
+  QP_REPORT_H5_MSG_MAX = 320
+};
+
+/* One row of /budget/<stage>/terms. */
+typedef struct qp_report_row {
+  char name[QP_TERM_NAME_MAX];
+  char kind[QP_REPORT_KIND_LEN];
+  char space[QP_REPORT_SPACE_LEN];
+  int64_t predicted_bytes;
+  int64_t tracked_peak_bytes;
+  int64_t tracked_start_bytes;
+  int64_t tracked_end_bytes;
+} qp_report_row;
+
+/* ---- HDF5 status -> qp_err ---- */
+
+typedef struct qp_h5_stack {
+  int n;
+  char outer[QP_REPORT_H5_MSG_MAX]; /* the API call that failed */
+  char inner[QP_REPORT_H5_MSG_MAX]; /* where HDF5 first detected the error */
+} qp_h5_stack;
+
+static herr_t qp_h5_stack_entry(unsigned n, const H5E_error2_t *e, void *data) {
+  qp_h5_stack *s = data;
+  const char *func = e->func_name ? e->func_name : "?";
+  const char *desc = e->desc && e->desc[0] ? e->desc : "(no description)";
+  if (n == 0) snprintf(s->outer, sizeof s->outer, "%s(): %s", func, desc);
+  snprintf(s->inner, sizeof s->inner, "%s", desc);
+  s->n++;
+  return 0;
+}
+
+/* Records an HDF5 failure as `code` with our context and HDF5's own message (the failing API
+ * call and the innermost cause), then clears HDF5's error stack. */
+static qp_err qp_h5_fail(qp_err code, const char *file, int line, const char *func,
+                         const char *fmt, ...) QP_PRINTF(5, 6);
+static qp_err qp_h5_fail(qp_err code, const char *file, int line, const char *func,
+                         const char *fmt, ...) {
+  char context[QP_REPORT_WHERE_MAX + 256];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(context, sizeof context, fmt, args);
+  va_end(args);
+  qp_h5_stack stack = {0};
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, qp_h5_stack_entry, &stack);
+  H5Eclear2(H5E_DEFAULT);
+  if (stack.n == 0) return qp_error_set(code, file, line, func, "%s (HDF5 failed)", context);
+  if (stack.n == 1) return qp_error_set(code, file, line, func, "%s: HDF5: %s", context, stack.outer);
+  return qp_error_set(code, file, line, func, "%s: HDF5: %s (%s)", context, stack.outer,
+                      stack.inner);
+}
+
+/* Evaluates an HDF5 call (hid_t or herr_t); on a negative result records QP_ERR_IO with the
+ * message and jumps to `label` (the function needs a local `qp_err err`). */
+#define QP_H5_GOTO(expr, label, ...)                                                           \
+  do {                                                                                         \
+    if ((expr) < 0) {                                                                          \
+      err = qp_h5_fail(QP_ERR_IO, __FILE__, __LINE__, __func__, __VA_ARGS__);                  \
+      goto label;                                                                              \
+    }                                                                                          \
+  } while (0)
+
+/* ---- writing ---- */
+
+/* The compound type of a terms row (used in memory and in the file). */
+static hid_t qp_report_row_type(void) {
+  hid_t row = -1, name = -1, kind = -1, space = -1;
+  int ok = 0;
+  if ((row = H5Tcreate(H5T_COMPOUND, sizeof(qp_report_row))) < 0) goto done;
+  if ((name = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(name, QP_TERM_NAME_MAX) < 0) goto done;
+  if ((kind = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(kind, QP_REPORT_KIND_LEN) < 0) goto done;
+  if ((space = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(space, QP_REPORT_SPACE_LEN) < 0) goto done;
+  if (H5Tinsert(row, "name", HOFFSET(qp_report_row, name), name) < 0 ||
+      H5Tinsert(row, "kind", HOFFSET(qp_report_row, kind), kind) < 0 ||
+      H5Tinsert(row, "space", HOFFSET(qp_report_row, space), space) < 0 ||
+      H5Tinsert(row, "predicted_bytes", HOFFSET(qp_report_row, predicted_bytes),
+                H5T_NATIVE_INT64) < 0 ||
+      H5Tinsert(row, "tracked_peak_bytes", HOFFSET(qp_report_row, tracked_peak_bytes),
+                H5T_NATIVE_INT64) < 0 ||
+      H5Tinsert(row, "tracked_start_bytes", HOFFSET(qp_report_row, tracked_start_bytes),
+                H5T_NATIVE_INT64) < 0 ||
+      H5Tinsert(row, "tracked_end_bytes", HOFFSET(qp_report_row, tracked_end_bytes),
+                H5T_NATIVE_INT64) < 0)
+    goto done;
+  ok = 1;
+done:
+  if (name >= 0) H5Tclose(name);
+  if (kind >= 0) H5Tclose(kind);
+  if (space >= 0) H5Tclose(space);
+  if (!ok && row >= 0) {
+    H5Tclose(row);
+    row = -1;
+  }
+  return row;
+}
+
+static qp_err qp_report_attr(hid_t obj, const char *where, const char *name, hid_t type,
+                             const void *value) {
+  qp_err err = QP_OK;
+  hid_t space = -1, attr = -1;
+  QP_H5_GOTO(space = H5Screate(H5S_SCALAR), done, "%s: attribute '%s'", where, name);
+  QP_H5_GOTO(attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT), done,
+             "%s: cannot create attribute '%s'", where, name);
+  QP_H5_GOTO(H5Awrite(attr, type, value), done, "%s: cannot write attribute '%s'", where, name);
+done:
+  if (attr >= 0) H5Aclose(attr);
+  if (space >= 0) H5Sclose(space);
+  return err;
+}
+
+static qp_err qp_report_attr_i64(hid_t obj, const char *where, const char *name, int64_t v) {
+  QP_CALL(qp_report_attr(obj, where, name, H5T_NATIVE_INT64, &v));
+  return QP_OK;
+}
+
+static qp_err qp_report_attr_f64(hid_t obj, const char *where, const char *name, double v) {
+  QP_CALL(qp_report_attr(obj, where, name, H5T_NATIVE_DOUBLE, &v));
+  return QP_OK;
+}
+
+static qp_err qp_report_attr_str(hid_t obj, const char *where, const char *name,
+                                 const char *text) {
+  qp_err err = QP_OK;
+  hid_t type = -1;
+  QP_H5_GOTO(type = H5Tcopy(H5T_C_S1), done, "%s: attribute '%s'", where, name);
+  QP_H5_GOTO(H5Tset_size(type, H5T_VARIABLE), done, "%s: attribute '%s'", where, name);
+  QP_H5_GOTO(H5Tset_cset(type, H5T_CSET_UTF8), done, "%s: attribute '%s'", where, name);
+  QP_CALL_GOTO(qp_report_attr(obj, where, name, type, &text), done);
+done:
+  if (type >= 0) H5Tclose(type);
+  return err;
+}
+
+static int qp_report_stage_id(const char *name, qp_stage_id *id) {
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    if (strcmp(qp_stage_name((qp_stage_id)s), name) == 0) {
+      *id = (qp_stage_id)s;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int64_t qp_i64(size_t v) { return v > (size_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
+
+/* The rows of one stage: predicted terms alive in it, then tracked terms the model lacks.
+ * Returns the number of rows; *drift counts rows whose predicted and tracked peak differ. */
+static int qp_report_rows(const qp_model *model, const qp_stage_record *r, int known,
+                          qp_stage_id id, qp_report_row *rows, int *drift) {
+  int n = 0;
+  if (model && known) {
+    for (int i = 0; i < model->n_terms && n < QP_REPORT_ROWS_MAX; ++i) {
+      const qp_model_term *t = &model->terms[i];
+      if (!qp_model_term_alive(t, id)) continue;
+      qp_report_row *row = &rows[n++];
+      memset(row, 0, sizeof *row);
+      snprintf(row->name, sizeof row->name, "%s", t->name);
+      snprintf(row->kind, sizeof row->kind, "%s", qp_term_kind_name(t->kind));
+      snprintf(row->space, sizeof row->space, "%s", qp_space_name(t->space));
+      row->predicted_bytes = qp_i64(t->bytes);
+    }
+  }
+  for (int i = 0; i < r->n_terms; ++i) {
+    const qp_stage_term *st = &r->terms[i];
+    const char *space = qp_space_name(st->space);
+    qp_report_row *row = NULL;
+    for (int k = 0; k < n && !row; ++k)
+      if (strcmp(rows[k].name, st->name) == 0 && strcmp(rows[k].space, space) == 0)
+        row = &rows[k];
+    if (!row) {
+      if (n >= QP_REPORT_ROWS_MAX) break;
+      row = &rows[n++];
+      memset(row, 0, sizeof *row);
+      snprintf(row->name, sizeof row->name, "%s", st->name);
+      snprintf(row->kind, sizeof row->kind, "%s", qp_term_kind_name(st->kind));
+      snprintf(row->space, sizeof row->space, "%s", space);
+    }
+    row->tracked_peak_bytes = qp_i64(st->peak);
+    row->tracked_start_bytes = qp_i64(st->at_start);
+    row->tracked_end_bytes = qp_i64(st->at_end);
+  }
+  *drift = 0;
+  for (int k = 0; k < n; ++k)
+    if (rows[k].predicted_bytes != rows[k].tracked_peak_bytes) ++*drift;
+  return n;
+}
+
+static qp_err qp_report_terms(hid_t group, const char *where, const qp_report_row *rows, int n) {
+  qp_err err = QP_OK;
+  hid_t type = -1, space = -1, dset = -1;
+  hsize_t dims[1] = {(hsize_t)n};
+  QP_H5_GOTO(type = qp_report_row_type(), done, "%s: terms row type", where);
+  QP_H5_GOTO(space = H5Screate_simple(1, dims, NULL), done, "%s: terms dataspace", where);
+  QP_H5_GOTO(dset = H5Dcreate2(group, "terms", type, space, H5P_DEFAULT, H5P_DEFAULT,
+                               H5P_DEFAULT),
+             done, "%s: cannot create dataset 'terms'", where);
+  if (n > 0)
+    QP_H5_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows), done,
+               "%s: cannot write dataset 'terms'", where);
+done:
+  if (dset >= 0) H5Dclose(dset);
+  if (space >= 0) H5Sclose(space);
+  if (type >= 0) H5Tclose(type);
+  return err;
+}
+
+/* A group name for the stage: its name, with '/' replaced, made unique by a suffix when the
+ * same stage was recorded more than once. */
+static qp_err qp_report_group_name(hid_t budget, const char *where, const char *stage,
+                                   char *name, size_t size) {
+  char base[QP_STAGE_NAME_MAX];
+  snprintf(base, sizeof base, "%s", stage[0] ? stage : "stage");
+  for (char *c = base; *c; ++c)
+    if (*c == '/' || (*c == '.' && c == base)) *c = '_';
+  snprintf(name, size, "%s", base);
+  for (int k = 2;; ++k) {
+    htri_t exists = H5Lexists(budget, name, H5P_DEFAULT);
+    if (exists < 0)
+      return qp_h5_fail(QP_ERR_IO, __FILE__, __LINE__, __func__, "%s: /budget/%s", where, name);
+    if (exists == 0) return QP_OK;
+    snprintf(name, size, "%s_%d", base, k);
+  }
+}
+
+static qp_err qp_report_stage(hid_t budget, const char *where, int index,
+                              const qp_stage_record *r, const qp_model *model) {
+  qp_err err = QP_OK;
+  hid_t group = -1;
+  char gname[QP_STAGE_NAME_MAX + 16], gwhere[QP_REPORT_WHERE_MAX + 64];
+  qp_report_row *rows = NULL;
+  QP_CALL(qp_report_group_name(budget, where, r->name, gname, sizeof gname));
+  snprintf(gwhere, sizeof gwhere, "%s: /budget/%s", where, gname);
+  QP_H5_GOTO(group = H5Gcreate2(budget, gname, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), done,
+             "%s: cannot create group", gwhere);
+
+  qp_stage_id id = QP_STAGE_COVARIANCE_SETUP;
+  int known = model && qp_report_stage_id(r->name, &id);
+  size_t carried = known ? qp_model_stage_carried(model, id) : 0;
+  size_t peak = known ? qp_model_stage_peak(model, id) : 0;
+  size_t persistent = known ? qp_model_stage_persistent(model, id) : 0;
+  size_t overhead = model ? model->overhead_bytes : 0;
+
+  const qp_meter_sample *m0 = &r->meter_start, *m1 = &r->meter_end;
+  int64_t rss_peak = m1->hwm;
+  int64_t measured_rise = (m0->rss >= 0 && rss_peak >= 0) ? rss_peak - m0->rss : -1;
+  int64_t predicted_rise = qp_i64(peak) - qp_i64(carried);
+  double ratio = measured_rise > 0 ? (double)predicted_rise / (double)measured_rise : NAN;
+
+  rows = malloc(sizeof *rows * QP_REPORT_ROWS_MAX);
+  QP_CHECK_GOTO(rows, QP_ERR_NOMEM, done, "%s: no memory for the terms table", gwhere);
+  int drift = 0;
+  int n = qp_report_rows(model, r, known, id, rows, &drift);
+
+  const struct {
+    const char *name;
+    int64_t value;
+  } ints[] = {
+      {"index", index},
+      {"model_has_stage", known},
+      {"tracked_start_bytes", qp_i64(r->tracked_at_start)},
+      {"tracked_peak_bytes", qp_i64(r->tracked_peak)},
+      {"tracked_end_bytes", qp_i64(r->tracked_at_end)},
+      {"device_tracked_start_bytes", qp_i64(r->device_tracked_at_start)},
+      {"device_tracked_peak_bytes", qp_i64(r->device_tracked_peak)},
+      {"device_tracked_end_bytes", qp_i64(r->device_tracked_at_end)},
+      {"predicted_carried_bytes", qp_i64(carried)},
+      {"predicted_peak_bytes", qp_i64(peak)},
+      {"predicted_persistent_bytes", qp_i64(persistent)},
+      {"predicted_peak_absolute_bytes", qp_i64(overhead) + qp_i64(peak)},
+      {"predicted_peak_rise_bytes", predicted_rise},
+      {"rss_start_bytes", m0->rss},
+      {"rss_end_bytes", m1->rss},
+      {"rss_peak_bytes", rss_peak},
+      {"measured_peak_rise_bytes", measured_rise},
+      {"cgroup_start_bytes", m0->cgroup_current},
+      {"cgroup_end_bytes", m1->cgroup_current},
+      {"cgroup_peak_bytes", m1->cgroup_peak},
+      {"hwm_reset", m0->hwm_reset},
+      {"cgroup_peak_reset", m0->cgroup_peak_reset},
+      {"n_terms", n},
+      {"drift_terms", drift},
+  };
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
+    QP_CALL_GOTO(qp_report_attr_i64(group, gwhere, ints[i].name, ints[i].value), done);
+  QP_CALL_GOTO(qp_report_attr_str(group, gwhere, "stage", r->name), done);
+  QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "seconds", r->seconds), done);
+  QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "flops", r->flops), done);
+  QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "gflops_per_s",
+                                  r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0.0),
+               done);
+  QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "ratio_peak_rise", ratio), done);
+  QP_CALL_GOTO(qp_report_terms(group, gwhere, rows, n), done);
+done:
+  free(rows);
+  if (group >= 0) H5Gclose(group);
+  return err;
+}
+
+qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample *baseline) {
+  qp_err err = QP_OK;
+  hid_t gcpl = -1, budget = -1;
+  char where[QP_REPORT_WHERE_MAX];
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  if (H5Fget_name(file, where, sizeof where) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    snprintf(where, sizeof where, "%s", "(HDF5 file)");
+  }
+  /* Creation order is tracked so that readers list the stages in the order they ran. */
+  QP_H5_GOTO(gcpl = H5Pcreate(H5P_GROUP_CREATE), done, "%s: /budget", where);
+  QP_H5_GOTO(H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
+             done, "%s: /budget", where);
+  QP_H5_GOTO(budget = H5Gcreate2(file, "budget", H5P_DEFAULT, gcpl, H5P_DEFAULT), done,
+             "%s: cannot create group /budget", where);
+
+  int n_stages = qp_stage_record_count();
+  int hwm_reset = n_stages > 0 ? 1 : (baseline ? baseline->hwm_reset : 0);
+  for (int i = 0; i < n_stages; ++i)
+    if (!qp_stage_record_get(i)->meter_start.hwm_reset) hwm_reset = 0;
+  char bwhere[QP_REPORT_WHERE_MAX + 16];
+  snprintf(bwhere, sizeof bwhere, "%s: /budget", where);
+  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "overhead_predicted_bytes",
+                                  model ? qp_i64(model->overhead_bytes) : 0),
+               done);
+  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "predicted_lifetime_peak_bytes",
+                                  model ? qp_i64(qp_model_peak(model)) : 0),
+               done);
+  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_rss_bytes",
+                                  baseline ? baseline->rss : -1),
+               done);
+  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_cgroup_bytes",
+                                  baseline ? baseline->cgroup_current : -1),
+               done);
+  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "cgroup_version", qp_meter_cgroup_version()),
+               done);
+  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "hwm_reset", hwm_reset), done);
+  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "n_stages", n_stages), done);
+  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "host_tracked_peak_bytes",
+                                  qp_i64(qp_budget_peak(QP_SPACE_HOST))),
+               done);
+  for (int i = 0; i < n_stages; ++i)
+    QP_CALL_GOTO(qp_report_stage(budget, where, i, qp_stage_record_get(i), model), done);
+done:
+  if (budget >= 0) H5Gclose(budget);
+  if (gcpl >= 0) H5Pclose(gcpl);
+  return err;
+}
+
+/* ---- reading and printing ---- */
+
+/* An attribute as int64 (or double); `fallback` when the attribute is missing or unreadable:
+ * the report prints what the file holds and "n/a" for the rest. */
+static int64_t qp_read_i64(hid_t obj, const char *name, int64_t fallback) {
+  int64_t v = fallback;
+  if (H5Aexists(obj, name) > 0) {
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &v) < 0) v = fallback;
+    if (a >= 0) H5Aclose(a);
+  }
+  H5Eclear2(H5E_DEFAULT);
+  return v;
+}
+
+static double qp_read_f64(hid_t obj, const char *name, double fallback) {
+  double v = fallback;
+  if (H5Aexists(obj, name) > 0) {
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) v = fallback;
+    if (a >= 0) H5Aclose(a);
+  }
+  H5Eclear2(H5E_DEFAULT);
+  return v;
+}
+
+/* A scalar string attribute (variable or fixed length) into buf; "" when missing. */
+static void qp_read_str(hid_t obj, const char *name, char *buf, size_t size) {
+  buf[0] = '\0';
+  hid_t a = -1, ftype = -1, mtype = -1;
+  if (H5Aexists(obj, name) <= 0) goto done;
+  if ((a = H5Aopen(obj, name, H5P_DEFAULT)) < 0) goto done;
+  if ((ftype = H5Aget_type(a)) < 0 || H5Tget_class(ftype) != H5T_STRING) goto done;
+  if ((mtype = H5Tcopy(H5T_C_S1)) < 0) goto done;
+  /* HDF5 converts no character sets: read in the file's (ASCII or UTF-8). */
+  if (H5Tset_cset(mtype, H5Tget_cset(ftype)) < 0) goto done;
+  if (H5Tis_variable_str(ftype) > 0) {
+    char *text = NULL;
+    if (H5Tset_size(mtype, H5T_VARIABLE) < 0 || H5Aread(a, mtype, &text) < 0) goto done;
+    snprintf(buf, size, "%s", text ? text : "");
+    H5free_memory(text);
+  } else {
+    size_t len = H5Tget_size(ftype);
+    char *text = calloc(len + 1, 1);
+    if (!text) goto done;
+    if (H5Tset_size(mtype, len + 1) >= 0 && H5Aread(a, mtype, text) >= 0)
+      snprintf(buf, size, "%s", text);
+    free(text);
+  }
+done:
+  if (mtype >= 0) H5Tclose(mtype);
+  if (ftype >= 0) H5Tclose(ftype);
+  if (a >= 0) H5Aclose(a);
+  H5Eclear2(H5E_DEFAULT);
+}
+
+/* Bytes in MiB (below 1 GiB) or GiB with three decimals; "n/a" for unknown (negative). */
+static const char *qp_human(int64_t bytes, char *buf, size_t size) {
+  if (bytes < 0) snprintf(buf, size, "n/a");
+  else if (bytes >= ((int64_t)1 << 30)) snprintf(buf, size, "%.3f GiB", (double)bytes / 1073741824.0);
+  else snprintf(buf, size, "%.3f MiB", (double)bytes / 1048576.0);
+  return buf;
+}
+
+static const char *qp_ratio(double r, char *buf, size_t size) {
+  if (isfinite(r)) snprintf(buf, size, "%.3f", r);
+  else snprintf(buf, size, "n/a");
+  return buf;
+}
+
+static qp_err qp_report_print_terms(hid_t stage, const char *where, FILE *out) {
+  qp_err err = QP_OK;
+  hid_t dset = -1, space = -1, type = -1;
+  qp_report_row *rows = NULL;
+  if (H5Lexists(stage, "terms", H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    fprintf(out, "  (no terms table)\n");
+    return QP_OK;
+  }
+  QP_H5_GOTO(dset = H5Dopen2(stage, "terms", H5P_DEFAULT), done, "%s/terms", where);
+  QP_H5_GOTO(space = H5Dget_space(dset), done, "%s/terms", where);
+  hssize_t n = H5Sget_simple_extent_npoints(space);
+  QP_H5_GOTO(n, done, "%s/terms", where);
+  QP_H5_GOTO(type = qp_report_row_type(), done, "%s/terms", where);
+  if (n > 0) {
+    rows = calloc((size_t)n, sizeof *rows);
+    QP_CHECK_GOTO(rows, QP_ERR_NOMEM, done, "%s/terms: %lld rows", where, (long long)n);
+    QP_H5_GOTO(H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows), done,
+               "%s/terms: cannot read (not a qmlpipe terms table?)", where);
+  }
+  char a[32], b[32];
+  fprintf(out, "  %-20s %-10s %-6s %34s %34s\n", "term", "kind", "space", "predicted bytes",
+          "tracked peak bytes");
+  for (hssize_t i = 0; i < n; ++i) {
+    qp_report_row *r = &rows[i];
+    r->name[sizeof r->name - 1] = r->kind[sizeof r->kind - 1] = r->space[sizeof r->space - 1] = 0;
+    const char *mark = "";
+    if (r->predicted_bytes != r->tracked_peak_bytes)
+      mark = r->predicted_bytes == 0   ? "  <-- DRIFT (not in model)"
+             : r->tracked_peak_bytes == 0 ? "  <-- DRIFT (not tracked)"
+                                          : "  <-- DRIFT";
+    fprintf(out, "  %-20s %-10s %-6s %20" PRId64 " %13s %20" PRId64 " %13s%s\n", r->name,
+            r->kind, r->space, r->predicted_bytes, qp_human(r->predicted_bytes, a, sizeof a),
+            r->tracked_peak_bytes, qp_human(r->tracked_peak_bytes, b, sizeof b), mark);
+  }
+done:
+  free(rows);
+  if (type >= 0) H5Tclose(type);
+  if (space >= 0) H5Sclose(space);
+  if (dset >= 0) H5Dclose(dset);
+  return err;
+}
+
+static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *name,
+                                    FILE *out) {
+  char a[32], b[32], c[32];
+  char label[256];
+  qp_read_str(stage, "stage", label, sizeof label);
+  if (!label[0]) snprintf(label, sizeof label, "%s", name);
+  double seconds = qp_read_f64(stage, "seconds", NAN);
+  double gflops = qp_read_f64(stage, "gflops_per_s", NAN);
+  fprintf(out, "\nstage %s: %.3f s, %.3f GFLOP/s\n", label, seconds, gflops);
+  if (!qp_read_i64(stage, "model_has_stage", 1))
+    fprintf(out, "  (the model predicts nothing for this stage)\n");
+  fprintf(out, "  %-28s %14s %14s %10s\n", "", "predicted", "measured", "ratio");
+
+  int64_t pr_rise = qp_read_i64(stage, "predicted_peak_rise_bytes", -1);
+  int64_t rss_start = qp_read_i64(stage, "rss_start_bytes", -1);
+  int64_t rss_peak = qp_read_i64(stage, "rss_peak_bytes", -1);
+  int64_t rss_end = qp_read_i64(stage, "rss_end_bytes", -1);
+  int64_t me_rise = (rss_start >= 0 && rss_peak >= 0)
+                        ? qp_read_i64(stage, "measured_peak_rise_bytes", -1)
+                        : -1;
+  double ratio = me_rise > 0 ? (double)pr_rise / (double)me_rise : NAN;
+  fprintf(out, "  %-28s %14s %14s %10s\n", "peak rise (RSS)", qp_human(pr_rise, a, sizeof a),
+          qp_human(me_rise, b, sizeof b), qp_ratio(ratio, c, sizeof c));
+
+  int64_t pr_peak = qp_read_i64(stage, "predicted_peak_bytes", -1);
+  int64_t tr_peak = qp_read_i64(stage, "tracked_peak_bytes", -1);
+  if (pr_peak == tr_peak) snprintf(c, sizeof c, "EXACT");
+  else snprintf(c, sizeof c, "DRIFT (%+" PRId64 " B)", tr_peak - pr_peak);
+  fprintf(out, "  %-28s %14s %14s %10s\n", "tracked peak", qp_human(pr_peak, a, sizeof a),
+          qp_human(tr_peak, b, sizeof b), c);
+
+  int64_t pr_abs = qp_read_i64(stage, "predicted_peak_absolute_bytes", -1);
+  ratio = rss_peak > 0 && pr_abs >= 0 ? (double)pr_abs / (double)rss_peak : NAN;
+  fprintf(out, "  %-28s %14s %14s %10s\n", "RSS peak (with overhead)",
+          qp_human(pr_abs, a, sizeof a), qp_human(rss_peak, b, sizeof b),
+          qp_ratio(ratio, c, sizeof c));
+  fprintf(out, "  %-28s %14s %14s\n", "RSS at start / end", qp_human(rss_start, a, sizeof a),
+          qp_human(rss_end, b, sizeof b));
+  if (!qp_read_i64(stage, "hwm_reset", 1))
+    fprintf(out, "  (VmHWM could not be reset: the RSS peak is the process's lifetime peak)\n");
+
+  int64_t cg0 = qp_read_i64(stage, "cgroup_start_bytes", -1);
+  int64_t cg1 = qp_read_i64(stage, "cgroup_end_bytes", -1);
+  int64_t cgp = qp_read_i64(stage, "cgroup_peak_bytes", -1);
+  if (cg0 >= 0 || cg1 >= 0 || cgp >= 0)
+    fprintf(out, "  %-28s %14s %14s %14s%s\n", "cgroup start / end / peak",
+            qp_human(cg0, a, sizeof a), qp_human(cg1, b, sizeof b), qp_human(cgp, c, sizeof c),
+            qp_read_i64(stage, "cgroup_peak_reset", 0) ? "" : "  (peak not reset)");
+  int64_t drift = qp_read_i64(stage, "drift_terms", -1);
+  if (drift >= 0) fprintf(out, "  terms differing between model and allocator: %" PRId64 "\n", drift);
+  QP_CALL(qp_report_print_terms(stage, where, out));
+  return QP_OK;
+}
+
+qp_err qp_report_print(const char *path, FILE *out) {
+  qp_err err = QP_OK;
+  hid_t file = -1, budget = -1, stage = -1;
+  QP_CHECK(path && out, QP_ERR_INTERNAL, "qp_report_print: no path or stream");
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  FILE *probe = fopen(path, "rb");
+  QP_CHECK(probe, QP_ERR_IO, "cannot open results file '%s': %s", path, strerror(errno));
+  fclose(probe);
+  QP_H5_GOTO(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), done,
+             "cannot open '%s' as an HDF5 file", path);
+  htri_t has = H5Lexists(file, "budget", H5P_DEFAULT);
+  QP_H5_GOTO(has, done, "%s: /budget", path);
+  QP_CHECK_GOTO(has > 0, QP_ERR_INPUT, done,
+                "'%s' has no /budget group: not a qmlpipe results file, or one written "
+                "without its memory report",
+                path);
+  QP_H5_GOTO(budget = H5Gopen2(file, "budget", H5P_DEFAULT), done, "%s: /budget", path);
+
+  char version[64], a[32], b[32];
+  qp_read_str(file, "qmlpipe_version", version, sizeof version);
+  if (version[0]) fprintf(out, "qmlpipe memory report: %s (written by qmlpipe %s)\n", path, version);
+  else fprintf(out, "qmlpipe memory report: %s\n", path);
+  fprintf(out, "  overhead (predicted) %s, baseline RSS %s, cgroup v%" PRId64 ", VmHWM reset %s\n",
+          qp_human(qp_read_i64(budget, "overhead_predicted_bytes", -1), a, sizeof a),
+          qp_human(qp_read_i64(budget, "baseline_rss_bytes", -1), b, sizeof b),
+          qp_read_i64(budget, "cgroup_version", 0),
+          qp_read_i64(budget, "hwm_reset", 0) ? "yes" : "no");
+
+  H5G_info_t info;
+  QP_H5_GOTO(H5Gget_info(budget, &info), done, "%s: /budget", path);
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    char name[256], where[QP_REPORT_WHERE_MAX + 300];
+    ssize_t len = H5Lget_name_by_idx(budget, ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, i, name,
+                                     sizeof name, H5P_DEFAULT);
+    if (len < 0) { /* creation order not tracked: fall back to name order */
+      H5Eclear2(H5E_DEFAULT);
+      len = H5Lget_name_by_idx(budget, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
+                               H5P_DEFAULT);
+    }
+    QP_H5_GOTO(len, done, "%s: /budget: link %llu", path, (unsigned long long)i);
+    stage = H5Gopen2(budget, name, H5P_DEFAULT);
+    if (stage < 0) { /* not a group: nothing of ours */
+      H5Eclear2(H5E_DEFAULT);
+      continue;
+    }
+    snprintf(where, sizeof where, "%s: /budget/%s", path, name);
+    QP_CALL_GOTO(qp_report_print_stage(stage, where, name, out), done);
+    H5Gclose(stage);
+    stage = -1;
+  }
+done:
+  if (stage >= 0) H5Gclose(stage);
+  if (budget >= 0) H5Gclose(budget);
+  if (file >= 0) H5Fclose(file);
+  return err;
+}

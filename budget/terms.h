@@ -1,0 +1,28 @@
+/* terms.h: the names of the pipeline's budget terms, shared by the code that allocates them
+ * and by the model (model.c) that predicts them, so that the two cannot drift apart in name. */
+#ifndef QP_TERMS_H
+#define QP_TERMS_H
+
+/* covariance_setup */
+#define QP_TERM_SKY_BUFFER "sky_buffer"         /* one full-sky map while reading inputs */
+#define QP_TERM_OBSERVED_INDEX "observed_index" /* RING index of each observed pixel */
+#define QP_TERM_PIXEL_VECTORS "pixel_vectors"   /* unit vectors of the observed pixels */
+#define QP_TERM_MAPS "maps"                     /* data vectors x, n_pix x n_maps */
+#define QP_TERM_NOISE_VARIANCE "noise_variance" /* diagonal N */
+#define QP_TERM_NOISE "N"                       /* dense N */
+#define QP_TERM_COVARIANCE "C"                  /* C = S + N; then L, then L^-1, in place */
+/* fisher_run */
+#define QP_TERM_PRODUCTS "products"             /* M_p = L^-1 P_p L^-T, and L^-1 N L^-T */
+#define QP_TERM_GRAM "gram"                     /* <M_p, M_q> and <M_p, L^-1 N L^-T> */
+#define QP_TERM_FISHER "fisher"
+#define QP_TERM_NOISE_BIAS "noise_bias"
+/* spectra_run */
+#define QP_TERM_WEIGHTED_MAPS "weighted_maps"   /* z = C^-1 x */
+#define QP_TERM_BIN_MATRICES "bin_matrices"     /* P_b for a chunk of parameters */
+#define QP_TERM_BIN_PRODUCT "bin_product"       /* P_b z */
+#define QP_TERM_FISHER_INVERSE "fisher_inverse"
+#define QP_TERM_RAW_SPECTRA "yb"                /* y_p per map */
+#define QP_TERM_SPECTRA "cl"                    /* C_hat per map */
+#define QP_TERM_ERRORS "error"
+
+#endif

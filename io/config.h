@@ -1,0 +1,65 @@
+/* config.h: the run configuration, read from YAML with libyaml.
+ *
+ * Keys (README "Config reference"): maps, mask, fields, cls, noise, spectra, ell_min, lmax,
+ * lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, path, backend, output,
+ * memory {host_limit, device_limit}. An unknown key, a wrong type or an out-of-range value is
+ * QP_ERR_INPUT naming the file, the key and (when known) the line. Relative file paths are
+ * taken relative to the directory of the config file. */
+#ifndef QP_CONFIG_IO_H
+#define QP_CONFIG_IO_H
+
+#include <stdint.h>
+
+#include "qp_error.h"
+
+enum { QP_PATH_MAX = 4096, QP_SPECTRA_MAX = 6 };
+
+typedef enum qp_fields { QP_FIELDS_T = 0, QP_FIELDS_QU, QP_FIELDS_TQU } qp_fields;
+typedef enum qp_path { QP_PATH_AUTO = 0, QP_PATH_PIXEL_DIRECT, QP_PATH_HARMONIC } qp_path;
+typedef enum qp_noise_kind {
+  QP_NOISE_VARIANCE = 0, /* noise: {variance: 1.0e-4} */
+  QP_NOISE_VARIANCE_MAP, /* noise: {variance_map: var.fits} */
+  QP_NOISE_COVARIANCE    /* noise: {covariance: noise.h5, dataset: /covariance} */
+} qp_noise_kind;
+
+/* Spectrum indices, in the binding order of QML.md 6. */
+typedef enum qp_spectrum { QP_TT = 0, QP_EE, QP_BB, QP_TE, QP_TB, QP_EB } qp_spectrum;
+/** "TT", "EE", ... */
+const char *qp_spectrum_name(qp_spectrum s);
+
+typedef struct qp_config {
+  char source[QP_PATH_MAX];  /* the YAML file itself */
+  int n_maps;
+  char (*maps)[QP_PATH_MAX]; /* n_maps paths (malloc'd) */
+  char mask[QP_PATH_MAX];
+  qp_fields fields;
+  char cls[QP_PATH_MAX];
+  qp_noise_kind noise_kind;
+  double noise_variance;             /* QP_NOISE_VARIANCE */
+  char noise_file[QP_PATH_MAX];      /* variance map or HDF5 covariance */
+  char noise_dataset[256];           /* HDF5 dataset, default "/covariance" */
+  int n_spectra;
+  qp_spectrum spectra[QP_SPECTRA_MAX]; /* requested, sorted into the binding order */
+  int ell_min, lmax, lmax_signal;
+  int bin_width;                     /* used when bins_file is empty */
+  char bins_file[QP_PATH_MAX];       /* rows "ell_min ell_max" */
+  double beam_fwhm_arcmin;
+  int pixel_window;                  /* 0 (default) or 1: not supported yet */
+  qp_path path;
+  char backend[16];                  /* "cpu" */
+  char output[QP_PATH_MAX];
+  double host_limit;                 /* bytes; 0 = no limit */
+  double device_limit;               /* bytes; 0 = no limit */
+} qp_config;
+
+/** Fills *cfg with defaults (ell_min 2, bin_width 1, path auto, backend cpu,
+ *  output results.h5, fields T, spectra TT, lmax_signal = lmax). */
+void qp_config_defaults(qp_config *cfg);
+/** Reads and checks a YAML config. On error *cfg is freed and the message names file/key/line. */
+qp_err qp_config_load(const char *path, qp_config *cfg);
+/** Frees what qp_config_load allocated (safe twice). */
+void qp_config_free(qp_config *cfg);
+/** "20GiB", "512 MB", "1.5e9" -> bytes (KiB/MiB/GiB/TiB are 1024-based, kB/MB/GB/TB 1000). */
+qp_err qp_parse_bytes(const char *text, double *bytes);
+
+#endif

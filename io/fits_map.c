@@ -1,0 +1,343 @@
+/* fits_map.c: HEALPix maps in healpy's FITS layout (fits_map.h), with cfitsio and chealpix.
+ *
+ * Files are opened with fits_open_diskfile / fits_create_diskfile, which take the name
+ * literally: cfitsio's extended file-name syntax ("file.fits[1]", "!file") never applies to a
+ * user's path. Every cfitsio status goes through qp_fits_error. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "fits_map.h"
+
+#include <chealpix.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fitsio.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+enum {
+  QP_FITS_CHUNK = 65536,   /* values per read when a NESTED map is scattered into RING order */
+  QP_FITS_ROW_WIDTH = 1024 /* healpy's values per row when n_sky is a multiple of it */
+};
+
+/* The largest nside HEALPix allows (2^29): 12 nside^2 then still fits in int64. */
+static const int64_t qp_nside_max = (int64_t)1 << 29;
+
+/* Strips trailing blanks in place (cfitsio keeps those of padded string keywords). */
+static void qp_rstrip(char *s) {
+  size_t n = strlen(s);
+  while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
+}
+
+/* Turns a non-zero cfitsio status into QP_ERR_IO carrying cfitsio's status text and the
+ * messages of its error stack (oldest, most specific first), and empties that stack. */
+static qp_err qp_fits_error(int status, const char *path, const char *what, int line,
+                            const char *func) {
+  char text[FLEN_STATUS] = "";
+  char detail[400] = "";
+  char message[FLEN_ERRMSG];
+  size_t used = 0;
+  fits_get_errstatus(status, text);
+  while (fits_read_errmsg(message) > 0) {
+    qp_rstrip(message);
+    if (message[0] == '\0' || used + 1 >= sizeof detail) continue; /* drain the rest */
+    int w = snprintf(detail + used, sizeof detail - used, "%s%s", used ? " / " : "", message);
+    if (w > 0) used += (size_t)w < sizeof detail - used ? (size_t)w : sizeof detail - used - 1;
+  }
+  fits_clear_errmsg();
+  return qp_error_set(QP_ERR_IO, __FILE__, line, func,
+                      "FITS file '%s': %s: cfitsio error %d (%s)%s%s", path, what, status, text,
+                      detail[0] ? ": " : "", detail);
+}
+
+/* QP_OK when status is 0, else the wrapped error (recorded at the caller's line). */
+#define QP_FITS_STATUS(status, path, what)                                                     \
+  ((status) == 0 ? QP_OK : qp_fits_error((status), (path), (what), __LINE__, __func__))
+
+/* True (and status reset, cfitsio's message stack emptied) when a keyword read found no such
+ * keyword: the caller decides whether that is an error. */
+static int qp_fits_key_missing(int *status) {
+  if (*status != KEY_NO_EXIST) return 0;
+  *status = 0;
+  fits_clear_errmsg();
+  return 1;
+}
+
+/* Opens `path`, moves to its first binary-table HDU and reads the HEALPix description there.
+ * repeat[c] receives column c's values per row. On success *out is open (caller closes). */
+static qp_err qp_fits_open_map(const char *path, fitsfile **out, qp_healpix_info *info,
+                               int64_t repeat[QP_FITS_COLUMNS_MAX]) {
+  qp_err err = QP_OK;
+  fitsfile *f = NULL;
+  int status = 0;
+  *out = NULL;
+  memset(info, 0, sizeof *info);
+  fits_clear_errmsg(); /* so that an error reports this file's messages, not older ones */
+
+  /* cfitsio only says "could not open the named file"; the system says why. */
+  QP_CHECK(access(path, R_OK) == 0, QP_ERR_IO, "cannot open map file '%s': %s", path,
+           strerror(errno));
+  fits_open_diskfile(&f, path, READONLY, &status);
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "opening"), done);
+
+  int n_hdus = 0, hdu_type = 0, found = 0;
+  fits_get_num_hdus(f, &n_hdus, &status);
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "counting HDUs"), done);
+  for (int h = 1; h <= n_hdus && !found; ++h) {
+    fits_movabs_hdu(f, h, &hdu_type, &status);
+    QP_CALL_GOTO(QP_FITS_STATUS(status, path, "moving to an HDU"), done);
+    found = hdu_type == BINARY_TBL;
+  }
+  QP_CHECK_GOTO(found, QP_ERR_INPUT, done,
+                "map file '%s' has no binary-table extension: not a HEALPix map in healpy's "
+                "layout",
+                path);
+
+  long long nside = 0;
+  fits_read_key_lnglng(f, "NSIDE", &nside, NULL, &status);
+  QP_CHECK_GOTO(!qp_fits_key_missing(&status), QP_ERR_INPUT, done,
+                "map file '%s' has no NSIDE keyword: not a HEALPix map", path);
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading NSIDE"), done);
+  QP_CHECK_GOTO(nside >= 1 && nside <= qp_nside_max, QP_ERR_INPUT, done,
+                "map file '%s': NSIDE = %lld is out of range [1, 2^29]", path, nside);
+
+  char value[FLEN_VALUE] = "";
+  fits_read_key_str(f, "ORDERING", value, NULL, &status);
+  QP_CHECK_GOTO(!qp_fits_key_missing(&status), QP_ERR_INPUT, done,
+                "map file '%s' has no ORDERING keyword (RING or NESTED)", path);
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading ORDERING"), done);
+  qp_rstrip(value);
+  if (strcasecmp(value, "RING") == 0) {
+    info->nested = 0;
+  } else if (strcasecmp(value, "NESTED") == 0 || strcasecmp(value, "NEST") == 0) {
+    info->nested = 1;
+  } else {
+    QP_CHECK_GOTO(0, QP_ERR_INPUT, done,
+                  "map file '%s': ORDERING = '%s' (expected RING or NESTED)", path, value);
+  }
+  /* NESTED numbering exists only for powers of two. */
+  QP_CHECK_GOTO(!info->nested || (nside & (nside - 1)) == 0, QP_ERR_INPUT, done,
+                "map file '%s': NESTED ordering needs NSIDE a power of 2, got %lld", path, nside);
+
+  /* Partial-sky files (INDXSCHM = EXPLICIT, or OBJECT = PARTIAL) hold a PIXEL column. */
+  fits_read_key_str(f, "INDXSCHM", value, NULL, &status);
+  if (qp_fits_key_missing(&status)) value[0] = '\0';
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading INDXSCHM"), done);
+  qp_rstrip(value);
+  QP_CHECK_GOTO(strcasecmp(value, "EXPLICIT") != 0, QP_ERR_UNSUPPORTED, done,
+                "map file '%s' is a partial-sky map (INDXSCHM = EXPLICIT); only full-sky "
+                "(implicit) maps are supported",
+                path);
+  fits_read_key_str(f, "OBJECT", value, NULL, &status);
+  if (qp_fits_key_missing(&status)) value[0] = '\0';
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading OBJECT"), done);
+  qp_rstrip(value);
+  QP_CHECK_GOTO(strcasecmp(value, "PARTIAL") != 0, QP_ERR_UNSUPPORTED, done,
+                "map file '%s' is a partial-sky map (OBJECT = PARTIAL); only full-sky maps are "
+                "supported",
+                path);
+
+  info->nside = nside;
+  info->n_sky = 12 * (int64_t)nside * (int64_t)nside;
+
+  int n_columns = 0;
+  long long n_rows = 0;
+  fits_get_num_cols(f, &n_columns, &status);
+  fits_get_num_rowsll(f, &n_rows, &status);
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading the table size"), done);
+  QP_CHECK_GOTO(n_columns >= 1 && n_columns <= QP_FITS_COLUMNS_MAX, QP_ERR_INPUT, done,
+                "map file '%s' has %d columns (expected 1 to %d)", path, n_columns,
+                QP_FITS_COLUMNS_MAX);
+  info->n_columns = n_columns;
+
+  for (int c = 0; c < n_columns; ++c) {
+    char key[FLEN_KEYWORD];
+    snprintf(key, sizeof key, "TTYPE%d", c + 1);
+    fits_read_key_str(f, key, value, NULL, &status);
+    if (qp_fits_key_missing(&status)) /* an unnamed column is allowed */
+      snprintf(value, sizeof value, "COLUMN%d", c + 1);
+    QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading a column name"), done);
+    qp_rstrip(value);
+    snprintf(info->column_names[c], sizeof info->column_names[c], "%s", value);
+
+    int type = 0;
+    long long rep = 0, width = 0;
+    fits_get_coltypell(f, c + 1, &type, &rep, &width, &status);
+    QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading a column type"), done);
+    /* Negative codes are variable-length arrays; strings, logicals, bits and complex values
+     * are no map. */
+    int numeric = type == TBYTE || type == TSBYTE || type == TSHORT || type == TUSHORT ||
+                  type == TINT || type == TUINT || type == TLONG || type == TULONG ||
+                  type == TLONGLONG || type == TULONGLONG || type == TFLOAT || type == TDOUBLE;
+    QP_CHECK_GOTO(numeric, QP_ERR_INPUT, done,
+                  "map file '%s': column %d ('%s') is not a numeric fixed-length column "
+                  "(cfitsio type code %d)",
+                  path, c + 1, info->column_names[c], type);
+    QP_CHECK_GOTO(rep >= 1 && n_rows * rep == info->n_sky, QP_ERR_INPUT, done,
+                  "map file '%s': column %d ('%s') holds %lld values (%lld rows x %lld), but "
+                  "NSIDE = %lld needs 12 nside^2 = %lld",
+                  path, c + 1, info->column_names[c], n_rows * rep, n_rows, rep, nside,
+                  (long long)info->n_sky);
+    repeat[c] = rep;
+  }
+
+done:
+  if (err != QP_OK) {
+    if (f) {
+      int close_status = 0;
+      fits_close_file(f, &close_status);
+    }
+    memset(info, 0, sizeof *info);
+    return err;
+  }
+  *out = f;
+  return QP_OK;
+}
+
+qp_err qp_fits_map_info(const char *path, qp_healpix_info *info) {
+  QP_CHECK(path != NULL && info != NULL, QP_ERR_INTERNAL, "qp_fits_map_info: NULL argument");
+  fitsfile *f = NULL;
+  int64_t repeat[QP_FITS_COLUMNS_MAX];
+  QP_CALL(qp_fits_open_map(path, &f, info, repeat));
+  int status = 0;
+  fits_close_file(f, &status);
+  QP_CALL(QP_FITS_STATUS(status, path, "closing"));
+  return QP_OK;
+}
+
+qp_err qp_fits_map_read(const char *path, const qp_healpix_info *info, int column, double *sky) {
+  qp_err err = QP_OK;
+  fitsfile *f = NULL;
+  double *chunk = NULL;
+  int status = 0, anynul = 0;
+  qp_healpix_info now;
+  int64_t repeat[QP_FITS_COLUMNS_MAX];
+  /* With null checking on, integer columns' TNULL values become NaN (float NaNs stay NaN). */
+  double null_value = NAN;
+
+  QP_CHECK(path != NULL && info != NULL && sky != NULL, QP_ERR_INTERNAL,
+           "qp_fits_map_read: NULL argument");
+  QP_CALL(qp_fits_open_map(path, &f, &now, repeat));
+  /* The file may have changed since qp_fits_map_info: the caller's buffer is sized from info. */
+  QP_CHECK_GOTO(now.nside == info->nside && now.nested == info->nested &&
+                    now.n_columns == info->n_columns,
+                QP_ERR_INPUT, done,
+                "map file '%s' changed while being read (NSIDE %lld, %d columns now)", path,
+                (long long)now.nside, now.n_columns);
+  QP_CHECK_GOTO(column >= 0 && column < now.n_columns, QP_ERR_INPUT, done,
+                "map file '%s' has %d columns; column %d (0-based) was asked for", path,
+                now.n_columns, column);
+
+  if (!now.nested) {
+    /* Starting at row 1, element 1, cfitsio reads n_sky values across rows. */
+    fits_read_col(f, TDOUBLE, column + 1, 1, 1, now.n_sky, &null_value, sky, &anynul, &status);
+    QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading the map"), done);
+  } else {
+    chunk = malloc(QP_FITS_CHUNK * sizeof *chunk);
+    QP_CHECK_GOTO(chunk != NULL, QP_ERR_NOMEM, done, "no memory for a %d-value read buffer",
+                  QP_FITS_CHUNK);
+    const int64_t rep = repeat[column];
+    for (int64_t start = 0; start < now.n_sky; start += QP_FITS_CHUNK) {
+      int64_t n = now.n_sky - start < QP_FITS_CHUNK ? now.n_sky - start : QP_FITS_CHUNK;
+      fits_read_col(f, TDOUBLE, column + 1, start / rep + 1, start % rep + 1, n, &null_value,
+                    chunk, &anynul, &status);
+      QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading the map"), done);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t ring = 0;
+        nest2ring64(now.nside, start + i, &ring);
+        sky[ring] = chunk[i];
+      }
+    }
+  }
+
+done:
+  free(chunk);
+  if (f) {
+    int close_status = 0;
+    fits_close_file(f, &close_status);
+    if (err == QP_OK) err = QP_FITS_STATUS(close_status, path, "closing");
+  }
+  return err;
+}
+
+qp_err qp_fits_map_write(const char *path, int64_t nside, int n_columns,
+                         const char *const *column_names, const double *const *columns) {
+  qp_err err = QP_OK;
+  fitsfile *f = NULL;
+  int status = 0;
+  char tmp[4096 + 32];
+  char names[QP_FITS_COLUMNS_MAX][FLEN_VALUE];
+  char *ttype[QP_FITS_COLUMNS_MAX], *tform[QP_FITS_COLUMNS_MAX];
+
+  QP_CHECK(path != NULL && column_names != NULL && columns != NULL, QP_ERR_INTERNAL,
+           "qp_fits_map_write: NULL argument");
+  QP_CHECK(nside >= 1 && nside <= qp_nside_max, QP_ERR_INPUT,
+           "writing map '%s': nside %lld out of range [1, 2^29]", path, (long long)nside);
+  QP_CHECK(n_columns >= 1 && n_columns <= QP_FITS_COLUMNS_MAX, QP_ERR_INPUT,
+           "writing map '%s': %d columns (1 to %d allowed)", path, n_columns,
+           QP_FITS_COLUMNS_MAX);
+  const int64_t n_sky = 12 * nside * nside;
+  /* healpy's layout: rows of 1024 values when they divide the map, else one value per row. */
+  const int64_t per_row = n_sky % QP_FITS_ROW_WIDTH == 0 ? QP_FITS_ROW_WIDTH : 1;
+  char form[16];
+  snprintf(form, sizeof form, "%lldD", (long long)per_row);
+  for (int c = 0; c < n_columns; ++c) {
+    QP_CHECK(column_names[c] != NULL && columns[c] != NULL, QP_ERR_INTERNAL,
+             "writing map '%s': column %d has no name or no data", path, c);
+    QP_CHECK(strlen(column_names[c]) < 69, QP_ERR_INPUT,
+             "writing map '%s': column name '%s' longer than 68 characters", path,
+             column_names[c]);
+    snprintf(names[c], sizeof names[c], "%s", column_names[c]);
+    ttype[c] = names[c];
+    tform[c] = form;
+  }
+  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  QP_CHECK(n > 0 && (size_t)n < sizeof tmp, QP_ERR_INPUT, "map path '%s' is too long", path);
+
+  fits_clear_errmsg();
+  /* fits_create_diskfile refuses an existing file: a stale temporary of this pid goes first. */
+  if (unlink(tmp) != 0 && errno != ENOENT)
+    QP_FAIL(QP_ERR_IO, "cannot remove stale temporary file '%s': %s", tmp, strerror(errno));
+  fits_create_diskfile(&f, tmp, &status);
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "creating the temporary file"), done);
+  fits_create_img(f, BYTE_IMG, 0, NULL, &status); /* empty primary HDU, as healpy writes */
+  fits_create_tbl(f, BINARY_TBL, n_sky / per_row, n_columns, ttype, tform, NULL, "xtension",
+                  &status);
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "creating the table"), done);
+
+  fits_write_key_str(f, "PIXTYPE", "HEALPIX", "HEALPIX pixelisation", &status);
+  fits_write_key_str(f, "ORDERING", "RING", "Pixel ordering scheme, either RING or NESTED",
+                     &status);
+  fits_write_key_lng(f, "NSIDE", (LONGLONG)nside, "Resolution parameter of HEALPIX", &status);
+  fits_write_key_lng(f, "FIRSTPIX", 0, "First pixel # (0 based)", &status);
+  fits_write_key_lng(f, "LASTPIX", (LONGLONG)(n_sky - 1), "Last pixel # (0 based)", &status);
+  fits_write_key_str(f, "INDXSCHM", "IMPLICIT", "Indexing: IMPLICIT or EXPLICIT", &status);
+  fits_write_key_str(f, "OBJECT", "FULLSKY", "Sky coverage, either FULLSKY or PARTIAL",
+                     &status);
+  fits_write_key_str(f, "COORDSYS", "G", "Ecliptic, Galactic or Celestial (equatorial)",
+                     &status);
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "writing the header"), done);
+
+  for (int c = 0; c < n_columns; ++c) {
+    fits_write_col(f, TDOUBLE, c + 1, 1, 1, n_sky, (void *)columns[c], &status);
+    QP_CALL_GOTO(QP_FITS_STATUS(status, path, "writing a column"), done);
+  }
+  fits_close_file(f, &status);
+  f = NULL;
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "closing"), done);
+  QP_CHECK_GOTO(rename(tmp, path) == 0, QP_ERR_IO, done, "cannot rename '%s' to '%s': %s", tmp,
+                path, strerror(errno));
+
+done:
+  if (err != QP_OK) {
+    if (f) {
+      int close_status = 0;
+      fits_close_file(f, &close_status);
+    }
+    unlink(tmp); /* never leave a half-written file behind */
+  }
+  return err;
+}

@@ -1,0 +1,206 @@
+/* h5_matrix.c: a dense 2-D dataset in an HDF5 file (h5_matrix.h).
+ *
+ * HDF5 prints its own error stack to stderr by default; these functions switch that off while
+ * they run (and restore whatever was set before), and turn each HDF5 failure into one qp_err
+ * whose message names the file, the dataset and HDF5's innermost description. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "h5_matrix.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* HDF5's automatic error printing, saved so that it can be put back. */
+typedef struct qp_h5_quiet {
+  H5E_auto2_t func;
+  void *data;
+} qp_h5_quiet;
+
+static void qp_h5_quiet_begin(qp_h5_quiet *q) {
+  H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static void qp_h5_quiet_end(const qp_h5_quiet *q) {
+  H5Eclear2(H5E_DEFAULT);
+  H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+}
+
+/* Keeps the description of the innermost frame of HDF5's error stack (the most specific). */
+static herr_t qp_h5_innermost(unsigned n, const H5E_error2_t *e, void *data) {
+  if (n == 0 && e->desc) snprintf((char *)data, 256, "%s", e->desc);
+  return 0;
+}
+
+/* Records `code` with "HDF5 file 'path': what: <HDF5's message>" and clears HDF5's stack. */
+static qp_err qp_h5_error(qp_err code, const char *path, const char *what, int line,
+                          const char *func) {
+  char desc[256] = "";
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, qp_h5_innermost, desc);
+  H5Eclear2(H5E_DEFAULT);
+  return qp_error_set(code, __FILE__, line, func, "HDF5 file '%s': %s%s%s", path, what,
+                      desc[0] ? ": " : "", desc);
+}
+
+/* In functions with a `done:` exit and a local `err`: fails when an HDF5 call returned < 0. */
+#define QP_H5_CHECK_GOTO(status, code, path, what)                                             \
+  do {                                                                                         \
+    if ((status) < 0) {                                                                        \
+      err = qp_h5_error((code), (path), (what), __LINE__, __func__);                           \
+      goto done;                                                                               \
+    }                                                                                          \
+  } while (0)
+
+/* Opens `dataset` of `path` and checks that it is a 2-D floating-point array. On success
+ * *file and *dset are open (the caller closes both); dims gets its shape. */
+static qp_err qp_h5_open(const char *path, const char *dataset, hid_t *file, hid_t *dset,
+                         int64_t dims[2]) {
+  qp_err err = QP_OK;
+  hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID, space = H5I_INVALID_HID,
+        type = H5I_INVALID_HID;
+  char what[512];
+
+  /* HDF5 says only "unable to open file"; the system says why. */
+  QP_CHECK(access(path, R_OK) == 0, QP_ERR_IO, "cannot open HDF5 file '%s': %s", path,
+           strerror(errno));
+  f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  QP_H5_CHECK_GOTO(f, QP_ERR_IO, path, "cannot open (not an HDF5 file?)");
+  snprintf(what, sizeof what, "no dataset '%s' (or it cannot be opened)", dataset);
+  d = H5Dopen2(f, dataset, H5P_DEFAULT);
+  QP_H5_CHECK_GOTO(d, QP_ERR_IO, path, what);
+
+  snprintf(what, sizeof what, "reading the shape of dataset '%s'", dataset);
+  space = H5Dget_space(d);
+  QP_H5_CHECK_GOTO(space, QP_ERR_IO, path, what);
+  int ndims = H5Sget_simple_extent_ndims(space);
+  QP_H5_CHECK_GOTO(ndims, QP_ERR_IO, path, what);
+  QP_CHECK_GOTO(ndims == 2, QP_ERR_INPUT, done,
+                "HDF5 file '%s': dataset '%s' has %d dimensions; a matrix needs 2", path,
+                dataset, ndims);
+  hsize_t shape[2] = {0, 0};
+  QP_H5_CHECK_GOTO(H5Sget_simple_extent_dims(space, shape, NULL), QP_ERR_IO, path, what);
+
+  snprintf(what, sizeof what, "reading the type of dataset '%s'", dataset);
+  type = H5Dget_type(d);
+  QP_H5_CHECK_GOTO(type, QP_ERR_IO, path, what);
+  H5T_class_t type_class = H5Tget_class(type);
+  QP_H5_CHECK_GOTO(type_class, QP_ERR_IO, path, what);
+  QP_CHECK_GOTO(type_class == H5T_FLOAT, QP_ERR_INPUT, done,
+                "HDF5 file '%s': dataset '%s' is not floating-point (float32 or float64)", path,
+                dataset);
+  dims[0] = (int64_t)shape[0];
+  dims[1] = (int64_t)shape[1];
+
+done:
+  if (type >= 0) H5Tclose(type);
+  if (space >= 0) H5Sclose(space);
+  if (err != QP_OK) {
+    if (d >= 0) H5Dclose(d);
+    if (f >= 0) H5Fclose(f);
+    return err;
+  }
+  *file = f;
+  *dset = d;
+  return QP_OK;
+}
+
+qp_err qp_h5_matrix_info(const char *path, const char *dataset, int64_t *rows, int64_t *cols) {
+  QP_CHECK(path != NULL && dataset != NULL && rows != NULL && cols != NULL, QP_ERR_INTERNAL,
+           "qp_h5_matrix_info: NULL argument");
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
+  hid_t file, dset;
+  int64_t dims[2];
+  qp_err err = qp_h5_open(path, dataset, &file, &dset, dims);
+  if (err == QP_OK) {
+    H5Dclose(dset);
+    H5Fclose(file);
+    *rows = dims[0];
+    *cols = dims[1];
+  }
+  qp_h5_quiet_end(&quiet);
+  if (err != QP_OK) qp_error_trace(__FILE__, __LINE__, __func__);
+  return err;
+}
+
+qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, int64_t cols,
+                         double *out) {
+  QP_CHECK(path != NULL && dataset != NULL && out != NULL, QP_ERR_INTERNAL,
+           "qp_h5_matrix_read: NULL argument");
+  qp_err err = QP_OK;
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
+  hid_t file = H5I_INVALID_HID, dset = H5I_INVALID_HID;
+  int64_t dims[2];
+  char what[512];
+  QP_CALL_GOTO(qp_h5_open(path, dataset, &file, &dset, dims), done);
+  QP_CHECK_GOTO(dims[0] == rows && dims[1] == cols, QP_ERR_INPUT, done,
+                "HDF5 file '%s': dataset '%s' is %lld x %lld, expected %lld x %lld", path,
+                dataset, (long long)dims[0], (long long)dims[1], (long long)rows,
+                (long long)cols);
+  /* HDF5 converts float32 to double on the way. */
+  snprintf(what, sizeof what, "reading dataset '%s'", dataset);
+  QP_H5_CHECK_GOTO(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
+                   QP_ERR_IO, path, what);
+
+done:
+  if (dset >= 0) H5Dclose(dset);
+  if (file >= 0) H5Fclose(file);
+  qp_h5_quiet_end(&quiet);
+  return err;
+}
+
+qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, int64_t cols,
+                          const double *data) {
+  QP_CHECK(path != NULL && dataset != NULL && data != NULL, QP_ERR_INTERNAL,
+           "qp_h5_matrix_write: NULL argument");
+  QP_CHECK(rows >= 1 && cols >= 1, QP_ERR_INPUT,
+           "writing HDF5 file '%s': a %lld x %lld matrix is empty", path, (long long)rows,
+           (long long)cols);
+  char tmp[4096 + 32];
+  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  QP_CHECK(n > 0 && (size_t)n < sizeof tmp, QP_ERR_INPUT, "HDF5 path '%s' is too long", path);
+
+  qp_err err = QP_OK;
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
+  hid_t file = H5I_INVALID_HID, lcpl = H5I_INVALID_HID, space = H5I_INVALID_HID,
+        dset = H5I_INVALID_HID;
+  char what[512];
+  snprintf(what, sizeof what, "creating dataset '%s'", dataset);
+
+  file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  QP_H5_CHECK_GOTO(file, QP_ERR_IO, tmp, "cannot create");
+  /* Dataset names like "/noise/covariance" get their groups made on the way. */
+  lcpl = H5Pcreate(H5P_LINK_CREATE);
+  QP_H5_CHECK_GOTO(lcpl, QP_ERR_IO, tmp, what);
+  QP_H5_CHECK_GOTO(H5Pset_create_intermediate_group(lcpl, 1), QP_ERR_IO, tmp, what);
+  hsize_t shape[2] = {(hsize_t)rows, (hsize_t)cols};
+  space = H5Screate_simple(2, shape, NULL);
+  QP_H5_CHECK_GOTO(space, QP_ERR_IO, tmp, what);
+  dset = H5Dcreate2(file, dataset, H5T_IEEE_F64LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  QP_H5_CHECK_GOTO(dset, QP_ERR_IO, tmp, what);
+  snprintf(what, sizeof what, "writing dataset '%s'", dataset);
+  QP_H5_CHECK_GOTO(H5Dwrite(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+                   QP_ERR_IO, tmp, what);
+  H5Dclose(dset);
+  dset = H5I_INVALID_HID;
+  /* The data reach the disk when the file is closed: only then may it get its real name. */
+  herr_t closed = H5Fclose(file);
+  file = H5I_INVALID_HID;
+  QP_H5_CHECK_GOTO(closed, QP_ERR_IO, tmp, "closing");
+  QP_CHECK_GOTO(rename(tmp, path) == 0, QP_ERR_IO, done, "cannot rename '%s' to '%s': %s", tmp,
+                path, strerror(errno));
+
+done:
+  if (dset >= 0) H5Dclose(dset);
+  if (space >= 0) H5Sclose(space);
+  if (lcpl >= 0) H5Pclose(lcpl);
+  if (file >= 0) H5Fclose(file);
+  if (err != QP_OK) unlink(tmp); /* never leave a half-written file behind */
+  qp_h5_quiet_end(&quiet);
+  return err;
+}

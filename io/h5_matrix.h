@@ -1,0 +1,23 @@
+/* h5_matrix.h: a dense matrix from an HDF5 file (the dense noise covariance input).
+ *
+ * The dataset is 2-D, float64 or float32, square n x n for a covariance; its rows and columns
+ * are the data vector's entries (observed pixels in ascending RING index, field by field). */
+#ifndef QP_H5_MATRIX_H
+#define QP_H5_MATRIX_H
+
+#include <stdint.h>
+
+#include "qp_error.h"
+
+/** Dimensions of `dataset` in `path`. QP_ERR_IO for a missing file or dataset (naming both),
+ *  QP_ERR_INPUT when it is not 2-D or not a floating-point type. */
+qp_err qp_h5_matrix_info(const char *path, const char *dataset, int64_t *rows, int64_t *cols);
+/** Reads the dataset as doubles into out (rows x cols; row-major in the file is read so that
+ *  out is column-major of the transpose: for the symmetric covariance this is the matrix). */
+qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, int64_t cols,
+                         double *out);
+/** Writes a matrix (for tests and simulate), atomically (temporary name, then rename). */
+qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, int64_t cols,
+                          const double *data);
+
+#endif

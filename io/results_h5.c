@@ -1,0 +1,393 @@
+/* results_h5.c: the results file of `qmlpipe run` (results_h5.h; layout in QML.md 6).
+ *
+ * Everything goes to "<path>.tmp.<pid>", which is renamed to <path> only once the file is
+ * complete and closed; on any failure the temporary file is removed, so a failed run never
+ * leaves a partial (or a stale-looking) results file. */
+#define _POSIX_C_SOURCE 200809L
+#include "results_h5.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qp_config.h"
+#include "report_h5.h"
+
+enum { QP_RESULTS_H5_MSG_MAX = 320 };
+
+/* ---- HDF5 status -> qp_err ---- */
+
+typedef struct qp_h5_stack {
+  int n;
+  char outer[QP_RESULTS_H5_MSG_MAX]; /* the API call that failed */
+  char inner[QP_RESULTS_H5_MSG_MAX]; /* where HDF5 first detected the error */
+} qp_h5_stack;
+
+static herr_t qp_h5_stack_entry(unsigned n, const H5E_error2_t *e, void *data) {
+  qp_h5_stack *s = data;
+  const char *func = e->func_name ? e->func_name : "?";
+  const char *desc = e->desc && e->desc[0] ? e->desc : "(no description)";
+  if (n == 0) snprintf(s->outer, sizeof s->outer, "%s(): %s", func, desc);
+  snprintf(s->inner, sizeof s->inner, "%s", desc);
+  s->n++;
+  return 0;
+}
+
+/* Records an HDF5 failure as QP_ERR_IO with our context and HDF5's own message, then clears
+ * HDF5's error stack. */
+static qp_err qp_h5_fail(const char *file, int line, const char *func, const char *fmt, ...)
+    QP_PRINTF(4, 5);
+static qp_err qp_h5_fail(const char *file, int line, const char *func, const char *fmt, ...) {
+  char context[QP_PATH_MAX + 256];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(context, sizeof context, fmt, args);
+  va_end(args);
+  qp_h5_stack stack = {0};
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, qp_h5_stack_entry, &stack);
+  H5Eclear2(H5E_DEFAULT);
+  if (stack.n == 0) return qp_error_set(QP_ERR_IO, file, line, func, "%s (HDF5 failed)", context);
+  if (stack.n == 1)
+    return qp_error_set(QP_ERR_IO, file, line, func, "%s: HDF5: %s", context, stack.outer);
+  return qp_error_set(QP_ERR_IO, file, line, func, "%s: HDF5: %s (%s)", context, stack.outer,
+                      stack.inner);
+}
+
+/* Evaluates an HDF5 call (hid_t or herr_t); on a negative result records QP_ERR_IO and jumps
+ * to `label` (the function needs a local `qp_err err`). */
+#define QP_H5_GOTO(expr, label, ...)                                                           \
+  do {                                                                                         \
+    if ((expr) < 0) {                                                                          \
+      err = qp_h5_fail(__FILE__, __LINE__, __func__, __VA_ARGS__);                             \
+      goto label;                                                                              \
+    }                                                                                          \
+  } while (0)
+
+/* ---- attributes and datasets ---- */
+
+/* Where we write: the HDF5 file and the path the user asked for (for messages). */
+typedef struct qp_h5_out {
+  hid_t file;
+  const char *path;
+} qp_h5_out;
+
+static qp_err qp_out_attr(const qp_h5_out *o, hid_t obj, const char *name, hid_t type,
+                          const void *value) {
+  qp_err err = QP_OK;
+  hid_t space = -1, attr = -1;
+  QP_H5_GOTO(space = H5Screate(H5S_SCALAR), done, "%s: attribute '%s'", o->path, name);
+  QP_H5_GOTO(attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT), done,
+             "%s: cannot create attribute '%s'", o->path, name);
+  QP_H5_GOTO(H5Awrite(attr, type, value), done, "%s: cannot write attribute '%s'", o->path,
+             name);
+done:
+  if (attr >= 0) H5Aclose(attr);
+  if (space >= 0) H5Sclose(space);
+  return err;
+}
+
+static qp_err qp_out_i64(const qp_h5_out *o, hid_t obj, const char *name, int64_t v) {
+  QP_CALL(qp_out_attr(o, obj, name, H5T_NATIVE_INT64, &v));
+  return QP_OK;
+}
+
+static qp_err qp_out_f64(const qp_h5_out *o, hid_t obj, const char *name, double v) {
+  QP_CALL(qp_out_attr(o, obj, name, H5T_NATIVE_DOUBLE, &v));
+  return QP_OK;
+}
+
+/* A scalar variable-length UTF-8 string (h5py reads it as str). */
+static qp_err qp_out_str(const qp_h5_out *o, hid_t obj, const char *name, const char *text) {
+  qp_err err = QP_OK;
+  hid_t type = -1;
+  const char *value = text ? text : "";
+  QP_H5_GOTO(type = H5Tcopy(H5T_C_S1), done, "%s: attribute '%s'", o->path, name);
+  QP_H5_GOTO(H5Tset_size(type, H5T_VARIABLE), done, "%s: attribute '%s'", o->path, name);
+  QP_H5_GOTO(H5Tset_cset(type, H5T_CSET_UTF8), done, "%s: attribute '%s'", o->path, name);
+  QP_CALL_GOTO(qp_out_attr(o, obj, name, type, &value), done);
+done:
+  if (type >= 0) H5Tclose(type);
+  return err;
+}
+
+/* Creates dataset `name` (a path under the file's root) and writes `data` (may be NULL when
+ * the dataset is empty). `units`, when not NULL, becomes its "units" attribute. */
+static qp_err qp_out_dataset(const qp_h5_out *o, const char *name, hid_t file_type,
+                             hid_t mem_type, int rank, const hsize_t *dims, const void *data,
+                             const char *units) {
+  qp_err err = QP_OK;
+  hid_t space = -1, dset = -1;
+  hsize_t count = 1;
+  for (int i = 0; i < rank; ++i) count *= dims[i];
+  QP_H5_GOTO(space = H5Screate_simple(rank, dims, NULL), done, "%s: dataset %s", o->path, name);
+  QP_H5_GOTO(dset = H5Dcreate2(o->file, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT,
+                               H5P_DEFAULT),
+             done, "%s: cannot create dataset %s", o->path, name);
+  if (count > 0)
+    QP_H5_GOTO(H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), done,
+               "%s: cannot write dataset %s", o->path, name);
+  if (units) QP_CALL_GOTO(qp_out_str(o, dset, "units", units), done);
+done:
+  if (dset >= 0) H5Dclose(dset);
+  if (space >= 0) H5Sclose(space);
+  return err;
+}
+
+static qp_err qp_out_doubles(const qp_h5_out *o, const char *name, int rank, const hsize_t *dims,
+                             const double *data, const char *units) {
+  QP_CALL(qp_out_dataset(o, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, rank, dims, data, units));
+  return QP_OK;
+}
+
+static qp_err qp_out_ints(const qp_h5_out *o, const char *name, hsize_t n, const int *data) {
+  QP_CALL(qp_out_dataset(o, name, H5T_STD_I32LE, H5T_NATIVE_INT, 1, &n, data, NULL));
+  return QP_OK;
+}
+
+static qp_err qp_out_group(const qp_h5_out *o, const char *name) {
+  qp_err err = QP_OK;
+  hid_t g = -1;
+  QP_H5_GOTO(g = H5Gcreate2(o->file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), done,
+             "%s: cannot create group %s", o->path, name);
+done:
+  if (g >= 0) H5Gclose(g);
+  return err;
+}
+
+/* ---- the parts of the file ---- */
+
+static const char *qp_fields_text(qp_fields f) {
+  switch (f) {
+  case QP_FIELDS_T: return "T";
+  case QP_FIELDS_QU: return "QU";
+  case QP_FIELDS_TQU: return "TQU";
+  }
+  return "?";
+}
+
+static const char *qp_path_text(qp_path p) {
+  switch (p) {
+  case QP_PATH_AUTO: return "auto";
+  case QP_PATH_PIXEL_DIRECT: return "pixel_direct";
+  case QP_PATH_HARMONIC: return "harmonic";
+  }
+  return "?";
+}
+
+static const char *qp_noise_text(qp_noise_kind k) {
+  switch (k) {
+  case QP_NOISE_VARIANCE: return "variance";
+  case QP_NOISE_VARIANCE_MAP: return "variance_map";
+  case QP_NOISE_COVARIANCE: return "covariance";
+  }
+  return "?";
+}
+
+static qp_err qp_results_check(const char *path, const qp_results *r) {
+  QP_CHECK(r && r->config, QP_ERR_INTERNAL, "%s: results without a configuration", path);
+  QP_CHECK(r->n_spectra >= 1 && r->n_spectra <= QP_SPECTRA_MAX && r->n_bins >= 1 &&
+               r->n_params == (int64_t)r->n_spectra * r->n_bins && r->n_maps >= 0,
+           QP_ERR_INTERNAL,
+           "%s: inconsistent results: n_params %lld, n_spectra %d, n_bins %lld, n_maps %lld",
+           path, (long long)r->n_params, r->n_spectra, (long long)r->n_bins,
+           (long long)r->n_maps);
+  QP_CHECK(r->spectra && r->bin_ell_min && r->bin_ell_max && r->fisher && r->noise_bias &&
+               r->error && (r->n_maps == 0 || (r->yb && r->cl)),
+           QP_ERR_INTERNAL, "%s: results with a missing array", path);
+  return QP_OK;
+}
+
+/* Every setting of the configuration and every dimension, as attributes of "/". */
+static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
+  qp_err err = QP_OK;
+  const qp_config *c = r->config;
+  hid_t root = o->file;
+  char *maps = NULL;
+
+  /* maps: one path a line (vlen strings have no size limit in an attribute) */
+  size_t len = 1;
+  for (int i = 0; i < c->n_maps && c->maps; ++i) len += strlen(c->maps[i]) + 1;
+  maps = malloc(len);
+  QP_CHECK_GOTO(maps, QP_ERR_NOMEM, done, "%s: no memory for the maps attribute", o->path);
+  maps[0] = '\0';
+  for (int i = 0, at = 0; i < c->n_maps && c->maps; ++i)
+    at += snprintf(maps + at, len - (size_t)at, "%s%s", i ? "\n" : "", c->maps[i]);
+  char spectra[QP_SPECTRA_MAX * 3 + 1] = "";
+  for (int i = 0, at = 0; i < c->n_spectra && i < QP_SPECTRA_MAX; ++i)
+    at += snprintf(spectra + at, sizeof spectra - (size_t)at, "%s%s", i ? "," : "",
+                   qp_spectrum_name(c->spectra[i]));
+  char created[32] = "";
+  time_t now = time(NULL);
+  struct tm utc;
+  if (gmtime_r(&now, &utc)) strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &utc);
+
+  const struct {
+    const char *name, *value;
+  } strs[] = {
+      {"qmlpipe_version", QP_VERSION},
+      {"created", created},
+      {"config_file", c->source},
+      {"maps", maps},
+      {"mask", c->mask},
+      {"fields", qp_fields_text(c->fields)},
+      {"cls", c->cls},
+      {"noise_kind", qp_noise_text(c->noise_kind)},
+      {"spectra", spectra},
+      {"bins_file", c->bins_file},
+      {"path", qp_path_text(c->path)},
+      {"path_used", r->path_used},
+      {"path_reason", r->path_reason},
+      {"backend", c->backend},
+      {"output", c->output},
+  };
+  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; ++i)
+    QP_CALL_GOTO(qp_out_str(o, root, strs[i].name, strs[i].value), done);
+  if (c->noise_kind == QP_NOISE_VARIANCE) {
+    QP_CALL_GOTO(qp_out_f64(o, root, "noise_variance", c->noise_variance), done);
+  } else {
+    QP_CALL_GOTO(qp_out_str(o, root, "noise_file", c->noise_file), done);
+    if (c->noise_kind == QP_NOISE_COVARIANCE)
+      QP_CALL_GOTO(qp_out_str(o, root, "noise_dataset", c->noise_dataset), done);
+  }
+
+  const struct {
+    const char *name;
+    int64_t value;
+  } ints[] = {
+      {"ell_min", c->ell_min},
+      {"lmax", c->lmax},
+      {"lmax_signal", c->lmax_signal},
+      {"bin_width", c->bin_width},
+      {"pixel_window", c->pixel_window},
+      {"nside", r->nside},
+      {"n_observed", r->n_observed},
+      {"n_pix", r->n_pix},
+      {"n_params", r->n_params},
+      {"n_bins", r->n_bins},
+      {"n_maps", r->n_maps},
+      {"n_spectra", r->n_spectra},
+  };
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
+    QP_CALL_GOTO(qp_out_i64(o, root, ints[i].name, ints[i].value), done);
+  QP_CALL_GOTO(qp_out_f64(o, root, "beam_fwhm_arcmin", c->beam_fwhm_arcmin), done);
+  QP_CALL_GOTO(qp_out_f64(o, root, "host_limit", c->host_limit), done);
+  QP_CALL_GOTO(qp_out_f64(o, root, "device_limit", c->device_limit), done);
+done:
+  free(maps);
+  return err;
+}
+
+/* /params: per parameter (index s * n_bins + b) its spectrum name, bin and ell range. */
+static qp_err qp_results_params(const qp_h5_out *o, const qp_results *r) {
+  qp_err err = QP_OK;
+  const size_t np = (size_t)r->n_params, nb = (size_t)r->n_bins;
+  int *bin = NULL, *lo = NULL, *hi = NULL;
+  char *names = NULL;
+  hid_t stype = -1;
+  size_t width = 1;
+  for (int s = 0; s < r->n_spectra; ++s) {
+    size_t w = strlen(qp_spectrum_name(r->spectra[s]));
+    if (w > width) width = w;
+  }
+  bin = malloc(np * sizeof *bin);
+  lo = malloc(np * sizeof *lo);
+  hi = malloc(np * sizeof *hi);
+  names = calloc(np, width);
+  QP_CHECK_GOTO(bin && lo && hi && names, QP_ERR_NOMEM, done,
+                "%s: no memory for %zu parameter labels", o->path, np);
+  for (size_t p = 0; p < np; ++p) {
+    size_t s = p / nb, b = p % nb;
+    const char *name = qp_spectrum_name(r->spectra[s]);
+    memcpy(names + p * width, name, strlen(name)); /* null-padded, like numpy's S dtype */
+    bin[p] = (int)b;
+    lo[p] = r->bin_ell_min[b];
+    hi[p] = r->bin_ell_max[b];
+  }
+  hsize_t dims[1] = {np};
+  QP_H5_GOTO(stype = H5Tcopy(H5T_C_S1), done, "%s: /params/spectrum", o->path);
+  QP_H5_GOTO(H5Tset_size(stype, width), done, "%s: /params/spectrum", o->path);
+  QP_H5_GOTO(H5Tset_strpad(stype, H5T_STR_NULLPAD), done, "%s: /params/spectrum", o->path);
+  QP_CALL_GOTO(qp_out_group(o, "/params"), done);
+  QP_CALL_GOTO(qp_out_dataset(o, "/params/spectrum", stype, stype, 1, dims, names, NULL), done);
+  QP_CALL_GOTO(qp_out_ints(o, "/params/bin", np, bin), done);
+  QP_CALL_GOTO(qp_out_ints(o, "/params/ell_min", np, lo), done);
+  QP_CALL_GOTO(qp_out_ints(o, "/params/ell_max", np, hi), done);
+done:
+  if (stype >= 0) H5Tclose(stype);
+  free(names);
+  free(hi);
+  free(lo);
+  free(bin);
+  return err;
+}
+
+static qp_err qp_results_datasets(const qp_h5_out *o, const qp_results *r) {
+  const hsize_t np = (hsize_t)r->n_params, nm = (hsize_t)r->n_maps, nb = (hsize_t)r->n_bins;
+  const hsize_t square[2] = {np, np}, per_map[2] = {nm, np};
+  QP_CALL(qp_out_doubles(o, "/fisher", 2, square, r->fisher, NULL));
+  QP_CALL(qp_out_group(o, "/spectra"));
+  QP_CALL(qp_out_doubles(o, "/spectra/cl", 2, per_map, r->cl,
+                         "C_ell in map units squared (not D_ell)"));
+  QP_CALL(qp_out_doubles(o, "/spectra/yb", 2, per_map, r->yb, NULL));
+  QP_CALL(qp_out_doubles(o, "/spectra/noise_bias", 1, &np, r->noise_bias, NULL));
+  QP_CALL(qp_out_doubles(o, "/spectra/error", 1, &np, r->error, NULL));
+  QP_CALL(qp_out_group(o, "/bins"));
+  QP_CALL(qp_out_ints(o, "/bins/ell_min", nb, r->bin_ell_min));
+  QP_CALL(qp_out_ints(o, "/bins/ell_max", nb, r->bin_ell_max));
+  QP_CALL(qp_results_params(o, r));
+  return QP_OK;
+}
+
+/* Flushes the closed temporary file to disk before it takes the final name. */
+static qp_err qp_results_sync(const char *tmp, const char *path) {
+  int fd = open(tmp, O_RDONLY);
+  QP_CHECK(fd >= 0, QP_ERR_IO, "%s: cannot reopen '%s': %s", path, tmp, strerror(errno));
+  int ok = fsync(fd) == 0;
+  int saved = errno;
+  close(fd);
+  QP_CHECK(ok, QP_ERR_IO, "%s: cannot flush '%s' to disk: %s", path, tmp, strerror(saved));
+  return QP_OK;
+}
+
+qp_err qp_results_write(const char *path, const qp_results *results) {
+  qp_err err = QP_OK;
+  hid_t fapl = -1, file = -1;
+  char tmp[QP_PATH_MAX + 32];
+  qp_h5_out o = {-1, path};
+  QP_CHECK(path && path[0], QP_ERR_INTERNAL, "qp_results_write: no path");
+  QP_CALL(qp_results_check(path, results));
+  int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  QP_CHECK(len > 0 && (size_t)len < sizeof tmp, QP_ERR_IO, "results path '%s' is too long", path);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+
+  /* STRONG close: H5Fclose closes every object still open, so a failure path never leaves
+   * the file open (and undeletable on some file systems) behind. */
+  QP_H5_GOTO(fapl = H5Pcreate(H5P_FILE_ACCESS), done, "%s: file access list", path);
+  QP_H5_GOTO(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG), done, "%s: file access list", path);
+  QP_H5_GOTO(file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), done,
+             "cannot create results file '%s' (written first as '%s')", path, tmp);
+  o.file = file;
+  QP_CALL_GOTO(qp_results_root_attrs(&o, results), done);
+  QP_CALL_GOTO(qp_results_datasets(&o, results), done);
+  QP_CALL_GOTO(qp_report_write(file, results->model, results->baseline), done);
+  herr_t closed = H5Fclose(file);
+  file = -1;
+  QP_H5_GOTO(closed, done, "%s: cannot close '%s'", path, tmp);
+  QP_CALL_GOTO(qp_results_sync(tmp, path), done);
+  QP_CHECK_GOTO(rename(tmp, path) == 0, QP_ERR_IO, done, "cannot rename '%s' to '%s': %s", tmp,
+                path, strerror(errno));
+done:
+  if (file >= 0) H5Fclose(file);
+  if (fapl >= 0) H5Pclose(fapl);
+  if (err != QP_OK) {
+    remove(tmp); /* nothing partial stays behind (absent already when the create failed) */
+    H5Eclear2(H5E_DEFAULT);
+  }
+  return err;
+}

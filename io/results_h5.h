@@ -1,0 +1,39 @@
+/* results_h5.h: the results file of `qmlpipe run` (layout in docs/output.md and QML.md 6).
+ *
+ * Written to "<path>.tmp.<pid>" and renamed to <path> only when complete, so a failed run
+ * never leaves a partial results file. */
+#ifndef QP_RESULTS_H5_H
+#define QP_RESULTS_H5_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "model.h"
+#include "qp_error.h"
+
+typedef struct qp_results {
+  const qp_config *config;  /* every setting becomes an attribute of "/" */
+  int64_t nside;
+  int64_t n_observed;       /* observed pixels per field */
+  int64_t n_pix;            /* length of the data vector */
+  int64_t n_params, n_bins, n_maps;
+  int n_spectra;
+  const qp_spectrum *spectra;     /* n_spectra, binding order */
+  const int *bin_ell_min;         /* n_bins */
+  const int *bin_ell_max;         /* n_bins */
+  const double *fisher;           /* n_params x n_params (symmetric) */
+  const double *yb;               /* raw quadratic y_p: n_maps x n_params, map-major */
+  const double *noise_bias;       /* b_p: n_params */
+  const double *cl;               /* C_hat = F^-1 (y - b): n_maps x n_params, map-major */
+  const double *error;            /* sqrt(diag F^-1): n_params */
+  const char *path_used;          /* "pixel_direct" */
+  const char *path_reason;        /* why that path */
+  const qp_model *model;          /* the prediction, written beside the measurement */
+  const qp_meter_sample *baseline; /* meters before the first stage, or NULL (then -1) */
+} qp_results;
+
+/** Writes the results file (with the /budget report of every stage recorded so far).
+ *  QP_ERR_IO naming the file on any HDF5 failure; nothing is left under `path` then. */
+qp_err qp_results_write(const char *path, const qp_results *results);
+
+#endif

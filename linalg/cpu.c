@@ -1,0 +1,143 @@
+/* cpu.c: the CPU backend, OpenBLAS (CBLAS) and LAPACKE. LAPACK routines are called through
+ * their LAPACKE _work variants so that no library allocates behind the budget; the routines
+ * used here (potrf, trtri, potrs) need no workspace. */
+#include <cblas.h>
+#include <lapacke.h>
+
+#include "blas_int.h"
+#include "matrix.h"
+
+static CBLAS_TRANSPOSE qp_cblas_trans(qp_trans t) { return t ? CblasTrans : CblasNoTrans; }
+
+/* LAPACK info < 0 is a bad argument: a bug here, not the user's. */
+static qp_err qp_lapack_check(int info, const char *routine, const qp_matrix *a) {
+  QP_CHECK(info >= 0, QP_ERR_LIBRARY, "%s on '%s' (stage %s): argument %d is invalid", routine,
+           a->name, qp_stage_current(), -info);
+  return QP_OK;
+}
+
+static qp_err qp_cpu_potrf(qp_matrix *a) {
+  int n, lda;
+  QP_BLAS_INT(a->rows, &n, "matrix order");
+  QP_BLAS_INT(a->ld, &lda, "leading dimension");
+  int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', n, a->data, lda);
+  QP_CALL(qp_lapack_check(info, "dpotrf", a));
+  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
+           "stage %s: matrix '%s' (%d x %d) is not positive definite: its leading minor of "
+           "order %d (row %d) is not positive",
+           qp_stage_current()[0] ? qp_stage_current() : "(none)", a->name, n, n, info, info);
+  return QP_OK;
+}
+
+static qp_err qp_cpu_trtri(qp_matrix *l) {
+  int n, lda;
+  QP_BLAS_INT(l->rows, &n, "matrix order");
+  QP_BLAS_INT(l->ld, &lda, "leading dimension");
+  int info = LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, 'L', 'N', n, l->data, lda);
+  QP_CALL(qp_lapack_check(info, "dtrtri", l));
+  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: triangular factor '%s' is singular at row %d",
+           qp_stage_current(), l->name, info);
+  return QP_OK;
+}
+
+static qp_err qp_cpu_potri(qp_matrix *l) {
+  int n, lda;
+  QP_BLAS_INT(l->rows, &n, "matrix order");
+  QP_BLAS_INT(l->ld, &lda, "leading dimension");
+  int info = LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'L', n, l->data, lda);
+  QP_CALL(qp_lapack_check(info, "dpotri", l));
+  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: factor of '%s' is singular at row %d",
+           qp_stage_current(), l->name, info);
+  return QP_OK;
+}
+
+static qp_err qp_cpu_triangular(int solve, qp_side side, qp_trans trans, double alpha,
+                                const qp_matrix *l, qp_matrix *b) {
+  int m, n, lda, ldb;
+  QP_BLAS_INT(b->rows, &m, "rows");
+  QP_BLAS_INT(b->cols, &n, "columns");
+  QP_BLAS_INT(l->ld, &lda, "leading dimension");
+  QP_BLAS_INT(b->ld, &ldb, "leading dimension");
+  CBLAS_SIDE s = side == QP_LEFT ? CblasLeft : CblasRight;
+  if (solve)
+    cblas_dtrsm(CblasColMajor, s, CblasLower, qp_cblas_trans(trans), CblasNonUnit, m, n, alpha,
+                l->data, lda, b->data, ldb);
+  else
+    cblas_dtrmm(CblasColMajor, s, CblasLower, qp_cblas_trans(trans), CblasNonUnit, m, n, alpha,
+                l->data, lda, b->data, ldb);
+  return QP_OK;
+}
+
+static qp_err qp_cpu_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                          qp_matrix *b) {
+  return qp_cpu_triangular(0, side, trans, alpha, l, b);
+}
+
+static qp_err qp_cpu_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                          qp_matrix *b) {
+  return qp_cpu_triangular(1, side, trans, alpha, l, b);
+}
+
+static qp_err qp_cpu_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a,
+                          const qp_matrix *b, double beta, qp_matrix *c) {
+  int m, n, k, lda, ldb, ldc;
+  QP_BLAS_INT(c->rows, &m, "rows");
+  QP_BLAS_INT(c->cols, &n, "columns");
+  QP_BLAS_INT(ta ? a->rows : a->cols, &k, "inner dimension");
+  QP_BLAS_INT(a->ld, &lda, "leading dimension");
+  QP_BLAS_INT(b->ld, &ldb, "leading dimension");
+  QP_BLAS_INT(c->ld, &ldc, "leading dimension");
+  cblas_dgemm(CblasColMajor, qp_cblas_trans(ta), qp_cblas_trans(tb), m, n, k, alpha, a->data, lda,
+              b->data, ldb, beta, c->data, ldc);
+  return QP_OK;
+}
+
+static qp_err qp_cpu_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
+                          qp_matrix *c) {
+  int n, k, lda, ldc;
+  QP_BLAS_INT(c->rows, &n, "order");
+  QP_BLAS_INT(trans ? a->rows : a->cols, &k, "inner dimension");
+  QP_BLAS_INT(a->ld, &lda, "leading dimension");
+  QP_BLAS_INT(c->ld, &ldc, "leading dimension");
+  cblas_dsyrk(CblasColMajor, CblasLower, qp_cblas_trans(trans), n, k, alpha, a->data, lda, beta,
+              c->data, ldc);
+  qp_matrix_symmetrize_lower(c);
+  return QP_OK;
+}
+
+static qp_err qp_cpu_potrs(const qp_matrix *l, qp_matrix *b) {
+  int n, nrhs, lda, ldb;
+  QP_BLAS_INT(l->rows, &n, "order");
+  QP_BLAS_INT(b->cols, &nrhs, "right-hand sides");
+  QP_BLAS_INT(l->ld, &lda, "leading dimension");
+  QP_BLAS_INT(b->ld, &ldb, "leading dimension");
+  int info = LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', n, nrhs, l->data, lda, b->data, ldb);
+  QP_CALL(qp_lapack_check(info, "dpotrs", l));
+  return QP_OK;
+}
+
+static qp_err qp_cpu_trace_product(const qp_matrix *a, const qp_matrix *b, double *out) {
+  int n, lda;
+  QP_BLAS_INT(a->cols, &n, "columns");
+  QP_BLAS_INT(a->ld, &lda, "leading dimension");
+  double sum = 0.0;
+  for (int64_t i = 0; i < a->rows; ++i)
+    sum += cblas_ddot(n, a->data + i, lda, b->data + i * b->ld, 1);
+  *out = sum;
+  return QP_OK;
+}
+
+static const qp_linalg_ops qp_cpu_ops_table = {
+    .name = "cpu",
+    .potrf = qp_cpu_potrf,
+    .potri = qp_cpu_potri,
+    .trtri = qp_cpu_trtri,
+    .trmm = qp_cpu_trmm,
+    .trsm = qp_cpu_trsm,
+    .gemm = qp_cpu_gemm,
+    .syrk = qp_cpu_syrk,
+    .potrs = qp_cpu_potrs,
+    .trace_product = qp_cpu_trace_product,
+};
+
+const qp_linalg_ops *qp_linalg_cpu_ops(void) { return &qp_cpu_ops_table; }

@@ -1,0 +1,154 @@
+/* matrix.c: the matrix handle, backend lookup and shape-checked dispatch (matrix.h). */
+#include "matrix.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "qp_config.h"
+
+qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
+  *ops = NULL;
+  if (strcmp(name, "cpu") == 0) {
+    *ops = qp_linalg_cpu_ops();
+    return QP_OK;
+  }
+  if (strcmp(name, "cuda") == 0 || strcmp(name, "dist") == 0)
+    QP_FAIL(QP_ERR_UNSUPPORTED, "backend '%s' is not available in this build of qmlpipe", name);
+  QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: cpu, cuda, dist)", name);
+}
+
+qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind kind,
+                        int64_t rows, int64_t cols, qp_matrix *m) {
+  memset(m, 0, sizeof *m);
+  QP_CHECK(rows >= 0 && cols >= 0, QP_ERR_INTERNAL, "matrix '%s' of negative size", term);
+  void *data = NULL;
+  QP_CALL(qp_budget_alloc_array(term, kind, (size_t)rows * (size_t)cols, sizeof(double), &data));
+  *m = (qp_matrix){rows, cols, rows > 0 ? rows : 1, data, QP_SPACE_HOST, ops, "", 1};
+  snprintf(m->name, sizeof m->name, "%s", term);
+  return QP_OK;
+}
+
+qp_err qp_matrix_view(const qp_linalg_ops *ops, const char *name, double *data, int64_t rows,
+                      int64_t cols, int64_t ld, qp_matrix *m) {
+  memset(m, 0, sizeof *m);
+  QP_CHECK(ld >= (rows > 0 ? rows : 1), QP_ERR_INTERNAL, "view '%s': ld %lld < rows %lld", name,
+           (long long)ld, (long long)rows);
+  *m = (qp_matrix){rows, cols, ld, data, QP_SPACE_HOST, ops, "", 0};
+  snprintf(m->name, sizeof m->name, "%s", name);
+  return QP_OK;
+}
+
+void qp_matrix_destroy(qp_matrix *m) {
+  if (m->owns) qp_budget_free(m->data);
+  memset(m, 0, sizeof *m);
+}
+
+void qp_matrix_symmetrize_lower(qp_matrix *m) {
+  for (int64_t j = 0; j < m->cols; ++j)
+    for (int64_t i = 0; i < j; ++i) m->data[i + j * m->ld] = m->data[j + i * m->ld];
+}
+
+#define QP_NEED_OP(m, op)                                                                      \
+  QP_CHECK((m)->ops && (m)->ops->op, QP_ERR_UNSUPPORTED, "backend '%s' has no " #op,            \
+           (m)->ops ? (m)->ops->name : "(none)")
+
+qp_err qp_linalg_potrf(qp_matrix *a) {
+  QP_NEED_OP(a, potrf);
+  QP_CHECK(a->rows == a->cols, QP_ERR_INTERNAL, "potrf of non-square '%s'", a->name);
+  QP_CALL(a->ops->potrf(a));
+  qp_stage_add_flops(qp_flops_potrf(a->rows));
+  return QP_OK;
+}
+
+qp_err qp_linalg_potri(qp_matrix *l) {
+  QP_NEED_OP(l, potri);
+  QP_CHECK(l->rows == l->cols, QP_ERR_INTERNAL, "potri of non-square '%s'", l->name);
+  QP_CALL(l->ops->potri(l));
+  qp_matrix_symmetrize_lower(l);
+  qp_stage_add_flops(2.0 * qp_flops_trtri(l->rows));
+  return QP_OK;
+}
+
+qp_err qp_linalg_trtri(qp_matrix *l) {
+  QP_NEED_OP(l, trtri);
+  QP_CHECK(l->rows == l->cols, QP_ERR_INTERNAL, "trtri of non-square '%s'", l->name);
+  QP_CALL(l->ops->trtri(l));
+  qp_stage_add_flops(qp_flops_trtri(l->rows));
+  return QP_OK;
+}
+
+static qp_err qp_check_triangular_operand(qp_side side, const qp_matrix *l, const qp_matrix *b) {
+  QP_CHECK(l->rows == l->cols, QP_ERR_INTERNAL, "triangular '%s' not square", l->name);
+  int64_t need = side == QP_LEFT ? b->rows : b->cols;
+  QP_CHECK(need == l->rows, QP_ERR_INTERNAL, "'%s' (%lld) does not match '%s' (%lldx%lld)",
+           l->name, (long long)l->rows, b->name, (long long)b->rows, (long long)b->cols);
+  return QP_OK;
+}
+
+qp_err qp_linalg_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                      qp_matrix *b) {
+  QP_NEED_OP(l, trmm);
+  QP_CALL(qp_check_triangular_operand(side, l, b));
+  QP_CALL(l->ops->trmm(side, trans, alpha, l, b));
+  qp_stage_add_flops(qp_flops_trmm(side, b->rows, b->cols));
+  return QP_OK;
+}
+
+qp_err qp_linalg_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                      qp_matrix *b) {
+  QP_NEED_OP(l, trsm);
+  QP_CALL(qp_check_triangular_operand(side, l, b));
+  QP_CALL(l->ops->trsm(side, trans, alpha, l, b));
+  qp_stage_add_flops(qp_flops_trmm(side, b->rows, b->cols));
+  return QP_OK;
+}
+
+qp_err qp_linalg_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a,
+                      const qp_matrix *b, double beta, qp_matrix *c) {
+  QP_NEED_OP(c, gemm);
+  int64_t m = ta ? a->cols : a->rows, k = ta ? a->rows : a->cols;
+  int64_t kb = tb ? b->cols : b->rows, n = tb ? b->rows : b->cols;
+  QP_CHECK(k == kb && m == c->rows && n == c->cols, QP_ERR_INTERNAL,
+           "gemm shapes: '%s' x '%s' -> '%s' do not agree", a->name, b->name, c->name);
+  QP_CALL(c->ops->gemm(ta, tb, alpha, a, b, beta, c));
+  qp_stage_add_flops(qp_flops_gemm(m, n, k));
+  return QP_OK;
+}
+
+qp_err qp_linalg_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
+                      qp_matrix *c) {
+  QP_NEED_OP(c, syrk);
+  int64_t n = trans ? a->cols : a->rows, k = trans ? a->rows : a->cols;
+  QP_CHECK(c->rows == n && c->cols == n, QP_ERR_INTERNAL, "syrk: '%s' is not %lldx%lld",
+           c->name, (long long)n, (long long)n);
+  QP_CALL(c->ops->syrk(trans, alpha, a, beta, c));
+  qp_stage_add_flops(qp_flops_syrk(n, k));
+  return QP_OK;
+}
+
+qp_err qp_linalg_potrs(const qp_matrix *l, qp_matrix *b) {
+  QP_NEED_OP(l, potrs);
+  QP_CALL(qp_check_triangular_operand(QP_LEFT, l, b));
+  QP_CALL(l->ops->potrs(l, b));
+  qp_stage_add_flops(2.0 * qp_flops_trmm(QP_LEFT, b->rows, b->cols));
+  return QP_OK;
+}
+
+qp_err qp_linalg_trace_product(const qp_matrix *a, const qp_matrix *b, double *out) {
+  QP_NEED_OP(a, trace_product);
+  QP_CHECK(a->rows == b->cols && a->cols == b->rows, QP_ERR_INTERNAL,
+           "trace of '%s' x '%s': shapes do not agree", a->name, b->name);
+  QP_CALL(a->ops->trace_product(a, b, out));
+  qp_stage_add_flops(2.0 * (double)a->rows * (double)a->cols);
+  return QP_OK;
+}
+
+double qp_flops_potrf(int64_t n) { return (double)n * (double)n * (double)n / 3.0; }
+double qp_flops_trtri(int64_t n) { return (double)n * (double)n * (double)n / 3.0; }
+double qp_flops_trmm(qp_side side, int64_t m, int64_t n) {
+  return side == QP_LEFT ? (double)m * (double)m * (double)n : (double)m * (double)n * (double)n;
+}
+double qp_flops_gemm(int64_t m, int64_t n, int64_t k) {
+  return 2.0 * (double)m * (double)n * (double)k;
+}
+double qp_flops_syrk(int64_t n, int64_t k) { return (double)n * (double)(n + 1) * (double)k; }

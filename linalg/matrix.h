@@ -1,0 +1,93 @@
+/* matrix.h: the matrix handle and the table of operations every backend provides.
+ *
+ * Column-major doubles. A matrix owns its buffer (allocated through the budget under a term
+ * name) or is a view into another matrix's buffer. The handle carries its backend's operation
+ * table; pipeline code calls qp_linalg_* and never knows which backend runs it. An operation a
+ * backend lacks returns QP_ERR_UNSUPPORTED. Only lower-triangular storage is used for
+ * Cholesky factors ('L' in LAPACK terms). */
+#ifndef QP_MATRIX_H
+#define QP_MATRIX_H
+
+#include <stdint.h>
+
+#include "budget.h"
+#include "qp_error.h"
+
+typedef struct qp_linalg_ops qp_linalg_ops;
+
+typedef struct qp_matrix {
+  int64_t rows, cols, ld;
+  double *data;              /* in `space` */
+  qp_space space;
+  const qp_linalg_ops *ops;
+  char name[QP_TERM_NAME_MAX]; /* the budget term, used in error messages */
+  int owns;                  /* 1: data came from qp_budget_alloc and is freed with the matrix */
+} qp_matrix;
+
+typedef enum qp_side { QP_LEFT = 0, QP_RIGHT = 1 } qp_side;
+typedef enum qp_trans { QP_NOTRANS = 0, QP_TRANS = 1 } qp_trans;
+
+struct qp_linalg_ops {
+  const char *name;
+  /* A = L L^T in place (lower). info > 0: QP_ERR_NOT_POSDEF naming the stage, matrix, row. */
+  qp_err (*potrf)(qp_matrix *a);
+  /* A^-1 from its Cholesky factor L, in place (lower half; the caller mirrors it). */
+  qp_err (*potri)(qp_matrix *l);
+  /* L -> L^-1 in place (lower, non-unit). */
+  qp_err (*trtri)(qp_matrix *l);
+  /* B <- L B (left) or B L (right), L^T with trans: L lower triangular. */
+  qp_err (*trmm)(qp_side side, qp_trans trans, double alpha, const qp_matrix *l, qp_matrix *b);
+  /* B <- L^-1 B (left) or B L^-1 (right), L^-T with trans. */
+  qp_err (*trsm)(qp_side side, qp_trans trans, double alpha, const qp_matrix *l, qp_matrix *b);
+  /* C <- alpha op(A) op(B) + beta C */
+  qp_err (*gemm)(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a, const qp_matrix *b,
+                 double beta, qp_matrix *c);
+  /* C <- alpha A^T A + beta C (trans) or alpha A A^T + beta C; only the lower half of C is
+   * written, then mirrored so that C is full. */
+  qp_err (*syrk)(qp_trans trans, double alpha, const qp_matrix *a, double beta, qp_matrix *c);
+  /* B <- A^-1 B from the Cholesky factor L of A (potrs). */
+  qp_err (*potrs)(const qp_matrix *l, qp_matrix *b);
+  /* *out = tr(A B) = sum_ij A_ij B_ji */
+  qp_err (*trace_product)(const qp_matrix *a, const qp_matrix *b, double *out);
+};
+
+/** The backend by name: "cpu" (this build may add "cuda", "dist"). QP_ERR_UNSUPPORTED for a
+ *  backend this build lacks, QP_ERR_INPUT for an unknown name. */
+qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops);
+const qp_linalg_ops *qp_linalg_cpu_ops(void);
+
+/** Allocates a rows x cols matrix (zero-filled) under budget term `term`. */
+qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind kind,
+                        int64_t rows, int64_t cols, qp_matrix *m);
+/** Wraps an existing buffer (not freed by qp_matrix_destroy). */
+qp_err qp_matrix_view(const qp_linalg_ops *ops, const char *name, double *data, int64_t rows,
+                      int64_t cols, int64_t ld, qp_matrix *m);
+/** Frees an owned buffer; resets the handle. Safe on a zeroed or destroyed handle. */
+void qp_matrix_destroy(qp_matrix *m);
+/** Copies the lower triangle onto the upper one (host). */
+void qp_matrix_symmetrize_lower(qp_matrix *m);
+
+/* Dispatch through the matrix's table; each checks shapes first. */
+qp_err qp_linalg_potrf(qp_matrix *a);
+qp_err qp_linalg_trtri(qp_matrix *l);
+/** A^-1 from L (potri), mirrored so that the result is full. */
+qp_err qp_linalg_potri(qp_matrix *l);
+qp_err qp_linalg_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                      qp_matrix *b);
+qp_err qp_linalg_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                      qp_matrix *b);
+qp_err qp_linalg_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a,
+                      const qp_matrix *b, double beta, qp_matrix *c);
+qp_err qp_linalg_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
+                      qp_matrix *c);
+qp_err qp_linalg_potrs(const qp_matrix *l, qp_matrix *b);
+qp_err qp_linalg_trace_product(const qp_matrix *a, const qp_matrix *b, double *out);
+
+/** Flop counts of the operations (for GFLOP/s): standard LAPACK working-note figures. */
+double qp_flops_potrf(int64_t n);
+double qp_flops_trtri(int64_t n);
+double qp_flops_trmm(qp_side side, int64_t m, int64_t n);
+double qp_flops_gemm(int64_t m, int64_t n, int64_t k);
+double qp_flops_syrk(int64_t n, int64_t k);
+
+#endif

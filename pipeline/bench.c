@@ -1,0 +1,138 @@
+/* bench.c: qmlpipe-bench, the benchmark program (not a test): per stage seconds and GFLOP/s
+ * of a simulated temperature analysis, beside this machine's dgemm GFLOP/s measured in the
+ * same run. Figures go to docs/benchmarks.md.
+ *
+ *   qmlpipe-bench [--nside 16] [--cut 20] [--lmax 47] [--bin-width 1] [--n-maps 1]
+ *                 [--dgemm-n 3000] [--dir /tmp/qmlpipe-bench] */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cls_text.h"
+#include "driver.h"
+#include "fits_map.h"
+#include "simulate.h"
+
+static double qp_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Best of three n x n x n dgemm runs, in GFLOP/s. */
+static qp_err qp_bench_dgemm(int64_t n, double *gflops) {
+  const qp_linalg_ops *ops = qp_linalg_cpu_ops();
+  qp_matrix a = {0}, b = {0}, c = {0};
+  qp_err err = QP_OK;
+  QP_CALL_GOTO(qp_matrix_create(ops, "bench_a", QP_TERM_TRANSIENT, n, n, &a), done);
+  QP_CALL_GOTO(qp_matrix_create(ops, "bench_b", QP_TERM_TRANSIENT, n, n, &b), done);
+  QP_CALL_GOTO(qp_matrix_create(ops, "bench_c", QP_TERM_TRANSIENT, n, n, &c), done);
+  for (int64_t k = 0; k < n * n; ++k) {
+    a.data[k] = 1.0 / (double)(1 + k % 13);
+    b.data[k] = 1.0 / (double)(1 + k % 11);
+  }
+  *gflops = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    double t0 = qp_now();
+    QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c), done);
+    double rate = qp_flops_gemm(n, n, n) / (qp_now() - t0) * 1e-9;
+    if (rate > *gflops) *gflops = rate;
+  }
+done:
+  qp_matrix_destroy(&a);
+  qp_matrix_destroy(&b);
+  qp_matrix_destroy(&c);
+  return err;
+}
+
+static qp_err qp_bench_inputs(const char *dir, int64_t nside, double cut, int lmax, int n_maps,
+                              qp_config *cfg) {
+  QP_CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, QP_ERR_IO, "cannot create '%s'", dir);
+  qp_cls cls = {0};
+  const int cls_lmax = 3 * (int)nside;
+  cls.lmax = cls_lmax;
+  cls.n_columns = 4;
+  for (int s = 0; s < 6; ++s) cls.cl[s] = calloc((size_t)cls_lmax + 1, sizeof(double));
+  for (int l = 2; l <= cls_lmax; ++l) cls.cl[0][l] = 1000.0 / ((double)l * (l + 1)); /* flat D_l */
+  const int64_t n_sky = 12 * nside * nside;
+  double *sky = NULL;
+  qp_err err = QP_OK;
+  QP_CALL_GOTO(QP_ALLOC_DOUBLES("bench_sky", QP_TERM_TRANSIENT, n_sky * n_maps, &sky), done);
+  qp_sim_options sim = {nside, 2, lmax, 1.0, 0.0, n_maps, 7};
+  QP_CALL_GOTO(qp_simulate_maps(&cls, &sim, sky), done);
+  const char *name[] = {"TEMPERATURE"};
+  cfg->n_maps = n_maps;
+  cfg->maps = calloc((size_t)n_maps, sizeof *cfg->maps);
+  for (int k = 0; k < n_maps; ++k) {
+    snprintf(cfg->maps[k], sizeof cfg->maps[k], "%s/map_%04d.fits", dir, k);
+    const double *col[] = {sky + k * n_sky};
+    QP_CALL_GOTO(qp_fits_map_write(cfg->maps[k], nside, 1, name, col), done);
+  }
+  qp_simulate_galactic_mask(nside, cut, sky);
+  snprintf(cfg->mask, sizeof cfg->mask, "%s/mask.fits", dir);
+  const double *col[] = {sky};
+  QP_CALL_GOTO(qp_fits_map_write(cfg->mask, nside, 1, name, col), done);
+  snprintf(cfg->cls, sizeof cfg->cls, "%s/cls.txt", dir);
+  QP_CALL_GOTO(qp_cls_write(cfg->cls, &cls), done);
+done:
+  qp_budget_free(sky);
+  qp_cls_free(&cls);
+  return err;
+}
+
+int main(int argc, char **argv) {
+  int64_t nside = 16, dgemm_n = 3000;
+  double cut = 20.0;
+  int lmax = 47, bin_width = 1, n_maps = 1;
+  const char *dir = "/tmp/qmlpipe-bench";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--nside") == 0) nside = atoll(argv[i + 1]);
+    else if (strcmp(argv[i], "--cut") == 0) cut = atof(argv[i + 1]);
+    else if (strcmp(argv[i], "--lmax") == 0) lmax = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--bin-width") == 0) bin_width = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--n-maps") == 0) n_maps = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--dgemm-n") == 0) dgemm_n = atoll(argv[i + 1]);
+    else if (strcmp(argv[i], "--dir") == 0) dir = argv[i + 1];
+    else {
+      fprintf(stderr, "qmlpipe-bench: unknown option '%s' (see the comment in bench.c)\n", argv[i]);
+      return 2;
+    }
+  }
+  qp_config cfg;
+  qp_config_defaults(&cfg);
+  cfg.lmax = cfg.lmax_signal = lmax;
+  cfg.bin_width = bin_width;
+  cfg.noise_kind = QP_NOISE_VARIANCE;
+  cfg.noise_variance = 1.0;
+  cfg.path = QP_PATH_PIXEL_DIRECT;
+  qp_err err = qp_bench_inputs(dir, nside, cut, lmax, n_maps, &cfg);
+  qp_meter_sample baseline;
+  qp_problem p;
+  double dgemm = 0;
+  qp_run_options options = {.progress = 0, .write_results = 0};
+  if (err == QP_OK) err = qp_bench_dgemm(dgemm_n, &dgemm);
+  if (err == QP_OK) err = qp_driver_run(&cfg, &options, &p, &baseline);
+  if (err != QP_OK) {
+    qp_error_print(stderr, 1);
+    qp_config_free(&cfg);
+    return qp_err_exit_status(err);
+  }
+  printf("qmlpipe-bench: T pixel_direct, nside %lld, |b| > %.0f deg, n_pix %lld, ell %d..%d, "
+         "bin width %d, %d parameters, %d map(s)\n",
+         (long long)nside, cut, (long long)p.n_pix, cfg.ell_min, lmax, bin_width, p.n_params,
+         n_maps);
+  printf("dgemm %lld^3: %.2f GFLOP/s (best of 3, this run)\n", (long long)dgemm_n, dgemm);
+  printf("%-18s %10s %12s %10s %12s\n", "stage", "seconds", "GFLOP", "GFLOP/s", "of dgemm");
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
+    double rate = r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0;
+    printf("%-18s %10.3f %12.2f %10.2f %11.1f%%\n", r->name, r->seconds, r->flops * 1e-9, rate,
+           100.0 * rate / dgemm);
+  }
+  qp_problem_free(&p);
+  qp_config_free(&cfg);
+  return 0;
+}

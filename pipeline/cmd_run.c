@@ -1,0 +1,89 @@
+/* cmd_run.c: `qmlpipe run CONFIG.yaml`: the analysis, a summary on stdout. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "driver.h"
+
+static void qp_run_usage(FILE *out) {
+  fprintf(out, "usage: qmlpipe run CONFIG.yaml [--quiet] [--verbose]\n"
+               "  Runs covariance_setup, basis_setup, fisher_run and spectra_run inside their\n"
+               "  memory budgets and writes the results file named by 'output' in the config.\n"
+               "  --quiet    no progress lines on stderr\n"
+               "  --verbose  a traceback with errors\n");
+}
+
+static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline) {
+  const qp_config *cfg = p->cfg;
+  printf("qmlpipe run: nside %lld, %lld observed pixels, %lld map(s), %d parameter(s), "
+         "path pixel_direct\n",
+         (long long)p->nside, (long long)p->n_observed, (long long)p->n_maps, p->n_params);
+  printf("%-18s %9s %9s %14s %14s %14s\n", "stage", "seconds", "GFLOP/s", "pred. rise MiB",
+         "meas. rise MiB", "tracked==pred");
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
+    if (!r) continue;
+    double predicted = (double)(qp_model_stage_peak(&p->model, (qp_stage_id)s) -
+                                qp_model_stage_carried(&p->model, (qp_stage_id)s));
+    double measured = (double)(r->meter_end.hwm - r->meter_start.rss);
+    int exact = r->tracked_peak == qp_model_stage_peak(&p->model, (qp_stage_id)s);
+    printf("%-18s %9.3f %9.2f %14.2f %14.2f %14s\n", r->name, r->seconds,
+           r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0.0, predicted / 1048576.0,
+           measured / 1048576.0, exact ? "yes" : "NO");
+  }
+  printf("baseline RSS %.1f MiB; spectra (first map):", (double)baseline->rss / 1048576.0);
+  int shown = p->n_params < 6 ? p->n_params : 6;
+  for (int q = 0; q < shown; ++q)
+    printf(" [%d-%d] %.4g +- %.2g", p->bin_lo[q % p->n_bins], p->bin_hi[q % p->n_bins], p->cl[q],
+           p->error[q]);
+  printf("%s\nresults: %s\n", p->n_params > shown ? " ..." : "", cfg->output);
+}
+
+int qp_cmd_run(int argc, char **argv) {
+  const char *config_path = NULL;
+  qp_run_options options = {.progress = 1, .write_results = 1};
+  int verbose = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      qp_run_usage(stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--quiet") == 0) {
+      options.progress = 0;
+    } else if (strcmp(argv[i], "--verbose") == 0) {
+      verbose = 1;
+    } else if (argv[i][0] == '-' || config_path) {
+      fprintf(stderr, "qmlpipe run: unexpected argument '%s'\n", argv[i]);
+      qp_run_usage(stderr);
+      return 2;
+    } else {
+      config_path = argv[i];
+    }
+  }
+  if (!config_path) {
+    qp_run_usage(stderr);
+    return 2;
+  }
+  qp_config cfg;
+  qp_err err = qp_config_load(config_path, &cfg);
+  if (err != QP_OK) {
+    qp_error_print(stderr, verbose);
+    return qp_err_exit_status(err);
+  }
+  qp_problem problem;
+  qp_meter_sample baseline;
+  err = qp_driver_run(&cfg, &options, &problem, &baseline);
+  if (err != QP_OK) {
+    qp_error_print(stderr, verbose);
+    qp_config_free(&cfg);
+    return qp_err_exit_status(err);
+  }
+  qp_run_summary(&problem, &baseline);
+  qp_problem_free(&problem);
+  qp_config_free(&cfg);
+  if (qp_budget_current(QP_SPACE_HOST) != 0) {
+    fprintf(stderr, "qmlpipe: internal error: budget blocks still alive at exit:\n");
+    qp_budget_dump_live(stderr);
+    return qp_err_exit_status(QP_ERR_INTERNAL);
+  }
+  return 0;
+}

@@ -1,0 +1,183 @@
+/* cmd_simulate.c: `qmlpipe simulate`: Gaussian maps, masks, and a whole small example. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "budget.h"
+#include "commands.h"
+#include "fits_map.h"
+#include "simulate.h"
+
+static void qp_simulate_usage(FILE *out) {
+  fprintf(out,
+          "usage: qmlpipe simulate --cls FILE --nside N [OPTIONS]\n"
+          "  Writes Gaussian temperature maps drawn from the C_ell file (column TT) plus white\n"
+          "  noise, in healpy's FITS layout (RING, float64), and optionally a mask.\n"
+          "  --cls FILE             fiducial spectrum (columns ell TT EE BB TE [TB EB])\n"
+          "  --nside N              HEALPix resolution\n"
+          "  --lmax L               last multipole drawn (default 3 nside - 1, at most the file's)\n"
+          "  --ell-min L            first multipole drawn (default 2)\n"
+          "  --noise-variance V     white noise variance per pixel (default 0)\n"
+          "  --beam-fwhm A          Gaussian beam FWHM in arcmin (default 0)\n"
+          "  --n-maps K             number of maps (default 1)\n"
+          "  --seed S               random seed (default 1)\n"
+          "  --out PREFIX           maps are PREFIX_0000.fits, ... (default sim)\n"
+          "  --mask FILE            also write a mask: 1 where |b| > --galactic-cut\n"
+          "  --galactic-cut DEG     Galactic latitude cut of the mask (default 0: full sky)\n"
+          "  --example DIR          write a complete small example into DIR (maps, mask, C_ell,\n"
+          "                         config.yaml) for `qmlpipe run DIR/config.yaml`\n");
+}
+
+typedef struct qp_sim_cli {
+  const char *cls_path, *prefix, *mask_path, *example_dir;
+  double galactic_cut;
+  qp_sim_options sim;
+} qp_sim_cli;
+
+static int qp_parse_number(const char *opt, const char *text, double *out) {
+  char *end = NULL;
+  errno = 0;
+  *out = strtod(text, &end);
+  if (errno || end == text || *end) {
+    fprintf(stderr, "qmlpipe simulate: %s expects a number, got '%s'\n", opt, text);
+    return 0;
+  }
+  return 1;
+}
+
+static qp_err qp_write_maps(const qp_sim_cli *cli, const qp_cls *cls, const char *prefix) {
+  const int64_t n_sky = 12 * cli->sim.nside * cli->sim.nside;
+  double *maps = NULL;
+  QP_CALL(QP_ALLOC_DOUBLES("sim_maps", QP_TERM_TRANSIENT, n_sky * cli->sim.n_maps, &maps));
+  qp_err err = QP_OK;
+  QP_CALL_GOTO(qp_simulate_maps(cls, &cli->sim, maps), done);
+  for (int k = 0; k < cli->sim.n_maps; ++k) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s_%04d.fits", prefix, k);
+    const char *names[] = {"TEMPERATURE"};
+    const double *columns[] = {maps + (int64_t)k * n_sky};
+    QP_CALL_GOTO(qp_fits_map_write(path, cli->sim.nside, 1, names, columns), done);
+  }
+done:
+  qp_budget_free(maps);
+  return err;
+}
+
+static qp_err qp_write_mask(int64_t nside, double cut, const char *path) {
+  const int64_t n_sky = 12 * nside * nside;
+  double *mask = NULL;
+  QP_CALL(QP_ALLOC_DOUBLES("sim_mask", QP_TERM_TRANSIENT, n_sky, &mask));
+  qp_simulate_galactic_mask(nside, cut, mask);
+  const char *names[] = {"MASK"};
+  const double *columns[] = {mask};
+  qp_err err = qp_fits_map_write(path, nside, 1, names, columns);
+  qp_budget_free(mask);
+  QP_CALL(err);
+  return QP_OK;
+}
+
+/* The built-in example: nside 16, |b| > 20 deg, ell 2..23 in bins of 2, two maps. */
+static qp_err qp_write_example(qp_sim_cli *cli, qp_cls *cls) {
+  const char *dir = cli->example_dir;
+  QP_CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, QP_ERR_IO, "cannot create directory '%s': %s",
+           dir, strerror(errno));
+  char path[4200], prefix[4200];
+  snprintf(path, sizeof path, "%s/cls.txt", dir);
+  QP_CALL(qp_cls_write(path, cls));
+  snprintf(path, sizeof path, "%s/mask.fits", dir);
+  QP_CALL(qp_write_mask(cli->sim.nside, cli->galactic_cut, path));
+  snprintf(prefix, sizeof prefix, "%s/map", dir);
+  QP_CALL(qp_write_maps(cli, cls, prefix));
+  snprintf(path, sizeof path, "%s/config.yaml", dir);
+  FILE *f = fopen(path, "w");
+  QP_CHECK(f, QP_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+  fprintf(f, "# qmlpipe example written by `qmlpipe simulate --example`; paths are relative to\n"
+             "# this file. Run it with: qmlpipe run %s\n",
+          path);
+  fprintf(f, "maps: [");
+  for (int k = 0; k < cli->sim.n_maps; ++k) fprintf(f, "%smap_%04d.fits", k ? ", " : "", k);
+  fprintf(f, "]\nmask: mask.fits\nfields: T\ncls: cls.txt\nnoise: {variance: %.17g}\n"
+             "spectra: [TT]\nell_min: %d\nlmax: %d\nlmax_signal: %d\nbin_width: 2\n"
+             "beam_fwhm_arcmin: 0\npath: pixel_direct\nbackend: cpu\noutput: results.h5\n"
+             "memory: {host_limit: 8GiB}\n",
+          cli->sim.noise_variance, cli->sim.ell_min, cli->sim.lmax, cli->sim.lmax);
+  QP_CHECK(fclose(f) == 0, QP_ERR_IO, "cannot write '%s'", path);
+  printf("qmlpipe simulate: example written to %s (run: qmlpipe run %s)\n", dir, path);
+  return QP_OK;
+}
+
+int qp_cmd_simulate(int argc, char **argv) {
+  qp_sim_cli cli = {.prefix = "sim",
+                    .sim = {.nside = 0, .ell_min = 2, .lmax = -1, .n_maps = 1, .seed = 1}};
+  for (int i = 1; i < argc; ++i) {
+    const char *opt = argv[i];
+    if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+      qp_simulate_usage(stdout);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "qmlpipe simulate: unknown option or missing value: '%s'\n", opt);
+      qp_simulate_usage(stderr);
+      return 2;
+    }
+    const char *val = argv[++i];
+    double x = 0;
+    int ok = 1;
+    if (strcmp(opt, "--cls") == 0) cli.cls_path = val;
+    else if (strcmp(opt, "--out") == 0) cli.prefix = val;
+    else if (strcmp(opt, "--mask") == 0) cli.mask_path = val;
+    else if (strcmp(opt, "--example") == 0) cli.example_dir = val;
+    else if ((ok = qp_parse_number(opt, val, &x))) {
+      if (strcmp(opt, "--nside") == 0) cli.sim.nside = (int64_t)x;
+      else if (strcmp(opt, "--lmax") == 0) cli.sim.lmax = (int)x;
+      else if (strcmp(opt, "--ell-min") == 0) cli.sim.ell_min = (int)x;
+      else if (strcmp(opt, "--noise-variance") == 0) cli.sim.noise_variance = x;
+      else if (strcmp(opt, "--beam-fwhm") == 0) cli.sim.beam_fwhm_arcmin = x;
+      else if (strcmp(opt, "--n-maps") == 0) cli.sim.n_maps = (int)x;
+      else if (strcmp(opt, "--seed") == 0) cli.sim.seed = (uint64_t)x;
+      else if (strcmp(opt, "--galactic-cut") == 0) cli.galactic_cut = x;
+      else {
+        fprintf(stderr, "qmlpipe simulate: unknown option '%s'\n", opt);
+        ok = 0;
+      }
+    }
+    if (!ok) return 2;
+  }
+  if (cli.example_dir) {
+    if (!cli.sim.nside) cli.sim.nside = 16;
+    if (cli.sim.lmax < 0) cli.sim.lmax = 23;
+    if (!cli.sim.noise_variance) cli.sim.noise_variance = 100.0;
+    if (!cli.galactic_cut) cli.galactic_cut = 20.0;
+    if (cli.sim.n_maps == 1) cli.sim.n_maps = 2;
+  }
+  if (!cli.cls_path || cli.sim.nside < 1) {
+    fprintf(stderr, "qmlpipe simulate: --cls and --nside are required\n");
+    qp_simulate_usage(stderr);
+    return 2;
+  }
+  if (cli.sim.lmax < 0) cli.sim.lmax = (int)(3 * cli.sim.nside - 1);
+  qp_cls cls;
+  qp_err err = qp_cls_read(cli.cls_path, &cls);
+  if (err == QP_OK && cli.sim.lmax > cls.lmax) cli.sim.lmax = cls.lmax;
+  if (err == QP_OK) {
+    if (cli.example_dir) {
+      err = qp_write_example(&cli, &cls);
+    } else {
+      err = qp_write_maps(&cli, &cls, cli.prefix);
+      if (err == QP_OK && cli.mask_path)
+        err = qp_write_mask(cli.sim.nside, cli.galactic_cut, cli.mask_path);
+      if (err == QP_OK)
+        printf("qmlpipe simulate: %d map(s) %s_0000.fits.. (nside %lld, ell %d..%d)\n",
+               cli.sim.n_maps, cli.prefix, (long long)cli.sim.nside, cli.sim.ell_min,
+               cli.sim.lmax);
+    }
+    qp_cls_free(&cls);
+  }
+  if (err != QP_OK) {
+    qp_error_print(stderr, 0);
+    return qp_err_exit_status(err);
+  }
+  return 0;
+}

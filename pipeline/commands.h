@@ -1,0 +1,11 @@
+/* commands.h: the subcommands of the `qmlpipe` program. Each takes the arguments after its
+ * name (argv[0] is the subcommand) and returns a process exit status; errors are printed. */
+#ifndef QP_COMMANDS_H
+#define QP_COMMANDS_H
+
+int qp_cmd_run(int argc, char **argv);      /* qmlpipe run CONFIG.yaml */
+int qp_cmd_budget(int argc, char **argv);   /* qmlpipe budget CONFIG.yaml */
+int qp_cmd_report(int argc, char **argv);   /* qmlpipe report RESULTS.h5 */
+int qp_cmd_simulate(int argc, char **argv); /* qmlpipe simulate ... */
+
+#endif

@@ -1,0 +1,98 @@
+/* driver.c: the stages in order, each inside its budget stage (driver.h). */
+#include "driver.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "results_h5.h"
+#include "stages.h"
+
+typedef qp_err (*qp_stage_fn)(qp_problem *p);
+
+/* Pushes the budget stage, runs it, pops it, whatever the outcome. */
+static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p) {
+  QP_CALL(qp_stage_push(qp_stage_name(id)));
+  if (p->progress) fprintf(stderr, "[qmlpipe] %s ...\n", qp_stage_name(id));
+  qp_err err = fn(p);
+  if (err != QP_OK) qp_error_trace(__FILE__, __LINE__, qp_stage_name(id));
+  qp_err pop = qp_stage_pop();
+  QP_CALL(err);
+  QP_CALL(pop);
+  if (p->progress) {
+    const qp_stage_record *r = qp_stage_record_find(qp_stage_name(id));
+    fprintf(stderr, "[qmlpipe] %s done in %.2f s (%.2f GFLOP/s), tracked peak %.1f MiB\n",
+            r->name, r->seconds, r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0.0,
+            (double)r->tracked_peak / 1048576.0);
+  }
+  return QP_OK;
+}
+
+void qp_driver_warm_up(qp_meter_sample *baseline) {
+  /* One small run of each BLAS/LAPACK kernel the stages use: OpenBLAS allocates its per-thread
+   * buffers on first use, and they belong to the baseline, not to whichever stage is first. */
+  const int64_t n = 384;
+  qp_matrix a = {0}, b = {0}, c = {0};
+  const qp_linalg_ops *ops = qp_linalg_cpu_ops();
+  if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &b) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &c) == QP_OK) {
+    for (int64_t i = 0; i < n; ++i) a.data[i + i * n] = 2.0;
+    for (int64_t k = 0; k < n * n; ++k) b.data[k] = 1.0 / (double)(1 + k % 7);
+    (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
+    (void)qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c);
+    (void)qp_linalg_potrf(&a);
+    (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+    (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
+    (void)qp_linalg_trtri(&a);
+  }
+  qp_error_clear();
+  qp_matrix_destroy(&a);
+  qp_matrix_destroy(&b);
+  qp_matrix_destroy(&c);
+  qp_meter_read(baseline);
+}
+
+qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_problem *p,
+                     qp_meter_sample *baseline) {
+  memset(p, 0, sizeof *p);
+  p->cfg = cfg;
+  p->progress = options->progress;
+  qp_err err = QP_OK;
+  QP_CALL_GOTO(qp_linalg_backend(cfg->backend, &p->ops), fail);
+  qp_driver_warm_up(baseline);
+  QP_CALL_GOTO(qp_run_stage(QP_STAGE_COVARIANCE_SETUP, qp_stage_covariance_setup, p), fail);
+  QP_CALL_GOTO(qp_run_stage(QP_STAGE_BASIS_SETUP, qp_stage_basis_setup, p), fail);
+  QP_CALL_GOTO(qp_run_stage(QP_STAGE_FISHER_RUN, qp_stage_fisher_run, p), fail);
+  QP_CALL_GOTO(qp_run_stage(QP_STAGE_SPECTRA_RUN, qp_stage_spectra_run, p), fail);
+  if (options->write_results) {
+    qp_results results = {
+        .config = cfg,
+        .nside = p->nside,
+        .n_observed = p->n_observed,
+        .n_pix = p->n_pix,
+        .n_params = p->n_params,
+        .n_bins = p->n_bins,
+        .n_maps = p->n_maps,
+        .n_spectra = cfg->n_spectra,
+        .spectra = cfg->spectra,
+        .bin_ell_min = p->bin_lo,
+        .bin_ell_max = p->bin_hi,
+        .fisher = p->fisher,
+        .yb = p->yb,
+        .noise_bias = p->noise_bias,
+        .cl = p->cl,
+        .error = p->error,
+        .path_used = "pixel_direct",
+        .path_reason = cfg->path == QP_PATH_PIXEL_DIRECT
+                           ? "requested in the config"
+                           : "auto: pixel_direct is the only path of this version",
+        .model = &p->model,
+        .baseline = baseline,
+    };
+    QP_CALL_GOTO(qp_results_write(cfg->output, &results), fail);
+  }
+  return QP_OK;
+fail:
+  qp_problem_free(p);
+  return err;
+}

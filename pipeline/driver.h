@@ -1,0 +1,22 @@
+/* driver.h: runs an analysis: the four stages inside their budget stages, then the results
+ * file. Used by `qmlpipe run` and by the tests. */
+#ifndef QP_DRIVER_H
+#define QP_DRIVER_H
+
+#include "problem.h"
+
+typedef struct qp_run_options {
+  int progress;        /* progress lines on stderr */
+  int write_results;   /* 1: write cfg->output */
+} qp_run_options;
+
+/** Warms up the BLAS library (so its buffers exist before any stage is measured) and returns
+ *  the meter sample taken after it: the baseline of every stage. */
+void qp_driver_warm_up(qp_meter_sample *baseline);
+
+/** Runs every stage on `cfg`. On success `p` holds the results (free it with
+ *  qp_problem_free); on failure nothing is written and `p` is freed. */
+qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_problem *p,
+                     qp_meter_sample *baseline);
+
+#endif

@@ -1,0 +1,251 @@
+/* inputs.c: reading and checking the inputs of an analysis (inputs.h). */
+#include "inputs.h"
+
+#include <chealpix.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fits_map.h"
+#include "h5_matrix.h"
+#include "legendre.h"
+#include "terms.h"
+
+/* HEALPix marks unobserved pixels with this value (healpy's UNSEEN). */
+#define QP_HEALPIX_UNSEEN (-1.6375e30)
+
+static int qp_is_unseen(double v) { return fabs(v - QP_HEALPIX_UNSEEN) < 1e-5 * 1.6375e30; }
+
+/* Bins from the config: bin_width or a file of "ell_min ell_max" rows. */
+static qp_err qp_inputs_bins(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  int cap = cfg->lmax - cfg->ell_min + 1;
+  p->bin_lo = malloc((size_t)cap * sizeof *p->bin_lo);
+  p->bin_hi = malloc((size_t)cap * sizeof *p->bin_hi);
+  QP_CHECK(p->bin_lo && p->bin_hi, QP_ERR_NOMEM, "out of memory for %d bins", cap);
+  p->n_bins = 0;
+  if (!cfg->bins_file[0]) {
+    for (int lo = cfg->ell_min; lo <= cfg->lmax; lo += cfg->bin_width) {
+      p->bin_lo[p->n_bins] = lo;
+      p->bin_hi[p->n_bins] = lo + cfg->bin_width - 1 < cfg->lmax ? lo + cfg->bin_width - 1
+                                                                  : cfg->lmax;
+      p->n_bins++;
+    }
+    return QP_OK;
+  }
+  FILE *f = fopen(cfg->bins_file, "r");
+  QP_CHECK(f, QP_ERR_IO, "cannot open bins file '%s'", cfg->bins_file);
+  char line[512];
+  int line_no = 0;
+  while (fgets(line, sizeof line, f)) {
+    ++line_no;
+    char *s = line + strspn(line, " \t");
+    if (*s == '#' || *s == '\n' || *s == '\0') continue;
+    int lo, hi;
+    int prev_hi = p->n_bins ? p->bin_hi[p->n_bins - 1] : cfg->ell_min - 1;
+    int ok = sscanf(s, "%d %d", &lo, &hi) == 2 && lo <= hi && lo > prev_hi &&
+             lo >= cfg->ell_min && hi <= cfg->lmax && p->n_bins < cap;
+    if (!ok) {
+      fclose(f);
+      QP_FAIL(QP_ERR_INPUT,
+              "bins file '%s' line %d: expected 'ell_min ell_max' with ascending, "
+              "non-overlapping bins inside [ell_min=%d, lmax=%d]",
+              cfg->bins_file, line_no, cfg->ell_min, cfg->lmax);
+    }
+    p->bin_lo[p->n_bins] = lo;
+    p->bin_hi[p->n_bins] = hi;
+    p->n_bins++;
+  }
+  fclose(f);
+  QP_CHECK(p->n_bins > 0, QP_ERR_INPUT, "bins file '%s' has no bins", cfg->bins_file);
+  return QP_OK;
+}
+
+qp_err qp_inputs_read_geometry(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  QP_CHECK(cfg->fields == QP_FIELDS_T, QP_ERR_UNSUPPORTED,
+           "config '%s': fields QU and TQU are not supported yet (only T)", cfg->source);
+  QP_CHECK(cfg->path != QP_PATH_HARMONIC, QP_ERR_UNSUPPORTED,
+           "config '%s': path harmonic is not supported yet (use pixel_direct or auto)",
+           cfg->source);
+  QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED,
+           "config '%s': pixel_window is not supported yet", cfg->source);
+  QP_CALL(qp_cls_read(cfg->cls, &p->cls));
+  QP_CHECK(p->cls.lmax >= cfg->lmax_signal, QP_ERR_INPUT,
+           "C_ell file '%s' ends at ell %d, but lmax_signal is %d", cfg->cls, p->cls.lmax,
+           cfg->lmax_signal);
+
+  qp_healpix_info mask_info;
+  QP_CALL(qp_fits_map_info(cfg->mask, &mask_info));
+  p->nside = mask_info.nside;
+  p->n_sky = mask_info.n_sky;
+  QP_CHECK(cfg->lmax <= 3 * p->nside - 1, QP_ERR_INPUT,
+           "lmax = %d exceeds 3 nside - 1 = %lld for the mask '%s' (nside %lld)", cfg->lmax,
+           (long long)(3 * p->nside - 1), cfg->mask, (long long)p->nside);
+  QP_CHECK(cfg->lmax_signal <= 3 * p->nside - 1, QP_ERR_INPUT,
+           "lmax_signal = %d exceeds 3 nside - 1 = %lld for the mask '%s' (nside %lld)",
+           cfg->lmax_signal, (long long)(3 * p->nside - 1), cfg->mask, (long long)p->nside);
+
+  double *sky = NULL;
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &sky));
+  qp_err err = qp_fits_map_read(cfg->mask, &mask_info, 0, sky);
+  int64_t n_obs = 0;
+  for (int64_t i = 0; err == QP_OK && i < p->n_sky; ++i) {
+    if (!isfinite(sky[i]))
+      err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                         "mask '%s' has a non-finite value at RING pixel %lld", cfg->mask,
+                         (long long)i);
+    else if (sky[i] != 0.0 && !qp_is_unseen(sky[i]))
+      ++n_obs;
+  }
+  if (err == QP_OK && n_obs == 0)
+    err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                       "mask '%s' is empty: no pixel is observed (nonzero)", cfg->mask);
+  if (err != QP_OK) {
+    qp_budget_free(sky);
+    return err;
+  }
+  p->n_observed = n_obs;
+  p->n_pix = n_obs;
+  p->n_maps = cfg->n_maps;
+
+  QP_CALL(qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, (size_t)n_obs,
+                                sizeof(int64_t), (void **)&p->observed));
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * n_obs, &p->vectors));
+  for (int64_t i = 0, k = 0; i < p->n_sky; ++i) {
+    if (sky[i] == 0.0 || qp_is_unseen(sky[i])) continue;
+    p->observed[k] = i;
+    pix2vec_ring64(p->nside, i, p->vectors + 3 * k);
+    ++k;
+  }
+  /* The sky buffer stays for the maps; the driver frees it at the end of the stage. */
+  p->sky = sky;
+
+  QP_CALL(qp_inputs_bins(p));
+  p->n_params = p->n_bins * cfg->n_spectra;
+  p->ell_weight = malloc((size_t)(cfg->lmax_signal + 1) * sizeof *p->ell_weight);
+  QP_CHECK(p->ell_weight, QP_ERR_NOMEM, "out of memory for %d multipole weights",
+           cfg->lmax_signal + 1);
+  for (int l = 0; l <= cfg->lmax_signal; ++l) {
+    double b = qp_beam_gaussian(l, cfg->beam_fwhm_arcmin);
+    p->ell_weight[l] = (2.0 * l + 1.0) / (4.0 * M_PI) * b * b;
+  }
+
+  qp_model_dims dims = {
+      .n_sky = p->n_sky,
+      .n_pix = p->n_pix,
+      .n_maps = p->n_maps,
+      .n_params = p->n_params,
+      .fisher_chunk = p->n_params,
+      .spectra_chunk = p->n_params,
+      .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
+  };
+  QP_CALL(qp_model_predict(&dims, &p->model));
+  return QP_OK;
+}
+
+qp_err qp_inputs_check_limit(const qp_problem *p) {
+  const double limit = p->cfg->host_limit;
+  if (limit <= 0) return QP_OK;
+  const qp_model *m = &p->model;
+  size_t need = qp_model_peak(m) + m->overhead_bytes;
+  if ((double)need <= limit) return QP_OK;
+  /* Name the stage of the peak and its largest term: what the user would have to shrink. */
+  qp_stage_id worst = QP_STAGE_COVARIANCE_SETUP;
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    if (qp_model_stage_peak(m, (qp_stage_id)s) > qp_model_stage_peak(m, worst))
+      worst = (qp_stage_id)s;
+  const qp_model_term *largest = NULL;
+  for (int i = 0; i < m->n_terms; ++i)
+    if (qp_model_term_alive(&m->terms[i], worst) &&
+        (!largest || m->terms[i].bytes > largest->bytes))
+      largest = &m->terms[i];
+  const double gib = 1073741824.0;
+  QP_FAIL(QP_ERR_BUDGET,
+          "predicted peak %.3f GiB (stage %s, largest term '%s' %.3f GiB, overhead %.3f GiB) "
+          "exceeds memory.host_limit %.3f GiB by %.3f GiB; nothing was allocated for it. "
+          "Raise the limit, mask fewer pixels, or use fewer bins",
+          (double)need / gib, qp_stage_name(worst), largest ? largest->name : "?",
+          largest ? (double)largest->bytes / gib : 0.0, (double)m->overhead_bytes / gib,
+          limit / gib, ((double)need - limit) / gib);
+}
+
+/* Copies the observed pixels of a sky map into x, checking each value. */
+static qp_err qp_inputs_gather(const qp_problem *p, const double *sky, const char *path,
+                               const char *what, int positive, double *x) {
+  for (int64_t k = 0; k < p->n_observed; ++k) {
+    double v = sky[p->observed[k]];
+    QP_CHECK(isfinite(v) && !qp_is_unseen(v), QP_ERR_INPUT,
+             "%s '%s' has a %s value at observed RING pixel %lld", what, path,
+             isnan(v) ? "NaN" : (isfinite(v) ? "UNSEEN" : "infinite"),
+             (long long)p->observed[k]);
+    QP_CHECK(!positive || v > 0.0, QP_ERR_INPUT,
+             "%s '%s' has a non-positive variance %g at observed RING pixel %lld", what, path, v,
+             (long long)p->observed[k]);
+    x[k] = v;
+  }
+  return QP_OK;
+}
+
+static qp_err qp_inputs_read_sky(const qp_problem *p, const char *path, const char *what,
+                                 double *sky) {
+  qp_healpix_info info;
+  QP_CALL(qp_fits_map_info(path, &info));
+  QP_CHECK(info.nside == p->nside, QP_ERR_INPUT,
+           "%s '%s' has nside %lld but the mask '%s' has nside %lld", what, path,
+           (long long)info.nside, p->cfg->mask, (long long)p->nside);
+  QP_CALL(qp_fits_map_read(path, &info, 0, sky));
+  return QP_OK;
+}
+
+static qp_err qp_inputs_dense_noise(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  int64_t rows, cols;
+  QP_CALL(qp_h5_matrix_info(cfg->noise_file, cfg->noise_dataset, &rows, &cols));
+  QP_CHECK(rows == p->n_pix && cols == p->n_pix, QP_ERR_INPUT,
+           "noise covariance '%s' dataset '%s' is %lld x %lld, but the data vector has %lld "
+           "entries (observed pixels of the mask '%s')",
+           cfg->noise_file, cfg->noise_dataset, (long long)rows, (long long)cols,
+           (long long)p->n_pix, cfg->mask);
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_NOISE, QP_TERM_PERSISTENT, rows, cols, &p->noise));
+  QP_CALL(qp_h5_matrix_read(cfg->noise_file, cfg->noise_dataset, rows, cols, p->noise.data));
+  const double *n = p->noise.data;
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = j; i < rows; ++i) {
+      double a = n[i + j * rows], b = n[j + i * rows];
+      QP_CHECK(isfinite(a), QP_ERR_INPUT, "noise covariance '%s' has a non-finite entry (%lld, %lld)",
+               cfg->noise_file, (long long)i, (long long)j);
+      QP_CHECK(fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b)), QP_ERR_INPUT,
+               "noise covariance '%s' is not symmetric: entry (%lld, %lld) = %.17g but (%lld, "
+               "%lld) = %.17g",
+               cfg->noise_file, (long long)i, (long long)j, a, (long long)j, (long long)i, b);
+    }
+  return QP_OK;
+}
+
+qp_err qp_inputs_read_data(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  double *sky = p->sky;
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_MAPS, QP_TERM_PERSISTENT, p->n_pix * p->n_maps, &p->maps));
+  for (int m = 0; m < cfg->n_maps; ++m) {
+    QP_CALL(qp_inputs_read_sky(p, cfg->maps[m], "map", sky));
+    QP_CALL(qp_inputs_gather(p, sky, cfg->maps[m], "map", 0, p->maps + m * p->n_pix));
+  }
+  switch (cfg->noise_kind) {
+  case QP_NOISE_VARIANCE:
+  case QP_NOISE_VARIANCE_MAP:
+    QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix,
+                             &p->noise_variance));
+    if (cfg->noise_kind == QP_NOISE_VARIANCE) {
+      for (int64_t k = 0; k < p->n_pix; ++k) p->noise_variance[k] = cfg->noise_variance;
+    } else {
+      QP_CALL(qp_inputs_read_sky(p, cfg->noise_file, "noise variance map", sky));
+      QP_CALL(qp_inputs_gather(p, sky, cfg->noise_file, "noise variance map", 1,
+                               p->noise_variance));
+    }
+    break;
+  case QP_NOISE_COVARIANCE: QP_CALL(qp_inputs_dense_noise(p)); break;
+  }
+  return QP_OK;
+}

@@ -1,0 +1,46 @@
+/* main.c: the qmlpipe command: dispatches to the subcommands of commands.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "qp_config.h"
+
+static void qp_usage(FILE *out) {
+  fprintf(out,
+          "usage: qmlpipe COMMAND [ARGS]\n"
+          "\n"
+          "Quadratic Maximum Likelihood CMB power spectra, with a memory budget per stage.\n"
+          "\n"
+          "commands:\n"
+          "  run CONFIG.yaml        run every stage; write the results file (config 'output')\n"
+          "  budget CONFIG.yaml     print the predicted memory of every stage, term by term,\n"
+          "                         without allocating anything big\n"
+          "  report RESULTS.h5      print the prediction beside the measurement, per stage\n"
+          "  simulate [OPTIONS]     make Gaussian maps from a C_ell file plus white noise, and\n"
+          "                         masks (see 'qmlpipe simulate --help')\n"
+          "\n"
+          "'qmlpipe COMMAND --help' describes each. Documentation: README.md, docs/.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    qp_usage(stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    qp_usage(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "--version") == 0) {
+    printf("qmlpipe %s\n", QP_VERSION);
+    return 0;
+  }
+  if (strcmp(cmd, "run") == 0) return qp_cmd_run(argc - 1, argv + 1);
+  if (strcmp(cmd, "budget") == 0) return qp_cmd_budget(argc - 1, argv + 1);
+  if (strcmp(cmd, "report") == 0) return qp_cmd_report(argc - 1, argv + 1);
+  if (strcmp(cmd, "simulate") == 0) return qp_cmd_simulate(argc - 1, argv + 1);
+  fprintf(stderr, "qmlpipe: unknown command '%s'\n\n", cmd);
+  qp_usage(stderr);
+  return 2;
+}

@@ -1,0 +1,24 @@
+/* problem.c: releasing what an analysis holds (problem.h). */
+#include "problem.h"
+
+#include <stdlib.h>
+
+void qp_problem_free(qp_problem *p) {
+  double **tracked[] = {&p->sky,           &p->vectors, &p->maps, &p->noise_variance,
+                        &p->fisher,        &p->noise_bias, &p->fisher_inverse, &p->yb,
+                        &p->cl,            &p->error};
+  for (size_t i = 0; i < sizeof tracked / sizeof *tracked; ++i) {
+    qp_budget_free(*tracked[i]);
+    *tracked[i] = NULL;
+  }
+  qp_budget_free(p->observed);
+  p->observed = NULL;
+  qp_matrix_destroy(&p->noise);
+  qp_matrix_destroy(&p->cov);
+  free(p->bin_lo);
+  free(p->bin_hi);
+  free(p->ell_weight);
+  p->bin_lo = p->bin_hi = NULL;
+  p->ell_weight = NULL;
+  qp_cls_free(&p->cls);
+}

@@ -1,0 +1,20 @@
+/* progress.h: progress lines of long loops on stderr ("fisher_run: 12/46 products (26%),
+ * 8.1 s"), at most one every few seconds, plus the first and the last. */
+#ifndef QP_PROGRESS_H
+#define QP_PROGRESS_H
+
+#include <time.h>
+
+typedef struct qp_progress {
+  const char *label;
+  const char *unit;
+  long total;
+  int enabled;
+  struct timespec start, last;
+} qp_progress;
+
+void qp_progress_start(qp_progress *pr, int enabled, const char *label, const char *unit,
+                       long total);
+void qp_progress_step(qp_progress *pr, long done);
+
+#endif

@@ -1,0 +1,83 @@
+/* stage_spectra.c: spectra_run: z = C^-1 x for all maps at once, y_p = 1/2 z^T P_p z with the
+ * bin matrices built a chunk at a time, then C_hat = F^-1 (y - b). */
+#include <math.h>
+#include <string.h>
+
+#include "progress.h"
+#include "signal.h"
+#include "stages.h"
+#include "terms.h"
+
+static qp_err qp_invert_fisher(qp_problem *p) {
+  const int64_t np = p->n_params;
+  memcpy(p->fisher_inverse, p->fisher, (size_t)(np * np) * sizeof(double));
+  qp_matrix finv;
+  QP_CALL(qp_matrix_view(p->ops, "fisher", p->fisher_inverse, np, np, np, &finv));
+  qp_err err = qp_linalg_potrf(&finv);
+  QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
+           "the Fisher matrix (%lld parameters) is not positive definite, so the spectra cannot "
+           "be estimated: some bins carry no information (%s)",
+           (long long)np, qp_error_message());
+  QP_CALL(err);
+  QP_CALL(qp_linalg_potri(&finv));
+  return QP_OK;
+}
+
+qp_err qp_stage_spectra_run(qp_problem *p) {
+  qp_err err = QP_OK;
+  const int64_t n = p->n_pix, np = p->n_params, n_maps = p->n_maps;
+  const int64_t chunk = p->model.dims.spectra_chunk;
+  const size_t slot_stride = (size_t)(n * n);
+  qp_matrix z = {0}, pz = {0};
+  double *bins = NULL;
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, np * np, &p->fisher_inverse));
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->yb));
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->cl));
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_ERRORS, QP_TERM_PERSISTENT, np, &p->error));
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &z),
+               done);
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n, n_maps, &pz),
+               done);
+  QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT,
+                                (size_t)chunk * slot_stride, &bins),
+               done);
+
+  memcpy(z.data, p->maps, (size_t)(n * n_maps) * sizeof(double));
+  QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &z), done);
+  QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
+
+  qp_progress progress;
+  qp_progress_start(&progress, p->progress, "spectra_run", "parameters", (long)np);
+  for (int64_t first = 0; first < np; first += chunk) {
+    int64_t count = np - first < chunk ? np - first : chunk;
+    qp_signal_build(p, NULL, (int)first, (int)count, bins, slot_stride);
+    for (int64_t k = 0; k < count; ++k) {
+      qp_matrix pb;
+      QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_BIN_MATRICES, bins + k * slot_stride, n, n, n,
+                                  &pb),
+                   done);
+      QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &pb, &z, 0.0, &pz), done);
+      for (int64_t m = 0; m < n_maps; ++m) {
+        double s = 0.0;
+        for (int64_t i = 0; i < n; ++i) s += z.data[i + m * n] * pz.data[i + m * n];
+        p->yb[m * np + first + k] = 0.5 * s;
+      }
+      qp_progress_step(&progress, (long)(first + k + 1));
+    }
+  }
+
+  QP_CALL_GOTO(qp_invert_fisher(p), done);
+  for (int64_t q = 0; q < np; ++q) p->error[q] = sqrt(p->fisher_inverse[q + q * np]);
+  for (int64_t m = 0; m < n_maps; ++m)
+    for (int64_t q = 0; q < np; ++q) {
+      double s = 0.0;
+      for (int64_t r = 0; r < np; ++r)
+        s += p->fisher_inverse[q + r * np] * (p->yb[m * np + r] - p->noise_bias[r]);
+      p->cl[m * np + q] = s;
+    }
+done:
+  qp_budget_free(bins);
+  qp_matrix_destroy(&pz);
+  qp_matrix_destroy(&z);
+  return err;
+}

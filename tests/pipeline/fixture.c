@@ -1,0 +1,61 @@
+/* fixture.c: see fixture.h. */
+#include "fixture.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget.h"
+#include "cls_text.h"
+#include "fits_map.h"
+#include "simulate.h"
+
+double qp_fixture_cl(const qp_fixture *f, int l) {
+  if (l < 2) return 0.0;
+  return f->cl_flat > 0 ? f->cl_flat : 2.0 * M_PI * f->dl_flat / ((double)l * (l + 1));
+}
+
+qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg) {
+  qp_config_defaults(cfg);
+  const int64_t n_sky = 12 * f->nside * f->nside;
+  qp_cls cls = {0};
+  cls.lmax = (int)(3 * f->nside);
+  cls.n_columns = 4;
+  for (int s = 0; s < 6; ++s) cls.cl[s] = calloc((size_t)cls.lmax + 1, sizeof(double));
+  for (int l = 0; l <= cls.lmax; ++l) cls.cl[0][l] = qp_fixture_cl(f, l);
+  snprintf(cfg->cls, sizeof cfg->cls, "%s_cls.txt", f->name);
+  qp_err err = qp_cls_write(cfg->cls, &cls);
+  double *sky = NULL;
+  if (err == QP_OK)
+    err = QP_ALLOC_DOUBLES("fixture_sky", QP_TERM_TRANSIENT, n_sky * f->n_maps, &sky);
+  qp_sim_options sim = {f->nside, f->ell_min, f->sim_lmax, f->noise_variance, 0.0, f->n_maps,
+                        f->seed};
+  if (err == QP_OK) err = qp_simulate_maps(&cls, &sim, sky);
+  const char *names[] = {"TEMPERATURE"};
+  cfg->n_maps = f->n_maps;
+  cfg->maps = calloc((size_t)f->n_maps, sizeof *cfg->maps);
+  for (int k = 0; err == QP_OK && k < f->n_maps; ++k) {
+    snprintf(cfg->maps[k], sizeof cfg->maps[k], "%s_map_%04d.fits", f->name, k);
+    const double *col[] = {sky + k * n_sky};
+    err = qp_fits_map_write(cfg->maps[k], f->nside, 1, names, col);
+  }
+  if (err == QP_OK) {
+    qp_simulate_galactic_mask(f->nside, f->cut_deg, sky);
+    snprintf(cfg->mask, sizeof cfg->mask, "%s_mask.fits", f->name);
+    const double *col[] = {sky};
+    err = qp_fits_map_write(cfg->mask, f->nside, 1, names, col);
+  }
+  qp_budget_free(sky);
+  qp_cls_free(&cls);
+  cfg->ell_min = f->ell_min;
+  cfg->lmax = f->lmax;
+  cfg->lmax_signal = f->lmax_signal;
+  cfg->bin_width = f->bin_width;
+  cfg->noise_kind = QP_NOISE_VARIANCE;
+  cfg->noise_variance = f->noise_variance;
+  cfg->path = QP_PATH_PIXEL_DIRECT;
+  snprintf(cfg->output, sizeof cfg->output, "%s_results.h5", f->name);
+  snprintf(cfg->source, sizeof cfg->source, "(test %s)", f->name);
+  return err;
+}

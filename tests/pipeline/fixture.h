@@ -1,0 +1,30 @@
+/* fixture.h: writes a small simulated temperature problem (maps, mask, C_ell file) into the
+ * test's directory and fills a qp_config for it, so pipeline tests need no data files. */
+#ifndef QP_TEST_FIXTURE_H
+#define QP_TEST_FIXTURE_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "qp_error.h"
+
+typedef struct qp_fixture {
+  const char *name;     /* file prefix, unique per test */
+  int64_t nside;
+  double cut_deg;       /* Galactic cut of the mask; 0 = full sky */
+  int ell_min, lmax, lmax_signal, bin_width;
+  int sim_lmax;         /* multipoles drawn into the maps (usually lmax_signal) */
+  int n_maps;
+  double noise_variance;
+  double cl_flat;       /* C_l = cl_flat (constant) when > 0 ... */
+  double dl_flat;       /* ... else C_l = 2 pi dl_flat / (l (l+1)) */
+  uint64_t seed;
+} qp_fixture;
+
+/** Writes <name>_mask.fits, <name>_map_*.fits, <name>_cls.txt and fills *cfg (defaults plus
+ *  the fixture's settings; output <name>_results.h5). */
+qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg);
+/** C_l of the fixture. */
+double qp_fixture_cl(const qp_fixture *f, int l);
+
+#endif
