@@ -122,12 +122,13 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
   QP_CHECK(bytes <= SIZE_MAX - QP_HEADER_BYTES - page, QP_ERR_NOMEM,
            "term '%s': %zu bytes cannot be addressed", term, bytes);
   size_t mapped = (bytes + QP_HEADER_BYTES + page - 1) / page * page;
-  void *base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  /* Commit the pages now (MAP_POPULATE: zeroed by the kernel, several times faster here than
+   * faulting them in one by one): RSS then equals the budget from this moment on. */
+  void *base = mmap(NULL, mapped, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   QP_CHECK(base != MAP_FAILED, QP_ERR_NOMEM,
            "out of memory allocating term '%s' (%.3f GiB) in stage '%s'", term,
            (double)bytes / 1073741824.0, qp_stage_current());
-  /* Commit the pages now: RSS then equals the budget from this moment on. */
-  memset(base, 0, mapped);
   qp_block_header *h = base;
   pthread_mutex_lock(&qp_budget_state.lock);
   int index = qp_term_index(term, kind, space);

@@ -33,13 +33,15 @@ static qp_err qp_cls_parse_row(const char *path, long line_no, char *line, doubl
   int n = 0;
   char *p = line;
   for (;;) {
-    while (isspace((unsigned char)*p)) ++p;
+    while (isspace((unsigned char)*p))
+      ++p;
     if (*p == '\0') break;
     char *end = NULL;
     double v = strtod(p, &end);
     if (end == p || (*end != '\0' && !isspace((unsigned char)*end))) {
       char *stop = p;
-      while (*stop && !isspace((unsigned char)*stop)) ++stop;
+      while (*stop && !isspace((unsigned char)*stop))
+        ++stop;
       QP_FAIL(QP_ERR_INPUT, "C_ell file '%s' line %ld: '%.*s' is not a number", path, line_no,
               (int)(stop - p), p);
     }
@@ -72,18 +74,16 @@ static qp_err qp_cls_check_row(const char *path, long line_no, int ell, const do
     QP_CHECK(isfinite(cl[s]), QP_ERR_INPUT, "C_ell file '%s' line %ld: ell %d: %s is %g", path,
              line_no, ell, qp_cls_names[s], cl[s]);
   for (int s = 0; s < 3; ++s)
-    QP_CHECK(cl[s] >= 0, QP_ERR_INPUT,
-             "C_ell file '%s' line %ld: ell %d: %s = %g is negative", path, line_no, ell,
-             qp_cls_names[s], cl[s]);
+    QP_CHECK(cl[s] >= 0, QP_ERR_INPUT, "C_ell file '%s' line %ld: ell %d: %s = %g is negative",
+             path, line_no, ell, qp_cls_names[s], cl[s]);
   /* TE ~ (TT, EE), TB ~ (TT, BB), EB ~ (EE, BB); a relative slack for the last printed digit. */
   static const int pairs[3][3] = {{3, 0, 1}, {4, 0, 2}, {5, 1, 2}};
   for (int k = 0; k < 3 && pairs[k][0] < n_spectra; ++k) {
     int x = pairs[k][0], a = pairs[k][1], b = pairs[k][2];
     double bound = sqrt(cl[a] * cl[b]);
     QP_CHECK(fabs(cl[x]) <= bound * (1 + 1e-10), QP_ERR_INPUT,
-             "C_ell file '%s' line %ld: ell %d: |%s| = %g exceeds sqrt(%s %s) = %g", path,
-             line_no, ell, qp_cls_names[x], fabs(cl[x]), qp_cls_names[a], qp_cls_names[b],
-             bound);
+             "C_ell file '%s' line %ld: ell %d: |%s| = %g exceeds sqrt(%s %s) = %g", path, line_no,
+             ell, qp_cls_names[x], fabs(cl[x]), qp_cls_names[a], qp_cls_names[b], bound);
   }
   return QP_OK;
 }
@@ -105,7 +105,8 @@ qp_err qp_cls_read(const char *path, qp_cls *cls) {
   while (getline(&line, &line_size, file) != -1) {
     ++line_no;
     char *p = line;
-    while (isspace((unsigned char)*p)) ++p;
+    while (isspace((unsigned char)*p))
+      ++p;
     if (*p == '\0' || *p == '#') continue;
 
     double values[QP_CLS_TOKENS_MAX];
@@ -117,8 +118,8 @@ qp_err qp_cls_read(const char *path, qp_cls *cls) {
                   path, line_no, n_tokens);
     if (n_rows == 0) n_tokens_first = n_tokens;
     QP_CHECK_GOTO(n_tokens == n_tokens_first, QP_ERR_INPUT, done,
-                  "C_ell file '%s' line %ld: %d columns, but the first row has %d", path,
-                  line_no, n_tokens, n_tokens_first);
+                  "C_ell file '%s' line %ld: %d columns, but the first row has %d", path, line_no,
+                  n_tokens, n_tokens_first);
     QP_CHECK_GOTO(values[0] == (double)n_rows, QP_ERR_INPUT, done,
                   "C_ell file '%s' line %ld: ell = %g, expected %d (rows must start at ell 0 "
                   "and be consecutive)",
@@ -126,7 +127,8 @@ qp_err qp_cls_read(const char *path, qp_cls *cls) {
     QP_CALL_GOTO(qp_cls_check_row(path, line_no, n_rows, values + 1, n_tokens - 1), done);
 
     QP_CALL_GOTO(qp_cls_reserve(cls, n_rows, &capacity), done);
-    for (int s = 0; s < 6; ++s) cls->cl[s][n_rows] = s < n_tokens - 1 ? values[1 + s] : 0.0;
+    for (int s = 0; s < 6; ++s)
+      cls->cl[s][n_rows] = s < n_tokens - 1 ? values[1 + s] : 0.0;
     ++n_rows;
     errno = 0;
   }
@@ -151,8 +153,7 @@ qp_err qp_cls_write(const char *path, const qp_cls *cls) {
   QP_CHECK(path != NULL && cls != NULL, QP_ERR_INTERNAL, "qp_cls_write: NULL argument");
   QP_CHECK(cls->n_columns == 4 || cls->n_columns == 6, QP_ERR_INPUT,
            "writing C_ell file '%s': %d spectra (4 or 6 allowed)", path, cls->n_columns);
-  QP_CHECK(cls->lmax >= 0, QP_ERR_INPUT, "writing C_ell file '%s': lmax %d < 0", path,
-           cls->lmax);
+  QP_CHECK(cls->lmax >= 0, QP_ERR_INPUT, "writing C_ell file '%s': lmax %d < 0", path, cls->lmax);
   for (int s = 0; s < cls->n_columns; ++s)
     QP_CHECK(cls->cl[s] != NULL, QP_ERR_INTERNAL, "writing C_ell file '%s': no %s values", path,
              qp_cls_names[s]);
@@ -166,7 +167,8 @@ qp_err qp_cls_write(const char *path, const qp_cls *cls) {
   for (int ell = 0; ell <= cls->lmax; ++ell) {
     fprintf(file, "%5d", ell);
     /* 17 significant digits: a double survives the round trip exactly. */
-    for (int s = 0; s < cls->n_columns; ++s) fprintf(file, " %.16e", cls->cl[s][ell]);
+    for (int s = 0; s < cls->n_columns; ++s)
+      fprintf(file, " %.16e", cls->cl[s][ell]);
     fputc('\n', file);
   }
   int write_failed = ferror(file);

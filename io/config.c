@@ -56,14 +56,26 @@ qp_err qp_parse_bytes(const char *text, double *bytes) {
     const char *suffix;
     double factor;
   } units[] = {
-      {"", 1.0},           {"B", 1.0},          {"kB", 1e3},         {"KB", 1e3},
-      {"MB", 1e6},         {"GB", 1e9},         {"TB", 1e12},        {"KiB", 1024.0},
-      {"MiB", 1048576.0},  {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"K", 1024.0},
-      {"M", 1048576.0},    {"G", 1073741824.0}, {"T", 1099511627776.0},
+      {"", 1.0},
+      {"B", 1.0},
+      {"kB", 1e3},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+      {"KiB", 1024.0},
+      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0},
+      {"K", 1024.0},
+      {"M", 1048576.0},
+      {"G", 1073741824.0},
+      {"T", 1099511627776.0},
   };
   QP_CHECK(text != NULL && bytes != NULL, QP_ERR_INTERNAL, "qp_parse_bytes: NULL argument");
   const char *p = text;
-  while (isspace((unsigned char)*p)) ++p;
+  while (isspace((unsigned char)*p))
+    ++p;
   char *end = NULL;
   errno = 0;
   double value = strtod(p, &end);
@@ -71,9 +83,11 @@ qp_err qp_parse_bytes(const char *text, double *bytes) {
            "bad byte size '%s': expected a number with an optional unit (e.g. 20GiB, 512MB, "
            "1.5e9)",
            text);
-  while (isspace((unsigned char)*end)) ++end;
+  while (isspace((unsigned char)*end))
+    ++end;
   size_t len = strlen(end);
-  while (len > 0 && isspace((unsigned char)end[len - 1])) --len;
+  while (len > 0 && isspace((unsigned char)end[len - 1]))
+    --len;
   double factor = -1.0;
   for (size_t i = 0; i < sizeof units / sizeof units[0]; ++i) {
     if (strlen(units[i].suffix) == len && strncmp(units[i].suffix, end, len) == 0) {
@@ -115,9 +129,9 @@ enum {
 };
 
 static const char *const qp_top_keys[K_COUNT] = {
-    "maps",      "mask", "fields",           "cls",          "noise", "spectra",
-    "ell_min",   "lmax", "lmax_signal",      "bin_width",    "bins",  "beam_fwhm_arcmin",
-    "pixel_window", "path", "backend", "output", "memory"};
+    "maps",         "mask", "fields",      "cls",       "noise", "spectra",
+    "ell_min",      "lmax", "lmax_signal", "bin_width", "bins",  "beam_fwhm_arcmin",
+    "pixel_window", "path", "backend",     "output",    "memory"};
 
 enum { N_VARIANCE = 0, N_VARIANCE_MAP, N_COVARIANCE, N_DATASET, N_COUNT };
 static const char *const qp_noise_keys[N_COUNT] = {"variance", "variance_map", "covariance",
@@ -130,7 +144,7 @@ typedef struct qp_cfg_ctx {
   const char *file;      /* the config path, for messages */
   char dir[QP_PATH_MAX]; /* its directory with a trailing '/', or "" when it has none */
   yaml_document_t *doc;
-  int line[K_COUNT];     /* 1-based line of each top-level key seen, 0 when absent */
+  int line[K_COUNT]; /* 1-based line of each top-level key seen, 0 when absent */
 } qp_cfg_ctx;
 
 static int qp_node_line(const yaml_node_t *node) { return (int)node->start_mark.line + 1; }
@@ -163,10 +177,9 @@ static qp_err qp_cfg_scalar(const qp_cfg_ctx *ctx, const char *key, const yaml_n
            qp_node_line(node), key, qp_node_kind(node));
   const char *value = (const char *)node->data.scalar.value;
   int plain = node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-  int is_null = value[0] == '\0' || (plain && (strcmp(value, "~") == 0 ||
-                                               strcmp(value, "null") == 0 ||
-                                               strcmp(value, "Null") == 0 ||
-                                               strcmp(value, "NULL") == 0));
+  int is_null =
+      value[0] == '\0' || (plain && (strcmp(value, "~") == 0 || strcmp(value, "null") == 0 ||
+                                     strcmp(value, "Null") == 0 || strcmp(value, "NULL") == 0));
   QP_CHECK(!is_null, QP_ERR_INPUT, "config %s line %d: key '%s' has no value", ctx->file,
            qp_node_line(node), key);
   *text = value;
@@ -175,21 +188,21 @@ static qp_err qp_cfg_scalar(const qp_cfg_ctx *ctx, const char *key, const yaml_n
 
 static qp_err qp_cfg_int(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
                          int *out) {
-  const char *text;
+  const char *text = NULL;
   QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
   char *end = NULL;
   errno = 0;
   long value = strtol(text, &end, 10);
   int ok = end != text && *end == '\0' && errno != ERANGE && value >= INT_MIN && value <= INT_MAX;
-  QP_CHECK(ok, QP_ERR_INPUT, "config %s line %d: key '%s' must be an integer, got '%s'",
-           ctx->file, qp_node_line(node), key, text);
+  QP_CHECK(ok, QP_ERR_INPUT, "config %s line %d: key '%s' must be an integer, got '%s'", ctx->file,
+           qp_node_line(node), key, text);
   *out = (int)value;
   return QP_OK;
 }
 
 static qp_err qp_cfg_double(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
                             double *out) {
-  const char *text;
+  const char *text = NULL;
   QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
   char *end = NULL;
   errno = 0;
@@ -203,7 +216,7 @@ static qp_err qp_cfg_double(const qp_cfg_ctx *ctx, const char *key, const yaml_n
 
 static qp_err qp_cfg_bool(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
                           int *out) {
-  const char *text;
+  const char *text = NULL;
   QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
   if (strcmp(text, "true") == 0 || strcmp(text, "True") == 0 || strcmp(text, "TRUE") == 0) {
     *out = 1;
@@ -211,8 +224,8 @@ static qp_err qp_cfg_bool(const qp_cfg_ctx *ctx, const char *key, const yaml_nod
              strcmp(text, "FALSE") == 0) {
     *out = 0;
   } else {
-    QP_FAIL(QP_ERR_INPUT, "config %s line %d: key '%s' must be true or false, got '%s'",
-            ctx->file, qp_node_line(node), key, text);
+    QP_FAIL(QP_ERR_INPUT, "config %s line %d: key '%s' must be true or false, got '%s'", ctx->file,
+            qp_node_line(node), key, text);
   }
   return QP_OK;
 }
@@ -220,7 +233,7 @@ static qp_err qp_cfg_bool(const qp_cfg_ctx *ctx, const char *key, const yaml_nod
 /* One of `names` (exact match); *out is its index. */
 static qp_err qp_cfg_choice(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
                             const char *const *names, int n, int *out) {
-  const char *text;
+  const char *text = NULL;
   QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
   for (int i = 0; i < n; ++i) {
     if (strcmp(text, names[i]) == 0) {
@@ -236,7 +249,7 @@ static qp_err qp_cfg_choice(const qp_cfg_ctx *ctx, const char *key, const yaml_n
 /* A file path: relative paths are taken relative to the config file's directory. */
 static qp_err qp_cfg_path(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
                           char out[QP_PATH_MAX]) {
-  const char *text;
+  const char *text = NULL;
   QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
   const char *prefix = text[0] == '/' ? "" : ctx->dir;
   int n = snprintf(out, QP_PATH_MAX, "%s%s", prefix, text);
@@ -248,7 +261,7 @@ static qp_err qp_cfg_path(const qp_cfg_ctx *ctx, const char *key, const yaml_nod
 
 static qp_err qp_cfg_bytes(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
                            double *out) {
-  const char *text;
+  const char *text = NULL;
   QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
   if (qp_parse_bytes(text, out) != QP_OK) {
     char why[512];
@@ -273,8 +286,7 @@ typedef qp_err (*qp_cfg_visit)(qp_cfg_ctx *ctx, int index, const yaml_node_t *ke
                                const yaml_node_t *value, void *state);
 
 static qp_err qp_cfg_walk(qp_cfg_ctx *ctx, const yaml_node_t *map, const char *where,
-                          const char *const *keys, int n_keys, qp_cfg_visit visit,
-                          void *state) {
+                          const char *const *keys, int n_keys, qp_cfg_visit visit, void *state) {
   int seen_line[K_COUNT] = {0}; /* K_COUNT is the largest key table */
   char list[512];
   for (yaml_node_pair_t *pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top;
@@ -331,7 +343,7 @@ static qp_err qp_cfg_noise_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *ke
     ++ns->n_kinds;
     break;
   case N_DATASET: {
-    const char *text;
+    const char *text = NULL;
     QP_CALL(qp_cfg_scalar(ctx, "noise.dataset", value, &text));
     QP_CHECK(strlen(text) < sizeof cfg->noise_dataset, QP_ERR_INPUT,
              "config %s line %d: noise.dataset longer than %zu characters", ctx->file,
@@ -366,8 +378,10 @@ static qp_err qp_cfg_memory_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *k
                                 const yaml_node_t *value, void *state) {
   qp_config *cfg = state;
   (void)key_node;
-  if (index == M_HOST) QP_CALL(qp_cfg_bytes(ctx, "memory.host_limit", value, &cfg->host_limit));
-  else QP_CALL(qp_cfg_bytes(ctx, "memory.device_limit", value, &cfg->device_limit));
+  if (index == M_HOST)
+    QP_CALL(qp_cfg_bytes(ctx, "memory.host_limit", value, &cfg->host_limit));
+  else
+    QP_CALL(qp_cfg_bytes(ctx, "memory.device_limit", value, &cfg->device_limit));
   return QP_OK;
 }
 
@@ -379,14 +393,13 @@ static qp_err qp_cfg_maps(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *no
              qp_node_line(node));
   } else {
     QP_CHECK(node->type == YAML_SCALAR_NODE, QP_ERR_INPUT,
-             "config %s line %d: key 'maps' must be a path or a list of paths, not %s",
-             ctx->file, qp_node_line(node), qp_node_kind(node));
+             "config %s line %d: key 'maps' must be a path or a list of paths, not %s", ctx->file,
+             qp_node_line(node), qp_node_kind(node));
   }
   free(cfg->maps);
   cfg->n_maps = 0;
   cfg->maps = malloc((size_t)n * sizeof *cfg->maps);
-  QP_CHECK(cfg->maps != NULL, QP_ERR_NOMEM, "config %s: no memory for %d map paths", ctx->file,
-           n);
+  QP_CHECK(cfg->maps != NULL, QP_ERR_NOMEM, "config %s: no memory for %d map paths", ctx->file, n);
   for (int i = 0; i < n; ++i) {
     const yaml_node_t *item =
         node->type == YAML_SEQUENCE_NODE
@@ -403,8 +416,8 @@ static qp_err qp_cfg_spectra(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t 
   int n = 1;
   if (node->type == YAML_SEQUENCE_NODE) {
     n = (int)(node->data.sequence.items.top - node->data.sequence.items.start);
-    QP_CHECK(n > 0, QP_ERR_INPUT, "config %s line %d: key 'spectra' is an empty list",
-             ctx->file, qp_node_line(node));
+    QP_CHECK(n > 0, QP_ERR_INPUT, "config %s line %d: key 'spectra' is an empty list", ctx->file,
+             qp_node_line(node));
   } else {
     QP_CHECK(node->type == YAML_SCALAR_NODE, QP_ERR_INPUT,
              "config %s line %d: key 'spectra' must be a name or a list of names, not %s",
@@ -418,7 +431,7 @@ static qp_err qp_cfg_spectra(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t 
             ? yaml_document_get_node(ctx->doc, node->data.sequence.items.start[i])
             : node;
     QP_CHECK(item != NULL, QP_ERR_INTERNAL, "config %s: broken YAML document", ctx->file);
-    const char *text;
+    const char *text = NULL;
     QP_CALL(qp_cfg_scalar(ctx, "spectra", item, &text));
     int s = qp_key_index(text, qp_spectrum_names, QP_SPECTRA_MAX);
     QP_CHECK(s >= 0, QP_ERR_INPUT,
@@ -471,8 +484,8 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
   case K_BEAM:
     QP_CALL(qp_cfg_double(ctx, key, value, &cfg->beam_fwhm_arcmin));
     QP_CHECK(cfg->beam_fwhm_arcmin >= 0, QP_ERR_INPUT,
-             "config %s line %d: beam_fwhm_arcmin (%g) must be >= 0", ctx->file,
-             ctx->line[index], cfg->beam_fwhm_arcmin);
+             "config %s line %d: beam_fwhm_arcmin (%g) must be >= 0", ctx->file, ctx->line[index],
+             cfg->beam_fwhm_arcmin);
     break;
   case K_PIXEL_WINDOW: QP_CALL(qp_cfg_bool(ctx, key, value, &cfg->pixel_window)); break;
   case K_PATH:
@@ -520,19 +533,21 @@ static qp_err qp_cfg_check(qp_cfg_ctx *ctx, qp_config *cfg) {
         {QP_TT}, {QP_EE, QP_BB}, {QP_TT, QP_EE, QP_BB, QP_TE}};
     static const int n_defaults[3] = {1, 2, 4};
     cfg->n_spectra = n_defaults[cfg->fields];
-    for (int i = 0; i < cfg->n_spectra; ++i) cfg->spectra[i] = defaults[cfg->fields][i];
+    for (int i = 0; i < cfg->n_spectra; ++i)
+      cfg->spectra[i] = defaults[cfg->fields][i];
   }
   static const char *const fields_names[] = {"T", "QU", "TQU"};
   static const char *const allowed_text[] = {"TT", "EE BB EB", "TT EE BB TE TB EB"};
   for (int i = 0; i < cfg->n_spectra; ++i) {
     qp_spectrum s = cfg->spectra[i];
-    int ok = cfg->fields == QP_FIELDS_TQU ||
-             (cfg->fields == QP_FIELDS_T && s == QP_TT) ||
+    int ok = cfg->fields == QP_FIELDS_TQU || (cfg->fields == QP_FIELDS_T && s == QP_TT) ||
              (cfg->fields == QP_FIELDS_QU && (s == QP_EE || s == QP_BB || s == QP_EB));
     QP_CHECK(ok, QP_ERR_INPUT,
              "config %s line %d: spectrum %s needs maps with %s; fields %s allows only %s",
              ctx->file, ctx->line[K_SPECTRA], qp_spectrum_name(s),
-             (s == QP_TT) ? "T" : (s == QP_TE || s == QP_TB) ? "T and Q/U" : "Q/U",
+             (s == QP_TT)                 ? "T"
+             : (s == QP_TE || s == QP_TB) ? "T and Q/U"
+                                          : "Q/U",
              fields_names[cfg->fields], allowed_text[cfg->fields]);
   }
   return QP_OK;
@@ -575,8 +590,8 @@ qp_err qp_config_load(const char *path, qp_config *cfg) {
   if (!yaml_parser_load(&parser, &doc)) {
     QP_CHECK_GOTO(0, QP_ERR_INPUT, done, "config %s line %d: YAML error: %s%s%s", path,
                   (int)parser.problem_mark.line + 1,
-                  parser.problem ? parser.problem : "unknown problem",
-                  parser.context ? " " : "", parser.context ? parser.context : "");
+                  parser.problem ? parser.problem : "unknown problem", parser.context ? " " : "",
+                  parser.context ? parser.context : "");
   }
   have_doc = 1;
   ctx.doc = &doc;

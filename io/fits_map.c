@@ -29,7 +29,8 @@ static const int64_t qp_nside_max = (int64_t)1 << 29;
 /* Strips trailing blanks in place (cfitsio keeps those of padded string keywords). */
 static void qp_rstrip(char *s) {
   size_t n = strlen(s);
-  while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
+  while (n > 0 && isspace((unsigned char)s[n - 1]))
+    s[--n] = '\0';
 }
 
 /* Turns a non-zero cfitsio status into QP_ERR_IO carrying cfitsio's status text and the
@@ -54,7 +55,7 @@ static qp_err qp_fits_error(int status, const char *path, const char *what, int 
 }
 
 /* QP_OK when status is 0, else the wrapped error (recorded at the caller's line). */
-#define QP_FITS_STATUS(status, path, what)                                                     \
+#define QP_FITS_STATUS(status, path, what)                                                         \
   ((status) == 0 ? QP_OK : qp_fits_error((status), (path), (what), __LINE__, __func__))
 
 /* True (and status reset, cfitsio's message stack emptied) when a keyword read found no such
@@ -115,8 +116,8 @@ static qp_err qp_fits_open_map(const char *path, fitsfile **out, qp_healpix_info
   } else if (strcasecmp(value, "NESTED") == 0 || strcasecmp(value, "NEST") == 0) {
     info->nested = 1;
   } else {
-    QP_CHECK_GOTO(0, QP_ERR_INPUT, done,
-                  "map file '%s': ORDERING = '%s' (expected RING or NESTED)", path, value);
+    QP_CHECK_GOTO(0, QP_ERR_INPUT, done, "map file '%s': ORDERING = '%s' (expected RING or NESTED)",
+                  path, value);
   }
   /* NESTED numbering exists only for powers of two. */
   QP_CHECK_GOTO(!info->nested || (nside & (nside - 1)) == 0, QP_ERR_INPUT, done,
@@ -222,11 +223,10 @@ qp_err qp_fits_map_read(const char *path, const qp_healpix_info *info, int colum
            "qp_fits_map_read: NULL argument");
   QP_CALL(qp_fits_open_map(path, &f, &now, repeat));
   /* The file may have changed since qp_fits_map_info: the caller's buffer is sized from info. */
-  QP_CHECK_GOTO(now.nside == info->nside && now.nested == info->nested &&
-                    now.n_columns == info->n_columns,
-                QP_ERR_INPUT, done,
-                "map file '%s' changed while being read (NSIDE %lld, %d columns now)", path,
-                (long long)now.nside, now.n_columns);
+  QP_CHECK_GOTO(
+      now.nside == info->nside && now.nested == info->nested && now.n_columns == info->n_columns,
+      QP_ERR_INPUT, done, "map file '%s' changed while being read (NSIDE %lld, %d columns now)",
+      path, (long long)now.nside, now.n_columns);
   QP_CHECK_GOTO(column >= 0 && column < now.n_columns, QP_ERR_INPUT, done,
                 "map file '%s' has %d columns; column %d (0-based) was asked for", path,
                 now.n_columns, column);
@@ -242,8 +242,8 @@ qp_err qp_fits_map_read(const char *path, const qp_healpix_info *info, int colum
     const int64_t rep = repeat[column];
     for (int64_t start = 0; start < now.n_sky; start += QP_FITS_CHUNK) {
       int64_t n = now.n_sky - start < QP_FITS_CHUNK ? now.n_sky - start : QP_FITS_CHUNK;
-      fits_read_col(f, TDOUBLE, column + 1, start / rep + 1, start % rep + 1, n, &null_value,
-                    chunk, &anynul, &status);
+      fits_read_col(f, TDOUBLE, column + 1, start / rep + 1, start % rep + 1, n, &null_value, chunk,
+                    &anynul, &status);
       QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading the map"), done);
       for (int64_t i = 0; i < n; ++i) {
         int64_t ring = 0;
@@ -277,8 +277,7 @@ qp_err qp_fits_map_write(const char *path, int64_t nside, int n_columns,
   QP_CHECK(nside >= 1 && nside <= qp_nside_max, QP_ERR_INPUT,
            "writing map '%s': nside %lld out of range [1, 2^29]", path, (long long)nside);
   QP_CHECK(n_columns >= 1 && n_columns <= QP_FITS_COLUMNS_MAX, QP_ERR_INPUT,
-           "writing map '%s': %d columns (1 to %d allowed)", path, n_columns,
-           QP_FITS_COLUMNS_MAX);
+           "writing map '%s': %d columns (1 to %d allowed)", path, n_columns, QP_FITS_COLUMNS_MAX);
   const int64_t n_sky = 12 * nside * nside;
   /* healpy's layout: rows of 1024 values when they divide the map, else one value per row. */
   const int64_t per_row = n_sky % QP_FITS_ROW_WIDTH == 0 ? QP_FITS_ROW_WIDTH : 1;
@@ -288,8 +287,7 @@ qp_err qp_fits_map_write(const char *path, int64_t nside, int n_columns,
     QP_CHECK(column_names[c] != NULL && columns[c] != NULL, QP_ERR_INTERNAL,
              "writing map '%s': column %d has no name or no data", path, c);
     QP_CHECK(strlen(column_names[c]) < 69, QP_ERR_INPUT,
-             "writing map '%s': column name '%s' longer than 68 characters", path,
-             column_names[c]);
+             "writing map '%s': column name '%s' longer than 68 characters", path, column_names[c]);
     snprintf(names[c], sizeof names[c], "%s", column_names[c]);
     ttype[c] = names[c];
     tform[c] = form;
@@ -315,10 +313,8 @@ qp_err qp_fits_map_write(const char *path, int64_t nside, int n_columns,
   fits_write_key_lng(f, "FIRSTPIX", 0, "First pixel # (0 based)", &status);
   fits_write_key_lng(f, "LASTPIX", (LONGLONG)(n_sky - 1), "Last pixel # (0 based)", &status);
   fits_write_key_str(f, "INDXSCHM", "IMPLICIT", "Indexing: IMPLICIT or EXPLICIT", &status);
-  fits_write_key_str(f, "OBJECT", "FULLSKY", "Sky coverage, either FULLSKY or PARTIAL",
-                     &status);
-  fits_write_key_str(f, "COORDSYS", "G", "Ecliptic, Galactic or Celestial (equatorial)",
-                     &status);
+  fits_write_key_str(f, "OBJECT", "FULLSKY", "Sky coverage, either FULLSKY or PARTIAL", &status);
+  fits_write_key_str(f, "COORDSYS", "G", "Ecliptic, Galactic or Celestial (equatorial)", &status);
   QP_CALL_GOTO(QP_FITS_STATUS(status, path, "writing the header"), done);
 
   for (int c = 0; c < n_columns; ++c) {

@@ -46,12 +46,12 @@ static qp_err qp_h5_error(qp_err code, const char *path, const char *what, int l
 }
 
 /* In functions with a `done:` exit and a local `err`: fails when an HDF5 call returned < 0. */
-#define QP_H5_CHECK_GOTO(status, code, path, what)                                             \
-  do {                                                                                         \
-    if ((status) < 0) {                                                                        \
-      err = qp_h5_error((code), (path), (what), __LINE__, __func__);                           \
-      goto done;                                                                               \
-    }                                                                                          \
+#define QP_H5_CHECK_GOTO(status, code, path, what)                                                 \
+  do {                                                                                             \
+    if ((status) < 0) {                                                                            \
+      err = qp_h5_error((code), (path), (what), __LINE__, __func__);                               \
+      goto done;                                                                                   \
+    }                                                                                              \
   } while (0)
 
 /* Opens `dataset` of `path` and checks that it is a 2-D floating-point array. On success
@@ -59,8 +59,7 @@ static qp_err qp_h5_error(qp_err code, const char *path, const char *what, int l
 static qp_err qp_h5_open(const char *path, const char *dataset, hid_t *file, hid_t *dset,
                          int64_t dims[2]) {
   qp_err err = QP_OK;
-  hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID, space = H5I_INVALID_HID,
-        type = H5I_INVALID_HID;
+  hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID, space = H5I_INVALID_HID, type = H5I_INVALID_HID;
   char what[512];
 
   /* HDF5 says only "unable to open file"; the system says why. */
@@ -78,8 +77,8 @@ static qp_err qp_h5_open(const char *path, const char *dataset, hid_t *file, hid
   int ndims = H5Sget_simple_extent_ndims(space);
   QP_H5_CHECK_GOTO(ndims, QP_ERR_IO, path, what);
   QP_CHECK_GOTO(ndims == 2, QP_ERR_INPUT, done,
-                "HDF5 file '%s': dataset '%s' has %d dimensions; a matrix needs 2", path,
-                dataset, ndims);
+                "HDF5 file '%s': dataset '%s' has %d dimensions; a matrix needs 2", path, dataset,
+                ndims);
   hsize_t shape[2] = {0, 0};
   QP_H5_CHECK_GOTO(H5Sget_simple_extent_dims(space, shape, NULL), QP_ERR_IO, path, what);
 
@@ -138,13 +137,12 @@ qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, in
   char what[512];
   QP_CALL_GOTO(qp_h5_open(path, dataset, &file, &dset, dims), done);
   QP_CHECK_GOTO(dims[0] == rows && dims[1] == cols, QP_ERR_INPUT, done,
-                "HDF5 file '%s': dataset '%s' is %lld x %lld, expected %lld x %lld", path,
-                dataset, (long long)dims[0], (long long)dims[1], (long long)rows,
-                (long long)cols);
+                "HDF5 file '%s': dataset '%s' is %lld x %lld, expected %lld x %lld", path, dataset,
+                (long long)dims[0], (long long)dims[1], (long long)rows, (long long)cols);
   /* HDF5 converts float32 to double on the way. */
   snprintf(what, sizeof what, "reading dataset '%s'", dataset);
-  QP_H5_CHECK_GOTO(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
-                   QP_ERR_IO, path, what);
+  QP_H5_CHECK_GOTO(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), QP_ERR_IO,
+                   path, what);
 
 done:
   if (dset >= 0) H5Dclose(dset);
@@ -173,25 +171,25 @@ qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, i
   snprintf(what, sizeof what, "creating dataset '%s'", dataset);
 
   file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  QP_H5_CHECK_GOTO(file, QP_ERR_IO, tmp, "cannot create");
+  QP_H5_CHECK_GOTO(file, QP_ERR_IO, path, "cannot create the temporary file");
   /* Dataset names like "/noise/covariance" get their groups made on the way. */
   lcpl = H5Pcreate(H5P_LINK_CREATE);
-  QP_H5_CHECK_GOTO(lcpl, QP_ERR_IO, tmp, what);
-  QP_H5_CHECK_GOTO(H5Pset_create_intermediate_group(lcpl, 1), QP_ERR_IO, tmp, what);
+  QP_H5_CHECK_GOTO(lcpl, QP_ERR_IO, path, what);
+  QP_H5_CHECK_GOTO(H5Pset_create_intermediate_group(lcpl, 1), QP_ERR_IO, path, what);
   hsize_t shape[2] = {(hsize_t)rows, (hsize_t)cols};
   space = H5Screate_simple(2, shape, NULL);
-  QP_H5_CHECK_GOTO(space, QP_ERR_IO, tmp, what);
+  QP_H5_CHECK_GOTO(space, QP_ERR_IO, path, what);
   dset = H5Dcreate2(file, dataset, H5T_IEEE_F64LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-  QP_H5_CHECK_GOTO(dset, QP_ERR_IO, tmp, what);
+  QP_H5_CHECK_GOTO(dset, QP_ERR_IO, path, what);
   snprintf(what, sizeof what, "writing dataset '%s'", dataset);
   QP_H5_CHECK_GOTO(H5Dwrite(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
-                   QP_ERR_IO, tmp, what);
+                   QP_ERR_IO, path, what);
   H5Dclose(dset);
   dset = H5I_INVALID_HID;
   /* The data reach the disk when the file is closed: only then may it get its real name. */
   herr_t closed = H5Fclose(file);
   file = H5I_INVALID_HID;
-  QP_H5_CHECK_GOTO(closed, QP_ERR_IO, tmp, "closing");
+  QP_H5_CHECK_GOTO(closed, QP_ERR_IO, path, "closing");
   QP_CHECK_GOTO(rename(tmp, path) == 0, QP_ERR_IO, done, "cannot rename '%s' to '%s': %s", tmp,
                 path, strerror(errno));
 

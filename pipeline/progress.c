@@ -25,3 +25,10 @@ void qp_progress_step(qp_progress *pr, long done) {
           pr->unit, pr->total ? 100.0 * (double)done / (double)pr->total : 100.0,
           qp_elapsed(&pr->start, &now));
 }
+
+void qp_progress_note(const qp_progress *pr, const char *what) {
+  if (!pr->enabled) return;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  fprintf(stderr, "[qmlpipe] %s: %s, %.1f s\n", pr->label, what, qp_elapsed(&pr->start, &now));
+}

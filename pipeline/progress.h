@@ -16,5 +16,7 @@ typedef struct qp_progress {
 void qp_progress_start(qp_progress *pr, int enabled, const char *label, const char *unit,
                        long total);
 void qp_progress_step(qp_progress *pr, long done);
+/** A line "label: what, N s" (elapsed since start), when enabled. */
+void qp_progress_note(const qp_progress *pr, const char *what);
 
 #endif

@@ -5,6 +5,19 @@
 
 #include "legendre.h"
 
+/* a[j + i n] = a[i + j n] for i > j, tile by tile. */
+static void qp_mirror_lower(double *a, int64_t n) {
+  const int64_t tile = 64;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t jb = 0; jb < n; jb += tile) {
+    for (int64_t ib = jb; ib < n; ib += tile) {
+      int64_t j_end = jb + tile < n ? jb + tile : n, i_end = ib + tile < n ? ib + tile : n;
+      for (int64_t i = ib; i < i_end; ++i)
+        for (int64_t j = jb; j < j_end && j < i; ++j) a[j + i * n] = a[i + j * n];
+    }
+  }
+}
+
 void qp_signal_build(const qp_problem *p, double *cov, int first_bin, int n_slots, double *slots,
                      size_t slot_stride) {
   const qp_config *cfg = p->cfg;
@@ -35,19 +48,21 @@ void qp_signal_build(const qp_problem *p, double *cov, int first_bin, int n_slot
           double s = 0.0;
           for (int l = cfg->ell_min; l <= cfg->lmax_signal; ++l) s += signal_coeff[l] * leg[l];
           cov[i + j * n] = s;
-          cov[j + i * n] = s;
         }
         for (int k = 0; k < n_slots; ++k) {
           const int b = first_bin + k;
           double s = 0.0;
           for (int l = p->bin_lo[b]; l <= p->bin_hi[b]; ++l) s += p->ell_weight[l] * leg[l];
-          double *slot = slots + (size_t)k * slot_stride;
-          slot[i + j * n] = s;
-          slot[j + i * n] = s;
+          slots[(size_t)k * slot_stride + i + j * n] = s;
         }
       }
     }
     free(leg);
   }
   free(signal_coeff);
+  /* Only the lower triangles were written above (contiguous stores); mirror them now in
+   * cache-sized tiles: writing both halves pair by pair strides through memory and cost more
+   * than the Legendre recursion itself. */
+  if (cov) qp_mirror_lower(cov, n);
+  for (int k = 0; k < n_slots; ++k) qp_mirror_lower(slots + (size_t)k * slot_stride, n);
 }

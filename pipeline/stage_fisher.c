@@ -53,9 +53,10 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_GRAM, QP_TERM_TRANSIENT, slots, slots, &gram),
                done);
 
-  qp_signal_build(p, NULL, 0, (int)np, products, slot_stride);
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "products", (long)slots);
+  qp_signal_build(p, NULL, 0, (int)np, products, slot_stride);
+  qp_progress_note(&progress, "bin matrices P_p built");
   for (int64_t k = 0; k < np; ++k) {
     qp_matrix slot;
     QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, products + k * slot_stride, n, n, n,
@@ -72,6 +73,7 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
   QP_CALL_GOTO(qp_whiten_noise(p, &noise_slot), done);
   qp_progress_step(&progress, (long)slots);
   QP_CALL_GOTO(qp_gram(p, products, slots, &gram), done);
+  qp_progress_note(&progress, "Gram matrix of the products (syrk)");
   for (int64_t q = 0; q < np; ++q) {
     for (int64_t r = 0; r < np; ++r) p->fisher[r + q * np] = 0.5 * gram.data[r + q * slots];
     p->noise_bias[q] = 0.5 * gram.data[q + np * slots];

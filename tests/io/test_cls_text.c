@@ -43,8 +43,7 @@ static void test_planck_format(void) {
   write_text(planck_head);
   qp_cls cls;
   TEST_OK(qp_cls_read(path, &cls));
-  TEST_ASSERT(cls.lmax == 4 && cls.n_columns == 4, "lmax %d n_columns %d", cls.lmax,
-              cls.n_columns);
+  TEST_ASSERT(cls.lmax == 4 && cls.n_columns == 4, "lmax %d n_columns %d", cls.lmax, cls.n_columns);
   if (cls.lmax == 4) {
     TEST_ASSERT(cls.cl[0][0] == 0 && cls.cl[3][1] == 0, "C_0, C_1 not zero");
     TEST_ASSERT(cls.cl[0][2] == 1.17851614968299714e+03, "TT(2) %.17g", cls.cl[0][2]);
@@ -61,7 +60,8 @@ static void test_planck_format(void) {
 
 static void test_roundtrip(int n_columns) {
   qp_cls out = {.lmax = 40, .n_columns = n_columns};
-  for (int s = 0; s < 6; ++s) out.cl[s] = calloc(41, sizeof(double));
+  for (int s = 0; s < 6; ++s)
+    out.cl[s] = calloc(41, sizeof(double));
   for (int ell = 0; ell <= 40; ++ell) {
     double tt = 1000.0 / (1.0 + ell * ell) + 1.0 / 3.0, ee = 0.1 / (1.0 + ell), bb = 1e-3 / 7.0;
     out.cl[0][ell] = tt;
@@ -84,11 +84,13 @@ static void test_roundtrip(int n_columns) {
   if (in.lmax == 40) {
     int bad = 0;
     for (int s = 0; s < 6; ++s)
-      for (int ell = 0; ell <= 40; ++ell) bad += in.cl[s][ell] != out.cl[s][ell];
+      for (int ell = 0; ell <= 40; ++ell)
+        bad += in.cl[s][ell] != out.cl[s][ell];
     TEST_ASSERT(bad == 0, "%d values changed in the round trip (%d columns)", bad, n_columns);
   }
   qp_cls_free(&in);
-  for (int s = 0; s < 6; ++s) free(out.cl[s]);
+  for (int s = 0; s < 6; ++s)
+    free(out.cl[s]);
 }
 
 /* Reads `text`, expecting QP_ERR_INPUT with the file, "line N" (unless bad_line is 0) and
@@ -102,8 +104,7 @@ static void expect_bad(int line, const char *text, int bad_line, const char *fra
   snprintf(where, sizeof where, "line %d", bad_line);
   TEST_ASSERT(err == QP_ERR_INPUT, "case at line %d: %s (%s)", line, qp_err_name(err), msg);
   TEST_ASSERT(strstr(msg, path) && (bad_line == 0 || strstr(msg, where)) && strstr(msg, fragment),
-              "case at line %d: message lacks file, '%s' or '%s': %s", line, where, fragment,
-              msg);
+              "case at line %d: message lacks file, '%s' or '%s': %s", line, where, fragment, msg);
   TEST_ASSERT(cls.cl[0] == NULL, "case at line %d: arrays not freed on error", line);
   fprintf(stderr, "  expected error: %s\n", msg);
   qp_error_clear();
@@ -126,8 +127,8 @@ static void test_errors(void) {
   char missing[128];
   snprintf(missing, sizeof missing, "%s.missing", path);
   qp_err err = qp_cls_read(missing, &cls);
-  TEST_ASSERT(err == QP_ERR_IO && strstr(qp_error_message(), missing),
-              "missing file: %s: %s", qp_err_name(err), qp_error_message());
+  TEST_ASSERT(err == QP_ERR_IO && strstr(qp_error_message(), missing), "missing file: %s: %s",
+              qp_err_name(err), qp_error_message());
   fprintf(stderr, "  expected error: %s\n", qp_error_message());
   qp_error_clear();
 

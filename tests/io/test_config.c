@@ -11,8 +11,8 @@
 #include "config.h"
 #include "test_util.h"
 
-static char dir[64];          /* a fresh directory in the working directory */
-static char yaml_path[128];   /* dir/run.yaml */
+static char dir[64];        /* a fresh directory in the working directory */
+static char yaml_path[128]; /* dir/run.yaml */
 
 static void write_text(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
@@ -34,12 +34,12 @@ static void expect_error(int line, const char *text, qp_err code, const char *fr
   const char *msg = qp_error_message();
   TEST_ASSERT(err == code, "case at line %d: got %s, expected %s (%s)", line, qp_err_name(err),
               qp_err_name(code), msg);
-  TEST_ASSERT(strstr(msg, yaml_path) != NULL, "case at line %d: message lacks the file: %s",
-              line, msg);
-  TEST_ASSERT(!frag1 || strstr(msg, frag1), "case at line %d: message lacks '%s': %s", line,
-              frag1, msg);
-  TEST_ASSERT(!frag2 || strstr(msg, frag2), "case at line %d: message lacks '%s': %s", line,
-              frag2, msg);
+  TEST_ASSERT(strstr(msg, yaml_path) != NULL, "case at line %d: message lacks the file: %s", line,
+              msg);
+  TEST_ASSERT(!frag1 || strstr(msg, frag1), "case at line %d: message lacks '%s': %s", line, frag1,
+              msg);
+  TEST_ASSERT(!frag2 || strstr(msg, frag2), "case at line %d: message lacks '%s': %s", line, frag2,
+              msg);
   TEST_ASSERT(cfg.maps == NULL && cfg.n_maps == 0, "case at line %d: maps not freed", line);
   fprintf(stderr, "  expected error: %s\n", msg);
   qp_error_clear();
@@ -123,11 +123,11 @@ static void test_defaults(void) {
   TEST_OK(qp_config_load(yaml_path, &cfg));
   char want[256];
   snprintf(want, sizeof want, "%s/m.fits", dir);
-  TEST_ASSERT(cfg.n_maps == 1 && cfg.maps && strcmp(cfg.maps[0], want) == 0,
-              "scalar maps: %d %s", cfg.n_maps, cfg.maps ? cfg.maps[0] : "(null)");
+  TEST_ASSERT(cfg.n_maps == 1 && cfg.maps && strcmp(cfg.maps[0], want) == 0, "scalar maps: %d %s",
+              cfg.n_maps, cfg.maps ? cfg.maps[0] : "(null)");
   TEST_ASSERT(strcmp(cfg.mask, "/data/mask.fits") == 0, "absolute mask changed: %s", cfg.mask);
-  TEST_ASSERT(cfg.noise_kind == QP_NOISE_VARIANCE && cfg.noise_variance == 2.5e-4,
-              "noise %d %g", (int)cfg.noise_kind, cfg.noise_variance);
+  TEST_ASSERT(cfg.noise_kind == QP_NOISE_VARIANCE && cfg.noise_variance == 2.5e-4, "noise %d %g",
+              (int)cfg.noise_kind, cfg.noise_variance);
   TEST_ASSERT(cfg.ell_min == 2, "ell_min %d", cfg.ell_min);
   TEST_ASSERT(cfg.lmax == 16 && cfg.lmax_signal == 16, "lmax %d lmax_signal %d", cfg.lmax,
               cfg.lmax_signal);
@@ -163,8 +163,7 @@ static void test_defaults(void) {
 
   /* Defaults alone, and freeing them (twice), are safe. */
   qp_config_defaults(&cfg);
-  TEST_ASSERT(cfg.maps == NULL && cfg.ell_min == 2 && cfg.bin_width == 1,
-              "qp_config_defaults");
+  TEST_ASSERT(cfg.maps == NULL && cfg.ell_min == 2 && cfg.bin_width == 1, "qp_config_defaults");
   qp_config_free(&cfg);
   qp_config_free(&cfg);
 }
@@ -173,10 +172,16 @@ static void test_bytes(void) {
   static const struct {
     const char *text;
     double bytes;
-  } good[] = {{"20GiB", 20.0 * 1073741824.0}, {"512MB", 512e6}, {"512 MB", 512e6},
-              {"1.5e9", 1.5e9},               {"1024", 1024},   {"3KiB", 3072},
-              {"2kB", 2000},                  {"1TiB", 1099511627776.0},
-              {" 7 B ", 7},                   {"4G", 4.0 * 1073741824.0}};
+  } good[] = {{"20GiB", 20.0 * 1073741824.0},
+              {"512MB", 512e6},
+              {"512 MB", 512e6},
+              {"1.5e9", 1.5e9},
+              {"1024", 1024},
+              {"3KiB", 3072},
+              {"2kB", 2000},
+              {"1TiB", 1099511627776.0},
+              {" 7 B ", 7},
+              {"4G", 4.0 * 1073741824.0}};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
     double b = -1;
     TEST_OK(qp_parse_bytes(good[i].text, &b));
@@ -200,8 +205,8 @@ static void test_errors(void) {
                "maps: m.fits\nmask: k.fits\ncls: c.txt\nlmax: 4\nnoise:\n  variance: 1\n"
                "  varience_map: v.fits\n",
                QP_ERR_INPUT, "line 7: unknown key 'varience_map' in noise", "variance_map");
-  expect_error(__LINE__, BASE "lmax: 4\nmemory:\n  host_limit: 1GB\n  host: 2GB\n",
-               QP_ERR_INPUT, "line 8: unknown key 'host' in memory", "device_limit");
+  expect_error(__LINE__, BASE "lmax: 4\nmemory:\n  host_limit: 1GB\n  host: 2GB\n", QP_ERR_INPUT,
+               "line 8: unknown key 'host' in memory", "device_limit");
   /* missing required keys */
   expect_error(__LINE__, "maps: m.fits\nmask: k.fits\ncls: c.txt\nnoise: {variance: 1}\n",
                QP_ERR_INPUT, "missing required key 'lmax'", NULL);
@@ -213,13 +218,12 @@ static void test_errors(void) {
   expect_error(__LINE__, BASE "lmax: 20\nell_min: -1\n", QP_ERR_INPUT, "ell_min (-1)", NULL);
   expect_error(__LINE__, BASE "lmax: 5\nell_min: 8\n", QP_ERR_INPUT,
                "lmax (5) must be >= ell_min (8)", NULL);
-  expect_error(__LINE__, BASE "lmax: 5\nbeam_fwhm_arcmin: -3\n", QP_ERR_INPUT,
-               "beam_fwhm_arcmin", "line 6");
+  expect_error(__LINE__, BASE "lmax: 5\nbeam_fwhm_arcmin: -3\n", QP_ERR_INPUT, "beam_fwhm_arcmin",
+               "line 6");
   expect_error(__LINE__, BASE "lmax: 5\nbin_width: 0\n", QP_ERR_INPUT, "bin_width (0)", NULL);
   expect_error(__LINE__, BASE "lmax: 5\nbin_width: 2\nbins: b.txt\n", QP_ERR_INPUT,
                "either bin_width", NULL);
-  expect_error(__LINE__,
-               "maps: m.fits\nmask: k.fits\ncls: c.txt\nlmax: 4\nnoise: {variance: -1}\n",
+  expect_error(__LINE__, "maps: m.fits\nmask: k.fits\ncls: c.txt\nlmax: 4\nnoise: {variance: -1}\n",
                QP_ERR_INPUT, "noise.variance must be > 0", NULL);
   expect_error(__LINE__,
                "maps: m.fits\nmask: k.fits\ncls: c.txt\nlmax: 4\n"
@@ -232,35 +236,35 @@ static void test_errors(void) {
   /* spectra */
   expect_error(__LINE__, BASE "lmax: 5\nspectra: [TT, XY]\n", QP_ERR_INPUT,
                "line 6: unknown spectrum 'XY'", NULL);
-  expect_error(__LINE__, BASE "lmax: 5\nspectra: [tt]\n", QP_ERR_INPUT,
-               "unknown spectrum 'tt'", NULL);
+  expect_error(__LINE__, BASE "lmax: 5\nspectra: [tt]\n", QP_ERR_INPUT, "unknown spectrum 'tt'",
+               NULL);
   expect_error(__LINE__, BASE "lmax: 5\nspectra: [EE, EE]\nfields: QU\n", QP_ERR_INPUT,
                "'EE' listed twice", NULL);
   expect_error(__LINE__, BASE "lmax: 5\nfields: T\nspectra: [TT, TE]\n", QP_ERR_INPUT,
                "spectrum TE", "fields T allows only TT");
-  expect_error(__LINE__, BASE "lmax: 5\nfields: QU\nspectra: TT\n", QP_ERR_INPUT,
-               "spectrum TT", "fields QU");
+  expect_error(__LINE__, BASE "lmax: 5\nfields: QU\nspectra: TT\n", QP_ERR_INPUT, "spectrum TT",
+               "fields QU");
   /* types and choices */
   expect_error(__LINE__, BASE "lmax: abc\n", QP_ERR_INPUT, "line 5: key 'lmax' must be an integer",
                NULL);
   expect_error(__LINE__, BASE "lmax: 4.5\n", QP_ERR_INPUT, "must be an integer", NULL);
-  expect_error(__LINE__, BASE "lmax: [4]\n", QP_ERR_INPUT, "'lmax' must be a single value",
+  expect_error(__LINE__, BASE "lmax: [4]\n", QP_ERR_INPUT, "'lmax' must be a single value", NULL);
+  expect_error(__LINE__, BASE "lmax: 4\nmask: other.fits\n", QP_ERR_INPUT, "'mask' given twice",
                NULL);
-  expect_error(__LINE__, BASE "lmax: 4\nmask: other.fits\n", QP_ERR_INPUT,
-               "'mask' given twice", NULL);
-  expect_error(__LINE__, BASE "lmax: 4\npixel_window: maybe\n", QP_ERR_INPUT,
-               "true or false", NULL);
+  expect_error(__LINE__, BASE "lmax: 4\npixel_window: maybe\n", QP_ERR_INPUT, "true or false",
+               NULL);
   expect_error(__LINE__, BASE "lmax: 4\nbackend: gpu\n", QP_ERR_INPUT, "backend",
                "cpu, cuda, dist");
-  expect_error(__LINE__, BASE "lmax: 4\npath: fast\n", QP_ERR_INPUT, "auto, pixel_direct",
-               NULL);
+  expect_error(__LINE__, BASE "lmax: 4\npath: fast\n", QP_ERR_INPUT, "auto, pixel_direct", NULL);
   expect_error(__LINE__, BASE "lmax: 4\nfields: IQU\n", QP_ERR_INPUT, "fields", NULL);
   expect_error(__LINE__, BASE "lmax: 4\nmemory: {host_limit: 20 parsecs}\n", QP_ERR_INPUT,
                "memory.host_limit", "unknown unit");
-  expect_error(__LINE__, BASE "lmax: 4\nmemory: 20GiB\n", QP_ERR_INPUT, "'memory' must be a mapping",
-               NULL);
-  expect_error(__LINE__, "maps: {a: b}\nmask: k.fits\ncls: c.txt\nlmax: 4\n"
-               "noise: {variance: 1}\n", QP_ERR_INPUT, "'maps' must be a path or a list", NULL);
+  expect_error(__LINE__, BASE "lmax: 4\nmemory: 20GiB\n", QP_ERR_INPUT,
+               "'memory' must be a mapping", NULL);
+  expect_error(__LINE__,
+               "maps: {a: b}\nmask: k.fits\ncls: c.txt\nlmax: 4\n"
+               "noise: {variance: 1}\n",
+               QP_ERR_INPUT, "'maps' must be a path or a list", NULL);
   expect_error(__LINE__, BASE "lmax: 4\nnoise: 1.0\n", QP_ERR_INPUT, "given twice", NULL);
   expect_error(__LINE__, "maps: m.fits\nmask: k.fits\ncls: c.txt\nlmax: 4\nnoise: 1.0\n",
                QP_ERR_INPUT, "'noise' must be a mapping", NULL);
@@ -276,8 +280,7 @@ static void test_errors(void) {
   snprintf(missing, sizeof missing, "%s/no_such.yaml", dir);
   qp_err err = qp_config_load(missing, &cfg);
   TEST_ASSERT(err == QP_ERR_IO, "missing file: %s", qp_err_name(err));
-  TEST_ASSERT(strstr(qp_error_message(), missing) &&
-                  strstr(qp_error_message(), "No such file"),
+  TEST_ASSERT(strstr(qp_error_message(), missing) && strstr(qp_error_message(), "No such file"),
               "missing file message: %s", qp_error_message());
   fprintf(stderr, "  expected error: %s\n", qp_error_message());
   qp_error_clear();

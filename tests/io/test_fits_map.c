@@ -48,7 +48,8 @@ static void write_custom(const char *path, long long nside, const char *ordering
   if (indxschm) fits_write_key_str(f, "INDXSCHM", indxschm, NULL, &status);
   float *buf = malloc((size_t)n_values * sizeof *buf);
   for (int c = 0; c < n_columns; ++c) {
-    for (int64_t k = 0; k < n_values; ++k) buf[k] = value_of(c, k);
+    for (int64_t k = 0; k < n_values; ++k)
+      buf[k] = value_of(c, k);
     fits_write_col(f, TFLOAT, c + 1, 1, 1, n_values, buf, &status);
   }
   free(buf);
@@ -71,7 +72,8 @@ static void test_roundtrip(int64_t nside, const char *want_tform) {
   for (int c = 0; c < 3; ++c) {
     cols[c] = malloc((size_t)n_sky * sizeof *cols[c]);
     /* values that float32 could not hold exactly, and healpy's UNSEEN */
-    for (int64_t i = 0; i < n_sky; ++i) cols[c][i] = (c + 1) * 1.0 / 3.0 + 1e-9 * (double)i;
+    for (int64_t i = 0; i < n_sky; ++i)
+      cols[c][i] = (c + 1) * 1.0 / 3.0 + 1e-9 * (double)i;
     cols[c][n_sky / 2] = -1.6375e30;
   }
   TEST_OK(qp_fits_map_write(path, nside, 3, names, (const double *const *)cols));
@@ -88,10 +90,12 @@ static void test_roundtrip(int64_t nside, const char *want_tform) {
     TEST_ASSERT(strcmp(info.column_names[c], names[c]) == 0, "column %d named '%s'", c,
                 info.column_names[c]);
   for (int c = 0; c < 3; ++c) {
-    for (int64_t i = 0; i < n_sky; ++i) back[i] = -7;
+    for (int64_t i = 0; i < n_sky; ++i)
+      back[i] = -7;
     TEST_OK(qp_fits_map_read(path, &info, c, back));
     int64_t bad = 0;
-    for (int64_t i = 0; i < n_sky; ++i) bad += back[i] != cols[c][i];
+    for (int64_t i = 0; i < n_sky; ++i)
+      bad += back[i] != cols[c][i];
     TEST_ASSERT(bad == 0, "nside %lld column %d: %lld values differ", (long long)nside, c,
                 (long long)bad);
   }
@@ -127,7 +131,8 @@ static void test_roundtrip(int64_t nside, const char *want_tform) {
   TEST_ASSERT(back[0] == 42.0, "rewritten value %g", back[0]);
 
   unlink(path);
-  for (int c = 0; c < 3; ++c) free(cols[c]);
+  for (int c = 0; c < 3; ++c)
+    free(cols[c]);
   free(back);
 }
 
@@ -145,7 +150,8 @@ static void test_nested(int64_t nside, int per_row) {
               info.n_columns);
   double *sky = malloc((size_t)n_sky * sizeof *sky);
   for (int c = 0; c < 2; ++c) {
-    for (int64_t i = 0; i < n_sky; ++i) sky[i] = NAN;
+    for (int64_t i = 0; i < n_sky; ++i)
+      sky[i] = NAN;
     TEST_OK(qp_fits_map_read(path, &info, c, sky));
     int64_t bad = 0, moved = 0;
     for (int64_t ring = 0; ring < n_sky; ++ring) {
@@ -169,8 +175,8 @@ static void test_errors(void) {
   /* missing file: I/O error naming it */
   file_name(path, sizeof path, "missing.fits");
   qp_err err = qp_fits_map_info(path, &info);
-  TEST_ASSERT(err == QP_ERR_IO && strstr(qp_error_message(), path),
-              "missing file: %s: %s", qp_err_name(err), qp_error_message());
+  TEST_ASSERT(err == QP_ERR_IO && strstr(qp_error_message(), path), "missing file: %s: %s",
+              qp_err_name(err), qp_error_message());
   fprintf(stderr, "  expected error: %s\n", qp_error_message());
   qp_error_clear();
 
@@ -206,8 +212,8 @@ static void test_errors(void) {
   fputs("this is not FITS\n", t);
   fclose(t);
   err = qp_fits_map_info(path, &info);
-  TEST_ASSERT(err == QP_ERR_IO && strstr(qp_error_message(), "cfitsio error"),
-              "not FITS: %s: %s", qp_err_name(err), qp_error_message());
+  TEST_ASSERT(err == QP_ERR_IO && strstr(qp_error_message(), "cfitsio error"), "not FITS: %s: %s",
+              qp_err_name(err), qp_error_message());
   fprintf(stderr, "  expected error: %s\n", qp_error_message());
   qp_error_clear();
   unlink(path);
