@@ -109,6 +109,20 @@ static void qp_account(int term, qp_space space, size_t bytes, int sign) {
   }
 }
 
+/* Commits the pages of a fresh mapping, so that RSS equals the budget from the moment of the
+ * allocation. Transparent huge pages where the kernel allows them, then MADV_POPULATE_WRITE
+ * (Linux >= 5.14): measured here, 3.5 GB commit in 0.2 s this way against 2-8 s by writing
+ * zeros page by page (docs/benchmarks.md). Older kernels fall back to writing zeros. */
+static void qp_commit_pages(void *base, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  (void)madvise(base, bytes, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(base, bytes, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  memset(base, 0, bytes);
+}
+
 qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size_t bytes,
                        void **out) {
   *out = NULL;
@@ -122,13 +136,11 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
   QP_CHECK(bytes <= SIZE_MAX - QP_HEADER_BYTES - page, QP_ERR_NOMEM,
            "term '%s': %zu bytes cannot be addressed", term, bytes);
   size_t mapped = (bytes + QP_HEADER_BYTES + page - 1) / page * page;
-  /* Commit the pages now (MAP_POPULATE: zeroed by the kernel, several times faster here than
-   * faulting them in one by one): RSS then equals the budget from this moment on. */
-  void *base = mmap(NULL, mapped, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  void *base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   QP_CHECK(base != MAP_FAILED, QP_ERR_NOMEM,
            "out of memory allocating term '%s' (%.3f GiB) in stage '%s'", term,
            (double)bytes / 1073741824.0, qp_stage_current());
+  qp_commit_pages(base, mapped);
   qp_block_header *h = base;
   pthread_mutex_lock(&qp_budget_state.lock);
   int index = qp_term_index(term, kind, space);

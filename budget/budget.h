@@ -6,7 +6,7 @@
  * its peak inside the stage, the tracked total's peak, the wall time, the flops the stage
  * declares, and what the meters (meter.h) saw: RSS, its peak, the cgroup's usage.
  *
- * Host blocks are mapped with mmap and their pages committed at once (MAP_POPULATE, zeroed), so that the
+ * Host blocks are mapped with mmap and their pages committed at once (zeroed), so that the
  * process RSS follows the budget exactly: a buffer counts from the moment it is allocated, not
  * from whenever its pages are first touched, and it leaves RSS when it is freed.
  *
