@@ -66,6 +66,8 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   qp_err err = QP_OK;
   QP_CALL_GOTO(qp_linalg_backend(cfg->backend, &p->ops), fail);
   qp_driver_warm_up(baseline);
+  /* Each run's report holds its own stages only. */
+  qp_budget_reset();
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_COVARIANCE_SETUP, qp_stage_covariance_setup, p), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_BASIS_SETUP, qp_stage_basis_setup, p), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_FISHER_RUN, qp_stage_fisher_run, p), fail);

@@ -1,0 +1,123 @@
+/* test_budget_exact: the model and the code do not drift. For every stage of a run:
+ *  - every term the model predicts alive is tracked with exactly its predicted bytes, and
+ *    every tracked term is predicted (names and bytes, both ways);
+ *  - the tracked peak equals the predicted peak;
+ *  - at n_pix >= 3000, the measured peak RSS of the stage (VmHWM, reset at the stage's start)
+ *    above the run's baseline is within 5% of the predicted peak, and where a stage adds at
+ *    least one n_pix^2 matrix, its measured rise (VmHWM - RSS at start) is within 5% of the
+ *    predicted rise.
+ * Checked with diagonal noise (nside 16, full sky, n_pix 3072) and with a dense N. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "fixture.h"
+#include "h5_matrix.h"
+#include "test_util.h"
+
+static const qp_stage_term *find_term(const qp_stage_record *r, const char *name) {
+  for (int i = 0; i < r->n_terms; ++i)
+    if (strcmp(r->terms[i].name, name) == 0) return &r->terms[i];
+  return NULL;
+}
+
+static void check_exact(const qp_problem *p) {
+  const qp_model *m = &p->model;
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    const char *name = qp_stage_name((qp_stage_id)s);
+    const qp_stage_record *r = qp_stage_record_find(name);
+    TEST_ASSERT(r != NULL, "no record of stage %s", name);
+    if (!r) continue;
+    size_t predicted = qp_model_stage_peak(m, (qp_stage_id)s);
+    TEST_ASSERT(r->tracked_peak == predicted, "%s: tracked peak %zu B, predicted %zu B", name,
+                r->tracked_peak, predicted);
+    for (int i = 0; i < m->n_terms; ++i) {
+      const qp_model_term *t = &m->terms[i];
+      if (!qp_model_term_alive(t, (qp_stage_id)s)) continue;
+      const qp_stage_term *st = find_term(r, t->name);
+      TEST_ASSERT(st && st->peak == t->bytes, "%s: term '%s' predicted %zu B, tracked %zu B",
+                  name, t->name, t->bytes, st ? st->peak : 0);
+    }
+    for (int i = 0; i < r->n_terms; ++i) {
+      const qp_stage_term *st = &r->terms[i];
+      if (st->peak == 0) continue;
+      const qp_model_term *t = qp_model_find(m, st->name);
+      TEST_ASSERT(t && qp_model_term_alive(t, (qp_stage_id)s),
+                  "%s: term '%s' (%zu B) is tracked but not predicted in this stage", name,
+                  st->name, st->peak);
+    }
+  }
+}
+
+static void check_rss(const qp_problem *p, const qp_meter_sample *baseline) {
+  const qp_model *m = &p->model;
+  const double matrix = (double)(p->n_pix * p->n_pix) * 8.0;
+  printf("%-18s %14s %14s %8s %14s %14s %8s\n", "stage", "pred. peak MiB", "meas. peak MiB",
+         "diff", "pred. rise MiB", "meas. rise MiB", "diff");
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
+    if (!r) continue;
+    TEST_ASSERT(r->meter_start.hwm_reset, "VmHWM could not be reset (/proc/self/clear_refs)");
+    double predicted = (double)qp_model_stage_peak(m, (qp_stage_id)s);
+    double measured = (double)(r->meter_end.hwm - baseline->rss);
+    double rise_predicted = predicted - (double)qp_model_stage_carried(m, (qp_stage_id)s);
+    double rise_measured = (double)(r->meter_end.hwm - r->meter_start.rss);
+    double d_peak = (measured - predicted) / predicted;
+    double d_rise = rise_predicted > 0 ? (rise_measured - rise_predicted) / rise_predicted : 0;
+    printf("%-18s %14.2f %14.2f %7.2f%% %14.2f %14.2f %7.2f%%\n", r->name, predicted / 1048576,
+           measured / 1048576, 100 * d_peak, rise_predicted / 1048576, rise_measured / 1048576,
+           100 * d_rise);
+    TEST_ASSERT(fabs(d_peak) <= 0.05, "%s: measured peak %.1f MiB vs predicted %.1f MiB", r->name,
+                measured / 1048576, predicted / 1048576);
+    if (rise_predicted >= matrix)
+      TEST_ASSERT(fabs(d_rise) <= 0.05, "%s: measured rise %.1f MiB vs predicted %.1f MiB",
+                  r->name, rise_measured / 1048576, rise_predicted / 1048576);
+  }
+}
+
+int main(void) {
+  qp_run_options options = {0, 0};
+  qp_meter_sample baseline;
+  qp_problem p;
+  qp_config cfg;
+
+  /* n_pix = 3072: RSS checks. */
+  qp_fixture big = {.name = "budget_big", .nside = 16, .cut_deg = 0, .ell_min = 2, .lmax = 15,
+                    .lmax_signal = 20, .bin_width = 4, .sim_lmax = 20, .n_maps = 2,
+                    .noise_variance = 10.0, .dl_flat = 100.0, .seed = 5};
+  TEST_OK(qp_fixture_write(&big, &cfg));
+  TEST_OK(qp_driver_run(&cfg, &options, &p, &baseline));
+  printf("diagonal N, n_pix %lld, %d parameters, 2 maps\n", (long long)p.n_pix, p.n_params);
+  TEST_ASSERT(p.n_pix >= 3000, "n_pix %lld", (long long)p.n_pix);
+  check_exact(&p);
+  check_rss(&p, &baseline);
+  qp_problem_free(&p);
+  qp_config_free(&cfg);
+
+  /* Dense N: the term N instead of noise_variance. */
+  qp_fixture small = {.name = "budget_dense", .nside = 8, .cut_deg = 30, .ell_min = 2, .lmax = 12,
+                      .lmax_signal = 12, .bin_width = 3, .sim_lmax = 12, .n_maps = 3,
+                      .noise_variance = 1.0, .dl_flat = 100.0, .seed = 6};
+  TEST_OK(qp_fixture_write(&small, &cfg));
+  TEST_OK(qp_driver_run(&cfg, &options, &p, &baseline));
+  const int64_t n = p.n_pix;
+  qp_problem_free(&p);
+  double *noise = calloc((size_t)(n * n), sizeof *noise);
+  for (int64_t i = 0; i < n; ++i) noise[i + i * n] = 1.0 + 0.01 * (double)(i % 5);
+  TEST_OK(qp_h5_matrix_write("budget_dense_noise.h5", "/covariance", n, n, noise));
+  free(noise);
+  cfg.noise_kind = QP_NOISE_COVARIANCE;
+  snprintf(cfg.noise_file, sizeof cfg.noise_file, "budget_dense_noise.h5");
+  snprintf(cfg.noise_dataset, sizeof cfg.noise_dataset, "/covariance");
+  TEST_OK(qp_driver_run(&cfg, &options, &p, &baseline));
+  TEST_ASSERT(qp_model_find(&p.model, "N") != NULL, "dense run predicts no term N");
+  printf("dense N, n_pix %lld, %d parameters\n", (long long)p.n_pix, p.n_params);
+  check_exact(&p);
+  qp_problem_free(&p);
+  qp_config_free(&cfg);
+
+  TEST_ASSERT(qp_budget_current(QP_SPACE_HOST) == 0, "%zu bytes still allocated",
+              qp_budget_current(QP_SPACE_HOST));
+  return TEST_RETURN();
+}
