@@ -62,7 +62,8 @@ const char *qp_err_name(qp_err code) {
   return "unknown error";
 }
 
-int qp_err_exit_status(qp_err code) { return code == QP_OK ? 0 : 1 + (int)code; }
+/* 1 is left to crashes and 2 to usage errors, so a status of 3 or more is always ours. */
+int qp_err_exit_status(qp_err code) { return code == QP_OK ? 0 : 2 + (int)code; }
 
 void qp_error_print(FILE *out, int verbose) {
   fprintf(out, "qmlpipe: error (%s): %s\n", qp_err_name(qp_error_state.code),

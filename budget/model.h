@@ -54,8 +54,10 @@ typedef struct qp_model {
   size_t overhead_bytes; /* program + libraries + BLAS buffers: the calibrated constant */
 } qp_model;
 
-/** The default overhead (bytes) when none was measured: see docs/memory-model.md. */
-#define QP_MODEL_DEFAULT_OVERHEAD ((size_t)48 << 20)
+/** The default overhead (bytes) when none was measured: the RSS of `qmlpipe run` after its
+ *  BLAS warm-up on the project's 2-core Debian 12 machine (23.1 MiB, OpenBLAS 0.3.21 with
+ *  2 threads), rounded up; see docs/memory-model.md. */
+#define QP_MODEL_DEFAULT_OVERHEAD ((size_t)24 << 20)
 
 /** Predicts every term of the pixel-direct path for `dims`. QP_ERR_INPUT on nonsense dims. */
 qp_err qp_model_predict(const qp_model_dims *dims, qp_model *model);

@@ -44,7 +44,7 @@ const char *qp_err_name(qp_err code);
 void qp_error_print(FILE *out, int verbose);
 /** Forgets the current error. */
 void qp_error_clear(void);
-/** The process exit status for a code (distinct small numbers, 0 for QP_OK). */
+/** The process exit status for a code: 0 for QP_OK, else 2 + code (3..12; 2 is usage). */
 int qp_err_exit_status(qp_err code);
 
 /** Fails with `code` and a message when `cond` is false. */

@@ -25,7 +25,7 @@ int qp_cmd_budget(int argc, char **argv) {
   qp_problem p;
   memset(&p, 0, sizeof p);
   p.cfg = &cfg;
-  if (err == QP_OK) err = qp_inputs_read_geometry(&p);
+  if (err == QP_OK) err = qp_inputs_plan(&p);
   if (err == QP_OK) {
     qp_model_print(stdout, &p.model);
     if (cfg.host_limit > 0)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "inputs.h"
 #include "results_h5.h"
 #include "stages.h"
 
@@ -27,14 +28,15 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p) {
   return QP_OK;
 }
 
-void qp_driver_warm_up(qp_meter_sample *baseline) {
-  /* One run of each BLAS/LAPACK kernel the stages use, once per process: OpenBLAS touches
-   * its per-thread buffers on first use, the more of them the larger the problem, and they
-   * belong to the baseline, not to whichever stage comes first. At 2048 the rest that large
-   * problems still touch is ~2 MB (docs/memory-model.md, "overhead"). */
-  static int warm = 0;
-  if (!warm) {
-    const int64_t n = 2048;
+void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
+  /* One run of each BLAS/LAPACK kernel the stages use: OpenBLAS touches its per-thread
+   * buffers on first use, the more of them the larger the problem, and they belong to the
+   * baseline, not to whichever stage comes first. Up to 2048 (the size that leaves ~2 MB for
+   * larger problems to touch, docs/memory-model.md "overhead"), never larger than the problem,
+   * and only when this process has not warmed up as far already. */
+  static int64_t warmed = 0;
+  const int64_t n = n_pix < 2048 ? n_pix : 2048;
+  if (n > warmed) {
     qp_matrix a = {0}, b = {0}, c = {0};
     const qp_linalg_ops *ops = qp_linalg_cpu_ops();
     if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
@@ -48,7 +50,7 @@ void qp_driver_warm_up(qp_meter_sample *baseline) {
       (void)qp_linalg_trtri(&a);
       (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
       (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
-      warm = 1;
+      warmed = n;
     }
     qp_error_clear();
     qp_matrix_destroy(&a);
@@ -65,7 +67,10 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   p->progress = options->progress;
   qp_err err = QP_OK;
   QP_CALL_GOTO(qp_linalg_backend(cfg->backend, &p->ops), fail);
-  qp_driver_warm_up(baseline);
+  /* The plan and the limit check come before anything large, the warm-up included. */
+  QP_CALL_GOTO(qp_inputs_plan(p), fail);
+  QP_CALL_GOTO(qp_inputs_check_limit(p), fail);
+  qp_driver_warm_up(p->n_pix, baseline);
   /* Each run's report holds its own stages only. */
   qp_budget_reset();
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_COVARIANCE_SETUP, qp_stage_covariance_setup, p), fail);

@@ -10,9 +10,9 @@ typedef struct qp_run_options {
   int write_results;   /* 1: write cfg->output */
 } qp_run_options;
 
-/** Warms up the BLAS library (so its buffers exist before any stage is measured) and returns
- *  the meter sample taken after it: the baseline of every stage. */
-void qp_driver_warm_up(qp_meter_sample *baseline);
+/** Warms up the BLAS library for problems of order n_pix (so its buffers exist before any
+ *  stage is measured) and returns the meter sample taken after it: the runs's baseline. */
+void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline);
 
 /** Runs every stage on `cfg`. On success `p` holds the results (free it with
  *  qp_problem_free); on failure nothing is written and `p` is freed. */

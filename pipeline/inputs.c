@@ -62,7 +62,23 @@ static qp_err qp_inputs_bins(qp_problem *p) {
   return QP_OK;
 }
 
-qp_err qp_inputs_read_geometry(qp_problem *p) {
+/* Reads the mask into `sky` and counts its observed pixels (nonzero, not UNSEEN). */
+static qp_err qp_inputs_read_mask(const qp_problem *p, const qp_healpix_info *info, double *sky,
+                                  int64_t *n_observed) {
+  const char *path = p->cfg->mask;
+  QP_CALL(qp_fits_map_read(path, info, 0, sky));
+  int64_t n = 0;
+  for (int64_t i = 0; i < p->n_sky; ++i) {
+    QP_CHECK(isfinite(sky[i]), QP_ERR_INPUT, "mask '%s' has a non-finite value at RING pixel %lld",
+             path, (long long)i);
+    if (sky[i] != 0.0 && !qp_is_unseen(sky[i])) ++n;
+  }
+  QP_CHECK(n > 0, QP_ERR_INPUT, "mask '%s' is empty: no pixel is observed (nonzero)", path);
+  *n_observed = n;
+  return QP_OK;
+}
+
+qp_err qp_inputs_plan(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   QP_CHECK(cfg->fields == QP_FIELDS_T, QP_ERR_UNSUPPORTED,
            "config '%s': fields QU and TQU are not supported yet (only T)", cfg->source);
@@ -71,11 +87,8 @@ qp_err qp_inputs_read_geometry(qp_problem *p) {
            cfg->source);
   QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED,
            "config '%s': pixel_window is not supported yet", cfg->source);
-  QP_CALL(qp_cls_read(cfg->cls, &p->cls));
-  QP_CHECK(p->cls.lmax >= cfg->lmax_signal, QP_ERR_INPUT,
-           "C_ell file '%s' ends at ell %d, but lmax_signal is %d", cfg->cls, p->cls.lmax,
-           cfg->lmax_signal);
 
+  /* The mask first: its nside bounds lmax, the first thing a user gets wrong. */
   qp_healpix_info mask_info;
   QP_CALL(qp_fits_map_info(cfg->mask, &mask_info));
   p->nside = mask_info.nside;
@@ -86,41 +99,18 @@ qp_err qp_inputs_read_geometry(qp_problem *p) {
   QP_CHECK(cfg->lmax_signal <= 3 * p->nside - 1, QP_ERR_INPUT,
            "lmax_signal = %d exceeds 3 nside - 1 = %lld for the mask '%s' (nside %lld)",
            cfg->lmax_signal, (long long)(3 * p->nside - 1), cfg->mask, (long long)p->nside);
+  QP_CALL(qp_cls_read(cfg->cls, &p->cls));
+  QP_CHECK(p->cls.lmax >= cfg->lmax_signal, QP_ERR_INPUT,
+           "C_ell file '%s' ends at ell %d, but lmax_signal is %d", cfg->cls, p->cls.lmax,
+           cfg->lmax_signal);
 
   double *sky = NULL;
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &sky));
-  qp_err err = qp_fits_map_read(cfg->mask, &mask_info, 0, sky);
-  int64_t n_obs = 0;
-  for (int64_t i = 0; err == QP_OK && i < p->n_sky; ++i) {
-    if (!isfinite(sky[i]))
-      err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
-                         "mask '%s' has a non-finite value at RING pixel %lld", cfg->mask,
-                         (long long)i);
-    else if (sky[i] != 0.0 && !qp_is_unseen(sky[i]))
-      ++n_obs;
-  }
-  if (err == QP_OK && n_obs == 0)
-    err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
-                       "mask '%s' is empty: no pixel is observed (nonzero)", cfg->mask);
-  if (err != QP_OK) {
-    qp_budget_free(sky);
-    return err;
-  }
-  p->n_observed = n_obs;
-  p->n_pix = n_obs;
+  qp_err err = qp_inputs_read_mask(p, &mask_info, sky, &p->n_observed);
+  qp_budget_free(sky);
+  QP_CALL(err);
+  p->n_pix = p->n_observed;
   p->n_maps = cfg->n_maps;
-
-  QP_CALL(qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, (size_t)n_obs,
-                                sizeof(int64_t), (void **)&p->observed));
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * n_obs, &p->vectors));
-  for (int64_t i = 0, k = 0; i < p->n_sky; ++i) {
-    if (sky[i] == 0.0 || qp_is_unseen(sky[i])) continue;
-    p->observed[k] = i;
-    pix2vec_ring64(p->nside, i, p->vectors + 3 * k);
-    ++k;
-  }
-  /* The sky buffer stays for the maps; the driver frees it at the end of the stage. */
-  p->sky = sky;
 
   QP_CALL(qp_inputs_bins(p));
   p->n_params = p->n_bins * cfg->n_spectra;
@@ -142,6 +132,28 @@ qp_err qp_inputs_read_geometry(qp_problem *p) {
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
   };
   QP_CALL(qp_model_predict(&dims, &p->model));
+  return QP_OK;
+}
+
+qp_err qp_inputs_read_geometry(qp_problem *p) {
+  qp_healpix_info mask_info;
+  QP_CALL(qp_fits_map_info(p->cfg->mask, &mask_info));
+  QP_CHECK(mask_info.nside == p->nside, QP_ERR_INPUT, "mask '%s' changed during the run",
+           p->cfg->mask);
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &p->sky));
+  int64_t n_obs = 0;
+  QP_CALL(qp_inputs_read_mask(p, &mask_info, p->sky, &n_obs));
+  QP_CHECK(n_obs == p->n_observed, QP_ERR_INPUT, "mask '%s' changed during the run",
+           p->cfg->mask);
+  QP_CALL(qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, (size_t)n_obs,
+                                sizeof(int64_t), (void **)&p->observed));
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * n_obs, &p->vectors));
+  for (int64_t i = 0, k = 0; i < p->n_sky; ++i) {
+    if (p->sky[i] == 0.0 || qp_is_unseen(p->sky[i])) continue;
+    p->observed[k] = i;
+    pix2vec_ring64(p->nside, i, p->vectors + 3 * k);
+    ++k;
+  }
   return QP_OK;
 }
 

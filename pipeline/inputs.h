@@ -1,15 +1,18 @@
-/* inputs.h: the first half of covariance_setup: read the mask, the maps, the noise model and
- * the fiducial spectrum into the problem, checking each against the others, and set up the
- * parameters (bins) and the memory model. Refuses a run whose predicted peak exceeds
- * memory.host_limit before any buffer of size n_pix^2 exists. */
+/* inputs.h: reading and checking the inputs: first the plan (mask, spectrum, bins, model; the
+ * limit check) before anything large exists, then, inside covariance_setup, the geometry, the
+ * maps and the noise model, each checked against the others. */
 #ifndef QP_INPUTS_H
 #define QP_INPUTS_H
 
 #include "problem.h"
 
-/** Reads the mask and the fiducial spectrum, sets the geometry (observed pixels and their
- *  vectors), the bins, the dimensions and the model. Allocates QP_TERM_SKY_BUFFER (p->sky, left
- *  alive for qp_inputs_read_data), QP_TERM_OBSERVED_INDEX and QP_TERM_PIXEL_VECTORS. */
+/** Plans the run without allocating anything large: checks the mask against lmax, reads the
+ *  fiducial spectrum, counts the observed pixels (a QP_TERM_SKY_BUFFER for the time of it),
+ *  sets the bins, the dimensions and the model. `qmlpipe budget` stops here. */
+qp_err qp_inputs_plan(qp_problem *p);
+/** covariance_setup's geometry: the observed pixels (QP_TERM_OBSERVED_INDEX) and their unit
+ *  vectors (QP_TERM_PIXEL_VECTORS); leaves the mask in p->sky (QP_TERM_SKY_BUFFER), which
+ *  qp_inputs_read_data reuses for the maps and which the stage frees at its end. */
 qp_err qp_inputs_read_geometry(qp_problem *p);
 /** Checks the model against memory.host_limit (QP_ERR_BUDGET saying by how much). */
 qp_err qp_inputs_check_limit(const qp_problem *p);

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "progress.h"
-#include "signal.h"
+#include "pixel_matrices.h"
 #include "stages.h"
 #include "terms.h"
 
@@ -55,7 +55,7 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
 
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "products", (long)slots);
-  qp_signal_build(p, NULL, 0, (int)np, products, slot_stride);
+  qp_pixel_matrices_build(p, NULL, 0, (int)np, products, slot_stride);
   qp_progress_note(&progress, "bin matrices P_p built");
   for (int64_t k = 0; k < np; ++k) {
     qp_matrix slot;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "progress.h"
-#include "signal.h"
+#include "pixel_matrices.h"
 #include "stages.h"
 #include "terms.h"
 
@@ -50,7 +50,7 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
   qp_progress_start(&progress, p->progress, "spectra_run", "parameters", (long)np);
   for (int64_t first = 0; first < np; first += chunk) {
     int64_t count = np - first < chunk ? np - first : chunk;
-    qp_signal_build(p, NULL, (int)first, (int)count, bins, slot_stride);
+    qp_pixel_matrices_build(p, NULL, (int)first, (int)count, bins, slot_stride);
     for (int64_t k = 0; k < count; ++k) {
       qp_matrix pb;
       QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_BIN_MATRICES, bins + k * slot_stride, n, n, n,

@@ -1,5 +1,5 @@
-/* signal.c: S and the bin matrices P_b from Legendre polynomials (signal.h). */
-#include "signal.h"
+/* pixel_matrices.c: S and the bin matrices P_b from Legendre polynomials (pixel_matrices.h). */
+#include "pixel_matrices.h"
 
 #include <stdlib.h>
 
@@ -18,7 +18,7 @@ static void qp_mirror_lower(double *a, int64_t n) {
   }
 }
 
-void qp_signal_build(const qp_problem *p, double *cov, int first_bin, int n_slots, double *slots,
+void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_bin, int n_slots, double *slots,
                      size_t slot_stride) {
   const qp_config *cfg = p->cfg;
   const int64_t n = p->n_pix;

@@ -1,0 +1,487 @@
+/* test_bad_inputs: the real qmlpipe binary (argv[1]), run as a child process on bad inputs,
+ * fails with the documented exit status (qp_err_exit_status of the expected code), says on
+ * stderr what is wrong in words a user can act on, and leaves neither a results file nor a
+ * '*.tmp.*' file behind. A positive control first proves that the harness sees a success.
+ *
+ * Everything happens in a private directory (bad_inputs.d) under the working directory, so
+ * that the leftover-file checks cannot see files of tests running beside this one. Files are
+ * removed at the start and, when every case passed, at the end. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "fits_map.h"
+#include "h5_matrix.h"
+#include "test_util.h"
+
+extern char **environ;
+
+#define WORK_DIR "bad_inputs.d"
+#define BASE "bad"          /* the fixture's file prefix */
+#define BASE_NSIDE 8
+#define BASE_LMAX 10 /* <= 3 nside - 1 for nside 4 too, so case nside reaches the maps */
+
+static char qmlpipe_path[PATH_MAX];
+static int64_t base_n_pix; /* observed pixels of the base mask */
+static int64_t first_observed; /* RING index of the first observed pixel */
+
+/* ---------------------------------------------------------------------------------------- */
+/* Files */
+
+static void remove_dir_files(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  closedir(d);
+}
+
+/* Names of the files in the cwd containing ".tmp." (comma-separated into out); their count. */
+static int find_tmp_files(char *out, size_t size) {
+  out[0] = '\0';
+  DIR *d = opendir(".");
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!strstr(e->d_name, ".tmp.")) continue;
+    size_t len = strlen(out);
+    snprintf(out + len, size - len, "%s%s", n ? ", " : "", e->d_name);
+    ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+static int file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* The whole file as a NUL-terminated string ("" when unreadable); the caller frees it. */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char *text = NULL;
+  size_t len = 0;
+  if (f) {
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (size > 0 && (text = malloc((size_t)size + 1)) != NULL) len = fread(text, 1, (size_t)size, f);
+    fclose(f);
+  }
+  if (!text) text = malloc(1);
+  if (text) text[len] = '\0';
+  return text;
+}
+
+/* A constant nside-`nside` map with one optional special pixel (pixel < 0: none). */
+static qp_err write_map(const char *path, int64_t nside, double value, int64_t pixel,
+                        double special) {
+  const int64_t n_sky = 12 * nside * nside;
+  double *sky = malloc((size_t)n_sky * sizeof *sky);
+  if (!sky) return QP_ERR_NOMEM;
+  for (int64_t i = 0; i < n_sky; ++i) sky[i] = value;
+  if (pixel >= 0) sky[pixel] = special;
+  const char *names[] = {"TEMPERATURE"};
+  const double *columns[] = {sky};
+  qp_err err = qp_fits_map_write(path, nside, 1, names, columns);
+  free(sky);
+  return err;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Configs */
+
+typedef struct case_config {
+  const char *maps;   /* YAML list; default the fixture's map */
+  const char *mask;   /* default the fixture's mask */
+  const char *noise;  /* YAML mapping; default {variance: 1} */
+  int lmax;           /* default BASE_LMAX (lmax_signal = lmax) */
+  const char *memory; /* YAML mapping; default {host_limit: 8GiB} */
+  const char *extra;  /* more lines, or NULL */
+} case_config;
+
+/* Writes <name>.yaml in the cwd (output <name>_results.h5); paths are relative to it. */
+static int write_config(const char *name, const case_config *c) {
+  char path[256];
+  snprintf(path, sizeof path, "%s.yaml", name);
+  FILE *f = fopen(path, "w");
+  if (!f) return 0;
+  const int lmax = c->lmax ? c->lmax : BASE_LMAX;
+  fprintf(f,
+          "# case %s of test_bad_inputs\n"
+          "maps: %s\n"
+          "mask: %s\n"
+          "fields: T\n"
+          "cls: " BASE "_cls.txt\n"
+          "noise: %s\n"
+          "spectra: [TT]\n"
+          "ell_min: 2\n"
+          "lmax: %d\n"
+          "lmax_signal: %d\n"
+          "bin_width: 3\n"
+          "path: pixel_direct\n"
+          "backend: cpu\n"
+          "output: %s_results.h5\n"
+          "memory: %s\n"
+          "%s",
+          name, c->maps ? c->maps : "[" BASE "_map_0000.fits]",
+          c->mask ? c->mask : BASE "_mask.fits", c->noise ? c->noise : "{variance: 1.0}", lmax,
+          lmax, name, c->memory ? c->memory : "{host_limit: 8GiB}", c->extra ? c->extra : "");
+  return fclose(f) == 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Running qmlpipe */
+
+typedef struct run_result {
+  int started;     /* posix_spawn succeeded */
+  int exited;      /* normal exit (else killed by a signal) */
+  int status;      /* exit status when exited */
+  int signal;      /* the signal when killed */
+  double seconds;  /* wall time of the child */
+  char *out, *err; /* its stdout and stderr */
+} run_result;
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Runs `qmlpipe args...` (args NULL-terminated) with stdout in <tag>.out and stderr in
+ * <tag>.err in the cwd. */
+static void run_qmlpipe(const char *tag, const char *const *args, run_result *r) {
+  memset(r, 0, sizeof *r);
+  char out_path[256], err_path[256];
+  snprintf(out_path, sizeof out_path, "%s.out", tag);
+  snprintf(err_path, sizeof err_path, "%s.err", tag);
+  char *argv[16];
+  int argc = 0;
+  argv[argc++] = qmlpipe_path;
+  for (int i = 0; args[i] && argc < 15; ++i) argv[argc++] = (char *)args[i];
+  argv[argc] = NULL;
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path,
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path,
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  double t0 = now_s();
+  int rc = posix_spawn(&pid, qmlpipe_path, &actions, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    fprintf(stderr, "  cannot start %s: %s\n", qmlpipe_path, strerror(rc));
+    r->out = slurp(out_path);
+    r->err = slurp(err_path);
+    return;
+  }
+  r->started = 1;
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) continue;
+  r->seconds = now_s() - t0;
+  if (WIFEXITED(wstatus)) {
+    r->exited = 1;
+    r->status = WEXITSTATUS(wstatus);
+  } else if (WIFSIGNALED(wstatus)) {
+    r->signal = WTERMSIG(wstatus);
+  }
+  r->out = slurp(out_path);
+  r->err = slurp(err_path);
+}
+
+static void run_free(run_result *r) {
+  free(r->out);
+  free(r->err);
+  r->out = r->err = NULL;
+}
+
+/* (a) exit status qp_err_exit_status(code); (b) stderr contains every word; (c) no results
+ * file at `output` (NULL: none expected to be checked) and no '*.tmp.*' file in the cwd. */
+static void expect_failure(const char *tag, const run_result *r, qp_err code,
+                           const char *const *words, const char *output) {
+  const int want = qp_err_exit_status(code);
+  TEST_ASSERT(r->started, "%s: qmlpipe did not start", tag);
+  TEST_ASSERT(r->exited, "%s: qmlpipe did not exit normally (signal %d: %s)", tag, r->signal,
+              r->signal ? strsignal(r->signal) : "?");
+  TEST_ASSERT(!r->exited || r->status != 0, "%s: qmlpipe exited 0 on a bad input", tag);
+  TEST_ASSERT(!r->exited || r->status == want, "%s: exit status %d, expected %d (%s)", tag,
+              r->status, want, qp_err_name(code));
+  for (int i = 0; words && words[i]; ++i)
+    TEST_ASSERT(strstr(r->err, words[i]) != NULL, "%s: stderr lacks '%s'", tag, words[i]);
+  if (output)
+    TEST_ASSERT(!file_exists(output), "%s: results file '%s' exists after a failed run", tag,
+                output);
+  char tmp[1024];
+  int n_tmp = find_tmp_files(tmp, sizeof tmp);
+  TEST_ASSERT(n_tmp == 0, "%s: temporary files left behind: %s", tag, tmp);
+}
+
+/* Runs `qmlpipe run <name>.yaml` and checks it fails as described. */
+static void run_bad_config(const char *name, qp_err code, const char *const *words,
+                           run_result *r) {
+  char config[256], output[256];
+  snprintf(config, sizeof config, "%s.yaml", name);
+  snprintf(output, sizeof output, "%s_results.h5", name);
+  const char *args[] = {"run", config, NULL};
+  run_qmlpipe(name, args, r);
+  expect_failure(name, r, code, words, output);
+}
+
+/* Prints "case NAME: ok", or the failure with the child's stderr. */
+static void report(const char *name, int failures_before, const run_result *r) {
+  if (qp_test_failures == failures_before) {
+    printf("case %s: ok (qmlpipe %.2f s)\n", name, r ? r->seconds : 0.0);
+  } else {
+    printf("case %s: FAILED (%d check(s))\n", name, qp_test_failures - failures_before);
+    if (r && r->err) fprintf(stderr, "  --- stderr of qmlpipe (%s) ---\n%s  ---\n", name, r->err);
+  }
+  fflush(stdout);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The base problem */
+
+static int make_base(void) {
+  qp_fixture f = {.name = BASE, .nside = BASE_NSIDE, .cut_deg = 30, .ell_min = 2,
+                  .lmax = BASE_LMAX, .lmax_signal = BASE_LMAX, .bin_width = 3,
+                  .sim_lmax = BASE_LMAX, .n_maps = 1, .noise_variance = 1.0, .cl_flat = 1.0,
+                  .seed = 7};
+  qp_config cfg;
+  int failures = qp_test_failures;
+  TEST_OK(qp_fixture_write(&f, &cfg));
+  qp_config_free(&cfg);
+  /* The observed pixels of the mask it wrote (case not_posdef needs their number). */
+  qp_healpix_info info;
+  TEST_OK(qp_fits_map_info(BASE "_mask.fits", &info));
+  if (qp_test_failures != failures) return 0;
+  double *mask = malloc((size_t)info.n_sky * sizeof *mask);
+  TEST_OK(qp_fits_map_read(BASE "_mask.fits", &info, 0, mask));
+  base_n_pix = 0;
+  first_observed = -1;
+  for (int64_t i = 0; i < info.n_sky; ++i)
+    if (mask[i] != 0.0) {
+      if (first_observed < 0) first_observed = i;
+      ++base_n_pix;
+    }
+  free(mask);
+  TEST_ASSERT(base_n_pix > 0 && base_n_pix < info.n_sky,
+              "base mask should be partial, has %lld of %lld pixels", (long long)base_n_pix,
+              (long long)info.n_sky);
+  printf("base problem: nside %d, %lld observed pixels, lmax %d\n", BASE_NSIDE,
+         (long long)base_n_pix, BASE_LMAX);
+  return qp_test_failures == failures;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The cases */
+
+/* 0. The valid base config runs, exits 0 and writes its results file. */
+static int case_control(void) {
+  int before = qp_test_failures;
+  case_config c = {0};
+  TEST_ASSERT(write_config("control", &c), "cannot write control.yaml");
+  const char *args[] = {"run", "control.yaml", NULL};
+  run_result r;
+  run_qmlpipe("control", args, &r);
+  TEST_ASSERT(r.exited && r.status == 0, "control: exit status %d (signal %d), expected 0",
+              r.status, r.signal);
+  TEST_ASSERT(file_exists("control_results.h5"), "control: no results file written");
+  char tmp[1024];
+  TEST_ASSERT(find_tmp_files(tmp, sizeof tmp) == 0, "control: temporary files left: %s", tmp);
+  unlink("control_results.h5");
+  report("control", before, &r);
+  run_free(&r);
+  return qp_test_failures == before;
+}
+
+/* 1. A map path that does not exist: QP_ERR_IO naming the path. */
+static void case_missing_file(void) {
+  int before = qp_test_failures;
+  case_config c = {.maps = "[no_such_map_0000.fits]"};
+  TEST_ASSERT(write_config("missing_file", &c), "cannot write config");
+  const char *words[] = {"no_such_map_0000.fits", NULL};
+  run_result r;
+  run_bad_config("missing_file", QP_ERR_IO, words, &r);
+  report("missing_file", before, &r);
+  run_free(&r);
+}
+
+/* 2. Map nside 8 against a mask of nside 4. */
+static void case_wrong_nside(void) {
+  int before = qp_test_failures;
+  TEST_OK(write_map("nside4_mask.fits", 4, 1.0, -1, 0.0));
+  case_config c = {.mask = "nside4_mask.fits"};
+  TEST_ASSERT(write_config("wrong_nside", &c), "cannot write config");
+  const char *words[] = {"nside", BASE "_map_0000.fits", "nside4_mask.fits", NULL};
+  run_result r;
+  run_bad_config("wrong_nside", QP_ERR_INPUT, words, &r);
+  report("wrong_nside", before, &r);
+  run_free(&r);
+}
+
+/* 3. A NaN at an observed pixel of a map. */
+static void case_nan_in_map(void) {
+  int before = qp_test_failures;
+  TEST_OK(write_map("nan_map.fits", BASE_NSIDE, 0.5, first_observed, NAN));
+  case_config c = {.maps = "[" BASE "_map_0000.fits, nan_map.fits]"};
+  TEST_ASSERT(write_config("nan_in_map", &c), "cannot write config");
+  char pixel[32];
+  snprintf(pixel, sizeof pixel, "pixel %lld", (long long)first_observed);
+  const char *words[] = {"NaN", "nan_map.fits", pixel, NULL};
+  run_result r;
+  run_bad_config("nan_in_map", QP_ERR_INPUT, words, &r);
+  report("nan_in_map", before, &r);
+  run_free(&r);
+}
+
+/* 4. A mask of zeros only. */
+static void case_empty_mask(void) {
+  int before = qp_test_failures;
+  TEST_OK(write_map("empty_mask.fits", BASE_NSIDE, 0.0, -1, 0.0));
+  case_config c = {.mask = "empty_mask.fits"};
+  TEST_ASSERT(write_config("empty_mask", &c), "cannot write config");
+  const char *words[] = {"empty", "empty_mask.fits", NULL};
+  run_result r;
+  run_bad_config("empty_mask", QP_ERR_INPUT, words, &r);
+  report("empty_mask", before, &r);
+  run_free(&r);
+}
+
+/* 5. lmax = 3 nside, one above the largest the mask's nside allows (the fixture's C_ell file
+ *    ends at 3 nside, so the C_ell check passes and the nside check is the one reached). */
+static void case_lmax_too_large(void) {
+  int before = qp_test_failures;
+  case_config c = {.lmax = 3 * BASE_NSIDE};
+  TEST_ASSERT(write_config("lmax_too_large", &c), "cannot write config");
+  char limit[64];
+  snprintf(limit, sizeof limit, "3 nside - 1 = %d", 3 * BASE_NSIDE - 1);
+  const char *words[] = {"lmax", "nside", limit, NULL};
+  run_result r;
+  run_bad_config("lmax_too_large", QP_ERR_INPUT, words, &r);
+  report("lmax_too_large", before, &r);
+  run_free(&r);
+}
+
+/* 6. A dense noise covariance with a negative eigenvalue: the identity with 1 -> -1 on the
+ *    diagonal at the middle pixel. */
+static void case_noise_not_posdef(void) {
+  int before = qp_test_failures;
+  const int64_t n = base_n_pix;
+  double *cov = calloc((size_t)(n * n), sizeof *cov);
+  for (int64_t i = 0; i < n; ++i) cov[i + i * n] = 1.0;
+  cov[(n / 2) + (n / 2) * n] = -1.0;
+  TEST_OK(qp_h5_matrix_write("indefinite_noise.h5", "/covariance", n, n, cov));
+  free(cov);
+  case_config c = {.noise = "{covariance: indefinite_noise.h5}"};
+  TEST_ASSERT(write_config("noise_not_posdef", &c), "cannot write config");
+  const char *words[] = {"indefinite_noise.h5", "not positive definite", NULL};
+  run_result r;
+  run_bad_config("noise_not_posdef", QP_ERR_NOT_POSDEF, words, &r);
+  report("noise_not_posdef", before, &r);
+  run_free(&r);
+}
+
+/* 7. A predicted peak above memory.host_limit: QP_ERR_BUDGET, refused before allocating: fast,
+ *    and no stage after covariance_setup started. */
+static void case_host_limit(void) {
+  int before = qp_test_failures;
+  case_config c = {.memory = "{host_limit: 1MiB}"};
+  TEST_ASSERT(write_config("host_limit", &c), "cannot write config");
+  const char *words[] = {"exceeds memory.host_limit", " by ", NULL};
+  run_result r;
+  run_bad_config("host_limit", QP_ERR_BUDGET, words, &r);
+  TEST_ASSERT(r.seconds < 0.5, "host_limit: the refused run took %.2f s (expected well under 1 s)",
+              r.seconds);
+  TEST_ASSERT(strstr(r.err, "[qmlpipe] fisher_run") == NULL,
+              "host_limit: fisher_run started although the budget was exceeded");
+  TEST_ASSERT(strstr(r.err, "[qmlpipe] basis_setup") == NULL,
+              "host_limit: basis_setup started although the budget was exceeded");
+  report("host_limit", before, &r);
+  run_free(&r);
+}
+
+/* 8. A misspelt key. */
+static void case_unknown_key(void) {
+  int before = qp_test_failures;
+  case_config c = {.extra = "lmax_sginal: 10\n"};
+  TEST_ASSERT(write_config("unknown_key", &c), "cannot write config");
+  const char *words[] = {"unknown key", "lmax_sginal", "unknown_key.yaml", NULL};
+  run_result r;
+  run_bad_config("unknown_key", QP_ERR_INPUT, words, &r);
+  report("unknown_key", before, &r);
+  run_free(&r);
+}
+
+/* 9. `qmlpipe budget` on the host_limit config, and `qmlpipe run` without arguments. */
+static void case_budget_cli(void) {
+  int before = qp_test_failures;
+  const char *budget_args[] = {"budget", "host_limit.yaml", NULL};
+  run_result r;
+  run_qmlpipe("budget_cli", budget_args, &r);
+  const char *words[] = {"exceeds memory.host_limit", " by ", NULL};
+  expect_failure("budget_cli", &r, QP_ERR_BUDGET, words, "host_limit_results.h5");
+  report("budget_cli", before, &r);
+  run_free(&r);
+
+  before = qp_test_failures;
+  const char *run_args[] = {"run", NULL};
+  run_qmlpipe("run_no_args", run_args, &r);
+  TEST_ASSERT(r.exited && r.status == 2, "run_no_args: exit status %d (signal %d), expected 2",
+              r.status, r.signal);
+  TEST_ASSERT(strstr(r.err, "usage: qmlpipe run") != NULL, "run_no_args: no usage on stderr");
+  report("run_no_args", before, &r);
+  run_free(&r);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_bad_inputs PATH_OF_QMLPIPE\n");
+    return 2;
+  }
+  if (!realpath(argv[1], qmlpipe_path)) {
+    fprintf(stderr, "test_bad_inputs: cannot resolve '%s': %s\n", argv[1], strerror(errno));
+    return 1;
+  }
+  if ((mkdir(WORK_DIR, 0755) != 0 && errno != EEXIST) || chdir(WORK_DIR) != 0) {
+    fprintf(stderr, "test_bad_inputs: cannot use directory '%s': %s\n", WORK_DIR,
+            strerror(errno));
+    return 1;
+  }
+  remove_dir_files(".");
+  double t0 = now_s();
+  if (!make_base()) return TEST_RETURN();
+  if (!case_control()) {
+    fprintf(stderr, "the valid base config failed: the cases below would prove nothing\n");
+    return TEST_RETURN();
+  }
+  case_missing_file();
+  case_wrong_nside();
+  case_nan_in_map();
+  case_empty_mask();
+  case_lmax_too_large();
+  case_noise_not_posdef();
+  case_host_limit();
+  case_unknown_key();
+  case_budget_cli();
+  printf("%d failed check(s), %.2f s\n", qp_test_failures, now_s() - t0);
+  if (qp_test_failures == 0) remove_dir_files(".");
+  return TEST_RETURN();
+}
