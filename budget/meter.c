@@ -39,42 +39,71 @@ static int qp_write_file(const char *path, const char *text) {
   return ok;
 }
 
-/* The files of this process's cgroup. We read the paths under /sys/fs/cgroup as seen from
- * inside the process's namespace (a container or a Slurm job step sees its own cgroup there). */
-static const char *const qp_v2_current = "/sys/fs/cgroup/memory.current";
-static const char *const qp_v2_peak = "/sys/fs/cgroup/memory.peak";
-static const char *const qp_v1_current = "/sys/fs/cgroup/memory/memory.usage_in_bytes";
-static const char *const qp_v1_peak = "/sys/fs/cgroup/memory/memory.max_usage_in_bytes";
+/* The memory files of this process's own cgroup (what a batch system charges the job), found
+ * from /proc/self/cgroup: "0::/path" (v2) or "N:...memory...:/path" (v1), under the usual
+ * mount points; the mount's root files when the own directory is not visible. Resolved once. */
+typedef struct qp_cgroup_files {
+  int version; /* 0: none readable */
+  char current[700], peak[700];
+} qp_cgroup_files;
 
-int qp_meter_cgroup_version(void) {
-  if (qp_read_bytes_file(qp_v2_current) >= 0) return 2;
-  if (qp_read_bytes_file(qp_v1_current) >= 0) return 1;
-  return 0;
+static int qp_cgroup_try(qp_cgroup_files *c, int version, const char *dir) {
+  const char *cur = version == 2 ? "memory.current" : "memory.usage_in_bytes";
+  const char *peak = version == 2 ? "memory.peak" : "memory.max_usage_in_bytes";
+  snprintf(c->current, sizeof c->current, "%s/%s", dir, cur);
+  snprintf(c->peak, sizeof c->peak, "%s/%s", dir, peak);
+  if (qp_read_bytes_file(c->current) < 0) return 0;
+  c->version = version;
+  return 1;
 }
+
+static const qp_cgroup_files *qp_cgroup(void) {
+  static qp_cgroup_files c;
+  static int resolved = 0;
+  if (resolved) return &c;
+  resolved = 1;
+  char v1_path[512] = "", v2_path[512] = "", line[1024];
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    char *controllers = strchr(line, ':');
+    char *path = controllers ? strchr(controllers + 1, ':') : NULL;
+    if (!path) continue;
+    *path++ = '\0';
+    ++controllers;
+    if (strcmp(line, "0") == 0 && controllers[0] == '\0')
+      snprintf(v2_path, sizeof v2_path, "%s", path);
+    else if (strstr(controllers, "memory"))
+      snprintf(v1_path, sizeof v1_path, "%s", path);
+  }
+  if (f) fclose(f);
+  char dir[600];
+  snprintf(dir, sizeof dir, "/sys/fs/cgroup/memory%s", v1_path);
+  if (v1_path[0] && qp_cgroup_try(&c, 1, dir)) return &c;
+  snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", v2_path);
+  if (v2_path[0] && qp_cgroup_try(&c, 2, dir)) return &c;
+  if (qp_cgroup_try(&c, 1, "/sys/fs/cgroup/memory")) return &c;
+  if (qp_cgroup_try(&c, 2, "/sys/fs/cgroup")) return &c;
+  c.version = 0;
+  return &c;
+}
+
+int qp_meter_cgroup_version(void) { return qp_cgroup()->version; }
 
 void qp_meter_read(qp_meter_sample *s) {
   memset(s, 0, sizeof *s);
   s->rss = qp_status_kib("VmRSS");
   s->hwm = qp_status_kib("VmHWM");
-  switch (qp_meter_cgroup_version()) {
-  case 2:
-    s->cgroup_current = qp_read_bytes_file(qp_v2_current);
-    s->cgroup_peak = qp_read_bytes_file(qp_v2_peak);
-    break;
-  case 1:
-    s->cgroup_current = qp_read_bytes_file(qp_v1_current);
-    s->cgroup_peak = qp_read_bytes_file(qp_v1_peak);
-    break;
-  default: s->cgroup_current = s->cgroup_peak = -1;
-  }
+  const qp_cgroup_files *c = qp_cgroup();
+  s->cgroup_current = c->version ? qp_read_bytes_file(c->current) : -1;
+  s->cgroup_peak = c->version ? qp_read_bytes_file(c->peak) : -1;
 }
 
 void qp_meter_reset_peaks(int *hwm_reset, int *cgroup_peak_reset) {
   /* "5" resets the peak RSS (VmHWM) to the current RSS (Linux >= 4.0, proc(5)). */
   *hwm_reset = qp_write_file("/proc/self/clear_refs", "5");
-  switch (qp_meter_cgroup_version()) {
-  case 2: *cgroup_peak_reset = qp_write_file(qp_v2_peak, "0"); break;
-  case 1: *cgroup_peak_reset = qp_write_file(qp_v1_peak, "0"); break;
-  default: *cgroup_peak_reset = 0;
-  }
+  /* The cgroup's peak is never reset: on v1 that would erase the job's peak from the batch
+   * system's own accounting, and on v2 a reset holds only for the file descriptor that wrote
+   * it. Stages report the cgroup's usage at their ends and its peak since the cgroup began. */
+  *cgroup_peak_reset = 0;
 }

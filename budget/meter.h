@@ -2,8 +2,10 @@
  *
  * RSS and its high-water mark come from /proc/self/status (VmRSS, VmHWM); the high-water mark
  * is reset by writing "5" to /proc/self/clear_refs, which a stage does at its start. The
- * cgroup figures are what a batch system charges: cgroup v2 memory.current / memory.peak, or
- * v1 memory.usage_in_bytes / memory.max_usage_in_bytes; -1 where they cannot be read. */
+ * cgroup figures are what a batch system charges: the process's own cgroup (from
+ * /proc/self/cgroup), v2 memory.current / memory.peak or v1 memory.usage_in_bytes /
+ * memory.max_usage_in_bytes; -1 where they cannot be read. The cgroup peak is the peak since
+ * the cgroup began: qmlpipe never resets it (the batch system's accounting reads it too). */
 #ifndef QP_METER_H
 #define QP_METER_H
 
@@ -20,7 +22,7 @@ typedef struct qp_meter_sample {
 
 /** Reads all meters now (never fails: missing figures are -1). */
 void qp_meter_read(qp_meter_sample *sample);
-/** Resets VmHWM (and the cgroup peak where writable); the flags say what worked. */
+/** Resets VmHWM; *hwm_reset says whether it worked. *cgroup_peak_reset is always 0. */
 void qp_meter_reset_peaks(int *hwm_reset, int *cgroup_peak_reset);
 /** The cgroup version found (1 or 2), or 0 when none is readable. */
 int qp_meter_cgroup_version(void);

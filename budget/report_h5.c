@@ -9,19 +9,18 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "budget.h"
+#include "h5_error.h"
 
 enum {
   QP_REPORT_KIND_LEN = 16,  /* fixed-length strings of the terms dataset */
   QP_REPORT_SPACE_LEN = 16,
   QP_REPORT_ROWS_MAX = 2 * QP_TERMS_MAX, /* predicted terms plus tracked terms, at most */
-  QP_REPORT_WHERE_MAX = 1024,
-  QP_REPORT_H5_MSG_MAX = 320
+  QP_REPORT_WHERE_MAX = 1024
 };
 
 /* One row of /budget/<stage>/terms. */
@@ -34,54 +33,6 @@ typedef struct qp_report_row {
   int64_t tracked_start_bytes;
   int64_t tracked_end_bytes;
 } qp_report_row;
-
-/* ---- HDF5 status -> qp_err ---- */
-
-typedef struct qp_h5_stack {
-  int n;
-  char outer[QP_REPORT_H5_MSG_MAX]; /* the API call that failed */
-  char inner[QP_REPORT_H5_MSG_MAX]; /* where HDF5 first detected the error */
-} qp_h5_stack;
-
-static herr_t qp_h5_stack_entry(unsigned n, const H5E_error2_t *e, void *data) {
-  qp_h5_stack *s = data;
-  const char *func = e->func_name ? e->func_name : "?";
-  const char *desc = e->desc && e->desc[0] ? e->desc : "(no description)";
-  if (n == 0) snprintf(s->outer, sizeof s->outer, "%s(): %s", func, desc);
-  snprintf(s->inner, sizeof s->inner, "%s", desc);
-  s->n++;
-  return 0;
-}
-
-/* Records an HDF5 failure as `code` with our context and HDF5's own message (the failing API
- * call and the innermost cause), then clears HDF5's error stack. */
-static qp_err qp_h5_fail(qp_err code, const char *file, int line, const char *func,
-                         const char *fmt, ...) QP_PRINTF(5, 6);
-static qp_err qp_h5_fail(qp_err code, const char *file, int line, const char *func,
-                         const char *fmt, ...) {
-  char context[QP_REPORT_WHERE_MAX + 256];
-  va_list args;
-  va_start(args, fmt);
-  vsnprintf(context, sizeof context, fmt, args);
-  va_end(args);
-  qp_h5_stack stack = {0};
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, qp_h5_stack_entry, &stack);
-  H5Eclear2(H5E_DEFAULT);
-  if (stack.n == 0) return qp_error_set(code, file, line, func, "%s (HDF5 failed)", context);
-  if (stack.n == 1) return qp_error_set(code, file, line, func, "%s: HDF5: %s", context, stack.outer);
-  return qp_error_set(code, file, line, func, "%s: HDF5: %s (%s)", context, stack.outer,
-                      stack.inner);
-}
-
-/* Evaluates an HDF5 call (hid_t or herr_t); on a negative result records QP_ERR_IO with the
- * message and jumps to `label` (the function needs a local `qp_err err`). */
-#define QP_H5_GOTO(expr, label, ...)                                                           \
-  do {                                                                                         \
-    if ((expr) < 0) {                                                                          \
-      err = qp_h5_fail(QP_ERR_IO, __FILE__, __LINE__, __func__, __VA_ARGS__);                  \
-      goto label;                                                                              \
-    }                                                                                          \
-  } while (0)
 
 /* ---- writing ---- */
 
@@ -239,7 +190,7 @@ static qp_err qp_report_group_name(hid_t budget, const char *where, const char *
   for (int k = 2;; ++k) {
     htri_t exists = H5Lexists(budget, name, H5P_DEFAULT);
     if (exists < 0)
-      return qp_h5_fail(QP_ERR_IO, __FILE__, __LINE__, __func__, "%s: /budget/%s", where, name);
+      QP_H5_FAIL(QP_ERR_IO, "%s: /budget/%s", where, name);
     if (exists == 0) return QP_OK;
     snprintf(name, size, "%s_%d", base, k);
   }

@@ -13,43 +13,16 @@
 #include <string.h>
 #include <unistd.h>
 
-/* HDF5's automatic error printing, saved so that it can be put back. */
-typedef struct qp_h5_quiet {
-  H5E_auto2_t func;
-  void *data;
-} qp_h5_quiet;
+#include "h5_error.h"
 
-static void qp_h5_quiet_begin(qp_h5_quiet *q) {
-  H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-static void qp_h5_quiet_end(const qp_h5_quiet *q) {
-  H5Eclear2(H5E_DEFAULT);
-  H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
-}
-
-/* Keeps the description of the innermost frame of HDF5's error stack (the most specific). */
-static herr_t qp_h5_innermost(unsigned n, const H5E_error2_t *e, void *data) {
-  if (n == 0 && e->desc) snprintf((char *)data, 256, "%s", e->desc);
-  return 0;
-}
-
-/* Records `code` with "HDF5 file 'path': what: <HDF5's message>" and clears HDF5's stack. */
-static qp_err qp_h5_error(qp_err code, const char *path, const char *what, int line,
-                          const char *func) {
-  char desc[256] = "";
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, qp_h5_innermost, desc);
-  H5Eclear2(H5E_DEFAULT);
-  return qp_error_set(code, __FILE__, line, func, "HDF5 file '%s': %s%s%s", path, what,
-                      desc[0] ? ": " : "", desc);
-}
-
-/* In functions with a `done:` exit and a local `err`: fails when an HDF5 call returned < 0. */
+/* In functions with a `done:` exit and a local `err`: when an HDF5 call returned < 0, records
+ * `code` with "HDF5 file 'path': what: <HDF5's innermost description>" (clearing HDF5's
+ * stack) and jumps to done. */
 #define QP_H5_CHECK_GOTO(status, code, path, what)                                                 \
   do {                                                                                             \
     if ((status) < 0) {                                                                            \
-      err = qp_h5_error((code), (path), (what), __LINE__, __func__);                               \
+      err = qp_h5_fail_innermost((code), __FILE__, __LINE__, __func__, "HDF5 file '%s': %s",      \
+                                 (path), (what));                                                  \
       goto done;                                                                                   \
     }                                                                                              \
   } while (0)

@@ -9,65 +9,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "h5_error.h"
 #include "qp_config.h"
 #include "report_h5.h"
-
-enum { QP_RESULTS_H5_MSG_MAX = 320 };
-
-/* ---- HDF5 status -> qp_err ---- */
-
-typedef struct qp_h5_stack {
-  int n;
-  char outer[QP_RESULTS_H5_MSG_MAX]; /* the API call that failed */
-  char inner[QP_RESULTS_H5_MSG_MAX]; /* where HDF5 first detected the error */
-} qp_h5_stack;
-
-static herr_t qp_h5_stack_entry(unsigned n, const H5E_error2_t *e, void *data) {
-  qp_h5_stack *s = data;
-  const char *func = e->func_name ? e->func_name : "?";
-  const char *desc = e->desc && e->desc[0] ? e->desc : "(no description)";
-  if (n == 0) snprintf(s->outer, sizeof s->outer, "%s(): %s", func, desc);
-  snprintf(s->inner, sizeof s->inner, "%s", desc);
-  s->n++;
-  return 0;
-}
-
-/* Records an HDF5 failure as QP_ERR_IO with our context and HDF5's own message, then clears
- * HDF5's error stack. */
-static qp_err qp_h5_fail(const char *file, int line, const char *func, const char *fmt, ...)
-    QP_PRINTF(4, 5);
-static qp_err qp_h5_fail(const char *file, int line, const char *func, const char *fmt, ...) {
-  char context[QP_PATH_MAX + 256];
-  va_list args;
-  va_start(args, fmt);
-  vsnprintf(context, sizeof context, fmt, args);
-  va_end(args);
-  qp_h5_stack stack = {0};
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, qp_h5_stack_entry, &stack);
-  H5Eclear2(H5E_DEFAULT);
-  if (stack.n == 0) return qp_error_set(QP_ERR_IO, file, line, func, "%s (HDF5 failed)", context);
-  if (stack.n == 1)
-    return qp_error_set(QP_ERR_IO, file, line, func, "%s: HDF5: %s", context, stack.outer);
-  return qp_error_set(QP_ERR_IO, file, line, func, "%s: HDF5: %s (%s)", context, stack.outer,
-                      stack.inner);
-}
-
-/* Evaluates an HDF5 call (hid_t or herr_t); on a negative result records QP_ERR_IO and jumps
- * to `label` (the function needs a local `qp_err err`). */
-#define QP_H5_GOTO(expr, label, ...)                                                           \
-  do {                                                                                         \
-    if ((expr) < 0) {                                                                          \
-      err = qp_h5_fail(__FILE__, __LINE__, __func__, __VA_ARGS__);                             \
-      goto label;                                                                              \
-    }                                                                                          \
-  } while (0)
 
 /* ---- attributes and datasets ---- */
 

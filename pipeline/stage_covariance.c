@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "inputs.h"
+#include "progress.h"
 #include "pixel_matrices.h"
 #include "stages.h"
 #include "terms.h"
@@ -25,12 +26,16 @@ static qp_err qp_check_dense_noise(qp_problem *p) {
 }
 
 qp_err qp_stage_covariance_setup(qp_problem *p) {
+  qp_progress progress;
+  qp_progress_start(&progress, p->progress, "covariance_setup", "", 0);
   QP_CALL(qp_inputs_read_geometry(p));
   QP_CALL(qp_inputs_read_data(p));
+  qp_progress_note(&progress, "mask, maps and noise read");
   const int64_t n = p->n_pix;
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, n, n, &p->cov));
   if (p->noise.data) QP_CALL(qp_check_dense_noise(p));
   qp_pixel_matrices_build(p, p->cov.data, 0, 0, NULL, 0);
+  qp_progress_note(&progress, "signal covariance S built");
   double *c = p->cov.data;
   if (p->noise_variance) {
     for (int64_t i = 0; i < n; ++i) c[i + i * n] += p->noise_variance[i];

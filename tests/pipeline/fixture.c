@@ -8,6 +8,7 @@
 
 #include "budget.h"
 #include "cls_text.h"
+#include "driver.h"
 #include "fits_map.h"
 #include "simulate.h"
 
@@ -58,4 +59,10 @@ qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg) {
   snprintf(cfg->output, sizeof cfg->output, "%s_results.h5", f->name);
   snprintf(cfg->source, sizeof cfg->source, "(test %s)", f->name);
   return err;
+}
+
+qp_err qp_fixture_run(const qp_config *cfg, qp_problem *p, qp_meter_sample *baseline) {
+  qp_run_options options = {.progress = 0, .write_results = 0};
+  QP_CALL(qp_driver_run(cfg, &options, p, baseline));
+  return QP_OK;
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "problem.h"
 #include "qp_error.h"
 
 typedef struct qp_fixture {
@@ -24,6 +25,8 @@ typedef struct qp_fixture {
 /** Writes <name>_mask.fits, <name>_map_*.fits, <name>_cls.txt and fills *cfg (defaults plus
  *  the fixture's settings; output <name>_results.h5). */
 qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg);
+/** Runs every stage on cfg, quietly and without a results file (qp_driver_run). */
+qp_err qp_fixture_run(const qp_config *cfg, qp_problem *p, qp_meter_sample *baseline);
 /** C_l of the fixture. */
 double qp_fixture_cl(const qp_fixture *f, int l);
 

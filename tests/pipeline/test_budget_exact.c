@@ -77,7 +77,6 @@ static void check_rss(const qp_problem *p, const qp_meter_sample *baseline) {
 }
 
 int main(void) {
-  qp_run_options options = {0, 0};
   qp_meter_sample baseline;
   qp_problem p;
   qp_config cfg;
@@ -87,7 +86,7 @@ int main(void) {
                     .lmax_signal = 20, .bin_width = 4, .sim_lmax = 20, .n_maps = 2,
                     .noise_variance = 10.0, .dl_flat = 100.0, .seed = 5};
   TEST_OK(qp_fixture_write(&big, &cfg));
-  TEST_OK(qp_driver_run(&cfg, &options, &p, &baseline));
+  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   printf("diagonal N, n_pix %lld, %d parameters, 2 maps\n", (long long)p.n_pix, p.n_params);
   TEST_ASSERT(p.n_pix >= 3000, "n_pix %lld", (long long)p.n_pix);
   check_exact(&p);
@@ -100,7 +99,7 @@ int main(void) {
                       .lmax_signal = 12, .bin_width = 3, .sim_lmax = 12, .n_maps = 3,
                       .noise_variance = 1.0, .dl_flat = 100.0, .seed = 6};
   TEST_OK(qp_fixture_write(&small, &cfg));
-  TEST_OK(qp_driver_run(&cfg, &options, &p, &baseline));
+  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   const int64_t n = p.n_pix;
   qp_problem_free(&p);
   double *noise = calloc((size_t)(n * n), sizeof *noise);
@@ -110,7 +109,7 @@ int main(void) {
   cfg.noise_kind = QP_NOISE_COVARIANCE;
   snprintf(cfg.noise_file, sizeof cfg.noise_file, "budget_dense_noise.h5");
   snprintf(cfg.noise_dataset, sizeof cfg.noise_dataset, "/covariance");
-  TEST_OK(qp_driver_run(&cfg, &options, &p, &baseline));
+  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   TEST_ASSERT(qp_model_find(&p.model, "N") != NULL, "dense run predicts no term N");
   printf("dense N, n_pix %lld, %d parameters\n", (long long)p.n_pix, p.n_params);
   check_exact(&p);

@@ -22,8 +22,7 @@ int main(void) {
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_problem p;
   qp_meter_sample baseline;
-  qp_run_options options = {0, 0};
-  TEST_OK(qp_driver_run(&cfg, &options, &p, &baseline));
+  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   TEST_ASSERT(p.n_pix == 12 * nside * nside, "full sky: n_pix %lld", (long long)p.n_pix);
   const int np = p.n_params;
   double worst_diag = 0, worst_off = 0;

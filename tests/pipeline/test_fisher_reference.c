@@ -111,9 +111,8 @@ static void run_case(const char *name, int dense) {
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_problem p;
   qp_meter_sample baseline;
-  qp_run_options options = {0, 0};
   /* The dense case needs the observed geometry first: a diagonal run provides it. */
-  TEST_OK(qp_driver_run(&cfg, &options, &p, &baseline));
+  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   const int64_t n = p.n_pix;
   double *noise = calloc((size_t)(n * n), sizeof *noise);
   for (int64_t j = 0; j < n; ++j)
@@ -129,7 +128,7 @@ static void run_case(const char *name, int dense) {
     cfg.noise_kind = QP_NOISE_COVARIANCE;
     snprintf(cfg.noise_file, sizeof cfg.noise_file, "%s", path);
     snprintf(cfg.noise_dataset, sizeof cfg.noise_dataset, "/covariance");
-    TEST_OK(qp_driver_run(&cfg, &options, &p, &baseline));
+    TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   }
   check_against_reference(&f, &p, noise);
   free(noise);

@@ -21,8 +21,7 @@ int main(void) {
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_problem p;
   qp_meter_sample baseline;
-  qp_run_options options = {0, 0};
-  TEST_OK(qp_driver_run(&cfg, &options, &p, &baseline));
+  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   const int np = p.n_params;
   int biased = 0, off_scatter = 0;
   printf("%4s %12s %12s %12s %8s %8s\n", "ell", "input", "mean C_hat", "sigma", "pull",
