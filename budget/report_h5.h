@@ -1,14 +1,10 @@
 /* report_h5.h: the /budget group of a results (or report) file, and reading it back.
  *
- * Layout (docs/output.md): /budget has attributes overhead_predicted_bytes,
- * baseline_rss_bytes, cgroup_version, hwm_reset; one subgroup per stage
- * (/budget/<stage>) with attributes (seconds, flops, gflops_per_s, tracked_*,
- * predicted_carried/peak/persistent_bytes, rss_start/end/peak_bytes,
- * measured_peak_rise_bytes = rss_peak - rss_start, predicted_peak_rise_bytes =
- * predicted_peak - predicted_carried, ratio_peak_rise = predicted/measured,
- * cgroup_start/end/peak_bytes) and a compound dataset "terms" with one row per term
- * (name, kind, space, predicted_bytes, tracked_peak_bytes, tracked_start_bytes,
- * tracked_end_bytes). */
+ * /budget holds the run's baseline and overhead; /budget/<stage> one group per stage with the
+ * predicted figures (carried, peak, persistent, rise), the tracked ones (start, peak, end),
+ * the measured ones (RSS at start and end, VmHWM, cgroup usage), their ratios, time and flops,
+ * and a compound dataset "terms" with each term's predicted and tracked bytes. Every attribute
+ * and column is listed in docs/output.md. */
 #ifndef QP_REPORT_H5_H
 #define QP_REPORT_H5_H
 

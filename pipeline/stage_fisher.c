@@ -45,6 +45,8 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
   const size_t slot_stride = (size_t)(n * n);
   double *products = NULL;
   qp_matrix gram = {0};
+  qp_progress progress;
+  qp_progress_start(&progress, p->progress, "fisher_run", "products", (long)slots);
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
   QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, (size_t)slots * slot_stride,
@@ -53,8 +55,7 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_GRAM, QP_TERM_TRANSIENT, slots, slots, &gram),
                done);
 
-  qp_progress progress;
-  qp_progress_start(&progress, p->progress, "fisher_run", "products", (long)slots);
+  qp_progress_note(&progress, "products allocated");
   qp_pixel_matrices_build(p, NULL, 0, (int)np, products, slot_stride);
   qp_progress_note(&progress, "bin matrices P_p built");
   for (int64_t k = 0; k < np; ++k) {
