@@ -1,8 +1,9 @@
 /* test_fisher_reference: on a small masked sky, F, the noise bias b and the raw quadratic y
  * of the pipeline equal a direct dense evaluation of QML.md 2,
  *   F_pq = 1/2 tr(C^-1 P_p C^-1 P_q), b_p = tr(N E_p), y_p = x^T E_p x,
- * with C^-1 from dpotri and the products from dgemm, to 1e-10 relative; for a diagonal and a
- * dense (correlated) noise covariance. */
+ * with C^-1 from dpotri and the products from dgemm, to 1e-10 relative; with a Gaussian beam,
+ * for a noise variance map (diagonal N varying over the sky) and for a dense (correlated)
+ * noise covariance from HDF5. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 
 #include "driver.h"
 #include "fixture.h"
+#include "fits_map.h"
 #include "h5_matrix.h"
 #include "test_util.h"
 
@@ -35,6 +37,15 @@ static double dense_noise(const double *ri, const double *rj, double var, int sa
   return var * ((same ? 1.0 : 0.0) + 0.5 * exp(-(1.0 - dot3(ri, rj)) / 0.02));
 }
 
+static const double beam_fwhm_arcmin = 400.0;
+
+/* (2l+1)/(4 pi) B_l^2 for the Gaussian beam, written out again here. */
+static double ell_weight(int l) {
+  double sigma = beam_fwhm_arcmin / 60.0 * M_PI / 180.0 / sqrt(8.0 * log(2.0));
+  double b = exp(-0.5 * l * (l + 1.0) * sigma * sigma);
+  return (2 * l + 1) / (4 * M_PI) * b * b;
+}
+
 static void check_against_reference(const qp_fixture *f, const qp_problem *p, const double *noise) {
   const int64_t n = p->n_pix;
   const int np = p->n_params;
@@ -50,12 +61,12 @@ static void check_against_reference(const qp_fixture *f, const qp_problem *p, co
       if (z < -1) z = -1;
       double s = noise[i + j * n];
       for (int l = f->ell_min; l <= f->lmax_signal; ++l)
-        s += qp_fixture_cl(f, l) * (2 * l + 1) / (4 * M_PI) * legendre_at(l, z);
+        s += qp_fixture_cl(f, l) * ell_weight(l) * legendre_at(l, z);
       c[i + j * n] = s;
       for (int b = 0; b < p->n_bins; ++b) {
         double v = 0;
         for (int l = p->bin_lo[b]; l <= p->bin_hi[b]; ++l)
-          v += (2 * l + 1) / (4 * M_PI) * legendre_at(l, z);
+          v += ell_weight(l) * legendre_at(l, z);
         pb[b * n * n + i + j * n] = v;
       }
     }
@@ -103,33 +114,48 @@ static void check_against_reference(const qp_fixture *f, const qp_problem *p, co
   free(tmp);
 }
 
+/* The variance map of the diagonal case: a different variance at every pixel. */
+static double pixel_variance(double base, int64_t ring_pixel) {
+  return base * (1.0 + 0.5 * sin(0.7 * (double)ring_pixel));
+}
+
 static void run_case(const char *name, int dense) {
   qp_fixture f = {.name = name, .nside = 4, .cut_deg = 20, .ell_min = 2, .lmax = 8,
                   .lmax_signal = 11, .bin_width = 2, .sim_lmax = 11, .n_maps = 2,
                   .noise_variance = 0.5, .dl_flat = 10.0, .seed = 3};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
+  cfg.beam_fwhm_arcmin = beam_fwhm_arcmin;
   qp_problem p;
   qp_meter_sample baseline;
-  /* The dense case needs the observed geometry first: a diagonal run provides it. */
+  /* A first run with uniform noise gives the observed geometry the noise files need. */
   TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
-  const int64_t n = p.n_pix;
+  const int64_t n = p.n_pix, n_sky = p.n_sky;
   double *noise = calloc((size_t)(n * n), sizeof *noise);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < n; ++i)
       noise[i + j * n] = dense ? dense_noise(p.vectors + 3 * i, p.vectors + 3 * j,
                                              f.noise_variance, i == j)
-                               : (i == j ? f.noise_variance : 0.0);
+                               : (i == j ? pixel_variance(f.noise_variance, p.observed[i]) : 0);
+  qp_problem_free(&p);
+  char path[256];
   if (dense) {
-    qp_problem_free(&p);
-    char path[256];
     snprintf(path, sizeof path, "%s_noise.h5", name);
     TEST_OK(qp_h5_matrix_write(path, "/covariance", n, n, noise));
     cfg.noise_kind = QP_NOISE_COVARIANCE;
-    snprintf(cfg.noise_file, sizeof cfg.noise_file, "%s", path);
     snprintf(cfg.noise_dataset, sizeof cfg.noise_dataset, "/covariance");
-    TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
+  } else {
+    double *sky = calloc((size_t)n_sky, sizeof *sky);
+    for (int64_t i = 0; i < n_sky; ++i) sky[i] = pixel_variance(f.noise_variance, i);
+    snprintf(path, sizeof path, "%s_variance.fits", name);
+    const char *names[] = {"VARIANCE"};
+    const double *columns[] = {sky};
+    TEST_OK(qp_fits_map_write(path, f.nside, 1, names, columns));
+    free(sky);
+    cfg.noise_kind = QP_NOISE_VARIANCE_MAP;
   }
+  snprintf(cfg.noise_file, sizeof cfg.noise_file, "%s", path);
+  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   check_against_reference(&f, &p, noise);
   free(noise);
   qp_problem_free(&p);
@@ -137,7 +163,7 @@ static void run_case(const char *name, int dense) {
 }
 
 int main(void) {
-  run_case("reference_diag", 0);
+  run_case("reference_variance_map", 0);
   run_case("reference_dense", 1);
   TEST_ASSERT(qp_budget_current(QP_SPACE_HOST) == 0, "budget blocks left alive");
   return TEST_RETURN();
