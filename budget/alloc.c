@@ -126,7 +126,7 @@ static void qp_commit_pages(void *base, size_t bytes) {
 qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size_t bytes,
                        void **out) {
   *out = NULL;
-  QP_CHECK(term && strlen(term) < QP_TERM_NAME_MAX, QP_ERR_INPUT,
+  QP_CHECK(term && term[0] && strlen(term) < QP_TERM_NAME_MAX, QP_ERR_INPUT,
            "budget term name '%s' is empty or longer than %d characters", term ? term : "",
            QP_TERM_NAME_MAX - 1);
   QP_CHECK(space == QP_SPACE_HOST, QP_ERR_UNSUPPORTED,

@@ -31,11 +31,13 @@ static void qp_model_add(qp_model *m, const char *name, qp_term_kind kind, size_
 
 qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   memset(m, 0, sizeof *m);
+  QP_CHECK(d->n_positions > 0 && d->n_positions <= d->n_pix, QP_ERR_INPUT,
+           "budget model: n_positions (%lld) must be in 1..n_pix (%lld)", (long long)d->n_positions,
+           (long long)d->n_pix);
   QP_CHECK(d->n_pix > 0 && d->n_sky > 0 && d->n_maps > 0 && d->n_params > 0, QP_ERR_INPUT,
            "budget model: n_pix (%lld), n_sky (%lld), n_maps (%lld) and n_params (%lld) must be "
            "positive",
-           (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps,
-           (long long)d->n_params);
+           (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps, (long long)d->n_params);
   QP_CHECK(d->fisher_chunk == d->n_params, QP_ERR_UNSUPPORTED,
            "budget model: fisher_run holds all %lld products at once in this version (chunk %lld)",
            (long long)d->n_params, (long long)d->fisher_chunk);
@@ -52,12 +54,12 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
 
   qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, (size_t)d->n_sky * w, cov, cov,
                "n_sky x 8");
-  qp_model_add(m, QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, n * sizeof(int64_t), cov, spe,
-               "n_pix x 8");
-  qp_model_add(m, QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * n * w, cov, spe,
-               "3 n_pix x 8");
-  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, n * maps * w, cov, spe,
-               "n_pix n_maps x 8");
+  const size_t pos = (size_t)d->n_positions;
+  qp_model_add(m, QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, pos * sizeof(int64_t), cov, spe,
+               "n_positions x 8");
+  qp_model_add(m, QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * pos * w, cov, spe,
+               "3 n_positions x 8");
+  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, n * maps * w, cov, spe, "n_pix n_maps x 8");
   if (d->noise_dense)
     qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, fis, "n_pix^2 x 8");
   else
@@ -75,8 +77,8 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
 
   qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
                "n_pix n_maps x 8");
-  qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)d->spectra_chunk * pix_sq,
-               spe, spe, "spectra_chunk n_pix^2 x 8");
+  qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)d->spectra_chunk * pix_sq, spe,
+               spe, "spectra_chunk n_pix^2 x 8");
   qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
                "n_pix n_maps x 8");
   qp_model_add(m, QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, np * np * w, spe, spe,
@@ -113,8 +115,8 @@ size_t qp_model_stage_persistent(const qp_model *m, qp_stage_id stage) {
   for (int i = 0; i < m->n_terms; ++i) {
     const qp_model_term *t = &m->terms[i];
     /* Terms freed in the last stage are results kept to the end of the run. */
-    int kept = t->stage_free > stage || (t->stage_free == QP_STAGE_COUNT - 1 &&
-                                         t->kind == QP_TERM_PERSISTENT);
+    int kept = t->stage_free > stage ||
+               (t->stage_free == QP_STAGE_COUNT - 1 && t->kind == QP_TERM_PERSISTENT);
     if (qp_model_term_alive(t, stage) && kept) sum += t->bytes;
   }
   return sum;
@@ -142,11 +144,13 @@ static void qp_print_bytes(FILE *out, size_t bytes) {
 void qp_model_print(FILE *out, const qp_model *m) {
   const qp_model_dims *d = &m->dims;
   fprintf(out, "qmlpipe memory budget [pixel_direct]\n");
-  fprintf(out, "  n_pix=%lld n_sky=%lld n_maps=%lld n_params=%lld noise=%s fisher_chunk=%lld "
-               "spectra_chunk=%lld\n\n",
-          (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps,
-          (long long)d->n_params, d->noise_dense ? "dense" : "diagonal",
-          (long long)d->fisher_chunk, (long long)d->spectra_chunk);
+  fprintf(out,
+          "  n_positions=%lld n_pix=%lld n_sky=%lld n_maps=%lld n_params=%lld noise=%s "
+          "fisher_chunk=%lld "
+          "spectra_chunk=%lld\n\n",
+          (long long)d->n_positions, (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps,
+          (long long)d->n_params, d->noise_dense ? "dense" : "diagonal", (long long)d->fisher_chunk,
+          (long long)d->spectra_chunk);
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     qp_stage_id stage = (qp_stage_id)s;
     fprintf(out, "[%s]\n  carried in  ", qp_stage_name(stage));

@@ -29,6 +29,7 @@ const char *qp_stage_name(qp_stage_id stage);
 
 typedef struct qp_model_dims {
   int64_t n_sky;         /* pixels of one full-sky map, 12 nside^2 */
+  int64_t n_positions;   /* observed pixels: of T plus of Q/U (each position has a vector) */
   int64_t n_pix;         /* length of the data vector (observed pixels x fields) */
   int64_t n_maps;        /* maps analysed together */
   int64_t n_params;      /* spectra x bins */

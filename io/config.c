@@ -110,6 +110,7 @@ qp_err qp_parse_bytes(const char *text, double *bytes) {
 enum {
   K_MAPS = 0,
   K_MASK,
+  K_MASK_POL,
   K_FIELDS,
   K_CLS,
   K_NOISE,
@@ -129,13 +130,21 @@ enum {
 };
 
 static const char *const qp_top_keys[K_COUNT] = {
-    "maps",         "mask", "fields",      "cls",       "noise", "spectra",
+    "maps",         "mask", "mask_pol", "fields",      "cls",       "noise", "spectra",
     "ell_min",      "lmax", "lmax_signal", "bin_width", "bins",  "beam_fwhm_arcmin",
     "pixel_window", "path", "backend",     "output",    "memory"};
 
-enum { N_VARIANCE = 0, N_VARIANCE_MAP, N_COVARIANCE, N_DATASET, N_COUNT };
-static const char *const qp_noise_keys[N_COUNT] = {"variance", "variance_map", "covariance",
-                                                   "dataset"};
+enum {
+  N_VARIANCE = 0,
+  N_VARIANCE_T,
+  N_VARIANCE_P,
+  N_VARIANCE_MAP,
+  N_COVARIANCE,
+  N_DATASET,
+  N_COUNT
+};
+static const char *const qp_noise_keys[N_COUNT] = {
+    "variance", "variance_t", "variance_p", "variance_map", "covariance", "dataset"};
 
 enum { M_HOST = 0, M_DEVICE, M_COUNT };
 static const char *const qp_memory_keys[M_COUNT] = {"host_limit", "device_limit"};
@@ -316,6 +325,7 @@ static qp_err qp_cfg_walk(qp_cfg_ctx *ctx, const yaml_node_t *map, const char *w
 typedef struct qp_noise_state {
   qp_config *cfg;
   int n_kinds;      /* how many of variance / variance_map / covariance were given */
+  int per_field;    /* variance_t / variance_p given (count as one kind together) */
   int dataset_line; /* line of `dataset:`, 0 when absent */
 } qp_noise_state;
 
@@ -332,6 +342,17 @@ static qp_err qp_cfg_noise_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *ke
     cfg->noise_kind = QP_NOISE_VARIANCE;
     ++ns->n_kinds;
     break;
+  case N_VARIANCE_T:
+  case N_VARIANCE_P: {
+    double *target = index == N_VARIANCE_T ? &cfg->noise_variance : &cfg->noise_variance_pol;
+    const char *name = index == N_VARIANCE_T ? "noise.variance_t" : "noise.variance_p";
+    QP_CALL(qp_cfg_double(ctx, name, value, target));
+    QP_CHECK(*target > 0, QP_ERR_INPUT, "config %s line %d: %s must be > 0, got %g", ctx->file,
+             qp_node_line(value), name, *target);
+    cfg->noise_kind = QP_NOISE_VARIANCE;
+    if (!ns->per_field++) ++ns->n_kinds;
+    break;
+  }
   case N_VARIANCE_MAP:
     QP_CALL(qp_cfg_path(ctx, "noise.variance_map", value, cfg->noise_file));
     cfg->noise_kind = QP_NOISE_VARIANCE_MAP;
@@ -362,11 +383,11 @@ static qp_err qp_cfg_noise(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *n
            "config %s line %d: key 'noise' must be a mapping with one of variance, "
            "variance_map, covariance (e.g. noise: {variance: 1.0e-4})",
            ctx->file, qp_node_line(node));
-  qp_noise_state ns = {cfg, 0, 0};
+  qp_noise_state ns = {cfg, 0, 0, 0};
   QP_CALL(qp_cfg_walk(ctx, node, "noise", qp_noise_keys, N_COUNT, qp_cfg_noise_key, &ns));
   QP_CHECK(ns.n_kinds == 1, QP_ERR_INPUT,
-           "config %s line %d: 'noise' needs exactly one of variance, variance_map, covariance "
-           "(%d given)",
+           "config %s line %d: 'noise' needs exactly one of variance, variance_t/variance_p, "
+           "variance_map, covariance (%d given)",
            ctx->file, qp_node_line(node), ns.n_kinds);
   QP_CHECK(ns.dataset_line == 0 || cfg->noise_kind == QP_NOISE_COVARIANCE, QP_ERR_INPUT,
            "config %s line %d: noise.dataset only goes with noise.covariance", ctx->file,
@@ -461,6 +482,7 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
   switch (index) {
   case K_MAPS: QP_CALL(qp_cfg_maps(ctx, cfg, value)); break;
   case K_MASK: QP_CALL(qp_cfg_path(ctx, key, value, cfg->mask)); break;
+  case K_MASK_POL: QP_CALL(qp_cfg_path(ctx, key, value, cfg->mask_pol)); break;
   case K_FIELDS:
     QP_CALL(qp_cfg_choice(ctx, key, value, fields_names, 3, &choice));
     cfg->fields = (qp_fields)choice;
@@ -525,6 +547,20 @@ static qp_err qp_cfg_check(qp_cfg_ctx *ctx, qp_config *cfg) {
   QP_CHECK(ctx->line[K_BIN_WIDTH] == 0 || ctx->line[K_BINS] == 0, QP_ERR_INPUT,
            "config %s line %d: give either bin_width (line %d) or bins, not both", ctx->file,
            ctx->line[K_BINS], ctx->line[K_BIN_WIDTH]);
+
+  const int has_t = cfg->fields != QP_FIELDS_QU, has_p = cfg->fields != QP_FIELDS_T;
+  QP_CHECK(has_p || ctx->line[K_MASK_POL] == 0, QP_ERR_INPUT,
+           "config %s line %d: mask_pol is the mask of Q and U, but fields is T", ctx->file,
+           ctx->line[K_MASK_POL]);
+  if (cfg->noise_kind == QP_NOISE_VARIANCE) {
+    QP_CHECK(!has_t || cfg->noise_variance > 0, QP_ERR_INPUT,
+             "config %s line %d: fields with T need noise.variance or noise.variance_t", ctx->file,
+             ctx->line[K_NOISE]);
+    QP_CHECK(!has_p || cfg->noise_variance_pol > 0 || cfg->noise_variance > 0, QP_ERR_INPUT,
+             "config %s line %d: fields with Q/U need noise.variance or noise.variance_p",
+             ctx->file, ctx->line[K_NOISE]);
+    if (cfg->noise_variance_pol <= 0) cfg->noise_variance_pol = cfg->noise_variance;
+  }
 
   /* Without a `spectra:` key, every auto-spectrum the fields allow (plus TE for TQU):
    * T -> TT, QU -> EE BB, TQU -> TT EE BB TE. The header's default TT is the T case. */

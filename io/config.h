@@ -1,6 +1,6 @@
 /* config.h: the run configuration, read from YAML with libyaml.
  *
- * Keys (README "Config reference"): maps, mask, fields, cls, noise, spectra, ell_min, lmax,
+ * Keys (README "Config reference"): maps, mask, mask_pol, fields, cls, noise, spectra, ell_min, lmax,
  * lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, path, backend, output,
  * memory {host_limit, device_limit}. An unknown key, a wrong type or an out-of-range value is
  * QP_ERR_INPUT naming the file, the key and (when known) the line. Relative file paths are
@@ -17,8 +17,8 @@ enum { QP_PATH_MAX = 4096, QP_SPECTRA_MAX = 6 };
 typedef enum qp_fields { QP_FIELDS_T = 0, QP_FIELDS_QU, QP_FIELDS_TQU } qp_fields;
 typedef enum qp_path { QP_PATH_AUTO = 0, QP_PATH_PIXEL_DIRECT, QP_PATH_HARMONIC } qp_path;
 typedef enum qp_noise_kind {
-  QP_NOISE_VARIANCE = 0, /* noise: {variance: 1.0e-4} */
-  QP_NOISE_VARIANCE_MAP, /* noise: {variance_map: var.fits} */
+  QP_NOISE_VARIANCE = 0, /* noise: {variance: 1.0e-4} or {variance_t: .., variance_p: ..} */
+  QP_NOISE_VARIANCE_MAP, /* noise: {variance_map: var.fits}, one column per field */
   QP_NOISE_COVARIANCE    /* noise: {covariance: noise.h5, dataset: /covariance} */
 } qp_noise_kind;
 
@@ -32,10 +32,12 @@ typedef struct qp_config {
   int n_maps;
   char (*maps)[QP_PATH_MAX]; /* n_maps paths (malloc'd) */
   char mask[QP_PATH_MAX];
+  char mask_pol[QP_PATH_MAX];        /* mask of Q and U; "" = the same as mask */
   qp_fields fields;
   char cls[QP_PATH_MAX];
   qp_noise_kind noise_kind;
-  double noise_variance;             /* QP_NOISE_VARIANCE */
+  double noise_variance;             /* QP_NOISE_VARIANCE: per pixel, T (and Q, U unless below) */
+  double noise_variance_pol;         /* QP_NOISE_VARIANCE: Q and U (noise.variance_p); 0 = same */
   char noise_file[QP_PATH_MAX];      /* variance map or HDF5 covariance */
   char noise_dataset[256];           /* HDF5 dataset, default "/covariance" */
   int n_spectra;

@@ -36,7 +36,7 @@ static qp_err qp_cpu_trtri(qp_matrix *l) {
   int info = LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, 'L', 'N', n, l->data, lda);
   QP_CALL(qp_lapack_check(info, "dtrtri", l));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: triangular factor '%s' is singular at row %d",
-           qp_stage_current(), l->name, info);
+           qp_stage_current()[0] ? qp_stage_current() : "(none)", l->name, info);
   return QP_OK;
 }
 
@@ -47,7 +47,7 @@ static qp_err qp_cpu_potri(qp_matrix *l) {
   int info = LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'L', n, l->data, lda);
   QP_CALL(qp_lapack_check(info, "dpotri", l));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: factor of '%s' is singular at row %d",
-           qp_stage_current(), l->name, info);
+           qp_stage_current()[0] ? qp_stage_current() : "(none)", l->name, info);
   return QP_OK;
 }
 

@@ -21,6 +21,9 @@ qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind
                         int64_t rows, int64_t cols, qp_matrix *m) {
   memset(m, 0, sizeof *m);
   QP_CHECK(rows >= 0 && cols >= 0, QP_ERR_INTERNAL, "matrix '%s' of negative size", term);
+  QP_CHECK(cols == 0 || (uint64_t)rows <= SIZE_MAX / (uint64_t)cols, QP_ERR_NOMEM,
+           "matrix '%s': %lld x %lld elements overflow the address space", term, (long long)rows,
+           (long long)cols);
   void *data = NULL;
   QP_CALL(qp_budget_alloc_array(term, kind, (size_t)rows * (size_t)cols, sizeof(double), &data));
   *m = (qp_matrix){rows, cols, rows > 0 ? rows : 1, data, QP_SPACE_HOST, ops, "", 1};

@@ -13,27 +13,33 @@
 static void qp_simulate_usage(FILE *out) {
   fprintf(out,
           "usage: qmlpipe simulate --cls FILE --nside N [OPTIONS]\n"
-          "  Writes Gaussian temperature maps drawn from the C_ell file (column TT) plus white\n"
-          "  noise, in healpy's FITS layout (RING, float64), and optionally a mask.\n"
+          "  Writes Gaussian maps drawn from the C_ell file plus white noise, in healpy's FITS\n"
+          "  layout and convention (RING, float64), and optionally a mask. Fields T: one column\n"
+          "  TEMPERATURE drawn from TT. Fields QU or TQU: three columns TEMPERATURE,\n"
+          "  Q_POLARISATION, U_POLARISATION (I, Q, U, as healpy writes; the T column is written\n"
+          "  for QU too) drawn with the TT EE BB TE [TB EB] correlations.\n"
           "  --cls FILE             fiducial spectrum (columns ell TT EE BB TE [TB EB])\n"
           "  --nside N              HEALPix resolution\n"
           "  --lmax L               last multipole drawn (default 3 nside - 1, at most the file's)\n"
           "  --ell-min L            first multipole drawn (default 2)\n"
-          "  --noise-variance V     white noise variance per pixel (default 0)\n"
+          "  --fields T|QU|TQU      fields simulated (default T)\n"
+          "  --noise-variance V     white noise variance per pixel in T (default 0)\n"
+          "  --noise-variance-pol V white noise variance per pixel in Q and U (default: the T one)\n"
           "  --beam-fwhm A          Gaussian beam FWHM in arcmin (default 0)\n"
           "  --n-maps K             number of maps (default 1)\n"
           "  --seed S               random seed (default 1)\n"
           "  --out PREFIX           maps are PREFIX_0000.fits, ... (default sim)\n"
           "  --mask FILE            also write a mask: 1 where |b| > --galactic-cut\n"
           "  --galactic-cut DEG     Galactic latitude cut of the mask (default 0: full sky)\n"
-          "  --example DIR          write a complete small example into DIR (maps, mask, C_ell,\n"
-          "                         config.yaml) for `qmlpipe run DIR/config.yaml`\n");
+          "  --example DIR          write a complete small temperature example into DIR (maps,\n"
+          "                         mask, C_ell, config.yaml) for `qmlpipe run DIR/config.yaml`\n");
 }
 
 typedef struct qp_sim_cli {
   const char *cls_path, *prefix, *mask_path, *example_dir;
   double galactic_cut;
   qp_sim_options sim;
+  qp_sim_pol pol;
 } qp_sim_cli;
 
 static int qp_parse_number(const char *opt, const char *text, double *out) {
@@ -49,16 +55,19 @@ static int qp_parse_number(const char *opt, const char *text, double *out) {
 
 static qp_err qp_write_maps(const qp_sim_cli *cli, const qp_cls *cls, const char *prefix) {
   const int64_t n_sky = 12 * cli->sim.nside * cli->sim.nside;
+  const int n_col = qp_simulate_columns(cli->pol.fields);
   double *maps = NULL;
-  QP_CALL(QP_ALLOC_DOUBLES("sim_maps", QP_TERM_TRANSIENT, n_sky * cli->sim.n_maps, &maps));
+  QP_CALL(QP_ALLOC_DOUBLES("sim_maps", QP_TERM_TRANSIENT, n_sky * n_col * cli->sim.n_maps, &maps));
   qp_err err = QP_OK;
-  QP_CALL_GOTO(qp_simulate_maps(cls, &cli->sim, maps), done);
+  QP_CALL_GOTO(qp_simulate_sky(cls, &cli->sim, &cli->pol, maps), done);
   for (int k = 0; k < cli->sim.n_maps; ++k) {
     char path[4200];
     snprintf(path, sizeof path, "%s_%04d.fits", prefix, k);
-    const char *names[] = {"TEMPERATURE"};
-    const double *columns[] = {maps + (int64_t)k * n_sky};
-    QP_CALL_GOTO(qp_fits_map_write(path, cli->sim.nside, 1, names, columns), done);
+    /* healpy's column names for one and for three maps. */
+    const char *names[] = {"TEMPERATURE", "Q_POLARISATION", "U_POLARISATION"};
+    const double *columns[3];
+    for (int c = 0; c < n_col; ++c) columns[c] = maps + ((int64_t)k * n_col + c) * n_sky;
+    QP_CALL_GOTO(qp_fits_map_write(path, cli->sim.nside, n_col, names, columns), done);
   }
 done:
   qp_budget_free(maps);
@@ -109,8 +118,10 @@ static qp_err qp_write_example(qp_sim_cli *cli, qp_cls *cls) {
 }
 
 int qp_cmd_simulate(int argc, char **argv) {
+  static const char *const field_names[] = {"T", "QU", "TQU"};
   qp_sim_cli cli = {.prefix = "sim",
-                    .sim = {.nside = 0, .ell_min = 2, .lmax = -1, .n_maps = 1, .seed = 1}};
+                    .sim = {.nside = 0, .ell_min = 2, .lmax = -1, .n_maps = 1, .seed = 1},
+                    .pol = {.fields = QP_FIELDS_T, .noise_variance_pol = -1.0}};
   for (int i = 1; i < argc; ++i) {
     const char *opt = argv[i];
     if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
@@ -129,11 +140,27 @@ int qp_cmd_simulate(int argc, char **argv) {
     else if (strcmp(opt, "--out") == 0) cli.prefix = val;
     else if (strcmp(opt, "--mask") == 0) cli.mask_path = val;
     else if (strcmp(opt, "--example") == 0) cli.example_dir = val;
+    else if (strcmp(opt, "--fields") == 0) {
+      if (strcmp(val, "T") == 0) cli.pol.fields = QP_FIELDS_T;
+      else if (strcmp(val, "QU") == 0) cli.pol.fields = QP_FIELDS_QU;
+      else if (strcmp(val, "TQU") == 0) cli.pol.fields = QP_FIELDS_TQU;
+      else {
+        fprintf(stderr, "qmlpipe simulate: --fields expects T, QU or TQU, got '%s'\n", val);
+        ok = 0;
+      }
+    }
     else if ((ok = qp_parse_number(opt, val, &x))) {
       if (strcmp(opt, "--nside") == 0) cli.sim.nside = (int64_t)x;
       else if (strcmp(opt, "--lmax") == 0) cli.sim.lmax = (int)x;
       else if (strcmp(opt, "--ell-min") == 0) cli.sim.ell_min = (int)x;
       else if (strcmp(opt, "--noise-variance") == 0) cli.sim.noise_variance = x;
+      else if (strcmp(opt, "--noise-variance-pol") == 0) {
+        cli.pol.noise_variance_pol = x;
+        if (x < 0) {
+          fprintf(stderr, "qmlpipe simulate: --noise-variance-pol must be >= 0, got %g\n", x);
+          ok = 0;
+        }
+      }
       else if (strcmp(opt, "--beam-fwhm") == 0) cli.sim.beam_fwhm_arcmin = x;
       else if (strcmp(opt, "--n-maps") == 0) cli.sim.n_maps = (int)x;
       else if (strcmp(opt, "--seed") == 0) cli.sim.seed = (uint64_t)x;
@@ -146,6 +173,7 @@ int qp_cmd_simulate(int argc, char **argv) {
     if (!ok) return 2;
   }
   if (cli.example_dir) {
+    cli.pol.fields = QP_FIELDS_T; /* the example is a temperature run */
     if (!cli.sim.nside) cli.sim.nside = 16;
     if (cli.sim.lmax < 0) cli.sim.lmax = 23;
     if (!cli.sim.noise_variance) cli.sim.noise_variance = 100.0;
@@ -169,9 +197,9 @@ int qp_cmd_simulate(int argc, char **argv) {
       if (err == QP_OK && cli.mask_path)
         err = qp_write_mask(cli.sim.nside, cli.galactic_cut, cli.mask_path);
       if (err == QP_OK)
-        printf("qmlpipe simulate: %d map(s) %s_0000.fits.. (nside %lld, ell %d..%d)\n",
-               cli.sim.n_maps, cli.prefix, (long long)cli.sim.nside, cli.sim.ell_min,
-               cli.sim.lmax);
+        printf("qmlpipe simulate: %d %s map(s) %s_0000.fits.. (nside %lld, ell %d..%d)\n",
+               cli.sim.n_maps, field_names[cli.pol.fields], cli.prefix,
+               (long long)cli.sim.nside, cli.sim.ell_min, cli.sim.lmax);
     }
     qp_cls_free(&cls);
   }

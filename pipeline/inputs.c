@@ -28,8 +28,8 @@ static qp_err qp_inputs_bins(qp_problem *p) {
   if (!cfg->bins_file[0]) {
     for (int lo = cfg->ell_min; lo <= cfg->lmax; lo += cfg->bin_width) {
       p->bin_lo[p->n_bins] = lo;
-      p->bin_hi[p->n_bins] = lo + cfg->bin_width - 1 < cfg->lmax ? lo + cfg->bin_width - 1
-                                                                  : cfg->lmax;
+      p->bin_hi[p->n_bins] =
+          lo + cfg->bin_width - 1 < cfg->lmax ? lo + cfg->bin_width - 1 : cfg->lmax;
       p->n_bins++;
     }
     return QP_OK;
@@ -44,8 +44,8 @@ static qp_err qp_inputs_bins(qp_problem *p) {
     if (*s == '#' || *s == '\n' || *s == '\0') continue;
     int lo, hi;
     int prev_hi = p->n_bins ? p->bin_hi[p->n_bins - 1] : cfg->ell_min - 1;
-    int ok = sscanf(s, "%d %d", &lo, &hi) == 2 && lo <= hi && lo > prev_hi &&
-             lo >= cfg->ell_min && hi <= cfg->lmax && p->n_bins < cap;
+    int ok = sscanf(s, "%d %d", &lo, &hi) == 2 && lo <= hi && lo > prev_hi && lo >= cfg->ell_min &&
+             hi <= cfg->lmax && p->n_bins < cap;
     if (!ok) {
       fclose(f);
       QP_FAIL(QP_ERR_INPUT,
@@ -62,11 +62,22 @@ static qp_err qp_inputs_bins(qp_problem *p) {
   return QP_OK;
 }
 
-/* Reads the mask into `sky` and counts its observed pixels (nonzero, not UNSEEN). */
-static qp_err qp_inputs_read_mask(const qp_problem *p, const qp_healpix_info *info, double *sky,
+/* The masks: T's is `mask`; Q and U's is `mask_pol`, or `mask` when that is not given. */
+static int qp_has_t(const qp_config *cfg) { return cfg->fields != QP_FIELDS_QU; }
+static int qp_has_p(const qp_config *cfg) { return cfg->fields != QP_FIELDS_T; }
+static const char *qp_mask_pol(const qp_config *cfg) {
+  return cfg->mask_pol[0] ? cfg->mask_pol : cfg->mask;
+}
+
+/* Reads a mask into `sky` and counts its observed pixels (nonzero, not UNSEEN). */
+static qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double *sky,
                                   int64_t *n_observed) {
-  const char *path = p->cfg->mask;
-  QP_CALL(qp_fits_map_read(path, info, 0, sky));
+  qp_healpix_info info;
+  QP_CALL(qp_fits_map_info(path, &info));
+  QP_CHECK(info.nside == p->nside, QP_ERR_INPUT,
+           "mask '%s' has nside %lld but the mask '%s' has nside %lld", path, (long long)info.nside,
+           p->cfg->mask, (long long)p->nside);
+  QP_CALL(qp_fits_map_read(path, &info, 0, sky));
   int64_t n = 0;
   for (int64_t i = 0; i < p->n_sky; ++i) {
     QP_CHECK(isfinite(sky[i]), QP_ERR_INPUT, "mask '%s' has a non-finite value at RING pixel %lld",
@@ -80,13 +91,11 @@ static qp_err qp_inputs_read_mask(const qp_problem *p, const qp_healpix_info *in
 
 qp_err qp_inputs_plan(qp_problem *p) {
   const qp_config *cfg = p->cfg;
-  QP_CHECK(cfg->fields == QP_FIELDS_T, QP_ERR_UNSUPPORTED,
-           "config '%s': fields QU and TQU are not supported yet (only T)", cfg->source);
   QP_CHECK(cfg->path != QP_PATH_HARMONIC, QP_ERR_UNSUPPORTED,
            "config '%s': path harmonic is not supported yet (use pixel_direct or auto)",
            cfg->source);
-  QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED,
-           "config '%s': pixel_window is not supported yet", cfg->source);
+  QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED, "config '%s': pixel_window is not supported yet",
+           cfg->source);
 
   /* The mask first: its nside bounds lmax, the first thing a user gets wrong. */
   qp_healpix_info mask_info;
@@ -99,6 +108,12 @@ qp_err qp_inputs_plan(qp_problem *p) {
   QP_CHECK(cfg->lmax_signal <= 3 * p->nside - 1, QP_ERR_INPUT,
            "lmax_signal = %d exceeds 3 nside - 1 = %lld for the mask '%s' (nside %lld)",
            cfg->lmax_signal, (long long)(3 * p->nside - 1), cfg->mask, (long long)p->nside);
+  int pol_spectra = 0;
+  for (int s = 0; s < cfg->n_spectra; ++s)
+    pol_spectra |= cfg->spectra[s] != QP_TT;
+  QP_CHECK(!pol_spectra || cfg->ell_min >= 2, QP_ERR_INPUT,
+           "config '%s': ell_min = %d, but polarisation spectra start at ell 2", cfg->source,
+           cfg->ell_min);
   QP_CALL(qp_cls_read(cfg->cls, &p->cls));
   QP_CHECK(p->cls.lmax >= cfg->lmax_signal, QP_ERR_INPUT,
            "C_ell file '%s' ends at ell %d, but lmax_signal is %d", cfg->cls, p->cls.lmax,
@@ -106,10 +121,15 @@ qp_err qp_inputs_plan(qp_problem *p) {
 
   double *sky = NULL;
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &sky));
-  qp_err err = qp_inputs_read_mask(p, &mask_info, sky, &p->n_observed);
+  qp_err err = QP_OK;
+  p->n_obs_t = p->n_obs_p = 0;
+  if (qp_has_t(cfg)) err = qp_inputs_read_mask(p, cfg->mask, sky, &p->n_obs_t);
+  if (err == QP_OK && qp_has_p(cfg))
+    err = qp_inputs_read_mask(p, qp_mask_pol(cfg), sky, &p->n_obs_p);
   qp_budget_free(sky);
   QP_CALL(err);
-  p->n_pix = p->n_observed;
+  p->n_observed = p->n_obs_t + p->n_obs_p;
+  p->n_pix = p->n_obs_t + 2 * p->n_obs_p;
   p->n_maps = cfg->n_maps;
 
   QP_CALL(qp_inputs_bins(p));
@@ -124,6 +144,7 @@ qp_err qp_inputs_plan(qp_problem *p) {
 
   qp_model_dims dims = {
       .n_sky = p->n_sky,
+      .n_positions = p->n_observed,
       .n_pix = p->n_pix,
       .n_maps = p->n_maps,
       .n_params = p->n_params,
@@ -135,24 +156,33 @@ qp_err qp_inputs_plan(qp_problem *p) {
   return QP_OK;
 }
 
-qp_err qp_inputs_read_geometry(qp_problem *p) {
-  qp_healpix_info mask_info;
-  QP_CALL(qp_fits_map_info(p->cfg->mask, &mask_info));
-  QP_CHECK(mask_info.nside == p->nside, QP_ERR_INPUT, "mask '%s' changed during the run",
-           p->cfg->mask);
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &p->sky));
-  int64_t n_obs = 0;
-  QP_CALL(qp_inputs_read_mask(p, &mask_info, p->sky, &n_obs));
-  QP_CHECK(n_obs == p->n_observed, QP_ERR_INPUT, "mask '%s' changed during the run",
-           p->cfg->mask);
-  QP_CALL(qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, (size_t)n_obs,
-                                sizeof(int64_t), (void **)&p->observed));
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * n_obs, &p->vectors));
-  for (int64_t i = 0, k = 0; i < p->n_sky; ++i) {
+/* Appends the observed pixels of the mask in p->sky as positions from *k on. */
+static void qp_inputs_positions(qp_problem *p, int64_t *k) {
+  for (int64_t i = 0; i < p->n_sky; ++i) {
     if (p->sky[i] == 0.0 || qp_is_unseen(p->sky[i])) continue;
-    p->observed[k] = i;
-    pix2vec_ring64(p->nside, i, p->vectors + 3 * k);
-    ++k;
+    p->observed[*k] = i;
+    pix2vec_ring64(p->nside, i, p->vectors + 3 * *k);
+    ++*k;
+  }
+}
+
+qp_err qp_inputs_read_geometry(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &p->sky));
+  QP_CALL(qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, (size_t)p->n_observed,
+                                sizeof(int64_t), (void **)&p->observed));
+  QP_CALL(
+      QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * p->n_observed, &p->vectors));
+  int64_t k = 0, n = 0;
+  if (qp_has_t(cfg)) {
+    QP_CALL(qp_inputs_read_mask(p, cfg->mask, p->sky, &n));
+    QP_CHECK(n == p->n_obs_t, QP_ERR_INPUT, "mask '%s' changed during the run", cfg->mask);
+    qp_inputs_positions(p, &k);
+  }
+  if (qp_has_p(cfg)) {
+    QP_CALL(qp_inputs_read_mask(p, qp_mask_pol(cfg), p->sky, &n));
+    QP_CHECK(n == p->n_obs_p, QP_ERR_INPUT, "mask '%s' changed during the run", qp_mask_pol(cfg));
+    qp_inputs_positions(p, &k);
   }
   return QP_OK;
 }
@@ -183,31 +213,63 @@ qp_err qp_inputs_check_limit(const qp_problem *p) {
           limit / gib, ((double)need - limit) / gib);
 }
 
-/* Copies the observed pixels of a sky map into x, checking each value. */
-static qp_err qp_inputs_gather(const qp_problem *p, const double *sky, const char *path,
-                               const char *what, int positive, double *x) {
-  for (int64_t k = 0; k < p->n_observed; ++k) {
-    double v = sky[p->observed[k]];
+/* Copies the sky map's values at positions [first, first + count) into x, checking each. */
+static qp_err qp_inputs_gather(const qp_problem *p, const double *sky, int64_t first, int64_t count,
+                               const char *path, const char *what, int positive, double *x) {
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t pixel = p->observed[first + k];
+    double v = sky[pixel];
     QP_CHECK(isfinite(v) && !qp_is_unseen(v), QP_ERR_INPUT,
              "%s '%s' has a %s value at observed RING pixel %lld", what, path,
-             isnan(v) ? "NaN" : (isfinite(v) ? "UNSEEN" : "infinite"),
-             (long long)p->observed[k]);
+             isnan(v) ? "NaN" : (isfinite(v) ? "UNSEEN" : "infinite"), (long long)pixel);
     QP_CHECK(!positive || v > 0.0, QP_ERR_INPUT,
              "%s '%s' has a non-positive variance %g at observed RING pixel %lld", what, path, v,
-             (long long)p->observed[k]);
+             (long long)pixel);
     x[k] = v;
   }
   return QP_OK;
 }
 
-static qp_err qp_inputs_read_sky(const qp_problem *p, const char *path, const char *what,
-                                 double *sky) {
+/* Which columns of a file hold T, Q and U (-1: not used). healpy's files are I, Q, U: with
+ * three or more columns those are columns 0, 1, 2; a file with exactly two columns holds Q
+ * and U; a one-column file holds T. */
+static qp_err qp_inputs_columns(const qp_problem *p, const char *path, const char *what,
+                                const qp_healpix_info *info, int column[3]) {
+  const qp_config *cfg = p->cfg;
+  column[0] = column[1] = column[2] = -1;
+  if (qp_has_t(cfg)) column[0] = 0;
+  if (qp_has_p(cfg)) {
+    QP_CHECK(info->n_columns >= 2, QP_ERR_INPUT,
+             "%s '%s' has %d column(s) (%s), but fields %s need Q and U columns (healpy's "
+             "layout: I, Q, U)",
+             what, path, info->n_columns, info->column_names[0],
+             cfg->fields == QP_FIELDS_QU ? "QU" : "TQU");
+    QP_CHECK(cfg->fields == QP_FIELDS_QU || info->n_columns >= 3, QP_ERR_INPUT,
+             "%s '%s' has 2 columns, but fields TQU need I, Q and U", what, path);
+    column[1] = info->n_columns >= 3 ? 1 : 0;
+    column[2] = column[1] + 1;
+  }
+  return QP_OK;
+}
+
+/* Reads every field a file holds for the analysis into x (length n_pix, data-vector order). */
+static qp_err qp_inputs_read_fields(const qp_problem *p, const char *path, const char *what,
+                                    int positive, double *x) {
   qp_healpix_info info;
   QP_CALL(qp_fits_map_info(path, &info));
   QP_CHECK(info.nside == p->nside, QP_ERR_INPUT,
            "%s '%s' has nside %lld but the mask '%s' has nside %lld", what, path,
            (long long)info.nside, p->cfg->mask, (long long)p->nside);
-  QP_CALL(qp_fits_map_read(path, &info, 0, sky));
+  int column[3];
+  QP_CALL(qp_inputs_columns(p, path, what, &info, column));
+  const int64_t first[3] = {0, p->n_obs_t, p->n_obs_t};
+  const int64_t count[3] = {p->n_obs_t, p->n_obs_p, p->n_obs_p};
+  const int64_t offset[3] = {0, p->n_obs_t, p->n_obs_t + p->n_obs_p};
+  for (int f = 0; f < 3; ++f) {
+    if (column[f] < 0) continue;
+    QP_CALL(qp_fits_map_read(path, &info, column[f], p->sky));
+    QP_CALL(qp_inputs_gather(p, p->sky, first[f], count[f], path, what, positive, x + offset[f]));
+  }
   return QP_OK;
 }
 
@@ -226,8 +288,9 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
   for (int64_t j = 0; j < cols; ++j)
     for (int64_t i = j; i < rows; ++i) {
       double a = n[i + j * rows], b = n[j + i * rows];
-      QP_CHECK(isfinite(a), QP_ERR_INPUT, "noise covariance '%s' has a non-finite entry (%lld, %lld)",
-               cfg->noise_file, (long long)i, (long long)j);
+      QP_CHECK(isfinite(a), QP_ERR_INPUT,
+               "noise covariance '%s' has a non-finite entry (%lld, %lld)", cfg->noise_file,
+               (long long)i, (long long)j);
       QP_CHECK(fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b)), QP_ERR_INPUT,
                "noise covariance '%s' is not symmetric: entry (%lld, %lld) = %.17g but (%lld, "
                "%lld) = %.17g",
@@ -238,23 +301,20 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
 
 qp_err qp_inputs_read_data(qp_problem *p) {
   const qp_config *cfg = p->cfg;
-  double *sky = p->sky;
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_MAPS, QP_TERM_PERSISTENT, p->n_pix * p->n_maps, &p->maps));
-  for (int m = 0; m < cfg->n_maps; ++m) {
-    QP_CALL(qp_inputs_read_sky(p, cfg->maps[m], "map", sky));
-    QP_CALL(qp_inputs_gather(p, sky, cfg->maps[m], "map", 0, p->maps + m * p->n_pix));
-  }
+  for (int m = 0; m < cfg->n_maps; ++m)
+    QP_CALL(qp_inputs_read_fields(p, cfg->maps[m], "map", 0, p->maps + m * p->n_pix));
   switch (cfg->noise_kind) {
   case QP_NOISE_VARIANCE:
   case QP_NOISE_VARIANCE_MAP:
-    QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix,
-                             &p->noise_variance));
+    QP_CALL(
+        QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix, &p->noise_variance));
     if (cfg->noise_kind == QP_NOISE_VARIANCE) {
-      for (int64_t k = 0; k < p->n_pix; ++k) p->noise_variance[k] = cfg->noise_variance;
+      for (int64_t k = 0; k < p->n_pix; ++k)
+        p->noise_variance[k] = k < p->n_obs_t ? cfg->noise_variance : cfg->noise_variance_pol;
     } else {
-      QP_CALL(qp_inputs_read_sky(p, cfg->noise_file, "noise variance map", sky));
-      QP_CALL(qp_inputs_gather(p, sky, cfg->noise_file, "noise variance map", 1,
-                               p->noise_variance));
+      QP_CALL(
+          qp_inputs_read_fields(p, cfg->noise_file, "noise variance map", 1, p->noise_variance));
     }
     break;
   case QP_NOISE_COVARIANCE: QP_CALL(qp_inputs_dense_noise(p)); break;

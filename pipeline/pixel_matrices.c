@@ -1,9 +1,129 @@
-/* pixel_matrices.c: S and the bin matrices P_b from Legendre polynomials (pixel_matrices.h). */
+/* pixel_matrices.c: S and the bin matrices P_p from Wigner d functions (pixel_matrices.h). */
 #include "pixel_matrices.h"
 
+#include <math.h>
 #include <stdlib.h>
 
-#include "legendre.h"
+/* The 3x3 covariance of (T, Q, U) at two positions in the frame of their great circle. */
+typedef struct qp_local {
+  double tt, tq, tu, qq, uu, qu;
+} qp_local;
+
+/* Wigner d^l(beta) for l = 0..lmax, z = cos beta: d00 = P_l, and d20, d22, d2m2 (= d^l_2,-2)
+ * by the three-term recursion in l from their closed forms at l = 2; 0 below l = 2. */
+typedef struct qp_wigner {
+  double *d00, *d20, *d22, *d2m2;
+} qp_wigner;
+
+static void qp_wigner_spin(int lmax, double z, int m1, int m2, double start, double *d) {
+  for (int l = 0; l <= lmax && l < 2; ++l)
+    d[l] = 0.0;
+  if (lmax < 2) return;
+  d[2] = start;
+  for (int l = 3; l <= lmax; ++l) {
+    double a = (2.0 * l - 1.0) * ((double)l * (l - 1) * z - (double)(m1 * m2)) * d[l - 1];
+    double b = (double)l *
+               sqrt((double)(((l - 1) * (l - 1) - m1 * m1) * ((l - 1) * (l - 1) - m2 * m2))) *
+               d[l - 2];
+    d[l] = (a - b) / ((l - 1.0) * sqrt((double)((l * l - m1 * m1) * (l * l - m2 * m2))));
+  }
+}
+
+static void qp_wigner_eval(int lmax, double z, int tt, int tp, int pp, qp_wigner *w) {
+  if (tt) {
+    w->d00[0] = 1.0;
+    if (lmax >= 1) w->d00[1] = z;
+    for (int l = 2; l <= lmax; ++l)
+      w->d00[l] = ((2.0 * l - 1.0) * z * w->d00[l - 1] - (l - 1.0) * w->d00[l - 2]) / l;
+  }
+  if (tp) qp_wigner_spin(lmax, z, 2, 0, sqrt(6.0) / 4.0 * (1.0 - z * z), w->d20);
+  if (pp) {
+    qp_wigner_spin(lmax, z, 2, 2, 0.25 * (1.0 + z) * (1.0 + z), w->d22);
+    qp_wigner_spin(lmax, z, 2, -2, 0.25 * (1.0 - z) * (1.0 - z), w->d2m2);
+  }
+}
+
+/* coeff[s][l]: the weight of spectrum s (QP_TT..QP_EB) at multipole l in the block. */
+static qp_local qp_local_block(int lo, int hi, double *const coeff[6], const qp_wigner *w, int tt,
+                               int tp, int pp) {
+  qp_local b = {0, 0, 0, 0, 0, 0};
+  for (int l = lo; l <= hi; ++l) {
+    if (tt && coeff[QP_TT]) b.tt += coeff[QP_TT][l] * w->d00[l];
+    if (tp) {
+      if (coeff[QP_TE]) b.tq -= coeff[QP_TE][l] * w->d20[l];
+      if (coeff[QP_TB]) b.tu -= coeff[QP_TB][l] * w->d20[l];
+    }
+    if (pp) {
+      double a = 0.5 * (w->d22[l] + w->d2m2[l]), bb = 0.5 * (w->d22[l] - w->d2m2[l]);
+      double ee = coeff[QP_EE] ? coeff[QP_EE][l] : 0, bm = coeff[QP_BB] ? coeff[QP_BB][l] : 0;
+      b.qq += ee * a + bm * bb;
+      b.uu += bm * a + ee * bb;
+      if (coeff[QP_EB]) b.qu += coeff[QP_EB][l] * w->d2m2[l];
+    }
+  }
+  return b;
+}
+
+/* cos 2 alpha, sin 2 alpha of the angle at position a (unit vector ra) from its meridian
+ * (e_theta) to the great circle towards rb; (1, 0) when the circle is not unique. */
+static void qp_rotation(const double *ra, const double *rb, double z, double *c2, double *s2) {
+  double t[3] = {rb[0] - z * ra[0], rb[1] - z * ra[1], rb[2] - z * ra[2]};
+  double rho = sqrt(ra[0] * ra[0] + ra[1] * ra[1]); /* sin theta; HEALPix centres: > 0 */
+  double cphi = rho > 0 ? ra[0] / rho : 1.0, sphi = rho > 0 ? ra[1] / rho : 0.0;
+  double t_theta = (t[0] * cphi + t[1] * sphi) * ra[2] - t[2] * rho;
+  double t_phi = -t[0] * sphi + t[1] * cphi;
+  double norm = t_theta * t_theta + t_phi * t_phi;
+  if (norm < 1e-24) {
+    *c2 = 1.0;
+    *s2 = 0.0;
+    return;
+  }
+  *c2 = (t_theta * t_theta - t_phi * t_phi) / norm;
+  *s2 = 2.0 * t_theta * t_phi / norm;
+}
+
+/* One output matrix: its coefficients and multipole range. */
+typedef struct qp_target {
+  double *m;
+  int lo, hi;
+  double *coeff[6];
+} qp_target;
+
+/* The lower-triangle entries of the pair (column position j, row position i >= j in their
+ * block order) in every target. */
+static void qp_pair(const qp_problem *p, const qp_target *targets, int n_targets, int64_t i,
+                    int64_t j, int lmax, qp_wigner *w) {
+  const int64_t n = p->n_pix, nt = p->n_obs_t, np = p->n_obs_p;
+  const double *ri = p->vectors + 3 * i, *rj = p->vectors + 3 * j;
+  double z = ri[0] * rj[0] + ri[1] * rj[1] + ri[2] * rj[2];
+  z = z > 1.0 ? 1.0 : (z < -1.0 ? -1.0 : z);
+  const int i_pol = i >= nt, j_pol = j >= nt;
+  const int tt = !i_pol && !j_pol, tp = i_pol != j_pol, pp = i_pol && j_pol;
+  qp_wigner_eval(lmax, z, tt, tp, pp, w);
+  double ci = 1, si = 0, cj = 1, sj = 0;
+  if (i_pol) qp_rotation(ri, rj, z, &ci, &si);
+  if (pp) qp_rotation(rj, ri, z, &cj, &sj);
+  for (int k = 0; k < n_targets; ++k) {
+    const qp_target *t = &targets[k];
+    qp_local b = qp_local_block(t->lo, t->hi, t->coeff, w, tt, tp, pp);
+    double *m = t->m;
+    if (tt) {
+      m[i + j * n] = b.tt;
+    } else if (tp) {               /* i is the polarised position (rows Q_i, U_i), j the T one */
+      int64_t qi = i, ui = i + np; /* position i >= nt holds Q at index i, U at i + np */
+      m[qi + j * n] = ci * b.tq - si * b.tu;
+      m[ui + j * n] = si * b.tq + ci * b.tu;
+    } else {
+      int64_t qi = i, ui = i + np, qj = j, uj = j + np;
+      double x00 = ci * b.qq - si * b.qu, x01 = ci * b.qu - si * b.uu;
+      double x10 = si * b.qq + ci * b.qu, x11 = si * b.qu + ci * b.uu;
+      m[qi + qj * n] = x00 * cj - x01 * sj;             /* <Q_i Q_j> */
+      m[ui + uj * n] = x10 * sj + x11 * cj;             /* <U_i U_j> */
+      m[ui + qj * n] = x10 * cj - x11 * sj;             /* <U_i Q_j> */
+      if (i != j) m[uj + qi * n] = x00 * sj + x01 * cj; /* <U_j Q_i> = <Q_i U_j> */
+    }
+  }
+}
 
 /* a[j + i n] = a[i + j n] for i > j, tile by tile. */
 static void qp_mirror_lower(double *a, int64_t n) {
@@ -13,56 +133,62 @@ static void qp_mirror_lower(double *a, int64_t n) {
     for (int64_t ib = jb; ib < n; ib += tile) {
       int64_t j_end = jb + tile < n ? jb + tile : n, i_end = ib + tile < n ? ib + tile : n;
       for (int64_t i = ib; i < i_end; ++i)
-        for (int64_t j = jb; j < j_end && j < i; ++j) a[j + i * n] = a[i + j * n];
+        for (int64_t j = jb; j < j_end && j < i; ++j)
+          a[j + i * n] = a[i + j * n];
     }
   }
 }
 
-void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_bin, int n_slots, double *slots,
-                     size_t slot_stride) {
+void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
+                             double *slots, size_t slot_stride) {
   const qp_config *cfg = p->cfg;
-  const int64_t n = p->n_pix;
-  const double *v = p->vectors;
-  /* The recursion runs only as far as the highest multipole anything needs. */
-  int lmax = 0;
-  if (cov) lmax = cfg->lmax_signal;
-  if (n_slots > 0 && p->bin_hi[first_bin + n_slots - 1] > lmax)
-    lmax = p->bin_hi[first_bin + n_slots - 1];
-  double *signal_coeff = malloc((size_t)(lmax + 1) * sizeof *signal_coeff);
-  for (int l = 0; l <= lmax; ++l)
-    signal_coeff[l] = (l >= cfg->ell_min && l <= cfg->lmax_signal && cov)
-                          ? p->cls.cl[QP_TT][l] * p->ell_weight[l]
-                          : 0.0;
+  const int n_targets = (cov ? 1 : 0) + n_slots;
+  qp_target *targets = calloc((size_t)n_targets, sizeof *targets);
+  const int lmax_all = cfg->lmax_signal;
+  /* One weight array per spectrum, shared by the targets: covariance weights are w_l C_l,
+   * a parameter's are w_l on its own spectrum. */
+  double *weights = calloc((size_t)(7 * (lmax_all + 1)), sizeof *weights);
+  double *cl_weight[6], *unit = weights + 6 * (lmax_all + 1);
+  for (int s = 0; s < 6; ++s)
+    cl_weight[s] = weights + s * (lmax_all + 1);
+  for (int l = 0; l <= lmax_all; ++l) {
+    unit[l] = p->ell_weight[l];
+    for (int s = 0; s < 6; ++s)
+      cl_weight[s][l] = l >= cfg->ell_min ? p->cls.cl[s][l] * p->ell_weight[l] : 0.0;
+  }
+  int lmax = 0, k = 0;
+  if (cov) {
+    targets[k] = (qp_target){cov, cfg->ell_min, cfg->lmax_signal, {0}};
+    for (int s = 0; s < 6; ++s)
+      targets[k].coeff[s] = cl_weight[s];
+    lmax = cfg->lmax_signal;
+    ++k;
+  }
+  for (int q = first_param; q < first_param + n_slots; ++q, ++k) {
+    const int b = q % p->n_bins;
+    const qp_spectrum x = cfg->spectra[q / p->n_bins];
+    targets[k] = (qp_target){
+        slots + (size_t)(q - first_param) * slot_stride, p->bin_lo[b], p->bin_hi[b], {0}};
+    targets[k].coeff[x] = unit;
+    if (p->bin_hi[b] > lmax) lmax = p->bin_hi[b];
+  }
+  const int64_t n_pos = p->n_observed;
 #pragma omp parallel
   {
-    double *leg = malloc((size_t)(lmax + 1) * sizeof *leg);
+    double *scratch = malloc((size_t)(4 * (lmax + 1)) * sizeof *scratch);
+    qp_wigner w = {scratch, scratch + (lmax + 1), scratch + 2 * (lmax + 1),
+                   scratch + 3 * (lmax + 1)};
 #pragma omp for schedule(dynamic, 8)
-    for (int64_t j = 0; j < n; ++j) {
-      const double *rj = v + 3 * j;
-      for (int64_t i = j; i < n; ++i) {
-        const double *ri = v + 3 * i;
-        double z = ri[0] * rj[0] + ri[1] * rj[1] + ri[2] * rj[2];
-        z = z > 1.0 ? 1.0 : (z < -1.0 ? -1.0 : z);
-        qp_legendre(lmax, z, leg);
-        if (cov) {
-          double s = 0.0;
-          for (int l = cfg->ell_min; l <= cfg->lmax_signal; ++l) s += signal_coeff[l] * leg[l];
-          cov[i + j * n] = s;
-        }
-        for (int k = 0; k < n_slots; ++k) {
-          const int b = first_bin + k;
-          double s = 0.0;
-          for (int l = p->bin_lo[b]; l <= p->bin_hi[b]; ++l) s += p->ell_weight[l] * leg[l];
-          slots[(size_t)k * slot_stride + i + j * n] = s;
-        }
-      }
+    for (int64_t j = 0; j < n_pos; ++j) {
+      /* Positions are ordered T then polarised, so i >= j covers the T-T pairs once, every
+       * (polarised, T) pair, and the polarised pairs once. */
+      for (int64_t i = j; i < n_pos; ++i)
+        qp_pair(p, targets, n_targets, i, j, lmax, &w);
     }
-    free(leg);
+    free(scratch);
   }
-  free(signal_coeff);
-  /* Only the lower triangles were written above (contiguous stores); mirror them now in
-   * cache-sized tiles: writing both halves pair by pair strides through memory and cost more
-   * than the Legendre recursion itself. */
-  if (cov) qp_mirror_lower(cov, n);
-  for (int k = 0; k < n_slots; ++k) qp_mirror_lower(slots + (size_t)k * slot_stride, n);
+  for (k = 0; k < n_targets; ++k)
+    qp_mirror_lower(targets[k].m, p->n_pix);
+  free(weights);
+  free(targets);
 }

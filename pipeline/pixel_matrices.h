@@ -1,18 +1,27 @@
-/* pixel_matrices.h: pixel-space signal covariance and its derivatives for temperature (QML.md 1-2).
+/* pixel_matrices.h: the pixel-space signal covariance S and its derivatives P_p (QML.md 1-2),
+ * for temperature and polarisation.
  *
- *   S_ij   = sum_{l=ell_min}^{lmax_signal} C_l (2l+1)/(4 pi) B_l^2 P_l(r_i . r_j)
- *   P_b,ij = sum_{l in bin b}                   (2l+1)/(4 pi) B_l^2 P_l(r_i . r_j)
- *
- * One Legendre recursion per pixel pair serves C and every bin matrix asked for at once. */
+ * For a pair of positions at angle beta (z = cos beta), in the frame of the great circle
+ * through them, each multipole contributes w_l = (2l+1)/(4 pi) B_l^2 times
+ *   TT: C^TT d^l_00            TQ: -C^TE d^l_20          TU: -C^TB d^l_20
+ *   QQ: C^EE A + C^BB B        UU: C^BB A + C^EE B       QU = UQ: C^EB d^l_2,-2
+ * with A = (d^l_22 + d^l_2,-2)/2 = F12 and B = (d^l_22 - d^l_2,-2)/2 = -F22 (Wigner d of
+ * beta, no 1/(1 - z^2) anywhere; QML.md 1). Q and U of a position are then rotated from the
+ * great-circle frame to its meridian frame by R(alpha) = [[cos 2a, -sin 2a], [sin 2a, cos 2a]],
+ * alpha = atan2(t . e_phi, t . e_theta) for the tangent t towards the other position; for
+ * coincident and antipodal pairs alpha = 0 (the meridian is a great circle through both).
+ * These signs are healpy's: they reproduce V^T Lambda V of healpy's harmonics to round-off
+ * (tests/pipeline/test_spin2_covariance.c). P_p is the same with C^X = 1 on the multipoles of
+ * the bin of parameter p and 0 elsewhere. */
 #ifndef QP_PIXEL_MATRICES_H
 #define QP_PIXEL_MATRICES_H
 
 #include "problem.h"
 
-/** Fills full symmetric matrices (column-major, leading dimension n_pix): `cov` with S (when
- *  not NULL; noise is added by the caller) and, for k = 0..n_slots-1, slots + k*slot_stride
- *  with P_{first_bin + k}. OpenMP-parallel over columns. */
-void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_bin, int n_slots, double *slots,
-                     size_t slot_stride);
+/** Fills full symmetric n_pix x n_pix matrices (column-major): `cov` with S (when not NULL;
+ *  noise is added by the caller) and, for k = 0..n_slots-1, slots + k*slot_stride with
+ *  P_{first_param + k} (parameter index = spectrum * n_bins + bin). OpenMP over positions. */
+void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
+                             double *slots, size_t slot_stride);
 
 #endif

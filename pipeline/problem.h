@@ -15,13 +15,17 @@ typedef struct qp_problem {
   const qp_linalg_ops *ops;
   qp_cls cls;
 
-  /* geometry (covariance_setup) */
+  /* geometry (covariance_setup). The data vector is [T | Q | U] restricted to the fields
+   * analysed: T at the n_obs_t pixels of the mask, then Q and U each at the n_obs_p pixels
+   * of mask_pol (or the mask), ascending RING index inside each block (QML.md 1). The
+   * "positions" are the T pixels followed by the polarisation pixels. */
   int64_t nside, n_sky;
-  int64_t n_observed;     /* observed pixels (per field) */
-  int64_t n_pix;          /* data vector length (= n_observed for T) */
+  int64_t n_obs_t, n_obs_p; /* observed pixels of T; of Q and U (0 for a field not analysed) */
+  int64_t n_observed;     /* positions: n_obs_t + n_obs_p */
+  int64_t n_pix;          /* data vector length: n_obs_t + 2 n_obs_p */
   int64_t n_maps;
   double *sky;            /* QP_TERM_SKY_BUFFER: one full-sky map (covariance_setup only) */
-  int64_t *observed;      /* QP_TERM_OBSERVED_INDEX: RING index per observed pixel */
+  int64_t *observed;      /* QP_TERM_OBSERVED_INDEX: RING index per position */
   double *vectors;        /* QP_TERM_PIXEL_VECTORS: 3 x n_observed unit vectors */
   double *maps;           /* QP_TERM_MAPS: n_pix x n_maps, column-major */
   double *noise_variance; /* QP_TERM_NOISE_VARIANCE (diagonal N) or NULL */

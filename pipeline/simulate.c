@@ -1,13 +1,16 @@
-/* simulate.c: maps from real spherical harmonics with Gaussian a_lm, plus white noise. */
+/* simulate.c: T or T, Q, U maps from the real harmonic basis (harmonics.h) with Gaussian
+ * coefficients, plus white noise. */
 #include "simulate.h"
 
 #include <chealpix.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "harmonics.h"
 #include "legendre.h"
 #include "matrix.h"
-#include "ylm.h"
+
 
 /* xoshiro256** seeded by splitmix64: small, fast, and the same on every machine. */
 typedef struct qp_rng {
@@ -48,62 +51,176 @@ static double qp_rng_gaussian(qp_rng *r) {
   return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
 }
 
-qp_err qp_simulate_maps(const qp_cls *cls, const qp_sim_options *o, double *maps) {
+/* The 3x3 TEB covariance of multipole l, times B_l^2, row-major. */
+static void qp_sim_cov(const qp_cls *cls, int l, double beam, double c[3][3]) {
+  double v[6];
+  for (int s = 0; s < 6; ++s) v[s] = cls->cl[s] ? cls->cl[s][l] * beam * beam : 0.0;
+  c[0][0] = v[0], c[1][1] = v[1], c[2][2] = v[2];
+  c[0][1] = c[1][0] = v[3];
+  c[0][2] = c[2][0] = v[4];
+  c[1][2] = c[2][1] = v[5];
+}
+
+/* c = f f^T with f lower triangular, for a positive semidefinite c: Cholesky that skips zero
+ * pivots (their column of f is 0), which handles C_l = 0, BB = 0 or |TE| = sqrt(TT EE).
+ * Returns 0 when c is not positive semidefinite (beyond round-off). */
+static int qp_sim_factor(const double c[3][3], double f[3][3]) {
+  double scale = fmax(fmax(fabs(c[0][0]), fabs(c[1][1])), fabs(c[2][2]));
+  double tol = 1e-10 * scale;
+  memset(f, 0, 9 * sizeof(double));
+  for (int j = 0; j < 3; ++j) {
+    double d = c[j][j];
+    for (int k = 0; k < j; ++k) d -= f[j][k] * f[j][k];
+    if (d < -tol) return 0;
+    int zero = d <= tol;
+    if (!zero) f[j][j] = sqrt(d);
+    for (int i = j + 1; i < 3; ++i) {
+      double r = c[i][j];
+      for (int k = 0; k < j; ++k) r -= f[i][k] * f[j][k];
+      if (zero) {
+        if (fabs(r) > tol) return 0; /* a zero pivot with a non-zero correlation */
+      } else {
+        f[i][j] = r / f[j][j];
+      }
+    }
+  }
+  return 1;
+}
+
+/* Draws the real coefficients: coef[(f * n_modes + mode) + k * ld] for map k, field f. */
+static qp_err qp_sim_draw(const qp_cls *cls, const qp_sim_options *o, int polarised, int n_modes,
+                          int64_t ld, qp_rng *rng, double *coef) {
+  for (int k = 0; k < o->n_maps; ++k)
+    for (int l = o->ell_min; l <= o->lmax; ++l) {
+      double beam = qp_beam_gaussian(l, o->beam_fwhm_arcmin);
+      if (!polarised) {
+        double sigma = sqrt(fmax(cls->cl[0][l], 0.0)) * beam;
+        for (int m = -l; m <= l; ++m)
+          coef[qp_harmonic_index(l, m, o->ell_min) + k * ld] = sigma * qp_rng_gaussian(rng);
+        continue;
+      }
+      double c[3][3], f[3][3];
+      qp_sim_cov(cls, l, beam, c);
+      QP_CHECK(qp_sim_factor(c, f), QP_ERR_INPUT,
+               "simulate: the TT/EE/BB/TE/TB/EB matrix at ell %d is not positive semidefinite",
+               l);
+      for (int m = -l; m <= l; ++m) {
+        double z[3];
+        for (int a = 0; a < 3; ++a) z[a] = qp_rng_gaussian(rng);
+        int64_t at = qp_harmonic_index(l, m, o->ell_min) + k * ld;
+        for (int a = 0; a < 3; ++a)
+          coef[at + (int64_t)a * n_modes] = f[a][0] * z[0] + f[a][1] * z[1] + f[a][2] * z[2];
+      }
+    }
+  return QP_OK;
+}
+
+qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_pol *pol,
+                       double *maps) {
   QP_CHECK(o->nside >= 1 && o->n_maps >= 1, QP_ERR_INPUT, "simulate: nside and n_maps must be >= 1");
   QP_CHECK(o->ell_min >= 0 && o->lmax >= o->ell_min && o->lmax <= cls->lmax, QP_ERR_INPUT,
            "simulate: need 0 <= ell_min <= lmax <= %d (the C_ell file's last ell), got %d..%d",
            cls->lmax, o->ell_min, o->lmax);
+  const qp_fields fields = pol ? pol->fields : QP_FIELDS_T;
+  QP_CHECK(fields == QP_FIELDS_T || fields == QP_FIELDS_QU || fields == QP_FIELDS_TQU,
+           QP_ERR_INPUT, "simulate: unknown fields %d", (int)fields);
+  const int polarised = fields != QP_FIELDS_T, n_col = qp_simulate_columns(fields);
   const int64_t n_sky = 12 * o->nside * o->nside;
-  const int n_modes = qp_ylm_count(o->ell_min, o->lmax);
+  const int n_modes = qp_harmonic_count(o->ell_min, o->lmax);
+  const int64_t n_coef = (int64_t)n_modes * (polarised ? 3 : 1);
   const int64_t block = 256; /* pixels per harmonic block */
   qp_err err = QP_OK;
-  qp_matrix alm = {0}, ylm = {0}, out = {0};
-  double *lambda = malloc((size_t)(o->lmax + 1) * (size_t)(o->lmax + 2) / 2 * sizeof *lambda);
-  double *row = malloc((size_t)n_modes * sizeof *row);
-  QP_CHECK_GOTO(lambda && row, QP_ERR_NOMEM, done, "simulate: out of memory");
+  /* coef: [T | E | B] coefficients x maps. t_rows: block x modes of t. p_rows: the Q rows then
+   * the U rows of a block (ld 2 block) x [E modes | B modes]. out: T or [Q; U] of a block. */
+  qp_matrix coef = {0}, t_rows = {0}, p_rows = {0}, out = {0};
+  double *work = malloc((size_t)qp_harmonics_work_size(o->lmax) * sizeof *work);
+  double *row = malloc((size_t)n_modes * (polarised ? 5 : 1) * sizeof *row);
+  QP_CHECK_GOTO(work && row, QP_ERR_NOMEM, done, "simulate: out of memory");
   const qp_linalg_ops *ops = qp_linalg_cpu_ops();
-  QP_CALL_GOTO(qp_matrix_create(ops, "sim_alm", QP_TERM_TRANSIENT, n_modes, o->n_maps, &alm), done);
-  QP_CALL_GOTO(qp_matrix_create(ops, "sim_harmonics", QP_TERM_TRANSIENT, block, n_modes, &ylm),
+  QP_CALL_GOTO(qp_matrix_create(ops, "sim_alm", QP_TERM_TRANSIENT, n_coef, o->n_maps, &coef), done);
+  QP_CALL_GOTO(qp_matrix_create(ops, "sim_harmonics", QP_TERM_TRANSIENT, block, n_modes, &t_rows),
                done);
-  QP_CALL_GOTO(qp_matrix_create(ops, "sim_block", QP_TERM_TRANSIENT, block, o->n_maps, &out), done);
+  if (polarised)
+    QP_CALL_GOTO(qp_matrix_create(ops, "sim_harmonics_pol", QP_TERM_TRANSIENT, 2 * block,
+                                  2 * (int64_t)n_modes, &p_rows),
+                 done);
+  QP_CALL_GOTO(qp_matrix_create(ops, "sim_block", QP_TERM_TRANSIENT, (polarised ? 2 : 1) * block,
+                                o->n_maps, &out),
+               done);
 
   qp_rng rng;
   qp_rng_seed(&rng, o->seed);
-  for (int k = 0; k < o->n_maps; ++k)
-    for (int l = o->ell_min; l <= o->lmax; ++l) {
-      double sigma = sqrt(fmax(cls->cl[0][l], 0.0)) * qp_beam_gaussian(l, o->beam_fwhm_arcmin);
-      for (int m = -l; m <= l; ++m)
-        alm.data[qp_ylm_index(l, m, o->ell_min) + (int64_t)k * n_modes] =
-            sigma * qp_rng_gaussian(&rng);
-    }
+  QP_CALL_GOTO(qp_sim_draw(cls, o, polarised, n_modes, n_coef, &rng, coef.data), done);
+  double *t = row, *qe = row + n_modes, *ue = qe + n_modes, *qb = ue + n_modes, *ub = qb + n_modes;
   for (int64_t first = 0; first < n_sky; first += block) {
     int64_t count = n_sky - first < block ? n_sky - first : block;
+    const int64_t pld = 2 * block;
     for (int64_t i = 0; i < count; ++i) {
       double theta, phi;
       pix2ang_ring64(o->nside, first + i, &theta, &phi);
-      qp_ylm_real(o->ell_min, o->lmax, cos(theta), phi, lambda, row);
-      for (int j = 0; j < n_modes; ++j) ylm.data[i + (int64_t)j * block] = row[j];
+      if (!polarised) {
+        qp_harmonics_at(o->ell_min, o->lmax, theta, phi, work, t, NULL, NULL, NULL, NULL);
+      } else {
+        qp_harmonics_at(o->ell_min, o->lmax, theta, phi, work, t, qe, ue, qb, ub);
+        double *pq = p_rows.data + i, *pu = p_rows.data + count + i;
+        const int64_t b_off = (int64_t)n_modes * pld;
+        for (int64_t j = 0; j < n_modes; ++j) {
+          pq[j * pld] = qe[j];
+          pu[j * pld] = ue[j];
+          pq[b_off + j * pld] = qb[j];
+          pu[b_off + j * pld] = ub[j];
+        }
+      }
+      for (int64_t j = 0; j < n_modes; ++j) t_rows.data[i + j * block] = t[j];
     }
-    qp_matrix rows, dest;
-    QP_CALL_GOTO(qp_matrix_view(ops, "sim_harmonics", ylm.data, count, n_modes, block, &rows), done);
-    QP_CALL_GOTO(qp_matrix_view(ops, "sim_block", out.data, count, o->n_maps, block, &dest), done);
+    qp_matrix rows, dest, alm;
+    QP_CALL_GOTO(qp_matrix_view(ops, "sim_harmonics", t_rows.data, count, n_modes, block, &rows),
+                 done);
+    QP_CALL_GOTO(qp_matrix_view(ops, "sim_alm", coef.data, n_modes, o->n_maps, n_coef, &alm), done);
+    QP_CALL_GOTO(qp_matrix_view(ops, "sim_block", out.data, count, o->n_maps, out.ld, &dest), done);
     QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &rows, &alm, 0.0, &dest), done);
     for (int k = 0; k < o->n_maps; ++k)
-      for (int64_t i = 0; i < count; ++i) maps[k * n_sky + first + i] = out.data[i + k * block];
+      for (int64_t i = 0; i < count; ++i)
+        maps[(int64_t)k * n_col * n_sky + first + i] = out.data[i + k * out.ld];
+    if (!polarised) continue;
+    /* [Q; U] of the block = [qe qb; ue ub] [r_E; r_B]. */
+    QP_CALL_GOTO(qp_matrix_view(ops, "sim_harmonics_pol", p_rows.data, 2 * count,
+                                2 * (int64_t)n_modes, pld, &rows),
+                 done);
+    QP_CALL_GOTO(qp_matrix_view(ops, "sim_alm", coef.data + n_modes, 2 * (int64_t)n_modes,
+                                o->n_maps, n_coef, &alm),
+                 done);
+    QP_CALL_GOTO(qp_matrix_view(ops, "sim_block", out.data, 2 * count, o->n_maps, out.ld, &dest),
+                 done);
+    QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &rows, &alm, 0.0, &dest), done);
+    for (int k = 0; k < o->n_maps; ++k)
+      for (int c = 1; c < 3; ++c)
+        for (int64_t i = 0; i < count; ++i)
+          maps[((int64_t)k * n_col + c) * n_sky + first + i] =
+              out.data[(c - 1) * count + i + k * out.ld];
   }
   /* Noise after the signal, map by map, so a map's noise does not depend on lmax. */
-  if (o->noise_variance > 0) {
-    double sd = sqrt(o->noise_variance);
-    for (int k = 0; k < o->n_maps; ++k)
-      for (int64_t i = 0; i < n_sky; ++i) maps[k * n_sky + i] += sd * qp_rng_gaussian(&rng);
-  }
+  for (int k = 0; k < o->n_maps; ++k)
+    for (int c = 0; c < n_col; ++c) {
+      double var = o->noise_variance;
+      if (c > 0 && pol->noise_variance_pol >= 0) var = pol->noise_variance_pol;
+      if (!(var > 0)) continue;
+      double sd = sqrt(var), *map = maps + ((int64_t)k * n_col + c) * n_sky;
+      for (int64_t i = 0; i < n_sky; ++i) map[i] += sd * qp_rng_gaussian(&rng);
+    }
 done:
   free(row);
-  free(lambda);
+  free(work);
   qp_matrix_destroy(&out);
-  qp_matrix_destroy(&ylm);
-  qp_matrix_destroy(&alm);
+  qp_matrix_destroy(&p_rows);
+  qp_matrix_destroy(&t_rows);
+  qp_matrix_destroy(&coef);
   return err;
+}
+
+qp_err qp_simulate_maps(const qp_cls *cls, const qp_sim_options *options, double *maps) {
+  QP_CALL(qp_simulate_sky(cls, options, NULL, maps));
+  return QP_OK;
 }
 
 void qp_simulate_galactic_mask(int64_t nside, double b0_deg, double *mask) {

@@ -1,0 +1,86 @@
+/* harmonics.c: the real T, E and B basis of harmonics.h. The orthonormalised associated
+ * Legendre functions come from the standard stable recursion in l at fixed m; the spin-2
+ * functions from lambda_lm and lambda_l-1,m by the closed forms of harmonics.h. */
+#include "harmonics.h"
+
+#include <math.h>
+#include <stddef.h>
+
+/* lambda[qp_tri(lmax, l, m)] for l >= m: the triangle of lambda_lm, m-major. */
+static inline int64_t qp_tri(int lmax, int l, int m) {
+  return (int64_t)m * (2 * lmax - m + 3) / 2 + (l - m);
+}
+
+/* lambda_lm(x) for 0 <= m <= l <= lmax, with sin theta = st >= 0. */
+static void qp_harmonics_legendre(int lmax, double x, double st, double *lambda) {
+  /* lambda_mm = (-1)^m sqrt((2m+1)/(4pi) (2m-1)!!/(2m)!!) sin^m: built up as a product. */
+  double lmm = sqrt(1.0 / (4.0 * M_PI));
+  for (int m = 0; m <= lmax; ++m) {
+    if (m > 0) lmm *= -sqrt((2.0 * m + 1.0) / (2.0 * m)) * st;
+    lambda[qp_tri(lmax, m, m)] = lmm;
+    if (m + 1 <= lmax) lambda[qp_tri(lmax, m + 1, m)] = x * sqrt(2.0 * m + 3.0) * lmm;
+    for (int l = m + 2; l <= lmax; ++l) {
+      double a = sqrt((4.0 * l * l - 1.0) / ((double)l * l - (double)m * m));
+      double b = sqrt((((double)(l - 1) * (l - 1)) - (double)m * m) /
+                      (4.0 * (double)(l - 1) * (l - 1) - 1.0));
+      lambda[qp_tri(lmax, l, m)] =
+          a * (x * lambda[qp_tri(lmax, l - 1, m)] - b * lambda[qp_tri(lmax, l - 2, m)]);
+    }
+  }
+}
+
+static inline void qp_set(double *row, int64_t i, double v) {
+  if (row) row[i] = v;
+}
+
+void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *lambda, double *t,
+                     double *qe, double *ue, double *qb, double *ub) {
+  const double pole_gap = 1e-10;
+  theta = fmin(fmax(theta, pole_gap), M_PI - pole_gap);
+  const double x = cos(theta), st = sin(theta), s2 = st * st;
+  const int spin2 = qe || ue || qb || ub;
+  qp_harmonics_legendre(lmax, x, st, lambda);
+
+  for (int m = 0; m <= lmax; ++m) {
+    const double c = cos(m * phi), s = sin(m * phi);
+    const double dm = (double)m;
+    for (int l = m > ell_min ? m : ell_min; l <= lmax; ++l) {
+      const double lam = lambda[qp_tri(lmax, l, m)];
+      const int64_t ip = qp_harmonic_index(l, m, ell_min), in = qp_harmonic_index(l, -m, ell_min);
+      if (m == 0) qp_set(t, ip, lam);
+      else {
+        qp_set(t, ip, M_SQRT2 * lam * c);
+        qp_set(t, in, -M_SQRT2 * lam * s);
+      }
+      if (!spin2) continue;
+      double g1 = 0.0, g2 = 0.0;
+      if (l >= 2) {
+        const double dl = (double)l;
+        const double norm = 2.0 / sqrt((dl - 1.0) * dl * (dl + 1.0) * (dl + 2.0));
+        double r_prev = 0.0; /* r_lm lambda_l-1,m */
+        if (l > m)
+          r_prev = sqrt((2.0 * dl + 1.0) * (dl - dm) / ((2.0 * dl - 1.0) * (dl + dm))) *
+                   lambda[qp_tri(lmax, l - 1, m)];
+        g1 = norm * (-((dl - dm * dm) / s2 + dl * (dl - 1.0) / 2.0) * lam +
+                     (dl + dm) * x / s2 * r_prev);
+        g2 = norm * (dm / s2) * ((dl - 1.0) * x * lam - (dl + dm) * r_prev);
+      }
+      if (m == 0) {
+        qp_set(qe, ip, -g1);
+        qp_set(ue, ip, 0.0);
+        qp_set(qb, ip, 0.0);
+        qp_set(ub, ip, -g1);
+      } else {
+        const double h1 = M_SQRT2 * g1, h2 = M_SQRT2 * g2;
+        qp_set(qe, ip, -h1 * c);
+        qp_set(ue, ip, h2 * s);
+        qp_set(qb, ip, -h2 * s);
+        qp_set(ub, ip, -h1 * c);
+        qp_set(qe, in, h1 * s);
+        qp_set(ue, in, h2 * c);
+        qp_set(qb, in, -h2 * c);
+        qp_set(ub, in, h1 * s);
+      }
+    }
+  }
+}

@@ -1,0 +1,61 @@
+/* harmonics.h: the real spherical-harmonic basis of temperature (spin 0) and polarisation
+ * (spin 2, E and B patterns in Q and U), in healpy's convention, at one direction.
+ *
+ * The basis is DEFINED by healpy (COSMO polarisation convention). Real coefficients r_lm map to
+ * healpy's complex a_lm by a_l0 = r_l0 and, for m > 0, a_lm = (r_l,m + i r_l,-m) / sqrt(2).
+ * So basis(l, m > 0) is the map healpy.alm2map([T, E, B], pol=True) makes from the single
+ * a_lm = 1/sqrt(2), basis(l, -m) the map of a_lm = i/sqrt(2), basis(l, 0) the map of a_l0 = 1
+ * (in the T alm for t, the E alm for (qe, ue), the B alm for (qb, ub)). A map
+ * sum_lm r_lm basis_lm with real r_lm ~ N(0, C_l) (3x3 TEB correlations per (l, m)) then has
+ * healpy's covariance (QML.md 1), and S = V^T Lambda V for V the rows of this basis (QML.md 3).
+ *
+ * With lambda_lm the orthonormalised associated Legendre functions (Condon-Shortley phase
+ * included), x = cos theta, s2 = sin^2 theta, N_l = 2 / sqrt((l-1) l (l+1) (l+2)),
+ * r_lm = sqrt((2l+1)(l-m) / ((2l-1)(l+m))) (lambda_l-1,m = 0 when l-1 < m), and for m >= 0
+ *   G1_lm = N_l ( -((l - m^2)/s2 + l(l-1)/2) lambda_lm + (l+m) x/s2 r_lm lambda_l-1,m )
+ *   G2_lm = N_l (m/s2) ( (l-1) x lambda_lm - (l+m) r_lm lambda_l-1,m ),
+ * the basis functions are (c = cos(m phi), s = sin(m phi), m > 0):
+ *            m = 0          (l, m)                       (l, -m)
+ *   t        lambda_l0      sqrt2 lambda c               -sqrt2 lambda s
+ *   qe, ue   -G1, 0         -sqrt2 G1 c,  sqrt2 G2 s     sqrt2 G1 s,  sqrt2 G2 c
+ *   qb, ub   0, -G1         -sqrt2 G2 s, -sqrt2 G1 c     -sqrt2 G2 c, sqrt2 G1 s
+ * Spin-2 functions vanish for l < 2. tests/unit/test_harmonics.c checks every pixel of an
+ * nside-4 map against healpy (tests/data/healpy_harmonics_nside4.txt, made by
+ * tools/make_healpy_reference.py). */
+#ifndef QP_HARMONICS_H
+#define QP_HARMONICS_H
+
+#include <stdint.h>
+
+/** Index of (l, m), -l <= m <= l, in a row of basis values that starts at l = ell_min:
+ *  l^2 - ell_min^2 + l + m. Valid for l < 46340 (int range). */
+static inline int qp_harmonic_index(int l, int m, int ell_min) {
+  return l * l - ell_min * ell_min + l + m;
+}
+
+/** Number of (l, m) with ell_min <= l <= lmax: (lmax+1)^2 - ell_min^2 (per field). */
+static inline int qp_harmonic_count(int ell_min, int lmax) {
+  return (lmax + 1) * (lmax + 1) - ell_min * ell_min;
+}
+
+/** Number of doubles the `work` argument of qp_harmonics_at needs: (lmax+1)(lmax+2)/2. */
+static inline int64_t qp_harmonics_work_size(int lmax) {
+  return (int64_t)(lmax + 1) * (lmax + 2) / 2;
+}
+
+/** Evaluates the real basis at the direction (theta, phi) (colatitude and longitude in
+ *  radians, as chealpix pix2ang_ring64 returns them) for every l in [ell_min, lmax] and
+ *  m in [-l, l]: out[qp_harmonic_index(l, m, ell_min)] for each requested output.
+ *  - ell_min, lmax: 0 <= ell_min <= lmax.
+ *  - work (scratch): qp_harmonics_work_size(lmax) doubles, host memory.
+ *  - t, qe, ue, qb, ub (out): qp_harmonic_count(ell_min, lmax) doubles each, host memory: the
+ *    temperature basis, and the Q and U of the E and B patterns. Any may be NULL (not
+ *    computed). Spin-2 entries with l < 2 are set to 0.
+ *  Directions must not be at the poles: the spin-2 formulas divide by sin^2 theta. HEALPix
+ *  pixel centres never are. For fail-safety, theta closer than 1e-10 to 0 or pi is moved to
+ *  1e-10 from the pole; the values are then finite but not accurate.
+ *  Cost O(lmax^2); no allocation, no failure, thread-safe (distinct work arrays). */
+void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *work, double *t,
+                     double *qe, double *ue, double *qb, double *ub);
+
+#endif
