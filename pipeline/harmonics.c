@@ -47,7 +47,8 @@ void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *la
     for (int l = m > ell_min ? m : ell_min; l <= lmax; ++l) {
       const double lam = lambda[qp_tri(lmax, l, m)];
       const int64_t ip = qp_harmonic_index(l, m, ell_min), in = qp_harmonic_index(l, -m, ell_min);
-      if (m == 0) qp_set(t, ip, lam);
+      if (m == 0)
+        qp_set(t, ip, lam);
       else {
         qp_set(t, ip, M_SQRT2 * lam * c);
         qp_set(t, in, -M_SQRT2 * lam * s);
@@ -61,8 +62,8 @@ void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *la
         if (l > m)
           r_prev = sqrt((2.0 * dl + 1.0) * (dl - dm) / ((2.0 * dl - 1.0) * (dl + dm))) *
                    lambda[qp_tri(lmax, l - 1, m)];
-        g1 = norm * (-((dl - dm * dm) / s2 + dl * (dl - 1.0) / 2.0) * lam +
-                     (dl + dm) * x / s2 * r_prev);
+        g1 = norm *
+             (-((dl - dm * dm) / s2 + dl * (dl - 1.0) / 2.0) * lam + (dl + dm) * x / s2 * r_prev);
         g2 = norm * (dm / s2) * ((dl - 1.0) * x * lam - (dl + dm) * r_prev);
       }
       if (m == 0) {

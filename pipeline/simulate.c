@@ -11,7 +11,6 @@
 #include "legendre.h"
 #include "matrix.h"
 
-
 /* xoshiro256** seeded by splitmix64: small, fast, and the same on every machine. */
 typedef struct qp_rng {
   uint64_t s[4];
@@ -151,17 +150,16 @@ qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_
   qp_rng rng;
   qp_rng_seed(&rng, o->seed);
   QP_CALL_GOTO(qp_sim_draw(cls, o, polarised, n_modes, n_coef, &rng, coef.data), done);
-  double *t = row, *qe = row + n_modes, *ue = qe + n_modes, *qb = ue + n_modes, *ub = qb + n_modes;
+  double *t = row, *qe = NULL, *ue = NULL, *qb = NULL, *ub = NULL;
+  if (polarised) qe = row + n_modes, ue = qe + n_modes, qb = ue + n_modes, ub = qb + n_modes;
   for (int64_t first = 0; first < n_sky; first += block) {
     int64_t count = n_sky - first < block ? n_sky - first : block;
     const int64_t pld = 2 * block;
     for (int64_t i = 0; i < count; ++i) {
       double theta, phi;
       pix2ang_ring64(o->nside, first + i, &theta, &phi);
-      if (!polarised) {
-        qp_harmonics_at(o->ell_min, o->lmax, theta, phi, work, t, NULL, NULL, NULL, NULL);
-      } else {
-        qp_harmonics_at(o->ell_min, o->lmax, theta, phi, work, t, qe, ue, qb, ub);
+      qp_harmonics_at(o->ell_min, o->lmax, theta, phi, work, t, qe, ue, qb, ub);
+      if (polarised) {
         double *pq = p_rows.data + i, *pu = p_rows.data + count + i;
         const int64_t b_off = (int64_t)n_modes * pld;
         for (int64_t j = 0; j < n_modes; ++j) {

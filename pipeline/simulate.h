@@ -11,9 +11,9 @@
 
 typedef struct qp_sim_options {
   int64_t nside;
-  int ell_min, lmax;        /* signal multipoles drawn */
-  double noise_variance;    /* white noise per pixel in T; 0 for none */
-  double beam_fwhm_arcmin;  /* Gaussian beam applied to the signal (T and P alike) */
+  int ell_min, lmax;       /* signal multipoles drawn */
+  double noise_variance;   /* white noise per pixel in T; 0 for none */
+  double beam_fwhm_arcmin; /* Gaussian beam applied to the signal (T and P alike) */
   int n_maps;
   uint64_t seed;
 } qp_sim_options;

@@ -29,12 +29,14 @@ static void rows_init(basis_rows *b, int ell_min, int lmax) {
   b->lmax = lmax;
   b->n = qp_harmonic_count(ell_min, lmax);
   b->work = malloc((size_t)qp_harmonics_work_size(lmax) * sizeof(double));
-  for (int k = 0; k < KINDS; ++k) b->out[k] = malloc((size_t)b->n * sizeof(double));
+  for (int k = 0; k < KINDS; ++k)
+    b->out[k] = malloc((size_t)b->n * sizeof(double));
 }
 
 static void rows_free(basis_rows *b) {
   free(b->work);
-  for (int k = 0; k < KINDS; ++k) free(b->out[k]);
+  for (int k = 0; k < KINDS; ++k)
+    free(b->out[k]);
 }
 
 static void rows_eval(basis_rows *b, double theta, double phi) {
@@ -64,8 +66,8 @@ static void check_healpy(const char *path) {
     int l, m;
     long pix;
     double ref[KINDS];
-    int got = sscanf(line, "%d %d %ld %lf %lf %lf %lf %lf", &l, &m, &pix, &ref[0], &ref[1],
-                     &ref[2], &ref[3], &ref[4]);
+    int got = sscanf(line, "%d %d %ld %lf %lf %lf %lf %lf", &l, &m, &pix, &ref[0], &ref[1], &ref[2],
+                     &ref[3], &ref[4]);
     TEST_ASSERT(got == 8 && nside > 0 && l >= 0 && l <= lmax && abs(m) <= l && pix >= 0 &&
                     pix < 12 * nside * nside,
                 "bad reference line: %s", line);
@@ -119,8 +121,7 @@ static void check_addition(void) {
       }
       double want = (2 * l + 1) / (4 * M_PI) * p[l], d = fabs(sum - want);
       if (d > worst) worst = d;
-      TEST_ASSERT(d <= 1e-12, "addition theorem l %d pair %d: %.17g vs %.17g", l, pair, sum,
-                  want);
+      TEST_ASSERT(d <= 1e-12, "addition theorem l %d pair %d: %.17g vs %.17g", l, pair, sum, want);
     }
   }
   printf("addition theorem, 50 random pairs, l <= %d: largest |diff| %.2e\n", lmax, worst);
