@@ -17,6 +17,17 @@ double qp_fixture_cl(const qp_fixture *f, int l) {
   return f->cl_flat > 0 ? f->cl_flat : 2.0 * M_PI * f->dl_flat / ((double)l * (l + 1));
 }
 
+double qp_fixture_cl_spectrum(const qp_fixture *f, qp_spectrum s, int l) {
+  const double tt = qp_fixture_cl(f, l), ee = f->ee_ratio * tt;
+  switch (s) {
+  case QP_TT: return tt;
+  case QP_EE: return ee;
+  case QP_BB: return f->bb_ratio * tt;
+  case QP_TE: return f->te_corr * sqrt(tt * ee);
+  default: return 0.0;
+  }
+}
+
 qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg) {
   qp_config_defaults(cfg);
   const int64_t n_sky = 12 * f->nside * f->nside;
@@ -24,28 +35,39 @@ qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg) {
   cls.lmax = (int)(3 * f->nside);
   cls.n_columns = 4;
   for (int s = 0; s < 6; ++s) cls.cl[s] = calloc((size_t)cls.lmax + 1, sizeof(double));
-  for (int l = 0; l <= cls.lmax; ++l) cls.cl[0][l] = qp_fixture_cl(f, l);
+  for (int sp = 0; sp < 6; ++sp)
+    for (int l = 0; l <= cls.lmax; ++l) cls.cl[sp][l] = qp_fixture_cl_spectrum(f, sp, l);
   snprintf(cfg->cls, sizeof cfg->cls, "%s_cls.txt", f->name);
   qp_err err = qp_cls_write(cfg->cls, &cls);
   double *sky = NULL;
+  const int n_col = qp_simulate_columns(f->fields);
   if (err == QP_OK)
-    err = QP_ALLOC_DOUBLES("fixture_sky", QP_TERM_TRANSIENT, n_sky * f->n_maps, &sky);
-  qp_sim_options sim = {f->nside, f->ell_min, f->sim_lmax, f->noise_variance, 0.0, f->n_maps,
-                        f->seed};
-  if (err == QP_OK) err = qp_simulate_maps(&cls, &sim, sky);
-  const char *names[] = {"TEMPERATURE"};
+    err = QP_ALLOC_DOUBLES("fixture_sky", QP_TERM_TRANSIENT, n_sky * n_col * f->n_maps, &sky);
+  qp_sim_options sim = {.nside = f->nside,
+                        .ell_min = f->ell_min,
+                        .lmax = f->sim_lmax,
+                        .noise_variance = f->noise_variance,
+                        .n_maps = f->n_maps,
+                        .seed = f->seed};
+  qp_sim_pol pol = {.fields = f->fields,
+                    .noise_variance_pol =
+                        f->noise_variance_pol > 0 ? f->noise_variance_pol : f->noise_variance};
+  if (err == QP_OK) err = qp_simulate_sky(&cls, &sim, &pol, sky);
+  const char *names[] = {"TEMPERATURE", "Q_POLARISATION", "U_POLARISATION"};
   cfg->n_maps = f->n_maps;
   cfg->maps = calloc((size_t)f->n_maps, sizeof *cfg->maps);
   for (int k = 0; err == QP_OK && k < f->n_maps; ++k) {
     snprintf(cfg->maps[k], sizeof cfg->maps[k], "%s_map_%04d.fits", f->name, k);
-    const double *col[] = {sky + k * n_sky};
-    err = qp_fits_map_write(cfg->maps[k], f->nside, 1, names, col);
+    const double *col[3];
+    for (int c = 0; c < n_col; ++c) col[c] = sky + ((int64_t)k * n_col + c) * n_sky;
+    err = qp_fits_map_write(cfg->maps[k], f->nside, n_col, names, col);
   }
   if (err == QP_OK) {
     qp_simulate_galactic_mask(f->nside, f->cut_deg, sky);
     snprintf(cfg->mask, sizeof cfg->mask, "%s_mask.fits", f->name);
     const double *col[] = {sky};
-    err = qp_fits_map_write(cfg->mask, f->nside, 1, names, col);
+    const char *mask_name[] = {"MASK"};
+    err = qp_fits_map_write(cfg->mask, f->nside, 1, mask_name, col);
   }
   qp_budget_free(sky);
   qp_cls_free(&cls);
@@ -55,6 +77,14 @@ qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg) {
   cfg->bin_width = f->bin_width;
   cfg->noise_kind = QP_NOISE_VARIANCE;
   cfg->noise_variance = f->noise_variance;
+  cfg->noise_variance_pol = f->noise_variance_pol > 0 ? f->noise_variance_pol : f->noise_variance;
+  cfg->fields = f->fields;
+  static const qp_spectrum defaults[3][4] = {
+      {QP_TT}, {QP_EE, QP_BB}, {QP_TT, QP_EE, QP_BB, QP_TE}};
+  static const int n_defaults[3] = {1, 2, 4};
+  cfg->n_spectra = f->n_spectra ? f->n_spectra : n_defaults[f->fields];
+  for (int i = 0; i < cfg->n_spectra; ++i)
+    cfg->spectra[i] = f->n_spectra ? f->spectra[i] : defaults[f->fields][i];
   cfg->path = QP_PATH_PIXEL_DIRECT;
   snprintf(cfg->output, sizeof cfg->output, "%s_results.h5", f->name);
   snprintf(cfg->source, sizeof cfg->source, "(test %s)", f->name);

@@ -20,6 +20,13 @@ typedef struct qp_fixture {
   double cl_flat;       /* C_l = cl_flat (constant) when > 0 ... */
   double dl_flat;       /* ... else C_l = 2 pi dl_flat / (l (l+1)) */
   uint64_t seed;
+  /* polarisation (all zero: temperature only) */
+  qp_fields fields;          /* QP_FIELDS_T (default), QU or TQU */
+  double noise_variance_pol; /* Q and U; <= 0: noise_variance */
+  double ee_ratio, bb_ratio; /* C^EE = ee_ratio C^TT, C^BB = bb_ratio C^TT */
+  double te_corr;            /* C^TE = te_corr sqrt(C^TT C^EE) */
+  int n_spectra;             /* 0: TT for T, EE BB for QU, TT EE BB TE for TQU */
+  qp_spectrum spectra[6];
 } qp_fixture;
 
 /** Writes <name>_mask.fits, <name>_map_*.fits, <name>_cls.txt and fills *cfg (defaults plus
@@ -27,7 +34,9 @@ typedef struct qp_fixture {
 qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg);
 /** Runs every stage on cfg, quietly and without a results file (qp_driver_run). */
 qp_err qp_fixture_run(const qp_config *cfg, qp_problem *p, qp_meter_sample *baseline);
-/** C_l of the fixture. */
+/** C_l^TT of the fixture. */
 double qp_fixture_cl(const qp_fixture *f, int l);
+/** C_l of spectrum s (QP_TT..QP_EB) of the fixture. */
+double qp_fixture_cl_spectrum(const qp_fixture *f, qp_spectrum s, int l);
 
 #endif
