@@ -141,6 +141,13 @@ static void qp_mirror_lower(double *a, int64_t n) {
 
 void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
                              double *slots, size_t slot_stride) {
+  qp_pixel_matrices_build_range(p, cov, p->cfg->ell_min, p->cfg->lmax_signal, first_param,
+                                n_slots, slots, slot_stride);
+}
+
+void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
+                                   int first_param, int n_slots, double *slots,
+                                   size_t slot_stride) {
   const qp_config *cfg = p->cfg;
   const int n_targets = (cov ? 1 : 0) + n_slots;
   qp_target *targets = calloc((size_t)n_targets, sizeof *targets);
@@ -158,10 +165,10 @@ void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, 
   }
   int lmax = 0, k = 0;
   if (cov) {
-    targets[k] = (qp_target){cov, cfg->ell_min, cfg->lmax_signal, {0}};
+    targets[k] = (qp_target){cov, cov_lo, cov_hi, {0}};
     for (int s = 0; s < 6; ++s)
       targets[k].coeff[s] = cl_weight[s];
-    lmax = cfg->lmax_signal;
+    lmax = cov_hi;
     ++k;
   }
   for (int q = first_param; q < first_param + n_slots; ++q, ++k) {

@@ -24,4 +24,10 @@
 void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
                              double *slots, size_t slot_stride);
 
+/** The same with S summed over cov_lo <= l <= cov_hi only (inside [ell_min, lmax_signal]):
+ *  S_fixed of the switch is the range (lmax, lmax_signal]. */
+void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
+                                   int first_param, int n_slots, double *slots,
+                                   size_t slot_stride);
+
 #endif

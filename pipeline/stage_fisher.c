@@ -7,21 +7,35 @@
 #include "stages.h"
 #include "terms.h"
 
-/* slot <- L^-1 N L^-T. For diagonal N, D L^-T is written directly (entry (i,j) is
- * d_i L^-1_ji), leaving one triangular product; a dense N takes two. */
+/* slot <- L^-1 N_eff L^-T, N_eff = N + S_fixed: with lmax < lmax_signal the multipoles
+ * (lmax, lmax_signal] are in C but not estimated, so <y_p> = sum_q F_pq C_q + tr(N_eff E_p)
+ * and the bias removes them with the noise (QML.md 3, the switch). For a diagonal N and no
+ * switch, D L^-T is written directly (entry (i,j) is d_i L^-1_ji), leaving one triangular
+ * product; otherwise N_eff is formed in the slot and takes two. */
 static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
+  const qp_config *cfg = p->cfg;
   const int64_t n = p->n_pix;
   const double *linv = p->cov.data;
-  if (p->noise_variance) {
+  const int switched = cfg->lmax < cfg->lmax_signal;
+  if (p->noise_variance && !switched) {
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < n; ++i)
         slot->data[i + j * n] = j >= i ? p->noise_variance[i] * linv[j + i * n] : 0.0;
     QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
-  } else {
-    memcpy(slot->data, p->noise.data, (size_t)(n * n) * sizeof(double));
-    QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
-    QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, slot));
+    return QP_OK;
   }
+  if (switched) {
+    qp_pixel_matrices_build_range(p, slot->data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0);
+  } else {
+    memset(slot->data, 0, (size_t)(n * n) * sizeof(double));
+  }
+  if (p->noise_variance) {
+    for (int64_t i = 0; i < n; ++i) slot->data[i + i * n] += p->noise_variance[i];
+  } else {
+    for (int64_t k = 0; k < n * n; ++k) slot->data[k] += p->noise.data[k];
+  }
+  QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
+  QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, slot));
   return QP_OK;
 }
 

@@ -23,12 +23,14 @@
 #include "fixture.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
+#include "simulate.h"
 #include "test_util.h"
 
 extern char **environ;
 
 #define WORK_DIR "bad_inputs.d"
 #define BASE "bad"          /* the fixture's file prefix */
+#define POL BASE "pol"      /* the polarised (TQU) fixture's file prefix */
 #define BASE_NSIDE 8
 #define BASE_LMAX 10 /* <= 3 nside - 1 for nside 4 too, so case nside reaches the maps */
 
@@ -107,12 +109,15 @@ static qp_err write_map(const char *path, int64_t nside, double value, int64_t p
 /* Configs */
 
 typedef struct case_config {
-  const char *maps;   /* YAML list; default the fixture's map */
-  const char *mask;   /* default the fixture's mask */
-  const char *noise;  /* YAML mapping; default {variance: 1} */
-  int lmax;           /* default BASE_LMAX (lmax_signal = lmax) */
-  const char *memory; /* YAML mapping; default {host_limit: 8GiB} */
-  const char *extra;  /* more lines, or NULL */
+  const char *maps;    /* YAML list; default the fixture's map */
+  const char *mask;    /* default the fixture's mask */
+  const char *fields;  /* default T */
+  const char *spectra; /* YAML list; default [TT] */
+  const char *noise;   /* YAML mapping; default {variance: 1} */
+  int lmax;            /* default BASE_LMAX */
+  int lmax_signal;     /* default lmax */
+  const char *memory;  /* YAML mapping; default {host_limit: 8GiB} */
+  const char *extra;   /* more lines (e.g. mask_pol), or NULL */
 } case_config;
 
 /* Writes <name>.yaml in the cwd (output <name>_results.h5); paths are relative to it. */
@@ -122,14 +127,15 @@ static int write_config(const char *name, const case_config *c) {
   FILE *f = fopen(path, "w");
   if (!f) return 0;
   const int lmax = c->lmax ? c->lmax : BASE_LMAX;
+  const int lmax_signal = c->lmax_signal ? c->lmax_signal : lmax;
   fprintf(f,
           "# case %s of test_bad_inputs\n"
           "maps: %s\n"
           "mask: %s\n"
-          "fields: T\n"
+          "fields: %s\n"
           "cls: " BASE "_cls.txt\n"
           "noise: %s\n"
-          "spectra: [TT]\n"
+          "spectra: %s\n"
           "ell_min: 2\n"
           "lmax: %d\n"
           "lmax_signal: %d\n"
@@ -140,8 +146,10 @@ static int write_config(const char *name, const case_config *c) {
           "memory: %s\n"
           "%s",
           name, c->maps ? c->maps : "[" BASE "_map_0000.fits]",
-          c->mask ? c->mask : BASE "_mask.fits", c->noise ? c->noise : "{variance: 1.0}", lmax,
-          lmax, name, c->memory ? c->memory : "{host_limit: 8GiB}", c->extra ? c->extra : "");
+          c->mask ? c->mask : BASE "_mask.fits", c->fields ? c->fields : "T",
+          c->noise ? c->noise : "{variance: 1.0}", c->spectra ? c->spectra : "[TT]", lmax,
+          lmax_signal, name, c->memory ? c->memory : "{host_limit: 8GiB}",
+          c->extra ? c->extra : "");
   return fclose(f) == 0;
 }
 
@@ -259,32 +267,50 @@ static void report(const char *name, int failures_before, const run_result *r) {
 /* ---------------------------------------------------------------------------------------- */
 /* The base problem */
 
+/* The observed (nonzero) pixels of a mask file: their number, the first one's RING index. */
+static int64_t count_observed(const char *path, int64_t *first, int64_t *n_sky) {
+  qp_healpix_info info;
+  int failures = qp_test_failures;
+  TEST_OK(qp_fits_map_info(path, &info));
+  if (qp_test_failures != failures) return 0;
+  double *mask = malloc((size_t)info.n_sky * sizeof *mask);
+  TEST_OK(qp_fits_map_read(path, &info, 0, mask));
+  int64_t n = 0;
+  if (first) *first = -1;
+  for (int64_t i = 0; i < info.n_sky; ++i)
+    if (mask[i] != 0.0) {
+      if (first && *first < 0) *first = i;
+      ++n;
+    }
+  free(mask);
+  if (n_sky) *n_sky = info.n_sky;
+  return n;
+}
+
+/* BASE: temperature maps (one column). POL: the same problem with fields TQU (maps with
+ * columns I, Q, U, as healpy writes them) and the same mask. Both C_ell files hold TT, EE,
+ * BB and TE. */
 static int make_base(void) {
   qp_fixture f = {.name = BASE, .nside = BASE_NSIDE, .cut_deg = 30, .ell_min = 2,
                   .lmax = BASE_LMAX, .lmax_signal = BASE_LMAX, .bin_width = 3,
                   .sim_lmax = BASE_LMAX, .n_maps = 1, .noise_variance = 1.0, .cl_flat = 1.0,
-                  .seed = 7};
+                  .seed = 7, .ee_ratio = 0.5, .bb_ratio = 0.2, .te_corr = 0.3};
   qp_config cfg;
   int failures = qp_test_failures;
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_config_free(&cfg);
-  /* The observed pixels of the mask it wrote (case not_posdef needs their number). */
-  qp_healpix_info info;
-  TEST_OK(qp_fits_map_info(BASE "_mask.fits", &info));
+  f.name = POL;
+  f.fields = QP_FIELDS_TQU;
+  f.noise_variance_pol = 2.0;
+  TEST_OK(qp_fixture_write(&f, &cfg));
+  qp_config_free(&cfg);
   if (qp_test_failures != failures) return 0;
-  double *mask = malloc((size_t)info.n_sky * sizeof *mask);
-  TEST_OK(qp_fits_map_read(BASE "_mask.fits", &info, 0, mask));
-  base_n_pix = 0;
-  first_observed = -1;
-  for (int64_t i = 0; i < info.n_sky; ++i)
-    if (mask[i] != 0.0) {
-      if (first_observed < 0) first_observed = i;
-      ++base_n_pix;
-    }
-  free(mask);
-  TEST_ASSERT(base_n_pix > 0 && base_n_pix < info.n_sky,
+  /* The observed pixels of the mask it wrote (case not_posdef needs their number). */
+  int64_t n_sky = 0;
+  base_n_pix = count_observed(BASE "_mask.fits", &first_observed, &n_sky);
+  TEST_ASSERT(base_n_pix > 0 && base_n_pix < n_sky,
               "base mask should be partial, has %lld of %lld pixels", (long long)base_n_pix,
-              (long long)info.n_sky);
+              (long long)n_sky);
   printf("base problem: nside %d, %lld observed pixels, lmax %d\n", BASE_NSIDE,
          (long long)base_n_pix, BASE_LMAX);
   return qp_test_failures == failures;
@@ -451,6 +477,116 @@ static void case_budget_cli(void) {
   run_free(&r);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Polarisation */
+
+/* 10. fields QU with the temperature-only map (one column). */
+static void case_qu_one_column_map(void) {
+  int before = qp_test_failures;
+  case_config c = {.fields = "QU", .spectra = "[EE, BB]"};
+  TEST_ASSERT(write_config("qu_one_column_map", &c), "cannot write config");
+  const char *words[] = {BASE "_map_0000.fits", "1 column", "Q and U", NULL};
+  run_result r;
+  run_bad_config("qu_one_column_map", QP_ERR_INPUT, words, &r);
+  report("qu_one_column_map", before, &r);
+  run_free(&r);
+}
+
+/* 11. mask_pol of nside 4 against a mask of nside 8. */
+static void case_mask_pol_nside(void) {
+  int before = qp_test_failures;
+  TEST_OK(write_map("nside4_mask_pol.fits", 4, 1.0, -1, 0.0));
+  case_config c = {.maps = "[" POL "_map_0000.fits]", .fields = "TQU",
+                   .spectra = "[TT, EE, BB, TE]", .extra = "mask_pol: nside4_mask_pol.fits\n"};
+  TEST_ASSERT(write_config("mask_pol_nside", &c), "cannot write config");
+  const char *words[] = {"nside", "nside4_mask_pol.fits", BASE "_mask.fits", NULL};
+  run_result r;
+  run_bad_config("mask_pol_nside", QP_ERR_INPUT, words, &r);
+  report("mask_pol_nside", before, &r);
+  run_free(&r);
+}
+
+/* 12. spectra [TE] with fields QU: a config error. */
+static void case_te_without_t(void) {
+  int before = qp_test_failures;
+  case_config c = {.maps = "[" POL "_map_0000.fits]", .fields = "QU", .spectra = "[TE]"};
+  TEST_ASSERT(write_config("te_without_t", &c), "cannot write config");
+  const char *words[] = {"te_without_t.yaml", "TE", "fields QU", NULL};
+  run_result r;
+  run_bad_config("te_without_t", QP_ERR_INPUT, words, &r);
+  report("te_without_t", before, &r);
+  run_free(&r);
+}
+
+/* 13. lmax_signal below lmax. */
+static void case_lmax_signal_small(void) {
+  int before = qp_test_failures;
+  case_config c = {.maps = "[" POL "_map_0000.fits]", .fields = "TQU",
+                   .spectra = "[TT, EE, BB, TE]", .lmax_signal = BASE_LMAX - 2};
+  TEST_ASSERT(write_config("lmax_signal_small", &c), "cannot write config");
+  const char *words[] = {"lmax_signal_small.yaml", "lmax_signal", "must be >= lmax", NULL};
+  run_result r;
+  run_bad_config("lmax_signal_small", QP_ERR_INPUT, words, &r);
+  report("lmax_signal_small", before, &r);
+  run_free(&r);
+}
+
+/* 14. fields QU with a noise variance map of one column (T only). */
+static void case_qu_one_column_variance(void) {
+  int before = qp_test_failures;
+  TEST_OK(write_map("variance_t_only.fits", BASE_NSIDE, 1.0, -1, 0.0));
+  case_config c = {.maps = "[" POL "_map_0000.fits]", .fields = "QU", .spectra = "[EE, BB]",
+                   .noise = "{variance_map: variance_t_only.fits}"};
+  TEST_ASSERT(write_config("qu_one_column_variance", &c), "cannot write config");
+  const char *words[] = {"noise variance map", "variance_t_only.fits", "1 column", "Q and U",
+                         NULL};
+  run_result r;
+  run_bad_config("qu_one_column_variance", QP_ERR_INPUT, words, &r);
+  report("qu_one_column_variance", before, &r);
+  run_free(&r);
+}
+
+/* 15. Positive control of polarisation: TQU, all six spectra, a wider cut for Q and U
+ *     (mask_pol), noise {variance_t, variance_p}: exit 0, a results file, and the positions
+ *     are the mask's T pixels plus mask_pol's polarisation pixels. */
+static void case_pol_control(void) {
+  int before = qp_test_failures;
+  const int64_t n_sky = 12 * BASE_NSIDE * BASE_NSIDE;
+  double *sky = malloc((size_t)n_sky * sizeof *sky);
+  qp_simulate_galactic_mask(BASE_NSIDE, 50.0, sky);
+  const char *names[] = {"MASK"};
+  const double *columns[] = {sky};
+  TEST_OK(qp_fits_map_write("pol_mask_wide.fits", BASE_NSIDE, 1, names, columns));
+  free(sky);
+  const int64_t n_obs_p = count_observed("pol_mask_wide.fits", NULL, NULL);
+  TEST_ASSERT(n_obs_p > 0 && n_obs_p < base_n_pix,
+              "pol_control: mask_pol should observe fewer pixels (%lld) than the mask (%lld)",
+              (long long)n_obs_p, (long long)base_n_pix);
+  case_config c = {.maps = "[" POL "_map_0000.fits]", .fields = "TQU",
+                   .spectra = "[TT, EE, BB, TE, TB, EB]",
+                   .noise = "{variance_t: 1.0, variance_p: 2.0}",
+                   .extra = "mask_pol: pol_mask_wide.fits\n"};
+  TEST_ASSERT(write_config("pol_control", &c), "cannot write config");
+  const char *args[] = {"run", "pol_control.yaml", NULL};
+  run_result r;
+  run_qmlpipe("pol_control", args, &r);
+  TEST_ASSERT(r.exited && r.status == 0, "pol_control: exit status %d (signal %d), expected 0",
+              r.status, r.signal);
+  TEST_ASSERT(file_exists("pol_control_results.h5"), "pol_control: no results file written");
+  char positions[64];
+  snprintf(positions, sizeof positions, "%lld observed pixels", (long long)(base_n_pix + n_obs_p));
+  TEST_ASSERT(strstr(r.out, positions) != NULL, "pol_control: stdout lacks '%s'", positions);
+  TEST_ASSERT(strstr(r.out, "18 parameter(s)") != NULL,
+              "pol_control: stdout lacks '18 parameter(s)' (6 spectra x 3 bins)");
+  char tmp[1024];
+  TEST_ASSERT(find_tmp_files(tmp, sizeof tmp) == 0, "pol_control: temporary files left: %s",
+              tmp);
+  unlink("pol_control_results.h5");
+  report("pol_control", before, &r);
+  if (qp_test_failures != before) fprintf(stderr, "  --- stdout ---\n%s  ---\n", r.out);
+  run_free(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_bad_inputs PATH_OF_QMLPIPE\n");
@@ -481,6 +617,12 @@ int main(int argc, char **argv) {
   case_host_limit();
   case_unknown_key();
   case_budget_cli();
+  case_qu_one_column_map();
+  case_mask_pol_nside();
+  case_te_without_t();
+  case_lmax_signal_small();
+  case_qu_one_column_variance();
+  case_pol_control();
   printf("%d failed check(s), %.2f s\n", qp_test_failures, now_s() - t0);
   if (qp_test_failures == 0) remove_dir_files(".");
   return TEST_RETURN();

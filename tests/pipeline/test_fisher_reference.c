@@ -1,6 +1,7 @@
 /* test_fisher_reference: on a small masked sky, F, the noise bias b and the raw quadratic y
  * of the pipeline equal a direct dense evaluation of QML.md 2,
- *   F_pq = 1/2 tr(C^-1 P_p C^-1 P_q), b_p = tr(N E_p), y_p = x^T E_p x,
+ *   F_pq = 1/2 tr(C^-1 P_p C^-1 P_q), b_p = tr(N_eff E_p), y_p = x^T E_p x,
+ * (N_eff = N + S_fixed: lmax 8 < lmax_signal 11 here, the switch of QML.md 3)
  * with C^-1 from dpotri and the products from dgemm, to 1e-10 relative; with a Gaussian beam,
  * for a noise variance map (diagonal N varying over the sky) and for a dense (correlated)
  * noise covariance from HDF5. */
@@ -54,15 +55,20 @@ static void check_against_reference(const qp_fixture *f, const qp_problem *p, co
   double *a = calloc((size_t)(np * n * n), sizeof *a);
   double *e = calloc((size_t)(n * n), sizeof *e);
   double *tmp = calloc((size_t)(n * n), sizeof *tmp);
+  double *n_eff = calloc((size_t)(n * n), sizeof *n_eff);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < n; ++i) {
       double z = dot3(p->vectors + 3 * i, p->vectors + 3 * j);
       if (z > 1) z = 1;
       if (z < -1) z = -1;
-      double s = noise[i + j * n];
-      for (int l = f->ell_min; l <= f->lmax_signal; ++l)
-        s += qp_fixture_cl(f, l) * ell_weight(l) * legendre_at(l, z);
+      double s = noise[i + j * n], fixed = 0;
+      for (int l = f->ell_min; l <= f->lmax_signal; ++l) {
+        double term = qp_fixture_cl(f, l) * ell_weight(l) * legendre_at(l, z);
+        s += term;
+        if (l > f->lmax) fixed += term;
+      }
       c[i + j * n] = s;
+      n_eff[i + j * n] = noise[i + j * n] + fixed;
       for (int b = 0; b < p->n_bins; ++b) {
         double v = 0;
         for (int l = p->bin_lo[b]; l <= p->bin_hi[b]; ++l)
@@ -91,7 +97,7 @@ static void check_against_reference(const qp_fixture *f, const qp_problem *p, co
                 a + q * n * n, (int)n, c, (int)n, 0.0, e, (int)n);
     double b = 0;
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < n; ++i) b += noise[i + j * n] * e[j + i * n];
+      for (int64_t i = 0; i < n; ++i) b += n_eff[i + j * n] * e[j + i * n];
     double db = qp_test_rel_diff(b, p->noise_bias[q]);
     if (db > worst_b) worst_b = db;
     for (int64_t m = 0; m < p->n_maps; ++m) {
@@ -112,6 +118,7 @@ static void check_against_reference(const qp_fixture *f, const qp_problem *p, co
   free(a);
   free(e);
   free(tmp);
+  free(n_eff);
 }
 
 /* The variance map of the diagonal case: a different variance at every pixel. */
