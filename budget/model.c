@@ -38,6 +38,8 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
            "budget model: n_pix (%lld), n_sky (%lld), n_maps (%lld) and n_params (%lld) must be "
            "positive",
            (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps, (long long)d->n_params);
+  QP_CHECK(d->path == QP_MODEL_PIXEL_DIRECT || d->n_modes > 0, QP_ERR_INPUT,
+           "budget model: the harmonic path needs n_modes > 0 (got %lld)", (long long)d->n_modes);
   QP_CHECK(d->fisher_chunk == d->n_params, QP_ERR_UNSUPPORTED,
            "budget model: fisher_run holds all %lld products at once in this version (chunk %lld)",
            (long long)d->n_params, (long long)d->fisher_chunk);
@@ -60,27 +62,70 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   qp_model_add(m, QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * pos * w, cov, spe,
                "3 n_positions x 8");
   qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, n * maps * w, cov, spe, "n_pix n_maps x 8");
+  const qp_stage_id bas = QP_STAGE_BASIS_SETUP;
+  const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
+  const size_t nm = (size_t)d->n_modes, mode_sq = nm * nm * w, mode_pix = nm * n * w;
+  /* The noise lives until the noise bias on the pixel-direct path, and to the end on the
+   * harmonic one (spectra_run whitens the maps with it). */
+  const qp_stage_id noise_free = pixel ? fis : spe;
   if (d->noise_dense)
-    qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, fis, "n_pix^2 x 8");
+    qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, noise_free,
+                 smw ? "n_pix^2 x 8 (N, then N_eff, then its Cholesky factor)" : "n_pix^2 x 8");
   else
-    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, n * w, cov, fis, "n_pix x 8");
-  qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
-               "n_pix^2 x 8 (C, then L, then L^-1 in place)");
+    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, n * w, cov, noise_free,
+                 "n_pix x 8");
+  if (!smw)
+    qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
+                 pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
+                       : "n_pix^2 x 8 (C, then L in place)");
+  else if (d->switched && !d->noise_dense)
+    qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, spe,
+                 "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)");
 
-  const size_t slots = (size_t)d->fisher_chunk + 1;
-  qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, slots * pix_sq, fis, fis,
-               "(n_params + 1) n_pix^2 x 8");
-  qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT, slots * slots * w, fis, fis,
-               "(n_params + 1)^2 x 8");
+  if (!pixel) {
+    qp_model_add(m, QP_TERM_V, QP_TERM_PERSISTENT, mode_pix, bas, spe,
+                 "n_pix n_modes x 8 (V^T, then Y in place)");
+    qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, spe,
+                 smw ? "n_modes^2 x 8 (K, then W in place)" : "n_modes^2 x 8 (W)");
+    if (smw) {
+      qp_model_add(m, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, mode_sq, bas, spe,
+                   "n_modes^2 x 8 (I + K Lambda, LU)");
+      qp_model_add(m, QP_TERM_PIVOTS, QP_TERM_PERSISTENT, nm * sizeof(int), bas, spe,
+                   "n_modes x 4");
+    }
+  }
+
+  if (pixel) {
+    const size_t slots = (size_t)d->fisher_chunk + 1;
+    qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, slots * pix_sq, fis, fis,
+                 "(n_params + 1) n_pix^2 x 8");
+    qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT, slots * slots * w, fis, fis,
+                 "(n_params + 1)^2 x 8");
+  } else if (smw) {
+    qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis, "n_modes^2 x 8");
+  } else {
+    qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
+                 "n_pix n_modes x 8");
+    if (d->switched || d->noise_dense) {
+      qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
+                   "n_pix n_modes x 8");
+      qp_model_add(m, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, pix_sq, fis, fis, "n_pix^2 x 8");
+    }
+  }
   qp_model_add(m, QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np * w, fis, spe, "n_params^2 x 8");
   qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np * w, fis, spe, "n_params x 8");
 
   qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
                "n_pix n_maps x 8");
-  qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)d->spectra_chunk * pix_sq, spe,
-               spe, "spectra_chunk n_pix^2 x 8");
-  qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
-               "n_pix n_maps x 8");
+  if (pixel) {
+    qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)d->spectra_chunk * pix_sq, spe,
+                 spe, "spectra_chunk n_pix^2 x 8");
+    qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
+                 "n_pix n_maps x 8");
+  } else {
+    qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, nm * maps * w, spe, spe,
+                 "n_modes n_maps x 8");
+  }
   qp_model_add(m, QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, np * np * w, spe, spe,
                "n_params^2 x 8");
   qp_model_add(m, QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, maps * np * w, spe, spe,
@@ -143,7 +188,11 @@ static void qp_print_bytes(FILE *out, size_t bytes) {
 
 void qp_model_print(FILE *out, const qp_model *m) {
   const qp_model_dims *d = &m->dims;
-  fprintf(out, "qmlpipe memory budget [pixel_direct]\n");
+  static const char *const path_names[] = {"pixel_direct", "harmonic (SMW)",
+                                           "harmonic (projection)"};
+  fprintf(out, "qmlpipe memory budget [%s]%s\n", path_names[d->path],
+          d->switched ? " with the switch (S_fixed in N_eff)" : "");
+  if (d->path != QP_MODEL_PIXEL_DIRECT) fprintf(out, "  n_modes=%lld\n", (long long)d->n_modes);
   fprintf(out,
           "  n_positions=%lld n_pix=%lld n_sky=%lld n_maps=%lld n_params=%lld noise=%s "
           "fisher_chunk=%lld "

@@ -27,7 +27,16 @@ typedef enum qp_stage_id {
 /** "covariance_setup", "basis_setup", "fisher_run", "spectra_run". */
 const char *qp_stage_name(qp_stage_id stage);
 
+typedef enum qp_model_path {
+  QP_MODEL_PIXEL_DIRECT = 0,
+  QP_MODEL_HARMONIC_SMW = 1,
+  QP_MODEL_HARMONIC_PROJECTED = 2
+} qp_model_path;
+
 typedef struct qp_model_dims {
+  qp_model_path path;
+  int64_t n_modes;       /* harmonic: modes of V (all fields) */
+  int switched;          /* lmax < lmax_signal: S_fixed joins the noise (QML.md 3) */
   int64_t n_sky;         /* pixels of one full-sky map, 12 nside^2 */
   int64_t n_positions;   /* observed pixels: of T plus of Q/U (each position has a vector) */
   int64_t n_pix;         /* length of the data vector (observed pixels x fields) */
@@ -60,7 +69,7 @@ typedef struct qp_model {
  *  2 threads), rounded up; see docs/memory-model.md. */
 #define QP_MODEL_DEFAULT_OVERHEAD ((size_t)24 << 20)
 
-/** Predicts every term of the pixel-direct path for `dims`. QP_ERR_INPUT on nonsense dims. */
+/** Predicts every term of the path of `dims`. QP_ERR_INPUT on nonsense dims. */
 qp_err qp_model_predict(const qp_model_dims *dims, qp_model *model);
 
 size_t qp_model_stage_carried(const qp_model *model, qp_stage_id stage);

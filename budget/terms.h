@@ -11,15 +11,26 @@
 #define QP_TERM_NOISE_VARIANCE "noise_variance" /* diagonal N */
 #define QP_TERM_NOISE "N"                       /* dense N */
 #define QP_TERM_COVARIANCE "C"                  /* C = S + N; then L, then L^-1, in place */
+/* basis_setup, harmonic path */
+#define QP_TERM_NOISE_EFF "N_eff"               /* N + S_fixed (SMW), then its Cholesky factor */
+#define QP_TERM_V "V"                           /* V^T, then Y = N^-1/2 V^T or L^-1 V^T */
+#define QP_TERM_KERNEL "K"                      /* V N^-1 V^T, then W = V C^-1 V^T */
+#define QP_TERM_SMW_LU "I_plus_K_Lambda"        /* LU factors of I + K Lambda (SMW) */
+#define QP_TERM_PIVOTS "pivots"
 /* fisher_run */
 #define QP_TERM_PRODUCTS "products"             /* M_p = L^-1 P_p L^-T, and L^-1 N L^-T */
 #define QP_TERM_GRAM "gram"                     /* <M_p, M_q> and <M_p, L^-1 N L^-T> */
 #define QP_TERM_FISHER "fisher"
 #define QP_TERM_NOISE_BIAS "noise_bias"
+#define QP_TERM_NOISE_KERNEL "G"               /* harmonic: (I + K Lambda)^-1 W, G transposed */
+#define QP_TERM_WEIGHTED_MODES "C_inv_V"        /* projection: C^-1 V^T */
+#define QP_TERM_NOISE_MODES "N_eff_C_inv_V"     /* projection: N_eff C^-1 V^T */
+#define QP_TERM_NOISE_EFF_DENSE "N_eff_dense"   /* projection: N + S_fixed, for the bias */
 /* spectra_run */
 #define QP_TERM_WEIGHTED_MAPS "weighted_maps"   /* z = C^-1 x */
 #define QP_TERM_BIN_MATRICES "bin_matrices"     /* P_b for a chunk of parameters */
 #define QP_TERM_BIN_PRODUCT "bin_product"       /* P_b z */
+#define QP_TERM_MODE_MAPS "mode_maps"           /* harmonic: V N^-1 x, then z */
 #define QP_TERM_FISHER_INVERSE "fisher_inverse"
 #define QP_TERM_RAW_SPECTRA "yb"                /* y_p per map */
 #define QP_TERM_SPECTRA "cl"                    /* C_hat per map */

@@ -123,6 +123,7 @@ enum {
   K_BEAM,
   K_PIXEL_WINDOW,
   K_PATH,
+  K_HARMONIC_METHOD,
   K_BACKEND,
   K_OUTPUT,
   K_MEMORY,
@@ -132,7 +133,7 @@ enum {
 static const char *const qp_top_keys[K_COUNT] = {
     "maps",         "mask", "mask_pol", "fields",      "cls",       "noise", "spectra",
     "ell_min",      "lmax", "lmax_signal", "bin_width", "bins",  "beam_fwhm_arcmin",
-    "pixel_window", "path", "backend",     "output",    "memory"};
+    "pixel_window", "path", "harmonic_method", "backend",     "output",    "memory"};
 
 enum {
   N_VARIANCE = 0,
@@ -514,6 +515,12 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
     QP_CALL(qp_cfg_choice(ctx, key, value, path_names, 3, &choice));
     cfg->path = (qp_path)choice;
     break;
+  case K_HARMONIC_METHOD: {
+    static const char *const method_names[] = {"auto", "smw", "projected"};
+    QP_CALL(qp_cfg_choice(ctx, key, value, method_names, 3, &choice));
+    cfg->harmonic_method = choice;
+    break;
+  }
   case K_BACKEND:
     QP_CALL(qp_cfg_choice(ctx, key, value, backend_names, 3, &choice));
     snprintf(cfg->backend, sizeof cfg->backend, "%s", backend_names[choice]);

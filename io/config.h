@@ -1,7 +1,8 @@
 /* config.h: the run configuration, read from YAML with libyaml.
  *
  * Keys (README "Config reference"): maps, mask, mask_pol, fields, cls, noise, spectra, ell_min, lmax,
- * lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, path, backend, output,
+ * lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, path, harmonic_method,
+ * backend, output,
  * memory {host_limit, device_limit}. An unknown key, a wrong type or an out-of-range value is
  * QP_ERR_INPUT naming the file, the key and (when known) the line. Relative file paths are
  * taken relative to the directory of the config file. */
@@ -48,6 +49,7 @@ typedef struct qp_config {
   double beam_fwhm_arcmin;
   int pixel_window;                  /* 0 (default) or 1: not supported yet */
   qp_path path;
+  int harmonic_method;               /* 0 auto, 1 smw, 2 projected */
   char backend[16];                  /* "cpu" */
   char output[QP_PATH_MAX];
   double host_limit;                 /* bytes; 0 = no limit */

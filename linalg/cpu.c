@@ -116,6 +116,29 @@ static qp_err qp_cpu_potrs(const qp_matrix *l, qp_matrix *b) {
   return QP_OK;
 }
 
+static qp_err qp_cpu_getrf(qp_matrix *a, int *pivots) {
+  int n, lda;
+  QP_BLAS_INT(a->rows, &n, "matrix order");
+  QP_BLAS_INT(a->ld, &lda, "leading dimension");
+  int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, a->data, lda, pivots);
+  QP_CALL(qp_lapack_check(info, "dgetrf", a));
+  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: matrix '%s' (%d x %d) is singular: U(%d,%d) = 0",
+           qp_stage_current()[0] ? qp_stage_current() : "(none)", a->name, n, n, info, info);
+  return QP_OK;
+}
+
+static qp_err qp_cpu_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
+  int n, nrhs, lda, ldb;
+  QP_BLAS_INT(lu->rows, &n, "order");
+  QP_BLAS_INT(b->cols, &nrhs, "right-hand sides");
+  QP_BLAS_INT(lu->ld, &lda, "leading dimension");
+  QP_BLAS_INT(b->ld, &ldb, "leading dimension");
+  int info =
+      LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'N', n, nrhs, lu->data, lda, pivots, b->data, ldb);
+  QP_CALL(qp_lapack_check(info, "dgetrs", lu));
+  return QP_OK;
+}
+
 static qp_err qp_cpu_trace_product(const qp_matrix *a, const qp_matrix *b, double *out) {
   int n, lda;
   QP_BLAS_INT(a->cols, &n, "columns");
@@ -137,6 +160,8 @@ static const qp_linalg_ops qp_cpu_ops_table = {
     .gemm = qp_cpu_gemm,
     .syrk = qp_cpu_syrk,
     .potrs = qp_cpu_potrs,
+    .getrf = qp_cpu_getrf,
+    .getrs = qp_cpu_getrs,
     .trace_product = qp_cpu_trace_product,
 };
 

@@ -137,6 +137,22 @@ qp_err qp_linalg_potrs(const qp_matrix *l, qp_matrix *b) {
   return QP_OK;
 }
 
+qp_err qp_linalg_getrf(qp_matrix *a, int *pivots) {
+  QP_NEED_OP(a, getrf);
+  QP_CHECK(a->rows == a->cols, QP_ERR_INTERNAL, "getrf of non-square '%s'", a->name);
+  QP_CALL(a->ops->getrf(a, pivots));
+  qp_stage_add_flops(2.0 * qp_flops_potrf(a->rows));
+  return QP_OK;
+}
+
+qp_err qp_linalg_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
+  QP_NEED_OP(lu, getrs);
+  QP_CALL(qp_check_triangular_operand(QP_LEFT, lu, b));
+  QP_CALL(lu->ops->getrs(lu, pivots, b));
+  qp_stage_add_flops(2.0 * qp_flops_trmm(QP_LEFT, b->rows, b->cols));
+  return QP_OK;
+}
+
 qp_err qp_linalg_trace_product(const qp_matrix *a, const qp_matrix *b, double *out) {
   QP_NEED_OP(a, trace_product);
   QP_CHECK(a->rows == b->cols && a->cols == b->rows, QP_ERR_INTERNAL,

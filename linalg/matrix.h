@@ -45,6 +45,10 @@ struct qp_linalg_ops {
   /* C <- alpha A^T A + beta C (trans) or alpha A A^T + beta C; only the lower half of C is
    * written, then mirrored so that C is full. */
   qp_err (*syrk)(qp_trans trans, double alpha, const qp_matrix *a, double beta, qp_matrix *c);
+  /* A = P L U in place (getrf); pivots: rows ints. info > 0: QP_ERR_NOT_POSDEF (singular). */
+  qp_err (*getrf)(qp_matrix *a, int *pivots);
+  /* B <- A^-1 B from getrf's factors (getrs, no transpose). */
+  qp_err (*getrs)(const qp_matrix *lu, const int *pivots, qp_matrix *b);
   /* B <- A^-1 B from the Cholesky factor L of A (potrs). */
   qp_err (*potrs)(const qp_matrix *l, qp_matrix *b);
   /* *out = tr(A B) = sum_ij A_ij B_ji */
@@ -81,6 +85,11 @@ qp_err qp_linalg_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a
 qp_err qp_linalg_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
                       qp_matrix *c);
 qp_err qp_linalg_potrs(const qp_matrix *l, qp_matrix *b);
+/** LU with partial pivoting in place; pivots holds a->rows ints (host). A singular matrix is
+ *  QP_ERR_NOT_POSDEF naming the stage and the matrix. */
+qp_err qp_linalg_getrf(qp_matrix *a, int *pivots);
+/** B <- A^-1 B from qp_linalg_getrf's factors. */
+qp_err qp_linalg_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b);
 qp_err qp_linalg_trace_product(const qp_matrix *a, const qp_matrix *b, double *out);
 
 /** Flop counts of the operations (for GFLOP/s): standard LAPACK working-note figures. */

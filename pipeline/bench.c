@@ -59,8 +59,10 @@ static qp_err qp_bench_inputs(const char *dir, int64_t nside, double cut, int lm
   const int cls_lmax = 3 * (int)nside;
   cls.lmax = cls_lmax;
   cls.n_columns = 4;
-  for (int s = 0; s < 6; ++s) cls.cl[s] = calloc((size_t)cls_lmax + 1, sizeof(double));
-  for (int l = 2; l <= cls_lmax; ++l) cls.cl[0][l] = 1000.0 / ((double)l * (l + 1)); /* flat D_l */
+  for (int s = 0; s < 6; ++s)
+    cls.cl[s] = calloc((size_t)cls_lmax + 1, sizeof(double));
+  for (int l = 2; l <= cls_lmax; ++l)
+    cls.cl[0][l] = 1000.0 / ((double)l * (l + 1)); /* flat D_l */
   const int64_t n_sky = 12 * nside * nside;
   double *sky = NULL;
   qp_err err = QP_OK;
@@ -93,14 +95,22 @@ int main(int argc, char **argv) {
   int lmax = 47, bin_width = 1, n_maps = 1, repeat = 2;
   const char *dir = "/tmp/qmlpipe-bench";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--nside") == 0) nside = atoll(argv[i + 1]);
-    else if (strcmp(argv[i], "--cut") == 0) cut = atof(argv[i + 1]);
-    else if (strcmp(argv[i], "--lmax") == 0) lmax = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--bin-width") == 0) bin_width = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--n-maps") == 0) n_maps = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--dgemm-n") == 0) dgemm_n = atoll(argv[i + 1]);
-    else if (strcmp(argv[i], "--dir") == 0) dir = argv[i + 1];
-    else if (strcmp(argv[i], "--repeat") == 0) repeat = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--nside") == 0)
+      nside = atoll(argv[i + 1]);
+    else if (strcmp(argv[i], "--cut") == 0)
+      cut = atof(argv[i + 1]);
+    else if (strcmp(argv[i], "--lmax") == 0)
+      lmax = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--bin-width") == 0)
+      bin_width = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--n-maps") == 0)
+      n_maps = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--dgemm-n") == 0)
+      dgemm_n = atoll(argv[i + 1]);
+    else if (strcmp(argv[i], "--dir") == 0)
+      dir = argv[i + 1];
+    else if (strcmp(argv[i], "--repeat") == 0)
+      repeat = atoi(argv[i + 1]);
     else {
       fprintf(stderr, "qmlpipe-bench: unknown option '%s' (see the comment in bench.c)\n", argv[i]);
       return 2;
@@ -126,15 +136,15 @@ int main(int argc, char **argv) {
       printf("qmlpipe-bench: T pixel_direct, nside %lld, |b| > %.0f deg, n_pix %lld, ell %d..%d, "
              "bin width %d, %d parameters, %d map(s)\n"
              "dgemm %lld^3: %.2f GFLOP/s (best of 3, this process)\n",
-             (long long)nside, cut, (long long)p.n_pix, cfg.ell_min, lmax, bin_width,
-             p.n_params, n_maps, (long long)dgemm_n, dgemm);
+             (long long)nside, cut, (long long)p.n_pix, cfg.ell_min, lmax, bin_width, p.n_params,
+             n_maps, (long long)dgemm_n, dgemm);
     printf("run %d of %d%s\n", run, repeat, run == 1 ? " (fresh pages)" : "");
     printf("%-18s %10s %12s %10s %12s\n", "stage", "seconds", "GFLOP", "GFLOP/s", "of dgemm");
     for (int s = 0; s < QP_STAGE_COUNT; ++s) {
       const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
       double rate = r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0;
-      printf("%-18s %10.3f %12.2f %10.2f %11.1f%%\n", r->name, r->seconds, r->flops * 1e-9,
-             rate, 100.0 * rate / dgemm);
+      printf("%-18s %10.3f %12.2f %10.2f %11.1f%%\n", r->name, r->seconds, r->flops * 1e-9, rate,
+             100.0 * rate / dgemm);
     }
     qp_problem_free(&p);
   }

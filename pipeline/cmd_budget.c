@@ -7,10 +7,11 @@
 #include "inputs.h"
 
 static void qp_budget_usage(FILE *out) {
-  fprintf(out, "usage: qmlpipe budget CONFIG.yaml\n"
-               "  Prints, per stage, the persistent and transient memory terms with their exact\n"
-               "  bytes and the peak, for the config's mask, maps, noise and bins, without\n"
-               "  running anything big. Exit status 0 when it fits memory.host_limit, else %d.\n",
+  fprintf(out,
+          "usage: qmlpipe budget CONFIG.yaml\n"
+          "  Prints, per stage, the persistent and transient memory terms with their exact\n"
+          "  bytes and the peak, for the config's mask, maps, noise and bins, without\n"
+          "  running anything big. Exit status 0 when it fits memory.host_limit, else %d.\n",
           qp_err_exit_status(QP_ERR_BUDGET));
 }
 
@@ -28,8 +29,7 @@ int qp_cmd_budget(int argc, char **argv) {
   if (err == QP_OK) err = qp_inputs_plan(&p);
   if (err == QP_OK) {
     qp_model_print(stdout, &p.model);
-    if (cfg.host_limit > 0)
-      printf("memory.host_limit %.3f GiB\n", cfg.host_limit / 1073741824.0);
+    if (cfg.host_limit > 0) printf("memory.host_limit %.3f GiB\n", cfg.host_limit / 1073741824.0);
     err = qp_inputs_check_limit(&p);
   }
   if (err != QP_OK) qp_error_print(stderr, 0);

@@ -27,9 +27,12 @@ int qp_cmd_report(int argc, char **argv) {
     }
   }
   if (argc != 2 || argv[1][0] == '-') {
-    if (argc > 2) fprintf(stderr, "qmlpipe report: expected one results file, got %d\n", argc - 1);
-    else if (argc == 2) fprintf(stderr, "qmlpipe report: unknown option '%s'\n", argv[1]);
-    else fprintf(stderr, "qmlpipe report: missing the results file\n");
+    if (argc > 2)
+      fprintf(stderr, "qmlpipe report: expected one results file, got %d\n", argc - 1);
+    else if (argc == 2)
+      fprintf(stderr, "qmlpipe report: unknown option '%s'\n", argv[1]);
+    else
+      fprintf(stderr, "qmlpipe report: missing the results file\n");
     qp_report_usage(stderr);
     return 2;
   }

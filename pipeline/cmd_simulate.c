@@ -11,28 +11,29 @@
 #include "simulate.h"
 
 static void qp_simulate_usage(FILE *out) {
-  fprintf(out,
-          "usage: qmlpipe simulate --cls FILE --nside N [OPTIONS]\n"
-          "  Writes Gaussian maps drawn from the C_ell file plus white noise, in healpy's FITS\n"
-          "  layout and convention (RING, float64), and optionally a mask. Fields T: one column\n"
-          "  TEMPERATURE drawn from TT. Fields QU or TQU: three columns TEMPERATURE,\n"
-          "  Q_POLARISATION, U_POLARISATION (I, Q, U, as healpy writes; the T column is written\n"
-          "  for QU too) drawn with the TT EE BB TE [TB EB] correlations.\n"
-          "  --cls FILE             fiducial spectrum (columns ell TT EE BB TE [TB EB])\n"
-          "  --nside N              HEALPix resolution\n"
-          "  --lmax L               last multipole drawn (default 3 nside - 1, at most the file's)\n"
-          "  --ell-min L            first multipole drawn (default 2)\n"
-          "  --fields T|QU|TQU      fields simulated (default T)\n"
-          "  --noise-variance V     white noise variance per pixel in T (default 0)\n"
-          "  --noise-variance-pol V white noise variance per pixel in Q and U (default: the T one)\n"
-          "  --beam-fwhm A          Gaussian beam FWHM in arcmin (default 0)\n"
-          "  --n-maps K             number of maps (default 1)\n"
-          "  --seed S               random seed (default 1)\n"
-          "  --out PREFIX           maps are PREFIX_0000.fits, ... (default sim)\n"
-          "  --mask FILE            also write a mask: 1 where |b| > --galactic-cut\n"
-          "  --galactic-cut DEG     Galactic latitude cut of the mask (default 0: full sky)\n"
-          "  --example DIR          write a complete small temperature example into DIR (maps,\n"
-          "                         mask, C_ell, config.yaml) for `qmlpipe run DIR/config.yaml`\n");
+  fprintf(
+      out,
+      "usage: qmlpipe simulate --cls FILE --nside N [OPTIONS]\n"
+      "  Writes Gaussian maps drawn from the C_ell file plus white noise, in healpy's FITS\n"
+      "  layout and convention (RING, float64), and optionally a mask. Fields T: one column\n"
+      "  TEMPERATURE drawn from TT. Fields QU or TQU: three columns TEMPERATURE,\n"
+      "  Q_POLARISATION, U_POLARISATION (I, Q, U, as healpy writes; the T column is written\n"
+      "  for QU too) drawn with the TT EE BB TE [TB EB] correlations.\n"
+      "  --cls FILE             fiducial spectrum (columns ell TT EE BB TE [TB EB])\n"
+      "  --nside N              HEALPix resolution\n"
+      "  --lmax L               last multipole drawn (default 3 nside - 1, at most the file's)\n"
+      "  --ell-min L            first multipole drawn (default 2)\n"
+      "  --fields T|QU|TQU      fields simulated (default T)\n"
+      "  --noise-variance V     white noise variance per pixel in T (default 0)\n"
+      "  --noise-variance-pol V white noise variance per pixel in Q and U (default: the T one)\n"
+      "  --beam-fwhm A          Gaussian beam FWHM in arcmin (default 0)\n"
+      "  --n-maps K             number of maps (default 1)\n"
+      "  --seed S               random seed (default 1)\n"
+      "  --out PREFIX           maps are PREFIX_0000.fits, ... (default sim)\n"
+      "  --mask FILE            also write a mask: 1 where |b| > --galactic-cut\n"
+      "  --galactic-cut DEG     Galactic latitude cut of the mask (default 0: full sky)\n"
+      "  --example DIR          write a complete small temperature example into DIR (maps,\n"
+      "                         mask, C_ell, config.yaml) for `qmlpipe run DIR/config.yaml`\n");
 }
 
 typedef struct qp_sim_cli {
@@ -66,7 +67,8 @@ static qp_err qp_write_maps(const qp_sim_cli *cli, const qp_cls *cls, const char
     /* healpy's column names for one and for three maps. */
     const char *names[] = {"TEMPERATURE", "Q_POLARISATION", "U_POLARISATION"};
     const double *columns[3];
-    for (int c = 0; c < n_col; ++c) columns[c] = maps + ((int64_t)k * n_col + c) * n_sky;
+    for (int c = 0; c < n_col; ++c)
+      columns[c] = maps + ((int64_t)k * n_col + c) * n_sky;
     QP_CALL_GOTO(qp_fits_map_write(path, cli->sim.nside, n_col, names, columns), done);
   }
 done:
@@ -102,15 +104,18 @@ static qp_err qp_write_example(qp_sim_cli *cli, qp_cls *cls) {
   snprintf(path, sizeof path, "%s/config.yaml", dir);
   FILE *f = fopen(path, "w");
   QP_CHECK(f, QP_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-  fprintf(f, "# qmlpipe example written by `qmlpipe simulate --example`; paths are relative to\n"
-             "# this file. Run it with: qmlpipe run %s\n",
+  fprintf(f,
+          "# qmlpipe example written by `qmlpipe simulate --example`; paths are relative to\n"
+          "# this file. Run it with: qmlpipe run %s\n",
           path);
   fprintf(f, "maps: [");
-  for (int k = 0; k < cli->sim.n_maps; ++k) fprintf(f, "%smap_%04d.fits", k ? ", " : "", k);
-  fprintf(f, "]\nmask: mask.fits\nfields: T\ncls: cls.txt\nnoise: {variance: %.17g}\n"
-             "spectra: [TT]\nell_min: %d\nlmax: %d\nlmax_signal: %d\nbin_width: 2\n"
-             "beam_fwhm_arcmin: 0\npath: pixel_direct\nbackend: cpu\noutput: results.h5\n"
-             "memory: {host_limit: 8GiB}\n",
+  for (int k = 0; k < cli->sim.n_maps; ++k)
+    fprintf(f, "%smap_%04d.fits", k ? ", " : "", k);
+  fprintf(f,
+          "]\nmask: mask.fits\nfields: T\ncls: cls.txt\nnoise: {variance: %.17g}\n"
+          "spectra: [TT]\nell_min: %d\nlmax: %d\nlmax_signal: %d\nbin_width: 2\n"
+          "beam_fwhm_arcmin: 0\npath: pixel_direct\nbackend: cpu\noutput: results.h5\n"
+          "memory: {host_limit: 8GiB}\n",
           cli->sim.noise_variance, cli->sim.ell_min, cli->sim.lmax, cli->sim.lmax);
   QP_CHECK(fclose(f) == 0, QP_ERR_IO, "cannot write '%s'", path);
   printf("qmlpipe simulate: example written to %s (run: qmlpipe run %s)\n", dir, path);
@@ -136,35 +141,48 @@ int qp_cmd_simulate(int argc, char **argv) {
     const char *val = argv[++i];
     double x = 0;
     int ok = 1;
-    if (strcmp(opt, "--cls") == 0) cli.cls_path = val;
-    else if (strcmp(opt, "--out") == 0) cli.prefix = val;
-    else if (strcmp(opt, "--mask") == 0) cli.mask_path = val;
-    else if (strcmp(opt, "--example") == 0) cli.example_dir = val;
+    if (strcmp(opt, "--cls") == 0)
+      cli.cls_path = val;
+    else if (strcmp(opt, "--out") == 0)
+      cli.prefix = val;
+    else if (strcmp(opt, "--mask") == 0)
+      cli.mask_path = val;
+    else if (strcmp(opt, "--example") == 0)
+      cli.example_dir = val;
     else if (strcmp(opt, "--fields") == 0) {
-      if (strcmp(val, "T") == 0) cli.pol.fields = QP_FIELDS_T;
-      else if (strcmp(val, "QU") == 0) cli.pol.fields = QP_FIELDS_QU;
-      else if (strcmp(val, "TQU") == 0) cli.pol.fields = QP_FIELDS_TQU;
+      if (strcmp(val, "T") == 0)
+        cli.pol.fields = QP_FIELDS_T;
+      else if (strcmp(val, "QU") == 0)
+        cli.pol.fields = QP_FIELDS_QU;
+      else if (strcmp(val, "TQU") == 0)
+        cli.pol.fields = QP_FIELDS_TQU;
       else {
         fprintf(stderr, "qmlpipe simulate: --fields expects T, QU or TQU, got '%s'\n", val);
         ok = 0;
       }
-    }
-    else if ((ok = qp_parse_number(opt, val, &x))) {
-      if (strcmp(opt, "--nside") == 0) cli.sim.nside = (int64_t)x;
-      else if (strcmp(opt, "--lmax") == 0) cli.sim.lmax = (int)x;
-      else if (strcmp(opt, "--ell-min") == 0) cli.sim.ell_min = (int)x;
-      else if (strcmp(opt, "--noise-variance") == 0) cli.sim.noise_variance = x;
+    } else if ((ok = qp_parse_number(opt, val, &x))) {
+      if (strcmp(opt, "--nside") == 0)
+        cli.sim.nside = (int64_t)x;
+      else if (strcmp(opt, "--lmax") == 0)
+        cli.sim.lmax = (int)x;
+      else if (strcmp(opt, "--ell-min") == 0)
+        cli.sim.ell_min = (int)x;
+      else if (strcmp(opt, "--noise-variance") == 0)
+        cli.sim.noise_variance = x;
       else if (strcmp(opt, "--noise-variance-pol") == 0) {
         cli.pol.noise_variance_pol = x;
         if (x < 0) {
           fprintf(stderr, "qmlpipe simulate: --noise-variance-pol must be >= 0, got %g\n", x);
           ok = 0;
         }
-      }
-      else if (strcmp(opt, "--beam-fwhm") == 0) cli.sim.beam_fwhm_arcmin = x;
-      else if (strcmp(opt, "--n-maps") == 0) cli.sim.n_maps = (int)x;
-      else if (strcmp(opt, "--seed") == 0) cli.sim.seed = (uint64_t)x;
-      else if (strcmp(opt, "--galactic-cut") == 0) cli.galactic_cut = x;
+      } else if (strcmp(opt, "--beam-fwhm") == 0)
+        cli.sim.beam_fwhm_arcmin = x;
+      else if (strcmp(opt, "--n-maps") == 0)
+        cli.sim.n_maps = (int)x;
+      else if (strcmp(opt, "--seed") == 0)
+        cli.sim.seed = (uint64_t)x;
+      else if (strcmp(opt, "--galactic-cut") == 0)
+        cli.galactic_cut = x;
       else {
         fprintf(stderr, "qmlpipe simulate: unknown option '%s'\n", opt);
         ok = 0;
@@ -198,8 +216,8 @@ int qp_cmd_simulate(int argc, char **argv) {
         err = qp_write_mask(cli.sim.nside, cli.galactic_cut, cli.mask_path);
       if (err == QP_OK)
         printf("qmlpipe simulate: %d %s map(s) %s_0000.fits.. (nside %lld, ell %d..%d)\n",
-               cli.sim.n_maps, field_names[cli.pol.fields], cli.prefix,
-               (long long)cli.sim.nside, cli.sim.ell_min, cli.sim.lmax);
+               cli.sim.n_maps, field_names[cli.pol.fields], cli.prefix, (long long)cli.sim.nside,
+               cli.sim.ell_min, cli.sim.lmax);
     }
     qp_cls_free(&cls);
   }

@@ -21,8 +21,8 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p) {
   QP_CALL(pop);
   if (p->progress) {
     const qp_stage_record *r = qp_stage_record_find(qp_stage_name(id));
-    fprintf(stderr, "[qmlpipe] %s done in %.2f s (%.2f GFLOP/s), tracked peak %.1f MiB\n",
-            r->name, r->seconds, r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0.0,
+    fprintf(stderr, "[qmlpipe] %s done in %.2f s (%.2f GFLOP/s), tracked peak %.1f MiB\n", r->name,
+            r->seconds, r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0.0,
             (double)r->tracked_peak / 1048576.0);
   }
   return QP_OK;
@@ -42,8 +42,10 @@ void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
     if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
         qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &b) == QP_OK &&
         qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &c) == QP_OK) {
-      for (int64_t i = 0; i < n; ++i) a.data[i + i * n] = 2.0;
-      for (int64_t k = 0; k < n * n; ++k) b.data[k] = 1.0 / (double)(1 + k % 7);
+      for (int64_t i = 0; i < n; ++i)
+        a.data[i + i * n] = 2.0;
+      for (int64_t k = 0; k < n * n; ++k)
+        b.data[k] = 1.0 / (double)(1 + k % 7);
       (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
       (void)qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c);
       (void)qp_linalg_potrf(&a);
@@ -70,6 +72,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   /* The plan and the limit check come before anything large, the warm-up included. */
   QP_CALL_GOTO(qp_inputs_plan(p), fail);
   QP_CALL_GOTO(qp_inputs_check_limit(p), fail);
+  if (p->progress) fprintf(stderr, "[qmlpipe] path %s\n", p->path_reason);
   qp_driver_warm_up(p->n_pix, baseline);
   /* Each run's report holds its own stages only. */
   qp_budget_reset();
@@ -95,10 +98,10 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
         .noise_bias = p->noise_bias,
         .cl = p->cl,
         .error = p->error,
-        .path_used = "pixel_direct",
-        .path_reason = cfg->path == QP_PATH_PIXEL_DIRECT
-                           ? "requested in the config"
-                           : "auto: pixel_direct is the only path of this version",
+        .path_used = p->path_used == QP_PATH_HARMONIC
+                         ? (p->smw ? "harmonic_smw" : "harmonic_projected")
+                         : "pixel_direct",
+        .path_reason = p->path_reason,
         .model = &p->model,
         .baseline = baseline,
     };

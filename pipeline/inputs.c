@@ -9,6 +9,7 @@
 
 #include "fits_map.h"
 #include "h5_matrix.h"
+#include "harmonic.h"
 #include "legendre.h"
 #include "terms.h"
 
@@ -89,11 +90,91 @@ static qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double 
   return QP_OK;
 }
 
+/* The model of one route: pixel-direct, SMW or projection. */
+static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, qp_model *model) {
+  const qp_config *cfg = p->cfg;
+  qp_model_dims dims = {
+      .path = path,
+      .n_modes = p->n_modes,
+      .switched = p->switched,
+      .n_sky = p->n_sky,
+      .n_positions = p->n_observed,
+      .n_pix = p->n_pix,
+      .n_maps = p->n_maps,
+      .n_params = p->n_params,
+      .fisher_chunk = p->n_params,
+      .spectra_chunk = p->n_params,
+      .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
+  };
+  QP_CALL(qp_model_predict(&dims, model));
+  return QP_OK;
+}
+
+/* Leading flop counts of the three routes (QML.md 3, "Choosing the path"). */
+static double qp_route_cost(const qp_problem *p, qp_model_path path) {
+  const double n = (double)p->n_pix, nm = (double)p->n_modes, np = (double)p->n_params;
+  const int dense = p->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
+  switch (path) {
+  case QP_MODEL_PIXEL_DIRECT: return n * n * n / 3.0 + (np + 1.0) * 2.0 * n * n * n;
+  case QP_MODEL_HARMONIC_SMW:
+    return nm * nm * n + 2.3 * nm * nm * nm + (dense ? n * n * n / 3.0 + nm * n * n : 0.0);
+  case QP_MODEL_HARMONIC_PROJECTED: return n * n * n / 3.0 + 2.0 * nm * n * n + nm * nm * n;
+  }
+  return 0;
+}
+
+/* Picks the route: the config's, or among those it allows the cheapest whose predicted peak
+ * fits memory.host_limit (the cheapest of all when none fits: the limit check then refuses
+ * it, saying by how much). Writes the reason to p->path_reason and sets p->model. */
+static qp_err qp_inputs_choose_path(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  static const char *const names[3] = {"pixel_direct", "harmonic (smw)", "harmonic (projected)"};
+  int allowed[3] = {cfg->path != QP_PATH_HARMONIC, cfg->path != QP_PATH_PIXEL_DIRECT,
+                    cfg->path != QP_PATH_PIXEL_DIRECT};
+  if (cfg->harmonic_method == 1) allowed[2] = 0;
+  if (cfg->harmonic_method == 2) allowed[1] = 0;
+  if (p->n_modes == 0) allowed[1] = allowed[2] = 0;
+  QP_CHECK(allowed[0] || allowed[1] || allowed[2], QP_ERR_INPUT,
+           "config '%s': the harmonic path has no modes (lmax %d)", cfg->source, cfg->lmax);
+  double cost[3], peak[3];
+  int best = -1, best_fit = -1;
+  for (int r = 0; r < 3; ++r) {
+    if (!allowed[r]) continue;
+    QP_CALL(qp_inputs_model(p, (qp_model_path)r, &p->model));
+    cost[r] = qp_route_cost(p, (qp_model_path)r);
+    peak[r] = (double)(qp_model_peak(&p->model) + p->model.overhead_bytes);
+    if (best < 0 || cost[r] < cost[best]) best = r;
+    if ((cfg->host_limit <= 0 || peak[r] <= cfg->host_limit) &&
+        (best_fit < 0 || cost[r] < cost[best_fit]))
+      best_fit = r;
+  }
+  const int chosen = best_fit >= 0 ? best_fit : best;
+  int n_allowed = allowed[0] + allowed[1] + allowed[2];
+  int used = 0;
+  used += snprintf(p->path_reason, sizeof p->path_reason, "%s: ", names[chosen]);
+  if (n_allowed == 1) {
+    used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
+                     "the only route the config allows");
+  } else {
+    used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
+                     "%s leading cost of the routes allowed",
+                     chosen == best ? "lowest"
+                                    : "lowest "
+                                      "fitting memory.host_limit:");
+    for (int r = 0; r < 3 && used < (int)sizeof p->path_reason; ++r)
+      if (allowed[r])
+        used +=
+            snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
+                     "; %s %.2e flop, peak %.2f GiB", names[r], cost[r], peak[r] / 1073741824.0);
+  }
+  p->path_used = chosen == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
+  p->smw = chosen == 1;
+  QP_CALL(qp_inputs_model(p, (qp_model_path)chosen, &p->model));
+  return QP_OK;
+}
+
 qp_err qp_inputs_plan(qp_problem *p) {
   const qp_config *cfg = p->cfg;
-  QP_CHECK(cfg->path != QP_PATH_HARMONIC, QP_ERR_UNSUPPORTED,
-           "config '%s': path harmonic is not supported yet (use pixel_direct or auto)",
-           cfg->source);
   QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED, "config '%s': pixel_window is not supported yet",
            cfg->source);
 
@@ -142,17 +223,9 @@ qp_err qp_inputs_plan(qp_problem *p) {
     p->ell_weight[l] = (2.0 * l + 1.0) / (4.0 * M_PI) * b * b;
   }
 
-  qp_model_dims dims = {
-      .n_sky = p->n_sky,
-      .n_positions = p->n_observed,
-      .n_pix = p->n_pix,
-      .n_maps = p->n_maps,
-      .n_params = p->n_params,
-      .fisher_chunk = p->n_params,
-      .spectra_chunk = p->n_params,
-      .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
-  };
-  QP_CALL(qp_model_predict(&dims, &p->model));
+  p->switched = cfg->lmax < cfg->lmax_signal;
+  qp_harmonic_layout(p);
+  QP_CALL(qp_inputs_choose_path(p));
   return QP_OK;
 }
 

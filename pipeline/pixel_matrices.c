@@ -87,7 +87,15 @@ typedef struct qp_target {
   double *m;
   int lo, hi;
   double *coeff[6];
+  int add; /* 1: add to what the matrix holds (the covariance); 0: overwrite (P_p) */
 } qp_target;
+
+static inline void qp_put(const qp_target *t, int64_t index, double value) {
+  if (t->add)
+    t->m[index] += value;
+  else
+    t->m[index] = value;
+}
 
 /* The lower-triangle entries of the pair (column position j, row position i >= j in their
  * block order) in every target. */
@@ -106,21 +114,20 @@ static void qp_pair(const qp_problem *p, const qp_target *targets, int n_targets
   for (int k = 0; k < n_targets; ++k) {
     const qp_target *t = &targets[k];
     qp_local b = qp_local_block(t->lo, t->hi, t->coeff, w, tt, tp, pp);
-    double *m = t->m;
     if (tt) {
-      m[i + j * n] = b.tt;
+      qp_put(t, i + j * n, b.tt);
     } else if (tp) {               /* i is the polarised position (rows Q_i, U_i), j the T one */
       int64_t qi = i, ui = i + np; /* position i >= nt holds Q at index i, U at i + np */
-      m[qi + j * n] = ci * b.tq - si * b.tu;
-      m[ui + j * n] = si * b.tq + ci * b.tu;
+      qp_put(t, qi + j * n, ci * b.tq - si * b.tu);
+      qp_put(t, ui + j * n, si * b.tq + ci * b.tu);
     } else {
       int64_t qi = i, ui = i + np, qj = j, uj = j + np;
       double x00 = ci * b.qq - si * b.qu, x01 = ci * b.qu - si * b.uu;
       double x10 = si * b.qq + ci * b.qu, x11 = si * b.qu + ci * b.uu;
-      m[qi + qj * n] = x00 * cj - x01 * sj;             /* <Q_i Q_j> */
-      m[ui + uj * n] = x10 * sj + x11 * cj;             /* <U_i U_j> */
-      m[ui + qj * n] = x10 * cj - x11 * sj;             /* <U_i Q_j> */
-      if (i != j) m[uj + qi * n] = x00 * sj + x01 * cj; /* <U_j Q_i> = <Q_i U_j> */
+      qp_put(t, qi + qj * n, x00 * cj - x01 * sj);             /* <Q_i Q_j> */
+      qp_put(t, ui + uj * n, x10 * sj + x11 * cj);             /* <U_i U_j> */
+      qp_put(t, ui + qj * n, x10 * cj - x11 * sj);             /* <U_i Q_j> */
+      if (i != j) qp_put(t, uj + qi * n, x00 * sj + x01 * cj); /* <U_j Q_i> = <Q_i U_j> */
     }
   }
 }
@@ -141,8 +148,8 @@ static void qp_mirror_lower(double *a, int64_t n) {
 
 void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
                              double *slots, size_t slot_stride) {
-  qp_pixel_matrices_build_range(p, cov, p->cfg->ell_min, p->cfg->lmax_signal, first_param,
-                                n_slots, slots, slot_stride);
+  qp_pixel_matrices_build_range(p, cov, p->cfg->ell_min, p->cfg->lmax_signal, first_param, n_slots,
+                                slots, slot_stride);
 }
 
 void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
@@ -165,7 +172,7 @@ void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo,
   }
   int lmax = 0, k = 0;
   if (cov) {
-    targets[k] = (qp_target){cov, cov_lo, cov_hi, {0}};
+    targets[k] = (qp_target){cov, cov_lo, cov_hi, {0}, 1};
     for (int s = 0; s < 6; ++s)
       targets[k].coeff[s] = cl_weight[s];
     lmax = cov_hi;
@@ -175,7 +182,7 @@ void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo,
     const int b = q % p->n_bins;
     const qp_spectrum x = cfg->spectra[q / p->n_bins];
     targets[k] = (qp_target){
-        slots + (size_t)(q - first_param) * slot_stride, p->bin_lo[b], p->bin_hi[b], {0}};
+        slots + (size_t)(q - first_param) * slot_stride, p->bin_lo[b], p->bin_hi[b], {0}, 0};
     targets[k].coeff[x] = unit;
     if (p->bin_hi[b] > lmax) lmax = p->bin_hi[b];
   }

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 
 void qp_problem_free(qp_problem *p) {
-  double **tracked[] = {&p->sky,           &p->vectors, &p->maps, &p->noise_variance,
-                        &p->fisher,        &p->noise_bias, &p->fisher_inverse, &p->yb,
-                        &p->cl,            &p->error};
+  double **tracked[] = {&p->sky,    &p->vectors,    &p->maps,           &p->noise_variance,
+                        &p->fisher, &p->noise_bias, &p->fisher_inverse, &p->yb,
+                        &p->cl,     &p->error};
   for (size_t i = 0; i < sizeof tracked / sizeof *tracked; ++i) {
     qp_budget_free(*tracked[i]);
     *tracked[i] = NULL;
@@ -15,6 +15,12 @@ void qp_problem_free(qp_problem *p) {
   p->observed = NULL;
   qp_matrix_destroy(&p->noise);
   qp_matrix_destroy(&p->cov);
+  qp_matrix_destroy(&p->vt);
+  qp_matrix_destroy(&p->kernel);
+  qp_matrix_destroy(&p->smw_lu);
+  qp_matrix_destroy(&p->noise_factor); /* a view of N when N is dense: not freed twice */
+  qp_budget_free(p->pivots);
+  p->pivots = NULL;
   free(p->bin_lo);
   free(p->bin_hi);
   free(p->ell_weight);

@@ -32,6 +32,22 @@ typedef struct qp_problem {
   qp_matrix noise;        /* QP_TERM_NOISE (dense N) or empty */
   qp_matrix cov;          /* QP_TERM_COVARIANCE: C, then L, then L^-1 */
 
+  /* path (decided by the plan: config path, or auto by leading cost) */
+  qp_path path_used;      /* QP_PATH_PIXEL_DIRECT or QP_PATH_HARMONIC */
+  int smw;                /* harmonic: 1 = stable SMW, 0 = projection (harmonic_method) */
+  int switched;           /* lmax < lmax_signal: S_fixed of (lmax, lmax_signal] joins the noise */
+  char path_reason[512];
+
+  /* harmonic path: modes are [T | E | B] (fields present), (l, m) in harmonics.h order */
+  int64_t n_modes;
+  int64_t field_offset[3]; /* first mode of T, E, B; -1 when the field is absent */
+  int field_ell_min[3];    /* first multipole of each field (E and B start at 2) */
+  qp_matrix vt;            /* QP_TERM_V: V^T (n_pix x n_modes), then Y = N^-1/2 V^T or L^-1 V^T */
+  qp_matrix kernel;        /* QP_TERM_KERNEL: K = V N_eff^-1 V^T, then W (SMW); W (projection) */
+  qp_matrix smw_lu;        /* QP_TERM_SMW_LU: I + K Lambda, then its LU factors (SMW) */
+  int *pivots;             /* QP_TERM_PIVOTS: of smw_lu */
+  qp_matrix noise_factor;  /* QP_TERM_NOISE_EFF: N_eff then its Cholesky factor (SMW, dense) */
+
   /* parameters */
   int n_bins, n_params;
   int *bin_lo, *bin_hi;   /* n_bins (small: malloc) */

@@ -24,7 +24,8 @@ static uint64_t qp_splitmix64(uint64_t *x) {
 }
 
 static void qp_rng_seed(qp_rng *r, uint64_t seed) {
-  for (int i = 0; i < 4; ++i) r->s[i] = qp_splitmix64(&seed);
+  for (int i = 0; i < 4; ++i)
+    r->s[i] = qp_splitmix64(&seed);
 }
 
 static uint64_t qp_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -53,7 +54,8 @@ static double qp_rng_gaussian(qp_rng *r) {
 /* The 3x3 TEB covariance of multipole l, times B_l^2, row-major. */
 static void qp_sim_cov(const qp_cls *cls, int l, double beam, double c[3][3]) {
   double v[6];
-  for (int s = 0; s < 6; ++s) v[s] = cls->cl[s] ? cls->cl[s][l] * beam * beam : 0.0;
+  for (int s = 0; s < 6; ++s)
+    v[s] = cls->cl[s] ? cls->cl[s][l] * beam * beam : 0.0;
   c[0][0] = v[0], c[1][1] = v[1], c[2][2] = v[2];
   c[0][1] = c[1][0] = v[3];
   c[0][2] = c[2][0] = v[4];
@@ -69,13 +71,15 @@ static int qp_sim_factor(const double c[3][3], double f[3][3]) {
   memset(f, 0, 9 * sizeof(double));
   for (int j = 0; j < 3; ++j) {
     double d = c[j][j];
-    for (int k = 0; k < j; ++k) d -= f[j][k] * f[j][k];
+    for (int k = 0; k < j; ++k)
+      d -= f[j][k] * f[j][k];
     if (d < -tol) return 0;
     int zero = d <= tol;
     if (!zero) f[j][j] = sqrt(d);
     for (int i = j + 1; i < 3; ++i) {
       double r = c[i][j];
-      for (int k = 0; k < j; ++k) r -= f[i][k] * f[j][k];
+      for (int k = 0; k < j; ++k)
+        r -= f[i][k] * f[j][k];
       if (zero) {
         if (fabs(r) > tol) return 0; /* a zero pivot with a non-zero correlation */
       } else {
@@ -101,11 +105,11 @@ static qp_err qp_sim_draw(const qp_cls *cls, const qp_sim_options *o, int polari
       double c[3][3], f[3][3];
       qp_sim_cov(cls, l, beam, c);
       QP_CHECK(qp_sim_factor(c, f), QP_ERR_INPUT,
-               "simulate: the TT/EE/BB/TE/TB/EB matrix at ell %d is not positive semidefinite",
-               l);
+               "simulate: the TT/EE/BB/TE/TB/EB matrix at ell %d is not positive semidefinite", l);
       for (int m = -l; m <= l; ++m) {
         double z[3];
-        for (int a = 0; a < 3; ++a) z[a] = qp_rng_gaussian(rng);
+        for (int a = 0; a < 3; ++a)
+          z[a] = qp_rng_gaussian(rng);
         int64_t at = qp_harmonic_index(l, m, o->ell_min) + k * ld;
         for (int a = 0; a < 3; ++a)
           coef[at + (int64_t)a * n_modes] = f[a][0] * z[0] + f[a][1] * z[1] + f[a][2] * z[2];
@@ -116,13 +120,14 @@ static qp_err qp_sim_draw(const qp_cls *cls, const qp_sim_options *o, int polari
 
 qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_pol *pol,
                        double *maps) {
-  QP_CHECK(o->nside >= 1 && o->n_maps >= 1, QP_ERR_INPUT, "simulate: nside and n_maps must be >= 1");
+  QP_CHECK(o->nside >= 1 && o->n_maps >= 1, QP_ERR_INPUT,
+           "simulate: nside and n_maps must be >= 1");
   QP_CHECK(o->ell_min >= 0 && o->lmax >= o->ell_min && o->lmax <= cls->lmax, QP_ERR_INPUT,
            "simulate: need 0 <= ell_min <= lmax <= %d (the C_ell file's last ell), got %d..%d",
            cls->lmax, o->ell_min, o->lmax);
   const qp_fields fields = pol ? pol->fields : QP_FIELDS_T;
-  QP_CHECK(fields == QP_FIELDS_T || fields == QP_FIELDS_QU || fields == QP_FIELDS_TQU,
-           QP_ERR_INPUT, "simulate: unknown fields %d", (int)fields);
+  QP_CHECK(fields == QP_FIELDS_T || fields == QP_FIELDS_QU || fields == QP_FIELDS_TQU, QP_ERR_INPUT,
+           "simulate: unknown fields %d", (int)fields);
   const int polarised = fields != QP_FIELDS_T, n_col = qp_simulate_columns(fields);
   const int64_t n_sky = 12 * o->nside * o->nside;
   const int n_modes = qp_harmonic_count(o->ell_min, o->lmax);
@@ -169,7 +174,8 @@ qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_
           pu[b_off + j * pld] = ub[j];
         }
       }
-      for (int64_t j = 0; j < n_modes; ++j) t_rows.data[i + j * block] = t[j];
+      for (int64_t j = 0; j < n_modes; ++j)
+        t_rows.data[i + j * block] = t[j];
     }
     qp_matrix rows, dest, alm;
     QP_CALL_GOTO(qp_matrix_view(ops, "sim_harmonics", t_rows.data, count, n_modes, block, &rows),
@@ -204,7 +210,8 @@ qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_
       if (c > 0 && pol->noise_variance_pol >= 0) var = pol->noise_variance_pol;
       if (!(var > 0)) continue;
       double sd = sqrt(var), *map = maps + ((int64_t)k * n_col + c) * n_sky;
-      for (int64_t i = 0; i < n_sky; ++i) map[i] += sd * qp_rng_gaussian(&rng);
+      for (int64_t i = 0; i < n_sky; ++i)
+        map[i] += sd * qp_rng_gaussian(&rng);
     }
 done:
   free(row);

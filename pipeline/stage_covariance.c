@@ -1,9 +1,10 @@
 /* stage_covariance.c: covariance_setup: inputs, then C = S + N. */
 #include <math.h>
+#include <string.h>
 
 #include "inputs.h"
-#include "progress.h"
 #include "pixel_matrices.h"
+#include "progress.h"
 #include "stages.h"
 #include "terms.h"
 
@@ -11,7 +12,8 @@
  * noise bias would then be wrong): its Cholesky is done in C's buffer before S goes there. */
 static qp_err qp_check_dense_noise(qp_problem *p) {
   const int64_t n = p->n_pix;
-  for (int64_t k = 0; k < n * n; ++k) p->cov.data[k] = p->noise.data[k];
+  for (int64_t k = 0; k < n * n; ++k)
+    p->cov.data[k] = p->noise.data[k];
   qp_matrix check;
   QP_CALL(qp_matrix_view(p->ops, "N (noise covariance)", p->cov.data, n, n, n, &check));
   qp_err err = qp_linalg_potrf(&check);
@@ -25,22 +27,54 @@ static qp_err qp_check_dense_noise(qp_problem *p) {
   return QP_OK;
 }
 
+/* N (dense or diagonal) into a zeroed or dense buffer. */
+static void qp_add_noise(const qp_problem *p, double *m) {
+  const int64_t n = p->n_pix;
+  if (p->noise_variance) {
+    for (int64_t i = 0; i < n; ++i)
+      m[i + i * n] += p->noise_variance[i];
+  } else {
+    for (int64_t k = 0; k < n * n; ++k)
+      m[k] += p->noise.data[k];
+  }
+}
+
+/* The SMW route needs no C: only N_eff = N + S_fixed, dense when N is or when the switch is
+ * on (then factored in basis_setup); a dense N takes S_fixed in place. */
+static qp_err qp_smw_noise(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  const int64_t n = p->n_pix;
+  if (p->noise.data) {
+    QP_CALL(qp_matrix_view(p->ops, QP_TERM_NOISE, p->noise.data, n, n, n, &p->noise_factor));
+  } else if (p->switched) {
+    QP_CALL(
+        qp_matrix_create(p->ops, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, n, n, &p->noise_factor));
+    qp_add_noise(p, p->noise_factor.data);
+  }
+  if (p->switched)
+    qp_pixel_matrices_build_range(p, p->noise_factor.data, cfg->lmax + 1, cfg->lmax_signal, 0, 0,
+                                  NULL, 0);
+  return QP_OK;
+}
+
 qp_err qp_stage_covariance_setup(qp_problem *p) {
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "covariance_setup", "", 0);
   QP_CALL(qp_inputs_read_geometry(p));
   QP_CALL(qp_inputs_read_data(p));
   qp_progress_note(&progress, "mask, maps and noise read");
-  const int64_t n = p->n_pix;
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, n, n, &p->cov));
-  if (p->noise.data) QP_CALL(qp_check_dense_noise(p));
-  qp_pixel_matrices_build(p, p->cov.data, 0, 0, NULL, 0);
-  qp_progress_note(&progress, "signal covariance S built");
-  double *c = p->cov.data;
-  if (p->noise_variance) {
-    for (int64_t i = 0; i < n; ++i) c[i + i * n] += p->noise_variance[i];
+  if (p->path_used == QP_PATH_HARMONIC && p->smw) {
+    QP_CALL(qp_smw_noise(p));
   } else {
-    for (int64_t k = 0; k < n * n; ++k) c[k] += p->noise.data[k];
+    const int64_t n = p->n_pix;
+    QP_CALL(qp_matrix_create(p->ops, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, n, n, &p->cov));
+    if (p->noise.data) {
+      QP_CALL(qp_check_dense_noise(p));
+      memset(p->cov.data, 0, (size_t)(n * n) * sizeof(double));
+    }
+    qp_add_noise(p, p->cov.data);
+    qp_pixel_matrices_build(p, p->cov.data, 0, 0, NULL, 0);
+    qp_progress_note(&progress, "C = S + N built");
   }
   qp_budget_free(p->sky);
   p->sky = NULL;

@@ -2,8 +2,9 @@
  * L^-1 N L^-T beside them, and F and b from one Gram matrix of the stacked products. */
 #include <string.h>
 
-#include "progress.h"
+#include "harmonic.h"
 #include "pixel_matrices.h"
+#include "progress.h"
 #include "stages.h"
 #include "terms.h"
 
@@ -24,15 +25,15 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
     QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
     return QP_OK;
   }
-  if (switched) {
+  memset(slot->data, 0, (size_t)(n * n) * sizeof(double));
+  if (switched)
     qp_pixel_matrices_build_range(p, slot->data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0);
-  } else {
-    memset(slot->data, 0, (size_t)(n * n) * sizeof(double));
-  }
   if (p->noise_variance) {
-    for (int64_t i = 0; i < n; ++i) slot->data[i + i * n] += p->noise_variance[i];
+    for (int64_t i = 0; i < n; ++i)
+      slot->data[i + i * n] += p->noise_variance[i];
   } else {
-    for (int64_t k = 0; k < n * n; ++k) slot->data[k] += p->noise.data[k];
+    for (int64_t k = 0; k < n * n; ++k)
+      slot->data[k] += p->noise.data[k];
   }
   QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
   QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, slot));
@@ -53,7 +54,18 @@ static qp_err qp_gram(const qp_problem *p, double *products, int64_t slots, qp_m
   return QP_OK;
 }
 
+static qp_err qp_pixel_fisher_run(qp_problem *p);
+
 qp_err qp_stage_fisher_run(qp_problem *p) {
+  if (p->path_used == QP_PATH_HARMONIC) {
+    QP_CALL(qp_harmonic_fisher_run(p));
+    return QP_OK;
+  }
+  QP_CALL(qp_pixel_fisher_run(p));
+  return QP_OK;
+}
+
+static qp_err qp_pixel_fisher_run(qp_problem *p) {
   qp_err err = QP_OK;
   const int64_t n = p->n_pix, np = p->n_params, slots = np + 1;
   const size_t slot_stride = (size_t)(n * n);
@@ -63,9 +75,9 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
   qp_progress_start(&progress, p->progress, "fisher_run", "products", (long)slots);
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
-  QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, (size_t)slots * slot_stride,
-                                &products),
-               done);
+  QP_CALL_GOTO(
+      QP_ALLOC_DOUBLES(QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, (size_t)slots * slot_stride, &products),
+      done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_GRAM, QP_TERM_TRANSIENT, slots, slots, &gram),
                done);
 
@@ -74,23 +86,23 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
   qp_progress_note(&progress, "bin matrices P_p built");
   for (int64_t k = 0; k < np; ++k) {
     qp_matrix slot;
-    QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, products + k * slot_stride, n, n, n,
-                                &slot),
-                 done);
+    QP_CALL_GOTO(
+        qp_matrix_view(p->ops, QP_TERM_PRODUCTS, products + k * slot_stride, n, n, n, &slot), done);
     QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &slot), done);
     QP_CALL_GOTO(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, &slot), done);
     qp_progress_step(&progress, (long)(k + 1));
   }
   qp_matrix noise_slot;
-  QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, products + np * slot_stride, n, n, n,
-                              &noise_slot),
-               done);
+  QP_CALL_GOTO(
+      qp_matrix_view(p->ops, QP_TERM_PRODUCTS, products + np * slot_stride, n, n, n, &noise_slot),
+      done);
   QP_CALL_GOTO(qp_whiten_noise(p, &noise_slot), done);
   qp_progress_step(&progress, (long)slots);
   QP_CALL_GOTO(qp_gram(p, products, slots, &gram), done);
   qp_progress_note(&progress, "Gram matrix of the products (syrk)");
   for (int64_t q = 0; q < np; ++q) {
-    for (int64_t r = 0; r < np; ++r) p->fisher[r + q * np] = 0.5 * gram.data[r + q * slots];
+    for (int64_t r = 0; r < np; ++r)
+      p->fisher[r + q * np] = 0.5 * gram.data[r + q * slots];
     p->noise_bias[q] = 0.5 * gram.data[q + np * slots];
   }
 done:

@@ -3,8 +3,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "progress.h"
+#include "harmonic.h"
 #include "pixel_matrices.h"
+#include "progress.h"
 #include "stages.h"
 #include "terms.h"
 
@@ -23,24 +24,22 @@ static qp_err qp_invert_fisher(qp_problem *p) {
   return QP_OK;
 }
 
-qp_err qp_stage_spectra_run(qp_problem *p) {
+/* y for every map on the pixel-direct path: z = C^-1 x = L^-T L^-1 x, then P_b z with the bin
+ * matrices built a chunk at a time. */
+static qp_err qp_pixel_spectra_y(qp_problem *p) {
   qp_err err = QP_OK;
   const int64_t n = p->n_pix, np = p->n_params, n_maps = p->n_maps;
   const int64_t chunk = p->model.dims.spectra_chunk;
   const size_t slot_stride = (size_t)(n * n);
   qp_matrix z = {0}, pz = {0};
   double *bins = NULL;
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, np * np, &p->fisher_inverse));
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->yb));
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->cl));
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_ERRORS, QP_TERM_PERSISTENT, np, &p->error));
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &z),
                done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n, n_maps, &pz),
                done);
-  QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT,
-                                (size_t)chunk * slot_stride, &bins),
-               done);
+  QP_CALL_GOTO(
+      QP_ALLOC_DOUBLES(QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)chunk * slot_stride, &bins),
+      done);
 
   memcpy(z.data, p->maps, (size_t)(n * n_maps) * sizeof(double));
   QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &z), done);
@@ -53,21 +52,40 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
     qp_pixel_matrices_build(p, NULL, (int)first, (int)count, bins, slot_stride);
     for (int64_t k = 0; k < count; ++k) {
       qp_matrix pb;
-      QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_BIN_MATRICES, bins + k * slot_stride, n, n, n,
-                                  &pb),
-                   done);
+      QP_CALL_GOTO(
+          qp_matrix_view(p->ops, QP_TERM_BIN_MATRICES, bins + k * slot_stride, n, n, n, &pb), done);
       QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &pb, &z, 0.0, &pz), done);
       for (int64_t m = 0; m < n_maps; ++m) {
         double s = 0.0;
-        for (int64_t i = 0; i < n; ++i) s += z.data[i + m * n] * pz.data[i + m * n];
+        for (int64_t i = 0; i < n; ++i)
+          s += z.data[i + m * n] * pz.data[i + m * n];
         p->yb[m * np + first + k] = 0.5 * s;
       }
       qp_progress_step(&progress, (long)(first + k + 1));
     }
   }
+done:
+  qp_budget_free(bins);
+  qp_matrix_destroy(&pz);
+  qp_matrix_destroy(&z);
+  return err;
+}
 
-  QP_CALL_GOTO(qp_invert_fisher(p), done);
-  for (int64_t q = 0; q < np; ++q) p->error[q] = sqrt(p->fisher_inverse[q + q * np]);
+qp_err qp_stage_spectra_run(qp_problem *p) {
+  const int64_t np = p->n_params, n_maps = p->n_maps;
+  QP_CALL(
+      QP_ALLOC_DOUBLES(QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, np * np, &p->fisher_inverse));
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->yb));
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->cl));
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_ERRORS, QP_TERM_PERSISTENT, np, &p->error));
+  if (p->path_used == QP_PATH_HARMONIC)
+    QP_CALL(qp_harmonic_spectra_y(p));
+  else
+    QP_CALL(qp_pixel_spectra_y(p));
+
+  QP_CALL(qp_invert_fisher(p));
+  for (int64_t q = 0; q < np; ++q)
+    p->error[q] = sqrt(p->fisher_inverse[q + q * np]);
   for (int64_t m = 0; m < n_maps; ++m)
     for (int64_t q = 0; q < np; ++q) {
       double s = 0.0;
@@ -75,9 +93,5 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
         s += p->fisher_inverse[q + r * np] * (p->yb[m * np + r] - p->noise_bias[r]);
       p->cl[m * np + q] = s;
     }
-done:
-  qp_budget_free(bins);
-  qp_matrix_destroy(&pz);
-  qp_matrix_destroy(&z);
-  return err;
+  return QP_OK;
 }

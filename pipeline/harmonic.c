@@ -1,0 +1,345 @@
+/* harmonic.c: the harmonic path, SMW and projection routes (harmonic.h). */
+#include "harmonic.h"
+
+#include <chealpix.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harmonics.h"
+#include "pixel_matrices.h"
+#include "progress.h"
+#include "terms.h"
+
+/* The fields (T = 0, E = 1, B = 2) each spectrum couples, in QML.md 6 order. */
+static const int qp_spectrum_fields[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
+
+/* The spectrum coupling fields f1 and f2. */
+static qp_spectrum qp_fields_spectrum(int f1, int f2) {
+  static const qp_spectrum table[3][3] = {
+      {QP_TT, QP_TE, QP_TB}, {QP_TE, QP_EE, QP_EB}, {QP_TB, QP_EB, QP_BB}};
+  return table[f1][f2];
+}
+
+void qp_harmonic_layout(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  const int has[3] = {p->n_obs_t > 0, p->n_obs_p > 0, p->n_obs_p > 0};
+  p->n_modes = 0;
+  for (int f = 0; f < 3; ++f) {
+    p->field_ell_min[f] = f == 0 ? cfg->ell_min : (cfg->ell_min > 2 ? cfg->ell_min : 2);
+    p->field_offset[f] = has[f] ? p->n_modes : -1;
+    if (has[f] && cfg->lmax >= p->field_ell_min[f])
+      p->n_modes += qp_harmonic_count(p->field_ell_min[f], cfg->lmax);
+  }
+}
+
+static int64_t qp_mode(const qp_problem *p, int field, int l, int m) {
+  return p->field_offset[field] + qp_harmonic_index(l, m, p->field_ell_min[field]);
+}
+
+/* B_l^2 from the pixel weights (2l+1)/(4 pi) B_l^2: the harmonic basis carries (2l+1)/(4 pi). */
+static double qp_beam2(const qp_problem *p, int l) {
+  return p->ell_weight[l] * 4.0 * M_PI / (2.0 * l + 1.0);
+}
+
+/* ---- D_p: the sparse derivative of Lambda ---- */
+
+typedef struct qp_entry {
+  int64_t a, b;
+  double v;
+} qp_entry;
+
+/* Lists the entries of every D_q: entries[start[q] .. start[q+1]). malloc'd (O(n_modes)). */
+static qp_err qp_param_entries(const qp_problem *p, qp_entry **entries, int64_t **start) {
+  const qp_config *cfg = p->cfg;
+  int64_t total = 0;
+  *start = malloc((size_t)(p->n_params + 1) * sizeof **start);
+  QP_CHECK(*start, QP_ERR_NOMEM, "out of memory for the parameter entries");
+  for (int pass = 0; pass < 2; ++pass) {
+    int64_t k = 0;
+    for (int q = 0; q < p->n_params; ++q) {
+      const int bin = q % p->n_bins;
+      const qp_spectrum s = cfg->spectra[q / p->n_bins];
+      const int f1 = qp_spectrum_fields[s][0], f2 = qp_spectrum_fields[s][1];
+      (*start)[q] = k;
+      for (int l = p->bin_lo[bin]; l <= p->bin_hi[bin]; ++l) {
+        if (l < p->field_ell_min[f1] || l < p->field_ell_min[f2]) continue;
+        const double v = qp_beam2(p, l);
+        for (int m = -l; m <= l; ++m) {
+          int64_t a = qp_mode(p, f1, l, m), b = qp_mode(p, f2, l, m);
+          if (pass) (*entries)[k] = (qp_entry){a, b, v};
+          ++k;
+          if (f1 != f2) {
+            if (pass) (*entries)[k] = (qp_entry){b, a, v};
+            ++k;
+          }
+        }
+      }
+    }
+    (*start)[p->n_params] = k;
+    if (!pass) {
+      total = k;
+      *entries = malloc((size_t)(total > 0 ? total : 1) * sizeof **entries);
+      QP_CHECK(*entries, QP_ERR_NOMEM, "out of memory for %lld parameter entries",
+               (long long)total);
+    }
+  }
+  return QP_OK;
+}
+
+/* ---- basis_setup ---- */
+
+/* V^T at the observed positions: T rows from the temperature basis, Q/U rows from E and B. */
+static void qp_build_vt(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  const int64_t n = p->n_pix, nt = p->n_obs_t, np = p->n_obs_p, nm = p->n_modes;
+  double *vt = p->vt.data;
+#pragma omp parallel
+  {
+    const int count = qp_harmonic_count(0, cfg->lmax);
+    double *work = malloc((size_t)qp_harmonics_work_size(cfg->lmax) * sizeof *work);
+    double *row = malloc((size_t)(5 * count) * sizeof *row);
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t pos = 0; pos < p->n_observed; ++pos) {
+      double theta, phi;
+      pix2ang_ring64(p->nside, p->observed[pos], &theta, &phi);
+      const int pol = pos >= nt;
+      const int f0 = pol ? 1 : 0, lo = p->field_ell_min[f0];
+      if (cfg->lmax < lo) continue;
+      const int nf = qp_harmonic_count(lo, cfg->lmax);
+      double *t = row, *qe = row + count, *ue = row + 2 * count, *qb = row + 3 * count,
+             *ub = row + 4 * count;
+      if (!pol) {
+        qp_harmonics_at(lo, cfg->lmax, theta, phi, work, t, NULL, NULL, NULL, NULL);
+        for (int k = 0; k < nf; ++k)
+          vt[pos + (p->field_offset[0] + k) * n] = t[k];
+      } else {
+        qp_harmonics_at(lo, cfg->lmax, theta, phi, work, NULL, qe, ue, qb, ub);
+        const int64_t iq = pos, iu = pos + np, oe = p->field_offset[1], ob = p->field_offset[2];
+        for (int k = 0; k < nf; ++k) {
+          vt[iq + (oe + k) * n] = qe[k];
+          vt[iu + (oe + k) * n] = ue[k];
+          vt[iq + (ob + k) * n] = qb[k];
+          vt[iu + (ob + k) * n] = ub[k];
+        }
+      }
+    }
+    free(work);
+    free(row);
+  }
+  (void)nm;
+}
+
+/* M = I + K Lambda: column b of K Lambda is sum over the fields f of K[:, (f, l, m)] times
+ * C_l^{f fb} B_l^2, (l, m) and fb being mode b's. */
+static void qp_build_smw_matrix(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  const int64_t nm = p->n_modes;
+  const double *k = p->kernel.data;
+  double *mm = p->smw_lu.data;
+  memset(mm, 0, (size_t)(nm * nm) * sizeof *mm);
+  for (int fb = 0; fb < 3; ++fb) {
+    if (p->field_offset[fb] < 0) continue;
+    for (int l = p->field_ell_min[fb]; l <= cfg->lmax; ++l)
+      for (int m = -l; m <= l; ++m) {
+        const int64_t b = qp_mode(p, fb, l, m);
+        double *col = mm + b * nm;
+        for (int f = 0; f < 3; ++f) {
+          if (p->field_offset[f] < 0 || l < p->field_ell_min[f]) continue;
+          const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_beam2(p, l);
+          if (c == 0.0) continue;
+          const double *kc = k + qp_mode(p, f, l, m) * nm;
+          for (int64_t i = 0; i < nm; ++i)
+            col[i] += c * kc[i];
+        }
+        col[b] += 1.0;
+      }
+  }
+}
+
+qp_err qp_harmonic_basis_setup(qp_problem *p) {
+  const int64_t n = p->n_pix, nm = p->n_modes;
+  qp_progress progress;
+  qp_progress_start(&progress, p->progress, "basis_setup", "", 0);
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_PERSISTENT, n, nm, &p->vt));
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
+  if (p->smw) {
+    QP_CALL(qp_matrix_create(p->ops, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, nm, nm, &p->smw_lu));
+    QP_CALL(qp_budget_alloc_array(QP_TERM_PIVOTS, QP_TERM_PERSISTENT, (size_t)nm, sizeof(int),
+                                  (void **)&p->pivots));
+  }
+  qp_build_vt(p);
+  qp_progress_note(&progress, "harmonic basis V built");
+  if (!p->smw) {
+    /* Projection: L = chol(C), Y = L^-1 V^T, W = Y^T Y. */
+    QP_CALL(qp_linalg_potrf(&p->cov));
+    QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &p->vt));
+    QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
+    qp_progress_note(&progress, "W = (L^-1 V^T)^T (L^-1 V^T)");
+    return QP_OK;
+  }
+  if (p->noise_factor.data) {
+    QP_CALL(qp_linalg_potrf(&p->noise_factor));
+    QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->noise_factor, &p->vt));
+  } else {
+    for (int64_t k = 0; k < nm; ++k)
+      for (int64_t i = 0; i < n; ++i)
+        p->vt.data[i + k * n] /= sqrt(p->noise_variance[i]);
+  }
+  QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
+  qp_progress_note(&progress, "K = V N^-1 V^T");
+  qp_build_smw_matrix(p);
+  qp_err err = qp_linalg_getrf(&p->smw_lu, p->pivots);
+  QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
+           "the SMW kernel I + K Lambda is singular (%s); use harmonic_method: projected",
+           qp_error_message());
+  QP_CALL(err);
+  QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, &p->kernel));
+  qp_progress_note(&progress, "W = (I + K Lambda)^-1 K");
+  return QP_OK;
+}
+
+/* ---- fisher_run ---- */
+
+/* G^T into g (n_modes^2): SMW: (I + K Lambda)^-1 W. */
+static qp_err qp_noise_kernel_smw(qp_problem *p, qp_matrix *g) {
+  memcpy(g->data, p->kernel.data, (size_t)(p->n_modes * p->n_modes) * sizeof(double));
+  QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, g));
+  return QP_OK;
+}
+
+/* N_eff Z into nz for Z = C^-1 V^T (projection): N_eff dense = S_fixed + N. */
+static qp_err qp_noise_modes_dense(qp_problem *p, const qp_matrix *z, qp_matrix *nz) {
+  const qp_config *cfg = p->cfg;
+  const int64_t n = p->n_pix;
+  qp_matrix neff = {0};
+  qp_err err = QP_OK;
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, n, n, &neff),
+               done);
+  if (p->switched)
+    qp_pixel_matrices_build_range(p, neff.data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0);
+  if (p->noise_variance) {
+    for (int64_t i = 0; i < n; ++i)
+      neff.data[i + i * n] += p->noise_variance[i];
+  } else {
+    for (int64_t k = 0; k < n * n; ++k)
+      neff.data[k] += p->noise.data[k];
+  }
+  QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &neff, z, 0.0, nz), done);
+done:
+  qp_matrix_destroy(&neff);
+  return err;
+}
+
+qp_err qp_harmonic_fisher_run(qp_problem *p) {
+  const int64_t nm = p->n_modes, n = p->n_pix;
+  const int np = p->n_params;
+  qp_err err = QP_OK;
+  qp_entry *e = NULL;
+  int64_t *start = NULL;
+  qp_matrix g = {0}, z = {0}, nz = {0};
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
+  QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);
+
+  /* F_pq = 1/2 sum over D_p's (a, b, v) and D_q's (c, d, u) of v u W_bc W_da. */
+  const double *w = p->kernel.data;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int q = 0; q < np; ++q)
+    for (int r = q; r < np; ++r) {
+      double sum = 0;
+      for (int64_t i = start[q]; i < start[q + 1]; ++i)
+        for (int64_t j = start[r]; j < start[r + 1]; ++j)
+          sum += e[i].v * e[j].v * w[e[i].b + e[j].a * nm] * w[e[j].b + e[i].a * nm];
+      p->fisher[q + r * np] = p->fisher[r + q * np] = 0.5 * sum;
+    }
+
+  /* b_p = 1/2 tr(D_p G) = 1/2 sum v G_ba. */
+  if (p->smw) {
+    QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, nm, nm, &g),
+                 done);
+    QP_CALL_GOTO(qp_noise_kernel_smw(p, &g), done);
+    for (int q = 0; q < np; ++q) {
+      double sum = 0;
+      for (int64_t i = start[q]; i < start[q + 1]; ++i)
+        sum += e[i].v * g.data[e[i].a + e[i].b * nm];
+      p->noise_bias[q] = 0.5 * sum;
+    }
+  } else {
+    /* Z = C^-1 V^T = L^-T Y; G_ba = Z_b^T N_eff Z_a. */
+    QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, n, nm, &z),
+                 done);
+    memcpy(z.data, p->vt.data, (size_t)(n * nm) * sizeof(double));
+    QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
+    const int dense = p->switched || !p->noise_variance;
+    if (dense) {
+      QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, n, nm, &nz),
+                   done);
+      QP_CALL_GOTO(qp_noise_modes_dense(p, &z, &nz), done);
+    }
+    for (int q = 0; q < np; ++q) {
+      double sum = 0;
+      for (int64_t k = start[q]; k < start[q + 1]; ++k) {
+        const double *zb = z.data + e[k].b * n;
+        const double *right = dense ? nz.data + e[k].a * n : z.data + e[k].a * n;
+        double dot = 0;
+        for (int64_t i = 0; i < n; ++i)
+          dot += zb[i] * right[i] * (dense ? 1.0 : p->noise_variance[i]);
+        sum += e[k].v * dot;
+      }
+      p->noise_bias[q] = 0.5 * sum;
+    }
+  }
+done:
+  qp_matrix_destroy(&nz);
+  qp_matrix_destroy(&z);
+  qp_matrix_destroy(&g);
+  free(e);
+  free(start);
+  return err;
+}
+
+/* ---- spectra_run ---- */
+
+qp_err qp_harmonic_spectra_y(qp_problem *p) {
+  const int64_t n = p->n_pix, nm = p->n_modes, n_maps = p->n_maps;
+  const int np = p->n_params;
+  qp_err err = QP_OK;
+  qp_matrix w = {0}, v = {0};
+  qp_entry *e = NULL;
+  int64_t *start = NULL;
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &w),
+               done);
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, nm, n_maps, &v),
+               done);
+  /* w = N_eff^-1/2 x (SMW, diagonal), L_N^-1 x (SMW, dense) or L_C^-1 x (projection). */
+  memcpy(w.data, p->maps, (size_t)(n * n_maps) * sizeof(double));
+  if (!p->smw) {
+    QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &w), done);
+  } else if (p->noise_factor.data) {
+    QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->noise_factor, &w), done);
+  } else {
+    for (int64_t m = 0; m < n_maps; ++m)
+      for (int64_t i = 0; i < n; ++i)
+        w.data[i + m * n] /= sqrt(p->noise_variance[i]);
+  }
+  /* z = V C^-1 x: Y^T w, then (I + K Lambda)^-1 for SMW. */
+  QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &w, 0.0, &v), done);
+  if (p->smw) QP_CALL_GOTO(qp_linalg_getrs(&p->smw_lu, p->pivots, &v), done);
+  QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);
+  for (int64_t m = 0; m < n_maps; ++m) {
+    const double *z = v.data + m * nm;
+    for (int q = 0; q < np; ++q) {
+      double sum = 0;
+      for (int64_t k = start[q]; k < start[q + 1]; ++k)
+        sum += e[k].v * z[e[k].a] * z[e[k].b];
+      p->yb[m * np + q] = 0.5 * sum;
+    }
+  }
+done:
+  free(e);
+  free(start);
+  qp_matrix_destroy(&v);
+  qp_matrix_destroy(&w);
+  return err;
+}

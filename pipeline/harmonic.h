@@ -1,0 +1,30 @@
+/* harmonic.h: the harmonic path (QML.md 3): S = V^T Lambda V with V the real harmonic basis
+ * at the observed pixels (harmonics.h) for ell_min..lmax, and everything computed on the
+ * n_modes side:
+ *   W = V C^-1 V^T        F_pq = 1/2 tr(W D_p W D_q)       (D_p = dLambda/dp, sparse)
+ *   z = V C^-1 x          y_p = 1/2 z^T D_p z
+ *   G = V C^-1 N_eff C^-1 V^T                    b_p = 1/2 tr(D_p G)
+ * by one of two routes:
+ *   SMW (stable Sherman-Morrison-Woodbury): Y = N_eff^-1/2 V^T (L_N^-1 V^T for a dense N_eff),
+ *     K = Y^T Y, M = I + K Lambda (LU), W = M^-1 K, z = M^-1 Y^T N_eff^-1/2 x, G = (M^-1 W)^T.
+ *     No Lambda^-1 and no K - K (Lambda^-1 + K)^-1 K, which loses 9-14 digits at high S/N.
+ *   projection: C = S + N dense, L = chol(C), Y = L^-1 V^T, W = Y^T Y, z = Y^T L^-1 x,
+ *     G = Z^T N_eff Z with Z = L^-T Y = C^-1 V^T.
+ * N_eff = N + S_fixed when lmax < lmax_signal (the switch); N otherwise.
+ * Modes are ordered field by field [T | E | B] (those present), inside a field by
+ * qp_harmonic_index(l, m, field_ell_min); E and B start at l = 2. */
+#ifndef QP_HARMONIC_H
+#define QP_HARMONIC_H
+
+#include "problem.h"
+
+/** Sets n_modes and the field layout of the modes (part of the plan). */
+void qp_harmonic_layout(qp_problem *p);
+/** basis_setup of the harmonic path: V, Y, W (and M's LU for SMW). */
+qp_err qp_harmonic_basis_setup(qp_problem *p);
+/** fisher_run of the harmonic path: F and b. */
+qp_err qp_harmonic_fisher_run(qp_problem *p);
+/** The raw quadratic y of every map (spectra_run of the harmonic path, before F^-1). */
+qp_err qp_harmonic_spectra_y(qp_problem *p);
+
+#endif
