@@ -155,6 +155,7 @@ typedef struct qp_cfg_ctx {
   char dir[QP_PATH_MAX]; /* its directory with a trailing '/', or "" when it has none */
   yaml_document_t *doc;
   int line[K_COUNT]; /* 1-based line of each top-level key seen, 0 when absent */
+  int variance_t_line, variance_p_line; /* noise.variance_t / variance_p, 0 when absent */
 } qp_cfg_ctx;
 
 static int qp_node_line(const yaml_node_t *node) { return (int)node->start_mark.line + 1; }
@@ -346,6 +347,8 @@ static qp_err qp_cfg_noise_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *ke
   case N_VARIANCE_T:
   case N_VARIANCE_P: {
     double *target = index == N_VARIANCE_T ? &cfg->noise_variance : &cfg->noise_variance_pol;
+    *(index == N_VARIANCE_T ? &ctx->variance_t_line : &ctx->variance_p_line) =
+        qp_node_line(key_node);
     const char *name = index == N_VARIANCE_T ? "noise.variance_t" : "noise.variance_p";
     QP_CALL(qp_cfg_double(ctx, name, value, target));
     QP_CHECK(*target > 0, QP_ERR_INPUT, "config %s line %d: %s must be > 0, got %g", ctx->file,
@@ -559,6 +562,15 @@ static qp_err qp_cfg_check(qp_cfg_ctx *ctx, qp_config *cfg) {
   QP_CHECK(has_p || ctx->line[K_MASK_POL] == 0, QP_ERR_INPUT,
            "config %s line %d: mask_pol is the mask of Q and U, but fields is T", ctx->file,
            ctx->line[K_MASK_POL]);
+  if (ctx->variance_t_line || ctx->variance_p_line) {
+    /* Per-field variances must match the fields: none missing, none ignored. */
+    QP_CHECK(has_t == (ctx->variance_t_line > 0), QP_ERR_INPUT,
+             "config %s line %d: fields %s %s noise.variance_t", ctx->file, ctx->line[K_NOISE],
+             has_t ? (has_p ? "TQU" : "T") : "QU", has_t ? "need" : "have no T for");
+    QP_CHECK(has_p == (ctx->variance_p_line > 0), QP_ERR_INPUT,
+             "config %s line %d: fields %s %s noise.variance_p", ctx->file, ctx->line[K_NOISE],
+             has_p ? (has_t ? "TQU" : "QU") : "T", has_p ? "need" : "have no Q/U for");
+  }
   if (cfg->noise_kind == QP_NOISE_VARIANCE) {
     QP_CHECK(!has_t || cfg->noise_variance > 0, QP_ERR_INPUT,
              "config %s line %d: fields with T need noise.variance or noise.variance_t", ctx->file,

@@ -185,12 +185,15 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
       {"config_file", c->source},
       {"maps", maps},
       {"mask", c->mask},
+      {"mask_pol", c->mask_pol[0] ? c->mask_pol : c->mask},
       {"fields", qp_fields_text(c->fields)},
       {"cls", c->cls},
       {"noise_kind", qp_noise_text(c->noise_kind)},
       {"spectra", spectra},
       {"bins_file", c->bins_file},
       {"path", qp_path_text(c->path)},
+      {"harmonic_method",
+       c->harmonic_method == 1 ? "smw" : (c->harmonic_method == 2 ? "projected" : "auto")},
       {"path_used", r->path_used},
       {"path_reason", r->path_reason},
       {"backend", c->backend},
@@ -200,6 +203,7 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
     QP_CALL_GOTO(qp_out_str(o, root, strs[i].name, strs[i].value), done);
   if (c->noise_kind == QP_NOISE_VARIANCE) {
     QP_CALL_GOTO(qp_out_f64(o, root, "noise_variance", c->noise_variance), done);
+    QP_CALL_GOTO(qp_out_f64(o, root, "noise_variance_pol", c->noise_variance_pol), done);
   } else {
     QP_CALL_GOTO(qp_out_str(o, root, "noise_file", c->noise_file), done);
     if (c->noise_kind == QP_NOISE_COVARIANCE)
@@ -217,6 +221,9 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
       {"pixel_window", c->pixel_window},
       {"nside", r->nside},
       {"n_observed", r->n_observed},
+      {"n_observed_t", r->n_observed_t},
+      {"n_observed_pol", r->n_observed_pol},
+      {"n_modes", r->n_modes},
       {"n_pix", r->n_pix},
       {"n_params", r->n_params},
       {"n_bins", r->n_bins},

@@ -14,7 +14,10 @@
 typedef struct qp_results {
   const qp_config *config;  /* every setting becomes an attribute of "/" */
   int64_t nside;
-  int64_t n_observed;       /* observed pixels per field */
+  int64_t n_observed;       /* positions: observed pixels of T plus those of Q/U */
+  int64_t n_observed_t;     /* observed pixels of T (mask) */
+  int64_t n_observed_pol;   /* observed pixels of Q and U (mask_pol) */
+  int64_t n_modes;          /* harmonic path: modes of V (0 on the pixel-direct path) */
   int64_t n_pix;            /* length of the data vector */
   int64_t n_params, n_bins, n_maps;
   int n_spectra;

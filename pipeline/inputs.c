@@ -310,7 +310,15 @@ static qp_err qp_inputs_columns(const qp_problem *p, const char *path, const cha
                                 const qp_healpix_info *info, int column[3]) {
   const qp_config *cfg = p->cfg;
   column[0] = column[1] = column[2] = -1;
-  if (qp_has_t(cfg)) column[0] = 0;
+  if (qp_has_t(cfg)) {
+    /* A two-column file holds Q and U (see above): no temperature to read there. */
+    QP_CHECK(info->n_columns != 2, QP_ERR_INPUT,
+             "%s '%s' has 2 columns (%s, %s), read as Q and U, but fields %s need a "
+             "temperature column (healpy's layout: I, Q, U)",
+             what, path, info->column_names[0], info->column_names[1],
+             cfg->fields == QP_FIELDS_T ? "T" : "TQU");
+    column[0] = 0;
+  }
   if (qp_has_p(cfg)) {
     QP_CHECK(info->n_columns >= 2, QP_ERR_INPUT,
              "%s '%s' has %d column(s) (%s), but fields %s need Q and U columns (healpy's "
@@ -352,7 +360,8 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
   QP_CALL(qp_h5_matrix_info(cfg->noise_file, cfg->noise_dataset, &rows, &cols));
   QP_CHECK(rows == p->n_pix && cols == p->n_pix, QP_ERR_INPUT,
            "noise covariance '%s' dataset '%s' is %lld x %lld, but the data vector has %lld "
-           "entries (observed pixels of the mask '%s')",
+           "entries (T at the observed pixels of the mask '%s', then Q and U at those of "
+           "mask_pol)",
            cfg->noise_file, cfg->noise_dataset, (long long)rows, (long long)cols,
            (long long)p->n_pix, cfg->mask);
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_NOISE, QP_TERM_PERSISTENT, rows, cols, &p->noise));
