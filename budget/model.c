@@ -40,9 +40,9 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
            (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps, (long long)d->n_params);
   QP_CHECK(d->path == QP_MODEL_PIXEL_DIRECT || d->n_modes > 0, QP_ERR_INPUT,
            "budget model: the harmonic path needs n_modes > 0 (got %lld)", (long long)d->n_modes);
-  QP_CHECK(d->fisher_chunk == d->n_params, QP_ERR_UNSUPPORTED,
-           "budget model: fisher_run holds all %lld products at once in this version (chunk %lld)",
-           (long long)d->n_params, (long long)d->fisher_chunk);
+  QP_CHECK(d->fisher_chunk >= 1 && d->fisher_chunk <= d->n_params, QP_ERR_INPUT,
+           "budget model: fisher chunk %lld outside 1..%lld", (long long)d->fisher_chunk,
+           (long long)d->n_params);
   QP_CHECK(d->spectra_chunk >= 1 && d->spectra_chunk <= d->n_params, QP_ERR_INPUT,
            "budget model: spectra chunk %lld outside 1..%lld", (long long)d->spectra_chunk,
            (long long)d->n_params);
@@ -96,11 +96,13 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   }
 
   if (pixel) {
-    const size_t slots = (size_t)d->fisher_chunk + 1;
+    /* k products, the whitened noise, and a streaming slot when k < n_params. */
+    const size_t k = (size_t)d->fisher_chunk, slots = k + 1 + (d->fisher_chunk < d->n_params);
     qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, slots * pix_sq, fis, fis,
-                 "(n_params + 1) n_pix^2 x 8");
-    qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT, slots * slots * w, fis, fis,
-                 "(n_params + 1)^2 x 8");
+                 d->fisher_chunk < d->n_params ? "(fisher_chunk + 2) n_pix^2 x 8"
+                                               : "(n_params + 1) n_pix^2 x 8");
+    qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT, (k + 1) * (k + 2) * w, fis, fis,
+                 "(fisher_chunk + 1)(fisher_chunk + 2) x 8");
   } else if (smw) {
     qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis, "n_modes^2 x 8");
   } else {

@@ -91,7 +91,8 @@ static qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double 
 }
 
 /* The model of one route: pixel-direct, SMW or projection. */
-static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, qp_model *model) {
+static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
+                              int64_t spectra_chunk, qp_model *model) {
   const qp_config *cfg = p->cfg;
   qp_model_dims dims = {
       .path = path,
@@ -102,11 +103,35 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, qp_model 
       .n_pix = p->n_pix,
       .n_maps = p->n_maps,
       .n_params = p->n_params,
-      .fisher_chunk = p->n_params,
-      .spectra_chunk = p->n_params,
+      .fisher_chunk = fisher_chunk,
+      .spectra_chunk = spectra_chunk,
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
   };
   QP_CALL(qp_model_predict(&dims, model));
+  return QP_OK;
+}
+
+/* The planner's chunks for the pixel-direct path: all parameters at once when that fits
+ * memory.host_limit, else the largest chunks that keep fisher_run and spectra_run inside it
+ * (products streamed and re-formed, bin matrices built a chunk at a time). When even one
+ * product per chunk does not fit, the chunks stay 1 and the limit check refuses the run,
+ * naming the term that does not fit. */
+static qp_err qp_inputs_chunks(const qp_problem *p, int64_t *fisher_chunk,
+                               int64_t *spectra_chunk, qp_model *model) {
+  const double limit = p->cfg->host_limit;
+  const int64_t np = p->n_params;
+  *fisher_chunk = *spectra_chunk = np;
+  QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, np, np, model));
+  if (limit <= 0) return QP_OK;
+  const qp_stage_id stage[2] = {QP_STAGE_FISHER_RUN, QP_STAGE_SPECTRA_RUN};
+  int64_t *chunk[2] = {fisher_chunk, spectra_chunk};
+  for (int s = 0; s < 2; ++s) {
+    while (*chunk[s] > 1 &&
+           (double)(qp_model_stage_peak(model, stage[s]) + model->overhead_bytes) > limit) {
+      --*chunk[s];
+      QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, model));
+    }
+  }
   return QP_OK;
 }
 
@@ -138,10 +163,22 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
            "config '%s': the harmonic path has no modes (lmax %d)", cfg->source, cfg->lmax);
   double cost[3], peak[3];
   int best = -1, best_fit = -1;
+  int64_t fisher_chunk = p->n_params, spectra_chunk = p->n_params;
   for (int r = 0; r < 3; ++r) {
     if (!allowed[r]) continue;
-    QP_CALL(qp_inputs_model(p, (qp_model_path)r, &p->model));
+    if (r == 0) {
+      QP_CALL(qp_inputs_chunks(p, &fisher_chunk, &spectra_chunk, &p->model));
+    } else {
+      QP_CALL(qp_inputs_model(p, (qp_model_path)r, p->n_params, p->n_params, &p->model));
+    }
     cost[r] = qp_route_cost(p, (qp_model_path)r);
+    if (r == 0 && fisher_chunk < p->n_params) {
+      /* Streaming re-forms the later products: ~n_params^2 / (2 chunk) more of them. */
+      double extra = 0;
+      for (int64_t first = fisher_chunk; first < p->n_params; first += fisher_chunk)
+        extra += (double)(p->n_params - first);
+      cost[r] += extra * 2.0 * pow((double)p->n_pix, 3);
+    }
     peak[r] = (double)(qp_model_peak(&p->model) + p->model.overhead_bytes);
     if (best < 0 || cost[r] < cost[best]) best = r;
     if ((cfg->host_limit <= 0 || peak[r] <= cfg->host_limit) &&
@@ -169,7 +206,17 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
   }
   p->path_used = chosen == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
   p->smw = chosen == 1;
-  QP_CALL(qp_inputs_model(p, (qp_model_path)chosen, &p->model));
+  if (chosen == 0) {
+    QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, &p->model));
+    if (fisher_chunk < p->n_params || spectra_chunk < p->n_params)
+      snprintf(p->path_reason + strlen(p->path_reason),
+               sizeof p->path_reason - strlen(p->path_reason),
+               "; chunks for memory.host_limit: %lld of %lld products held in fisher_run, %lld "
+               "bin matrices at a time in spectra_run",
+               (long long)fisher_chunk, (long long)p->n_params, (long long)spectra_chunk);
+  } else {
+    QP_CALL(qp_inputs_model(p, (qp_model_path)chosen, p->n_params, p->n_params, &p->model));
+  }
   return QP_OK;
 }
 

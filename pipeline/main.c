@@ -16,6 +16,9 @@ static void qp_usage(FILE *out) {
           "  budget CONFIG.yaml     print the predicted memory of every stage, term by term,\n"
           "                         without allocating anything big\n"
           "  report RESULTS.h5      print the prediction beside the measurement, per stage\n"
+          "  validate RESULTS.h5... check the memory model against the measurements of any\n"
+          "                         number of runs; non-zero exit when a stage is outside\n"
+          "                         --tolerance (default 0.02) or a term drifts\n"
           "  simulate [OPTIONS]     make Gaussian maps from a C_ell file plus white noise, and\n"
           "                         masks (see 'qmlpipe simulate --help')\n"
           "\n"
@@ -40,6 +43,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "budget") == 0) return qp_cmd_budget(argc - 1, argv + 1);
   if (strcmp(cmd, "report") == 0) return qp_cmd_report(argc - 1, argv + 1);
   if (strcmp(cmd, "simulate") == 0) return qp_cmd_simulate(argc - 1, argv + 1);
+  if (strcmp(cmd, "validate") == 0) return qp_cmd_validate(argc - 1, argv + 1);
   fprintf(stderr, "qmlpipe: unknown command '%s'\n\n", cmd);
   qp_usage(stderr);
   return 2;

@@ -40,17 +40,34 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
   return QP_OK;
 }
 
-/* gram <- A^T A for A = the stacked products (n^2 x slots), in row blocks so that no BLAS
- * dimension exceeds the 32-bit integer. */
-static qp_err qp_gram(const qp_problem *p, double *products, int64_t slots, qp_matrix *gram) {
+/* out <- A^T B for A = `cols` stacked products (n^2 x cols) and B = `b_cols` of them, both
+ * with the slot stride as leading dimension, in row blocks so that no BLAS dimension exceeds
+ * the 32-bit integer. A == B with b_cols == cols is a syrk (the Gram matrix). */
+static qp_err qp_product_dots(const qp_problem *p, double *a, int64_t cols, double *b,
+                              int64_t b_cols, qp_matrix *out) {
   const int64_t rows = p->n_pix * p->n_pix;
   const int64_t block = (int64_t)1 << 30;
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     int64_t nr = rows - r0 < block ? rows - r0 : block;
-    qp_matrix a;
-    QP_CALL(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, products + r0, nr, slots, rows, &a));
-    QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &a, r0 == 0 ? 0.0 : 1.0, gram));
+    qp_matrix va, vb;
+    QP_CALL(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, a + r0, nr, cols, rows, &va));
+    if (a == b && cols == b_cols) {
+      QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &va, r0 == 0 ? 0.0 : 1.0, out));
+    } else {
+      QP_CALL(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, b + r0, nr, b_cols, rows, &vb));
+      QP_CALL(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &va, &vb, r0 == 0 ? 0.0 : 1.0, out));
+    }
   }
+  return QP_OK;
+}
+
+/* slot <- M_q = L^-1 P_q L^-T, P_q already in the slot. */
+static qp_err qp_whiten_product(qp_problem *p, double *slot_data) {
+  const int64_t n = p->n_pix;
+  qp_matrix slot;
+  QP_CALL(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, slot_data, n, n, n, &slot));
+  QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &slot));
+  QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, &slot));
   return QP_OK;
 }
 
@@ -65,46 +82,72 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
   return QP_OK;
 }
 
+/* Chunked: the products of one chunk of k parameters are held in slots 0..k-1 with the
+ * whitened noise in slot k; their Gram matrix (one syrk) gives F inside the chunk and b.
+ * Every later parameter is then formed in the streaming slot k+1 and dotted with the chunk
+ * (one gemm), which gives F between the chunk and it. With k = n_params (the planner's choice
+ * whenever memory allows) there is one chunk and no streaming: each M_p is formed once;
+ * with smaller k the later products are formed again, ~n_params^2 / (2k) extra. */
 static qp_err qp_pixel_fisher_run(qp_problem *p) {
   qp_err err = QP_OK;
-  const int64_t n = p->n_pix, np = p->n_params, slots = np + 1;
-  const size_t slot_stride = (size_t)(n * n);
+  const int64_t n = p->n_pix, np = p->n_params, k = p->model.dims.fisher_chunk;
+  const int streaming = k < np;
+  const int64_t slots = k + 1 + streaming;
+  const size_t stride = (size_t)(n * n);
   double *products = NULL;
-  qp_matrix gram = {0};
+  qp_matrix gram = {0}, cross = {0};
+  long total = 0; /* products formed: each once, plus the streamed ones again */
+  for (int64_t first = 0; first < np; first += k) total += (long)(np - first);
   qp_progress progress;
-  qp_progress_start(&progress, p->progress, "fisher_run", "products", (long)slots);
+  qp_progress_start(&progress, p->progress, "fisher_run", "products", total);
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
   QP_CALL_GOTO(
-      QP_ALLOC_DOUBLES(QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, (size_t)slots * slot_stride, &products),
+      QP_ALLOC_DOUBLES(QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, (size_t)slots * stride, &products),
       done);
-  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_GRAM, QP_TERM_TRANSIENT, slots, slots, &gram),
+  /* The Gram matrix of chunk + noise, and beside it one column of dots with the stream. */
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_GRAM, QP_TERM_TRANSIENT, k + 1, k + 2, &gram),
                done);
-
+  QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_GRAM, gram.data, k + 1, k + 1, k + 1, &cross),
+               done);
   qp_progress_note(&progress, "products allocated");
-  qp_pixel_matrices_build(p, NULL, 0, (int)np, products, slot_stride);
-  qp_progress_note(&progress, "bin matrices P_p built");
-  for (int64_t k = 0; k < np; ++k) {
-    qp_matrix slot;
-    QP_CALL_GOTO(
-        qp_matrix_view(p->ops, QP_TERM_PRODUCTS, products + k * slot_stride, n, n, n, &slot), done);
-    QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &slot), done);
-    QP_CALL_GOTO(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, &slot), done);
-    qp_progress_step(&progress, (long)(k + 1));
+  double *noise_slot = products + k * stride, *stream = products + (k + 1) * stride;
+  qp_matrix noise_view, dots;
+  QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, noise_slot, n, n, n, &noise_view), done);
+  QP_CALL_GOTO(qp_whiten_noise(p, &noise_view), done);
+  long formed = 0;
+  for (int64_t first = 0; first < np; first += k) {
+    const int64_t count = np - first < k ? np - first : k;
+    qp_pixel_matrices_build(p, NULL, (int)first, (int)count, products, stride);
+    for (int64_t j = 0; j < count; ++j) {
+      QP_CALL_GOTO(qp_whiten_product(p, products + j * stride), done);
+      qp_progress_step(&progress, ++formed);
+    }
+    /* The noise right after the chunk's last product, [M_first.., N_white], for one syrk: a
+     * short last chunk takes a copy of it (its old slots are free). */
+    if (count < k) memmove(products + count * stride, noise_slot, stride * sizeof(double));
+    QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_GRAM, gram.data, count + 1, count + 1, count + 1,
+                                &cross),
+                 done);
+    QP_CALL_GOTO(qp_product_dots(p, products, count + 1, products, count + 1, &cross), done);
+    for (int64_t a = 0; a < count; ++a) {
+      for (int64_t b = 0; b < count; ++b)
+        p->fisher[(first + a) + (first + b) * np] = 0.5 * cross.data[a + b * (count + 1)];
+      p->noise_bias[first + a] = 0.5 * cross.data[a + count * (count + 1)];
+    }
+    for (int64_t q = first + count; q < np; ++q) {
+      qp_pixel_matrices_build(p, NULL, (int)q, 1, stream, stride);
+      QP_CALL_GOTO(qp_whiten_product(p, stream), done);
+      QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_GRAM, gram.data + (k + 1) * (k + 1), count, 1,
+                                  count, &dots),
+                   done);
+      QP_CALL_GOTO(qp_product_dots(p, products, count, stream, 1, &dots), done);
+      qp_progress_step(&progress, ++formed);
+      for (int64_t a = 0; a < count; ++a)
+        p->fisher[(first + a) + q * np] = p->fisher[q + (first + a) * np] = 0.5 * dots.data[a];
+    }
   }
-  qp_matrix noise_slot;
-  QP_CALL_GOTO(
-      qp_matrix_view(p->ops, QP_TERM_PRODUCTS, products + np * slot_stride, n, n, n, &noise_slot),
-      done);
-  QP_CALL_GOTO(qp_whiten_noise(p, &noise_slot), done);
-  qp_progress_step(&progress, (long)slots);
-  QP_CALL_GOTO(qp_gram(p, products, slots, &gram), done);
-  qp_progress_note(&progress, "Gram matrix of the products (syrk)");
-  for (int64_t q = 0; q < np; ++q) {
-    for (int64_t r = 0; r < np; ++r)
-      p->fisher[r + q * np] = 0.5 * gram.data[r + q * slots];
-    p->noise_bias[q] = 0.5 * gram.data[q + np * slots];
-  }
+  qp_progress_note(&progress, "Fisher matrix and noise bias");
 done:
   qp_matrix_destroy(&gram);
   qp_budget_free(products);

@@ -1,0 +1,73 @@
+/* test_chunking: under memory.host_limit at about half the unchunked peak, the planner holds
+ * fewer products in fisher_run (streaming the rest) and fewer bin matrices in spectra_run;
+ * the tracked bytes equal the chunked model's exactly, the run's measured peak RSS (VmHWM of
+ * every stage) stays below the limit, and F, b, y and
+ * C_hat equal the unchunked run's to 1e-12 relative. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "test_util.h"
+
+static double max_rel(const double *a, const double *b, int64_t n) {
+  double scale = 0, diff = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    scale = fmax(scale, fabs(a[i]));
+    diff = fmax(diff, fabs(a[i] - b[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+int main(void) {
+  qp_fixture f = {.name = "chunking", .nside = 16, .cut_deg = 30, .ell_min = 2, .lmax = 15,
+                  .lmax_signal = 18, .bin_width = 1, .sim_lmax = 18, .n_maps = 3,
+                  .noise_variance = 5.0, .dl_flat = 100.0, .seed = 21};
+  qp_config cfg;
+  TEST_OK(qp_fixture_write(&f, &cfg));
+  qp_problem whole, chunked;
+  qp_meter_sample b0, b1;
+  TEST_OK(qp_fixture_run(&cfg, &whole, &b0));
+  const size_t unchunked = qp_model_peak(&whole.model) + whole.model.overhead_bytes;
+  /* Keep the unchunked results and free the rest, so that the chunked run's RSS is its own. */
+  const int64_t np = whole.n_params, nm = whole.n_maps;
+  double *keep = malloc((size_t)(np * np + np + 2 * nm * np) * sizeof *keep);
+  double *fisher = keep, *bias = fisher + np * np, *yb = bias + np, *cl = yb + nm * np;
+  memcpy(fisher, whole.fisher, (size_t)(np * np) * sizeof *keep);
+  memcpy(bias, whole.noise_bias, (size_t)np * sizeof *keep);
+  memcpy(yb, whole.yb, (size_t)(nm * np) * sizeof *keep);
+  memcpy(cl, whole.cl, (size_t)(nm * np) * sizeof *keep);
+  qp_problem_free(&whole);
+  cfg.host_limit = 0.5 * (double)unchunked;
+  TEST_OK(qp_fixture_run(&cfg, &chunked, &b1));
+  const qp_model_dims *d = &chunked.model.dims;
+  printf("n_pix %lld, %d parameters: unchunked peak %.1f MiB; limit %.1f MiB -> fisher chunk "
+         "%lld, spectra chunk %lld, predicted peak %.1f MiB\n",
+         (long long)chunked.n_pix, chunked.n_params, unchunked / 1048576.0,
+         cfg.host_limit / 1048576.0, (long long)d->fisher_chunk, (long long)d->spectra_chunk,
+         (qp_model_peak(&chunked.model) + chunked.model.overhead_bytes) / 1048576.0);
+  TEST_ASSERT(d->fisher_chunk < chunked.n_params && d->spectra_chunk < chunked.n_params,
+              "the planner did not chunk (fisher %lld, spectra %lld)", (long long)d->fisher_chunk,
+              (long long)d->spectra_chunk);
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
+    printf("  %-16s measured peak RSS %.1f MiB\n", r->name, r->meter_end.hwm / 1048576.0);
+    TEST_ASSERT(r->tracked_peak == qp_model_stage_peak(&chunked.model, (qp_stage_id)s),
+                "%s: tracked peak %zu B, predicted %zu B", r->name, r->tracked_peak,
+                qp_model_stage_peak(&chunked.model, (qp_stage_id)s));
+    TEST_ASSERT((double)r->meter_end.hwm < cfg.host_limit,
+                "%s: measured peak %.1f MiB above the limit %.1f MiB", r->name,
+                r->meter_end.hwm / 1048576.0, cfg.host_limit / 1048576.0);
+  }
+  double df = max_rel(fisher, chunked.fisher, np * np);
+  double db = max_rel(bias, chunked.noise_bias, np);
+  double dy = max_rel(yb, chunked.yb, nm * np);
+  double dc = max_rel(cl, chunked.cl, nm * np);
+  printf("chunked vs unchunked: F %.2e, b %.2e, y %.2e, C_hat %.2e\n", df, db, dy, dc);
+  TEST_ASSERT(df < 1e-12 && db < 1e-12 && dy < 1e-12 && dc < 1e-12,
+              "chunked results differ: F %.2e b %.2e y %.2e C_hat %.2e", df, db, dy, dc);
+  free(keep);
+  qp_problem_free(&chunked);
+  qp_config_free(&cfg);
+  return TEST_RETURN();
+}
