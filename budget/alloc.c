@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "qp_config.h"
+#include "timeline.h"
 
 /* Each host block starts with this header, so that free needs no lookup; the user's data
  * follows at a 64-byte boundary. Live blocks form a list for the leak dump. */
@@ -246,6 +247,7 @@ qp_err qp_stage_push(const char *name) {
   }
   qp_budget_state.depth++;
   pthread_mutex_unlock(&qp_budget_state.lock);
+  qp_timeline_mark(name, 1); /* an event and a sample, when the sampler runs (timeline.h) */
   clock_gettime(CLOCK_MONOTONIC, &s->start);
   return QP_OK;
 }
@@ -275,6 +277,7 @@ qp_err qp_stage_pop(void) {
   int stored = qp_budget_state.n_records < QP_STAGES_MAX;
   if (stored) qp_budget_state.records[qp_budget_state.n_records++] = *r;
   pthread_mutex_unlock(&qp_budget_state.lock);
+  qp_timeline_mark(r->name, 0);
   QP_CHECK(stored, QP_ERR_INTERNAL, "more than %d stage records", QP_STAGES_MAX);
   return QP_OK;
 }

@@ -15,9 +15,11 @@ const char *qp_stage_name(qp_stage_id stage) {
   return stage >= 0 && stage < QP_STAGE_COUNT ? qp_stage_names[stage] : "?";
 }
 
-static void qp_model_add(qp_model *m, const char *name, qp_term_kind kind, size_t bytes,
-                         qp_stage_id from, qp_stage_id to, const char *formula) {
-  if (m->n_terms >= QP_TERMS_MAX) return;
+static qp_model_term *qp_model_add(qp_model *m, const char *name, qp_term_kind kind,
+                                   size_t bytes, qp_stage_id from, qp_stage_id to,
+                                   const char *formula) {
+  static qp_model_term overflow;
+  if (m->n_terms >= QP_TERMS_MAX) return &overflow;
   qp_model_term *t = &m->terms[m->n_terms++];
   memset(t, 0, sizeof *t);
   strncpy(t->name, name, sizeof t->name - 1);
@@ -26,7 +28,18 @@ static void qp_model_add(qp_model *m, const char *name, qp_term_kind kind, size_
   t->bytes = bytes;
   t->stage_alloc = from;
   t->stage_free = to;
+  t->phase_alloc = 0;
+  t->phase_free = QP_PHASE_END;
   t->formula = formula;
+  return t;
+}
+
+/* Alive in phase `phase` of `stage`. */
+static int qp_term_alive_in(const qp_model_term *t, qp_stage_id stage, int phase) {
+  if (!qp_model_term_alive(t, stage)) return 0;
+  if (t->stage_alloc == stage && phase < t->phase_alloc) return 0;
+  if (t->stage_free == stage && phase > t->phase_free) return 0;
+  return 1;
 }
 
 qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
@@ -34,10 +47,10 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   QP_CHECK(d->n_positions > 0 && d->n_positions <= d->n_pix, QP_ERR_INPUT,
            "budget model: n_positions (%lld) must be in 1..n_pix (%lld)", (long long)d->n_positions,
            (long long)d->n_pix);
-  QP_CHECK(d->n_pix > 0 && d->n_sky > 0 && d->n_maps > 0 && d->n_params > 0, QP_ERR_INPUT,
-           "budget model: n_pix (%lld), n_sky (%lld), n_maps (%lld) and n_params (%lld) must be "
-           "positive",
-           (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps, (long long)d->n_params);
+  QP_CHECK(d->n_pix > 0 && d->n_sky >= 0 && d->n_maps > 0 && d->n_params > 0, QP_ERR_INPUT,
+           "budget model: n_pix (%lld), n_maps (%lld) and n_params (%lld) must be positive, "
+           "n_sky (%lld) not negative",
+           (long long)d->n_pix, (long long)d->n_maps, (long long)d->n_params, (long long)d->n_sky);
   QP_CHECK(d->path == QP_MODEL_PIXEL_DIRECT || d->n_modes > 0, QP_ERR_INPUT,
            "budget model: the harmonic path needs n_modes > 0 (got %lld)", (long long)d->n_modes);
   QP_CHECK(d->fisher_chunk >= 1 && d->fisher_chunk <= d->n_params, QP_ERR_INPUT,
@@ -65,33 +78,51 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   const qp_stage_id bas = QP_STAGE_BASIS_SETUP;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
   const size_t nm = (size_t)d->n_modes, mode_sq = nm * nm * w, mode_pix = nm * n * w;
-  /* The noise lives until the noise bias on the pixel-direct path, and to the end on the
-   * harmonic one (spectra_run whitens the maps with it). */
-  const qp_stage_id noise_free = pixel ? fis : spe;
-  if (d->noise_dense)
-    qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, noise_free,
-                 smw ? "n_pix^2 x 8 (N, then N_eff, then its Cholesky factor)" : "n_pix^2 x 8");
-  else
-    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, n * w, cov, noise_free,
+  /* The noise lives until the noise bias on the pixel-direct and projection routes. SMW is
+   * done with it in basis_setup: the maps are whitened there, and N_eff (26 GiB at the
+   * calibration case of docs/memory-model.md) goes as soon as Y = L_N^-1 V^T exists; V goes
+   * once K = Y^T Y does. basis_setup's phases: 0 V, Y, V N^-1 x; 1 K; 2 the LU. */
+  qp_model_term *t;
+  if (d->noise_dense) {
+    t = qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, smw ? bas : fis,
+                     smw ? "n_pix^2 x 8 (N, then N_eff, then its Cholesky factor)"
+                         : "n_pix^2 x 8");
+    if (smw) t->phase_free = 0;
+  } else {
+    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, n * w, cov, smw ? bas : fis,
                  "n_pix x 8");
-  if (!smw)
+  }
+  if (!smw) {
     qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
                  pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
                        : "n_pix^2 x 8 (C, then L in place)");
-  else if (d->switched && !d->noise_dense)
-    qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, spe,
-                 "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)");
+  } else if (d->switched && !d->noise_dense) {
+    t = qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, bas,
+                     "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)");
+    t->phase_free = 0;
+  }
 
   if (!pixel) {
-    qp_model_add(m, QP_TERM_V, QP_TERM_PERSISTENT, mode_pix, bas, spe,
-                 "n_pix n_modes x 8 (V^T, then Y in place)");
-    qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, spe,
-                 smw ? "n_modes^2 x 8 (K, then W in place)" : "n_modes^2 x 8 (W)");
+    t = qp_model_add(m, QP_TERM_V, smw ? QP_TERM_TRANSIENT : QP_TERM_PERSISTENT, mode_pix, bas,
+                     smw ? bas : spe, "n_pix n_modes x 8 (V^T, then Y in place)");
     if (smw) {
+      t->phase_free = 1;
+      qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n * maps * w, bas, bas,
+                   "n_pix n_maps x 8 (N_eff^-1/2 x)")
+          ->phase_free = 0;
+      qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm * maps * w, bas, spe,
+                   "n_modes n_maps x 8 (V N_eff^-1 x, then z in place)");
+    }
+    t = qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, spe,
+                     smw ? "n_modes^2 x 8 (K, then W in place)" : "n_modes^2 x 8 (W)");
+    if (smw) {
+      t->phase_alloc = 1;
       qp_model_add(m, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, mode_sq, bas, spe,
-                   "n_modes^2 x 8 (I + K Lambda, LU)");
+                   "n_modes^2 x 8 (I + K Lambda, LU)")
+          ->phase_alloc = 2;
       qp_model_add(m, QP_TERM_PIVOTS, QP_TERM_PERSISTENT, nm * sizeof(int), bas, spe,
-                   "n_modes x 4");
+                   "n_modes x 4")
+          ->phase_alloc = 2;
     }
   }
 
@@ -117,14 +148,16 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   qp_model_add(m, QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np * w, fis, spe, "n_params^2 x 8");
   qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np * w, fis, spe, "n_params x 8");
 
-  qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
-               "n_pix n_maps x 8");
   if (pixel) {
+    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
+                 "n_pix n_maps x 8");
     qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)d->spectra_chunk * pix_sq, spe,
                  spe, "spectra_chunk n_pix^2 x 8");
     qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
                  "n_pix n_maps x 8");
-  } else {
+  } else if (!smw) {
+    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
+                 "n_pix n_maps x 8");
     qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, nm * maps * w, spe, spe,
                  "n_modes n_maps x 8");
   }
@@ -151,10 +184,21 @@ size_t qp_model_stage_carried(const qp_model *m, qp_stage_id stage) {
 }
 
 size_t qp_model_stage_peak(const qp_model *m, qp_stage_id stage) {
-  size_t sum = 0;
-  for (int i = 0; i < m->n_terms; ++i)
-    if (qp_model_term_alive(&m->terms[i], stage)) sum += m->terms[i].bytes;
-  return sum;
+  int phases = 1;
+  for (int i = 0; i < m->n_terms; ++i) {
+    const qp_model_term *t = &m->terms[i];
+    if (t->stage_alloc == stage && t->phase_alloc + 1 > phases) phases = t->phase_alloc + 1;
+    if (t->stage_free == stage && t->phase_free < QP_PHASE_END && t->phase_free + 2 > phases)
+      phases = t->phase_free + 2;
+  }
+  size_t peak = 0;
+  for (int ph = 0; ph < phases; ++ph) {
+    size_t sum = 0;
+    for (int i = 0; i < m->n_terms; ++i)
+      if (qp_term_alive_in(&m->terms[i], stage, ph)) sum += m->terms[i].bytes;
+    if (sum > peak) peak = sum;
+  }
+  return peak;
 }
 
 size_t qp_model_stage_persistent(const qp_model *m, qp_stage_id stage) {

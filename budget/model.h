@@ -2,9 +2,12 @@
  *
  * The model lists each term the pipeline allocates (the same names as budget/terms.h, which
  * the pipeline uses when it allocates) with its exact bytes, kind and the stages where it is
- * allocated and freed. Every stage keeps all of its terms alive together at its peak, so:
+ * allocated and freed. A stage runs in phases 0, 1, 2, ...: a term lives from (stage, phase)
+ * of its allocation to (stage, phase) of its release, and inside one phase every live term is
+ * alive together. Most stages have one phase; basis_setup of the harmonic SMW route frees N_eff
+ * and V as soon as it is done with them (docs/memory-model.md). So:
  *   carried(s)    = bytes of terms allocated before s and still alive in s
- *   peak(s)       = bytes of all terms alive in s (carried + new persistent + transients)
+ *   peak(s)       = max over the phases of s of the bytes alive in that phase
  *   persistent(s) = bytes alive at the end of s
  * The overhead term (program, libraries, BLAS buffers) is a calibrated constant of the
  * process, measured before the first stage and reported beside the terms, never hidden. */
@@ -54,6 +57,8 @@ typedef struct qp_model_term {
   size_t bytes;
   qp_stage_id stage_alloc; /* allocated in this stage */
   qp_stage_id stage_free;  /* freed at the end of (or inside) this stage */
+  int phase_alloc;         /* phase of stage_alloc in which it is allocated (0: the first) */
+  int phase_free;          /* last phase of stage_free in which it is alive (QP_PHASE_END) */
   const char *formula;     /* how bytes follow from the dimensions, for the printed table */
 } qp_model_term;
 
@@ -68,6 +73,8 @@ typedef struct qp_model {
  *  BLAS warm-up on the project's 2-core Debian 12 machine (23.1 MiB, OpenBLAS 0.3.21 with
  *  2 threads), rounded up; see docs/memory-model.md. */
 #define QP_MODEL_DEFAULT_OVERHEAD ((size_t)24 << 20)
+
+enum { QP_PHASE_END = 99 };
 
 /** Predicts every term of the path of `dims`. QP_ERR_INPUT on nonsense dims. */
 qp_err qp_model_predict(const qp_model_dims *dims, qp_model *model);

@@ -15,10 +15,12 @@
 
 #include "budget.h"
 #include "h5_error.h"
+#include "timeline.h"
 
 enum {
-  QP_REPORT_KIND_LEN = 16,  /* fixed-length strings of the terms dataset */
+  QP_REPORT_KIND_LEN = 16, /* fixed-length strings of the terms dataset */
   QP_REPORT_SPACE_LEN = 16,
+  QP_REPORT_EVENT_KIND_LEN = 8,          /* "push" / "pop" in /budget/timeline/events */
   QP_REPORT_ROWS_MAX = 2 * QP_TERMS_MAX, /* predicted terms plus tracked terms, at most */
   QP_REPORT_WHERE_MAX = 1024
 };
@@ -270,6 +272,107 @@ done:
   return err;
 }
 
+/* ---- the timeline: /budget/timeline ---- */
+
+/* One row of /budget/timeline/events. */
+typedef struct qp_report_event {
+  double t_seconds;
+  char stage[QP_STAGE_NAME_MAX];
+  char kind[QP_REPORT_EVENT_KIND_LEN];
+} qp_report_event;
+
+/* The compound type of an events row; fields by name, so a reader may pick some. */
+static hid_t qp_report_event_type(int with_t, int with_stage, int with_kind) {
+  hid_t row = -1, stage = -1, kind = -1;
+  int ok = 0;
+  if ((row = H5Tcreate(H5T_COMPOUND, sizeof(qp_report_event))) < 0) goto done;
+  if ((stage = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(stage, QP_STAGE_NAME_MAX) < 0) goto done;
+  if ((kind = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(kind, QP_REPORT_EVENT_KIND_LEN) < 0) goto done;
+  if ((with_t &&
+       H5Tinsert(row, "t_seconds", HOFFSET(qp_report_event, t_seconds), H5T_NATIVE_DOUBLE) < 0) ||
+      (with_stage && H5Tinsert(row, "stage", HOFFSET(qp_report_event, stage), stage) < 0) ||
+      (with_kind && H5Tinsert(row, "kind", HOFFSET(qp_report_event, kind), kind) < 0))
+    goto done;
+  ok = 1;
+done:
+  if (stage >= 0) H5Tclose(stage);
+  if (kind >= 0) H5Tclose(kind);
+  if (!ok && row >= 0) {
+    H5Tclose(row);
+    row = -1;
+  }
+  return row;
+}
+
+/* A 1-D dataset of n values of `type` (n may be 0). */
+static qp_err qp_report_column(hid_t group, const char *where, const char *name, hid_t type,
+                               hsize_t n, const void *values) {
+  qp_err err = QP_OK;
+  hid_t space = -1, dset = -1;
+  hsize_t dims[1] = {n};
+  QP_H5_GOTO(space = H5Screate_simple(1, dims, NULL), done, "%s: dataspace of '%s'", where, name);
+  QP_H5_GOTO(dset = H5Dcreate2(group, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+             done, "%s: cannot create dataset '%s'", where, name);
+  if (n > 0)
+    QP_H5_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), done,
+               "%s: cannot write dataset '%s'", where, name);
+done:
+  if (dset >= 0) H5Dclose(dset);
+  if (space >= 0) H5Sclose(space);
+  return err;
+}
+
+/* /budget/timeline from the stopped sampler (timeline.h); nothing when it holds no samples. */
+static qp_err qp_report_timeline(hid_t budget, const char *bwhere) {
+  qp_err err = QP_OK;
+  hid_t group = -1, etype = -1;
+  qp_report_event *rows = NULL;
+  qp_timeline_data tl;
+  QP_CALL(qp_timeline_get(&tl));
+  if (tl.n_samples == 0) return QP_OK;
+  char where[QP_REPORT_WHERE_MAX + 64];
+  snprintf(where, sizeof where, "%s/timeline", bwhere);
+  QP_H5_GOTO(group = H5Gcreate2(budget, "timeline", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), done,
+             "%s: cannot create group", where);
+  const hsize_t n = (hsize_t)tl.n_samples;
+  QP_CALL_GOTO(qp_report_column(group, where, "t_seconds", H5T_NATIVE_DOUBLE, n, tl.t_seconds),
+               done);
+  QP_CALL_GOTO(qp_report_column(group, where, "rss_bytes", H5T_NATIVE_INT64, n, tl.rss_bytes),
+               done);
+  QP_CALL_GOTO(qp_report_column(group, where, "cgroup_bytes", H5T_NATIVE_INT64, n, tl.cgroup_bytes),
+               done);
+  QP_CALL_GOTO(
+      qp_report_column(group, where, "tracked_bytes", H5T_NATIVE_INT64, n, tl.tracked_bytes), done);
+  QP_CALL_GOTO(qp_report_column(group, where, "stage_index", H5T_NATIVE_INT32, n, tl.stage_index),
+               done);
+
+  if (tl.n_events > 0) {
+    rows = calloc((size_t)tl.n_events, sizeof *rows);
+    QP_CHECK_GOTO(rows, QP_ERR_NOMEM, done, "%s: no memory for %d events", where, tl.n_events);
+  }
+  for (int i = 0; i < tl.n_events; ++i) {
+    rows[i].t_seconds = tl.events[i].t_seconds;
+    memcpy(rows[i].stage, tl.events[i].stage, sizeof rows[i].stage); /* same size */
+    snprintf(rows[i].kind, sizeof rows[i].kind, "%s",
+             tl.events[i].kind == QP_TIMELINE_PUSH ? "push" : "pop");
+  }
+  QP_H5_GOTO(etype = qp_report_event_type(1, 1, 1), done, "%s: events row type", where);
+  QP_CALL_GOTO(qp_report_column(group, where, "events", etype, (hsize_t)tl.n_events, rows), done);
+
+  QP_CALL_GOTO(qp_report_attr_f64(group, where, "interval_ms", tl.interval_ms), done);
+  QP_CALL_GOTO(qp_report_attr_f64(group, where, "initial_interval_ms", tl.initial_interval_ms),
+               done);
+  QP_CALL_GOTO(qp_report_attr_i64(group, where, "n_samples", tl.n_samples), done);
+  QP_CALL_GOTO(qp_report_attr_i64(group, where, "capacity", tl.capacity), done);
+  QP_CALL_GOTO(qp_report_attr_i64(group, where, "n_events", tl.n_events), done);
+  QP_CALL_GOTO(qp_report_attr_i64(group, where, "n_events_dropped", tl.n_events_dropped), done);
+done:
+  free(rows);
+  if (etype >= 0) H5Tclose(etype);
+  if (group >= 0) H5Gclose(group);
+  return err;
+}
+
 qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample *baseline) {
   qp_err err = QP_OK;
   hid_t gcpl = -1, budget = -1;
@@ -311,6 +414,8 @@ qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample 
   QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "host_tracked_peak_bytes",
                                   qp_i64(qp_budget_peak(QP_SPACE_HOST))),
                done);
+  /* The timeline first: a stage that happens to be named "timeline" becomes timeline_2. */
+  QP_CALL_GOTO(qp_report_timeline(budget, bwhere), done);
   for (int i = 0; i < n_stages; ++i)
     QP_CALL_GOTO(qp_report_stage(budget, where, i, qp_stage_record_get(i), model), done);
 done:
@@ -486,6 +591,89 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
   return QP_OK;
 }
 
+/* Whether a group under /budget is the timeline (named so, without a stage's attributes). */
+static int qp_report_is_timeline(hid_t group, const char *name) {
+  int is = strcmp(name, "timeline") == 0 && H5Aexists(group, "stage") == 0;
+  H5Eclear2(H5E_DEFAULT);
+  return is;
+}
+
+/* Reads a whole 1-D dataset of the timeline into a new array of n values of `type`. */
+static qp_err qp_report_read_column(hid_t group, const char *where, const char *name, hid_t type,
+                                    size_t elem, hssize_t n, void **values) {
+  qp_err err = QP_OK;
+  hid_t dset = -1, space = -1;
+  *values = NULL;
+  QP_H5_GOTO(dset = H5Dopen2(group, name, H5P_DEFAULT), done, "%s/%s", where, name);
+  QP_H5_GOTO(space = H5Dget_space(dset), done, "%s/%s", where, name);
+  hssize_t len = H5Sget_simple_extent_npoints(space);
+  QP_H5_GOTO(len, done, "%s/%s", where, name);
+  QP_CHECK_GOTO(len == n, QP_ERR_INPUT, done, "%s/%s: %lld values, expected %lld", where, name,
+                (long long)len, (long long)n);
+  *values = calloc(n > 0 ? (size_t)n : 1, elem);
+  QP_CHECK_GOTO(*values, QP_ERR_NOMEM, done, "%s/%s: %lld values", where, name, (long long)n);
+  if (n > 0)
+    QP_H5_GOTO(H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, *values), done,
+               "%s/%s: cannot read", where, name);
+done:
+  if (err != QP_OK) {
+    free(*values);
+    *values = NULL;
+  }
+  if (space >= 0) H5Sclose(space);
+  if (dset >= 0) H5Dclose(dset);
+  return err;
+}
+
+/* One line: how many samples over how long, the final interval, and the largest RSS seen
+ * (when and in which stage). */
+static qp_err qp_report_print_timeline(hid_t group, const char *where, FILE *out) {
+  qp_err err = QP_OK;
+  hid_t etype = -1;
+  double *t = NULL;
+  int64_t *rss = NULL;
+  int32_t *stage = NULL;
+  qp_report_event *events = NULL;
+  hssize_t n = qp_read_i64(group, "n_samples", -1);
+  hssize_t n_events = qp_read_i64(group, "n_events", 0);
+  QP_CHECK(n >= 0 && n_events >= 0, QP_ERR_INPUT, "%s: no n_samples attribute", where);
+  QP_CALL_GOTO(qp_report_read_column(group, where, "t_seconds", H5T_NATIVE_DOUBLE, sizeof *t, n,
+                                     (void **)&t),
+               done);
+  QP_CALL_GOTO(qp_report_read_column(group, where, "rss_bytes", H5T_NATIVE_INT64, sizeof *rss, n,
+                                     (void **)&rss),
+               done);
+  QP_CALL_GOTO(qp_report_read_column(group, where, "stage_index", H5T_NATIVE_INT32, sizeof *stage,
+                                     n, (void **)&stage),
+               done);
+  QP_H5_GOTO(etype = qp_report_event_type(0, 1, 0), done, "%s: events row type", where);
+  QP_CALL_GOTO(qp_report_read_column(group, where, "events", etype, sizeof *events, n_events,
+                                     (void **)&events),
+               done);
+  hssize_t at = -1;
+  for (hssize_t i = 0; i < n; ++i)
+    if (rss[i] >= 0 && (at < 0 || rss[i] > rss[at])) at = i;
+  char a[32], in[QP_STAGE_NAME_MAX + 16] = "";
+  if (at >= 0 && stage[at] >= 0 && stage[at] < n_events) {
+    events[stage[at]].stage[QP_STAGE_NAME_MAX - 1] = '\0';
+    snprintf(in, sizeof in, " in %s", events[stage[at]].stage);
+  }
+  fprintf(out, "  timeline: %lld samples over %.3f s, every %g ms at the end (%g ms asked)",
+          (long long)n, n > 0 ? t[n - 1] : 0.0, qp_read_f64(group, "interval_ms", NAN),
+          qp_read_f64(group, "initial_interval_ms", NAN));
+  if (at >= 0)
+    fprintf(out, ", max RSS seen %s at %.3f s%s\n", qp_human(rss[at], a, sizeof a), t[at], in);
+  else
+    fprintf(out, ", RSS not readable\n");
+done:
+  free(events);
+  free(stage);
+  free(rss);
+  free(t);
+  if (etype >= 0) H5Tclose(etype);
+  return err;
+}
+
 qp_err qp_report_print(const char *path, FILE *out) {
   qp_err err = QP_OK;
   hid_t file = -1, budget = -1, stage = -1;
@@ -514,6 +702,17 @@ qp_err qp_report_print(const char *path, FILE *out) {
           qp_read_i64(budget, "cgroup_version", 0),
           qp_read_i64(budget, "hwm_reset", 0) ? "yes" : "no");
 
+  if (H5Lexists(budget, "timeline", H5P_DEFAULT) > 0 &&
+      (stage = H5Gopen2(budget, "timeline", H5P_DEFAULT)) >= 0 &&
+      qp_report_is_timeline(stage, "timeline")) {
+    char where[QP_REPORT_WHERE_MAX + 300];
+    snprintf(where, sizeof where, "%s: /budget/timeline", path);
+    QP_CALL_GOTO(qp_report_print_timeline(stage, where, out), done);
+  }
+  H5Eclear2(H5E_DEFAULT);
+  if (stage >= 0) H5Gclose(stage);
+  stage = -1;
+
   H5G_info_t info;
   QP_H5_GOTO(H5Gget_info(budget, &info), done, "%s: /budget", path);
   for (hsize_t i = 0; i < info.nlinks; ++i) {
@@ -529,6 +728,11 @@ qp_err qp_report_print(const char *path, FILE *out) {
     stage = H5Gopen2(budget, name, H5P_DEFAULT);
     if (stage < 0) { /* not a group: nothing of ours */
       H5Eclear2(H5E_DEFAULT);
+      continue;
+    }
+    if (qp_report_is_timeline(stage, name)) { /* printed above */
+      H5Gclose(stage);
+      stage = -1;
       continue;
     }
     snprintf(where, sizeof where, "%s: /budget/%s", path, name);

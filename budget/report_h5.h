@@ -3,8 +3,10 @@
  * /budget holds the run's baseline and overhead; /budget/<stage> one group per stage with the
  * predicted figures (carried, peak, persistent, rise), the tracked ones (start, peak, end),
  * the measured ones (RSS at start and end, VmHWM, cgroup usage), their ratios, time and flops,
- * and a compound dataset "terms" with each term's predicted and tracked bytes. Every attribute
- * and column is listed in docs/output.md. */
+ * and a compound dataset "terms" with each term's predicted and tracked bytes; and, when the
+ * sampler ran (timeline.h), /budget/timeline: the samples as columns (t_seconds, rss_bytes,
+ * cgroup_bytes, tracked_bytes, stage_index) and the stage boundaries ("events"). Every
+ * attribute and column is listed in docs/output.md. */
 #ifndef QP_REPORT_H5_H
 #define QP_REPORT_H5_H
 
@@ -15,9 +17,13 @@
 #include "qp_error.h"
 
 /** Writes /budget under `file` from the stage records (budget.h) and the model. `baseline`
- *  is the meter sample taken before the first stage (after warm-up). */
+ *  is the meter sample taken before the first stage (after warm-up). Writes /budget/timeline
+ *  too when the timeline holds samples (qp_timeline_get).
+ *  Errors: QP_ERR_IO with HDF5's message; QP_ERR_INTERNAL while the timeline sampler still
+ *  runs (stop it with qp_timeline_stop first). */
 qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample *baseline);
-/** Prints the report of a results file: per stage, predicted beside measured. */
+/** Prints the report of a results file: per stage, predicted beside measured, and one line
+ *  about the timeline when the file has one (samples, final interval, largest RSS seen). */
 qp_err qp_report_print(const char *path, FILE *out);
 
 #endif

@@ -43,12 +43,15 @@ enum { QP_TIMELINE_CAPACITY = 65536, QP_TIMELINE_EVENTS_MAX = 1024 };
 /** The default sampling interval (config `memory.sample_interval_ms`), milliseconds. */
 #define QP_TIMELINE_DEFAULT_INTERVAL_MS 20.0
 
-typedef enum qp_timeline_event_kind { QP_TIMELINE_POP = 0, QP_TIMELINE_PUSH = 1 } qp_timeline_event_kind;
+typedef enum qp_timeline_event_kind {
+  QP_TIMELINE_POP = 0,
+  QP_TIMELINE_PUSH = 1
+} qp_timeline_event_kind;
 
 /** A stage boundary. */
 typedef struct qp_timeline_event {
-  double t_seconds;                /* since qp_timeline_start */
-  char stage[QP_STAGE_NAME_MAX];   /* the stage's name */
+  double t_seconds;              /* since qp_timeline_start */
+  char stage[QP_STAGE_NAME_MAX]; /* the stage's name */
   qp_timeline_event_kind kind;
 } qp_timeline_event;
 

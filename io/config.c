@@ -17,6 +17,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "timeline.h"
+
 static const char *const qp_spectrum_names[QP_SPECTRA_MAX] = {"TT", "EE", "BB", "TE", "TB", "EB"};
 
 const char *qp_spectrum_name(qp_spectrum s) {
@@ -39,6 +41,7 @@ void qp_config_defaults(qp_config *cfg) {
   /* Left relative on purpose: without an `output:` key the results go to the working
    * directory, as any command-line tool's default output would. */
   snprintf(cfg->output, sizeof cfg->output, "%s", "results.h5");
+  cfg->sample_interval_ms = QP_TIMELINE_DEFAULT_INTERVAL_MS;
 }
 
 void qp_config_free(qp_config *cfg) {
@@ -127,13 +130,14 @@ enum {
   K_BACKEND,
   K_OUTPUT,
   K_MEMORY,
+  K_DIMENSIONS,
   K_COUNT
 };
 
 static const char *const qp_top_keys[K_COUNT] = {
     "maps",         "mask", "mask_pol", "fields",      "cls",       "noise", "spectra",
     "ell_min",      "lmax", "lmax_signal", "bin_width", "bins",  "beam_fwhm_arcmin",
-    "pixel_window", "path", "harmonic_method", "backend",     "output",    "memory"};
+    "pixel_window", "path", "harmonic_method", "backend",     "output",    "memory", "dimensions"};
 
 enum {
   N_VARIANCE = 0,
@@ -147,8 +151,13 @@ enum {
 static const char *const qp_noise_keys[N_COUNT] = {
     "variance", "variance_t", "variance_p", "variance_map", "covariance", "dataset"};
 
-enum { M_HOST = 0, M_DEVICE, M_COUNT };
-static const char *const qp_memory_keys[M_COUNT] = {"host_limit", "device_limit"};
+enum { D_N_PIX = 0, D_N_MODES, D_LMAX_SIGNAL, D_LMAX, D_N_BINS, D_N_MAPS, D_NSIDE, D_COUNT };
+static const char *const qp_dimension_keys[D_COUNT] = {"n_pix",  "n_modes", "lmax_signal", "lmax",
+                                                       "n_bins", "n_maps",  "nside"};
+
+enum { M_HOST = 0, M_DEVICE, M_INTERVAL, M_COUNT };
+static const char *const qp_memory_keys[M_COUNT] = {"host_limit", "device_limit",
+                                                    "sample_interval_ms"};
 
 typedef struct qp_cfg_ctx {
   const char *file;      /* the config path, for messages */
@@ -399,14 +408,45 @@ static qp_err qp_cfg_noise(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *n
   return QP_OK;
 }
 
+static qp_err qp_cfg_dims_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_node,
+                              const yaml_node_t *value, void *state) {
+  qp_config *cfg = state;
+  (void)key_node;
+  int v = 0;
+  char name[64];
+  snprintf(name, sizeof name, "dimensions.%s", qp_dimension_keys[index]);
+  QP_CALL(qp_cfg_int(ctx, name, value, &v));
+  QP_CHECK(v > 0 || (index == D_N_MODES && v == 0), QP_ERR_INPUT,
+           "config %s line %d: %s must be positive, got %d", ctx->file, qp_node_line(value), name,
+           v);
+  switch (index) {
+  case D_N_PIX: cfg->dim_n_pix = v; break;
+  case D_N_MODES: cfg->dim_n_modes = v; break;
+  case D_LMAX_SIGNAL: cfg->lmax_signal = v; ctx->line[K_LMAX_SIGNAL] = qp_node_line(value); break;
+  case D_LMAX: cfg->lmax = v; ctx->line[K_LMAX] = qp_node_line(value); break;
+  case D_N_BINS: cfg->dim_n_bins = v; break;
+  case D_N_MAPS: cfg->dim_n_maps = v; break;
+  case D_NSIDE: cfg->dim_nside = v; break;
+  default: QP_FAIL(QP_ERR_INTERNAL, "dimensions key index %d", index);
+  }
+  return QP_OK;
+}
+
 static qp_err qp_cfg_memory_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_node,
                                 const yaml_node_t *value, void *state) {
   qp_config *cfg = state;
   (void)key_node;
-  if (index == M_HOST)
+  if (index == M_HOST) {
     QP_CALL(qp_cfg_bytes(ctx, "memory.host_limit", value, &cfg->host_limit));
-  else
+  } else if (index == M_DEVICE) {
     QP_CALL(qp_cfg_bytes(ctx, "memory.device_limit", value, &cfg->device_limit));
+  } else {
+    QP_CALL(qp_cfg_double(ctx, "memory.sample_interval_ms", value, &cfg->sample_interval_ms));
+    QP_CHECK(cfg->sample_interval_ms >= 0, QP_ERR_INPUT,
+             "config %s line %d: memory.sample_interval_ms must be >= 0 (0 turns the timeline "
+             "off), got %g",
+             ctx->file, qp_node_line(value), cfg->sample_interval_ms);
+  }
   return QP_OK;
 }
 
@@ -529,6 +569,15 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
     snprintf(cfg->backend, sizeof cfg->backend, "%s", backend_names[choice]);
     break;
   case K_OUTPUT: QP_CALL(qp_cfg_path(ctx, key, value, cfg->output)); break;
+  case K_DIMENSIONS:
+    QP_CHECK(value->type == YAML_MAPPING_NODE, QP_ERR_INPUT,
+             "config %s line %d: key 'dimensions' must be a mapping (e.g. dimensions: {n_pix: "
+             "59136, n_modes: 33274, lmax_signal: 256, lmax: 128, n_bins: 127})",
+             ctx->file, qp_node_line(value));
+    QP_CALL(
+        qp_cfg_walk(ctx, value, "dimensions", qp_dimension_keys, D_COUNT, qp_cfg_dims_key, cfg));
+    cfg->has_dimensions = 1;
+    break;
   case K_MEMORY:
     QP_CHECK(value->type == YAML_MAPPING_NODE, QP_ERR_INPUT,
              "config %s line %d: key 'memory' must be a mapping (e.g. memory: {host_limit: "
@@ -544,9 +593,21 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
 /* The checks that involve several keys, after the whole file was read. */
 static qp_err qp_cfg_check(qp_cfg_ctx *ctx, qp_config *cfg) {
   static const int required[] = {K_MAPS, K_MASK, K_CLS, K_NOISE, K_LMAX};
-  for (size_t i = 0; i < sizeof required / sizeof required[0]; ++i)
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; ++i) {
+    /* A `dimensions:` block stands for the data: no maps, mask or C_ell file then. */
+    if (cfg->has_dimensions && required[i] != K_NOISE && required[i] != K_LMAX) continue;
     QP_CHECK(ctx->line[required[i]] > 0, QP_ERR_INPUT, "config %s: missing required key '%s'",
              ctx->file, qp_top_keys[required[i]]);
+  }
+  if (cfg->has_dimensions) {
+    QP_CHECK(ctx->line[K_MAPS] == 0 && ctx->line[K_MASK] == 0, QP_ERR_INPUT,
+             "config %s line %d: 'dimensions' stands for maps and mask: give one or the other",
+             ctx->file, ctx->line[K_DIMENSIONS]);
+    QP_CHECK(cfg->dim_n_pix > 0 && cfg->dim_n_bins > 0, QP_ERR_INPUT,
+             "config %s line %d: 'dimensions' needs n_pix and n_bins (and lmax)", ctx->file,
+             ctx->line[K_DIMENSIONS]);
+    if (cfg->dim_n_maps == 0) cfg->dim_n_maps = 1;
+  }
   QP_CHECK(cfg->lmax >= cfg->ell_min, QP_ERR_INPUT,
            "config %s line %d: lmax (%d) must be >= ell_min (%d)", ctx->file, ctx->line[K_LMAX],
            cfg->lmax, cfg->ell_min);

@@ -3,8 +3,8 @@
  * Keys (README "Config reference"): maps, mask, mask_pol, fields, cls, noise, spectra, ell_min, lmax,
  * lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, path, harmonic_method,
  * backend, output,
- * memory {host_limit, device_limit}. An unknown key, a wrong type or an out-of-range value is
- * QP_ERR_INPUT naming the file, the key and (when known) the line. Relative file paths are
+ * memory {host_limit, device_limit, sample_interval_ms}. An unknown key, a wrong type or an
+ * out-of-range value is QP_ERR_INPUT naming the file, the key and (when known) the line. Relative file paths are
  * taken relative to the directory of the config file. */
 #ifndef QP_CONFIG_IO_H
 #define QP_CONFIG_IO_H
@@ -52,12 +52,17 @@ typedef struct qp_config {
   int harmonic_method;               /* 0 auto, 1 smw, 2 projected */
   char backend[16];                  /* "cpu" */
   char output[QP_PATH_MAX];
+  /* dimensions: {n_pix, n_modes, lmax_signal, lmax, n_bins, n_maps, nside}: sizes a job
+   * without data (budget and plan only; maps, mask and cls are then not needed) */
+  int has_dimensions;
+  int64_t dim_n_pix, dim_n_modes, dim_n_bins, dim_n_maps, dim_nside;
   double host_limit;                 /* bytes; 0 = no limit */
   double device_limit;               /* bytes; 0 = no limit */
+  double sample_interval_ms;         /* memory timeline sampling (budget/timeline.h); 0 = off */
 } qp_config;
 
 /** Fills *cfg with defaults (ell_min 2, bin_width 1, path auto, backend cpu,
- *  output results.h5, fields T, spectra TT, lmax_signal = lmax). */
+ *  output results.h5, fields T, spectra TT, lmax_signal = lmax, sample_interval_ms 20). */
 void qp_config_defaults(qp_config *cfg);
 /** Reads and checks a YAML config. On error *cfg is freed and the message names file/key/line. */
 qp_err qp_config_load(const char *path, qp_config *cfg);

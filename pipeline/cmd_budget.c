@@ -28,6 +28,7 @@ int qp_cmd_budget(int argc, char **argv) {
   p.cfg = &cfg;
   if (err == QP_OK) err = qp_inputs_plan(&p);
   if (err == QP_OK) {
+    printf("route: %s\n", p.path_reason);
     qp_model_print(stdout, &p.model);
     if (cfg.host_limit > 0) printf("memory.host_limit %.3f GiB\n", cfg.host_limit / 1073741824.0);
     err = qp_inputs_check_limit(&p);

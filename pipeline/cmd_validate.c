@@ -251,7 +251,7 @@ static qp_err qp_val_read_stage(hid_t group, const char *where, const char *link
   s->file = file;
   int64_t has_model = 0, hwm_reset = 0, rss_peak = -1, rss_end = -1;
   QP_CALL(qp_val_attr_str(group, where, "stage", s->name, sizeof s->name));
-  if (!s->name[0]) snprintf(s->name, sizeof s->name, "%s", link);
+  if (!s->name[0]) snprintf(s->name, sizeof s->name, "%.*s", (int)sizeof s->name - 1, link);
   QP_CALL(qp_val_attr_i64(group, where, "model_has_stage", 1, &has_model));
   QP_CALL(qp_val_attr_i64(group, where, "hwm_reset", 1, &hwm_reset));
   QP_CALL(qp_val_attr_i64(group, where, "predicted_peak_bytes", 1, &s->pred_peak));
@@ -268,8 +268,9 @@ static qp_err qp_val_read_stage(hid_t group, const char *where, const char *link
   return QP_OK;
 }
 
-/* Reads one results file: its root attributes, /budget, and every stage group in the order
- * the stages ran (creation order; name order when the file does not track it). */
+/* Reads one results file: its root attributes, /budget, and every stage group (a group with
+ * a "stage" attribute; others, such as /budget/timeline, are skipped) in the order the stages
+ * ran (creation order; name order when the file does not track it). */
 static qp_err qp_val_read_file(qp_val_set *set, int file) {
   qp_err err = QP_OK;
   qp_val_file *f = &set->files[file];
@@ -307,7 +308,9 @@ static qp_err qp_val_read_file(qp_val_set *set, int file) {
     }
     QP_H5_GOTO(len, done, "%s: /budget: link %llu", path, (unsigned long long)i);
     QP_H5_GOTO(group = H5Oopen(budget, name, H5P_DEFAULT), done, "%s: /budget/%s", path, name);
-    if (H5Iget_type(group) != H5I_GROUP) { /* a dataset or type: nothing of ours */
+    htri_t is_stage = H5Iget_type(group) == H5I_GROUP ? H5Aexists(group, "stage") : 0;
+    QP_H5_GOTO(is_stage, done, "%s: /budget/%s", path, name);
+    if (!is_stage) { /* not a stage record (the timeline, a dataset): nothing to validate */
       H5Oclose(group);
       group = -1;
       continue;

@@ -7,6 +7,7 @@
 #include "inputs.h"
 #include "results_h5.h"
 #include "stages.h"
+#include "timeline.h"
 
 typedef qp_err (*qp_stage_fn)(qp_problem *p);
 
@@ -68,6 +69,10 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   p->cfg = cfg;
   p->progress = options->progress;
   qp_err err = QP_OK;
+  QP_CHECK_GOTO(!cfg->has_dimensions, QP_ERR_INPUT, fail,
+                "config '%s' gives dimensions, not maps: it sizes a job for `qmlpipe budget` and "
+                "`qmlpipe plan`, it cannot run",
+                cfg->source);
   QP_CALL_GOTO(qp_linalg_backend(cfg->backend, &p->ops), fail);
   /* The plan and the limit check come before anything large, the warm-up included. */
   QP_CALL_GOTO(qp_inputs_plan(p), fail);
@@ -76,10 +81,14 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   qp_driver_warm_up(p->n_pix, baseline);
   /* Each run's report holds its own stages only. */
   qp_budget_reset();
+  /* The memory timeline of this run only (budget/timeline.h), stopped before the writing. */
+  qp_timeline_clear();
+  if (cfg->sample_interval_ms > 0) QP_CALL_GOTO(qp_timeline_start(cfg->sample_interval_ms), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_COVARIANCE_SETUP, qp_stage_covariance_setup, p), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_BASIS_SETUP, qp_stage_basis_setup, p), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_FISHER_RUN, qp_stage_fisher_run, p), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_SPECTRA_RUN, qp_stage_spectra_run, p), fail);
+  qp_timeline_stop();
   if (options->write_results) {
     qp_results results = {
         .config = cfg,
@@ -112,6 +121,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   }
   return QP_OK;
 fail:
+  qp_timeline_stop();
   qp_problem_free(p);
   return err;
 }

@@ -157,45 +157,84 @@ static void qp_build_smw_matrix(qp_problem *p) {
   }
 }
 
-qp_err qp_harmonic_basis_setup(qp_problem *p) {
-  const int64_t n = p->n_pix, nm = p->n_modes;
-  qp_progress progress;
-  qp_progress_start(&progress, p->progress, "basis_setup", "", 0);
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_PERSISTENT, n, nm, &p->vt));
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
-  if (p->smw) {
-    QP_CALL(qp_matrix_create(p->ops, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, nm, nm, &p->smw_lu));
-    QP_CALL(qp_budget_alloc_array(QP_TERM_PIVOTS, QP_TERM_PERSISTENT, (size_t)nm, sizeof(int),
-                                  (void **)&p->pivots));
-  }
-  qp_build_vt(p);
-  qp_progress_note(&progress, "harmonic basis V built");
-  if (!p->smw) {
-    /* Projection: L = chol(C), Y = L^-1 V^T, W = Y^T Y. */
-    QP_CALL(qp_linalg_potrf(&p->cov));
-    QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &p->vt));
-    QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
-    qp_progress_note(&progress, "W = (L^-1 V^T)^T (L^-1 V^T)");
-    return QP_OK;
-  }
+/* x -> N_eff^-1/2 x for SMW: by the Cholesky factor of a dense N_eff, or the variances. */
+static qp_err qp_whiten_smw(qp_problem *p, qp_matrix *x) {
   if (p->noise_factor.data) {
-    QP_CALL(qp_linalg_potrf(&p->noise_factor));
-    QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->noise_factor, &p->vt));
+    QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->noise_factor, x));
   } else {
-    for (int64_t k = 0; k < nm; ++k)
-      for (int64_t i = 0; i < n; ++i)
-        p->vt.data[i + k * n] /= sqrt(p->noise_variance[i]);
+    for (int64_t k = 0; k < x->cols; ++k)
+      for (int64_t i = 0; i < x->rows; ++i) x->data[i + k * x->ld] /= sqrt(p->noise_variance[i]);
   }
+  return QP_OK;
+}
+
+/* SMW, in three phases that free what they are done with (the model's phases):
+ *  0: V^T, Y = N_eff^-1/2 V^T, and V N_eff^-1 x for the maps; then N_eff goes;
+ *  1: K = Y^T Y; then V goes;
+ *  2: M = I + K Lambda, its LU, W = M^-1 K in place of K. */
+static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
+  const int64_t n = p->n_pix, nm = p->n_modes, n_maps = p->n_maps;
+  qp_err err = QP_OK;
+  qp_matrix w = {0};
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_TRANSIENT, n, nm, &p->vt));
+  qp_build_vt(p);
+  qp_progress_note(progress, "harmonic basis V built");
+  if (p->noise_factor.data) QP_CALL(qp_linalg_potrf(&p->noise_factor));
+  QP_CALL(qp_whiten_smw(p, &p->vt));
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &w),
+               done);
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm, n_maps,
+                                &p->mode_maps),
+               done);
+  memcpy(w.data, p->maps, (size_t)(n * n_maps) * sizeof(double));
+  QP_CALL_GOTO(qp_whiten_smw(p, &w), done);
+  QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &w, 0.0, &p->mode_maps), done);
+  qp_matrix_destroy(&w);
+  /* N_eff (or the dense N it was made in) is not needed any more. */
+  qp_matrix_destroy(&p->noise_factor);
+  qp_matrix_destroy(&p->noise);
+
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
   QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
-  qp_progress_note(&progress, "K = V N^-1 V^T");
+  qp_matrix_destroy(&p->vt);
+  qp_progress_note(progress, "K = V N^-1 V^T");
+
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, nm, nm, &p->smw_lu));
+  QP_CALL(qp_budget_alloc_array(QP_TERM_PIVOTS, QP_TERM_PERSISTENT, (size_t)nm, sizeof(int),
+                                (void **)&p->pivots));
   qp_build_smw_matrix(p);
-  qp_err err = qp_linalg_getrf(&p->smw_lu, p->pivots);
+  err = qp_linalg_getrf(&p->smw_lu, p->pivots);
   QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
            "the SMW kernel I + K Lambda is singular (%s); use harmonic_method: projected",
            qp_error_message());
   QP_CALL(err);
   QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, &p->kernel));
-  qp_progress_note(&progress, "W = (I + K Lambda)^-1 K");
+  qp_progress_note(progress, "W = (I + K Lambda)^-1 K");
+  qp_budget_free(p->noise_variance);
+  p->noise_variance = NULL;
+  return QP_OK;
+done:
+  qp_matrix_destroy(&w);
+  return err;
+}
+
+qp_err qp_harmonic_basis_setup(qp_problem *p) {
+  const int64_t n = p->n_pix, nm = p->n_modes;
+  qp_progress progress;
+  qp_progress_start(&progress, p->progress, "basis_setup", "", 0);
+  if (p->smw) {
+    QP_CALL(qp_basis_smw(p, &progress));
+    return QP_OK;
+  }
+  /* Projection: L = chol(C), Y = L^-1 V^T, W = Y^T Y. */
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_PERSISTENT, n, nm, &p->vt));
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
+  qp_build_vt(p);
+  qp_progress_note(&progress, "harmonic basis V built");
+  QP_CALL(qp_linalg_potrf(&p->cov));
+  QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &p->vt));
+  QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
+  qp_progress_note(&progress, "W = (L^-1 V^T)^T (L^-1 V^T)");
   return QP_OK;
 }
 
@@ -296,49 +335,56 @@ done:
   qp_matrix_destroy(&g);
   free(e);
   free(start);
+  /* Projection: the noise bias was the last use of N (model: freed in fisher_run). */
+  if (!p->smw) {
+    qp_budget_free(p->noise_variance);
+    p->noise_variance = NULL;
+    qp_matrix_destroy(&p->noise);
+  }
   return err;
 }
 
 /* ---- spectra_run ---- */
 
-qp_err qp_harmonic_spectra_y(qp_problem *p) {
-  const int64_t n = p->n_pix, nm = p->n_modes, n_maps = p->n_maps;
-  const int np = p->n_params;
-  qp_err err = QP_OK;
-  qp_matrix w = {0}, v = {0};
+/* y_p = 1/2 z^T D_p z for every map (z: n_modes x n_maps). */
+static qp_err qp_spectra_from_z(qp_problem *p, const qp_matrix *z) {
   qp_entry *e = NULL;
   int64_t *start = NULL;
+  QP_CALL(qp_param_entries(p, &e, &start));
+  const int np = p->n_params;
+  for (int64_t m = 0; m < p->n_maps; ++m) {
+    const double *zm = z->data + m * z->ld;
+    for (int q = 0; q < np; ++q) {
+      double sum = 0;
+      for (int64_t k = start[q]; k < start[q + 1]; ++k) sum += e[k].v * zm[e[k].a] * zm[e[k].b];
+      p->yb[m * np + q] = 0.5 * sum;
+    }
+  }
+  free(e);
+  free(start);
+  return QP_OK;
+}
+
+qp_err qp_harmonic_spectra_y(qp_problem *p) {
+  if (p->smw) {
+    /* z = (I + K Lambda)^-1 V N_eff^-1 x, from the mode maps of basis_setup. */
+    QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, &p->mode_maps));
+    QP_CALL(qp_spectra_from_z(p, &p->mode_maps));
+    return QP_OK;
+  }
+  /* Projection: z = V C^-1 x = Y^T L^-1 x. */
+  const int64_t n = p->n_pix, nm = p->n_modes, n_maps = p->n_maps;
+  qp_err err = QP_OK;
+  qp_matrix w = {0}, v = {0};
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &w),
                done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, nm, n_maps, &v),
                done);
-  /* w = N_eff^-1/2 x (SMW, diagonal), L_N^-1 x (SMW, dense) or L_C^-1 x (projection). */
   memcpy(w.data, p->maps, (size_t)(n * n_maps) * sizeof(double));
-  if (!p->smw) {
-    QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &w), done);
-  } else if (p->noise_factor.data) {
-    QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->noise_factor, &w), done);
-  } else {
-    for (int64_t m = 0; m < n_maps; ++m)
-      for (int64_t i = 0; i < n; ++i)
-        w.data[i + m * n] /= sqrt(p->noise_variance[i]);
-  }
-  /* z = V C^-1 x: Y^T w, then (I + K Lambda)^-1 for SMW. */
+  QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &w), done);
   QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &w, 0.0, &v), done);
-  if (p->smw) QP_CALL_GOTO(qp_linalg_getrs(&p->smw_lu, p->pivots, &v), done);
-  QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);
-  for (int64_t m = 0; m < n_maps; ++m) {
-    const double *z = v.data + m * nm;
-    for (int q = 0; q < np; ++q) {
-      double sum = 0;
-      for (int64_t k = start[q]; k < start[q + 1]; ++k)
-        sum += e[k].v * z[e[k].a] * z[e[k].b];
-      p->yb[m * np + q] = 0.5 * sum;
-    }
-  }
+  QP_CALL_GOTO(qp_spectra_from_z(p, &v), done);
 done:
-  free(e);
-  free(start);
   qp_matrix_destroy(&v);
   qp_matrix_destroy(&w);
   return err;

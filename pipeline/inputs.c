@@ -220,8 +220,41 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
   return QP_OK;
 }
 
+/* The plan of a `dimensions:` config: the sizes are given, nothing is read. */
+static qp_err qp_inputs_plan_dimensions(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  p->nside = cfg->dim_nside;
+  p->n_sky = 12 * p->nside * p->nside;
+  QP_CHECK(!p->nside || cfg->lmax_signal <= 3 * p->nside - 1, QP_ERR_INPUT,
+           "config '%s': lmax_signal = %d exceeds 3 nside - 1 = %lld", cfg->source,
+           cfg->lmax_signal, (long long)(3 * p->nside - 1));
+  const int64_t n = cfg->dim_n_pix;
+  const int64_t per = qp_has_t(cfg) + 2 * qp_has_p(cfg); /* data entries per position pair */
+  QP_CHECK(n % per == 0, QP_ERR_INPUT,
+           "config '%s': dimensions.n_pix = %lld must be a multiple of %lld for fields %s "
+           "(T at n pixels, Q and U at as many)",
+           cfg->source, (long long)n, (long long)per,
+           cfg->fields == QP_FIELDS_T ? "T" : (cfg->fields == QP_FIELDS_QU ? "QU" : "TQU"));
+  p->n_obs_t = qp_has_t(cfg) ? n / per : 0;
+  p->n_obs_p = qp_has_p(cfg) ? n / per : 0;
+  p->n_observed = p->n_obs_t + p->n_obs_p;
+  p->n_pix = n;
+  p->n_maps = cfg->dim_n_maps;
+  p->n_bins = (int)cfg->dim_n_bins;
+  p->n_params = p->n_bins * cfg->n_spectra;
+  p->switched = cfg->lmax < cfg->lmax_signal;
+  qp_harmonic_layout(p);
+  if (cfg->dim_n_modes > 0) p->n_modes = cfg->dim_n_modes;
+  QP_CALL(qp_inputs_choose_path(p));
+  return QP_OK;
+}
+
 qp_err qp_inputs_plan(qp_problem *p) {
   const qp_config *cfg = p->cfg;
+  if (cfg->has_dimensions) {
+    QP_CALL(qp_inputs_plan_dimensions(p));
+    return QP_OK;
+  }
   QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED, "config '%s': pixel_window is not supported yet",
            cfg->source);
 

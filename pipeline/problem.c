@@ -19,6 +19,7 @@ void qp_problem_free(qp_problem *p) {
   qp_matrix_destroy(&p->kernel);
   qp_matrix_destroy(&p->smw_lu);
   qp_matrix_destroy(&p->noise_factor); /* a view of N when N is dense: not freed twice */
+  qp_matrix_destroy(&p->mode_maps);
   qp_budget_free(p->pivots);
   p->pivots = NULL;
   free(p->bin_lo);

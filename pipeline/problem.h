@@ -47,6 +47,7 @@ typedef struct qp_problem {
   qp_matrix smw_lu;        /* QP_TERM_SMW_LU: I + K Lambda, then its LU factors (SMW) */
   int *pivots;             /* QP_TERM_PIVOTS: of smw_lu */
   qp_matrix noise_factor;  /* QP_TERM_NOISE_EFF: N_eff then its Cholesky factor (SMW, dense) */
+  qp_matrix mode_maps;     /* QP_TERM_MODE_MAPS (SMW): V N_eff^-1 x from basis_setup, then z */
 
   /* parameters */
   int n_bins, n_params;

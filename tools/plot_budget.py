@@ -3,10 +3,15 @@
 
 usage: plot_budget.py RESULTS.h5 OUT.png
 
-Two panels of grouped bars, one group per stage in the order the stages ran:
+One PNG. Top row, two panels of grouped bars, one group per stage in the order the stages ran:
   left:  predicted peak rise beside the measured RSS peak rise (MiB)
   right: predicted peak beside the tracked peak (MiB); a stage whose two bars differ has
          terms that drifted between the model and the code (see `qmlpipe report`).
+Bottom row, when the file has a timeline (/budget/timeline, written when
+memory.sample_interval_ms > 0, the default): RSS and the tracked bytes against time (MiB),
+each stage a shaded span between its push and pop with its name, and a dashed segment over
+each stage at its predicted RSS peak (overhead + predicted peak). Files without a timeline
+get the top row only.
 Needs h5py and matplotlib (Debian: python3-h5py, python3-matplotlib).
 """
 import os
@@ -36,10 +41,71 @@ def read_stages(path):
         for key, group in f["budget"].items():
             if not isinstance(group, h5py.Group):
                 continue
+            if is_timeline(key, group):
+                continue
             attrs = {k: group.attrs[k] for k in group.attrs}
             stages.append((str(attrs.get("stage", key)), attrs))
     stages.sort(key=lambda s: int(s[1].get("index", 0)))
     return stages
+
+
+def is_timeline(key, group):
+    """/budget/timeline: the sampled memory, not a stage (a stage group has a 'stage' attribute)."""
+    return key == "timeline" and "stage" not in group.attrs
+
+
+def read_timeline(path):
+    """The columns and the stage spans of /budget/timeline, or None when the file has none."""
+    with h5py.File(path, "r") as f:
+        group = f.get("budget/timeline")
+        if not isinstance(group, h5py.Group) or not is_timeline("timeline", group):
+            return None
+        timeline = {k: group[k][...] for k in ("t_seconds", "rss_bytes", "tracked_bytes")}
+        timeline["interval_ms"] = float(group.attrs.get("interval_ms", float("nan")))
+        events = group["events"][...] if "events" in group else []
+    spans, open_stages = [], []  # (name, start, end, depth)
+    for event in events:
+        name, kind = event["stage"].decode(), event["kind"].decode()
+        if kind == "push":
+            open_stages.append((name, float(event["t_seconds"])))
+        elif open_stages:
+            name, start = open_stages.pop()
+            spans.append((name, start, float(event["t_seconds"]), len(open_stages)))
+    end = float(timeline["t_seconds"][-1]) if len(timeline["t_seconds"]) else 0.0
+    for depth, (name, start) in enumerate(open_stages):  # never popped: up to the end
+        spans.append((name, start, end, depth))
+    timeline["spans"] = sorted(spans, key=lambda s: s[1])
+    return timeline
+
+
+def timeline_panel(ax, timeline, stages):
+    t = timeline["t_seconds"]
+    rss = [v / MIB if v >= 0 else float("nan") for v in timeline["rss_bytes"]]
+    ax.plot(t, rss, lw=1.2, color="C0", label="RSS")
+    # Tracked bytes change only at allocations: a step from each sample to the next.
+    ax.plot(t, timeline["tracked_bytes"] / MIB, lw=1.2, color="C1", drawstyle="steps-post",
+            label="tracked bytes")
+    predicted = {name: a.get("predicted_peak_absolute_bytes", -1) for name, a in stages}
+    t_end = float(t[-1]) if len(t) else 1.0
+    labelled = False
+    for k, (name, start, end, depth) in enumerate(timeline["spans"]):
+        ax.axvspan(start, end, color=f"C{2 + k % 6}", alpha=0.12 if depth == 0 else 0.25, lw=0)
+        narrow = (end - start) < 0.08 * t_end
+        ax.text(start if narrow else 0.5 * (start + end), 0.02, name, rotation=90 if narrow else 0,
+                transform=ax.get_xaxis_transform(), ha="left" if narrow else "center",
+                va="bottom", fontsize=7)
+        peak = mib(predicted.get(name, -1))
+        if peak is not None and peak > 0:
+            ax.hlines(peak, start, end, colors="k", linestyles="dashed", lw=0.8,
+                      label=None if labelled else "predicted RSS peak (overhead + peak)")
+            labelled = True
+    ax.set_xlim(0, t_end)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("seconds since the sampler started (just before the first stage)")
+    ax.set_ylabel("MiB")
+    ax.set_title(f"memory over time ({len(t)} samples, final interval "
+                 f"{timeline['interval_ms']:g} ms)")
+    ax.legend(loc="center left", fontsize=8)
 
 
 def bars(ax, names, left, right, labels, title):
@@ -68,7 +134,15 @@ def main(argv):
     if not stages:
         raise SystemExit(f"plot_budget.py: {path}: /budget holds no stages")
     names = [name for name, _ in stages]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(8.0, 2.2 * len(names) + 4.0), 4.8))
+    timeline = read_timeline(path)
+    width = max(8.0, 2.2 * len(names) + 4.0)
+    if timeline is None:
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(width, 4.8))
+    else:
+        fig = plt.figure(figsize=(width, 8.4))
+        grid = fig.add_gridspec(2, 2, height_ratios=(1.0, 0.85))
+        ax1, ax2 = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+        timeline_panel(fig.add_subplot(grid[1, :]), timeline, stages)
     bars(ax1, names,
          [mib(a.get("predicted_peak_rise_bytes", -1)) for _, a in stages],
          [mib(a.get("measured_peak_rise_bytes", -1)) if int(a.get("rss_start_bytes", -1)) >= 0

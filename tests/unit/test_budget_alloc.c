@@ -442,7 +442,7 @@ static void test_model(void) {
     check_bytes(&m, QP_TERM_MAPS, n * maps * 8);
     check_bytes(&m, QP_TERM_COVARIANCE, n * n * 8);
     check_bytes(&m, QP_TERM_PRODUCTS, (np + 1) * n * n * 8);
-    check_bytes(&m, QP_TERM_GRAM, (np + 1) * (np + 1) * 8);
+    check_bytes(&m, QP_TERM_GRAM, (np + 1) * (np + 2) * 8); /* Gram of chunk + noise, and a column of dots */
     check_bytes(&m, QP_TERM_FISHER, np * np * 8);
     check_bytes(&m, QP_TERM_NOISE_BIAS, np * 8);
     check_bytes(&m, QP_TERM_WEIGHTED_MAPS, n * maps * 8);
@@ -472,7 +472,7 @@ static void test_model(void) {
     TEST_ASSERT(got_carried == carried, "fisher_run carried %zu, expected %zu (dense %d)",
                 got_carried, carried, dense);
     size_t fisher_peak =
-        got_carried + (np + 1) * n * n * 8 + (np + 1) * (np + 1) * 8 + np * np * 8 + np * 8;
+        got_carried + (np + 1) * n * n * 8 + (np + 1) * (np + 2) * 8 + np * np * 8 + np * 8;
     TEST_ASSERT(qp_model_stage_peak(&m, QP_STAGE_FISHER_RUN) == fisher_peak,
                 "fisher_run peak %zu, expected %zu (dense %d)",
                 qp_model_stage_peak(&m, QP_STAGE_FISHER_RUN), fisher_peak, dense);
@@ -509,7 +509,7 @@ static void test_model(void) {
   d.n_params = 0;
   TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_INPUT);
   d = good;
-  d.n_sky = 0;
+  d.n_sky = -1; /* 0 is allowed: a `dimensions:` config without nside has no sky buffer */
   TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_INPUT);
   d = good;
   d.spectra_chunk = 0;
@@ -518,8 +518,12 @@ static void test_model(void) {
   d.spectra_chunk = 5;
   TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_INPUT);
   d = good;
-  d.fisher_chunk = 2;
-  TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_UNSUPPORTED);
+  d.fisher_chunk = 0;
+  TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_INPUT);
+  d = good;
+  d.fisher_chunk = 2; /* chunked: 2 products, the noise and a streaming slot */
+  TEST_OK(qp_model_predict(&d, &m));
+  check_bytes(&m, QP_TERM_PRODUCTS, 4 * (size_t)(d.n_pix * d.n_pix) * 8);
   TEST_OK(qp_model_predict(&good, &m));
 }
 

@@ -1,0 +1,229 @@
+/* test_validate_cli: `qmlpipe validate` run as a child process of the real binary (argv[1]).
+ *
+ * A small temperature problem is run with `qmlpipe run`; then `qmlpipe validate` on its
+ * results file:
+ *   - with a loose tolerance (0.5) and no size floor: exit 0, a table naming every stage and
+ *     the error distribution;
+ *   - with a tolerance of 1e-7: exit qp_err_exit_status(QP_ERR_BUDGET), since no RSS
+ *     measurement (whole pages, plus what the libraries hold) equals its prediction that
+ *     closely, and the failing stages listed;
+ *   - on a missing file and on a file that is not HDF5: the QP_ERR_IO status, naming the file;
+ *   - without arguments, and with a bad --tolerance: exit 2 with the usage.
+ * Everything happens in a private directory (validate_cli.d) under the working directory;
+ * its files are removed at the start and, when every check passed, at the end. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "test_util.h"
+
+extern char **environ;
+
+#define WORK_DIR "validate_cli.d"
+#define NAME "val" /* the fixture's file prefix */
+
+static char qmlpipe_path[PATH_MAX];
+static const char *const stages[] = {"covariance_setup", "basis_setup", "fisher_run",
+                                     "spectra_run"};
+
+static void remove_dir_files(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  closedir(d);
+}
+
+/* The whole file as a NUL-terminated string ("" when unreadable); the caller frees it. */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char *text = NULL;
+  size_t len = 0;
+  if (f) {
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (size > 0 && (text = malloc((size_t)size + 1)) != NULL)
+      len = fread(text, 1, (size_t)size, f);
+    fclose(f);
+  }
+  if (!text) text = malloc(1);
+  if (text) text[len] = '\0';
+  return text;
+}
+
+typedef struct run_result {
+  int exited, status;
+  char *out, *err;
+} run_result;
+
+/* Runs `qmlpipe args...` (NULL-terminated) with stdout in <tag>.out, stderr in <tag>.err. */
+static void run_qmlpipe(const char *tag, const char *const *args, run_result *r) {
+  memset(r, 0, sizeof *r);
+  char out_path[256], err_path[256];
+  snprintf(out_path, sizeof out_path, "%s.out", tag);
+  snprintf(err_path, sizeof err_path, "%s.err", tag);
+  char *argv[16];
+  int argc = 0;
+  argv[argc++] = qmlpipe_path;
+  for (int i = 0; args[i] && argc < 15; ++i)
+    argv[argc++] = (char *)args[i];
+  argv[argc] = NULL;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path,
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path,
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  int rc = posix_spawn(&pid, qmlpipe_path, &actions, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc == 0) {
+    int wstatus = 0;
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+      continue;
+    if (WIFEXITED(wstatus)) {
+      r->exited = 1;
+      r->status = WEXITSTATUS(wstatus);
+    }
+  } else {
+    fprintf(stderr, "  cannot start %s: %s\n", qmlpipe_path, strerror(rc));
+  }
+  r->out = slurp(out_path);
+  r->err = slurp(err_path);
+}
+
+static void run_free(run_result *r) {
+  free(r->out);
+  free(r->err);
+  r->out = r->err = NULL;
+}
+
+/* Checks the exit status; on any failure of the case prints the child's output. */
+static void expect_status(const char *tag, const run_result *r, int want, int before) {
+  TEST_ASSERT(r->exited && r->status == want, "%s: exit status %d (exited %d), expected %d",
+              tag, r->status, r->exited, want);
+  if (qp_test_failures != before)
+    fprintf(stderr, "  --- stdout of %s ---\n%s  --- stderr ---\n%s  ---\n", tag, r->out, r->err);
+  else
+    printf("case %s: ok (exit %d)\n", tag, r->status);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_validate_cli PATH_OF_QMLPIPE\n");
+    return 2;
+  }
+  if (!realpath(argv[1], qmlpipe_path)) {
+    fprintf(stderr, "test_validate_cli: cannot resolve '%s': %s\n", argv[1], strerror(errno));
+    return 1;
+  }
+  if ((mkdir(WORK_DIR, 0755) != 0 && errno != EEXIST) || chdir(WORK_DIR) != 0) {
+    fprintf(stderr, "test_validate_cli: cannot use directory '%s': %s\n", WORK_DIR,
+            strerror(errno));
+    return 1;
+  }
+  remove_dir_files(".");
+
+  /* nside 16, |b| > 30 deg (1536 pixels), ell 2..21 in two bins: C is 18 MiB, a second. */
+  qp_fixture f = {.name = NAME, .nside = 16, .cut_deg = 30, .ell_min = 2, .lmax = 21,
+                  .lmax_signal = 21, .bin_width = 10, .sim_lmax = 21, .n_maps = 1,
+                  .noise_variance = 1.0, .dl_flat = 100.0, .seed = 11};
+  qp_config cfg;
+  TEST_OK(qp_fixture_write(&f, &cfg));
+  qp_config_free(&cfg);
+  FILE *yaml = fopen(NAME ".yaml", "w");
+  TEST_ASSERT(yaml, "cannot write " NAME ".yaml");
+  if (!yaml) return TEST_RETURN();
+  fprintf(yaml, "maps: [" NAME "_map_0000.fits]\nmask: " NAME "_mask.fits\nfields: T\n"
+                "cls: " NAME "_cls.txt\nnoise: {variance: 1.0}\nspectra: [TT]\nell_min: 2\n"
+                "lmax: 21\nbin_width: 10\npath: pixel_direct\nbackend: cpu\n"
+                "output: " NAME "_results.h5\n");
+  TEST_ASSERT(fclose(yaml) == 0, "cannot write " NAME ".yaml");
+  if (qp_test_failures) return TEST_RETURN();
+
+  run_result r;
+  int before = qp_test_failures;
+  const char *run_args[] = {"run", NAME ".yaml", "--quiet", NULL};
+  run_qmlpipe("run", run_args, &r);
+  expect_status("run", &r, 0, before);
+  run_free(&r);
+  if (qp_test_failures) return TEST_RETURN();
+
+  /* 1. Loose tolerance: exit 0, every stage in the table, the distribution printed. */
+  before = qp_test_failures;
+  const char *loose[] = {"validate", "--tolerance", "0.5", "--min-bytes", "0",
+                         NAME "_results.h5", NULL};
+  run_qmlpipe("loose", loose, &r);
+  for (size_t s = 0; s < sizeof stages / sizeof stages[0]; ++s)
+    TEST_ASSERT(strstr(r.out, stages[s]) != NULL, "loose: the table lacks stage %s", stages[s]);
+  TEST_ASSERT(strstr(r.out, "pixel_direct") != NULL, "loose: the table lacks path_used");
+  TEST_ASSERT(strstr(r.out, "1536") != NULL, "loose: the table lacks n_pix 1536");
+  TEST_ASSERT(strstr(r.out, "error distribution") != NULL, "loose: no error distribution");
+  TEST_ASSERT(strstr(r.out, "4 judged stage(s), 0 failed") != NULL,
+              "loose: expected '4 judged stage(s), 0 failed'");
+  TEST_ASSERT(strstr(r.out, "FAIL") == NULL, "loose: a stage is marked FAIL");
+  expect_status("loose", &r, 0, before);
+  run_free(&r);
+
+  /* 2. A tolerance no measurement meets: QP_ERR_BUDGET, and the failures named. */
+  before = qp_test_failures;
+  const char *tight[] = {"validate", "--tolerance", "0.0000001", "--min-bytes", "0",
+                         NAME "_results.h5", NULL};
+  run_qmlpipe("tight", tight, &r);
+  TEST_ASSERT(strstr(r.out, "failed:") != NULL, "tight: stdout lists no failed stage");
+  for (size_t s = 0; s < sizeof stages / sizeof stages[0]; ++s)
+    TEST_ASSERT(strstr(r.out, stages[s]) != NULL, "tight: the table lacks stage %s", stages[s]);
+  TEST_ASSERT(strstr(r.err, "memory validation failed") != NULL,
+              "tight: stderr lacks 'memory validation failed'");
+  expect_status("tight", &r, qp_err_exit_status(QP_ERR_BUDGET), before);
+  run_free(&r);
+
+  /* 3. A missing file: QP_ERR_IO, naming it. */
+  before = qp_test_failures;
+  const char *missing[] = {"validate", "--min-bytes", "0", "no_such_results.h5", NULL};
+  run_qmlpipe("missing", missing, &r);
+  TEST_ASSERT(strstr(r.err, "no_such_results.h5") != NULL, "missing: stderr lacks the file");
+  expect_status("missing", &r, qp_err_exit_status(QP_ERR_IO), before);
+  run_free(&r);
+
+  /* 4. A file that is not HDF5 (the config), beside the good one: QP_ERR_IO, naming it. */
+  before = qp_test_failures;
+  const char *not_h5[] = {"validate", NAME "_results.h5", NAME ".yaml", NULL};
+  run_qmlpipe("not_h5", not_h5, &r);
+  TEST_ASSERT(strstr(r.err, NAME ".yaml") != NULL, "not_h5: stderr lacks the file");
+  expect_status("not_h5", &r, qp_err_exit_status(QP_ERR_IO), before);
+  run_free(&r);
+
+  /* 5. No arguments; a bad tolerance: usage, exit 2. */
+  before = qp_test_failures;
+  const char *none[] = {"validate", NULL};
+  run_qmlpipe("no_args", none, &r);
+  TEST_ASSERT(strstr(r.err, "usage: qmlpipe validate") != NULL, "no_args: no usage on stderr");
+  expect_status("no_args", &r, 2, before);
+  run_free(&r);
+  before = qp_test_failures;
+  const char *bad_tol[] = {"validate", "--tolerance", "two", NAME "_results.h5", NULL};
+  run_qmlpipe("bad_tolerance", bad_tol, &r);
+  TEST_ASSERT(strstr(r.err, "--tolerance") != NULL, "bad_tolerance: stderr lacks --tolerance");
+  expect_status("bad_tolerance", &r, 2, before);
+  run_free(&r);
+
+  printf("%d failed check(s)\n", qp_test_failures);
+  if (qp_test_failures == 0) remove_dir_files(".");
+  return TEST_RETURN();
+}
