@@ -155,9 +155,9 @@ enum { D_N_PIX = 0, D_N_MODES, D_LMAX_SIGNAL, D_LMAX, D_N_BINS, D_N_MAPS, D_NSID
 static const char *const qp_dimension_keys[D_COUNT] = {"n_pix",  "n_modes", "lmax_signal", "lmax",
                                                        "n_bins", "n_maps",  "nside"};
 
-enum { M_HOST = 0, M_DEVICE, M_INTERVAL, M_COUNT };
+enum { M_HOST = 0, M_DEVICE, M_INTERVAL, M_CALIBRATION, M_COUNT };
 static const char *const qp_memory_keys[M_COUNT] = {"host_limit", "device_limit",
-                                                    "sample_interval_ms"};
+                                                    "sample_interval_ms", "calibration"};
 
 typedef struct qp_cfg_ctx {
   const char *file;      /* the config path, for messages */
@@ -440,6 +440,8 @@ static qp_err qp_cfg_memory_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *k
     QP_CALL(qp_cfg_bytes(ctx, "memory.host_limit", value, &cfg->host_limit));
   } else if (index == M_DEVICE) {
     QP_CALL(qp_cfg_bytes(ctx, "memory.device_limit", value, &cfg->device_limit));
+  } else if (index == M_CALIBRATION) {
+    QP_CALL(qp_cfg_path(ctx, "memory.calibration", value, cfg->calibration));
   } else {
     QP_CALL(qp_cfg_double(ctx, "memory.sample_interval_ms", value, &cfg->sample_interval_ms));
     QP_CHECK(cfg->sample_interval_ms >= 0, QP_ERR_INPUT,

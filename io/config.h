@@ -3,7 +3,7 @@
  * Keys (README "Config reference"): maps, mask, mask_pol, fields, cls, noise, spectra, ell_min, lmax,
  * lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, path, harmonic_method,
  * backend, output,
- * memory {host_limit, device_limit, sample_interval_ms}. An unknown key, a wrong type or an
+ * memory {host_limit, device_limit, sample_interval_ms, calibration}. An unknown key, a wrong type or an
  * out-of-range value is QP_ERR_INPUT naming the file, the key and (when known) the line. Relative file paths are
  * taken relative to the directory of the config file. */
 #ifndef QP_CONFIG_IO_H
@@ -59,6 +59,8 @@ typedef struct qp_config {
   double host_limit;                 /* bytes; 0 = no limit */
   double device_limit;               /* bytes; 0 = no limit */
   double sample_interval_ms;         /* memory timeline sampling (budget/timeline.h); 0 = off */
+  char calibration[QP_PATH_MAX];     /* `qmlpipe calibrate` file; "" = $QMLPIPE_CALIBRATION or
+                                        the built-in overhead */
 } qp_config;
 
 /** Fills *cfg with defaults (ell_min 2, bin_width 1, path auto, backend cpu,

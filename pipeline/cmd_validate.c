@@ -34,9 +34,9 @@
 #include "qp_error.h"
 
 enum {
-  QP_VAL_TEXT_MAX = 64,      /* path_used, stage names as printed */
+  QP_VAL_TEXT_MAX = 64, /* path_used, stage names as printed */
   QP_VAL_WHERE_MAX = 4096 + 320,
-  QP_VAL_SUFFIX_DEPTH = 16   /* path components tried to make short file names unique */
+  QP_VAL_SUFFIX_DEPTH = 16 /* path components tried to make short file names unique */
 };
 
 static const double qp_val_mib = 1048576.0;
@@ -46,8 +46,8 @@ typedef struct qp_val_file {
   const char *path;
   const char *short_name; /* the shortest trailing part of the path unique among the files */
   char path_used[QP_VAL_TEXT_MAX];
-  int64_t n_pix;          /* -1 when the file lacks it */
-  int64_t baseline;       /* /budget baseline_rss_bytes; -1 unknown */
+  int64_t n_pix;    /* -1 when the file lacks it */
+  int64_t baseline; /* /budget baseline_rss_bytes; -1 unknown */
   int read_ok;
 } qp_val_file;
 
@@ -61,7 +61,7 @@ typedef struct qp_val_stage {
   double err_peak, err_persistent;    /* (measured - predicted) / measured; NAN unknown */
   int judge_peak, judge_persistent;   /* compared against the tolerance */
   int fail_peak, fail_persistent;
-  int n_terms, drift;                 /* rows of "terms"; rows whose two columns differ */
+  int n_terms, drift; /* rows of "terms"; rows whose two columns differ */
 } qp_val_stage;
 
 /* One term whose predicted and tracked bytes differ. */
@@ -127,8 +127,7 @@ static qp_err qp_val_attr_i64(hid_t obj, const char *where, const char *name, in
     goto done;
   }
   QP_H5_GOTO(a = H5Aopen(obj, name, H5P_DEFAULT), done, "%s: attribute '%s'", where, name);
-  QP_H5_GOTO(H5Aread(a, H5T_NATIVE_INT64, v), done, "%s: cannot read attribute '%s'", where,
-             name);
+  QP_H5_GOTO(H5Aread(a, H5T_NATIVE_INT64, v), done, "%s: cannot read attribute '%s'", where, name);
 done:
   if (a >= 0) H5Aclose(a);
   return err;
@@ -196,8 +195,8 @@ static qp_err qp_val_read_terms(hid_t group, const char *where, qp_val_set *set,
   qp_val_stage *s = &set->stages[stage];
   htri_t has = H5Lexists(group, "terms", H5P_DEFAULT);
   QP_H5_GOTO(has, done, "%s/terms", where);
-  QP_CHECK_GOTO(has > 0, QP_ERR_INPUT, done,
-                "%s: no dataset 'terms' (not a qmlpipe results file?)", where);
+  QP_CHECK_GOTO(has > 0, QP_ERR_INPUT, done, "%s: no dataset 'terms' (not a qmlpipe results file?)",
+                where);
   QP_H5_GOTO(dset = H5Dopen2(group, "terms", H5P_DEFAULT), done, "%s/terms", where);
   QP_H5_GOTO(space = H5Dget_space(dset), done, "%s/terms", where);
   hssize_t n = H5Sget_simple_extent_npoints(space);
@@ -206,9 +205,9 @@ static qp_err qp_val_read_terms(hid_t group, const char *where, qp_val_set *set,
   QP_H5_GOTO(str = H5Tcopy(H5T_C_S1), done, "%s/terms", where);
   QP_H5_GOTO(H5Tset_size(str, QP_TERM_NAME_MAX), done, "%s/terms", where);
   QP_H5_GOTO(H5Tinsert(mtype, "name", HOFFSET(qp_val_row, name), str), done, "%s/terms", where);
-  QP_H5_GOTO(H5Tinsert(mtype, "predicted_bytes", HOFFSET(qp_val_row, predicted_bytes),
-                       H5T_NATIVE_INT64),
-             done, "%s/terms", where);
+  QP_H5_GOTO(
+      H5Tinsert(mtype, "predicted_bytes", HOFFSET(qp_val_row, predicted_bytes), H5T_NATIVE_INT64),
+      done, "%s/terms", where);
   QP_H5_GOTO(H5Tinsert(mtype, "tracked_peak_bytes", HOFFSET(qp_val_row, tracked_peak_bytes),
                        H5T_NATIVE_INT64),
              done, "%s/terms", where);
@@ -385,16 +384,21 @@ static void qp_val_short_names(qp_val_set *set) {
 }
 
 static const char *qp_val_mib_text(int64_t bytes, char *buf, size_t size) {
-  if (bytes < 0) snprintf(buf, size, "n/a");
-  else snprintf(buf, size, "%.2f", (double)bytes / qp_val_mib);
+  if (bytes < 0)
+    snprintf(buf, size, "n/a");
+  else
+    snprintf(buf, size, "%.2f", (double)bytes / qp_val_mib);
   return buf;
 }
 
 /* An error in percent: "+1.23", "(+1.23)" when not judged, "n/a" when unknown. */
 static const char *qp_val_err_text(double err, int judged, char *buf, size_t size) {
-  if (!isfinite(err)) snprintf(buf, size, "n/a");
-  else if (judged) snprintf(buf, size, "%+.2f", 100.0 * err);
-  else snprintf(buf, size, "(%+.2f)", 100.0 * err);
+  if (!isfinite(err))
+    snprintf(buf, size, "n/a");
+  else if (judged)
+    snprintf(buf, size, "%+.2f", 100.0 * err);
+  else
+    snprintf(buf, size, "(%+.2f)", 100.0 * err);
   return buf;
 }
 
@@ -440,8 +444,7 @@ static void qp_val_distribution(FILE *out, const qp_val_set *set, int peak, cons
     sum += e[i];
   double median = n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
   fprintf(out, "  %-30s %5d %+8.3f %+8.3f %+8.3f %+8.3f %9d %9d %8d/%d\n", label, n,
-          100.0 * sum / n, 100.0 * median, 100.0 * e[0], 100.0 * e[n - 1], under, over, within,
-          n);
+          100.0 * sum / n, 100.0 * median, 100.0 * e[0], 100.0 * e[n - 1], under, over, within, n);
   free(e);
 }
 
@@ -464,18 +467,19 @@ static void qp_val_print(FILE *out, const qp_val_set *set, double tolerance, int
           "qmlpipe validate: %d file(s) read of %d, %d stage(s); tolerance %.4g%%, stages "
           "predicted below %.2f MiB not judged\n",
           n_read, set->n_files, set->n_stages, 100.0 * tolerance, (double)min_bytes / qp_val_mib);
-  fprintf(out,
-          "  error = (measured - predicted) / measured, measured = RSS above the baseline "
-          "(positive: predicted too little)\n\n");
-  fprintf(out, "%-*s %-*s %7s %-*s | %10s %10s %8s | %10s %10s %8s | %5s | %s\n", wf, "file",
-          wp, "path_used", "n_pix", ws, "stage", "peak pred", "meas MiB", "err %", "kept pred",
+  fprintf(out, "  error = (measured - predicted) / measured, measured = RSS above the baseline "
+               "(positive: predicted too little)\n\n");
+  fprintf(out, "%-*s %-*s %7s %-*s | %10s %10s %8s | %10s %10s %8s | %5s | %s\n", wf, "file", wp,
+          "path_used", "n_pix", ws, "stage", "peak pred", "meas MiB", "err %", "kept pred",
           "meas MiB", "err %", "drift", "verdict");
   char a[32], b[32], c[32], d[32], e[32], g[32], np[32];
   for (int i = 0; i < set->n_stages; ++i) {
     const qp_val_stage *s = &set->stages[i];
     const qp_val_file *f = &set->files[s->file];
-    if (f->n_pix >= 0) snprintf(np, sizeof np, "%" PRId64, f->n_pix);
-    else snprintf(np, sizeof np, "n/a");
+    if (f->n_pix >= 0)
+      snprintf(np, sizeof np, "%" PRId64, f->n_pix);
+    else
+      snprintf(np, sizeof np, "n/a");
     fprintf(out, "%-*s %-*s %7s %-*s | %10s %10s %8s | %10s %10s %8s | %5d | %s\n", wf,
             f->short_name, wp, f->path_used[0] ? f->path_used : "n/a", np, ws, s->name,
             qp_val_mib_text(s->pred_peak, a, sizeof a), qp_val_mib_text(s->meas_peak, b, sizeof b),
@@ -492,8 +496,8 @@ static void qp_val_print(FILE *out, const qp_val_set *set, double tolerance, int
     for (int i = 0; i < set->n_drifts; ++i) {
       const qp_val_drift *dr = &set->drifts[i];
       const qp_val_stage *s = &set->stages[dr->stage];
-      fprintf(out, "  %s %s %-20s predicted %" PRId64 " B, tracked %" PRId64 " B (%+" PRId64
-                   " B)\n",
+      fprintf(out,
+              "  %s %s %-20s predicted %" PRId64 " B, tracked %" PRId64 " B (%+" PRId64 " B)\n",
               set->files[s->file].short_name, s->name, dr->term, dr->predicted, dr->tracked,
               dr->tracked - dr->predicted);
     }
@@ -501,8 +505,8 @@ static void qp_val_print(FILE *out, const qp_val_set *set, double tolerance, int
 
   /* The distribution, overall and per stage name (in the order the names first appear). */
   fprintf(out, "\nerror distribution over the judged comparisons, in %%:\n");
-  fprintf(out, "  %-30s %5s %8s %8s %8s %8s %9s %9s %10s\n", "", "count", "mean", "median",
-          "min", "max", "under>1%", "over>1%", "within");
+  fprintf(out, "  %-30s %5s %8s %8s %8s %8s %9s %9s %10s\n", "", "count", "mean", "median", "min",
+          "max", "under>1%", "over>1%", "within");
   for (int kind = 1; kind >= 0; --kind) {
     const char *what = kind ? "peak" : "persistent";
     char label[QP_VAL_TEXT_MAX + 16];

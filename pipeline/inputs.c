@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibration.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
 #include "harmonic.h"
@@ -108,6 +109,7 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t f
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
   };
   QP_CALL(qp_model_predict(&dims, model));
+  model->overhead_bytes = p->calibration.overhead_bytes;
   return QP_OK;
 }
 
@@ -251,6 +253,7 @@ static qp_err qp_inputs_plan_dimensions(qp_problem *p) {
 
 qp_err qp_inputs_plan(qp_problem *p) {
   const qp_config *cfg = p->cfg;
+  QP_CALL(qp_calibration_load(cfg->calibration, &p->calibration));
   if (cfg->has_dimensions) {
     QP_CALL(qp_inputs_plan_dimensions(p));
     return QP_OK;

@@ -15,6 +15,9 @@ static void qp_usage(FILE *out) {
           "  run CONFIG.yaml        run every stage; write the results file (config 'output')\n"
           "  budget CONFIG.yaml     print the predicted memory of every stage, term by term,\n"
           "                         without allocating anything big\n"
+          "  plan CONFIG.yaml       the route and chunks the planner picks, and each stage's\n"
+          "                         predicted peak against memory.host_limit\n"
+          "  calibrate              measure the model's overhead on this machine\n"
           "  report RESULTS.h5      print the prediction beside the measurement, per stage\n"
           "  validate RESULTS.h5... check the memory model against the measurements of any\n"
           "                         number of runs; non-zero exit when a stage is outside\n"
@@ -44,6 +47,8 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "report") == 0) return qp_cmd_report(argc - 1, argv + 1);
   if (strcmp(cmd, "simulate") == 0) return qp_cmd_simulate(argc - 1, argv + 1);
   if (strcmp(cmd, "validate") == 0) return qp_cmd_validate(argc - 1, argv + 1);
+  if (strcmp(cmd, "plan") == 0) return qp_cmd_plan(argc - 1, argv + 1);
+  if (strcmp(cmd, "calibrate") == 0) return qp_cmd_calibrate(argc - 1, argv + 1);
   fprintf(stderr, "qmlpipe: unknown command '%s'\n\n", cmd);
   qp_usage(stderr);
   return 2;

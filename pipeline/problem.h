@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "calibration.h"
 #include "cls_text.h"
 #include "config.h"
 #include "matrix.h"
@@ -62,6 +63,7 @@ typedef struct qp_problem {
   double *error;          /* QP_TERM_ERRORS */
 
   qp_model model;
+  qp_calibration calibration; /* the model's measured constants (the overhead) */
   int progress;           /* 1: report progress on stderr */
 } qp_problem;
 

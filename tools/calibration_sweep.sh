@@ -20,11 +20,12 @@
 #
 # Cost: the pixel-direct fisher_run costs about (n_params + 1) 2 n_pix^3 flops, so its large
 # cases use one or two bins; the harmonic routes scale with n_pix n_modes^2 and go further.
-# The whole grid takes about 4 minutes on 2 cores (docs/memory-validation.md).
+# The whole grid took 3 minutes on an idle 2-core VM, 6 while other tests ran beside it
+# (docs/memory-validation.md).
 set -euo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 
@@ -33,8 +34,14 @@ qmlpipe=${1:-$repo/build/pipeline/qmlpipe}
 outdir=${2:-$(mktemp -d "${TMPDIR:-/tmp}/qmlpipe-calibration.XXXXXX")}
 cls=$repo/data/cls_planck2015_lcdm.txt
 
-[[ -x $qmlpipe ]] || { echo "calibration_sweep: no qmlpipe binary at '$qmlpipe' (build it first)" >&2; exit 2; }
-[[ -r $cls ]] || { echo "calibration_sweep: cannot read '$cls'" >&2; exit 2; }
+if [[ ! -x $qmlpipe ]]; then
+  echo "calibration_sweep: no qmlpipe binary at '$qmlpipe' (build it first)" >&2
+  exit 2
+fi
+if [[ ! -r $cls ]]; then
+  echo "calibration_sweep: cannot read '$cls'" >&2
+  exit 2
+fi
 mkdir -p "$outdir"
 outdir=$(cd "$outdir" && pwd)
 mkdir -p "$outdir/inputs" "$outdir/configs" "$outdir/results" "$outdir/logs"
@@ -118,7 +125,9 @@ for line in "${cases[@]}"; do
     exit 1
   fi
   seconds=$((SECONDS - start))
-  summary=$(head -n 1 "$outdir/logs/$name.log" | sed -e 's/^qmlpipe run: //' -e 's/, path [a-z_]*$//')
+  # The first line of the run's summary, without its path (the route is the case's own).
+  summary=$(head -n 1 "$outdir/logs/$name.log" |
+    sed -e 's/^qmlpipe run: //' -e 's/, path [a-z_]*$//')
   echo "${seconds} s  ($summary)"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$path" "$method" "$fields" \
     "$nside" "$cut" "$lmax" "$bin_width" "$seconds" "$summary" >>"$outdir/cases.tsv"

@@ -85,10 +85,10 @@ static void run_qmlpipe(const char *tag, const char *const *args, run_result *r)
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path,
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path,
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
   pid_t pid;
   int rc = posix_spawn(&pid, qmlpipe_path, &actions, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -115,8 +115,8 @@ static void run_free(run_result *r) {
 
 /* Checks the exit status; on any failure of the case prints the child's output. */
 static void expect_status(const char *tag, const run_result *r, int want, int before) {
-  TEST_ASSERT(r->exited && r->status == want, "%s: exit status %d (exited %d), expected %d",
-              tag, r->status, r->exited, want);
+  TEST_ASSERT(r->exited && r->status == want, "%s: exit status %d (exited %d), expected %d", tag,
+              r->status, r->exited, want);
   if (qp_test_failures != before)
     fprintf(stderr, "  --- stdout of %s ---\n%s  --- stderr ---\n%s  ---\n", tag, r->out, r->err);
   else
@@ -140,9 +140,18 @@ int main(int argc, char **argv) {
   remove_dir_files(".");
 
   /* nside 16, |b| > 30 deg (1536 pixels), ell 2..21 in two bins: C is 18 MiB, a second. */
-  qp_fixture f = {.name = NAME, .nside = 16, .cut_deg = 30, .ell_min = 2, .lmax = 21,
-                  .lmax_signal = 21, .bin_width = 10, .sim_lmax = 21, .n_maps = 1,
-                  .noise_variance = 1.0, .dl_flat = 100.0, .seed = 11};
+  qp_fixture f = {.name = NAME,
+                  .nside = 16,
+                  .cut_deg = 30,
+                  .ell_min = 2,
+                  .lmax = 21,
+                  .lmax_signal = 21,
+                  .bin_width = 10,
+                  .sim_lmax = 21,
+                  .n_maps = 1,
+                  .noise_variance = 1.0,
+                  .dl_flat = 100.0,
+                  .seed = 11};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_config_free(&cfg);
@@ -166,8 +175,8 @@ int main(int argc, char **argv) {
 
   /* 1. Loose tolerance: exit 0, every stage in the table, the distribution printed. */
   before = qp_test_failures;
-  const char *loose[] = {"validate", "--tolerance", "0.5", "--min-bytes", "0",
-                         NAME "_results.h5", NULL};
+  const char *loose[] = {"validate", "--tolerance",      "0.5", "--min-bytes",
+                         "0",        NAME "_results.h5", NULL};
   run_qmlpipe("loose", loose, &r);
   for (size_t s = 0; s < sizeof stages / sizeof stages[0]; ++s)
     TEST_ASSERT(strstr(r.out, stages[s]) != NULL, "loose: the table lacks stage %s", stages[s]);
@@ -182,8 +191,8 @@ int main(int argc, char **argv) {
 
   /* 2. A tolerance no measurement meets: QP_ERR_BUDGET, and the failures named. */
   before = qp_test_failures;
-  const char *tight[] = {"validate", "--tolerance", "0.0000001", "--min-bytes", "0",
-                         NAME "_results.h5", NULL};
+  const char *tight[] = {"validate", "--tolerance",      "0.0000001", "--min-bytes",
+                         "0",        NAME "_results.h5", NULL};
   run_qmlpipe("tight", tight, &r);
   TEST_ASSERT(strstr(r.out, "failed:") != NULL, "tight: stdout lists no failed stage");
   for (size_t s = 0; s < sizeof stages / sizeof stages[0]; ++s)

@@ -1,0 +1,67 @@
+/* calibration.c: reading and writing the calibration file (calibration.h). */
+#include "calibration.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+
+qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
+  memset(cal, 0, sizeof *cal);
+  cal->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
+  if (!path || !path[0]) path = getenv("QMLPIPE_CALIBRATION");
+  if (!path || !path[0]) {
+    snprintf(cal->source, sizeof cal->source, "built-in default");
+    return QP_OK;
+  }
+  snprintf(cal->source, sizeof cal->source, "%s", path);
+  FILE *f = fopen(path, "r");
+  QP_CHECK(f, QP_ERR_IO, "cannot open calibration file '%s': %s", path, strerror(errno));
+  char line[512];
+  int line_no = 0, have_overhead = 0;
+  qp_err err = QP_OK;
+  while (err == QP_OK && fgets(line, sizeof line, f)) {
+    ++line_no;
+    char key[64];
+    long long value;
+    char *s = line + strspn(line, " \t");
+    if (*s == '#' || *s == '\n' || *s == '\0') continue;
+    if (sscanf(s, "%63s %lld", key, &value) != 2 || value < 0) {
+      err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                         "calibration file '%s' line %d: expected 'key value'", path, line_no);
+    } else if (strcmp(key, "overhead_bytes") == 0) {
+      cal->overhead_bytes = (size_t)value;
+      have_overhead = 1;
+    } else if (strcmp(key, "threads") == 0) {
+      cal->threads = (int)value;
+    } else {
+      err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                         "calibration file '%s' line %d: unknown key '%s'", path, line_no, key);
+    }
+  }
+  fclose(f);
+  QP_CALL(err);
+  QP_CHECK(have_overhead, QP_ERR_INPUT, "calibration file '%s' has no overhead_bytes", path);
+  return QP_OK;
+}
+
+qp_err qp_calibration_write(const char *path, const qp_calibration *cal) {
+  char tmp[600];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  QP_CHECK(f, QP_ERR_IO, "cannot write calibration file '%s': %s", tmp, strerror(errno));
+  fprintf(f,
+          "# qmlpipe calibration: the process's RSS after the BLAS warm-up of a run, measured by\n"
+          "# `qmlpipe calibrate` on this machine; the memory model's overhead term\n"
+          "overhead_bytes %zu\nthreads %d\n",
+          cal->overhead_bytes, cal->threads);
+  int ok = fclose(f) == 0;
+  if (!ok || rename(tmp, path) != 0) {
+    remove(tmp);
+    QP_FAIL(QP_ERR_IO, "cannot write calibration file '%s'", path);
+  }
+  return QP_OK;
+}

@@ -1,0 +1,54 @@
+/* cmd_calibrate.c: `qmlpipe calibrate`: measures the memory model's overhead on this machine
+ * (the RSS of a qmlpipe process after the BLAS warm-up a run does) and writes the calibration
+ * file that `budget`, `plan` and `run` read (calibration.h). Run it where the jobs run, with
+ * the same OMP_NUM_THREADS / OPENBLAS_NUM_THREADS: the BLAS buffers are per thread. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibration.h"
+#include "commands.h"
+#include "driver.h"
+
+static void qp_calibrate_usage(FILE *out) {
+  fprintf(out, "usage: qmlpipe calibrate [--output FILE] [--size N]\n"
+               "  Measures the overhead term of the memory model (program, libraries, OpenBLAS\n"
+               "  buffers per thread after a warm-up on N x N matrices, default 2048, the size\n"
+               "  a run warms up with) and writes it to FILE (default qmlpipe-calibration.txt).\n"
+               "  Use it with memory: {calibration: FILE} or QMLPIPE_CALIBRATION=FILE.\n");
+}
+
+int qp_cmd_calibrate(int argc, char **argv) {
+  const char *output = "qmlpipe-calibration.txt";
+  long size = 2048;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      qp_calibrate_usage(stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--output") == 0 && i + 1 < argc) {
+      output = argv[++i];
+    } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
+      size = strtol(argv[++i], NULL, 10);
+    } else {
+      qp_calibrate_usage(stderr);
+      return 2;
+    }
+  }
+  if (size < 1) {
+    fprintf(stderr, "qmlpipe calibrate: --size must be >= 1\n");
+    return 2;
+  }
+  qp_meter_sample baseline;
+  qp_driver_warm_up(size, &baseline);
+  qp_calibration cal = {.overhead_bytes = (size_t)baseline.rss, .threads = omp_get_max_threads()};
+  qp_err err = qp_calibration_write(output, &cal);
+  if (err != QP_OK) {
+    qp_error_print(stderr, 0);
+    return qp_err_exit_status(err);
+  }
+  printf("qmlpipe calibrate: overhead %zu bytes (%.2f MiB) with %d thread(s), warm-up %ld; "
+         "written to %s\n",
+         cal.overhead_bytes, cal.overhead_bytes / 1048576.0, cal.threads, size, output);
+  return 0;
+}
