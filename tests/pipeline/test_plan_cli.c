@@ -1,0 +1,88 @@
+/* test_plan_cli: `qmlpipe plan`, `budget` and `calibrate` without data. A config with
+ * `dimensions:` in place of maps and mask (the harmonic calibration case: n_pix 59136,
+ * n_modes 33274, lmax_signal 256, lmax 128) is planned (SMW, lifetime peak under 45 GiB),
+ * refused against a 30 GiB host_limit before anything is allocated, and refused by `run`;
+ * `calibrate` writes a calibration file whose overhead `budget` then reports. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "qp_error.h"
+#include "test_util.h"
+
+static const char *qmlpipe;
+
+/* Runs qmlpipe with `args`, stdout+stderr to out.txt; returns the exit status. */
+static int run(const char *args) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s %s > plan_cli_out.txt 2>&1", qmlpipe, args);
+  int status = system(cmd);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int output_has(const char *text) {
+  FILE *f = fopen("plan_cli_out.txt", "r");
+  if (!f) return 0;
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return strstr(buf, text) != NULL;
+}
+
+static void write_config(const char *path, const char *limit) {
+  FILE *f = fopen(path, "w");
+  fprintf(f, "fields: QU\nspectra: [EE, BB]\nnoise: {variance: 1.0}\nlmax: 128\n"
+             "dimensions: {n_pix: 59136, n_modes: 33274, lmax_signal: 256, lmax: 128, "
+             "n_bins: 127}\npath: harmonic\n%s",
+          limit);
+  fclose(f);
+}
+
+int main(int argc, char **argv) {
+  TEST_ASSERT(argc == 2, "usage: test_plan_cli QMLPIPE");
+  if (argc != 2) return 1;
+  qmlpipe = argv[1];
+
+  write_config("plan_dims.yaml", "");
+  TEST_ASSERT(run("plan plan_dims.yaml") == 0, "plan of the dimensions config failed");
+  TEST_ASSERT(output_has("harmonic (smw)") && output_has("basis_setup"),
+              "plan does not name the route and the stages");
+  /* The lifetime peak (with overhead) is below 45 GiB = 46080 MiB. */
+  FILE *f = fopen("plan_cli_out.txt", "r");
+  char line[1024];
+  double peak = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, " lifetime peak %lf MiB", &peak) == 1) break;
+  if (f) fclose(f);
+  printf("calibration case: lifetime peak %.1f MiB\n", peak);
+  TEST_ASSERT(peak > 0 && peak < 45.0 * 1024, "lifetime peak %.1f MiB not under 45 GiB", peak);
+
+  write_config("plan_small.yaml", "memory: {host_limit: 30GiB}\n");
+  TEST_ASSERT(run("plan plan_small.yaml") == qp_err_exit_status(QP_ERR_BUDGET),
+              "plan under 30 GiB did not refuse");
+  TEST_ASSERT(output_has("exceeds memory.host_limit") && output_has("basis_setup"),
+              "the refusal does not say which stage and limit");
+  TEST_ASSERT(run("run plan_dims.yaml") == qp_err_exit_status(QP_ERR_INPUT) &&
+                  output_has("cannot run"),
+              "run of a dimensions config was not refused");
+
+  TEST_ASSERT(run("calibrate --output plan_cal.txt --size 256") == 0, "calibrate failed");
+  f = fopen("plan_cal.txt", "r");
+  long long overhead = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "overhead_bytes %lld", &overhead) == 1) break;
+  if (f) fclose(f);
+  TEST_ASSERT(overhead > (1 << 20), "calibrated overhead %lld bytes", overhead);
+  write_config("plan_cal.yaml", "memory: {calibration: plan_cal.txt}\n");
+  TEST_ASSERT(run("budget plan_cal.yaml") == 0, "budget with a calibration failed");
+  char expect[64];
+  snprintf(expect, sizeof expect, "%lld B", overhead);
+  TEST_ASSERT(output_has(expect), "budget does not report the calibrated overhead %s", expect);
+  write_config("plan_badcal.yaml", "memory: {calibration: no_such_calibration.txt}\n");
+  TEST_ASSERT(run("budget plan_badcal.yaml") == qp_err_exit_status(QP_ERR_IO) &&
+                  output_has("no_such_calibration.txt"),
+              "a missing calibration file is not named");
+  return TEST_RETURN();
+}
