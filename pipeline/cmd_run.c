@@ -16,8 +16,10 @@ static void qp_run_usage(FILE *out) {
 static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline) {
   const qp_config *cfg = p->cfg;
   printf("qmlpipe run: nside %lld, %lld observed pixels, %lld map(s), %d parameter(s), "
-         "path pixel_direct\n",
-         (long long)p->nside, (long long)p->n_observed, (long long)p->n_maps, p->n_params);
+         "path %s\n",
+         (long long)p->nside, (long long)p->n_observed, (long long)p->n_maps, p->n_params,
+         p->path_used == QP_PATH_HARMONIC ? (p->smw ? "harmonic (smw)" : "harmonic (projected)")
+                                          : "pixel_direct");
   printf("%-18s %9s %9s %14s %14s %14s\n", "stage", "seconds", "GFLOP/s", "pred. rise MiB",
          "meas. rise MiB", "tracked==pred");
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
