@@ -32,10 +32,36 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p) {
 void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
   /* One run of each BLAS/LAPACK kernel the stages use: OpenBLAS touches its per-thread
    * buffers on first use, the more of them the larger the problem, and they belong to the
-   * baseline, not to whichever stage comes first. Up to 2048 (the size that leaves ~2 MB for
-   * larger problems to touch, docs/memory-model.md "overhead"), never larger than the problem,
-   * and only when this process has not warmed up as far already. */
+   * baseline, not to whichever stage comes first. Up to 2048, never larger than the problem,
+   * and only when this process has not warmed up as far already; then, for problems above
+   * 2048, the same kernels on 512 x 16384 panels: OpenBLAS packs panels up to its GEMM_R
+   * width (~14k here), and an n = 6000 trmm after a 2048 warm-up still touched ~10 MB more
+   * (sweep of docs/memory-validation.md: 8-24 MiB kept after fisher_run), none after this. */
   static int64_t warmed = 0;
+  static int wide_done = 0;
+  if (n_pix > 2048 && !wide_done) {
+    const int64_t k = 512, m = 16384;
+    qp_matrix l = {0}, b = {0}, bt = {0}, c = {0};
+    const qp_linalg_ops *ops = qp_linalg_cpu_ops();
+    if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &l) == QP_OK &&
+        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, m, &b) == QP_OK &&
+        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, k, &bt) == QP_OK &&
+        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, m, &c) == QP_OK) {
+      for (int64_t i = 0; i < k; ++i)
+        l.data[i + i * k] = 2.0;
+      for (int64_t i = 0; i < k * m; ++i)
+        b.data[i] = bt.data[i] = 1.0 / (double)(1 + i % 7);
+      (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &l, &b);
+      (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &l, &bt);
+      (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &l, &b, 0.0, &c);
+      wide_done = 1;
+    }
+    qp_error_clear();
+    qp_matrix_destroy(&l);
+    qp_matrix_destroy(&b);
+    qp_matrix_destroy(&bt);
+    qp_matrix_destroy(&c);
+  }
   const int64_t n = n_pix < 2048 ? n_pix : 2048;
   if (n > warmed) {
     qp_matrix a = {0}, b = {0}, c = {0};
