@@ -15,6 +15,7 @@ qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
   if (!path || !path[0]) path = getenv("QMLPIPE_CALIBRATION");
   if (!path || !path[0]) {
     snprintf(cal->source, sizeof cal->source, "built-in default");
+    cal->builtin = 1;
     return QP_OK;
   }
   snprintf(cal->source, sizeof cal->source, "%s", path);
@@ -35,6 +36,12 @@ qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
     } else if (strcmp(key, "overhead_bytes") == 0) {
       cal->overhead_bytes = (size_t)value;
       have_overhead = 1;
+    } else if (strcmp(key, "program_bytes") == 0) {
+      cal->program_bytes = (size_t)value;
+    } else if (strcmp(key, "blas_bytes") == 0) {
+      cal->blas_bytes = (size_t)value;
+    } else if (strcmp(key, "hdf5_bytes") == 0) {
+      cal->hdf5_bytes = (size_t)value;
     } else if (strcmp(key, "threads") == 0) {
       cal->threads = (int)value;
     } else {
@@ -56,8 +63,9 @@ qp_err qp_calibration_write(const char *path, const qp_calibration *cal) {
   fprintf(f,
           "# qmlpipe calibration: the process's RSS after the BLAS warm-up of a run, measured by\n"
           "# `qmlpipe calibrate` on this machine; the memory model's overhead term\n"
-          "overhead_bytes %zu\nthreads %d\n",
-          cal->overhead_bytes, cal->threads);
+          "overhead_bytes %zu\nprogram_bytes %zu\nblas_bytes %zu\nhdf5_bytes %zu\nthreads %d\n",
+          cal->overhead_bytes, cal->program_bytes, cal->blas_bytes, cal->hdf5_bytes,
+          cal->threads);
   int ok = fclose(f) == 0;
   if (!ok || rename(tmp, path) != 0) {
     remove(tmp);

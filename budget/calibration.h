@@ -3,7 +3,10 @@
  * `qmlpipe calibrate` measures the process's overhead (program, libraries, OpenBLAS buffers
  * per thread after the same warm-up a run does) on the machine where jobs will run and writes
  *   # qmlpipe calibration ...
- *   overhead_bytes 24178688
+ *   overhead_bytes 24178688       (the sum of the next three)
+ *   program_bytes 3407872
+ *   blas_bytes 20185088
+ *   hdf5_bytes 585728
  *   threads 2
  * `qmlpipe budget`, `plan` and `run` read it (memory.calibration in the config, else the file
  * named by $QMLPIPE_CALIBRATION) and use overhead_bytes as the model's overhead term; without
@@ -16,9 +19,13 @@
 #include "qp_error.h"
 
 typedef struct qp_calibration {
-  size_t overhead_bytes;
+  size_t overhead_bytes;  /* the sum of the parts below (or the built-in default) */
+  size_t program_bytes;   /* the program and its libraries at start */
+  size_t blas_bytes;      /* OpenBLAS buffers touched by the warm-up, all threads */
+  size_t hdf5_bytes;      /* the HDF5 library's own state once initialised */
   int threads; /* OpenMP threads when measured (the overhead grows with them) */
   char source[512]; /* the file it came from, or "built-in default" */
+  int builtin;      /* 1: no file; the model picks its default by problem size */
 } qp_calibration;
 
 /** Reads `path` ("" or NULL: $QMLPIPE_CALIBRATION, else the built-in default). QP_ERR_IO for a

@@ -265,8 +265,15 @@ void qp_model_print(FILE *out, const qp_model *m) {
     }
     fprintf(out, "\n");
   }
-  fprintf(out, "overhead (program, libraries, BLAS buffers; calibrated constant) ");
+  fprintf(out, "overhead (program, libraries, BLAS buffers, HDF5; calibrated constant) ");
   qp_print_bytes(out, m->overhead_bytes);
+  static const char *const part_names[3] = {"program and libraries", "BLAS buffers",
+                                            "HDF5 library"};
+  for (int i = 0; i < 3; ++i)
+    if (m->overhead_parts[i]) {
+      fprintf(out, "\n    overhead: %-24s ", part_names[i]);
+      qp_print_bytes(out, m->overhead_parts[i]);
+    }
   fprintf(out, "\nlifetime peak: tracked ");
   qp_print_bytes(out, qp_model_peak(m));
   fprintf(out, "\n               with overhead ");

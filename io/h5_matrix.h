@@ -20,4 +20,8 @@ qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, in
 qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, int64_t cols,
                           const double *data);
 
+/** Initialises the HDF5 library now (its own state is part of the process's overhead, so a
+ *  run does it before its baseline rather than inside a stage). */
+void qp_h5_library_init(void);
+
 #endif

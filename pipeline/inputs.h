@@ -14,6 +14,9 @@ qp_err qp_inputs_plan(qp_problem *p);
  *  vectors (QP_TERM_PIXEL_VECTORS); leaves the mask in p->sky (QP_TERM_SKY_BUFFER), which
  *  qp_inputs_read_data reuses for the maps and which the stage frees at its end. */
 qp_err qp_inputs_read_geometry(qp_problem *p);
+/** Calls, once and small, the libraries covariance_setup will use (chealpix, cfitsio on the
+ *  first map's header), so that their first-use pages fall before the run's baseline. */
+qp_err qp_inputs_touch_libraries(const qp_problem *p);
 /** Checks the model against memory.host_limit (QP_ERR_BUDGET saying by how much). */
 qp_err qp_inputs_check_limit(const qp_problem *p);
 /** Reads the maps and the noise into QP_TERM_MAPS and QP_TERM_NOISE_VARIANCE / QP_TERM_NOISE,
