@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "inputs.h"
+#include "cmd_common.h"
 
 static void qp_budget_usage(FILE *out) {
   fprintf(out,
@@ -15,26 +15,13 @@ static void qp_budget_usage(FILE *out) {
           qp_err_exit_status(QP_ERR_BUDGET));
 }
 
+static void qp_budget_print(const qp_problem *p) {
+  printf("route: %s\n", p->path_reason);
+  qp_model_print(stdout, &p->model);
+  if (p->cfg->host_limit > 0)
+    printf("memory.host_limit %.3f GiB\n", p->cfg->host_limit / 1073741824.0);
+}
+
 int qp_cmd_budget(int argc, char **argv) {
-  if (argc != 2 || argv[1][0] == '-') {
-    int help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-    qp_budget_usage(help ? stdout : stderr);
-    return help ? 0 : 2;
-  }
-  qp_config cfg;
-  qp_err err = qp_config_load(argv[1], &cfg);
-  qp_problem p;
-  memset(&p, 0, sizeof p);
-  p.cfg = &cfg;
-  if (err == QP_OK) err = qp_inputs_plan(&p);
-  if (err == QP_OK) {
-    printf("route: %s\n", p.path_reason);
-    qp_model_print(stdout, &p.model);
-    if (cfg.host_limit > 0) printf("memory.host_limit %.3f GiB\n", cfg.host_limit / 1073741824.0);
-    err = qp_inputs_check_limit(&p);
-  }
-  if (err != QP_OK) qp_error_print(stderr, 0);
-  qp_problem_free(&p);
-  qp_config_free(&cfg);
-  return qp_err_exit_status(err);
+  return qp_cmd_with_plan(argc, argv, qp_budget_usage, qp_budget_print);
 }

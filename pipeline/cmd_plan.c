@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "inputs.h"
+#include "cmd_common.h"
 
 static void qp_plan_usage(FILE *out) {
   fprintf(out, "usage: qmlpipe plan CONFIG.yaml\n"
@@ -18,46 +18,33 @@ static void qp_plan_usage(FILE *out) {
           qp_err_exit_status(QP_ERR_BUDGET));
 }
 
+static void qp_plan_print(const qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  const qp_model *m = &p->model;
+  const double mib = 1048576.0;
+  printf("qmlpipe plan: %s\n", cfg->source);
+  printf("  n_pix %lld (T %lld, Q/U %lld pixels), n_modes %lld, %d parameters, %lld map(s)\n",
+         (long long)p->n_pix, (long long)p->n_obs_t, (long long)p->n_obs_p,
+         (long long)p->n_modes, p->n_params, (long long)p->n_maps);
+  printf("  route: %s\n", p->path_reason);
+  if (p->path_used == QP_PATH_PIXEL_DIRECT)
+    printf("  fisher_run holds %lld of %d products; spectra_run builds %lld bin matrices at a "
+           "time\n",
+           (long long)m->dims.fisher_chunk, p->n_params, (long long)m->dims.spectra_chunk);
+  printf("  %-18s %16s %16s\n", "stage", "peak MiB", "with overhead");
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    size_t peak = qp_model_stage_peak(m, (qp_stage_id)s);
+    printf("  %-18s %16.2f %16.2f\n", qp_stage_name((qp_stage_id)s), peak / mib,
+           (peak + m->overhead_bytes) / mib);
+  }
+  size_t need = qp_model_peak(m) + m->overhead_bytes;
+  if (cfg->host_limit > 0)
+    printf("  lifetime peak %.2f MiB of memory.host_limit %.2f MiB: %s\n", need / mib,
+           cfg->host_limit / mib, (double)need <= cfg->host_limit ? "fits" : "does not fit");
+  else
+    printf("  lifetime peak %.2f MiB (no memory.host_limit set)\n", need / mib);
+}
+
 int qp_cmd_plan(int argc, char **argv) {
-  if (argc != 2 || argv[1][0] == '-') {
-    int help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-    qp_plan_usage(help ? stdout : stderr);
-    return help ? 0 : 2;
-  }
-  qp_config cfg;
-  qp_err err = qp_config_load(argv[1], &cfg);
-  qp_problem p;
-  memset(&p, 0, sizeof p);
-  p.cfg = &cfg;
-  if (err == QP_OK) err = qp_inputs_plan(&p);
-  if (err == QP_OK) {
-    const qp_model *m = &p.model;
-    const double mib = 1048576.0;
-    printf("qmlpipe plan: %s\n", argv[1]);
-    printf("  n_pix %lld (T %lld, Q/U %lld pixels), n_modes %lld, %d parameters, %lld map(s)\n",
-           (long long)p.n_pix, (long long)p.n_obs_t, (long long)p.n_obs_p, (long long)p.n_modes,
-           p.n_params, (long long)p.n_maps);
-    printf("  route: %s\n", p.path_reason);
-    if (p.path_used == QP_PATH_PIXEL_DIRECT)
-      printf("  fisher_run holds %lld of %d products; spectra_run builds %lld bin matrices at a "
-             "time\n",
-             (long long)m->dims.fisher_chunk, p.n_params, (long long)m->dims.spectra_chunk);
-    printf("  %-18s %16s %16s\n", "stage", "peak MiB", "with overhead");
-    for (int s = 0; s < QP_STAGE_COUNT; ++s) {
-      size_t peak = qp_model_stage_peak(m, (qp_stage_id)s);
-      printf("  %-18s %16.2f %16.2f\n", qp_stage_name((qp_stage_id)s), peak / mib,
-             (peak + m->overhead_bytes) / mib);
-    }
-    size_t need = qp_model_peak(m) + m->overhead_bytes;
-    if (cfg.host_limit > 0)
-      printf("  lifetime peak %.2f MiB of memory.host_limit %.2f MiB: %s\n", need / mib,
-             cfg.host_limit / mib, (double)need <= cfg.host_limit ? "fits" : "does not fit");
-    else
-      printf("  lifetime peak %.2f MiB (no memory.host_limit set)\n", need / mib);
-    err = qp_inputs_check_limit(&p);
-  }
-  if (err != QP_OK) qp_error_print(stderr, 0);
-  qp_problem_free(&p);
-  qp_config_free(&cfg);
-  return qp_err_exit_status(err);
+  return qp_cmd_with_plan(argc, argv, qp_plan_usage, qp_plan_print);
 }
