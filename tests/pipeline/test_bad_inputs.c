@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "fixture.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
@@ -43,19 +44,6 @@ static int64_t first_observed; /* RING index of the first observed pixel */
 /* ---------------------------------------------------------------------------------------- */
 /* Files */
 
-static void remove_dir_files(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    unlink(path);
-  }
-  closedir(d);
-}
-
 /* Names of the files in the cwd containing ".tmp." (comma-separated into out); their count. */
 static int find_tmp_files(char *out, size_t size) {
   out[0] = '\0';
@@ -74,23 +62,6 @@ static int find_tmp_files(char *out, size_t size) {
 }
 
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
-
-/* The whole file as a NUL-terminated string ("" when unreadable); the caller frees it. */
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  char *text = NULL;
-  size_t len = 0;
-  if (f) {
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (size > 0 && (text = malloc((size_t)size + 1)) != NULL) len = fread(text, 1, (size_t)size, f);
-    fclose(f);
-  }
-  if (!text) text = malloc(1);
-  if (text) text[len] = '\0';
-  return text;
-}
 
 /* A constant nside-`nside` map with one optional special pixel (pixel < 0: none). */
 static qp_err write_map(const char *path, int64_t nside, double value, int64_t pixel,
@@ -158,69 +129,11 @@ static int write_config(const char *name, const case_config *c) {
 /* ---------------------------------------------------------------------------------------- */
 /* Running qmlpipe */
 
-typedef struct run_result {
-  int started;     /* posix_spawn succeeded */
-  int exited;      /* normal exit (else killed by a signal) */
-  int status;      /* exit status when exited */
-  int signal;      /* the signal when killed */
-  double seconds;  /* wall time of the child */
-  char *out, *err; /* its stdout and stderr */
-} run_result;
+typedef qp_cli_result run_result;
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Runs `qmlpipe args...` (args NULL-terminated) with stdout in <tag>.out and stderr in
- * <tag>.err in the cwd. */
+/* Runs `qmlpipe args...` (NULL-terminated) with stdout in <tag>.out, stderr in <tag>.err. */
 static void run_qmlpipe(const char *tag, const char *const *args, run_result *r) {
-  memset(r, 0, sizeof *r);
-  char out_path[256], err_path[256];
-  snprintf(out_path, sizeof out_path, "%s.out", tag);
-  snprintf(err_path, sizeof err_path, "%s.err", tag);
-  char *argv[16];
-  int argc = 0;
-  argv[argc++] = qmlpipe_path;
-  for (int i = 0; args[i] && argc < 15; ++i) argv[argc++] = (char *)args[i];
-  argv[argc] = NULL;
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path,
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path,
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid;
-  double t0 = now_s();
-  int rc = posix_spawn(&pid, qmlpipe_path, &actions, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    fprintf(stderr, "  cannot start %s: %s\n", qmlpipe_path, strerror(rc));
-    r->out = slurp(out_path);
-    r->err = slurp(err_path);
-    return;
-  }
-  r->started = 1;
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) continue;
-  r->seconds = now_s() - t0;
-  if (WIFEXITED(wstatus)) {
-    r->exited = 1;
-    r->status = WEXITSTATUS(wstatus);
-  } else if (WIFSIGNALED(wstatus)) {
-    r->signal = WTERMSIG(wstatus);
-  }
-  r->out = slurp(out_path);
-  r->err = slurp(err_path);
-}
-
-static void run_free(run_result *r) {
-  free(r->out);
-  free(r->err);
-  r->out = r->err = NULL;
+  qp_cli_run(qmlpipe_path, tag, args, r);
 }
 
 /* (a) exit status qp_err_exit_status(code); (b) stderr contains every word; (c) no results
@@ -336,7 +249,7 @@ static int case_control(void) {
   TEST_ASSERT(find_tmp_files(tmp, sizeof tmp) == 0, "control: temporary files left: %s", tmp);
   unlink("control_results.h5");
   report("control", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
   return qp_test_failures == before;
 }
 
@@ -349,7 +262,7 @@ static void case_missing_file(void) {
   run_result r;
   run_bad_config("missing_file", QP_ERR_IO, words, &r);
   report("missing_file", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 2. Map nside 8 against a mask of nside 4. */
@@ -362,7 +275,7 @@ static void case_wrong_nside(void) {
   run_result r;
   run_bad_config("wrong_nside", QP_ERR_INPUT, words, &r);
   report("wrong_nside", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 3. A NaN at an observed pixel of a map. */
@@ -377,7 +290,7 @@ static void case_nan_in_map(void) {
   run_result r;
   run_bad_config("nan_in_map", QP_ERR_INPUT, words, &r);
   report("nan_in_map", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 4. A mask of zeros only. */
@@ -390,7 +303,7 @@ static void case_empty_mask(void) {
   run_result r;
   run_bad_config("empty_mask", QP_ERR_INPUT, words, &r);
   report("empty_mask", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 5. lmax = 3 nside, one above the largest the mask's nside allows (the fixture's C_ell file
@@ -405,7 +318,7 @@ static void case_lmax_too_large(void) {
   run_result r;
   run_bad_config("lmax_too_large", QP_ERR_INPUT, words, &r);
   report("lmax_too_large", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 6. A dense noise covariance with a negative eigenvalue: the identity with 1 -> -1 on the
@@ -424,7 +337,7 @@ static void case_noise_not_posdef(void) {
   run_result r;
   run_bad_config("noise_not_posdef", QP_ERR_NOT_POSDEF, words, &r);
   report("noise_not_posdef", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 7. A predicted peak above memory.host_limit: QP_ERR_BUDGET, refused before allocating: fast,
@@ -443,7 +356,7 @@ static void case_host_limit(void) {
   TEST_ASSERT(strstr(r.err, "[qmlpipe] basis_setup") == NULL,
               "host_limit: basis_setup started although the budget was exceeded");
   report("host_limit", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 8. A misspelt key. */
@@ -455,7 +368,7 @@ static void case_unknown_key(void) {
   run_result r;
   run_bad_config("unknown_key", QP_ERR_INPUT, words, &r);
   report("unknown_key", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 9. `qmlpipe budget` on the host_limit config, and `qmlpipe run` without arguments. */
@@ -467,7 +380,7 @@ static void case_budget_cli(void) {
   const char *words[] = {"exceeds memory.host_limit", " by ", NULL};
   expect_failure("budget_cli", &r, QP_ERR_BUDGET, words, "host_limit_results.h5");
   report("budget_cli", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 
   before = qp_test_failures;
   const char *run_args[] = {"run", NULL};
@@ -476,7 +389,7 @@ static void case_budget_cli(void) {
               r.status, r.signal);
   TEST_ASSERT(strstr(r.err, "usage: qmlpipe run") != NULL, "run_no_args: no usage on stderr");
   report("run_no_args", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -491,7 +404,7 @@ static void case_qu_one_column_map(void) {
   run_result r;
   run_bad_config("qu_one_column_map", QP_ERR_INPUT, words, &r);
   report("qu_one_column_map", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 11. mask_pol of nside 4 against a mask of nside 8. */
@@ -505,7 +418,7 @@ static void case_mask_pol_nside(void) {
   run_result r;
   run_bad_config("mask_pol_nside", QP_ERR_INPUT, words, &r);
   report("mask_pol_nside", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 12. spectra [TE] with fields QU: a config error. */
@@ -517,7 +430,7 @@ static void case_te_without_t(void) {
   run_result r;
   run_bad_config("te_without_t", QP_ERR_INPUT, words, &r);
   report("te_without_t", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 13. lmax_signal below lmax. */
@@ -530,7 +443,7 @@ static void case_lmax_signal_small(void) {
   run_result r;
   run_bad_config("lmax_signal_small", QP_ERR_INPUT, words, &r);
   report("lmax_signal_small", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 14. fields QU with a noise variance map of one column (T only). */
@@ -545,7 +458,7 @@ static void case_qu_one_column_variance(void) {
   run_result r;
   run_bad_config("qu_one_column_variance", QP_ERR_INPUT, words, &r);
   report("qu_one_column_variance", before, &r);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 /* 15. Positive control of polarisation: TQU, all six spectra, a wider cut for Q and U
@@ -586,25 +499,13 @@ static void case_pol_control(void) {
   unlink("pol_control_results.h5");
   report("pol_control", before, &r);
   if (qp_test_failures != before) fprintf(stderr, "  --- stdout ---\n%s  ---\n", r.out);
-  run_free(&r);
+  qp_cli_free(&r);
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_bad_inputs PATH_OF_QMLPIPE\n");
-    return 2;
-  }
-  if (!realpath(argv[1], qmlpipe_path)) {
-    fprintf(stderr, "test_bad_inputs: cannot resolve '%s': %s\n", argv[1], strerror(errno));
-    return 1;
-  }
-  if ((mkdir(WORK_DIR, 0755) != 0 && errno != EEXIST) || chdir(WORK_DIR) != 0) {
-    fprintf(stderr, "test_bad_inputs: cannot use directory '%s': %s\n", WORK_DIR,
-            strerror(errno));
-    return 1;
-  }
-  remove_dir_files(".");
-  double t0 = now_s();
+  int setup = qp_cli_setup(argc, argv, "test_bad_inputs", WORK_DIR, qmlpipe_path);
+  if (setup != 0) return setup;
+  double t0 = qp_cli_now();
   if (!make_base()) return TEST_RETURN();
   if (!case_control()) {
     fprintf(stderr, "the valid base config failed: the cases below would prove nothing\n");
@@ -625,7 +526,7 @@ int main(int argc, char **argv) {
   case_lmax_signal_small();
   case_qu_one_column_variance();
   case_pol_control();
-  printf("%d failed check(s), %.2f s\n", qp_test_failures, now_s() - t0);
-  if (qp_test_failures == 0) remove_dir_files(".");
+  printf("%d failed check(s), %.2f s\n", qp_test_failures, qp_cli_now() - t0);
+  if (qp_test_failures == 0) qp_cli_remove_files(".");
   return TEST_RETURN();
 }

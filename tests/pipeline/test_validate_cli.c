@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "fixture.h"
 #include "test_util.h"
 
@@ -34,83 +35,11 @@ static char qmlpipe_path[PATH_MAX];
 static const char *const stages[] = {"covariance_setup", "basis_setup", "fisher_run",
                                      "spectra_run"};
 
-static void remove_dir_files(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    unlink(path);
-  }
-  closedir(d);
-}
-
-/* The whole file as a NUL-terminated string ("" when unreadable); the caller frees it. */
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  char *text = NULL;
-  size_t len = 0;
-  if (f) {
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (size > 0 && (text = malloc((size_t)size + 1)) != NULL)
-      len = fread(text, 1, (size_t)size, f);
-    fclose(f);
-  }
-  if (!text) text = malloc(1);
-  if (text) text[len] = '\0';
-  return text;
-}
-
-typedef struct run_result {
-  int exited, status;
-  char *out, *err;
-} run_result;
+typedef qp_cli_result run_result;
 
 /* Runs `qmlpipe args...` (NULL-terminated) with stdout in <tag>.out, stderr in <tag>.err. */
 static void run_qmlpipe(const char *tag, const char *const *args, run_result *r) {
-  memset(r, 0, sizeof *r);
-  char out_path[256], err_path[256];
-  snprintf(out_path, sizeof out_path, "%s.out", tag);
-  snprintf(err_path, sizeof err_path, "%s.err", tag);
-  char *argv[16];
-  int argc = 0;
-  argv[argc++] = qmlpipe_path;
-  for (int i = 0; args[i] && argc < 15; ++i)
-    argv[argc++] = (char *)args[i];
-  argv[argc] = NULL;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  pid_t pid;
-  int rc = posix_spawn(&pid, qmlpipe_path, &actions, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc == 0) {
-    int wstatus = 0;
-    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
-      continue;
-    if (WIFEXITED(wstatus)) {
-      r->exited = 1;
-      r->status = WEXITSTATUS(wstatus);
-    }
-  } else {
-    fprintf(stderr, "  cannot start %s: %s\n", qmlpipe_path, strerror(rc));
-  }
-  r->out = slurp(out_path);
-  r->err = slurp(err_path);
-}
-
-static void run_free(run_result *r) {
-  free(r->out);
-  free(r->err);
-  r->out = r->err = NULL;
+  qp_cli_run(qmlpipe_path, tag, args, r);
 }
 
 /* Checks the exit status; on any failure of the case prints the child's output. */
@@ -124,20 +53,8 @@ static void expect_status(const char *tag, const run_result *r, int want, int be
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_validate_cli PATH_OF_QMLPIPE\n");
-    return 2;
-  }
-  if (!realpath(argv[1], qmlpipe_path)) {
-    fprintf(stderr, "test_validate_cli: cannot resolve '%s': %s\n", argv[1], strerror(errno));
-    return 1;
-  }
-  if ((mkdir(WORK_DIR, 0755) != 0 && errno != EEXIST) || chdir(WORK_DIR) != 0) {
-    fprintf(stderr, "test_validate_cli: cannot use directory '%s': %s\n", WORK_DIR,
-            strerror(errno));
-    return 1;
-  }
-  remove_dir_files(".");
+  int setup = qp_cli_setup(argc, argv, "test_validate_cli", WORK_DIR, qmlpipe_path);
+  if (setup != 0) return setup;
 
   /* nside 16, |b| > 30 deg (1536 pixels), ell 2..21 in two bins: C is 18 MiB, a second. */
   qp_fixture f = {.name = NAME,
@@ -170,7 +87,7 @@ int main(int argc, char **argv) {
   const char *run_args[] = {"run", NAME ".yaml", "--quiet", NULL};
   run_qmlpipe("run", run_args, &r);
   expect_status("run", &r, 0, before);
-  run_free(&r);
+  qp_cli_free(&r);
   if (qp_test_failures) return TEST_RETURN();
 
   /* 1. Loose tolerance: exit 0, every stage in the table, the distribution printed. */
@@ -187,7 +104,7 @@ int main(int argc, char **argv) {
               "loose: expected '4 judged stage(s), 0 failed'");
   TEST_ASSERT(strstr(r.out, "FAIL") == NULL, "loose: a stage is marked FAIL");
   expect_status("loose", &r, 0, before);
-  run_free(&r);
+  qp_cli_free(&r);
 
   /* 2. A tolerance no measurement meets: QP_ERR_BUDGET, and the failures named. */
   before = qp_test_failures;
@@ -200,7 +117,7 @@ int main(int argc, char **argv) {
   TEST_ASSERT(strstr(r.err, "memory validation failed") != NULL,
               "tight: stderr lacks 'memory validation failed'");
   expect_status("tight", &r, qp_err_exit_status(QP_ERR_BUDGET), before);
-  run_free(&r);
+  qp_cli_free(&r);
 
   /* 3. A missing file: QP_ERR_IO, naming it. */
   before = qp_test_failures;
@@ -208,7 +125,7 @@ int main(int argc, char **argv) {
   run_qmlpipe("missing", missing, &r);
   TEST_ASSERT(strstr(r.err, "no_such_results.h5") != NULL, "missing: stderr lacks the file");
   expect_status("missing", &r, qp_err_exit_status(QP_ERR_IO), before);
-  run_free(&r);
+  qp_cli_free(&r);
 
   /* 4. A file that is not HDF5 (the config), beside the good one: QP_ERR_IO, naming it. */
   before = qp_test_failures;
@@ -216,7 +133,7 @@ int main(int argc, char **argv) {
   run_qmlpipe("not_h5", not_h5, &r);
   TEST_ASSERT(strstr(r.err, NAME ".yaml") != NULL, "not_h5: stderr lacks the file");
   expect_status("not_h5", &r, qp_err_exit_status(QP_ERR_IO), before);
-  run_free(&r);
+  qp_cli_free(&r);
 
   /* 5. No arguments; a bad tolerance: usage, exit 2. */
   before = qp_test_failures;
@@ -224,15 +141,15 @@ int main(int argc, char **argv) {
   run_qmlpipe("no_args", none, &r);
   TEST_ASSERT(strstr(r.err, "usage: qmlpipe validate") != NULL, "no_args: no usage on stderr");
   expect_status("no_args", &r, 2, before);
-  run_free(&r);
+  qp_cli_free(&r);
   before = qp_test_failures;
   const char *bad_tol[] = {"validate", "--tolerance", "two", NAME "_results.h5", NULL};
   run_qmlpipe("bad_tolerance", bad_tol, &r);
   TEST_ASSERT(strstr(r.err, "--tolerance") != NULL, "bad_tolerance: stderr lacks --tolerance");
   expect_status("bad_tolerance", &r, 2, before);
-  run_free(&r);
+  qp_cli_free(&r);
 
   printf("%d failed check(s)\n", qp_test_failures);
-  if (qp_test_failures == 0) remove_dir_files(".");
+  if (qp_test_failures == 0) qp_cli_remove_files(".");
   return TEST_RETURN();
 }
