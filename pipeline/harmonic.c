@@ -92,7 +92,7 @@ static qp_err qp_param_entries(const qp_problem *p, qp_entry **entries, int64_t 
 /* V^T at the observed positions: T rows from the temperature basis, Q/U rows from E and B. */
 static void qp_build_vt(qp_problem *p) {
   const qp_config *cfg = p->cfg;
-  const int64_t n = p->n_pix, nt = p->n_obs_t, np = p->n_obs_p, nm = p->n_modes;
+  const int64_t n = p->n_pix, nt = p->n_obs_t, np = p->n_obs_p;
   double *vt = p->vt.data;
 #pragma omp parallel
   {
@@ -127,7 +127,6 @@ static void qp_build_vt(qp_problem *p) {
     free(work);
     free(row);
   }
-  (void)nm;
 }
 
 /* M = I + K Lambda: column b of K Lambda is sum over the fields f of K[:, (f, l, m)] times
