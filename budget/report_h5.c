@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "budget.h"
+#include "h5_attr.h"
 #include "h5_error.h"
 #include "timeline.h"
 
@@ -450,33 +451,13 @@ static double qp_read_f64(hid_t obj, const char *name, double fallback) {
   return v;
 }
 
-/* A scalar string attribute (variable or fixed length) into buf; "" when missing. */
+/* A scalar string attribute into buf; "" when missing or unreadable (the report prints what
+ * the file holds). */
 static void qp_read_str(hid_t obj, const char *name, char *buf, size_t size) {
-  buf[0] = '\0';
-  hid_t a = -1, ftype = -1, mtype = -1;
-  if (H5Aexists(obj, name) <= 0) goto done;
-  if ((a = H5Aopen(obj, name, H5P_DEFAULT)) < 0) goto done;
-  if ((ftype = H5Aget_type(a)) < 0 || H5Tget_class(ftype) != H5T_STRING) goto done;
-  if ((mtype = H5Tcopy(H5T_C_S1)) < 0) goto done;
-  /* HDF5 converts no character sets: read in the file's (ASCII or UTF-8). */
-  if (H5Tset_cset(mtype, H5Tget_cset(ftype)) < 0) goto done;
-  if (H5Tis_variable_str(ftype) > 0) {
-    char *text = NULL;
-    if (H5Tset_size(mtype, H5T_VARIABLE) < 0 || H5Aread(a, mtype, &text) < 0) goto done;
-    snprintf(buf, size, "%s", text ? text : "");
-    H5free_memory(text);
-  } else {
-    size_t len = H5Tget_size(ftype);
-    char *text = calloc(len + 1, 1);
-    if (!text) goto done;
-    if (H5Tset_size(mtype, len + 1) >= 0 && H5Aread(a, mtype, text) >= 0)
-      snprintf(buf, size, "%s", text);
-    free(text);
+  if (qp_h5_attr_string(obj, "report", name, buf, size) != QP_OK) {
+    buf[0] = '\0';
+    qp_error_clear();
   }
-done:
-  if (mtype >= 0) H5Tclose(mtype);
-  if (ftype >= 0) H5Tclose(ftype);
-  if (a >= 0) H5Aclose(a);
   H5Eclear2(H5E_DEFAULT);
 }
 

@@ -30,6 +30,7 @@
 #include "budget.h"
 #include "commands.h"
 #include "config.h"
+#include "h5_attr.h"
 #include "h5_error.h"
 #include "qp_error.h"
 
@@ -112,69 +113,6 @@ static void qp_validate_usage(FILE *out) {
 
 /* ---- reading ---- */
 
-static qp_err qp_val_attr_i64(hid_t obj, const char *where, const char *name, int required,
-                              int64_t *v) {
-  qp_err err = QP_OK;
-  hid_t a = -1;
-  htri_t has = H5Aexists(obj, name);
-  QP_H5_GOTO(has, done, "%s: attribute '%s'", where, name);
-  if (has == 0) {
-    QP_CHECK_GOTO(!required, QP_ERR_INPUT, done,
-                  "%s: no attribute '%s' (not a qmlpipe results file, or one written by a "
-                  "version without it)",
-                  where, name);
-    *v = -1;
-    goto done;
-  }
-  QP_H5_GOTO(a = H5Aopen(obj, name, H5P_DEFAULT), done, "%s: attribute '%s'", where, name);
-  QP_H5_GOTO(H5Aread(a, H5T_NATIVE_INT64, v), done, "%s: cannot read attribute '%s'", where, name);
-done:
-  if (a >= 0) H5Aclose(a);
-  return err;
-}
-
-/* A scalar string attribute, variable or fixed length, into buf; "" when missing. */
-static qp_err qp_val_attr_str(hid_t obj, const char *where, const char *name, char *buf,
-                              size_t size) {
-  qp_err err = QP_OK;
-  hid_t a = -1, ftype = -1, mtype = -1;
-  char *text = NULL;
-  buf[0] = '\0';
-  htri_t has = H5Aexists(obj, name);
-  QP_H5_GOTO(has, done, "%s: attribute '%s'", where, name);
-  if (has == 0) goto done;
-  QP_H5_GOTO(a = H5Aopen(obj, name, H5P_DEFAULT), done, "%s: attribute '%s'", where, name);
-  QP_H5_GOTO(ftype = H5Aget_type(a), done, "%s: attribute '%s'", where, name);
-  QP_CHECK_GOTO(H5Tget_class(ftype) == H5T_STRING, QP_ERR_INPUT, done,
-                "%s: attribute '%s' is not a string", where, name);
-  QP_H5_GOTO(mtype = H5Tcopy(H5T_C_S1), done, "%s: attribute '%s'", where, name);
-  QP_H5_GOTO(H5Tset_cset(mtype, H5Tget_cset(ftype)), done, "%s: attribute '%s'", where, name);
-  if (H5Tis_variable_str(ftype) > 0) {
-    QP_H5_GOTO(H5Tset_size(mtype, H5T_VARIABLE), done, "%s: attribute '%s'", where, name);
-    QP_H5_GOTO(H5Aread(a, mtype, &text), done, "%s: cannot read attribute '%s'", where, name);
-    snprintf(buf, size, "%s", text ? text : "");
-    H5free_memory(text);
-    text = NULL;
-  } else {
-    size_t len = H5Tget_size(ftype);
-    char *fixed = calloc(len + 1, 1);
-    QP_CHECK_GOTO(fixed, QP_ERR_NOMEM, done, "%s: attribute '%s'", where, name);
-    if (H5Tset_size(mtype, len + 1) < 0 || H5Aread(a, mtype, fixed) < 0) {
-      free(fixed);
-      err = qp_h5_fail(QP_ERR_IO, __FILE__, __LINE__, __func__, "%s: cannot read attribute '%s'",
-                       where, name);
-      goto done;
-    }
-    snprintf(buf, size, "%s", fixed);
-    free(fixed);
-  }
-done:
-  if (mtype >= 0) H5Tclose(mtype);
-  if (ftype >= 0) H5Tclose(ftype);
-  if (a >= 0) H5Aclose(a);
-  return err;
-}
-
 static qp_err qp_val_grow(void **items, int *cap, int need, size_t size, const char *what) {
   if (need <= *cap) return QP_OK;
   int cap2 = *cap ? 2 * *cap : 16;
@@ -249,14 +187,14 @@ static qp_err qp_val_read_stage(hid_t group, const char *where, const char *link
   memset(s, 0, sizeof *s);
   s->file = file;
   int64_t has_model = 0, hwm_reset = 0, rss_peak = -1, rss_end = -1;
-  QP_CALL(qp_val_attr_str(group, where, "stage", s->name, sizeof s->name));
+  QP_CALL(qp_h5_attr_string(group, where, "stage", s->name, sizeof s->name));
   if (!s->name[0]) snprintf(s->name, sizeof s->name, "%.*s", (int)sizeof s->name - 1, link);
-  QP_CALL(qp_val_attr_i64(group, where, "model_has_stage", 1, &has_model));
-  QP_CALL(qp_val_attr_i64(group, where, "hwm_reset", 1, &hwm_reset));
-  QP_CALL(qp_val_attr_i64(group, where, "predicted_peak_bytes", 1, &s->pred_peak));
-  QP_CALL(qp_val_attr_i64(group, where, "predicted_persistent_bytes", 1, &s->pred_persistent));
-  QP_CALL(qp_val_attr_i64(group, where, "rss_peak_bytes", 1, &rss_peak));
-  QP_CALL(qp_val_attr_i64(group, where, "rss_end_bytes", 1, &rss_end));
+  QP_CALL(qp_h5_attr_i64(group, where, "model_has_stage", 1, &has_model));
+  QP_CALL(qp_h5_attr_i64(group, where, "hwm_reset", 1, &hwm_reset));
+  QP_CALL(qp_h5_attr_i64(group, where, "predicted_peak_bytes", 1, &s->pred_peak));
+  QP_CALL(qp_h5_attr_i64(group, where, "predicted_persistent_bytes", 1, &s->pred_persistent));
+  QP_CALL(qp_h5_attr_i64(group, where, "rss_peak_bytes", 1, &rss_peak));
+  QP_CALL(qp_h5_attr_i64(group, where, "rss_end_bytes", 1, &rss_end));
   s->model_has_stage = has_model != 0;
   s->hwm_reset = hwm_reset != 0;
   const int64_t base = set->files[file].baseline;
@@ -282,8 +220,8 @@ static qp_err qp_val_read_file(qp_val_set *set, int file) {
   fclose(probe);
   QP_H5_GOTO(h5 = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), done,
              "cannot open '%s' as an HDF5 file", path);
-  QP_CALL_GOTO(qp_val_attr_str(h5, path, "path_used", f->path_used, sizeof f->path_used), done);
-  QP_CALL_GOTO(qp_val_attr_i64(h5, path, "n_pix", 0, &f->n_pix), done);
+  QP_CALL_GOTO(qp_h5_attr_string(h5, path, "path_used", f->path_used, sizeof f->path_used), done);
+  QP_CALL_GOTO(qp_h5_attr_i64(h5, path, "n_pix", 0, &f->n_pix), done);
   htri_t has = H5Lexists(h5, "budget", H5P_DEFAULT);
   QP_H5_GOTO(has, done, "%s: /budget", path);
   QP_CHECK_GOTO(has > 0, QP_ERR_INPUT, done,
@@ -292,7 +230,7 @@ static qp_err qp_val_read_file(qp_val_set *set, int file) {
                 path);
   QP_H5_GOTO(budget = H5Gopen2(h5, "budget", H5P_DEFAULT), done, "%s: /budget", path);
   snprintf(where, sizeof where, "%s: /budget", path);
-  QP_CALL_GOTO(qp_val_attr_i64(budget, where, "baseline_rss_bytes", 1, &f->baseline), done);
+  QP_CALL_GOTO(qp_h5_attr_i64(budget, where, "baseline_rss_bytes", 1, &f->baseline), done);
 
   H5G_info_t info;
   QP_H5_GOTO(H5Gget_info(budget, &info), done, "%s: /budget", path);

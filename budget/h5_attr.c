@@ -1,0 +1,67 @@
+/* h5_attr.c: reading scalar attributes of qmlpipe's HDF5 files (h5_attr.h). */
+#include "h5_attr.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "h5_error.h"
+
+qp_err qp_h5_attr_i64(hid_t obj, const char *where, const char *name, int required, int64_t *v) {
+  qp_err err = QP_OK;
+  hid_t a = -1;
+  htri_t has = H5Aexists(obj, name);
+  QP_H5_GOTO(has, done, "%s: attribute '%s'", where, name);
+  if (has == 0) {
+    QP_CHECK_GOTO(!required, QP_ERR_INPUT, done,
+                  "%s: no attribute '%s' (not a qmlpipe results file, or one written by a "
+                  "version without it)",
+                  where, name);
+    *v = -1;
+    goto done;
+  }
+  QP_H5_GOTO(a = H5Aopen(obj, name, H5P_DEFAULT), done, "%s: attribute '%s'", where, name);
+  QP_H5_GOTO(H5Aread(a, H5T_NATIVE_INT64, v), done, "%s: cannot read attribute '%s'", where, name);
+done:
+  if (a >= 0) H5Aclose(a);
+  return err;
+}
+
+qp_err qp_h5_attr_string(hid_t obj, const char *where, const char *name, char *buf, size_t size) {
+  qp_err err = QP_OK;
+  hid_t a = -1, ftype = -1, mtype = -1;
+  char *text = NULL;
+  buf[0] = '\0';
+  htri_t has = H5Aexists(obj, name);
+  QP_H5_GOTO(has, done, "%s: attribute '%s'", where, name);
+  if (has == 0) goto done;
+  QP_H5_GOTO(a = H5Aopen(obj, name, H5P_DEFAULT), done, "%s: attribute '%s'", where, name);
+  QP_H5_GOTO(ftype = H5Aget_type(a), done, "%s: attribute '%s'", where, name);
+  QP_CHECK_GOTO(H5Tget_class(ftype) == H5T_STRING, QP_ERR_INPUT, done,
+                "%s: attribute '%s' is not a string", where, name);
+  QP_H5_GOTO(mtype = H5Tcopy(H5T_C_S1), done, "%s: attribute '%s'", where, name);
+  QP_H5_GOTO(H5Tset_cset(mtype, H5Tget_cset(ftype)), done, "%s: attribute '%s'", where, name);
+  if (H5Tis_variable_str(ftype) > 0) {
+    QP_H5_GOTO(H5Tset_size(mtype, H5T_VARIABLE), done, "%s: attribute '%s'", where, name);
+    QP_H5_GOTO(H5Aread(a, mtype, &text), done, "%s: cannot read attribute '%s'", where, name);
+    snprintf(buf, size, "%s", text ? text : "");
+    H5free_memory(text);
+    text = NULL;
+  } else {
+    size_t len = H5Tget_size(ftype);
+    char *fixed = calloc(len + 1, 1);
+    QP_CHECK_GOTO(fixed, QP_ERR_NOMEM, done, "%s: attribute '%s'", where, name);
+    if (H5Tset_size(mtype, len + 1) < 0 || H5Aread(a, mtype, fixed) < 0) {
+      free(fixed);
+      err = qp_h5_fail(QP_ERR_IO, __FILE__, __LINE__, __func__, "%s: cannot read attribute '%s'",
+                       where, name);
+      goto done;
+    }
+    snprintf(buf, size, "%s", fixed);
+    free(fixed);
+  }
+done:
+  if (mtype >= 0) H5Tclose(mtype);
+  if (ftype >= 0) H5Tclose(ftype);
+  if (a >= 0) H5Aclose(a);
+  return err;
+}

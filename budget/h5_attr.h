@@ -1,0 +1,19 @@
+/* h5_attr.h: reading the scalar attributes of qmlpipe's HDF5 files (results, reports), with
+ * errors that name the object (`where`) and the attribute. Used by `qmlpipe report` and
+ * `qmlpipe validate`. */
+#ifndef QP_H5_ATTR_H
+#define QP_H5_ATTR_H
+
+#include <hdf5.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qp_error.h"
+
+/** An int64 attribute into *v; a missing one is QP_ERR_INPUT when `required`, else -1. */
+qp_err qp_h5_attr_i64(hid_t obj, const char *where, const char *name, int required, int64_t *v);
+/** A scalar string attribute (variable or fixed length, in the file's character set) into
+ *  buf; "" when missing. QP_ERR_INPUT when it is not a string, QP_ERR_IO on HDF5 failures. */
+qp_err qp_h5_attr_string(hid_t obj, const char *where, const char *name, char *buf, size_t size);
+
+#endif
