@@ -3,6 +3,7 @@
  * used here (potrf, trtri, potrs) need no workspace. */
 #include <cblas.h>
 #include <lapacke.h>
+#include <string.h>
 
 #include "blas_int.h"
 #include "matrix.h"
@@ -150,6 +151,14 @@ static qp_err qp_cpu_trace_product(const qp_matrix *a, const qp_matrix *b, doubl
   return QP_OK;
 }
 
+static qp_err qp_cpu_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai,
+                              int64_t aj, qp_matrix *b, int64_t bi, int64_t bj) {
+  for (int64_t j = 0; j < cols; ++j)
+    memmove(b->data + bi + (bj + j) * b->ld, a->data + ai + (aj + j) * a->ld,
+            (size_t)rows * sizeof(double));
+  return QP_OK;
+}
+
 static const qp_linalg_ops qp_cpu_ops_table = {
     .name = "cpu",
     .potrf = qp_cpu_potrf,
@@ -163,6 +172,7 @@ static const qp_linalg_ops qp_cpu_ops_table = {
     .getrf = qp_cpu_getrf,
     .getrs = qp_cpu_getrs,
     .trace_product = qp_cpu_trace_product,
+    .copy_sub = qp_cpu_copy_sub,
 };
 
 const qp_linalg_ops *qp_linalg_cpu_ops(void) { return &qp_cpu_ops_table; }

@@ -12,9 +12,47 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
     *ops = qp_linalg_cpu_ops();
     return QP_OK;
   }
-  if (strcmp(name, "cuda") == 0 || strcmp(name, "dist") == 0)
+  if (strcmp(name, "dist") == 0 && qp_linalg_dist_ops()) {
+    QP_CHECK(qp_grid_current(), QP_ERR_INTERNAL, "backend 'dist' used before its process grid");
+    *ops = qp_linalg_dist_ops();
+    return QP_OK;
+  }
+  if (strcmp(name, "dist") == 0)
+    QP_FAIL(QP_ERR_UNSUPPORTED,
+            "backend 'dist' is not available in this build of qmlpipe (configure with "
+            "-DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON)");
+  if (strcmp(name, "cuda") == 0)
     QP_FAIL(QP_ERR_UNSUPPORTED, "backend '%s' is not available in this build of qmlpipe", name);
   QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: cpu, cuda, dist)", name);
+}
+
+/* The shape fields of a rows x cols matrix of `ops`: local, or this rank's part of a
+ * block-cyclic one with its descriptor (ScaLAPACK's DESCINIT, RSRC = CSRC = 0). */
+static void qp_matrix_layout(const qp_linalg_ops *ops, int64_t rows, int64_t cols, qp_matrix *m) {
+  m->rows = rows;
+  m->cols = cols;
+  m->ops = ops;
+  m->space = QP_SPACE_HOST;
+  const qp_grid *g = ops && ops->distributed ? qp_grid_current() : NULL;
+  if (!g) {
+    m->local_rows = rows;
+    m->local_cols = cols;
+    m->ld = rows > 0 ? rows : 1;
+    return;
+  }
+  m->grid = g;
+  m->local_rows = qp_bc_local_count(rows, g->block, g->myrow, g->nprow);
+  m->local_cols = qp_bc_local_count(cols, g->block, g->mycol, g->npcol);
+  m->ld = m->local_rows > 0 ? m->local_rows : 1;
+  const int desc[9] = {1, g->context, (int)rows, (int)cols, g->block, g->block, 0, 0, (int)m->ld};
+  memcpy(m->desc, desc, sizeof desc);
+}
+
+int64_t qp_matrix_local_elements(const qp_linalg_ops *ops, int64_t rows, int64_t cols) {
+  qp_matrix m;
+  memset(&m, 0, sizeof m);
+  qp_matrix_layout(ops, rows, cols, &m);
+  return m.local_rows * m.local_cols;
 }
 
 qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind kind,
@@ -24,9 +62,15 @@ qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind
   QP_CHECK(cols == 0 || (uint64_t)rows <= SIZE_MAX / (uint64_t)cols, QP_ERR_NOMEM,
            "matrix '%s': %lld x %lld elements overflow the address space", term, (long long)rows,
            (long long)cols);
+  QP_CHECK(!(ops && ops->distributed) || (rows <= INT32_MAX && cols <= INT32_MAX),
+           QP_ERR_UNSUPPORTED, "matrix '%s': %lld x %lld is beyond ScaLAPACK's 32-bit indices",
+           term, (long long)rows, (long long)cols);
+  qp_matrix_layout(ops, rows, cols, m);
   void *data = NULL;
-  QP_CALL(qp_budget_alloc_array(term, kind, (size_t)rows * (size_t)cols, sizeof(double), &data));
-  *m = (qp_matrix){rows, cols, rows > 0 ? rows : 1, data, QP_SPACE_HOST, ops, "", 1};
+  QP_CALL(qp_budget_alloc_array(term, kind, (size_t)(m->local_rows * m->local_cols),
+                                sizeof(double), &data));
+  m->data = data;
+  m->owns = 1;
   snprintf(m->name, sizeof m->name, "%s", term);
   return QP_OK;
 }
@@ -34,11 +78,23 @@ qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind
 qp_err qp_matrix_view(const qp_linalg_ops *ops, const char *name, double *data, int64_t rows,
                       int64_t cols, int64_t ld, qp_matrix *m) {
   memset(m, 0, sizeof *m);
-  QP_CHECK(ld >= (rows > 0 ? rows : 1), QP_ERR_INTERNAL, "view '%s': ld %lld < rows %lld", name,
-           (long long)ld, (long long)rows);
-  *m = (qp_matrix){rows, cols, ld, data, QP_SPACE_HOST, ops, "", 0};
+  qp_matrix_layout(ops, rows, cols, m);
+  if (!m->grid) {
+    QP_CHECK(ld >= (rows > 0 ? rows : 1), QP_ERR_INTERNAL, "view '%s': ld %lld < rows %lld",
+             name, (long long)ld, (long long)rows);
+    m->ld = ld;
+  }
+  m->data = data;
   snprintf(m->name, sizeof m->name, "%s", name);
   return QP_OK;
+}
+
+void qp_matrix_set_identity(qp_matrix *m, double diagonal) {
+  for (int64_t lj = 0; lj < m->local_cols; ++lj) {
+    const int64_t gj = qp_matrix_global_col(m, lj);
+    for (int64_t li = 0; li < m->local_rows; ++li)
+      m->data[li + lj * m->ld] = qp_matrix_global_row(m, li) == gj ? diagonal : 0.0;
+  }
 }
 
 void qp_matrix_destroy(qp_matrix *m) {
@@ -145,11 +201,27 @@ qp_err qp_linalg_getrf(qp_matrix *a, int *pivots) {
   return QP_OK;
 }
 
+int64_t qp_linalg_pivot_count(const qp_matrix *a) {
+  return a->grid ? a->local_rows + a->grid->block : a->rows;
+}
+
 qp_err qp_linalg_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
   QP_NEED_OP(lu, getrs);
   QP_CALL(qp_check_triangular_operand(QP_LEFT, lu, b));
   QP_CALL(lu->ops->getrs(lu, pivots, b));
   qp_stage_add_flops(2.0 * qp_flops_trmm(QP_LEFT, b->rows, b->cols));
+  return QP_OK;
+}
+
+qp_err qp_linalg_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,
+                          qp_matrix *b, int64_t bi, int64_t bj) {
+  QP_NEED_OP(b, copy_sub);
+  QP_CHECK(ai >= 0 && aj >= 0 && bi >= 0 && bj >= 0 && ai + rows <= a->rows &&
+               aj + cols <= a->cols && bi + rows <= b->rows && bj + cols <= b->cols,
+           QP_ERR_INTERNAL, "copy of %lldx%lld from '%s' to '%s' out of bounds", (long long)rows,
+           (long long)cols, a->name, b->name);
+  if (rows == 0 || cols == 0) return QP_OK;
+  QP_CALL(b->ops->copy_sub(rows, cols, a, ai, aj, b, bi, bj));
   return QP_OK;
 }
 

@@ -10,14 +10,24 @@
 
 #include <stdint.h>
 
+#include "block_cyclic.h"
 #include "budget.h"
+#include "grid.h"
 #include "qp_error.h"
 
 typedef struct qp_linalg_ops qp_linalg_ops;
 
+/* A matrix is local (grid NULL: this process holds all of it) or distributed block-cyclic over
+ * a process grid (linalg/grid.h): rows and cols are then the global shape, data holds this
+ * rank's local_rows x local_cols (leading dimension ld), and desc is its ScaLAPACK
+ * descriptor. Element loops go over the local part with qp_matrix_global_row/col, which are
+ * the identity for a local matrix, so one loop serves both. */
 typedef struct qp_matrix {
   int64_t rows, cols, ld;
   double *data;              /* in `space` */
+  const qp_grid *grid;       /* NULL: local */
+  int64_t local_rows, local_cols;
+  int desc[9];               /* ScaLAPACK descriptor (distributed only) */
   qp_space space;
   const qp_linalg_ops *ops;
   char name[QP_TERM_NAME_MAX]; /* the budget term, used in error messages */
@@ -29,6 +39,7 @@ typedef enum qp_trans { QP_NOTRANS = 0, QP_TRANS = 1 } qp_trans;
 
 struct qp_linalg_ops {
   const char *name;
+  int distributed; /* 1: matrices are block-cyclic over qp_grid_current() */
   /* A = L L^T in place (lower). info > 0: QP_ERR_NOT_POSDEF naming the stage, matrix, row. */
   qp_err (*potrf)(qp_matrix *a);
   /* A^-1 from its Cholesky factor L, in place (lower half; the caller mirrors it). */
@@ -53,23 +64,63 @@ struct qp_linalg_ops {
   qp_err (*potrs)(const qp_matrix *l, qp_matrix *b);
   /* *out = tr(A B) = sum_ij A_ij B_ji */
   qp_err (*trace_product)(const qp_matrix *a, const qp_matrix *b, double *out);
+  /* B[bi.., bj..] <- A[ai.., aj..], rows x cols, whatever the two layouts (pdgemr2d). */
+  qp_err (*copy_sub)(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,
+                     qp_matrix *b, int64_t bi, int64_t bj);
 };
 
 /** The backend by name: "cpu" (this build may add "cuda", "dist"). QP_ERR_UNSUPPORTED for a
- *  backend this build lacks, QP_ERR_INPUT for an unknown name. */
+ *  backend this build lacks, QP_ERR_INPUT for an unknown name. "dist" needs qp_grid_init. */
 qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops);
 const qp_linalg_ops *qp_linalg_cpu_ops(void);
+/** The ScaLAPACK backend, or NULL in a build without it. */
+const qp_linalg_ops *qp_linalg_dist_ops(void);
+
+/** Global row of local row li (the identity for a local matrix). */
+static inline int64_t qp_matrix_global_row(const qp_matrix *m, int64_t li) {
+  return m->grid ? qp_bc_global_index(li, m->grid->block, m->grid->myrow, m->grid->nprow) : li;
+}
+static inline int64_t qp_matrix_global_col(const qp_matrix *m, int64_t lj) {
+  return m->grid ? qp_bc_global_index(lj, m->grid->block, m->grid->mycol, m->grid->npcol) : lj;
+}
+/** 1 and *local (li + lj ld) when this rank holds global entry (gi, gj). */
+static inline int qp_matrix_local_offset(const qp_matrix *m, int64_t gi, int64_t gj,
+                                         int64_t *local) {
+  if (!m->grid) {
+    *local = gi + gj * m->ld;
+    return 1;
+  }
+  const qp_grid *g = m->grid;
+  if (qp_bc_owner(gi, g->block, g->nprow) != g->myrow ||
+      qp_bc_owner(gj, g->block, g->npcol) != g->mycol)
+    return 0;
+  *local = qp_bc_local_index(gi, g->block, g->nprow) +
+           qp_bc_local_index(gj, g->block, g->npcol) * m->ld;
+  return 1;
+}
+/** Elements this rank holds (local_rows x local_cols). */
+static inline int64_t qp_matrix_local_size(const qp_matrix *m) {
+  return m->local_rows * m->local_cols;
+}
 
 /** Allocates a rows x cols matrix (zero-filled) under budget term `term`. */
 qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind kind,
                         int64_t rows, int64_t cols, qp_matrix *m);
-/** Wraps an existing buffer (not freed by qp_matrix_destroy). */
+/** Wraps an existing buffer (not freed by qp_matrix_destroy). With a distributed backend,
+ *  rows x cols is the global shape and the buffer holds the local part (ld is ignored). */
 qp_err qp_matrix_view(const qp_linalg_ops *ops, const char *name, double *data, int64_t rows,
                       int64_t cols, int64_t ld, qp_matrix *m);
+/** Local elements of a rows x cols matrix of `ops` on this rank (rows x cols when local). */
+int64_t qp_matrix_local_elements(const qp_linalg_ops *ops, int64_t rows, int64_t cols);
+/** Sets every element to 0 and the diagonal to `diagonal` (local part). */
+void qp_matrix_set_identity(qp_matrix *m, double diagonal);
 /** Frees an owned buffer; resets the handle. Safe on a zeroed or destroyed handle. */
 void qp_matrix_destroy(qp_matrix *m);
-/** Copies the lower triangle onto the upper one (host). */
+/** Copies the lower triangle onto the upper one (host, local matrices). */
 void qp_matrix_symmetrize_lower(qp_matrix *m);
+/** B[bi.., bj..] <- A[ai.., aj..] (rows x cols), for any two layouts of one backend. */
+qp_err qp_linalg_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,
+                          qp_matrix *b, int64_t bi, int64_t bj);
 
 /* Dispatch through the matrix's table; each checks shapes first. */
 qp_err qp_linalg_potrf(qp_matrix *a);
@@ -88,6 +139,9 @@ qp_err qp_linalg_potrs(const qp_matrix *l, qp_matrix *b);
 /** LU with partial pivoting in place; pivots holds a->rows ints (host). A singular matrix is
  *  QP_ERR_NOT_POSDEF naming the stage and the matrix. */
 qp_err qp_linalg_getrf(qp_matrix *a, int *pivots);
+/** Pivot entries qp_linalg_getrf needs for `a`: its rows, or for a distributed matrix its
+ *  local rows plus one block (ScaLAPACK's LOCr(M) + MB). */
+int64_t qp_linalg_pivot_count(const qp_matrix *a);
 /** B <- A^-1 B from qp_linalg_getrf's factors. */
 qp_err qp_linalg_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b);
 qp_err qp_linalg_trace_product(const qp_matrix *a, const qp_matrix *b, double *out);

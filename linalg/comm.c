@@ -1,0 +1,160 @@
+/* comm.c: MPI collectives for the pipeline, or one rank without MPI (comm.h). */
+#include "comm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp_config.h"
+
+#if QP_HAVE_MPI
+#include <mpi.h>
+
+static int qp_started = 0; /* 1: qp_comm_init called MPI_Init_thread */
+static int qp_rank = 0, qp_size = 1, qp_node_size = 1;
+
+/* Launched by an MPI launcher: Open MPI's mpiexec, PMIx (srun --mpi=pmix) or PMI-1/2. A plain
+ * `qmlpipe run` does not start MPI: that keeps a laptop or a login node free of its cost. */
+static int qp_launched_by_mpi(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE",
+                                     "PMI_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i)
+    if (getenv(vars[i])) return 1;
+  return 0;
+}
+
+qp_err qp_comm_init(int *argc, char ***argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    if (!qp_launched_by_mpi()) return QP_OK;
+    int provided = 0;
+    /* Only the main thread calls MPI; OpenMP threads compute between the calls. */
+    QP_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS,
+             QP_ERR_MPI, "MPI_Init_thread failed");
+    qp_started = 1;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &qp_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &qp_size);
+  MPI_Comm node;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+      MPI_SUCCESS) {
+    MPI_Comm_size(node, &qp_node_size);
+    MPI_Comm_free(&node);
+  }
+  return QP_OK;
+}
+
+void qp_comm_finalize(void) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (qp_started && !finalized) MPI_Finalize();
+  qp_started = 0;
+}
+
+int qp_comm_active(void) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+int qp_comm_rank(void) { return qp_comm_active() ? qp_rank : 0; }
+int qp_comm_size(void) { return qp_comm_active() ? qp_size : 1; }
+int qp_comm_node_size(void) { return qp_comm_active() ? qp_node_size : 1; }
+
+/* MPI counts are int: large buffers go in pieces. */
+enum { QP_MPI_PIECE = 1 << 28 };
+
+static qp_err qp_comm_reduce(double *x, int64_t count, MPI_Op op) {
+  if (!qp_comm_active() || qp_size == 1) return QP_OK;
+  for (int64_t at = 0; at < count; at += QP_MPI_PIECE) {
+    int n = (int)(count - at < QP_MPI_PIECE ? count - at : QP_MPI_PIECE);
+    QP_CHECK(MPI_Allreduce(MPI_IN_PLACE, x + at, n, MPI_DOUBLE, op, MPI_COMM_WORLD) ==
+                 MPI_SUCCESS,
+             QP_ERR_MPI, "MPI_Allreduce of %lld doubles failed", (long long)count);
+  }
+  return QP_OK;
+}
+
+qp_err qp_comm_sum(double *x, int64_t count) { return qp_comm_reduce(x, count, MPI_SUM); }
+qp_err qp_comm_max(double *x, int64_t count) { return qp_comm_reduce(x, count, MPI_MAX); }
+
+qp_err qp_comm_bcast(void *buf, size_t bytes) {
+  if (!qp_comm_active() || qp_size == 1) return QP_OK;
+  for (size_t at = 0; at < bytes; at += QP_MPI_PIECE) {
+    int n = (int)(bytes - at < QP_MPI_PIECE ? bytes - at : QP_MPI_PIECE);
+    QP_CHECK(MPI_Bcast((char *)buf + at, n, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_SUCCESS,
+             QP_ERR_MPI, "MPI_Bcast of %zu bytes failed", bytes);
+  }
+  return QP_OK;
+}
+
+qp_err qp_comm_allgather(const double *mine, double *all, int64_t count) {
+  if (!qp_comm_active() || qp_size == 1) {
+    memmove(all, mine, (size_t)count * sizeof *all);
+    return QP_OK;
+  }
+  QP_CHECK(count < QP_MPI_PIECE, QP_ERR_INTERNAL, "allgather of %lld doubles", (long long)count);
+  QP_CHECK(MPI_Allgather(mine, (int)count, MPI_DOUBLE, all, (int)count, MPI_DOUBLE,
+                         MPI_COMM_WORLD) == MPI_SUCCESS,
+           QP_ERR_MPI, "MPI_Allgather failed");
+  return QP_OK;
+}
+
+qp_err qp_comm_agree(qp_err err) {
+  if (!qp_comm_active() || qp_size == 1) return err;
+  /* The lowest failing rank tells its code and message to everyone. */
+  int mine = err != QP_OK ? qp_rank : qp_size, first = qp_size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == qp_size) return QP_OK;
+  char message[1024] = "";
+  int code = (int)err;
+  if (qp_rank == first) snprintf(message, sizeof message, "%s", qp_error_message());
+  MPI_Bcast(&code, 1, MPI_INT, first, MPI_COMM_WORLD);
+  MPI_Bcast(message, (int)sizeof message, MPI_CHAR, first, MPI_COMM_WORLD);
+  if (qp_rank != first)
+    return qp_error_set((qp_err)code, __FILE__, __LINE__, __func__, "(rank %d) %s", first,
+                        message);
+  return err;
+}
+
+void qp_comm_abort(int status) {
+  if (qp_comm_active()) MPI_Abort(MPI_COMM_WORLD, status);
+  exit(status);
+}
+
+#else /* one rank */
+
+qp_err qp_comm_init(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  return QP_OK;
+}
+void qp_comm_finalize(void) {}
+int qp_comm_active(void) { return 0; }
+int qp_comm_rank(void) { return 0; }
+int qp_comm_size(void) { return 1; }
+int qp_comm_node_size(void) { return 1; }
+qp_err qp_comm_sum(double *x, int64_t count) {
+  (void)x;
+  (void)count;
+  return QP_OK;
+}
+qp_err qp_comm_max(double *x, int64_t count) {
+  (void)x;
+  (void)count;
+  return QP_OK;
+}
+qp_err qp_comm_bcast(void *buf, size_t bytes) {
+  (void)buf;
+  (void)bytes;
+  return QP_OK;
+}
+qp_err qp_comm_allgather(const double *mine, double *all, int64_t count) {
+  memmove(all, mine, (size_t)count * sizeof *all);
+  return QP_OK;
+}
+qp_err qp_comm_agree(qp_err err) { return err; }
+void qp_comm_abort(int status) { exit(status); }
+
+#endif

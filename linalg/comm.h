@@ -1,0 +1,41 @@
+/* comm.h: the few collective operations the pipeline needs across MPI ranks, and what rank
+ * this process is. Without MPI (or before qp_comm_init) there is one rank and every call is
+ * a no-op, so single-process code calls them unconditionally.
+ *
+ * Rank 0 reads the inputs and writes the outputs; what is small (maps, pixel lists, the
+ * Fisher matrix) is replicated with qp_comm_bcast / qp_comm_sum. */
+#ifndef QP_COMM_H
+#define QP_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qp_error.h"
+
+/** Starts MPI when this process was launched by an MPI launcher (mpiexec, srun) and the build
+ *  has MPI; otherwise one rank. Safe to call more than once. */
+qp_err qp_comm_init(int *argc, char ***argv);
+/** Ends MPI if qp_comm_init started it. */
+void qp_comm_finalize(void);
+/** 1 when MPI is running (even with one rank). */
+int qp_comm_active(void);
+int qp_comm_rank(void);
+int qp_comm_size(void);
+/** Ranks on this rank's node (MPI_COMM_TYPE_SHARED), 1 without MPI. */
+int qp_comm_node_size(void);
+
+/** x <- sum over ranks of x (in place, every rank gets it). */
+qp_err qp_comm_sum(double *x, int64_t count);
+/** x <- max over ranks of x (in place). */
+qp_err qp_comm_max(double *x, int64_t count);
+/** bytes from rank 0 to every rank. */
+qp_err qp_comm_bcast(void *buf, size_t bytes);
+/** Gathers `count` doubles from every rank into `all` (rank-major, count x size) on every rank. */
+qp_err qp_comm_allgather(const double *mine, double *all, int64_t count);
+/** Agrees on an error: returns the first non-OK status of any rank (by rank order) on every
+ *  rank, so that all ranks leave a stage together instead of hanging in a collective. */
+qp_err qp_comm_agree(qp_err err);
+/** Aborts every rank (a rank that fails alone in a collective cannot be recovered). */
+void qp_comm_abort(int status);
+
+#endif

@@ -1,0 +1,140 @@
+/* dist.c: the distributed backend, PBLAS and ScaLAPACK over the BLACS grid of grid.h.
+ *
+ * Matrices are block-cyclic (matrix.h); every operation is called on the whole matrix
+ * (IA = JA = 1). ScaLAPACK's INFO of a factorisation is the same on every rank, so a
+ * "not positive definite" error is raised on all ranks together and none hangs. syrk is a
+ * gemm here: PBLAS's pdsyrk fills one triangle and mirroring a distributed matrix needs a
+ * transpose through a second copy; the full product costs twice the flops but no memory. */
+#include <string.h>
+
+#include "matrix.h"
+#include "qp_config.h"
+
+#if QP_HAVE_SCALAPACK
+#include "scalapack.h"
+
+static const int qp_one = 1;
+
+static const char *qp_where(void) {
+  return qp_stage_current()[0] ? qp_stage_current() : "(none)";
+}
+
+static qp_err qp_info_check(int info, const char *routine, const qp_matrix *a) {
+  QP_CHECK(info >= 0, QP_ERR_LIBRARY, "%s on '%s' (stage %s): argument %d is invalid", routine,
+           a->name, qp_where(), -info);
+  return QP_OK;
+}
+
+static qp_err qp_dist_potrf(qp_matrix *a) {
+  int n = (int)a->rows, info = 0;
+  pdpotrf_("L", &n, a->data, &qp_one, &qp_one, a->desc, &info, 1);
+  QP_CALL(qp_info_check(info, "pdpotrf", a));
+  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
+           "stage %s: matrix '%s' (%d x %d) is not positive definite: its leading minor of "
+           "order %d (row %d) is not positive",
+           qp_where(), a->name, n, n, info, info);
+  return QP_OK;
+}
+
+static qp_err qp_dist_trtri(qp_matrix *l) {
+  int n = (int)l->rows, info = 0;
+  pdtrtri_("L", "N", &n, l->data, &qp_one, &qp_one, l->desc, &info, 1, 1);
+  QP_CALL(qp_info_check(info, "pdtrtri", l));
+  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: triangular factor '%s' is singular at row %d",
+           qp_where(), l->name, info);
+  return QP_OK;
+}
+
+static qp_err qp_dist_triangular(int solve, qp_side side, qp_trans trans, double alpha,
+                                 const qp_matrix *l, qp_matrix *b) {
+  int m = (int)b->rows, n = (int)b->cols;
+  const char *s = side == QP_LEFT ? "L" : "R", *t = trans ? "T" : "N";
+  if (solve)
+    pdtrsm_(s, "L", t, "N", &m, &n, &alpha, l->data, &qp_one, &qp_one, l->desc, b->data, &qp_one,
+            &qp_one, b->desc, 1, 1, 1, 1);
+  else
+    pdtrmm_(s, "L", t, "N", &m, &n, &alpha, l->data, &qp_one, &qp_one, l->desc, b->data, &qp_one,
+            &qp_one, b->desc, 1, 1, 1, 1);
+  return QP_OK;
+}
+
+static qp_err qp_dist_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                           qp_matrix *b) {
+  return qp_dist_triangular(0, side, trans, alpha, l, b);
+}
+
+static qp_err qp_dist_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                           qp_matrix *b) {
+  return qp_dist_triangular(1, side, trans, alpha, l, b);
+}
+
+static qp_err qp_dist_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a,
+                           const qp_matrix *b, double beta, qp_matrix *c) {
+  int m = (int)c->rows, n = (int)c->cols, k = (int)(ta ? a->rows : a->cols);
+  pdgemm_(ta ? "T" : "N", tb ? "T" : "N", &m, &n, &k, &alpha, a->data, &qp_one, &qp_one, a->desc,
+          b->data, &qp_one, &qp_one, b->desc, &beta, c->data, &qp_one, &qp_one, c->desc, 1, 1);
+  return QP_OK;
+}
+
+static qp_err qp_dist_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
+                           qp_matrix *c) {
+  return qp_dist_gemm(trans, trans ? QP_NOTRANS : QP_TRANS, alpha, a, a, beta, c);
+}
+
+static qp_err qp_dist_potrs(const qp_matrix *l, qp_matrix *b) {
+  int n = (int)l->rows, nrhs = (int)b->cols, info = 0;
+  pdpotrs_("L", &n, &nrhs, l->data, &qp_one, &qp_one, l->desc, b->data, &qp_one, &qp_one, b->desc,
+           &info, 1);
+  QP_CALL(qp_info_check(info, "pdpotrs", l));
+  return QP_OK;
+}
+
+static qp_err qp_dist_getrf(qp_matrix *a, int *pivots) {
+  int n = (int)a->rows, info = 0;
+  pdgetrf_(&n, &n, a->data, &qp_one, &qp_one, a->desc, pivots, &info);
+  QP_CALL(qp_info_check(info, "pdgetrf", a));
+  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: matrix '%s' (%d x %d) is singular: U(%d,%d) = 0",
+           qp_where(), a->name, n, n, info, info);
+  return QP_OK;
+}
+
+static qp_err qp_dist_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
+  int n = (int)lu->rows, nrhs = (int)b->cols, info = 0;
+  pdgetrs_("N", &n, &nrhs, lu->data, &qp_one, &qp_one, lu->desc, pivots, b->data, &qp_one,
+           &qp_one, b->desc, &info, 1);
+  QP_CALL(qp_info_check(info, "pdgetrs", lu));
+  return QP_OK;
+}
+
+static qp_err qp_dist_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai,
+                               int64_t aj, qp_matrix *b, int64_t bi, int64_t bj) {
+  QP_CHECK(a->grid && b->grid, QP_ERR_INTERNAL, "copy between '%s' and '%s': both must be "
+                                                "distributed", a->name, b->name);
+  int m = (int)rows, n = (int)cols, ia = (int)ai + 1, ja = (int)aj + 1, ib = (int)bi + 1,
+      jb = (int)bj + 1;
+  pdgemr2d_(&m, &n, a->data, &ia, &ja, a->desc, b->data, &ib, &jb, b->desc, &a->desc[1]);
+  return QP_OK;
+}
+
+static const qp_linalg_ops qp_dist_ops_table = {
+    .name = "dist",
+    .distributed = 1,
+    .potrf = qp_dist_potrf,
+    .trtri = qp_dist_trtri,
+    .trmm = qp_dist_trmm,
+    .trsm = qp_dist_trsm,
+    .gemm = qp_dist_gemm,
+    .syrk = qp_dist_syrk,
+    .potrs = qp_dist_potrs,
+    .getrf = qp_dist_getrf,
+    .getrs = qp_dist_getrs,
+    .copy_sub = qp_dist_copy_sub,
+};
+
+const qp_linalg_ops *qp_linalg_dist_ops(void) { return &qp_dist_ops_table; }
+
+#else
+
+const qp_linalg_ops *qp_linalg_dist_ops(void) { return NULL; }
+
+#endif
