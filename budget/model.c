@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "block_cyclic.h"
 #include "terms.h"
 
 static const char *const qp_stage_names[QP_STAGE_COUNT] = {"covariance_setup", "basis_setup",
@@ -42,6 +43,13 @@ static int qp_term_alive_in(const qp_model_term *t, qp_stage_id stage, int phase
   return 1;
 }
 
+/* Bytes of a rows x cols matrix of doubles on this rank: all of it, or its block-cyclic part. */
+static size_t qp_matrix_bytes(const qp_model_dims *d, int64_t rows, int64_t cols) {
+  if (d->grid_rows <= 0) return (size_t)rows * (size_t)cols * sizeof(double);
+  return (size_t)qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows) *
+         (size_t)qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols) * sizeof(double);
+}
+
 qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   memset(m, 0, sizeof *m);
   QP_CHECK(d->n_positions > 0 && d->n_positions <= d->n_pix, QP_ERR_INPUT,
@@ -59,16 +67,25 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   QP_CHECK(d->spectra_chunk >= 1 && d->spectra_chunk <= d->n_params, QP_ERR_INPUT,
            "budget model: spectra chunk %lld outside 1..%lld", (long long)d->spectra_chunk,
            (long long)d->n_params);
+  QP_CHECK(d->grid_rows <= 0 || (d->block > 0 && d->grid_cols > 0 && d->grid_row >= 0 &&
+                                   d->grid_row < d->grid_rows && d->grid_col >= 0 &&
+                                   d->grid_col < d->grid_cols),
+           QP_ERR_INPUT, "budget model: rank (%d, %d) outside a %d x %d grid of block %d",
+           d->grid_row, d->grid_col, d->grid_rows, d->grid_cols, d->block);
+  QP_CHECK(d->grid_rows <= 0 || !d->noise_dense, QP_ERR_UNSUPPORTED,
+           "budget model: a dense noise covariance on the distributed backend");
   m->dims = *d;
   m->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
+  const int dist = d->grid_rows > 0;
   const size_t w = sizeof(double);
   const size_t n = (size_t)d->n_pix, maps = (size_t)d->n_maps, np = (size_t)d->n_params;
-  const size_t pix_sq = n * n * w;
+  const size_t pix_sq = qp_matrix_bytes(d, d->n_pix, d->n_pix);
   const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, fis = QP_STAGE_FISHER_RUN,
                     spe = QP_STAGE_SPECTRA_RUN;
 
-  qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, (size_t)d->n_sky * w, cov, cov,
-               "n_sky x 8");
+  if (!dist || d->reader)
+    qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, (size_t)d->n_sky * w, cov, cov,
+                 dist ? "n_sky x 8 (rank 0 reads)" : "n_sky x 8");
   const size_t pos = (size_t)d->n_positions;
   qp_model_add(m, QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, pos * sizeof(int64_t), cov, spe,
                "n_positions x 8");
@@ -77,7 +94,11 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, n * maps * w, cov, spe, "n_pix n_maps x 8");
   const qp_stage_id bas = QP_STAGE_BASIS_SETUP;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
-  const size_t nm = (size_t)d->n_modes, mode_sq = nm * nm * w, mode_pix = nm * n * w;
+  const size_t nm = (size_t)d->n_modes;
+  const size_t mode_sq = qp_matrix_bytes(d, d->n_modes, d->n_modes),
+               mode_pix = qp_matrix_bytes(d, d->n_pix, d->n_modes);
+  const size_t pix_maps = qp_matrix_bytes(d, d->n_pix, d->n_maps),
+               mode_maps = qp_matrix_bytes(d, d->n_modes, d->n_maps);
   /* The noise lives until the noise bias on the pixel-direct and projection routes. SMW is
    * done with it in basis_setup: the maps are whitened there, and N_eff (26 GiB at the
    * calibration case of docs/memory-model.md) goes as soon as Y = L_N^-1 V^T exists; V goes
@@ -107,10 +128,10 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                      smw ? bas : spe, "n_pix n_modes x 8 (V^T, then Y in place)");
     if (smw) {
       t->phase_free = 1;
-      qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n * maps * w, bas, bas,
+      qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, bas, bas,
                    "n_pix n_maps x 8 (N_eff^-1/2 x)")
           ->phase_free = 0;
-      qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm * maps * w, bas, spe,
+      qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas, spe,
                    "n_modes n_maps x 8 (V N_eff^-1 x, then z in place)");
     }
     t = qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, spe,
@@ -120,9 +141,18 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
       qp_model_add(m, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, mode_sq, bas, spe,
                    "n_modes^2 x 8 (I + K Lambda, LU)")
           ->phase_alloc = 2;
-      qp_model_add(m, QP_TERM_PIVOTS, QP_TERM_PERSISTENT, nm * sizeof(int), bas, spe,
-                   "n_modes x 4")
+      /* ScaLAPACK's pdgetrf wants LOCr(n_modes) + MB pivots. */
+      const size_t pivots =
+          dist ? (size_t)(qp_bc_local_count(d->n_modes, d->block, d->grid_row, d->grid_rows) +
+                          d->block)
+               : nm;
+      qp_model_add(m, QP_TERM_PIVOTS, QP_TERM_PERSISTENT, pivots * sizeof(int), bas, spe,
+                   dist ? "(local n_modes + block) x 4" : "n_modes x 4")
           ->phase_alloc = 2;
+      if (dist)
+        qp_model_add(m, QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, mode_sq, bas, bas,
+                     "n_modes^2 x 8 (K's columns of one field, redistributed)")
+            ->phase_alloc = 2;
     }
   }
 
@@ -134,33 +164,60 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                                                : "(n_params + 1) n_pix^2 x 8");
     qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT, (k + 1) * (k + 2) * w, fis, fis,
                  "(fisher_chunk + 1)(fisher_chunk + 2) x 8");
-  } else if (smw) {
-    qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis, "n_modes^2 x 8");
   } else {
-    qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
-                 "n_pix n_modes x 8");
-    if (d->switched || d->noise_dense) {
-      qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
-                   "n_pix n_modes x 8");
-      qp_model_add(m, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, pix_sq, fis, fis, "n_pix^2 x 8");
+    /* Distributed, fisher_run has phases: 0 W's field blocks for F; then 1, 2 the bias. */
+    const int ph = dist ? 1 : 0;
+    if (dist) {
+      const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
+      qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
+                   blocks * qp_matrix_bytes(d, d->n_lm, d->n_lm), fis, fis,
+                   "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)")
+          ->phase_free = 0;
+    }
+    if (smw) {
+      qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis,
+                   "n_modes^2 x 8")
+          ->phase_alloc = ph;
+    } else {
+      qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
+                   "n_pix n_modes x 8")
+          ->phase_alloc = ph;
+      /* Distributed, N_eff Z is formed even for a diagonal N, and G = Z^T N_eff Z whole. */
+      if (d->switched || d->noise_dense || dist)
+        qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
+                     "n_pix n_modes x 8")
+            ->phase_alloc = ph;
+      if (d->switched || d->noise_dense) {
+        t = qp_model_add(m, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, pix_sq, fis, fis,
+                         "n_pix^2 x 8");
+        t->phase_alloc = ph;
+        if (dist) t->phase_free = 1;
+      }
+      if (dist)
+        qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis,
+                     "n_modes^2 x 8 (Z^T N_eff Z)")
+            ->phase_alloc = 2;
     }
   }
   qp_model_add(m, QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np * w, fis, spe, "n_params^2 x 8");
   qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np * w, fis, spe, "n_params x 8");
 
   if (pixel) {
-    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
+    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe, spe,
                  "n_pix n_maps x 8");
     qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)d->spectra_chunk * pix_sq, spe,
                  spe, "spectra_chunk n_pix^2 x 8");
-    qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
+    qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, pix_maps, spe, spe,
                  "n_pix n_maps x 8");
   } else if (!smw) {
-    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n * maps * w, spe, spe,
+    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe, spe,
                  "n_pix n_maps x 8");
-    qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, nm * maps * w, spe, spe,
+    qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, mode_maps, spe, spe,
                  "n_modes n_maps x 8");
   }
+  if (!pixel && dist)
+    qp_model_add(m, QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT, nm * maps * w, spe, spe,
+                 "n_modes n_maps x 8 (z whole on every rank)");
   qp_model_add(m, QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, np * np * w, spe, spe,
                "n_params^2 x 8");
   qp_model_add(m, QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, maps * np * w, spe, spe,

@@ -48,6 +48,14 @@ typedef struct qp_model_dims {
   int64_t fisher_chunk;  /* pixel-direct: products held at once in fisher_run */
   int64_t spectra_chunk; /* pixel-direct: bin matrices held at once in spectra_run */
   int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
+  /* The distributed backend (grid_rows = 0: one process holds everything). The model is then
+   * of one rank, (grid_row, grid_col) of the grid: its block-cyclic share of every big matrix
+   * (budget/block_cyclic.h), the replicated small buffers whole, the sky buffer on the reader
+   * (rank 0) only. */
+  int grid_rows, grid_cols, grid_row, grid_col, block;
+  int reader;            /* 1: this rank reads the inputs (always 1 without a grid) */
+  int n_fields;          /* harmonic: fields with modes (T, E, B): W's field blocks */
+  int64_t n_lm;          /* harmonic: (lmax + 1)^2, the (l, m) of one padded field block */
 } qp_model_dims;
 
 typedef struct qp_model_term {

@@ -35,5 +35,9 @@
 #define QP_TERM_RAW_SPECTRA "yb"                /* y_p per map */
 #define QP_TERM_SPECTRA "cl"                    /* C_hat per map */
 #define QP_TERM_ERRORS "error"
+/* Distributed backend only (docs/distributed.md): */
+#define QP_TERM_SMW_COLUMNS "K_columns"         /* SMW: K's columns of one field, redistributed */
+#define QP_TERM_FIELD_BLOCKS "W_field_blocks"   /* harmonic: W per field pair, aligned by (l, m) */
+#define QP_TERM_MODE_MAPS_ALL "mode_maps_all"   /* harmonic: z whole on every rank */
 
 #endif

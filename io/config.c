@@ -131,13 +131,14 @@ enum {
   K_OUTPUT,
   K_MEMORY,
   K_DIMENSIONS,
+  K_GRID,
   K_COUNT
 };
 
 static const char *const qp_top_keys[K_COUNT] = {
     "maps",         "mask", "mask_pol", "fields",      "cls",       "noise", "spectra",
     "ell_min",      "lmax", "lmax_signal", "bin_width", "bins",  "beam_fwhm_arcmin",
-    "pixel_window", "path", "harmonic_method", "backend",     "output",    "memory", "dimensions"};
+    "pixel_window", "path", "harmonic_method", "backend",     "output",    "memory", "dimensions", "grid"};
 
 enum {
   N_VARIANCE = 0,
@@ -158,6 +159,9 @@ static const char *const qp_dimension_keys[D_COUNT] = {"n_pix",  "n_modes", "lma
 enum { M_HOST = 0, M_DEVICE, M_INTERVAL, M_CALIBRATION, M_COUNT };
 static const char *const qp_memory_keys[M_COUNT] = {"host_limit", "device_limit",
                                                     "sample_interval_ms", "calibration"};
+
+enum { G_ROWS = 0, G_COLS, G_BLOCK, G_COUNT };
+static const char *const qp_grid_keys[G_COUNT] = {"rows", "cols", "block"};
 
 typedef struct qp_cfg_ctx {
   const char *file;      /* the config path, for messages */
@@ -452,6 +456,19 @@ static qp_err qp_cfg_memory_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *k
   return QP_OK;
 }
 
+static qp_err qp_cfg_grid_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_node,
+                              const yaml_node_t *value, void *state) {
+  qp_config *cfg = state;
+  (void)key_node;
+  int *field[G_COUNT] = {&cfg->grid_rows, &cfg->grid_cols, &cfg->grid_block};
+  char name[32];
+  snprintf(name, sizeof name, "grid.%s", qp_grid_keys[index]);
+  QP_CALL(qp_cfg_int(ctx, name, value, field[index]));
+  QP_CHECK(*field[index] >= 1, QP_ERR_INPUT, "config %s line %d: %s must be >= 1, got %d",
+           ctx->file, qp_node_line(value), name, *field[index]);
+  return QP_OK;
+}
+
 static qp_err qp_cfg_maps(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
   int n = 1;
   if (node->type == YAML_SEQUENCE_NODE) {
@@ -586,6 +603,13 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
              "20GiB})",
              ctx->file, qp_node_line(value));
     QP_CALL(qp_cfg_walk(ctx, value, "memory", qp_memory_keys, M_COUNT, qp_cfg_memory_key, cfg));
+    break;
+  case K_GRID:
+    QP_CHECK(value->type == YAML_MAPPING_NODE, QP_ERR_INPUT,
+             "config %s line %d: key 'grid' must be a mapping (e.g. grid: {rows: 2, cols: 2, "
+             "block: 64})",
+             ctx->file, qp_node_line(value));
+    QP_CALL(qp_cfg_walk(ctx, value, "grid", qp_grid_keys, G_COUNT, qp_cfg_grid_key, cfg));
     break;
   default: QP_FAIL(QP_ERR_INTERNAL, "config key index %d", index);
   }

@@ -50,7 +50,9 @@ typedef struct qp_config {
   int pixel_window;                  /* 0 (default) or 1: not supported yet */
   qp_path path;
   int harmonic_method;               /* 0 auto, 1 smw, 2 projected */
-  char backend[16];                  /* "cpu" */
+  char backend[16];                  /* "cpu", "cuda", "dist" */
+  /* grid: {rows, cols, block}: the process grid of the distributed backend; 0 = chosen */
+  int grid_rows, grid_cols, grid_block;
   char output[QP_PATH_MAX];
   /* dimensions: {n_pix, n_modes, lmax_signal, lmax, n_bins, n_maps, nside}: sizes a job
    * without data (budget and plan only; maps, mask and cls are then not needed) */

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "model.h"
+#include "report_ranks.h"
 #include "qp_error.h"
 
 typedef struct qp_results {
@@ -33,6 +34,7 @@ typedef struct qp_results {
   const char *path_reason;        /* why that path */
   const qp_model *model;          /* the prediction, written beside the measurement */
   const qp_meter_sample *baseline; /* meters before the first stage, or NULL (then -1) */
+  const qp_rank_table *ranks;     /* distributed runs: every rank's budget, or NULL */
 } qp_results;
 
 /** Writes the results file (with the /budget report of every stage recorded so far).

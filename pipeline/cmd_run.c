@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comm.h"
 #include "commands.h"
 #include "driver.h"
 
@@ -75,11 +76,12 @@ int qp_cmd_run(int argc, char **argv) {
   qp_meter_sample baseline;
   err = qp_driver_run(&cfg, &options, &problem, &baseline);
   if (err != QP_OK) {
-    qp_error_print(stderr, verbose);
+    /* Every rank has the same error (the stages agree on it): rank 0 says it. */
+    if (qp_comm_rank() == 0) qp_error_print(stderr, verbose);
     qp_config_free(&cfg);
     return qp_err_exit_status(err);
   }
-  qp_run_summary(&problem, &baseline);
+  if (qp_comm_rank() == 0) qp_run_summary(&problem, &baseline);
   qp_problem_free(&problem);
   qp_config_free(&cfg);
   if (qp_budget_current(QP_SPACE_HOST) != 0) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm.h"
 #include "h5_matrix.h"
 #include "inputs.h"
 #include "results_h5.h"
@@ -18,7 +19,9 @@ typedef qp_err (*qp_stage_fn)(qp_problem *p);
 static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p) {
   QP_CALL(qp_stage_push(qp_stage_name(id)));
   if (p->progress) fprintf(stderr, "[qmlpipe] %s ...\n", qp_stage_name(id));
-  qp_err err = fn(p);
+  /* With MPI every rank leaves the stage with the same status: a rank that failed alone
+   * would leave the others waiting in the next collective. */
+  qp_err err = qp_comm_agree(fn(p));
   if (err != QP_OK) qp_error_trace(__FILE__, __LINE__, qp_stage_name(id));
   qp_err pop = qp_stage_pop();
   QP_CALL(err);
@@ -30,6 +33,41 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p) {
             (double)r->tracked_peak / 1048576.0);
   }
   return QP_OK;
+}
+
+/* The distributed kernels once on a small problem of the grid: PBLAS and BLACS set up their
+ * buffers and MPI its shared-memory channels to every peer on first use. */
+static void qp_warm_up_distributed(void) {
+  const qp_linalg_ops *ops = qp_linalg_dist_ops();
+  if (!ops || !qp_grid_current()) return;
+  const qp_grid *g = qp_grid_current();
+  const int64_t n = 4 * (int64_t)g->block * (g->nprow > g->npcol ? g->nprow : g->npcol);
+  qp_matrix a = {0}, b = {0}, c = {0};
+  int *pivots = NULL;
+  if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &b) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &c) == QP_OK &&
+      (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots))) {
+    qp_matrix_set_identity(&a, 2.0);
+    qp_matrix_set_identity(&c, 3.0);
+    for (int64_t k = 0; k < qp_matrix_local_size(&b); ++k) b.data[k] = 1.0 / (double)(1 + k % 7);
+    (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 1.0, &c);
+    (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &b, &a, 1.0, &c);
+    (void)qp_linalg_potrf(&a);
+    (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+    (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+    (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
+    (void)qp_linalg_trtri(&a);
+    (void)qp_linalg_copy_sub(n / 2, n / 2, &b, 1, 3, &c, 5, 2);
+    if (qp_linalg_getrf(&c, pivots) == QP_OK) (void)qp_linalg_getrs(&c, pivots, &b);
+    double x[64] = {0};
+    (void)qp_comm_sum(x, 64);
+  }
+  free(pivots);
+  qp_error_clear();
+  qp_matrix_destroy(&a);
+  qp_matrix_destroy(&b);
+  qp_matrix_destroy(&c);
 }
 
 void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
@@ -111,8 +149,39 @@ void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
     volatile char stack_touch[1 << 16];
     for (size_t i = 0; i < sizeof stack_touch; i += 4096) stack_touch[i] = 0;
   }
+  qp_warm_up_distributed();
   qp_h5_library_init();
   qp_meter_read(baseline);
+}
+
+qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
+  const int ranks = qp_comm_size();
+  if (ranks == 1 && strcmp(cfg->backend, "dist") != 0) {
+    QP_CALL(qp_linalg_backend(cfg->backend, ops));
+    return QP_OK;
+  }
+  /* Several ranks (or backend: dist) run the distributed backend: on several ranks the cpu
+   * backend would repeat the whole analysis on each. */
+  QP_CHECK(strcmp(cfg->backend, "cuda") != 0, QP_ERR_UNSUPPORTED,
+           "config '%s': backend cuda on %d MPI ranks is not supported; use backend: dist",
+           cfg->source, ranks);
+  QP_CHECK(qp_linalg_dist_ops(), QP_ERR_UNSUPPORTED,
+           "qmlpipe runs on %d MPI ranks, but this build has no distributed backend (configure "
+           "with -DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON)",
+           ranks);
+  QP_CHECK(qp_comm_active(), QP_ERR_MPI,
+           "config '%s': backend dist needs MPI: start qmlpipe with mpiexec or srun", cfg->source);
+  const qp_grid *current = qp_grid_current();
+  const int block = cfg->grid_block > 0 ? cfg->grid_block : QP_GRID_DEFAULT_BLOCK;
+  if (!current || current->block != block ||
+      (cfg->grid_rows > 0 && (current->nprow != cfg->grid_rows ||
+                              current->npcol != cfg->grid_cols))) {
+    QP_CHECK((cfg->grid_rows > 0) == (cfg->grid_cols > 0), QP_ERR_INPUT,
+             "config '%s': grid needs both rows and cols (or neither)", cfg->source);
+    QP_CALL(qp_grid_init(cfg->grid_rows, cfg->grid_cols, block, NULL));
+  }
+  QP_CALL(qp_linalg_backend("dist", ops));
+  return QP_OK;
 }
 
 qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_problem *p,
@@ -125,7 +194,9 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
                 "config '%s' gives dimensions, not maps: it sizes a job for `qmlpipe budget` and "
                 "`qmlpipe plan`, it cannot run",
                 cfg->source);
-  QP_CALL_GOTO(qp_linalg_backend(cfg->backend, &p->ops), fail);
+  QP_CALL_GOTO(qp_driver_backend(cfg, &p->ops), fail);
+  /* Progress lines from rank 0 only. */
+  if (qp_comm_rank() != 0) p->progress = 0;
   /* The plan and the limit check come before anything large, the warm-up included. */
   QP_CALL_GOTO(qp_inputs_plan(p), fail);
   QP_CALL_GOTO(qp_inputs_check_limit(p), fail);
@@ -142,7 +213,21 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_FISHER_RUN, qp_stage_fisher_run, p), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_SPECTRA_RUN, qp_stage_spectra_run, p), fail);
   qp_timeline_stop();
-  if (options->write_results) {
+  /* Distributed: every rank's predicted and measured figures, gathered for the report. */
+  double *rank_rows = NULL;
+  qp_rank_table ranks = {0};
+  const qp_grid *grid = p->ops->distributed ? qp_grid_current() : NULL;
+  if (grid) {
+    const int n = qp_comm_size();
+    double mine[QP_RANK_ROW];
+    qp_rank_row(&p->model, baseline, mine);
+    rank_rows = malloc((size_t)n * QP_RANK_ROW * sizeof *rank_rows);
+    QP_CHECK_GOTO(rank_rows, QP_ERR_NOMEM, fail, "out of memory for %d ranks' budgets", n);
+    QP_CALL_GOTO(qp_comm_allgather(mine, rank_rows, QP_RANK_ROW), fail);
+    ranks = (qp_rank_table){n, grid->nprow, grid->npcol, grid->block, qp_comm_node_size(),
+                            rank_rows};
+  }
+  if (options->write_results && qp_comm_rank() == 0) {
     qp_results results = {
         .config = cfg,
         .nside = p->nside,
@@ -169,9 +254,13 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
         .path_reason = p->path_reason,
         .model = &p->model,
         .baseline = baseline,
+        .ranks = grid ? &ranks : NULL,
     };
-    QP_CALL_GOTO(qp_results_write(cfg->output, &results), fail);
+    err = qp_results_write(cfg->output, &results);
   }
+  free(rank_rows);
+  /* Rank 0 writes; the others wait for its status. */
+  QP_CALL_GOTO(qp_comm_agree(err), fail);
   return QP_OK;
 fail:
   qp_timeline_stop();

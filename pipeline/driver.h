@@ -14,6 +14,10 @@ typedef struct qp_run_options {
  *  stage is measured) and returns the meter sample taken after it: the runs's baseline. */
 void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline);
 
+/** The linear-algebra backend of a run: the config's, or the distributed one (its process
+ *  grid set up from the config's grid block) when MPI runs several ranks or backend is dist. */
+qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops);
+
 /** Runs every stage on `cfg`. On success `p` holds the results (free it with
  *  qp_problem_free); on failure nothing is written and `p` is freed. */
 qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_problem *p,

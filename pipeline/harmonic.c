@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm.h"
 #include "harmonics.h"
 #include "pixel_matrices.h"
 #include "progress.h"
@@ -89,8 +90,57 @@ static qp_err qp_param_entries(const qp_problem *p, qp_entry **entries, int64_t 
 
 /* ---- basis_setup ---- */
 
+/* Distributed V^T: each rank evaluates the basis at the positions of its own rows and keeps
+ * its own columns. Row r is T at position r, Q at position r, or U at position r - n_obs_p. */
+static void qp_build_vt_distributed(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  qp_matrix *v = &p->vt;
+  const int64_t nt = p->n_obs_t, np = p->n_obs_p;
+#pragma omp parallel
+  {
+    const int count = qp_harmonic_count(0, cfg->lmax);
+    double *work = malloc((size_t)qp_harmonics_work_size(cfg->lmax) * sizeof *work);
+    double *row = malloc((size_t)(5 * count) * sizeof *row);
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t li = 0; li < v->local_rows; ++li) {
+      const int64_t r = qp_matrix_global_row(v, li);
+      const int component = r < nt ? 0 : (r < nt + np ? 1 : 2);
+      const int64_t pos = component == 2 ? r - np : r;
+      double theta, phi;
+      pix2ang_ring64(p->nside, p->observed[pos], &theta, &phi);
+      const int f0 = component ? 1 : 0, lo = p->field_ell_min[f0];
+      if (cfg->lmax < lo) continue;
+      const int nf = qp_harmonic_count(lo, cfg->lmax);
+      double *t = row, *qe = row + count, *ue = row + 2 * count, *qb = row + 3 * count,
+             *ub = row + 4 * count;
+      if (!component)
+        qp_harmonics_at(lo, cfg->lmax, theta, phi, work, t, NULL, NULL, NULL, NULL);
+      else
+        qp_harmonics_at(lo, cfg->lmax, theta, phi, work, NULL, qe, ue, qb, ub);
+      /* The values of this row per field: T for a T row; E and B for a Q or U row. */
+      const double *of_field[3] = {component ? NULL : t, component == 1 ? qe : ue,
+                                   component == 1 ? qb : ub};
+      if (!component) of_field[1] = of_field[2] = NULL;
+      for (int64_t lj = 0; lj < v->local_cols; ++lj) {
+        const int64_t mode = qp_matrix_global_col(v, lj);
+        for (int f = 0; f < 3; ++f) {
+          if (!of_field[f] || p->field_offset[f] < 0) continue;
+          const int64_t k = mode - p->field_offset[f];
+          if (k >= 0 && k < nf) v->data[li + lj * v->ld] = of_field[f][k];
+        }
+      }
+    }
+    free(work);
+    free(row);
+  }
+}
+
 /* V^T at the observed positions: T rows from the temperature basis, Q/U rows from E and B. */
 static void qp_build_vt(qp_problem *p) {
+  if (p->vt.grid) {
+    qp_build_vt_distributed(p);
+    return;
+  }
   const qp_config *cfg = p->cfg;
   const int64_t n = p->n_pix, nt = p->n_obs_t, np = p->n_obs_p;
   double *vt = p->vt.data;
@@ -156,13 +206,51 @@ static void qp_build_smw_matrix(qp_problem *p) {
   }
 }
 
+/* The same, distributed: M = I, then for every pair of fields (f, fb) K's columns of field
+ * f are redistributed to the columns of fb (where (l, m) agree) and added, scaled by
+ * C_l^{f fb} B_l^2, each rank on its own columns. */
+static qp_err qp_build_smw_matrix_distributed(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  const int64_t nm = p->n_modes;
+  qp_matrix *mm = &p->smw_lu, cols = {0};
+  qp_err err = QP_OK;
+  qp_matrix_set_identity(mm, 1.0);
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, nm, nm, &cols));
+  for (int fb = 0; fb < 3; ++fb)
+    for (int f = 0; f < 3; ++f) {
+      if (p->field_offset[fb] < 0 || p->field_offset[f] < 0) continue;
+      const int lo = p->field_ell_min[f] > p->field_ell_min[fb] ? p->field_ell_min[f]
+                                                                 : p->field_ell_min[fb];
+      if (lo > cfg->lmax) continue;
+      int nonzero = 0;
+      for (int l = lo; l <= cfg->lmax; ++l) nonzero |= p->cls.cl[qp_fields_spectrum(f, fb)][l] != 0;
+      if (!nonzero) continue;
+      const int64_t count = qp_harmonic_count(lo, cfg->lmax);
+      const int64_t from = qp_mode(p, f, lo, -lo), to = qp_mode(p, fb, lo, -lo);
+      QP_CALL_GOTO(qp_linalg_copy_sub(nm, count, &p->kernel, 0, from, &cols, 0, to), done);
+      for (int64_t lj = 0; lj < mm->local_cols; ++lj) {
+        const int64_t b = qp_matrix_global_col(mm, lj);
+        if (b < to || b >= to + count) continue;
+        int l = lo;
+        while (qp_harmonic_count(lo, l) <= b - to) ++l;
+        const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_beam2(p, l);
+        for (int64_t li = 0; li < mm->local_rows; ++li)
+          mm->data[li + lj * mm->ld] += c * cols.data[li + lj * cols.ld];
+      }
+    }
+done:
+  qp_matrix_destroy(&cols);
+  return err;
+}
+
 /* x -> N_eff^-1/2 x for SMW: by the Cholesky factor of a dense N_eff, or the variances. */
 static qp_err qp_whiten_smw(qp_problem *p, qp_matrix *x) {
   if (p->noise_factor.data) {
     QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->noise_factor, x));
   } else {
-    for (int64_t k = 0; k < x->cols; ++k)
-      for (int64_t i = 0; i < x->rows; ++i) x->data[i + k * x->ld] /= sqrt(p->noise_variance[i]);
+    for (int64_t k = 0; k < x->local_cols; ++k)
+      for (int64_t i = 0; i < x->local_rows; ++i)
+        x->data[i + k * x->ld] /= sqrt(p->noise_variance[qp_matrix_global_row(x, i)]);
   }
   return QP_OK;
 }
@@ -185,7 +273,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm, n_maps,
                                 &p->mode_maps),
                done);
-  memcpy(w.data, p->maps, (size_t)(n * n_maps) * sizeof(double));
+  qp_maps_to_matrix(p, &w);
   QP_CALL_GOTO(qp_whiten_smw(p, &w), done);
   QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &w, 0.0, &p->mode_maps), done);
   qp_matrix_destroy(&w);
@@ -199,9 +287,13 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   qp_progress_note(progress, "K = V N^-1 V^T");
 
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, nm, nm, &p->smw_lu));
-  QP_CALL(qp_budget_alloc_array(QP_TERM_PIVOTS, QP_TERM_PERSISTENT, (size_t)nm, sizeof(int),
+  QP_CALL(qp_budget_alloc_array(QP_TERM_PIVOTS, QP_TERM_PERSISTENT,
+                                (size_t)qp_linalg_pivot_count(&p->smw_lu), sizeof(int),
                                 (void **)&p->pivots));
-  qp_build_smw_matrix(p);
+  if (p->smw_lu.grid)
+    QP_CALL(qp_build_smw_matrix_distributed(p));
+  else
+    qp_build_smw_matrix(p);
   err = qp_linalg_getrf(&p->smw_lu, p->pivots);
   QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
            "the SMW kernel I + K Lambda is singular (%s); use harmonic_method: projected",
@@ -241,7 +333,7 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
 
 /* G^T into g (n_modes^2): SMW: (I + K Lambda)^-1 W. */
 static qp_err qp_noise_kernel_smw(qp_problem *p, qp_matrix *g) {
-  memcpy(g->data, p->kernel.data, (size_t)(p->n_modes * p->n_modes) * sizeof(double));
+  memcpy(g->data, p->kernel.data, (size_t)qp_matrix_local_size(g) * sizeof(double));
   QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, g));
   return QP_OK;
 }
@@ -256,17 +348,105 @@ static qp_err qp_noise_modes_dense(qp_problem *p, const qp_matrix *z, qp_matrix 
                done);
   if (p->switched)
     qp_pixel_matrices_build_range(p, neff.data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0);
-  if (p->noise_variance) {
-    for (int64_t i = 0; i < n; ++i)
-      neff.data[i + i * n] += p->noise_variance[i];
-  } else {
-    for (int64_t k = 0; k < n * n; ++k)
-      neff.data[k] += p->noise.data[k];
-  }
+  qp_pixel_add_noise(p, &neff);
   QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &neff, z, 0.0, nz), done);
 done:
   qp_matrix_destroy(&neff);
   return err;
+}
+
+/* F on the distributed backend. W's entries W_bc W_da of one term sit at (b, c) and (d, a),
+ * generally on two ranks; but b, a share one (l, m) and c, d another, so with W split into its
+ * field blocks W^{gh}, each padded to all (l, m) up to lmax and redistributed onto one layout,
+ * the two entries are at the same place of two blocks: every rank sums the terms of its own
+ * (lm, l'm') and one reduction gives F. W is symmetric, so W_da = W_ad = W^{fa fd}. */
+static qp_err qp_fisher_distributed(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  const int64_t n_lm = qp_harmonic_count(0, cfg->lmax);
+  const int np = p->n_params, nb = p->n_bins;
+  qp_err err = QP_OK;
+  double *stack = NULL;
+  qp_matrix block[3][3];
+  memset(block, 0, sizeof block);
+  int fields[3], n_fields = 0;
+  for (int f = 0; f < 3; ++f)
+    if (p->field_offset[f] >= 0) fields[n_fields++] = f;
+  const int64_t local = qp_matrix_local_elements(p->ops, n_lm, n_lm);
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
+                           (int64_t)n_fields * n_fields * local, &stack));
+  for (int a = 0; a < n_fields; ++a)
+    for (int b = 0; b < n_fields; ++b) {
+      const int g = fields[a], h = fields[b];
+      qp_matrix *m = &block[g][h];
+      QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_FIELD_BLOCKS, stack + (a * n_fields + b) * local,
+                                  n_lm, n_lm, 0, m),
+                   done);
+      const int lg = p->field_ell_min[g], lh = p->field_ell_min[h];
+      if (lg > cfg->lmax || lh > cfg->lmax) continue;
+      QP_CALL_GOTO(qp_linalg_copy_sub(qp_harmonic_count(lg, cfg->lmax),
+                                      qp_harmonic_count(lh, cfg->lmax), &p->kernel,
+                                      p->field_offset[g], p->field_offset[h], m,
+                                      n_lm - qp_harmonic_count(lg, cfg->lmax),
+                                      n_lm - qp_harmonic_count(lh, cfg->lmax)),
+                   done);
+    }
+  /* The bin of each multipole (-1 outside every bin) and l of each (l, m) index. */
+  int *bin_of = malloc((size_t)(cfg->lmax + 1) * sizeof *bin_of);
+  QP_CHECK_GOTO(bin_of, QP_ERR_NOMEM, done, "out of memory for %d bins", cfg->lmax + 1);
+  for (int l = 0; l <= cfg->lmax; ++l) bin_of[l] = -1;
+  for (int b = 0; b < nb; ++b)
+    for (int l = p->bin_lo[b]; l <= p->bin_hi[b]; ++l) bin_of[l] = b;
+  memset(p->fisher, 0, (size_t)np * np * sizeof(double));
+  const qp_matrix *lay = &block[fields[0]][fields[0]];
+  for (int64_t lj = 0; lj < lay->local_cols; ++lj) {
+    const int64_t j = qp_matrix_global_col(lay, lj);
+    const int lc = (int)floor(sqrt((double)j));
+    if (bin_of[lc] < 0) continue;
+    for (int64_t li = 0; li < lay->local_rows; ++li) {
+      const int64_t i = qp_matrix_global_row(lay, li);
+      const int lr = (int)floor(sqrt((double)i));
+      if (bin_of[lr] < 0) continue;
+      const int64_t at = li + lj * lay->ld;
+      const double vu = qp_beam2(p, lr) * qp_beam2(p, lc);
+      for (int s1 = 0; s1 < cfg->n_spectra; ++s1) {
+        const int *x = qp_spectrum_fields[cfg->spectra[s1]];
+        const int q = s1 * nb + bin_of[lr];
+        for (int s2 = 0; s2 < cfg->n_spectra; ++s2) {
+          const int *y = qp_spectrum_fields[cfg->spectra[s2]];
+          double sum = 0;
+          /* D_q's entries (a, b) are (x0, x1) and, off the diagonal, (x1, x0); D_r's (c, d). */
+          for (int e1 = 0; e1 < (x[0] != x[1] ? 2 : 1); ++e1)
+            for (int e2 = 0; e2 < (y[0] != y[1] ? 2 : 1); ++e2) {
+              const int fa = x[e1], fb = x[1 - e1], fc = y[e2], fd = y[1 - e2];
+              sum += block[fb][fc].data[at] * block[fa][fd].data[at];
+            }
+          p->fisher[q + (s2 * nb + bin_of[lc]) * np] += 0.5 * vu * sum;
+        }
+      }
+    }
+  }
+  free(bin_of);
+  QP_CALL_GOTO(qp_comm_sum(p->fisher, (int64_t)np * np), done);
+done:
+  qp_budget_free(stack);
+  return err;
+}
+
+/* b_p = 1/2 sum over D_p's entries (a, b, v) of v G[row(a, b), col(a, b)] for a distributed
+ * G: each rank adds the entries it holds, one reduction sums them. */
+static qp_err qp_bias_distributed(qp_problem *p, const qp_matrix *g, const qp_entry *e,
+                                  const int64_t *start, int transpose) {
+  for (int q = 0; q < p->n_params; ++q) {
+    double sum = 0;
+    for (int64_t i = start[q]; i < start[q + 1]; ++i) {
+      int64_t at;
+      const int64_t r = transpose ? e[i].b : e[i].a, c = transpose ? e[i].a : e[i].b;
+      if (qp_matrix_local_offset(g, r, c, &at)) sum += e[i].v * g->data[at];
+    }
+    p->noise_bias[q] = 0.5 * sum;
+  }
+  QP_CALL(qp_comm_sum(p->noise_bias, p->n_params));
+  return QP_OK;
 }
 
 qp_err qp_harmonic_fisher_run(qp_problem *p) {
@@ -282,8 +462,10 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
 
   /* F_pq = 1/2 sum over D_p's (a, b, v) and D_q's (c, d, u) of v u W_bc W_da. */
   const double *w = p->kernel.data;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int q = 0; q < np; ++q)
+  const int distributed = p->kernel.grid != NULL;
+  if (distributed) QP_CALL_GOTO(qp_fisher_distributed(p), done);
+#pragma omp parallel for schedule(dynamic, 1) if (!distributed)
+  for (int q = 0; q < (distributed ? 0 : np); ++q)
     for (int r = q; r < np; ++r) {
       double sum = 0;
       for (int64_t i = start[q]; i < start[q + 1]; ++i)
@@ -297,6 +479,10 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
     QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, nm, nm, &g),
                  done);
     QP_CALL_GOTO(qp_noise_kernel_smw(p, &g), done);
+    if (distributed) {
+      QP_CALL_GOTO(qp_bias_distributed(p, &g, e, start, 0), done);
+      goto done;
+    }
     for (int q = 0; q < np; ++q) {
       double sum = 0;
       for (int64_t i = start[q]; i < start[q + 1]; ++i)
@@ -307,9 +493,28 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
     /* Z = C^-1 V^T = L^-T Y; G_ba = Z_b^T N_eff Z_a. */
     QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, n, nm, &z),
                  done);
-    memcpy(z.data, p->vt.data, (size_t)(n * nm) * sizeof(double));
+    memcpy(z.data, p->vt.data, (size_t)qp_matrix_local_size(&z) * sizeof(double));
     QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
     const int dense = p->switched || !p->noise_variance;
+    if (distributed) {
+      /* Distributed: N_eff Z (a product, or the variances row by row), then G = Z^T N_eff Z
+       * whole (columns a and b of one entry may be on two ranks). */
+      QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, n, nm, &nz),
+                   done);
+      if (dense) {
+        QP_CALL_GOTO(qp_noise_modes_dense(p, &z, &nz), done);
+      } else {
+        for (int64_t lj = 0; lj < z.local_cols; ++lj)
+          for (int64_t li = 0; li < z.local_rows; ++li)
+            nz.data[li + lj * nz.ld] =
+                p->noise_variance[qp_matrix_global_row(&z, li)] * z.data[li + lj * z.ld];
+      }
+      QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, nm, nm, &g),
+                   done);
+      QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &z, &nz, 0.0, &g), done);
+      QP_CALL_GOTO(qp_bias_distributed(p, &g, e, start, 1), done);
+      goto done;
+    }
     if (dense) {
       QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, n, nm, &nz),
                    done);
@@ -364,11 +569,32 @@ static qp_err qp_spectra_from_z(qp_problem *p, const qp_matrix *z) {
   return QP_OK;
 }
 
+/* y from a distributed z: z (n_modes x n_maps, small) made whole on every rank first. */
+static qp_err qp_spectra_from_distributed_z(qp_problem *p, const qp_matrix *z) {
+  qp_matrix all = {0};
+  QP_CALL(qp_matrix_create(qp_linalg_cpu_ops(), QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT,
+                           z->rows, z->cols, &all));
+  for (int64_t lj = 0; lj < z->local_cols; ++lj)
+    for (int64_t li = 0; li < z->local_rows; ++li)
+      all.data[qp_matrix_global_row(z, li) + qp_matrix_global_col(z, lj) * all.ld] =
+          z->data[li + lj * z->ld];
+  qp_err err = qp_comm_sum(all.data, all.rows * all.cols);
+  if (err == QP_OK) err = qp_spectra_from_z(p, &all);
+  qp_matrix_destroy(&all);
+  QP_CALL(err);
+  return QP_OK;
+}
+
+static qp_err qp_spectra_from_modes(qp_problem *p, const qp_matrix *z) {
+  if (z->grid) return qp_spectra_from_distributed_z(p, z);
+  return qp_spectra_from_z(p, z);
+}
+
 qp_err qp_harmonic_spectra_y(qp_problem *p) {
   if (p->smw) {
     /* z = (I + K Lambda)^-1 V N_eff^-1 x, from the mode maps of basis_setup. */
     QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, &p->mode_maps));
-    QP_CALL(qp_spectra_from_z(p, &p->mode_maps));
+    QP_CALL(qp_spectra_from_modes(p, &p->mode_maps));
     return QP_OK;
   }
   /* Projection: z = V C^-1 x = Y^T L^-1 x. */
@@ -379,10 +605,10 @@ qp_err qp_harmonic_spectra_y(qp_problem *p) {
                done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, nm, n_maps, &v),
                done);
-  memcpy(w.data, p->maps, (size_t)(n * n_maps) * sizeof(double));
+  qp_maps_to_matrix(p, &w);
   QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &w), done);
   QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &w, 0.0, &v), done);
-  QP_CALL_GOTO(qp_spectra_from_z(p, &v), done);
+  QP_CALL_GOTO(qp_spectra_from_modes(p, &v), done);
 done:
   qp_matrix_destroy(&v);
   qp_matrix_destroy(&w);

@@ -10,6 +10,7 @@
 #include "calibration.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
+#include "comm.h"
 #include "harmonic.h"
 #include "legendre.h"
 #include "terms.h"
@@ -107,7 +108,18 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t f
       .fisher_chunk = fisher_chunk,
       .spectra_chunk = spectra_chunk,
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
+      .reader = qp_comm_rank() == 0,
   };
+  const qp_grid *grid = p->ops && p->ops->distributed ? qp_grid_current() : NULL;
+  if (grid) {
+    dims.grid_rows = grid->nprow;
+    dims.grid_cols = grid->npcol;
+    dims.grid_row = grid->myrow;
+    dims.grid_col = grid->mycol;
+    dims.block = grid->block;
+  }
+  for (int f = 0; f < 3; ++f) dims.n_fields += p->field_offset[f] >= 0;
+  dims.n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
   QP_CALL(qp_model_predict(&dims, model));
   model->overhead_bytes = p->calibration.overhead_bytes;
   if (p->calibration.builtin && p->n_pix > 2048)
@@ -265,6 +277,11 @@ qp_err qp_inputs_plan(qp_problem *p) {
   }
   QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED, "config '%s': pixel_window is not supported yet",
            cfg->source);
+  QP_CHECK(!(p->ops && p->ops->distributed) || cfg->noise_kind != QP_NOISE_COVARIANCE,
+           QP_ERR_UNSUPPORTED,
+           "config '%s': a dense noise covariance ('%s') is not supported on the distributed "
+           "backend yet; use a variance map, or run on one process",
+           cfg->source, cfg->noise_file);
 
   /* The mask first: its nside bounds lmax, the first thing a user gets wrong. */
   qp_healpix_info mask_info;
@@ -339,13 +356,9 @@ static void qp_inputs_positions(qp_problem *p, int64_t *k) {
   }
 }
 
-qp_err qp_inputs_read_geometry(qp_problem *p) {
+/* The mask(s) into the positions (rank 0 only with MPI). */
+static qp_err qp_inputs_read_positions(qp_problem *p) {
   const qp_config *cfg = p->cfg;
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &p->sky));
-  QP_CALL(qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, (size_t)p->n_observed,
-                                sizeof(int64_t), (void **)&p->observed));
-  QP_CALL(
-      QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * p->n_observed, &p->vectors));
   int64_t k = 0, n = 0;
   if (qp_has_t(cfg)) {
     QP_CALL(qp_inputs_read_mask(p, cfg->mask, p->sky, &n));
@@ -357,6 +370,23 @@ qp_err qp_inputs_read_geometry(qp_problem *p) {
     QP_CHECK(n == p->n_obs_p, QP_ERR_INPUT, "mask '%s' changed during the run", qp_mask_pol(cfg));
     qp_inputs_positions(p, &k);
   }
+  return QP_OK;
+}
+
+/* With MPI, rank 0 reads (it alone holds the sky buffer) and every rank gets what is small:
+ * the positions, maps and variances are replicated; a read error on rank 0 is every rank's. */
+static int qp_inputs_reader(void) { return qp_comm_rank() == 0; }
+
+qp_err qp_inputs_read_geometry(qp_problem *p) {
+  const int reader = qp_inputs_reader();
+  if (reader) QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &p->sky));
+  QP_CALL(qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, (size_t)p->n_observed,
+                                sizeof(int64_t), (void **)&p->observed));
+  QP_CALL(
+      QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * p->n_observed, &p->vectors));
+  QP_CALL(qp_comm_agree(reader ? qp_inputs_read_positions(p) : QP_OK));
+  QP_CALL(qp_comm_bcast(p->observed, (size_t)p->n_observed * sizeof(int64_t)));
+  QP_CALL(qp_comm_bcast(p->vectors, (size_t)(3 * p->n_observed) * sizeof(double)));
   return QP_OK;
 }
 
@@ -481,25 +511,36 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
   return QP_OK;
 }
 
+/* The maps and a variance map (rank 0 only with MPI). */
+static qp_err qp_inputs_read_map_files(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  for (int m = 0; m < cfg->n_maps; ++m)
+    QP_CALL(qp_inputs_read_fields(p, cfg->maps[m], "map", 0, p->maps + m * p->n_pix));
+  if (cfg->noise_kind == QP_NOISE_VARIANCE_MAP)
+    QP_CALL(qp_inputs_read_fields(p, cfg->noise_file, "noise variance map", 1, p->noise_variance));
+  return QP_OK;
+}
+
 qp_err qp_inputs_read_data(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_MAPS, QP_TERM_PERSISTENT, p->n_pix * p->n_maps, &p->maps));
-  for (int m = 0; m < cfg->n_maps; ++m)
-    QP_CALL(qp_inputs_read_fields(p, cfg->maps[m], "map", 0, p->maps + m * p->n_pix));
   switch (cfg->noise_kind) {
   case QP_NOISE_VARIANCE:
   case QP_NOISE_VARIANCE_MAP:
     QP_CALL(
         QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix, &p->noise_variance));
-    if (cfg->noise_kind == QP_NOISE_VARIANCE) {
+    if (cfg->noise_kind == QP_NOISE_VARIANCE)
       for (int64_t k = 0; k < p->n_pix; ++k)
         p->noise_variance[k] = k < p->n_obs_t ? cfg->noise_variance : cfg->noise_variance_pol;
-    } else {
-      QP_CALL(
-          qp_inputs_read_fields(p, cfg->noise_file, "noise variance map", 1, p->noise_variance));
-    }
     break;
-  case QP_NOISE_COVARIANCE: QP_CALL(qp_inputs_dense_noise(p)); break;
+  case QP_NOISE_COVARIANCE:
+    /* Refused by the plan on the distributed backend (each rank would need its blocks). */
+    QP_CALL(qp_inputs_dense_noise(p));
+    break;
   }
+  QP_CALL(qp_comm_agree(qp_inputs_reader() ? qp_inputs_read_map_files(p) : QP_OK));
+  QP_CALL(qp_comm_bcast(p->maps, (size_t)(p->n_pix * p->n_maps) * sizeof(double)));
+  if (p->noise_variance)
+    QP_CALL(qp_comm_bcast(p->noise_variance, (size_t)p->n_pix * sizeof(double)));
   return QP_OK;
 }

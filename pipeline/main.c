@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comm.h"
 #include "commands.h"
 #include "qp_config.h"
 
@@ -28,7 +29,7 @@ static void qp_usage(FILE *out) {
           "'qmlpipe COMMAND --help' describes each. Documentation: README.md, docs/.\n");
 }
 
-int main(int argc, char **argv) {
+static int qp_dispatch(int argc, char **argv) {
   if (argc < 2) {
     qp_usage(stderr);
     return 2;
@@ -52,4 +53,16 @@ int main(int argc, char **argv) {
   fprintf(stderr, "qmlpipe: unknown command '%s'\n\n", cmd);
   qp_usage(stderr);
   return 2;
+}
+
+int main(int argc, char **argv) {
+  /* MPI starts when an MPI launcher started qmlpipe (linalg/comm.h); then every command runs
+   * on every rank, and rank 0 prints and writes. */
+  if (qp_comm_init(&argc, &argv) != QP_OK) {
+    qp_error_print(stderr, 0);
+    return qp_err_exit_status(QP_ERR_MPI);
+  }
+  int status = qp_dispatch(argc, argv);
+  qp_comm_finalize();
+  return status;
 }

@@ -97,38 +97,127 @@ static inline void qp_put(const qp_target *t, int64_t index, double value) {
     t->m[index] = value;
 }
 
-/* The lower-triangle entries of the pair (column position j, row position i >= j in their
- * block order) in every target. */
-static void qp_pair(const qp_problem *p, const qp_target *targets, int n_targets, int64_t i,
-                    int64_t j, int lmax, qp_wigner *w) {
-  const int64_t n = p->n_pix, nt = p->n_obs_t, np = p->n_obs_p;
+/* The entries of one pair of positions (i >= j in block order) for one target: T_i T_j, the
+ * (polarised i, T j) pair's Q_i T_j and U_i T_j, and the polarised pair's four. */
+typedef struct qp_pair_values {
+  double tt, qt, ut, qq, uu, uq, qu; /* first letter: row (position i), second: column (j) */
+} qp_pair_values;
+
+/* The geometry of a pair, shared by every target: Wigner d of its angle and the rotations. */
+typedef struct qp_pair_geometry {
+  int tt, tp, pp;
+  double ci, si, cj, sj;
+} qp_pair_geometry;
+
+static qp_pair_geometry qp_pair_setup(const qp_problem *p, int64_t i, int64_t j, int lmax,
+                                      qp_wigner *w) {
+  const int64_t nt = p->n_obs_t;
   const double *ri = p->vectors + 3 * i, *rj = p->vectors + 3 * j;
   double z = ri[0] * rj[0] + ri[1] * rj[1] + ri[2] * rj[2];
   z = z > 1.0 ? 1.0 : (z < -1.0 ? -1.0 : z);
   const int i_pol = i >= nt, j_pol = j >= nt;
-  const int tt = !i_pol && !j_pol, tp = i_pol != j_pol, pp = i_pol && j_pol;
-  qp_wigner_eval(lmax, z, tt, tp, pp, w);
-  double ci = 1, si = 0, cj = 1, sj = 0;
-  if (i_pol) qp_rotation(ri, rj, z, &ci, &si);
-  if (pp) qp_rotation(rj, ri, z, &cj, &sj);
+  qp_pair_geometry g = {!i_pol && !j_pol, i_pol != j_pol, i_pol && j_pol, 1, 0, 1, 0};
+  qp_wigner_eval(lmax, z, g.tt, g.tp, g.pp, w);
+  if (i_pol) qp_rotation(ri, rj, z, &g.ci, &g.si);
+  if (g.pp) qp_rotation(rj, ri, z, &g.cj, &g.sj);
+  return g;
+}
+
+static qp_pair_values qp_pair_target(const qp_target *t, const qp_pair_geometry *g,
+                                     const qp_wigner *w) {
+  qp_local b = qp_local_block(t->lo, t->hi, t->coeff, w, g->tt, g->tp, g->pp);
+  qp_pair_values v = {b.tt, 0, 0, 0, 0, 0, 0};
+  if (g->tp) { /* i is the polarised position (rows Q_i, U_i), j the T one */
+    v.qt = g->ci * b.tq - g->si * b.tu;
+    v.ut = g->si * b.tq + g->ci * b.tu;
+  } else if (g->pp) {
+    double x00 = g->ci * b.qq - g->si * b.qu, x01 = g->ci * b.qu - g->si * b.uu;
+    double x10 = g->si * b.qq + g->ci * b.qu, x11 = g->si * b.qu + g->ci * b.uu;
+    v.qq = x00 * g->cj - x01 * g->sj;
+    v.uu = x10 * g->sj + x11 * g->cj;
+    v.uq = x10 * g->cj - x11 * g->sj;
+    v.qu = x00 * g->sj + x01 * g->cj;
+  }
+  return v;
+}
+
+/* The lower-triangle entries of the pair (column position j, row position i >= j in their
+ * block order) in every target. */
+static void qp_pair(const qp_problem *p, const qp_target *targets, int n_targets, int64_t i,
+                    int64_t j, int lmax, qp_wigner *w) {
+  const int64_t n = p->n_pix, np = p->n_obs_p;
+  const qp_pair_geometry g = qp_pair_setup(p, i, j, lmax, w);
   for (int k = 0; k < n_targets; ++k) {
     const qp_target *t = &targets[k];
-    qp_local b = qp_local_block(t->lo, t->hi, t->coeff, w, tt, tp, pp);
-    if (tt) {
-      qp_put(t, i + j * n, b.tt);
-    } else if (tp) {               /* i is the polarised position (rows Q_i, U_i), j the T one */
-      int64_t qi = i, ui = i + np; /* position i >= nt holds Q at index i, U at i + np */
-      qp_put(t, qi + j * n, ci * b.tq - si * b.tu);
-      qp_put(t, ui + j * n, si * b.tq + ci * b.tu);
+    const qp_pair_values v = qp_pair_target(t, &g, w);
+    if (g.tt) {
+      qp_put(t, i + j * n, v.tt);
+    } else if (g.tp) {
+      qp_put(t, i + j * n, v.qt); /* position i >= nt holds Q at index i, U at i + np */
+      qp_put(t, i + np + j * n, v.ut);
     } else {
       int64_t qi = i, ui = i + np, qj = j, uj = j + np;
-      double x00 = ci * b.qq - si * b.qu, x01 = ci * b.qu - si * b.uu;
-      double x10 = si * b.qq + ci * b.qu, x11 = si * b.qu + ci * b.uu;
-      qp_put(t, qi + qj * n, x00 * cj - x01 * sj);             /* <Q_i Q_j> */
-      qp_put(t, ui + uj * n, x10 * sj + x11 * cj);             /* <U_i U_j> */
-      qp_put(t, ui + qj * n, x10 * cj - x11 * sj);             /* <U_i Q_j> */
-      if (i != j) qp_put(t, uj + qi * n, x00 * sj + x01 * cj); /* <U_j Q_i> = <Q_i U_j> */
+      qp_put(t, qi + qj * n, v.qq);             /* <Q_i Q_j> */
+      qp_put(t, ui + uj * n, v.uu);             /* <U_i U_j> */
+      qp_put(t, ui + qj * n, v.uq);             /* <U_i Q_j> */
+      if (i != j) qp_put(t, uj + qi * n, v.qu); /* <U_j Q_i> = <Q_i U_j> */
     }
+  }
+}
+
+/* The position of data-vector index r and its component (0 T, 1 Q, 2 U). */
+static int64_t qp_row_position(const qp_problem *p, int64_t r, int *component) {
+  if (r < p->n_obs_t) {
+    *component = 0;
+    return r;
+  }
+  if (r < p->n_obs_t + p->n_obs_p) {
+    *component = 1;
+    return r;
+  }
+  *component = 2;
+  return r - p->n_obs_p;
+}
+
+/* The value of the entry (row position a with component ca, column b with cb), a >= b. */
+static double qp_pick(const qp_pair_values *v, int ca, int cb) {
+  static const int index[3][3] = {{0, -1, -1}, {1, 3, 6}, {2, 5, 4}};
+  const double all[7] = {v->tt, v->qt, v->ut, v->qq, v->uu, v->uq, v->qu};
+  return all[index[ca][cb]];
+}
+
+/* Distributed targets: each rank computes the entries of its own blocks (every entry, both
+ * triangles: mirroring would need the transposed block, which lives on another rank). */
+static void qp_build_distributed(const qp_problem *p, const qp_target *targets, int n_targets,
+                                 int lmax) {
+  qp_matrix layout;
+  (void)qp_matrix_view(p->ops, "layout", NULL, p->n_pix, p->n_pix, 0, &layout);
+#pragma omp parallel
+  {
+    double *scratch = malloc((size_t)(4 * (lmax + 1)) * sizeof *scratch);
+    qp_wigner w = {scratch, scratch + (lmax + 1), scratch + 2 * (lmax + 1),
+                   scratch + 3 * (lmax + 1)};
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t lj = 0; lj < layout.local_cols; ++lj) {
+      int cc, cr;
+      const int64_t pc = qp_row_position(p, qp_matrix_global_col(&layout, lj), &cc);
+      for (int64_t li = 0; li < layout.local_rows; ++li) {
+        const int64_t pr = qp_row_position(p, qp_matrix_global_row(&layout, li), &cr);
+        /* The pair in block order (row position >= column position); the transposed entry
+         * of the other order is the same number (the matrices are symmetric). */
+        const int swap = pr < pc;
+        const int64_t a = swap ? pc : pr, b = swap ? pr : pc;
+        const int ca = swap ? cc : cr, cb = swap ? cr : cc;
+        if (a < p->n_obs_t && ca != 0) continue; /* cannot happen: T positions have T rows */
+        const qp_pair_geometry g = qp_pair_setup(p, a, b, lmax, &w);
+        for (int k = 0; k < n_targets; ++k) {
+          const qp_pair_values v = qp_pair_target(&targets[k], &g, &w);
+          double value = a == b && ca == 1 && cb == 2 ? v.uq : qp_pick(&v, ca, cb);
+          qp_put(&targets[k], li + lj * layout.ld, value);
+        }
+      }
+    }
+    free(scratch);
   }
 }
 
@@ -186,6 +275,12 @@ void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo,
     targets[k].coeff[x] = unit;
     if (p->bin_hi[b] > lmax) lmax = p->bin_hi[b];
   }
+  if (p->ops && p->ops->distributed) {
+    qp_build_distributed(p, targets, n_targets, lmax);
+    free(weights);
+    free(targets);
+    return;
+  }
   const int64_t n_pos = p->n_observed;
 #pragma omp parallel
   {
@@ -205,4 +300,18 @@ void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo,
     qp_mirror_lower(targets[k].m, p->n_pix);
   free(weights);
   free(targets);
+}
+
+void qp_pixel_add_noise(const qp_problem *p, qp_matrix *m) {
+  if (p->noise_variance) {
+    for (int64_t lj = 0; lj < m->local_cols; ++lj) {
+      const int64_t gj = qp_matrix_global_col(m, lj);
+      int64_t at;
+      if (qp_matrix_local_offset(m, gj, gj, &at)) m->data[at] += p->noise_variance[gj];
+    }
+    return;
+  }
+  for (int64_t lj = 0; lj < m->local_cols; ++lj)
+    for (int64_t li = 0; li < m->local_rows; ++li)
+      m->data[li + lj * m->ld] += p->noise.data[li + lj * p->noise.ld];
 }

@@ -31,4 +31,7 @@ void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo,
                                    int first_param, int n_slots, double *slots,
                                    size_t slot_stride);
 
+/** m += N (diagonal variances or the dense N), on m's local part (local or distributed). */
+void qp_pixel_add_noise(const qp_problem *p, qp_matrix *m);
+
 #endif

@@ -29,3 +29,11 @@ void qp_problem_free(qp_problem *p) {
   p->ell_weight = NULL;
   qp_cls_free(&p->cls);
 }
+
+void qp_maps_to_matrix(const qp_problem *p, qp_matrix *m) {
+  for (int64_t lj = 0; lj < m->local_cols; ++lj) {
+    const double *map = p->maps + qp_matrix_global_col(m, lj) * p->n_pix;
+    for (int64_t li = 0; li < m->local_rows; ++li)
+      m->data[li + lj * m->ld] = map[qp_matrix_global_row(m, li)];
+  }
+}

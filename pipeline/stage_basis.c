@@ -11,9 +11,11 @@ qp_err qp_stage_basis_setup(qp_problem *p) {
   QP_CALL(qp_linalg_potrf(&p->cov));
   QP_CALL(qp_linalg_trtri(&p->cov));
   /* LAPACK leaves C's upper triangle behind; clear it so the buffer is exactly L^-1. */
-  const int64_t n = p->n_pix;
-  for (int64_t j = 1; j < n; ++j)
-    for (int64_t i = 0; i < j; ++i)
-      p->cov.data[i + j * n] = 0.0;
+  qp_matrix *l = &p->cov;
+  for (int64_t lj = 0; lj < l->local_cols; ++lj) {
+    const int64_t gj = qp_matrix_global_col(l, lj);
+    for (int64_t li = 0; li < l->local_rows; ++li)
+      if (qp_matrix_global_row(l, li) < gj) l->data[li + lj * l->ld] = 0.0;
+  }
   return QP_OK;
 }

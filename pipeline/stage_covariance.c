@@ -12,8 +12,7 @@
  * noise bias would then be wrong): its Cholesky is done in C's buffer before S goes there. */
 static qp_err qp_check_dense_noise(qp_problem *p) {
   const int64_t n = p->n_pix;
-  for (int64_t k = 0; k < n * n; ++k)
-    p->cov.data[k] = p->noise.data[k];
+  memcpy(p->cov.data, p->noise.data, (size_t)qp_matrix_local_size(&p->cov) * sizeof(double));
   qp_matrix check;
   QP_CALL(qp_matrix_view(p->ops, "N (noise covariance)", p->cov.data, n, n, n, &check));
   qp_err err = qp_linalg_potrf(&check);
@@ -27,18 +26,6 @@ static qp_err qp_check_dense_noise(qp_problem *p) {
   return QP_OK;
 }
 
-/* N (dense or diagonal) into a zeroed or dense buffer. */
-static void qp_add_noise(const qp_problem *p, double *m) {
-  const int64_t n = p->n_pix;
-  if (p->noise_variance) {
-    for (int64_t i = 0; i < n; ++i)
-      m[i + i * n] += p->noise_variance[i];
-  } else {
-    for (int64_t k = 0; k < n * n; ++k)
-      m[k] += p->noise.data[k];
-  }
-}
-
 /* The SMW route needs no C: only N_eff = N + S_fixed, dense when N is or when the switch is
  * on (then factored in basis_setup); a dense N takes S_fixed in place. */
 static qp_err qp_smw_noise(qp_problem *p) {
@@ -49,7 +36,7 @@ static qp_err qp_smw_noise(qp_problem *p) {
   } else if (p->switched) {
     QP_CALL(
         qp_matrix_create(p->ops, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, n, n, &p->noise_factor));
-    qp_add_noise(p, p->noise_factor.data);
+    qp_pixel_add_noise(p, &p->noise_factor);
   }
   if (p->switched)
     qp_pixel_matrices_build_range(p, p->noise_factor.data, cfg->lmax + 1, cfg->lmax_signal, 0, 0,
@@ -70,9 +57,9 @@ qp_err qp_stage_covariance_setup(qp_problem *p) {
     QP_CALL(qp_matrix_create(p->ops, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, n, n, &p->cov));
     if (p->noise.data) {
       QP_CALL(qp_check_dense_noise(p));
-      memset(p->cov.data, 0, (size_t)(n * n) * sizeof(double));
+      memset(p->cov.data, 0, (size_t)qp_matrix_local_size(&p->cov) * sizeof(double));
     }
-    qp_add_noise(p, p->cov.data);
+    qp_pixel_add_noise(p, &p->cov);
     qp_pixel_matrices_build(p, p->cov.data, 0, 0, NULL, 0);
     qp_progress_note(&progress, "C = S + N built");
   }

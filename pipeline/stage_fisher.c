@@ -2,6 +2,7 @@
  * L^-1 N L^-T beside them, and F and b from one Gram matrix of the stacked products. */
 #include <string.h>
 
+#include "comm.h"
 #include "harmonic.h"
 #include "pixel_matrices.h"
 #include "progress.h"
@@ -18,46 +19,45 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
   const int64_t n = p->n_pix;
   const double *linv = p->cov.data;
   const int switched = cfg->lmax < cfg->lmax_signal;
-  if (p->noise_variance && !switched) {
+  /* (Distributed: entry (i, j) of D L^-T is on another rank than L^-1_ji; two products.) */
+  if (p->noise_variance && !switched && !slot->grid) {
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < n; ++i)
         slot->data[i + j * n] = j >= i ? p->noise_variance[i] * linv[j + i * n] : 0.0;
     QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
     return QP_OK;
   }
-  memset(slot->data, 0, (size_t)(n * n) * sizeof(double));
+  memset(slot->data, 0, (size_t)qp_matrix_local_size(slot) * sizeof(double));
   if (switched)
     qp_pixel_matrices_build_range(p, slot->data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0);
-  if (p->noise_variance) {
-    for (int64_t i = 0; i < n; ++i)
-      slot->data[i + i * n] += p->noise_variance[i];
-  } else {
-    for (int64_t k = 0; k < n * n; ++k)
-      slot->data[k] += p->noise.data[k];
-  }
+  qp_pixel_add_noise(p, slot);
   QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
   QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, slot));
   return QP_OK;
 }
 
-/* out <- A^T B for A = `cols` stacked products (n^2 x cols) and B = `b_cols` of them, both
- * with the slot stride as leading dimension, in row blocks so that no BLAS dimension exceeds
- * the 32-bit integer. A == B with b_cols == cols is a syrk (the Gram matrix). */
-static qp_err qp_product_dots(const qp_problem *p, double *a, int64_t cols, double *b,
-                              int64_t b_cols, qp_matrix *out) {
-  const int64_t rows = p->n_pix * p->n_pix;
+/* out <- A^T B for A = `cols` stacked products (rows x cols: each product's local elements)
+ * and B = `b_cols` of them, in row blocks so that no BLAS dimension exceeds the 32-bit
+ * integer. A == B with b_cols == cols is a syrk (the Gram matrix). Distributed, each rank
+ * dots its own elements and one sum over the ranks gives the Frobenius products: the
+ * distributed trace of a product is this one reduction. */
+static qp_err qp_product_dots(int64_t rows, double *a, int64_t cols, double *b, int64_t b_cols,
+                              qp_matrix *out) {
+  const qp_linalg_ops *local = qp_linalg_cpu_ops();
   const int64_t block = (int64_t)1 << 30;
+  if (rows == 0) memset(out->data, 0, (size_t)(out->rows * out->cols) * sizeof(double));
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     int64_t nr = rows - r0 < block ? rows - r0 : block;
     qp_matrix va, vb;
-    QP_CALL(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, a + r0, nr, cols, rows, &va));
+    QP_CALL(qp_matrix_view(local, QP_TERM_PRODUCTS, a + r0, nr, cols, rows, &va));
     if (a == b && cols == b_cols) {
       QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &va, r0 == 0 ? 0.0 : 1.0, out));
     } else {
-      QP_CALL(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, b + r0, nr, b_cols, rows, &vb));
+      QP_CALL(qp_matrix_view(local, QP_TERM_PRODUCTS, b + r0, nr, b_cols, rows, &vb));
       QP_CALL(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &va, &vb, r0 == 0 ? 0.0 : 1.0, out));
     }
   }
+  QP_CALL(qp_comm_sum(out->data, out->rows * out->cols));
   return QP_OK;
 }
 
@@ -93,7 +93,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   const int64_t n = p->n_pix, np = p->n_params, k = p->model.dims.fisher_chunk;
   const int streaming = k < np;
   const int64_t slots = k + 1 + streaming;
-  const size_t stride = (size_t)(n * n);
+  const size_t stride = (size_t)qp_matrix_local_size(&p->cov); /* n^2, or this rank's part */
   double *products = NULL;
   qp_matrix gram = {0}, cross = {0};
   long total = 0; /* products formed: each once, plus the streamed ones again */
@@ -106,9 +106,11 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
       QP_ALLOC_DOUBLES(QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, (size_t)slots * stride, &products),
       done);
   /* The Gram matrix of chunk + noise, and beside it one column of dots with the stream. */
-  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_GRAM, QP_TERM_TRANSIENT, k + 1, k + 2, &gram),
+  /* The Gram matrix is small and whole on every rank (local, whatever the backend). */
+  const qp_linalg_ops *local = qp_linalg_cpu_ops();
+  QP_CALL_GOTO(qp_matrix_create(local, QP_TERM_GRAM, QP_TERM_TRANSIENT, k + 1, k + 2, &gram),
                done);
-  QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_GRAM, gram.data, k + 1, k + 1, k + 1, &cross),
+  QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data, k + 1, k + 1, k + 1, &cross),
                done);
   qp_progress_note(&progress, "products allocated");
   double *noise_slot = products + k * stride, *stream = products + (k + 1) * stride;
@@ -126,10 +128,12 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
     /* The noise right after the chunk's last product, [M_first.., N_white], for one syrk: a
      * short last chunk takes a copy of it (its old slots are free). */
     if (count < k) memmove(products + count * stride, noise_slot, stride * sizeof(double));
-    QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_GRAM, gram.data, count + 1, count + 1, count + 1,
+    QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data, count + 1, count + 1, count + 1,
                                 &cross),
                  done);
-    QP_CALL_GOTO(qp_product_dots(p, products, count + 1, products, count + 1, &cross), done);
+    QP_CALL_GOTO(qp_product_dots((int64_t)stride, products, count + 1, products, count + 1,
+                                 &cross),
+                 done);
     for (int64_t a = 0; a < count; ++a) {
       for (int64_t b = 0; b < count; ++b)
         p->fisher[(first + a) + (first + b) * np] = 0.5 * cross.data[a + b * (count + 1)];
@@ -138,10 +142,10 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
     for (int64_t q = first + count; q < np; ++q) {
       qp_pixel_matrices_build(p, NULL, (int)q, 1, stream, stride);
       QP_CALL_GOTO(qp_whiten_product(p, stream), done);
-      QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_GRAM, gram.data + (k + 1) * (k + 1), count, 1,
+      QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data + (k + 1) * (k + 1), count, 1,
                                   count, &dots),
                    done);
-      QP_CALL_GOTO(qp_product_dots(p, products, count, stream, 1, &dots), done);
+      QP_CALL_GOTO(qp_product_dots((int64_t)stride, products, count, stream, 1, &dots), done);
       qp_progress_step(&progress, ++formed);
       for (int64_t a = 0; a < count; ++a)
         p->fisher[(first + a) + q * np] = p->fisher[q + (first + a) * np] = 0.5 * dots.data[a];

@@ -3,17 +3,19 @@
 #include <math.h>
 #include <string.h>
 
+#include "comm.h"
 #include "harmonic.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
 #include "terms.h"
 
+/* F is small and whole on every rank: inverted locally (the cpu backend) on each. */
 static qp_err qp_invert_fisher(qp_problem *p) {
   const int64_t np = p->n_params;
   memcpy(p->fisher_inverse, p->fisher, (size_t)(np * np) * sizeof(double));
   qp_matrix finv;
-  QP_CALL(qp_matrix_view(p->ops, "fisher", p->fisher_inverse, np, np, np, &finv));
+  QP_CALL(qp_matrix_view(qp_linalg_cpu_ops(), "fisher", p->fisher_inverse, np, np, np, &finv));
   qp_err err = qp_linalg_potrf(&finv);
   QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
            "the Fisher matrix (%lld parameters) is not positive definite, so the spectra cannot "
@@ -30,7 +32,7 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
   qp_err err = QP_OK;
   const int64_t n = p->n_pix, np = p->n_params, n_maps = p->n_maps;
   const int64_t chunk = p->model.dims.spectra_chunk;
-  const size_t slot_stride = (size_t)(n * n);
+  const size_t slot_stride = (size_t)qp_matrix_local_size(&p->cov);
   qp_matrix z = {0}, pz = {0};
   double *bins = NULL;
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &z),
@@ -41,7 +43,7 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
       QP_ALLOC_DOUBLES(QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)chunk * slot_stride, &bins),
       done);
 
-  memcpy(z.data, p->maps, (size_t)(n * n_maps) * sizeof(double));
+  qp_maps_to_matrix(p, &z);
   QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &z), done);
   QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
 
@@ -55,15 +57,17 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
       QP_CALL_GOTO(
           qp_matrix_view(p->ops, QP_TERM_BIN_MATRICES, bins + k * slot_stride, n, n, n, &pb), done);
       QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &pb, &z, 0.0, &pz), done);
-      for (int64_t m = 0; m < n_maps; ++m) {
+      /* Each rank's rows of z . P_b z; summed over the ranks below. */
+      for (int64_t lm = 0; lm < z.local_cols; ++lm) {
         double s = 0.0;
-        for (int64_t i = 0; i < n; ++i)
-          s += z.data[i + m * n] * pz.data[i + m * n];
-        p->yb[m * np + first + k] = 0.5 * s;
+        for (int64_t i = 0; i < z.local_rows; ++i)
+          s += z.data[i + lm * z.ld] * pz.data[i + lm * pz.ld];
+        p->yb[qp_matrix_global_col(&z, lm) * np + first + k] = 0.5 * s;
       }
       qp_progress_step(&progress, (long)(first + k + 1));
     }
   }
+  QP_CALL_GOTO(qp_comm_sum(p->yb, n_maps * np), done);
 done:
   qp_budget_free(bins);
   qp_matrix_destroy(&pz);

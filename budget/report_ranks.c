@@ -1,0 +1,190 @@
+/* report_ranks.c: /budget/ranks, the per-rank budget of a distributed run (report_ranks.h). */
+#include "report_ranks.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget.h"
+#include "h5_error.h"
+
+static const char *const qp_rank_field_names[QP_RANK_FIELDS] = {
+    "predicted_peak_bytes", "predicted_persistent_bytes", "tracked_peak_bytes",
+    "tracked_end_bytes",    "rss_peak_bytes",             "rss_end_bytes",
+    "seconds"};
+
+void qp_rank_row(const qp_model *model, const qp_meter_sample *baseline, double row[QP_RANK_ROW]) {
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    double *v = row + s * QP_RANK_FIELDS;
+    const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
+    for (int f = 0; f < QP_RANK_FIELDS; ++f) v[f] = -1;
+    v[QP_RANK_PREDICTED_PEAK] = (double)qp_model_stage_peak(model, (qp_stage_id)s);
+    v[QP_RANK_PREDICTED_PERSISTENT] = (double)qp_model_stage_persistent(model, (qp_stage_id)s);
+    if (!r) continue;
+    v[QP_RANK_TRACKED_PEAK] = (double)r->tracked_peak;
+    v[QP_RANK_TRACKED_END] = (double)r->tracked_at_end;
+    if (r->meter_end.hwm >= 0 && r->meter_start.hwm_reset)
+      v[QP_RANK_RSS_PEAK] = (double)(r->meter_end.hwm - baseline->rss);
+    if (r->meter_end.rss >= 0) v[QP_RANK_RSS_END] = (double)(r->meter_end.rss - baseline->rss);
+    v[QP_RANK_SECONDS] = r->seconds;
+  }
+  row[QP_RANK_ROW - 1] = (double)baseline->rss;
+}
+
+/* A 1-D or 2-D dataset of doubles. */
+static qp_err qp_write_doubles(hid_t group, const char *name, int rank, const hsize_t *dims,
+                               const double *data) {
+  qp_err err = QP_OK;
+  hid_t space = -1, set = -1;
+  QP_H5_GOTO(space = H5Screate_simple(rank, dims, NULL), done, "/budget/ranks/%s", name);
+  QP_H5_GOTO(set = H5Dcreate2(group, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                              H5P_DEFAULT),
+             done, "/budget/ranks/%s", name);
+  QP_H5_GOTO(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), done,
+             "/budget/ranks/%s", name);
+done:
+  if (set >= 0) H5Dclose(set);
+  if (space >= 0) H5Sclose(space);
+  return err;
+}
+
+static qp_err qp_write_int_attr(hid_t obj, const char *name, int value) {
+  qp_err err = QP_OK;
+  hid_t space = -1, attr = -1;
+  QP_H5_GOTO(space = H5Screate(H5S_SCALAR), done, "/budget/ranks attribute %s", name);
+  QP_H5_GOTO(attr = H5Acreate2(obj, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), done,
+             "/budget/ranks attribute %s", name);
+  long long v = value;
+  QP_H5_GOTO(H5Awrite(attr, H5T_NATIVE_LLONG, &v), done, "/budget/ranks attribute %s", name);
+done:
+  if (attr >= 0) H5Aclose(attr);
+  if (space >= 0) H5Sclose(space);
+  return err;
+}
+
+qp_err qp_report_write_ranks(hid_t file, const qp_rank_table *t) {
+  qp_err err = QP_OK;
+  hid_t group = -1;
+  const int n = t->n_ranks;
+  double *column = malloc((size_t)n * QP_STAGE_COUNT * sizeof *column);
+  double *extreme = malloc(2 * QP_STAGE_COUNT * sizeof *extreme);
+  QP_CHECK_GOTO(column && extreme, QP_ERR_NOMEM, done, "out of memory for the rank table");
+  QP_H5_GOTO(group = H5Gcreate2(file, "budget/ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), done,
+             "cannot create /budget/ranks");
+  QP_CALL_GOTO(qp_write_int_attr(group, "n_ranks", n), done);
+  QP_CALL_GOTO(qp_write_int_attr(group, "grid_rows", t->grid_rows), done);
+  QP_CALL_GOTO(qp_write_int_attr(group, "grid_cols", t->grid_cols), done);
+  QP_CALL_GOTO(qp_write_int_attr(group, "block", t->block), done);
+  QP_CALL_GOTO(qp_write_int_attr(group, "ranks_per_node", t->ranks_per_node), done);
+  for (int f = 0; f < QP_RANK_FIELDS; ++f) {
+    for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+      double hi = -INFINITY, lo = INFINITY;
+      for (int r = 0; r < n; ++r) {
+        double v = t->rows[(size_t)r * QP_RANK_ROW + s * QP_RANK_FIELDS + f];
+        column[r * QP_STAGE_COUNT + s] = v;
+        hi = fmax(hi, v);
+        lo = fmin(lo, v);
+      }
+      extreme[s] = hi;
+      extreme[QP_STAGE_COUNT + s] = lo;
+    }
+    const hsize_t dims2[2] = {(hsize_t)n, QP_STAGE_COUNT}, dims1[1] = {QP_STAGE_COUNT};
+    char name[64];
+    QP_CALL_GOTO(qp_write_doubles(group, qp_rank_field_names[f], 2, dims2, column), done);
+    snprintf(name, sizeof name, "%s_max", qp_rank_field_names[f]);
+    QP_CALL_GOTO(qp_write_doubles(group, name, 1, dims1, extreme), done);
+    snprintf(name, sizeof name, "%s_min", qp_rank_field_names[f]);
+    QP_CALL_GOTO(qp_write_doubles(group, name, 1, dims1, extreme + QP_STAGE_COUNT), done);
+  }
+  for (int r = 0; r < n; ++r) column[r] = t->rows[(size_t)r * QP_RANK_ROW + QP_RANK_ROW - 1];
+  const hsize_t dims[1] = {(hsize_t)n};
+  QP_CALL_GOTO(qp_write_doubles(group, "baseline_rss_bytes", 1, dims, column), done);
+done:
+  if (group >= 0) H5Gclose(group);
+  free(column);
+  free(extreme);
+  return err;
+}
+
+static qp_err qp_read_field(hid_t group, const char *name, double *out) {
+  qp_err err = QP_OK;
+  hid_t set = -1;
+  QP_H5_GOTO(set = H5Dopen2(group, name, H5P_DEFAULT), done, "/budget/ranks/%s", name);
+  QP_H5_GOTO(H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), done,
+             "/budget/ranks/%s", name);
+done:
+  if (set >= 0) H5Dclose(set);
+  return err;
+}
+
+qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
+  qp_err err = QP_OK;
+  hid_t file = -1, group = -1, attr = -1;
+  double *v[QP_RANK_FIELDS] = {0};
+  *mismatch = 0;
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
+  QP_H5_GOTO(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), done, "cannot open '%s'", path);
+  if (H5Lexists(file, "budget", H5P_DEFAULT) <= 0 ||
+      H5Lexists(file, "budget/ranks", H5P_DEFAULT) <= 0) {
+    err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                       "'%s' has no /budget/ranks: it is not from a distributed run", path);
+    goto done;
+  }
+  QP_H5_GOTO(group = H5Gopen2(file, "budget/ranks", H5P_DEFAULT), done, "%s: /budget/ranks", path);
+  long long n = 0, rows = 0, cols = 0, block = 0;
+  QP_H5_GOTO(attr = H5Aopen(group, "n_ranks", H5P_DEFAULT), done, "%s: n_ranks", path);
+  QP_H5_GOTO(H5Aread(attr, H5T_NATIVE_LLONG, &n), done, "%s: n_ranks", path);
+  H5Aclose(attr);
+  attr = -1;
+  const char *names[3] = {"grid_rows", "grid_cols", "block"};
+  long long *dst[3] = {&rows, &cols, &block};
+  for (int i = 0; i < 3; ++i) {
+    QP_H5_GOTO(attr = H5Aopen(group, names[i], H5P_DEFAULT), done, "%s: %s", path, names[i]);
+    QP_H5_GOTO(H5Aread(attr, H5T_NATIVE_LLONG, dst[i]), done, "%s: %s", path, names[i]);
+    H5Aclose(attr);
+    attr = -1;
+  }
+  for (int f = 0; f < QP_RANK_FIELDS; ++f) {
+    v[f] = malloc((size_t)n * QP_STAGE_COUNT * sizeof *v[f]);
+    QP_CHECK_GOTO(v[f], QP_ERR_NOMEM, done, "out of memory for the rank table");
+    QP_CALL_GOTO(qp_read_field(group, qp_rank_field_names[f], v[f]), done);
+  }
+  fprintf(out, "per rank (%lld ranks, grid %lld x %lld, block %lld); MiB above each rank's "
+               "baseline; error = (measured - predicted) / measured\n",
+          n, rows, cols, block);
+  fprintf(out, "%-17s %4s | %10s %10s %10s %7s | %10s %10s %7s | %s\n", "stage", "rank",
+          "pred peak", "tracked", "RSS peak", "err %", "pred kept", "RSS end", "err %",
+          "tracked == predicted");
+  const double mib = 1048576.0;
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    double worst = 0;
+    for (long long r = 0; r < n; ++r) {
+      const size_t k = (size_t)r * QP_STAGE_COUNT + (size_t)s;
+      const double pp = v[QP_RANK_PREDICTED_PEAK][k], tp = v[QP_RANK_TRACKED_PEAK][k];
+      const double rp = v[QP_RANK_RSS_PEAK][k], pk = v[QP_RANK_PREDICTED_PERSISTENT][k];
+      const double re = v[QP_RANK_RSS_END][k];
+      const int exact = tp == pp;
+      *mismatch |= !exact;
+      const double ep = rp > 0 ? (rp - pp) / rp * 100 : NAN, ek = re > 0 ? (re - pk) / re * 100 : NAN;
+      if (isfinite(ep)) worst = fmax(worst, fabs(ep));
+      fprintf(out, "%-17s %4lld | %10.2f %10.2f %10.2f %+7.2f | %10.2f %10.2f %+7.2f | %s\n",
+              qp_stage_name((qp_stage_id)s), r, pp / mib, tp / mib, rp / mib, ep, pk / mib,
+              re / mib, ek, exact ? "yes" : "NO: tracked != predicted");
+    }
+    double hi = -INFINITY, lo = INFINITY;
+    for (long long r = 0; r < n; ++r) {
+      hi = fmax(hi, v[QP_RANK_RSS_PEAK][(size_t)r * QP_STAGE_COUNT + s]);
+      lo = fmin(lo, v[QP_RANK_RSS_PEAK][(size_t)r * QP_STAGE_COUNT + s]);
+    }
+    fprintf(out, "%-17s  all | measured peak max %.2f MiB, min %.2f MiB; largest |err| %.2f%%\n",
+            qp_stage_name((qp_stage_id)s), hi / mib, lo / mib, worst);
+  }
+done:
+  for (int f = 0; f < QP_RANK_FIELDS; ++f) free(v[f]);
+  if (attr >= 0) H5Aclose(attr);
+  if (group >= 0) H5Gclose(group);
+  if (file >= 0) H5Fclose(file);
+  qp_h5_quiet_end(&quiet);
+  return err;
+}

@@ -1,0 +1,48 @@
+/* report_ranks.h: the per-rank budget of a distributed run, /budget/ranks of the results file.
+ *
+ * Each rank predicts its own bytes (model.h with its grid position) and measures its own RSS;
+ * rank 0 gathers one row per rank and stage and writes them as 2-D datasets [rank][stage]:
+ *   predicted_peak_bytes, predicted_persistent_bytes  the model of that rank
+ *   tracked_peak_bytes, tracked_end_bytes             the allocator of that rank
+ *   rss_peak_bytes, rss_end_bytes                     VmHWM / VmRSS minus that rank's baseline
+ *   seconds
+ * with baseline_rss_bytes [rank], the stage names, the grid (attributes grid_rows, grid_cols,
+ * block, ranks_per_node) and, per quantity, its max and min over the ranks (<name>_max,
+ * <name>_min [stage]). Budget knows nothing of MPI: the pipeline gathers the rows. */
+#ifndef QP_REPORT_RANKS_H
+#define QP_REPORT_RANKS_H
+
+#include <hdf5.h>
+#include <stdio.h>
+
+#include "model.h"
+#include "qp_error.h"
+
+enum {
+  QP_RANK_PREDICTED_PEAK = 0,
+  QP_RANK_PREDICTED_PERSISTENT,
+  QP_RANK_TRACKED_PEAK,
+  QP_RANK_TRACKED_END,
+  QP_RANK_RSS_PEAK,
+  QP_RANK_RSS_END,
+  QP_RANK_SECONDS,
+  QP_RANK_FIELDS
+};
+
+/** One rank's row: QP_STAGE_COUNT x QP_RANK_FIELDS values then its baseline RSS. */
+enum { QP_RANK_ROW = QP_STAGE_COUNT * QP_RANK_FIELDS + 1 };
+
+typedef struct qp_rank_table {
+  int n_ranks, grid_rows, grid_cols, block, ranks_per_node;
+  const double *rows; /* n_ranks x QP_RANK_ROW */
+} qp_rank_table;
+
+/** This rank's row from its stage records (budget.h), its model and baseline. */
+void qp_rank_row(const qp_model *model, const qp_meter_sample *baseline, double row[QP_RANK_ROW]);
+/** Writes /budget/ranks (the /budget group must exist). */
+qp_err qp_report_write_ranks(hid_t file, const qp_rank_table *table);
+/** Prints the per-rank table of a results file; *mismatch = 1 when some rank's tracked peak
+ *  differs from its prediction. QP_ERR_INPUT when the file has no /budget/ranks. */
+qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch);
+
+#endif
