@@ -20,7 +20,8 @@ fi
 
 werror=OFF
 [ "${CI:-}" = true ] && werror=ON
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQP_WERROR=$werror
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQP_WERROR=$werror \
+  -DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON
 cmake --build build -j "$(nproc)"
 
 qmlpipe=build/pipeline/qmlpipe

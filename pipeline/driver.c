@@ -199,7 +199,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   if (qp_comm_rank() != 0) p->progress = 0;
   /* The plan and the limit check come before anything large, the warm-up included. */
   QP_CALL_GOTO(qp_inputs_plan(p), fail);
-  QP_CALL_GOTO(qp_inputs_check_limit(p), fail);
+  QP_CALL_GOTO(qp_comm_agree(qp_inputs_check_limit(p)), fail);
   if (p->progress) fprintf(stderr, "[qmlpipe] path %s\n", p->path_reason);
   QP_CALL_GOTO(qp_inputs_touch_libraries(p), fail);
   qp_driver_warm_up(p->n_pix, baseline);

@@ -111,6 +111,10 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t f
       .reader = qp_comm_rank() == 0,
   };
   const qp_grid *grid = p->ops && p->ops->distributed ? qp_grid_current() : NULL;
+  if (p->plan_grid.nprow > 0) {
+    grid = &p->plan_grid;
+    dims.reader = grid->myrow == 0 && grid->mycol == 0;
+  }
   if (grid) {
     dims.grid_rows = grid->nprow;
     dims.grid_cols = grid->npcol;
@@ -151,6 +155,20 @@ static qp_err qp_inputs_chunks(const qp_problem *p, int64_t *fisher_chunk,
       QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, model));
     }
   }
+  /* Distributed, every rank runs the same chunks: the smallest any rank needs. */
+  double smallest[2] = {-(double)*fisher_chunk, -(double)*spectra_chunk};
+  QP_CALL(qp_comm_max(smallest, 2));
+  if (-smallest[0] != (double)*fisher_chunk || -smallest[1] != (double)*spectra_chunk) {
+    *fisher_chunk = (int64_t)-smallest[0];
+    *spectra_chunk = (int64_t)-smallest[1];
+    QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, model));
+  }
+  return QP_OK;
+}
+
+qp_err qp_inputs_remodel(qp_problem *p) {
+  const qp_model_dims d = p->model.dims;
+  QP_CALL(qp_inputs_model(p, d.path, d.fisher_chunk, d.spectra_chunk, &p->model));
   return QP_OK;
 }
 
@@ -199,6 +217,7 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
       cost[r] += extra * 2.0 * pow((double)p->n_pix, 3);
     }
     peak[r] = (double)(qp_model_peak(&p->model) + p->model.overhead_bytes);
+    QP_CALL(qp_comm_max(&peak[r], 1)); /* distributed: the largest rank decides */
     if (best < 0 || cost[r] < cost[best]) best = r;
     if ((cfg->host_limit <= 0 || peak[r] <= cfg->host_limit) &&
         (best_fit < 0 || cost[r] < cost[best_fit]))

@@ -10,6 +10,9 @@
  *  fiducial spectrum, counts the observed pixels (a QP_TERM_SKY_BUFFER for the time of it),
  *  sets the bins, the dimensions and the model. `qmlpipe budget` stops here. */
 qp_err qp_inputs_plan(qp_problem *p);
+/** The model again for the route and chunks already planned, for another rank of
+ *  p->plan_grid (budget/plan --ranks). */
+qp_err qp_inputs_remodel(qp_problem *p);
 /** covariance_setup's geometry: the observed pixels (QP_TERM_OBSERVED_INDEX) and their unit
  *  vectors (QP_TERM_PIXEL_VECTORS); leaves the mask in p->sky (QP_TERM_SKY_BUFFER), which
  *  qp_inputs_read_data reuses for the maps and which the stage frees at its end. */

@@ -65,6 +65,9 @@ typedef struct qp_problem {
   qp_model model;
   qp_calibration calibration; /* the model's measured constants (the overhead) */
   int progress;           /* 1: report progress on stderr */
+  /* `qmlpipe budget/plan --ranks`: a grid to size (nprow > 0) without running MPI; the model
+   * is then that of rank (myrow, mycol) of it. */
+  qp_grid plan_grid;
 } qp_problem;
 
 /** m (n_pix x n_maps, local or distributed) <- the maps, which every rank holds whole. */
