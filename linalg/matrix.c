@@ -13,7 +13,9 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
     return QP_OK;
   }
   if (strcmp(name, "dist") == 0 && qp_linalg_dist_ops()) {
-    QP_CHECK(qp_grid_current(), QP_ERR_INTERNAL, "backend 'dist' used before its process grid");
+    QP_CHECK(qp_grid_current(), QP_ERR_MPI,
+             "backend 'dist' needs its MPI process grid (qmlpipe sets it up when started with "
+             "mpiexec or srun)");
     *ops = qp_linalg_dist_ops();
     return QP_OK;
   }

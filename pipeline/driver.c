@@ -35,39 +35,65 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p) {
   return QP_OK;
 }
 
-/* The distributed kernels once on a small problem of the grid: PBLAS and BLACS set up their
- * buffers and MPI its shared-memory channels to every peer on first use. */
-static void qp_warm_up_distributed(void) {
+/* The distributed kernels once, on panels as tall as the problem: PBLAS and BLACS allocate
+ * buffers of a panel's size (local rows x block) on first use, and BLACS keeps its largest
+ * message buffer for good; MPI sets up its shared-memory channels to every peer. All of that
+ * belongs to the baseline, not to basis_setup (measured there at +2.6 MiB kept per rank at
+ * n_pix 4480 on 1 x 2 ranks before this warm-up covered the problem's height). */
+static void qp_warm_up_distributed(int64_t n_pix) {
   const qp_linalg_ops *ops = qp_linalg_dist_ops();
   if (!ops || !qp_grid_current()) return;
   const qp_grid *g = qp_grid_current();
-  const int64_t n = 4 * (int64_t)g->block * (g->nprow > g->npcol ? g->nprow : g->npcol);
-  qp_matrix a = {0}, b = {0}, c = {0};
+  const int64_t k = 2 * (int64_t)g->block * (g->nprow > g->npcol ? g->nprow : g->npcol);
+  const int64_t n = n_pix > k ? n_pix : k;
+  qp_matrix a = {0}, b = {0}, c = {0}, t = {0}, b2 = {0}, tall = {0};
   int *pivots = NULL;
-  if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &b) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &c) == QP_OK &&
+  if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &a) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, n, &t) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &c) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b2) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &tall) == QP_OK &&
       (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots))) {
     qp_matrix_set_identity(&a, 2.0);
     qp_matrix_set_identity(&c, 3.0);
-    for (int64_t k = 0; k < qp_matrix_local_size(&b); ++k) b.data[k] = 1.0 / (double)(1 + k % 7);
-    (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 1.0, &c);
-    (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &b, &a, 1.0, &c);
+    for (int64_t i = 0; i < qp_matrix_local_size(&b); ++i) b.data[i] = 1.0 / (double)(1 + i % 7);
     (void)qp_linalg_potrf(&a);
-    (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
-    (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
-    (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
     (void)qp_linalg_trtri(&a);
-    (void)qp_linalg_copy_sub(n / 2, n / 2, &b, 1, 3, &c, 5, 2);
-    if (qp_linalg_getrf(&c, pivots) == QP_OK) (void)qp_linalg_getrs(&c, pivots, &b);
+    (void)qp_linalg_trsm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
+    (void)qp_linalg_trmm(QP_RIGHT, QP_NOTRANS, 1.0, &a, &b);
+    (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &t);
+    (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &b, &b, 1.0, &c);
+    (void)qp_linalg_gemm(QP_NOTRANS, QP_TRANS, 1.0, &c, &b, 0.0, &t);
+    /* Tall panels broadcast along the process rows and columns (pdpotrf's trailing update). */
+    (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &b, &c, 0.0, &b2);
+    (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &t, &c, 0.0, &b2);
+    (void)qp_linalg_gemm(QP_NOTRANS, QP_TRANS, 1.0, &b, &b2, 0.0, &tall);
+    (void)qp_linalg_copy_sub(k / 2, k / 2, &a, 1, 3, &c, 5, 2);
+    if (qp_linalg_getrf(&c, pivots) == QP_OK) (void)qp_linalg_getrs(&c, pivots, &t);
     double x[64] = {0};
     (void)qp_comm_sum(x, 64);
+    /* pdpotrf and pdtrtri keep more (MPI's and BLACS's buffers grow with the number and size
+     * of their messages) than the panel operations above: at n_pix 4480 on 1 x 2 ranks,
+     * 2-3 MiB kept after basis_setup without this, 1.5-2 with a 1024 warm-up, 0.1 with a
+     * full-size one. Capped at 4096 (~1 s): above it the rest is < 1% of a rank's C. */
+    qp_matrix big = {0};
+    const int64_t m = n < 4096 ? n : 4096;
+    if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, m, &big) == QP_OK) {
+      qp_matrix_set_identity(&big, 2.0);
+      (void)qp_linalg_potrf(&big);
+      (void)qp_linalg_trtri(&big);
+    }
+    qp_matrix_destroy(&big);
   }
   free(pivots);
   qp_error_clear();
   qp_matrix_destroy(&a);
   qp_matrix_destroy(&b);
   qp_matrix_destroy(&c);
+  qp_matrix_destroy(&t);
+  qp_matrix_destroy(&b2);
+  qp_matrix_destroy(&tall);
 }
 
 void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
@@ -149,7 +175,7 @@ void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
     volatile char stack_touch[1 << 16];
     for (size_t i = 0; i < sizeof stack_touch; i += 4096) stack_touch[i] = 0;
   }
-  qp_warm_up_distributed();
+  qp_warm_up_distributed(n_pix);
   qp_h5_library_init();
   qp_meter_read(baseline);
 }
