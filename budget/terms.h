@@ -35,5 +35,13 @@
 #define QP_TERM_RAW_SPECTRA "yb"                /* y_p per map */
 #define QP_TERM_SPECTRA "cl"                    /* C_hat per map */
 #define QP_TERM_ERRORS "error"
+/* the cuda backend's own buffers (linalg/cuda_context.c), held from qp_cuda_init (or the first
+ * operation that needs them) to qp_cuda_finalize; all in the device space but the last */
+#define QP_TERM_CUBLAS_WORKSPACE "cublas workspace"     /* 32 MiB (sm_90 and up), else 4 MiB */
+#define QP_TERM_CUSOLVER_WORKSPACE "cusolver workspace" /* the largest *_bufferSize so far */
+#define QP_TERM_CUSOLVER_INFO "cusolver info"           /* one int */
+#define QP_TERM_DEVICE_PIVOTS "device pivots"           /* getrf's int64 pivots, the largest n */
+#define QP_TERM_DEVICE_REDUCTION "device reduction"     /* trace_product's column sums + 1 */
+#define QP_TERM_CUSOLVER_HOST_WORKSPACE "cusolver host workspace" /* host space, often 0 */
 
 #endif
