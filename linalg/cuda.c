@@ -288,10 +288,12 @@ static qp_err qp_cuda_getrf(qp_matrix *a, int *pivots) {
   int info = 0;
   QP_CALL(qp_cuda_read_info(&info));
   QP_CALL(qp_cuda_info_check(info, "cusolverDnXgetrf", a));
-  QP_CALL(qp_cuda_pivots_download(n, pivots));
+  /* The pivots of a failed factorization are of no use: they are read (and checked) only
+   * after a successful one. */
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
            "stage %s: matrix '%s' (%lld x %lld) is singular: U(%d,%d) = 0", qp_stage_or_none(),
            a->name, (long long)n, (long long)n, info, info);
+  QP_CALL(qp_cuda_pivots_download(n, pivots));
   return QP_OK;
 }
 

@@ -122,6 +122,8 @@ static qp_err qp_cuda_create(int device) {
       prop.major >= 9 ? QP_CUBLAS_WORKSPACE_HOPPER : QP_CUBLAS_WORKSPACE_OTHER;
   QP_CALL(qp_budget_alloc(QP_TERM_CUBLAS_WORKSPACE, QP_TERM_PERSISTENT, QP_SPACE_DEVICE,
                           c->info.cublas_workspace, &c->blas_workspace));
+  /* After cublasSetStream, which resets a handle's workspace to cuBLAS's own pool: nothing
+   * may call cublasSetStream on this handle again. */
   QP_CALL(qp_cublas_status(cublasSetWorkspace(c->blas, c->blas_workspace, c->info.cublas_workspace),
                            "cublasSetWorkspace"));
   void *info_word = NULL;

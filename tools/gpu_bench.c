@@ -11,8 +11,9 @@
  * flops and the device peak. The dgemm figure is the reference that fisher_run's rate is to be
  * compared with (issue 6: fisher_run >= 50% of it) once the pipeline runs on the cuda backend.
  *
- * Memory: five n x n device matrices (8 n^2 bytes each: 2.5 GiB at n = 8192) and two host
- * ones; the inputs are A = G G^T / n + I (SPD) and G, from a fixed random sequence. */
+ * Memory: six n x n device matrices (8 n^2 bytes each: 3 GiB at n = 8192, 19.2 GB at
+ * n = 20000) plus the n x nrhs right-hand sides, and two n x n host ones; the inputs are
+ * A = G G^T / n + I (SPD) and G, from a fixed random sequence. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
