@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -10,6 +11,9 @@
 
 #include "qp_config.h"
 #include "timeline.h"
+#if QP_HAVE_CUDA
+#include "alloc_device.h"
+#endif
 
 /* Each host block starts with this header, so that free needs no lookup; the user's data
  * follows at a 64-byte boundary. Live blocks form a list for the leak dump. */
@@ -27,6 +31,19 @@ static const uint64_t QP_BLOCK_MAGIC = 0x71706275646765ULL; /* "qpbudge" */
 
 _Static_assert(sizeof(qp_block_header) <= QP_HEADER_BYTES, "block header must fit 64 bytes");
 
+#if QP_HAVE_CUDA
+/* A device block's record stays on the host: the host cannot read a header in device memory.
+ * Device blocks are few (matrices and backend workspaces), so free finds them by walking this
+ * list. The records are the allocator's own bookkeeping (malloc, no term), like the host
+ * headers. */
+typedef struct qp_device_block {
+  void *ptr;
+  size_t bytes;
+  int term;
+  struct qp_device_block *next;
+} qp_device_block;
+#endif
+
 typedef struct qp_open_stage {
   qp_stage_record record;
   struct timespec start;
@@ -38,6 +55,9 @@ static struct {
   qp_term_stats terms[QP_TERMS_MAX];
   size_t current[2], peak[2];
   qp_block_header *live;
+#if QP_HAVE_CUDA
+  qp_device_block *device_live;
+#endif
   int depth;
   qp_open_stage open[QP_STAGE_DEPTH_MAX];
   int n_records;
@@ -124,14 +144,70 @@ static void qp_commit_pages(void *base, size_t bytes) {
   memset(base, 0, bytes);
 }
 
+#if QP_HAVE_CUDA
+/* The device space: cudaMalloc, then the same accounting as a host block. */
+static qp_err qp_budget_alloc_device(const char *term, qp_term_kind kind, size_t bytes,
+                                     void **out) {
+  qp_device_block *b = malloc(sizeof *b);
+  QP_CHECK(b != NULL, QP_ERR_NOMEM, "term '%s': no host memory for a device block's record", term);
+  void *ptr = NULL;
+  qp_err err = qp_device_memory_alloc(term, bytes, &ptr);
+  if (err != QP_OK) {
+    free(b);
+    qp_error_trace(__FILE__, __LINE__, __func__);
+    return err;
+  }
+  pthread_mutex_lock(&qp_budget_state.lock);
+  int index = qp_term_index(term, kind, QP_SPACE_DEVICE);
+  if (index < 0) {
+    pthread_mutex_unlock(&qp_budget_state.lock);
+    qp_device_memory_free(ptr);
+    free(b);
+    QP_FAIL(QP_ERR_INTERNAL, "more than %d budget terms", QP_TERMS_MAX);
+  }
+  *b = (qp_device_block){ptr, bytes, index, qp_budget_state.device_live};
+  qp_budget_state.device_live = b;
+  qp_account(index, QP_SPACE_DEVICE, bytes, +1);
+  pthread_mutex_unlock(&qp_budget_state.lock);
+  *out = ptr;
+  return QP_OK;
+}
+
+/* Frees `ptr` when it is a live device block; 0 when it is not one (then it is a host block). */
+static int qp_budget_free_device(void *ptr) {
+  pthread_mutex_lock(&qp_budget_state.lock);
+  qp_device_block **link = &qp_budget_state.device_live;
+  while (*link && (*link)->ptr != ptr)
+    link = &(*link)->next;
+  qp_device_block *b = *link;
+  if (b) {
+    *link = b->next;
+    qp_account(b->term, QP_SPACE_DEVICE, b->bytes, -1);
+  }
+  pthread_mutex_unlock(&qp_budget_state.lock);
+  if (!b) return 0;
+  qp_device_memory_free(ptr);
+  free(b);
+  return 1;
+}
+#endif
+
 qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size_t bytes,
                        void **out) {
   *out = NULL;
   QP_CHECK(term && term[0] && strlen(term) < QP_TERM_NAME_MAX, QP_ERR_INPUT,
            "budget term name '%s' is empty or longer than %d characters", term ? term : "",
            QP_TERM_NAME_MAX - 1);
+#if QP_HAVE_CUDA
+  if (space == QP_SPACE_DEVICE) {
+    if (bytes == 0) return QP_OK;
+    QP_CALL(qp_budget_alloc_device(term, kind, bytes, out));
+    return QP_OK;
+  }
+#endif
   QP_CHECK(space == QP_SPACE_HOST, QP_ERR_UNSUPPORTED,
-           "term '%s': device allocations go through the cuda backend", term);
+           "term '%s': the device space needs a build of qmlpipe with CUDA (-DQP_ENABLE_CUDA=ON)",
+           term);
   if (bytes == 0) return QP_OK;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   QP_CHECK(bytes <= SIZE_MAX - QP_HEADER_BYTES - page, QP_ERR_NOMEM,
@@ -172,6 +248,9 @@ qp_err qp_budget_alloc_array(const char *term, qp_term_kind kind, size_t count,
 
 void qp_budget_free(void *ptr) {
   if (!ptr) return;
+#if QP_HAVE_CUDA
+  if (qp_budget_free_device(ptr)) return;
+#endif
   qp_block_header *h = (qp_block_header *)((char *)ptr - QP_HEADER_BYTES);
   if (h->magic != QP_BLOCK_MAGIC) {
     fprintf(stderr, "qmlpipe: internal error: qp_budget_free of a block it did not allocate\n");
@@ -200,6 +279,11 @@ int qp_budget_dump_live(FILE *out) {
   for (const qp_block_header *h = qp_budget_state.live; h; h = h->next, ++n)
     fprintf(out, "  live block: term '%s' %zu bytes (%s)\n",
             qp_budget_state.terms[h->term].name, h->bytes, qp_space_name((qp_space)h->space));
+#if QP_HAVE_CUDA
+  for (const qp_device_block *b = qp_budget_state.device_live; b; b = b->next, ++n)
+    fprintf(out, "  live block: term '%s' %zu bytes (device)\n",
+            qp_budget_state.terms[b->term].name, b->bytes);
+#endif
   pthread_mutex_unlock(&qp_budget_state.lock);
   return n;
 }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "meter_device.h"
+
 /* Reads "Key:   123 kB" from /proc/self/status; -1 when absent. */
 static int64_t qp_status_kib(const char *key) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -97,6 +99,9 @@ void qp_meter_read(qp_meter_sample *s) {
   const qp_cgroup_files *c = qp_cgroup();
   s->cgroup_current = c->version ? qp_read_bytes_file(c->current) : -1;
   s->cgroup_peak = c->version ? qp_read_bytes_file(c->peak) : -1;
+  qp_device_sample d;
+  qp_meter_device_read(&d);
+  s->device_used = d.used;
 }
 
 void qp_meter_reset_peaks(int *hwm_reset, int *cgroup_peak_reset) {

@@ -5,7 +5,8 @@
  * cgroup figures are what a batch system charges: the process's own cgroup (from
  * /proc/self/cgroup), v2 memory.current / memory.peak or v1 memory.usage_in_bytes /
  * memory.max_usage_in_bytes; -1 where they cannot be read. The cgroup peak is the peak since
- * the cgroup began: qmlpipe never resets it (the batch system's accounting reads it too). */
+ * the cgroup began: qmlpipe never resets it (the batch system's accounting reads it too).
+ * device_used is the device meter's reading (meter_device.h): -1 without a CUDA device. */
 #ifndef QP_METER_H
 #define QP_METER_H
 
@@ -18,6 +19,7 @@ typedef struct qp_meter_sample {
   int64_t cgroup_peak;    /* bytes, or -1 */
   int hwm_reset;          /* 1 if the last reset of VmHWM succeeded */
   int cgroup_peak_reset;  /* 1 if the last reset of the cgroup peak succeeded */
+  int64_t device_used;    /* device bytes in use above its baseline (meter_device.h), or -1 */
 } qp_meter_sample;
 
 /** Reads all meters now (never fails: missing figures are -1). */

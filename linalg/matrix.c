@@ -5,12 +5,25 @@
 #include <string.h>
 
 #include "qp_config.h"
+#if QP_HAVE_CUDA
+#include "cuda.h"
+#endif
 
 qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
   *ops = NULL;
   if (strcmp(name, "cpu") == 0) {
     *ops = qp_linalg_cpu_ops();
     return QP_OK;
+  }
+  if (strcmp(name, "cuda") == 0) {
+#if QP_HAVE_CUDA
+    QP_CALL(qp_cuda_init(0)); /* QP_ERR_UNSUPPORTED "no CUDA device" on a machine without one */
+    *ops = qp_linalg_cuda_ops();
+    return QP_OK;
+#else
+    QP_FAIL(QP_ERR_UNSUPPORTED, "backend 'cuda': this build of qmlpipe was not built with CUDA "
+                                "(configure with -DQP_ENABLE_CUDA=ON)");
+#endif
   }
   if (strcmp(name, "dist") == 0 && qp_linalg_dist_ops()) {
     QP_CHECK(qp_grid_current(), QP_ERR_MPI,
@@ -23,8 +36,6 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
     QP_FAIL(QP_ERR_UNSUPPORTED,
             "backend 'dist' is not available in this build of qmlpipe (configure with "
             "-DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON)");
-  if (strcmp(name, "cuda") == 0)
-    QP_FAIL(QP_ERR_UNSUPPORTED, "backend '%s' is not available in this build of qmlpipe", name);
   QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: cpu, cuda, dist)", name);
 }
 
@@ -125,7 +136,7 @@ qp_err qp_linalg_potri(qp_matrix *l) {
   QP_NEED_OP(l, potri);
   QP_CHECK(l->rows == l->cols, QP_ERR_INTERNAL, "potri of non-square '%s'", l->name);
   QP_CALL(l->ops->potri(l));
-  qp_matrix_symmetrize_lower(l);
+  if (l->space == QP_SPACE_HOST) qp_matrix_symmetrize_lower(l); /* device backends mirror */
   qp_stage_add_flops(2.0 * qp_flops_trtri(l->rows));
   return QP_OK;
 }

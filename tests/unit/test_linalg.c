@@ -16,7 +16,11 @@
 
 #include "budget.h"
 #include "matrix.h"
+#include "qp_config.h"
 #include "test_util.h"
+#if QP_HAVE_CUDA
+#include "cuda.h"
+#endif
 
 enum { N = 50 };
 
@@ -111,8 +115,21 @@ static void test_backend(void) {
   TEST_ASSERT(o != NULL && o == qp_linalg_cpu_ops() && strcmp(o->name, "cpu") == 0,
               "cpu backend lookup gave %p", (const void *)o);
   ops = o;
-  EXPECT_ERROR(qp_linalg_backend("cuda", &o), QP_ERR_UNSUPPORTED, "cuda");
+#if QP_HAVE_CUDA
+  /* With CUDA: the table when there is a device (tests/gpu test it), else "no CUDA device". */
+  if (qp_cuda_device_count(NULL, 0) > 0) {
+    TEST_OK(qp_linalg_backend("cuda", &o));
+    TEST_ASSERT(o != NULL && strcmp(o->name, "cuda") == 0, "cuda backend lookup gave %p",
+                (const void *)o);
+    qp_cuda_finalize();
+  } else {
+    EXPECT_ERROR(qp_linalg_backend("cuda", &o), QP_ERR_UNSUPPORTED, "cuda", "no CUDA device");
+    TEST_ASSERT(o == NULL, "failed lookup left ops %p", (const void *)o);
+  }
+#else
+  EXPECT_ERROR(qp_linalg_backend("cuda", &o), QP_ERR_UNSUPPORTED, "cuda", "not built with CUDA");
   TEST_ASSERT(o == NULL, "failed lookup left ops %p", (const void *)o);
+#endif
   /* Without ScaLAPACK: unsupported; with it but no MPI grid (not under mpiexec): an MPI error. */
   EXPECT_ERROR(qp_linalg_backend("dist", &o), qp_linalg_dist_ops() ? QP_ERR_MPI : QP_ERR_UNSUPPORTED,
                "dist");

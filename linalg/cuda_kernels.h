@@ -1,0 +1,28 @@
+/* cuda_kernels.h: the launchers of the cuda backend's two kernels (cuda_kernels.cu), callable
+ * from C. Each queues its kernel on `stream` and returns the launch's status. */
+#ifndef QP_CUDA_KERNELS_H
+#define QP_CUDA_KERNELS_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The strictly upper triangle of the n x n matrix a <- the transpose of its strictly lower
+ *  one (what the host's qp_matrix_symmetrize_lower does). */
+cudaError_t qp_cuda_launch_mirror_lower(double *a, int64_t n, int64_t lda, cudaStream_t stream);
+
+/** sums[j] = sum_i A(i, j) B(j, i) for j < cols (A rows x cols, B cols x rows), then
+ *  sums[cols] = the sum of sums[0..cols) in a fixed order: no atomics, so that the result is
+ *  the same from run to run. sums holds cols + 1 doubles; cols >= 1. */
+cudaError_t qp_cuda_launch_trace_product(const double *a, int64_t lda, const double *b, int64_t ldb,
+                                         int64_t rows, int64_t cols, double *sums,
+                                         cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

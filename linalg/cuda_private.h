@@ -1,0 +1,56 @@
+/* cuda_private.h: what the cuda backend's files share (cuda_context.c, cuda.c, cuda_copy.c,
+ * cuda_kernels.cu): the context, the wrappers that turn CUDA/cuBLAS/cuSOLVER statuses into
+ * qp_err, the growing buffers, and the kernels' launchers. Not for use outside linalg/. */
+#ifndef QP_CUDA_PRIVATE_H
+#define QP_CUDA_PRIVATE_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cusolverDn.h>
+#include <stdint.h>
+
+#include "cuda.h"
+#include "cuda_kernels.h"
+
+typedef struct qp_cuda_context {
+  int ready;
+  qp_cuda_device_info info;
+  cudaStream_t stream;
+  cublasHandle_t blas;
+  cusolverDnHandle_t solver;
+  cusolverDnParams_t params;
+  void *blas_workspace;   /* QP_TERM_CUBLAS_WORKSPACE */
+  int *info_word;         /* QP_TERM_CUSOLVER_INFO */
+  void *solver_workspace; /* QP_TERM_CUSOLVER_WORKSPACE */
+  size_t solver_workspace_bytes;
+  void *solver_host_workspace; /* QP_TERM_CUSOLVER_HOST_WORKSPACE (host) */
+  size_t solver_host_workspace_bytes;
+  int64_t *pivots; /* QP_TERM_DEVICE_PIVOTS */
+  size_t pivots_bytes;
+  double *reduction; /* QP_TERM_DEVICE_REDUCTION */
+  size_t reduction_bytes;
+  uint64_t to_device, to_host; /* bytes copied by qp_cuda_matrix_copy */
+} qp_cuda_context;
+
+/** The one context of the process (cuda_context.c). */
+extern qp_cuda_context qp_cuda_ctx;
+
+/* Each wrapper returns QP_OK for success, else QP_ERR_GPU with `what` (the routine and the
+ * matrix) and the library's own name for the status. */
+qp_err qp_cuda_status(cudaError_t status, const char *what);
+qp_err qp_cublas_status(cublasStatus_t status, const char *what);
+qp_err qp_cusolver_status(cusolverStatus_t status, const char *what);
+
+/** Makes sure the cuSOLVER workspaces hold at least these bytes (growing them through the
+ *  budget: the old buffer is freed first, so the peak is the larger size, not the sum). */
+qp_err qp_cuda_reserve_solver(size_t device_bytes, size_t host_bytes);
+/** Makes sure the device pivots hold n int64 entries. */
+qp_err qp_cuda_reserve_pivots(int64_t n);
+/** Makes sure the device reduction buffer holds n doubles. */
+qp_err qp_cuda_reserve_reduction(int64_t n);
+/** Reads the info word back (waits for the stream). */
+qp_err qp_cuda_read_info(int *info);
+/** QP_ERR_INTERNAL unless the context exists and `m` is a device matrix. */
+qp_err qp_cuda_check_operand(const qp_matrix *m, const char *routine);
+
+#endif
