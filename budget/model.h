@@ -87,6 +87,11 @@ typedef struct qp_model {
  *  panels (driver.c): 49.5 MiB measured by `qmlpipe calibrate` there, rounded up. */
 #define QP_MODEL_DEFAULT_OVERHEAD_LARGE ((size_t)50 << 20)
 
+/** Added to the default overhead of a rank of a distributed run: Open MPI, BLACS and
+ *  ScaLAPACK's code and buffers after the distributed warm-up (driver.c); 7.1-7.4 MiB measured
+ *  per rank on 1-4 ranks here (docs/distributed.md), rounded up. */
+#define QP_MODEL_DEFAULT_OVERHEAD_MPI ((size_t)8 << 20)
+
 enum { QP_PHASE_END = 99 };
 
 /** Predicts every term of the path of `dims`. QP_ERR_INPUT on nonsense dims. */

@@ -157,6 +157,16 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
           "pred peak", "tracked", "RSS peak", "err %", "pred kept", "RSS end", "err %",
           "tracked == predicted");
   const double mib = 1048576.0;
+  double *base = malloc((size_t)n * sizeof *base);
+  QP_CHECK_GOTO(base, QP_ERR_NOMEM, done, "out of memory for the rank table");
+  err = qp_read_field(group, "baseline_rss_bytes", base);
+  if (err != QP_OK) {
+    free(base);
+    goto done;
+  }
+  double absolute = 0;
+  long long absolute_rank = 0;
+  int absolute_stage = 0;
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     double worst = 0;
     for (long long r = 0; r < n; ++r) {
@@ -179,7 +189,18 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
     }
     fprintf(out, "%-17s  all | measured peak max %.2f MiB, min %.2f MiB; largest |err| %.2f%%\n",
             qp_stage_name((qp_stage_id)s), hi / mib, lo / mib, worst);
+    for (long long r = 0; r < n; ++r) {
+      double a = v[QP_RANK_RSS_PEAK][(size_t)r * QP_STAGE_COUNT + s] + base[r];
+      if (a > absolute) {
+        absolute = a;
+        absolute_rank = r;
+        absolute_stage = s;
+      }
+    }
   }
+  fprintf(out, "largest RSS of any rank: %.2f MiB (rank %lld in %s, baseline included)\n",
+          absolute / mib, absolute_rank, qp_stage_name((qp_stage_id)absolute_stage));
+  free(base);
 done:
   for (int f = 0; f < QP_RANK_FIELDS; ++f) free(v[f]);
   if (attr >= 0) H5Aclose(attr);

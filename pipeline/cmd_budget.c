@@ -8,10 +8,12 @@
 
 static void qp_budget_usage(FILE *out) {
   fprintf(out,
-          "usage: qmlpipe budget CONFIG.yaml\n"
+          "usage: qmlpipe budget CONFIG.yaml [--ranks P [--grid RxC] [--block B] [--ranks-per-node K]\n"
+          "       [--mem-per-node M]]\n"
           "  Prints, per stage, the persistent and transient memory terms with their exact\n"
           "  bytes and the peak, for the config's mask, maps, noise and bins, without\n"
-          "  running anything big. Exit status 0 when it fits memory.host_limit, else %d.\n",
+          "  running anything big. Exit status 0 when it fits memory.host_limit, else %d.\n"
+          QP_SIZING_HELP,
           qp_err_exit_status(QP_ERR_BUDGET));
 }
 

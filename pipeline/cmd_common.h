@@ -7,6 +7,17 @@
 
 #include "problem.h"
 
+/** The sizing options both commands take, for their usage text. */
+#define QP_SIZING_HELP                                                                          \
+  "  Sizing a distributed job (no MPI needed; docs/distributed.md):\n"                          \
+  "    --ranks P           the job's MPI ranks: prints every rank's and node's peaks\n"          \
+  "    --grid RxC          the process grid (default: the squarest, or with --mem-per-node\n"   \
+  "                        the one whose largest node is smallest)\n"                           \
+  "    --block B           ScaLAPACK block size (default 64)\n"                                  \
+  "    --ranks-per-node K  consecutive ranks sharing a node (default 1)\n"                       \
+  "    --mem-per-node M    a node's memory, e.g. 180GiB: the grid is chosen to fit it, and\n"   \
+  "                        without memory.host_limit each rank plans for M / K\n"
+
 /** Runs `CONFIG.yaml` through the plan and hands the problem to `print`; returns the exit
  *  status (0, 2 for usage, QP_ERR_BUDGET's when the plan exceeds memory.host_limit). */
 int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),

@@ -8,13 +8,14 @@
 #include "cmd_common.h"
 
 static void qp_plan_usage(FILE *out) {
-  fprintf(out, "usage: qmlpipe plan CONFIG.yaml\n"
+  fprintf(out, "usage: qmlpipe plan CONFIG.yaml [--ranks P [--grid RxC] [--block B] [--ranks-per-node K]\n"
+          "       [--mem-per-node M]]\n"
                "  Prints the route the planner picks (path, harmonic method, chunks of the\n"
                "  pixel-direct products and bin matrices under memory.host_limit), why, and the\n"
                "  predicted peak of each stage. `qmlpipe budget` prints the terms of that plan.\n"
                "  A config may give `dimensions: {n_pix, n_modes, lmax_signal, lmax, n_bins}` in\n"
                "  place of maps and mask to size a job before having data. Exit status 0 when the\n"
-               "  plan fits memory.host_limit, else %d.\n",
+               "  plan fits memory.host_limit (and --mem-per-node), else %d.\n" QP_SIZING_HELP,
           qp_err_exit_status(QP_ERR_BUDGET));
 }
 

@@ -128,6 +128,7 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t f
   model->overhead_bytes = p->calibration.overhead_bytes;
   if (p->calibration.builtin && p->n_pix > 2048)
     model->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD_LARGE; /* the wide warm-up (driver.c) */
+  if (p->calibration.builtin && grid) model->overhead_bytes += QP_MODEL_DEFAULT_OVERHEAD_MPI;
   model->overhead_parts[0] = p->calibration.program_bytes;
   model->overhead_parts[1] = p->calibration.blas_bytes;
   model->overhead_parts[2] = p->calibration.hdf5_bytes;

@@ -2,9 +2,11 @@
 # dist_case.sh: one case of the distributed-vs-single-process check (tests/mpi/CMakeLists.txt).
 #   dist_case.sh ref QMLPIPE WORKDIR NAME PATH METHOD FIELDS SPECTRA LMAX LMAX_SIGNAL BIN
 #       simulates the inputs of case NAME and runs it on one process (the reference)
-#   dist_case.sh run QMLPIPE WORKDIR NAME RANKS ROWS COLS BLOCK COMPARE [HOST_LIMIT]
+#   dist_case.sh run QMLPIPE WORKDIR NAME RANKS ROWS COLS BLOCK COMPARE [HOST_LIMIT_MIB]
 #       runs case NAME with mpiexec -n RANKS on a ROWS x COLS grid, then compares its results
-#       with the reference (COMPARE, 1e-10 relative) and checks its per-rank budget report
+#       with the reference (COMPARE, 1e-10 relative) and checks its per-rank budget report.
+#       With HOST_LIMIT_MIB: the single-process plan must need more than the limit, the run
+#       gets memory.host_limit, and every rank's measured RSS must stay below it.
 set -euo pipefail
 mode=$1 qmlpipe=$2 work=$3 name=$4
 shift 4
@@ -44,8 +46,14 @@ tag=n${ranks}_${rows}x${cols}
   echo "backend: dist"
   echo "grid: {rows: $rows, cols: $cols, block: $block}"
   echo "output: $tag.h5"
-  [[ -n ${limit:-} ]] && echo "memory: {host_limit: $limit, sample_interval_ms: 0}"
+  [[ -n ${limit:-} ]] && echo "memory: {host_limit: ${limit}MiB}"
 } >"$dir/$tag.yaml"
+if [[ -n ${limit:-} ]]; then
+  single=$("$qmlpipe" plan "$dir/reference.yaml" | sed -n 's/.*lifetime peak \([0-9.]*\) MiB.*/\1/p')
+  echo "single-process predicted peak $single MiB; host_limit $limit MiB"
+  awk -v a="$single" -v b="$limit" 'BEGIN { exit !(a > b) }' ||
+    { echo "dist_case: the single-process peak must exceed the limit for this check" >&2; exit 1; }
+fi
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 mpiexec -n "$ranks" --oversubscribe --allow-run-as-root \
   --bind-to none "$qmlpipe" run "$dir/$tag.yaml" --quiet | tee "$dir/$tag.log"
 "$compare" "$dir/reference.h5" "$dir/$tag.h5"
@@ -54,4 +62,10 @@ OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 mpiexec -n "$ranks" --oversubscribe --a
 if grep -q "tracked != predicted" "$dir/$tag.report"; then
   echo "dist_case: a rank's tracked bytes differ from its prediction" >&2
   exit 1
+fi
+if [[ -n ${limit:-} ]]; then
+  largest=$(sed -n 's/^largest RSS of any rank: \([0-9.]*\) MiB.*/\1/p' "$dir/$tag.report")
+  awk -v a="$largest" -v b="$limit" 'BEGIN { exit !(a < b) }' ||
+    { echo "dist_case: a rank used $largest MiB, above host_limit $limit MiB" >&2; exit 1; }
+  echo "every rank below host_limit: largest $largest MiB < $limit MiB"
 fi
