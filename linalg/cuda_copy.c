@@ -18,8 +18,15 @@ qp_err qp_cuda_matrix_create(const char *term, qp_term_kind kind, int64_t rows, 
   void *data = NULL;
   QP_CALL(qp_budget_alloc(term, kind, QP_SPACE_DEVICE, (size_t)rows * (size_t)cols * sizeof(double),
                           &data));
-  *m = (qp_matrix){rows, cols, rows > 0 ? rows : 1, data, QP_SPACE_DEVICE, qp_linalg_cuda_ops(),
-                   "",   1};
+  *m = (qp_matrix){.rows = rows,
+                   .cols = cols,
+                   .ld = rows > 0 ? rows : 1,
+                   .data = data,
+                   .local_rows = rows,
+                   .local_cols = cols,
+                   .space = QP_SPACE_DEVICE,
+                   .ops = qp_linalg_cuda_ops(),
+                   .owns = 1};
   snprintf(m->name, sizeof m->name, "%s", term);
   return QP_OK;
 }

@@ -39,6 +39,25 @@ if [[ $mode == ref ]]; then
   "$qmlpipe" run "$dir/reference.yaml" --quiet >"$dir/reference.log"
   exit 0
 fi
+if [[ $mode == bad ]]; then
+  # A missing map on 2 ranks: rank 0 fails to read it; every rank must stop with the same
+  # clear error and exit status (no hang in a collective), and no results file appear.
+  ranks=$1
+  { sed 's/map_0001.fits/missing_map.fits/' "$dir/base.yaml"; echo "output: bad.h5"; } \
+    >"$dir/bad.yaml"
+  rm -f "$dir/bad.h5"
+  status=0
+  timeout 120 mpiexec -n "$ranks" --oversubscribe --allow-run-as-root --bind-to none \
+    "$qmlpipe" run "$dir/bad.yaml" --quiet >"$dir/bad.log" 2>&1 || status=$?
+  cat "$dir/bad.log"
+  [[ $status != 124 ]] || { echo "dist_case: the run hung" >&2; exit 1; }
+  [[ $status != 0 ]] || { echo "dist_case: a missing map was not an error" >&2; exit 1; }
+  grep -q "missing_map.fits" "$dir/bad.log" ||
+    { echo "dist_case: the error does not name the file" >&2; exit 1; }
+  [[ ! -e $dir/bad.h5 ]] || { echo "dist_case: a results file was written" >&2; exit 1; }
+  echo "exit status $status, file named, no results file"
+  exit 0
+fi
 read -r ranks rows cols block compare limit <<<"$*"
 tag=n${ranks}_${rows}x${cols}
 {
