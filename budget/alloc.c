@@ -69,6 +69,7 @@ const char *qp_term_kind_name(qp_term_kind kind) {
   case QP_TERM_PERSISTENT: return "persistent";
   case QP_TERM_TRANSIENT: return "transient";
   case QP_TERM_VIRTUAL: return "virtual";
+  case QP_TERM_LIBRARY: return "library";
   }
   return "?";
 }

@@ -24,7 +24,9 @@
 typedef enum qp_term_kind {
   QP_TERM_PERSISTENT = 0, /* outlives the stage that allocates it */
   QP_TERM_TRANSIENT = 1,  /* freed inside the stage that allocates it */
-  QP_TERM_VIRTUAL = 2     /* never materialised (computed on the fly); bytes for information */
+  QP_TERM_VIRTUAL = 2,    /* never materialised (computed on the fly); bytes for information */
+  QP_TERM_LIBRARY = 3     /* allocated and freed inside a library call (PBLAS's panels), which
+                             takes no workspace argument: predicted, then seen in RSS only */
 } qp_term_kind;
 
 typedef enum qp_space { QP_SPACE_HOST = 0, QP_SPACE_DEVICE = 1 } qp_space;

@@ -50,6 +50,13 @@ static size_t qp_matrix_bytes(const qp_model_dims *d, int64_t rows, int64_t cols
          (size_t)qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols) * sizeof(double);
 }
 
+/* PBLAS's panels for a rows x cols operand on this rank (see the pblas_panels term). */
+static size_t qp_panel_bytes(const qp_model_dims *d, int64_t rows, int64_t cols) {
+  return (size_t)(qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows) +
+                  qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols)) *
+         (size_t)d->block * sizeof(double);
+}
+
 qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   memset(m, 0, sizeof *m);
   QP_CHECK(d->n_positions > 0 && d->n_positions <= d->n_pix, QP_ERR_INPUT,
@@ -225,11 +232,34 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   qp_model_add(m, QP_TERM_SPECTRA, QP_TERM_PERSISTENT, maps * np * w, spe, spe,
                "n_maps n_params x 8");
   qp_model_add(m, QP_TERM_ERRORS, QP_TERM_PERSISTENT, np * w, spe, spe, "n_params x 8");
+  if (dist) {
+    /* PBLAS copies a panel of block columns of its operands and one of block rows per step
+     * (PB_Cmalloc, freed before it returns): (LOCr + LOCc) x block doubles for the largest
+     * operand of the stage, within 2% of a rank's C at n_pix 4480-8064 on 1 x 2 and 2 x 2
+     * grids (docs/distributed.md). SMW's largest after basis_setup's V is K (n_modes^2). */
+    const int64_t big_rows = d->n_pix, big_cols = smw ? d->n_modes : d->n_pix;
+    const int64_t later = smw ? d->n_modes : d->n_pix;
+    const size_t basis_panels = qp_panel_bytes(d, big_rows, big_cols),
+                 later_panels = qp_panel_bytes(d, later, later);
+    const char *formula = "(LOCr + LOCc) x block x 8 (inside PBLAS; seen in RSS only)";
+    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, basis_panels, bas, bas, formula);
+    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, fis, fis, formula);
+    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, spe, spe, formula);
+  }
   return QP_OK;
 }
 
 int qp_model_term_alive(const qp_model_term *t, qp_stage_id stage) {
-  return t->kind != QP_TERM_VIRTUAL && t->stage_alloc <= stage && stage <= t->stage_free;
+  return t->kind != QP_TERM_VIRTUAL && t->kind != QP_TERM_LIBRARY && t->stage_alloc <= stage &&
+         stage <= t->stage_free;
+}
+
+size_t qp_model_stage_library(const qp_model *m, qp_stage_id stage) {
+  size_t sum = 0;
+  for (int i = 0; i < m->n_terms; ++i)
+    if (m->terms[i].kind == QP_TERM_LIBRARY && m->terms[i].stage_alloc == stage)
+      sum += m->terms[i].bytes;
+  return sum;
 }
 
 size_t qp_model_stage_carried(const qp_model *m, qp_stage_id stage) {
@@ -309,12 +339,17 @@ void qp_model_print(FILE *out, const qp_model *m) {
     qp_print_bytes(out, qp_model_stage_carried(m, stage));
     fprintf(out, "\n  peak        ");
     qp_print_bytes(out, qp_model_stage_peak(m, stage));
+    if (qp_model_stage_library(m, stage)) {
+      fprintf(out, "\n  + library   ");
+      qp_print_bytes(out, qp_model_stage_library(m, stage));
+    }
     fprintf(out, "\n  kept after  ");
     qp_print_bytes(out, qp_model_stage_persistent(m, stage));
     fprintf(out, "\n");
     for (int i = 0; i < m->n_terms; ++i) {
       const qp_model_term *t = &m->terms[i];
-      if (!qp_model_term_alive(t, stage)) continue;
+      const int library = t->kind == QP_TERM_LIBRARY && t->stage_alloc == stage;
+      if (!qp_model_term_alive(t, stage) && !library) continue;
       const char *role = t->stage_alloc < stage ? "carried" : qp_term_kind_name(t->kind);
       fprintf(out, "    %-16s %-10s ", t->name, role);
       qp_print_bytes(out, t->bytes);

@@ -98,6 +98,10 @@ enum { QP_PHASE_END = 99 };
 qp_err qp_model_predict(const qp_model_dims *dims, qp_model *model);
 
 size_t qp_model_stage_carried(const qp_model *model, qp_stage_id stage);
+/** Bytes of the library terms of a stage (QP_TERM_LIBRARY: allocated inside library calls,
+ *  outside the tracked allocator): added to the peak where it is compared with RSS, never
+ *  where it is compared with the allocator's own count. */
+size_t qp_model_stage_library(const qp_model *model, qp_stage_id stage);
 size_t qp_model_stage_peak(const qp_model *model, qp_stage_id stage);
 size_t qp_model_stage_persistent(const qp_model *model, qp_stage_id stage);
 /** The largest stage peak (tracked bytes, without the overhead). */

@@ -6,6 +6,7 @@
  *   tracked_peak_bytes, tracked_end_bytes             the allocator of that rank
  *   rss_peak_bytes, rss_end_bytes                     VmHWM / VmRSS minus that rank's baseline
  *   seconds
+ *   predicted_library_bytes                           PBLAS's own buffers (in RSS, not tracked)
  * with baseline_rss_bytes [rank], the stage names, the grid (attributes grid_rows, grid_cols,
  * block, ranks_per_node) and, per quantity, its max and min over the ranks (<name>_max,
  * <name>_min [stage]). Budget knows nothing of MPI: the pipeline gathers the rows. */
@@ -26,6 +27,7 @@ enum {
   QP_RANK_RSS_PEAK,
   QP_RANK_RSS_END,
   QP_RANK_SECONDS,
+  QP_RANK_PREDICTED_LIBRARY,
   QP_RANK_FIELDS
 };
 

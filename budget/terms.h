@@ -39,6 +39,7 @@
 #define QP_TERM_SMW_COLUMNS "K_columns"         /* SMW: K's columns of one field, redistributed */
 #define QP_TERM_FIELD_BLOCKS "W_field_blocks"   /* harmonic: W per field pair, aligned by (l, m) */
 #define QP_TERM_MODE_MAPS_ALL "mode_maps_all"   /* harmonic: z whole on every rank */
+#define QP_TERM_PBLAS_PANELS "pblas_panels"     /* PBLAS/ScaLAPACK's own panel buffers (library) */
 /* the cuda backend's own buffers (linalg/cuda_context.c), held from qp_cuda_init (or the first
  * operation that needs them) to qp_cuda_finalize; all in the device space but the last */
 #define QP_TERM_CUBLAS_WORKSPACE "cublas workspace"     /* 32 MiB (sm_90 and up), else 4 MiB */

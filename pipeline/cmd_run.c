@@ -26,7 +26,8 @@ static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline)
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
     if (!r) continue;
-    double predicted = (double)(qp_model_stage_peak(&p->model, (qp_stage_id)s) -
+    double predicted = (double)(qp_model_stage_peak(&p->model, (qp_stage_id)s) +
+                                qp_model_stage_library(&p->model, (qp_stage_id)s) -
                                 qp_model_stage_carried(&p->model, (qp_stage_id)s));
     double measured = (double)(r->meter_end.hwm - r->meter_start.rss);
     int exact = r->tracked_peak == qp_model_stage_peak(&p->model, (qp_stage_id)s);

@@ -192,6 +192,11 @@ static qp_err qp_val_read_stage(hid_t group, const char *where, const char *link
   QP_CALL(qp_h5_attr_i64(group, where, "model_has_stage", 1, &has_model));
   QP_CALL(qp_h5_attr_i64(group, where, "hwm_reset", 1, &hwm_reset));
   QP_CALL(qp_h5_attr_i64(group, where, "predicted_peak_bytes", 1, &s->pred_peak));
+  /* Library buffers (distributed runs: PBLAS's panels) are in RSS, not in the tracked peak;
+   * files from before the attribute existed have none. */
+  int64_t library = 0;
+  QP_CALL(qp_h5_attr_i64(group, where, "predicted_library_bytes", 0, &library));
+  if (library > 0) s->pred_peak += library;
   QP_CALL(qp_h5_attr_i64(group, where, "predicted_persistent_bytes", 1, &s->pred_persistent));
   QP_CALL(qp_h5_attr_i64(group, where, "rss_peak_bytes", 1, &rss_peak));
   QP_CALL(qp_h5_attr_i64(group, where, "rss_end_bytes", 1, &rss_end));
