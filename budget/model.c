@@ -79,8 +79,6 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                                    d->grid_col < d->grid_cols),
            QP_ERR_INPUT, "budget model: rank (%d, %d) outside a %d x %d grid of block %d",
            d->grid_row, d->grid_col, d->grid_rows, d->grid_cols, d->block);
-  QP_CHECK(d->grid_rows <= 0 || !d->noise_dense, QP_ERR_UNSUPPORTED,
-           "budget model: a dense noise covariance on the distributed backend");
   m->dims = *d;
   m->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
   const int dist = d->grid_rows > 0;

@@ -7,6 +7,11 @@
 
 #include "h5_matrix.h"
 
+#include <math.h>
+#include <stdlib.h>
+
+#include "block_cyclic.h"
+
 #include <errno.h>
 #include <hdf5.h>
 #include <stdio.h>
@@ -118,6 +123,83 @@ qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, in
                    path, what);
 
 done:
+  if (dset >= 0) H5Dclose(dset);
+  if (file >= 0) H5Fclose(file);
+  qp_h5_quiet_end(&quiet);
+  return err;
+}
+
+/* The file's (r0.., c0..) block of rows x cols into memory `mem` (its own row-major space),
+ * at (m0.., m1..). */
+static herr_t qp_h5_read_block(hid_t dset, hid_t file_space, hid_t mem_space, hsize_t r0,
+                               hsize_t c0, hsize_t rows, hsize_t cols, hsize_t m0, hsize_t m1,
+                               double *mem) {
+  const hsize_t fstart[2] = {r0, c0}, count[2] = {rows, cols}, mstart[2] = {m0, m1};
+  if (H5Sselect_hyperslab(file_space, H5S_SELECT_SET, fstart, NULL, count, NULL) < 0) return -1;
+  if (H5Sselect_hyperslab(mem_space, H5S_SELECT_SET, mstart, NULL, count, NULL) < 0) return -1;
+  return H5Dread(dset, H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, mem);
+}
+
+qp_err qp_h5_matrix_read_block_cyclic(const char *path, const char *dataset, int64_t n,
+                                      int64_t block, int nprow, int npcol, int myrow, int mycol,
+                                      double *out, int64_t ld) {
+  qp_err err = QP_OK;
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
+  hid_t file = H5I_INVALID_HID, dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID,
+        mspace = H5I_INVALID_HID, tspace = H5I_INVALID_HID;
+  double *mirror = malloc((size_t)(block * block) * sizeof *mirror); /* one block: 32 KiB */
+  int64_t dims[2];
+  char what[512];
+  snprintf(what, sizeof what, "reading the blocks of dataset '%s'", dataset);
+  QP_CHECK_GOTO(mirror, QP_ERR_NOMEM, done, "out of memory for one %lld x %lld block",
+                (long long)block, (long long)block);
+  QP_CALL_GOTO(qp_h5_open(path, dataset, &file, &dset, dims), done);
+  QP_CHECK_GOTO(dims[0] == n && dims[1] == n, QP_ERR_INPUT, done,
+                "HDF5 file '%s': dataset '%s' is %lld x %lld, expected %lld x %lld", path, dataset,
+                (long long)dims[0], (long long)dims[1], (long long)n, (long long)n);
+  const int64_t lrows = qp_bc_local_count(n, block, myrow, nprow),
+                lcols = qp_bc_local_count(n, block, mycol, npcol);
+  /* Memory is the local array seen row-major as [local col][ld]: the file's row j, column i is
+   * entry (i, j) of the matrix, read straight into its local place (the transposed layout of
+   * qp_h5_matrix_read, the same for a symmetric matrix). */
+  const hsize_t mdims[2] = {(hsize_t)(lcols > 0 ? lcols : 1), (hsize_t)ld};
+  const hsize_t bdims[2] = {(hsize_t)block, (hsize_t)block};
+  QP_H5_CHECK_GOTO(fspace = H5Dget_space(dset), QP_ERR_IO, path, what);
+  QP_H5_CHECK_GOTO(mspace = H5Screate_simple(2, mdims, NULL), QP_ERR_IO, path, what);
+  QP_H5_CHECK_GOTO(tspace = H5Screate_simple(2, bdims, NULL), QP_ERR_IO, path, what);
+  for (int64_t lj = 0; lj < lcols; lj += block) {
+    const int64_t gj = qp_bc_global_index(lj, block, mycol, npcol);
+    const int64_t wj = lcols - lj < block ? lcols - lj : block;
+    for (int64_t li = 0; li < lrows; li += block) {
+      const int64_t gi = qp_bc_global_index(li, block, myrow, nprow);
+      const int64_t wi = lrows - li < block ? lrows - li : block;
+      QP_H5_CHECK_GOTO(qp_h5_read_block(dset, fspace, mspace, (hsize_t)gj, (hsize_t)gi,
+                                        (hsize_t)wj, (hsize_t)wi, (hsize_t)lj, (hsize_t)li, out),
+                       QP_ERR_IO, path, what);
+      /* The mirror block: file rows gi.., columns gj.., i.e. entries (gj + a, gi + b). */
+      QP_H5_CHECK_GOTO(qp_h5_read_block(dset, fspace, tspace, (hsize_t)gi, (hsize_t)gj,
+                                        (hsize_t)wi, (hsize_t)wj, 0, 0, mirror),
+                       QP_ERR_IO, path, what);
+      for (int64_t a = 0; a < wj; ++a)
+        for (int64_t b = 0; b < wi; ++b) {
+          const double v = out[(li + b) + (lj + a) * ld], m = mirror[b * block + a];
+          QP_CHECK_GOTO(isfinite(v), QP_ERR_INPUT, done,
+                        "noise covariance '%s' has a non-finite entry (%lld, %lld)", path,
+                        (long long)(gi + b), (long long)(gj + a));
+          QP_CHECK_GOTO(fabs(v - m) <= 1e-12 * fmax(fabs(v), fabs(m)), QP_ERR_INPUT, done,
+                        "noise covariance '%s' is not symmetric: entry (%lld, %lld) = %.17g but "
+                        "(%lld, %lld) = %.17g",
+                        path, (long long)(gi + b), (long long)(gj + a), v, (long long)(gj + a),
+                        (long long)(gi + b), m);
+        }
+    }
+  }
+done:
+  free(mirror);
+  if (tspace >= 0) H5Sclose(tspace);
+  if (mspace >= 0) H5Sclose(mspace);
+  if (fspace >= 0) H5Sclose(fspace);
   if (dset >= 0) H5Dclose(dset);
   if (file >= 0) H5Fclose(file);
   qp_h5_quiet_end(&quiet);

@@ -16,6 +16,14 @@ qp_err qp_h5_matrix_info(const char *path, const char *dataset, int64_t *rows, i
  *  out is column-major of the transpose: for the symmetric covariance this is the matrix). */
 qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, int64_t cols,
                          double *out);
+/** Reads one rank's block-cyclic part of a symmetric n x n dataset (budget/block_cyclic.h:
+ *  blocks of `block`, process (myrow, mycol) of nprow x npcol) into out (local rows x local
+ *  cols, leading dimension ld), block by block, and checks each block against its transposed
+ *  block in the file: QP_ERR_INPUT naming the first entry whose mirror differs (by more than
+ *  1e-12 relative) or that is not finite. */
+qp_err qp_h5_matrix_read_block_cyclic(const char *path, const char *dataset, int64_t n,
+                                      int64_t block, int nprow, int npcol, int myrow, int mycol,
+                                      double *out, int64_t ld);
 /** Writes a matrix (for tests and simulate), atomically (temporary name, then rename). */
 qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, int64_t cols,
                           const double *data);

@@ -297,11 +297,6 @@ qp_err qp_inputs_plan(qp_problem *p) {
   }
   QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED, "config '%s': pixel_window is not supported yet",
            cfg->source);
-  QP_CHECK(!(p->ops && p->ops->distributed) || cfg->noise_kind != QP_NOISE_COVARIANCE,
-           QP_ERR_UNSUPPORTED,
-           "config '%s': a dense noise covariance ('%s') is not supported on the distributed "
-           "backend yet; use a variance map, or run on one process",
-           cfg->source, cfg->noise_file);
 
   /* The mask first: its nside bounds lmax, the first thing a user gets wrong. */
   qp_healpix_info mask_info;
@@ -515,6 +510,15 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
            cfg->noise_file, cfg->noise_dataset, (long long)rows, (long long)cols,
            (long long)p->n_pix, cfg->mask);
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_NOISE, QP_TERM_PERSISTENT, rows, cols, &p->noise));
+  if (p->noise.grid) {
+    /* Distributed: every rank reads its own blocks (and checks them against their mirror
+     * blocks in the file); nothing of size n_pix^2 goes through one rank. */
+    const qp_grid *g = p->noise.grid;
+    QP_CALL(qp_h5_matrix_read_block_cyclic(cfg->noise_file, cfg->noise_dataset, rows, g->block,
+                                           g->nprow, g->npcol, g->myrow, g->mycol,
+                                           p->noise.data, p->noise.ld));
+    return QP_OK;
+  }
   QP_CALL(qp_h5_matrix_read(cfg->noise_file, cfg->noise_dataset, rows, cols, p->noise.data));
   const double *n = p->noise.data;
   for (int64_t j = 0; j < cols; ++j)
@@ -554,8 +558,8 @@ qp_err qp_inputs_read_data(qp_problem *p) {
         p->noise_variance[k] = k < p->n_obs_t ? cfg->noise_variance : cfg->noise_variance_pol;
     break;
   case QP_NOISE_COVARIANCE:
-    /* Refused by the plan on the distributed backend (each rank would need its blocks). */
-    QP_CALL(qp_inputs_dense_noise(p));
+    /* Distributed, a rank may find a bad block alone: every rank learns it here. */
+    QP_CALL(qp_comm_agree(qp_inputs_dense_noise(p)));
     break;
   }
   QP_CALL(qp_comm_agree(qp_inputs_reader() ? qp_inputs_read_map_files(p) : QP_OK));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dist_case.sh: one case of the distributed-vs-single-process check (tests/mpi/CMakeLists.txt).
-#   dist_case.sh ref QMLPIPE WORKDIR NAME PATH METHOD FIELDS SPECTRA LMAX LMAX_SIGNAL BIN
-#       simulates the inputs of case NAME and runs it on one process (the reference)
+#   dist_case.sh ref QMLPIPE WORKDIR NAME PATH METHOD FIELDS SPECTRA LMAX LMAX_SIGNAL BIN [WRITE_NOISE]
+#       simulates the inputs of case NAME and runs it on one process (the reference); with
+#       WRITE_NOISE (the write_noise program) the noise is a dense covariance it writes
 #   dist_case.sh run QMLPIPE WORKDIR NAME RANKS ROWS COLS BLOCK COMPARE [HOST_LIMIT_MIB]
 #       runs case NAME with mpiexec -n RANKS on a ROWS x COLS grid, then compares its results
 #       with the reference (COMPARE, 1e-10 relative) and checks its per-rank budget report.
@@ -13,7 +14,7 @@ shift 4
 dir=$work/$name
 cls=$(dirname "$0")/../../data/cls_planck2015_lcdm.txt
 if [[ $mode == ref ]]; then
-  read -r path method fields spectra lmax lmax_signal bin <<<"$*"
+  read -r path method fields spectra lmax lmax_signal bin dense <<<"$*"
   rm -rf "$dir" && mkdir -p "$dir"
   "$qmlpipe" simulate --cls "$cls" --nside 8 --fields "$fields" --n-maps 2 --noise-variance 20 \
     --noise-variance-pol 4 --seed 7 --out "$dir/map" --mask "$dir/mask.fits" \
@@ -21,6 +22,14 @@ if [[ $mode == ref ]]; then
   noise="{variance: 20}"
   [[ $fields != T ]] && noise="{variance_t: 20, variance_p: 4}"
   [[ $fields == QU ]] && noise="{variance_p: 4}"
+  if [[ -n ${dense:-} ]]; then
+    # A dense N (write_noise, beside this script's build) of the data vector's length.
+    printf 'maps: [map_0000.fits]\nmask: mask.fits\nfields: %s\ncls: %s\nnoise: %s\nlmax: %s\n' \
+      "$fields" "$cls" "$noise" "$lmax" >"$dir/size.yaml"
+    n_pix=$("$qmlpipe" plan "$dir/size.yaml" | sed -n 's/^  n_pix \([0-9]*\).*/\1/p')
+    "$dense" "$dir/noise.h5" "$n_pix" 8
+    noise="{covariance: noise.h5}"
+  fi
   {
     echo "maps: [map_0000.fits, map_0001.fits]"
     echo "mask: mask.fits"
