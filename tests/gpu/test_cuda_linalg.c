@@ -115,19 +115,6 @@ static int expect_close(const qp_matrix *dev, const qp_matrix *ref, int lower, c
   return symmetric;
 }
 
-/* Expects `code` from `expr` and every needle in its message. */
-#define EXPECT_ERROR(expr, code, ...)                                                              \
-  do {                                                                                             \
-    qp_err e_ = (expr);                                                                            \
-    TEST_ASSERT(e_ == (code), "%s returned %d (%s), expected %d (%s)", #expr, (int)e_,             \
-                qp_err_name(e_), (int)(code), qp_err_name(code));                                  \
-    const char *needles_[] = {__VA_ARGS__};                                                        \
-    for (size_t k_ = 0; k_ < sizeof needles_ / sizeof needles_[0]; ++k_)                           \
-      TEST_ASSERT(strstr(qp_error_message(), needles_[k_]) != NULL, "%s: message lacks '%s': %s",  \
-                  #expr, needles_[k_], qp_error_message());                                        \
-    fprintf(stderr, "  expected error: %s\n", qp_error_message());                                 \
-    qp_error_clear();                                                                              \
-  } while (0)
 
 /* Notes the workspace an operation of order n asks for, as the backend will hold it. */
 static void note_solver(qp_cuda_solver_op op, int64_t n) {

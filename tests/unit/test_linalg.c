@@ -95,19 +95,6 @@ static int is_symmetric(const qp_matrix *m) {
   return 1;
 }
 
-/* Expects `code` from `expr` and every needle in its message. */
-#define EXPECT_ERROR(expr, code, ...)                                                              \
-  do {                                                                                             \
-    qp_err e_ = (expr);                                                                            \
-    TEST_ASSERT(e_ == (code), "%s returned %d (%s), expected %d (%s)", #expr, (int)e_,             \
-                qp_err_name(e_), (int)(code), qp_err_name(code));                                  \
-    const char *needles_[] = {__VA_ARGS__};                                                        \
-    for (size_t k_ = 0; k_ < sizeof needles_ / sizeof needles_[0]; ++k_)                           \
-      TEST_ASSERT(strstr(qp_error_message(), needles_[k_]) != NULL, "%s: message lacks '%s': %s",  \
-                  #expr, needles_[k_], qp_error_message());                                        \
-    fprintf(stderr, "  expected error: %s\n", qp_error_message());                                 \
-    qp_error_clear();                                                                              \
-  } while (0)
 
 static void test_backend(void) {
   const qp_linalg_ops *o = (const qp_linalg_ops *)&o;
