@@ -288,16 +288,15 @@ static qp_err qp_inputs_plan_dimensions(qp_problem *p) {
   return QP_OK;
 }
 
-qp_err qp_inputs_plan(qp_problem *p) {
-  const qp_config *cfg = p->cfg;
-  QP_CALL(qp_calibration_load(cfg->calibration, &p->calibration));
-  if (cfg->has_dimensions) {
-    QP_CALL(qp_inputs_plan_dimensions(p));
-    return QP_OK;
-  }
-  QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED, "config '%s': pixel_window is not supported yet",
-           cfg->source);
+/* With MPI, rank 0 reads (it alone holds the sky buffer) and every rank gets what is small:
+ * the plan's counts and C_ell, the positions, maps and variances are replicated; a read error
+ * on rank 0 is every rank's. */
+static int qp_inputs_reader(void) { return qp_comm_rank() == 0; }
 
+/* What the plan needs from the files: the mask's nside, its observed pixels (and mask_pol's),
+ * the C_ell. Checks that lmax fits the mask and the C_ell file. */
+static qp_err qp_inputs_read_plan_files(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
   /* The mask first: its nside bounds lmax, the first thing a user gets wrong. */
   qp_healpix_info mask_info;
   QP_CALL(qp_fits_map_info(cfg->mask, &mask_info));
@@ -329,6 +328,44 @@ qp_err qp_inputs_plan(qp_problem *p) {
     err = qp_inputs_read_mask(p, qp_mask_pol(cfg), sky, &p->n_obs_p);
   qp_budget_free(sky);
   QP_CALL(err);
+  return QP_OK;
+}
+
+/* Rank 0's plan inputs to every rank (a no-op on one process). */
+static qp_err qp_inputs_share_plan(qp_problem *p) {
+  if (qp_comm_size() == 1) return QP_OK;
+  int64_t v[6] = {p->nside, p->n_sky, p->n_obs_t, p->n_obs_p, p->cls.lmax, p->cls.n_columns};
+  QP_CALL(qp_comm_bcast(v, sizeof v));
+  p->nside = v[0];
+  p->n_sky = v[1];
+  p->n_obs_t = v[2];
+  p->n_obs_p = v[3];
+  const int reader = qp_inputs_reader();
+  p->cls.lmax = (int)v[4];
+  p->cls.n_columns = (int)v[5];
+  for (int s = 0; s < 6; ++s) {
+    if (!reader) {
+      p->cls.cl[s] = calloc((size_t)(p->cls.lmax + 1), sizeof(double));
+      QP_CHECK(p->cls.cl[s], QP_ERR_NOMEM, "out of memory for the C_ell (lmax %d)", p->cls.lmax);
+    }
+    QP_CALL(qp_comm_bcast(p->cls.cl[s], (size_t)(p->cls.lmax + 1) * sizeof(double)));
+  }
+  return QP_OK;
+}
+
+qp_err qp_inputs_plan(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  QP_CALL(qp_calibration_load(cfg->calibration, &p->calibration));
+  if (cfg->has_dimensions) {
+    QP_CALL(qp_inputs_plan_dimensions(p));
+    return QP_OK;
+  }
+  QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED, "config '%s': pixel_window is not supported yet",
+           cfg->source);
+
+  /* With MPI, rank 0 reads the mask(s) and the C_ell file; the others get what they hold. */
+  QP_CALL(qp_comm_agree(qp_inputs_reader() ? qp_inputs_read_plan_files(p) : QP_OK));
+  QP_CALL(qp_inputs_share_plan(p));
   p->n_observed = p->n_obs_t + p->n_obs_p;
   p->n_pix = p->n_obs_t + 2 * p->n_obs_p;
   p->n_maps = cfg->n_maps;
@@ -355,7 +392,7 @@ qp_err qp_inputs_touch_libraries(const qp_problem *p) {
    * to the baseline: ~0.6 MiB that otherwise appeared in covariance_setup untracked. */
   double v[3];
   pix2vec_ring64(p->nside > 0 ? p->nside : 1, 0, v);
-  if (p->cfg->has_dimensions || p->cfg->n_maps == 0) return QP_OK;
+  if (p->cfg->has_dimensions || p->cfg->n_maps == 0 || !qp_inputs_reader()) return QP_OK;
   qp_healpix_info info;
   QP_CALL(qp_fits_map_info(p->cfg->maps[0], &info));
   return QP_OK;
@@ -388,9 +425,6 @@ static qp_err qp_inputs_read_positions(qp_problem *p) {
   return QP_OK;
 }
 
-/* With MPI, rank 0 reads (it alone holds the sky buffer) and every rank gets what is small:
- * the positions, maps and variances are replicated; a read error on rank 0 is every rank's. */
-static int qp_inputs_reader(void) { return qp_comm_rank() == 0; }
 
 qp_err qp_inputs_read_geometry(qp_problem *p) {
   const int reader = qp_inputs_reader();
