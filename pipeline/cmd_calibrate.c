@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "driver.h"
 #include "h5_matrix.h"
+#include "timeline.h"
 
 static void qp_calibrate_usage(FILE *out) {
   fprintf(out, "usage: qmlpipe calibrate [--output FILE] [--size N]\n"
@@ -41,18 +42,28 @@ int qp_cmd_calibrate(int argc, char **argv) {
     fprintf(stderr, "qmlpipe calibrate: --size must be >= 1\n");
     return 2;
   }
-  /* The parts in the order a run meets them: the program, the BLAS warm-up, HDF5. */
-  qp_meter_sample start, warm, baseline;
+  /* The parts: HDF5 first (the warm-up initialises it too, and would hide it among the BLAS
+   * buffers), then the warm-up, then what a run sets up before it reads its baseline
+   * (driver.c): the stage records and the memory timeline, counted with the program. */
+  qp_meter_sample start, h5, warm, baseline;
   qp_meter_read(&start);
-  qp_driver_warm_up(size, &warm);
   qp_h5_library_init();
+  qp_meter_read(&h5);
+  qp_driver_warm_up(size, &warm);
+  qp_budget_reset();
+  qp_err err = qp_timeline_start(QP_TIMELINE_DEFAULT_INTERVAL_MS);
   qp_meter_read(&baseline);
+  qp_timeline_clear();
+  if (err != QP_OK) {
+    qp_error_print(stderr, 0);
+    return qp_err_exit_status(err);
+  }
   qp_calibration cal = {.overhead_bytes = (size_t)baseline.rss,
-                        .program_bytes = (size_t)start.rss,
-                        .blas_bytes = (size_t)(warm.rss - start.rss),
-                        .hdf5_bytes = (size_t)(baseline.rss - warm.rss),
+                        .program_bytes = (size_t)(start.rss + baseline.rss - warm.rss),
+                        .blas_bytes = (size_t)(warm.rss - h5.rss),
+                        .hdf5_bytes = (size_t)(h5.rss - start.rss),
                         .threads = omp_get_max_threads()};
-  qp_err err = qp_calibration_write(output, &cal);
+  err = qp_calibration_write(output, &cal);
   if (err != QP_OK) {
     qp_error_print(stderr, 0);
     return qp_err_exit_status(err);

@@ -11,6 +11,7 @@
 #include "fits_map.h"
 #include "h5_matrix.h"
 #include "harmonic.h"
+#include "harmonics.h"
 #include "legendre.h"
 #include "terms.h"
 
@@ -323,6 +324,11 @@ qp_err qp_inputs_touch_libraries(const qp_problem *p) {
    * to the baseline: ~0.6 MiB that otherwise appeared in covariance_setup untracked. */
   double v[3];
   pix2vec_ring64(p->nside > 0 ? p->nside : 1, 0, v);
+  /* And the harmonic basis of basis_setup (pix2ang, sincos): 64 KiB of libm code otherwise
+   * paged in there. */
+  double theta, phi, work[6], basis[5][9];
+  pix2ang_ring64(p->nside > 0 ? p->nside : 1, 0, &theta, &phi);
+  qp_harmonics_at(0, 2, theta, phi, work, basis[0], basis[1], basis[2], basis[3], basis[4]);
   if (p->cfg->has_dimensions || p->cfg->n_maps == 0) return QP_OK;
   qp_healpix_info info;
   QP_CALL(qp_fits_map_info(p->cfg->maps[0], &info));
