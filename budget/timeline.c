@@ -21,7 +21,7 @@ _Static_assert(sizeof(qp_timeline_event) == 48, "the event size documented in ti
 
 static struct {
   pthread_mutex_t lock;
-  pthread_cond_t wake; /* signalled by qp_timeline_stop */
+  pthread_cond_t wake;       /* signalled by qp_timeline_stop */
   pthread_cond_t ready_cond; /* signalled by the sampler once it has read the meters */
   pthread_t thread;
   int running, stopping, have_thread, ready;
@@ -182,8 +182,8 @@ qp_err qp_timeline_start(double interval_ms) {
    * pages are committed here (MAP_POPULATE): the whole store is resident from the start,
    * before a run reads its baseline, rather than growing by 37 bytes a sample inside the
    * stages, where no term accounts for it. */
-  void *block = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  void *block =
+      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   QP_CHECK(block != MAP_FAILED, QP_ERR_NOMEM, "timeline: cannot map %zu bytes for %d samples: %s",
            bytes, capacity, strerror(errno));
 
@@ -224,7 +224,8 @@ qp_err qp_timeline_start(double interval_ms) {
   qp_tl.ready = 0;
   rc = pthread_create(&qp_tl.thread, NULL, qp_tl_main, NULL);
   qp_tl.running = qp_tl.have_thread = rc == 0;
-  while (rc == 0 && !qp_tl.ready) pthread_cond_wait(&qp_tl.ready_cond, &qp_tl.lock);
+  while (rc == 0 && !qp_tl.ready)
+    pthread_cond_wait(&qp_tl.ready_cond, &qp_tl.lock);
   pthread_mutex_unlock(&qp_tl.lock);
   if (rc != 0) {
     pthread_cond_destroy(&qp_tl.wake);

@@ -17,8 +17,10 @@ static void qp_calibrate_usage(FILE *out) {
   fprintf(out, "usage: qmlpipe calibrate [--output FILE] [--size N]\n"
                "  Measures the overhead term of the memory model (program and libraries, OpenBLAS\n"
                "  buffers per thread after the warm-up a run of order N does, HDF5) and writes it\n"
-               "  to FILE (default qmlpipe-calibration.txt). N defaults to 16384: the full\n"
-               "  warm-up of any run above n_pix 2048 (2048^2 kernels and 512 x 16384 panels).\n"
+               "  to FILE (default qmlpipe-calibration.txt). N defaults to 16384: the warm-up\n"
+               "  of a run above n_pix 2048 (2048^2 kernels, 512 x 16384 panels) whose widest\n"
+               "  BLAS call is N columns; OpenBLAS's buffers grow with that width (about 2 KiB\n"
+               "  per column and thread, up to 128 MiB a thread), so give the n_pix of the jobs.\n"
                "  Use it with memory: {calibration: FILE} or QMLPIPE_CALIBRATION=FILE.\n");
 }
 
@@ -49,7 +51,7 @@ int qp_cmd_calibrate(int argc, char **argv) {
   qp_meter_read(&start);
   qp_h5_library_init();
   qp_meter_read(&h5);
-  qp_driver_warm_up(size, &warm);
+  qp_driver_warm_up(size, size, &warm);
   qp_budget_reset();
   qp_err err = qp_timeline_start(QP_TIMELINE_DEFAULT_INTERVAL_MS);
   qp_meter_read(&baseline);

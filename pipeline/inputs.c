@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "calibration.h"
+#include "driver.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
 #include "harmonic.h"
@@ -92,6 +93,11 @@ static qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double 
   return QP_OK;
 }
 
+int64_t qp_inputs_blas_width(const qp_problem *p, qp_model_path path) {
+  const int dense = p->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
+  return path == QP_MODEL_HARMONIC_SMW && !dense ? p->n_modes : p->n_pix;
+}
+
 /* The model of one route: pixel-direct, SMW or projection. */
 static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
                               int64_t spectra_chunk, qp_model *model) {
@@ -111,8 +117,9 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t f
   };
   QP_CALL(qp_model_predict(&dims, model));
   model->overhead_bytes = p->calibration.overhead_bytes;
-  if (p->calibration.builtin && p->n_pix > 2048)
-    model->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD_LARGE; /* the wide warm-up (driver.c) */
+  if (p->calibration.builtin && p->n_pix > 2048) /* the wide warm-up (driver.c) */
+    model->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD_LARGE +
+                            qp_driver_warm_up_panel_bytes(qp_inputs_blas_width(p, path));
   model->overhead_parts[0] = p->calibration.program_bytes;
   model->overhead_parts[1] = p->calibration.blas_bytes;
   model->overhead_parts[2] = p->calibration.hdf5_bytes;
