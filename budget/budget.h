@@ -72,7 +72,9 @@ size_t qp_budget_current(qp_space space);
 size_t qp_budget_peak(qp_space space);
 /** Prints every block still alive (term, bytes); returns how many. */
 int qp_budget_dump_live(FILE *out);
-/** Forgets all statistics and stage records (blocks still alive stay counted). For tests. */
+/** Forgets all statistics and stage records (blocks still alive stay counted), and writes the
+ *  records' storage so that its pages are resident from here on. `qmlpipe run` calls it
+ *  before reading its baseline; tests call it between runs. */
 void qp_budget_reset(void);
 
 /* ---- stages ---- */

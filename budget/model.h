@@ -78,14 +78,15 @@ typedef struct qp_model {
   size_t overhead_parts[3]; /* program, BLAS buffers, HDF5 when calibrated; 0 otherwise */
 } qp_model;
 
-/** The default overhead (bytes) when none was measured: the RSS of `qmlpipe run` after its
- *  warm-up (BLAS kernels, OpenMP pool, the libraries' first use, HDF5) on the project's 2-core
- *  Debian 12 machine (27.3 MiB, OpenBLAS 0.3.21 with 2 threads), rounded up; see
- *  docs/memory-model.md. */
-#define QP_MODEL_DEFAULT_OVERHEAD ((size_t)28 << 20)
+/** The default overhead (bytes) when none was measured: the RSS of `qmlpipe run` at its
+ *  baseline (BLAS kernels, OpenMP pool and the threads' heaps, the libraries' first use, HDF5,
+ *  the memory timeline) on the project's 2-core Debian 12 machine (31.4 MiB, OpenBLAS 0.3.21
+ *  with 2 threads), rounded up; see docs/memory-model.md. */
+#define QP_MODEL_DEFAULT_OVERHEAD ((size_t)32 << 20)
 /** The same for problems above n_pix 2048, whose warm-up also runs the BLAS kernels on wide
- *  panels (driver.c): 49.5 MiB measured by `qmlpipe calibrate` there, rounded up. */
-#define QP_MODEL_DEFAULT_OVERHEAD_LARGE ((size_t)50 << 20)
+ *  panels (driver.c): 55.6-55.8 MiB there (`qmlpipe calibrate`, without inputs: 53.8), rounded
+ *  up. */
+#define QP_MODEL_DEFAULT_OVERHEAD_LARGE ((size_t)57 << 20)
 
 /** Added to the default overhead of a rank of a distributed run: Open MPI, BLACS and
  *  ScaLAPACK's code and buffers after the distributed warm-up (driver.c); 7.1-7.4 MiB measured

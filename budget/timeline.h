@@ -23,9 +23,11 @@
  * with mmap at qp_timeline_start, outside the budget (no term), in one fixed block of
  * QP_TIMELINE_CAPACITY x 37 bytes (t 8, rss 8, cgroup 8, tracked 8, stage 4, flag 1:
  * 2424832 B) plus QP_TIMELINE_EVENTS_MAX x 48 bytes (49152 B), 2473984 B = 2.36 MiB in all.
- * Pages are not committed ahead: RSS grows by 37 bytes per sample kept (about 1.8 KB per
- * second at 20 ms) up to that bound, and the block is unmapped by qp_timeline_clear or the
- * next qp_timeline_start. docs/memory-model.md ("What is not tracked") lists it.
+ * Its pages are committed at qp_timeline_start, which returns once the sampler thread has
+ * read the meters once: a run starts the timeline before it reads its baseline, so the store,
+ * the thread's stack and its stdio buffers are all in the baseline (the overhead), and RSS does
+ * not grow with the samples inside the stages. The block is unmapped by qp_timeline_clear or
+ * the next qp_timeline_start. docs/memory-model.md ("What is not tracked") lists it.
  *
  * Threads. The sampler reads the meters and qp_budget_current only; the stores, the events
  * and the stage stack are guarded by one mutex. Start, stop and clear are meant for one
@@ -73,8 +75,9 @@ typedef struct qp_timeline_data {
   int capacity;                    /* samples the store holds before it decimates */
 } qp_timeline_data;
 
-/** Starts the sampler: forgets any earlier timeline, maps the stores, takes the first sample
- *  (t = 0) and starts the thread that samples every `interval_ms` milliseconds.
+/** Starts the sampler: forgets any earlier timeline, maps the stores (pages committed), takes
+ *  the first sample (t = 0) and starts the thread that samples every `interval_ms`
+ *  milliseconds; returns once that thread has read the meters once (see Memory above).
  *  @param interval_ms  > 0 and finite
  *  Errors: QP_ERR_INPUT for a bad interval; QP_ERR_INTERNAL when the sampler is running
  *  already; QP_ERR_NOMEM when the stores cannot be mapped; QP_ERR_LIBRARY when the thread

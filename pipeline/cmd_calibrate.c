@@ -11,13 +11,16 @@
 #include "commands.h"
 #include "driver.h"
 #include "h5_matrix.h"
+#include "timeline.h"
 
 static void qp_calibrate_usage(FILE *out) {
   fprintf(out, "usage: qmlpipe calibrate [--output FILE] [--size N]\n"
                "  Measures the overhead term of the memory model (program and libraries, OpenBLAS\n"
                "  buffers per thread after the warm-up a run of order N does, HDF5) and writes it\n"
-               "  to FILE (default qmlpipe-calibration.txt). N defaults to 16384: the full\n"
-               "  warm-up of any run above n_pix 2048 (2048^2 kernels and 512 x 16384 panels).\n"
+               "  to FILE (default qmlpipe-calibration.txt). N defaults to 16384: the warm-up\n"
+               "  of a run above n_pix 2048 (2048^2 kernels, 512 x 16384 panels) whose widest\n"
+               "  BLAS call is N columns; OpenBLAS's buffers grow with that width (about 2 KiB\n"
+               "  per column and thread, up to 128 MiB a thread), so give the n_pix of the jobs.\n"
                "  Use it with memory: {calibration: FILE} or QMLPIPE_CALIBRATION=FILE.\n");
 }
 
@@ -41,18 +44,28 @@ int qp_cmd_calibrate(int argc, char **argv) {
     fprintf(stderr, "qmlpipe calibrate: --size must be >= 1\n");
     return 2;
   }
-  /* The parts in the order a run meets them: the program, the BLAS warm-up, HDF5. */
-  qp_meter_sample start, warm, baseline;
+  /* The parts: HDF5 first (the warm-up initialises it too, and would hide it among the BLAS
+   * buffers), then the warm-up, then what a run sets up before it reads its baseline
+   * (driver.c): the stage records and the memory timeline, counted with the program. */
+  qp_meter_sample start, h5, warm, baseline;
   qp_meter_read(&start);
-  qp_driver_warm_up(size, &warm);
   qp_h5_library_init();
+  qp_meter_read(&h5);
+  qp_driver_warm_up(size, size, &warm);
+  qp_budget_reset();
+  qp_err err = qp_timeline_start(QP_TIMELINE_DEFAULT_INTERVAL_MS);
   qp_meter_read(&baseline);
+  qp_timeline_clear();
+  if (err != QP_OK) {
+    qp_error_print(stderr, 0);
+    return qp_err_exit_status(err);
+  }
   qp_calibration cal = {.overhead_bytes = (size_t)baseline.rss,
-                        .program_bytes = (size_t)start.rss,
-                        .blas_bytes = (size_t)(warm.rss - start.rss),
-                        .hdf5_bytes = (size_t)(baseline.rss - warm.rss),
+                        .program_bytes = (size_t)(start.rss + baseline.rss - warm.rss),
+                        .blas_bytes = (size_t)(warm.rss - h5.rss),
+                        .hdf5_bytes = (size_t)(h5.rss - start.rss),
                         .threads = omp_get_max_threads()};
-  qp_err err = qp_calibration_write(output, &cal);
+  err = qp_calibration_write(output, &cal);
   if (err != QP_OK) {
     qp_error_print(stderr, 0);
     return qp_err_exit_status(err);

@@ -2,6 +2,7 @@
 #include "driver.h"
 
 #include <malloc.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,14 +97,85 @@ static void qp_warm_up_distributed(int64_t n_pix) {
   qp_matrix_destroy(&tall);
 }
 
-void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
+/* Touches `bytes` of the calling thread's malloc arena (glibc gives each thread its own) and
+ * gives it back to the arena's top, where it stays resident: blocks of 64 KiB come from the
+ * arena (below the 128 KiB mmap threshold) and, freed in reverse, merge into its top, which
+ * glibc trims only beyond M_TRIM_THRESHOLD. The small buffers the stages malloc (cfitsio's
+ * 113 KiB of I/O buffers per open file, the Legendre and harmonics scratch of each thread, the
+ * parameter entries) then reuse pages that are already in the baseline. */
+static void qp_warm_up_heap(size_t bytes) {
+  enum { QP_HEAP_BLOCK = 64 * 1024, QP_HEAP_BLOCKS_MAX = 16 };
+  void *block[QP_HEAP_BLOCKS_MAX];
+  int n = 0;
+  for (; n < QP_HEAP_BLOCKS_MAX && (size_t)n * QP_HEAP_BLOCK < bytes; ++n) {
+    block[n] = malloc(QP_HEAP_BLOCK);
+    if (!block[n]) break;
+    /* volatile: a memset before free is a dead store the compiler may drop, malloc and all */
+    volatile char *touch = block[n];
+    for (size_t i = 0; i < QP_HEAP_BLOCK; i += 4096)
+      touch[i] = 0;
+  }
+  while (n > 0)
+    free(block[--n]);
+}
+
+/* Touches the 512 KiB of the calling thread's stack below this frame. OpenBLAS's threaded
+ * drivers keep large per-call arrays on the caller's stack (the main stack here reaches ~3 MB
+ * deep, of which ~280 KiB resident) and write a few pages of them, which ones depending on the
+ * caller's depth: the stages, called a few frames deeper than the warm-up, touched 12-56 KiB of
+ * new stack in basis_setup of the SMW route. Its own function, so that the warm-up's BLAS
+ * calls keep the depth they have without it. */
+static __attribute__((noinline)) void qp_warm_up_stack(void) {
+  volatile char stack_touch[512 * 1024];
+  for (size_t i = 0; i < sizeof stack_touch; i += 4096)
+    stack_touch[i] = 0;
+}
+
+/* A trmm on a 256 x (threads x width) panel, once per process and width. OpenBLAS packs, in
+ * each thread's buffer (128 MiB here), GEMM_Q = 256 rows by up to GEMM_R (~65k) columns of the
+ * matrix it multiplies, and a trmm from the left splits the columns among the threads, one
+ * from the right gives each thread the whole width: a call of width w touches ~2 KiB x w of
+ * each thread's buffer. After the 16384-wide panels below, potrf, trtri, trmm and syrk of C
+ * at n_pix 23808 and 40448 still touched 23-61 MiB inside the stages (sweep of
+ * docs/memory-validation.md); after this panel at the run's width, potrf, trtri and a right
+ * trmm at n = 20480 touch nothing more. The panel takes what the buffers then hold, at most
+ * 128 MiB a thread (beyond GEMM_R a call loops on the same buffer). */
+enum { QP_WIDE_PANEL = 16384, QP_WIDEST_MAX = 65536 };
+
+static int64_t qp_warm_up_widest_columns(int64_t width) {
+  return (int64_t)omp_get_max_threads() * (width < QP_WIDEST_MAX ? width : QP_WIDEST_MAX);
+}
+
+size_t qp_driver_warm_up_panel_bytes(int64_t width) {
+  const int64_t m = qp_warm_up_widest_columns(width);
+  return m > QP_WIDE_PANEL ? (size_t)(m - QP_WIDE_PANEL) * 2048 : 0;
+}
+
+static void qp_warm_up_widest(int64_t width) {
+  static int64_t done = 0;
+  const int64_t k = 256, m = qp_warm_up_widest_columns(width);
+  if (m <= QP_WIDE_PANEL || m <= done) return;
+  qp_matrix l = {0}, b = {0};
+  const qp_linalg_ops *ops = qp_linalg_cpu_ops();
+  if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &l) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, m, &b) == QP_OK) {
+    for (int64_t i = 0; i < k; ++i)
+      l.data[i + i * k] = 1.0;
+    if (qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &l, &b) == QP_OK) done = m;
+  }
+  qp_error_clear();
+  qp_matrix_destroy(&l);
+  qp_matrix_destroy(&b);
+}
+
+void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) {
   /* One run of each BLAS/LAPACK kernel the stages use: OpenBLAS touches its per-thread
    * buffers on first use, the more of them the larger the problem, and they belong to the
    * baseline, not to whichever stage comes first. Up to 2048, never larger than the problem,
    * and only when this process has not warmed up as far already; then, for problems above
-   * 2048, the same kernels on 512 x 16384 panels: OpenBLAS packs panels up to its GEMM_R
-   * width (~14k here), and an n = 6000 trmm after a 2048 warm-up still touched ~10 MB more
-   * (sweep of docs/memory-validation.md: 8-24 MiB kept after fisher_run), none after this. */
+   * 2048, the same kernels on 512 x 16384 panels (an n = 6000 trmm after a 2048 warm-up still
+   * touched ~10 MB more: sweep of docs/memory-validation.md, 8-24 MiB kept after fisher_run),
+   * and a panel as wide as the run's widest call (qp_warm_up_widest). */
   static int64_t warmed = 0;
   static int wide_done = 0;
 #ifdef M_MMAP_THRESHOLD
@@ -112,10 +184,11 @@ void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
    * heap and stay resident after free: ~0.6 MiB per run seen in covariance_setup. Fixed
    * thresholds keep them mapped and returned, so RSS follows what is allocated. */
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 256 * 1024);
+  /* Above the heap reserve of qp_warm_up_heap, so that glibc keeps it. */
+  mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
 #endif
   if (n_pix > 2048 && !wide_done) {
-    const int64_t k = 512, m = 16384;
+    const int64_t k = 512, m = QP_WIDE_PANEL;
     qp_matrix l = {0}, b = {0}, bt = {0}, c = {0};
     const qp_linalg_ops *ops = qp_linalg_cpu_ops();
     if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &l) == QP_OK &&
@@ -137,6 +210,7 @@ void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
     qp_matrix_destroy(&bt);
     qp_matrix_destroy(&c);
   }
+  if (n_pix > 2048) qp_warm_up_widest(width);
   const int64_t n = n_pix < 2048 ? n_pix : 2048;
   if (n > warmed) {
     qp_matrix a = {0}, b = {0}, c = {0};
@@ -160,6 +234,26 @@ void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
         c.data[i + i * n] += (double)n * 1e3;
       if (pivots && qp_linalg_getrf(&c, pivots) == QP_OK)
         (void)qp_linalg_getrs(&c, pivots, &b);
+      /* What the stages call besides, whose OpenBLAS code would otherwise be paged in inside
+       * a stage (64 KiB of libopenblas in spectra_run of the SMW route): each kernel on one
+       * column, as on the maps (z = C^-1 x, P_b z, the mode maps), the triangular solves and
+       * the transposed gemm of the harmonic routes, and potri of the Fisher matrix. */
+      qp_matrix col = {0}, out = {0};
+      if (pivots && n >= 2 && qp_matrix_view(ops, "warm_up", b.data, n, 1, n, &col) == QP_OK &&
+          qp_matrix_view(ops, "warm_up", b.data + n, n, 1, n, &out) == QP_OK) {
+        (void)qp_linalg_getrs(&c, pivots, &col);
+        (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
+        (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+        (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
+        (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+        (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
+        (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
+      }
+      (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+      (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+      (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+      (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
+      (void)qp_linalg_potri(&a);
       free(pivots);
       warmed = n;
     }
@@ -169,13 +263,22 @@ void qp_driver_warm_up(int64_t n_pix, qp_meter_sample *baseline) {
     qp_matrix_destroy(&c);
   }
   /* OpenMP's thread pool (the workers' stacks and the runtime's state) is created by the
-   * first parallel region: here, not in covariance_setup, whose S build is the first. */
+   * first parallel region: here, not in covariance_setup, whose S build is the first. Each
+   * thread's malloc arena too: the stages' parallel loops malloc their scratch there. */
 #pragma omp parallel
   {
     volatile char stack_touch[1 << 16];
     for (size_t i = 0; i < sizeof stack_touch; i += 4096) stack_touch[i] = 0;
+    /* 128 KiB: any block below the mmap threshold fits (larger ones are mapped and given
+     * back at free, never left behind); the V build's row of basis values is 67 KiB at
+     * lmax 40. */
+    qp_warm_up_heap(128 * 1024);
   }
   qp_warm_up_distributed(n_pix);
+  /* The main thread's heap (cfitsio's buffers, while covariance_setup reads maps and masks)
+   * and its stack. */
+  qp_warm_up_heap(512 * 1024);
+  qp_warm_up_stack();
   qp_h5_library_init();
   qp_meter_read(baseline);
 }
@@ -231,12 +334,16 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   QP_CALL_GOTO(qp_comm_agree(qp_inputs_check_limit(p)), fail);
   if (p->progress) fprintf(stderr, "[qmlpipe] path %s\n", p->path_reason);
   QP_CALL_GOTO(qp_inputs_touch_libraries(p), fail);
-  qp_driver_warm_up(p->n_pix, baseline);
+  qp_driver_warm_up(p->n_pix, qp_inputs_blas_width(p, p->model.dims.path), baseline);
   /* Each run's report holds its own stages only. */
   qp_budget_reset();
   /* The memory timeline of this run only (budget/timeline.h), stopped before the writing. */
   qp_timeline_clear();
   if (cfg->sample_interval_ms > 0) QP_CALL_GOTO(qp_timeline_start(cfg->sample_interval_ms), fail);
+  /* The baseline again, last: the stage records (written by qp_budget_reset) and the
+   * timeline's store and thread are the run's own bookkeeping, in the baseline like the
+   * libraries, not growth inside covariance_setup (~0.15 MiB, docs/memory-validation.md). */
+  qp_meter_read(baseline);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_COVARIANCE_SETUP, qp_stage_covariance_setup, p), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_BASIS_SETUP, qp_stage_basis_setup, p), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_FISHER_RUN, qp_stage_fisher_run, p), fail);

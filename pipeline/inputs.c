@@ -8,10 +8,12 @@
 #include <string.h>
 
 #include "calibration.h"
+#include "driver.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
 #include "comm.h"
 #include "harmonic.h"
+#include "harmonics.h"
 #include "legendre.h"
 #include "terms.h"
 
@@ -92,6 +94,11 @@ static qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double 
   return QP_OK;
 }
 
+int64_t qp_inputs_blas_width(const qp_problem *p, qp_model_path path) {
+  const int dense = p->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
+  return path == QP_MODEL_HARMONIC_SMW && !dense ? p->n_modes : p->n_pix;
+}
+
 /* The model of one route: pixel-direct, SMW or projection. */
 static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
                               int64_t spectra_chunk, qp_model *model) {
@@ -126,8 +133,9 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t f
   dims.n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
   QP_CALL(qp_model_predict(&dims, model));
   model->overhead_bytes = p->calibration.overhead_bytes;
-  if (p->calibration.builtin && p->n_pix > 2048)
-    model->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD_LARGE; /* the wide warm-up (driver.c) */
+  if (p->calibration.builtin && p->n_pix > 2048) /* the wide warm-up (driver.c) */
+    model->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD_LARGE +
+                            qp_driver_warm_up_panel_bytes(qp_inputs_blas_width(p, path));
   if (p->calibration.builtin && grid) model->overhead_bytes += QP_MODEL_DEFAULT_OVERHEAD_MPI;
   model->overhead_parts[0] = p->calibration.program_bytes;
   model->overhead_parts[1] = p->calibration.blas_bytes;
@@ -392,6 +400,11 @@ qp_err qp_inputs_touch_libraries(const qp_problem *p) {
    * to the baseline: ~0.6 MiB that otherwise appeared in covariance_setup untracked. */
   double v[3];
   pix2vec_ring64(p->nside > 0 ? p->nside : 1, 0, v);
+  /* And the harmonic basis of basis_setup (pix2ang, sincos): 64 KiB of libm code otherwise
+   * paged in there. */
+  double theta, phi, work[6], basis[5][9];
+  pix2ang_ring64(p->nside > 0 ? p->nside : 1, 0, &theta, &phi);
+  qp_harmonics_at(0, 2, theta, phi, work, basis[0], basis[1], basis[2], basis[3], basis[4]);
   if (p->cfg->has_dimensions || p->cfg->n_maps == 0 || !qp_inputs_reader()) return QP_OK;
   qp_healpix_info info;
   QP_CALL(qp_fits_map_info(p->cfg->maps[0], &info));

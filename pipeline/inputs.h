@@ -20,6 +20,10 @@ qp_err qp_inputs_read_geometry(qp_problem *p);
 /** Calls, once and small, the libraries covariance_setup will use (chealpix, cfitsio on the
  *  first map's header), so that their first-use pages fall before the run's baseline. */
 qp_err qp_inputs_touch_libraries(const qp_problem *p);
+/** The width (columns) of the widest BLAS call of `path`: n_pix where an n_pix x n_pix matrix
+ *  is factored or multiplied (C; N or N_eff when dense), n_modes on the SMW route with a
+ *  diagonal N_eff. The warm-up (driver.h) and the default overhead follow it. */
+int64_t qp_inputs_blas_width(const qp_problem *p, qp_model_path path);
 /** Checks the model against memory.host_limit (QP_ERR_BUDGET saying by how much). */
 qp_err qp_inputs_check_limit(const qp_problem *p);
 /** Reads the maps and the noise into QP_TERM_MAPS and QP_TERM_NOISE_VARIANCE / QP_TERM_NOISE,

@@ -3,36 +3,63 @@
 # harmonic smw, harmonic projected) and for fields T and QU, then checks the memory model
 # against what each run measured with `qmlpipe validate`.
 #
-# usage: tools/calibration_sweep.sh [QMLPIPE [OUTDIR]]
-#   QMLPIPE  the qmlpipe binary (default: build/pipeline/qmlpipe of this repository)
-#   OUTDIR   where inputs, configs, results and logs go (default: a new directory under
-#            ${TMPDIR:-/tmp}); created if missing
+# usage: tools/calibration_sweep.sh [--large] [--budget-only] [QMLPIPE [OUTDIR]]
+#   --large        also run the large cases: per route, the largest problem that fits a
+#                  20 GiB node (predicted peaks 12.7-14.4 GiB; about 30 minutes more on
+#                  2 cores). The same as QP_SWEEP_LARGE=1. docs/memory-validation.md's
+#                  table comes from a sweep with them.
+#   --budget-only  write the configs and print each case's predicted peak (`qmlpipe budget`),
+#                  run nothing (inputs are still simulated: the budget reads the masks)
+#   QMLPIPE        the qmlpipe binary (default: build/pipeline/qmlpipe of this repository)
+#   OUTDIR         where inputs, configs, results and logs go (default: a new directory
+#                  under ${TMPDIR:-/tmp}); created if missing
 #
 # Builds nothing and writes nothing into the repository. OUTDIR ends up with:
 #   inputs/ns<nside>_c<cut>_<fields>/ simulated map and mask (qmlpipe simulate)
 #   configs/<case>.yaml              one config per case
 #   results/<case>.h5                the results files (with /budget)
 #   logs/<case>.log                  stdout and stderr of `qmlpipe run --quiet`
+#   logs/<case>.budget               `qmlpipe budget` of the case, printed before it runs
 #   qmlpipe                          the copy of the binary that ran every case
-#   cases.tsv                        the grid with each run's wall time
+#   cases.tsv                        the grid with n_pix, n_params, n_modes, the predicted
+#                                    peak and each run's wall time
 #   validate.txt                     `qmlpipe validate --tolerance 0.02` on all results
-# The exit status is validate's: 0 when every judged stage is within 2% and no term drifts.
+# The exit status is validate's: 0 when every judged stage is within 2% and no term drifts;
+# 3 when a case would not fit the memory available (below).
+#
+# Memory. Cases run one at a time. Before each, the predicted peak with the overhead (from
+# `qmlpipe budget`) plus QP_SWEEP_RESERVE_GIB (default 3: whatever else runs on the machine)
+# must fit MemAvailable; the script waits up to 10 minutes for it, then stops (exit 3).
 #
 # Cost: the pixel-direct fisher_run costs about (n_params + 1) 2 n_pix^3 flops, so its large
-# cases use one or two bins; the harmonic routes scale with n_pix n_modes^2 and go further.
-# The whole grid took 3 minutes on an idle 2-core VM, 6 while other tests ran beside it
-# (docs/memory-validation.md).
+# cases use one or two bins; the harmonic routes scale with n_pix n_modes^2 (projection also
+# n_pix^3 / 3 for the Cholesky of C) and go further. The 15 default cases take 3-4 minutes on
+# an idle 2-core VM; the 3 large ones about 30 more (docs/memory-validation.md).
 set -euo pipefail
 
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
-  exit 0
-fi
+large=${QP_SWEEP_LARGE:-0}
+budget_only=0
+while [[ $# -gt 0 && ${1:-} == -* ]]; do
+  case $1 in
+  -h | --help)
+    sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  --large) large=1 ;;
+  --budget-only) budget_only=1 ;;
+  *)
+    echo "calibration_sweep: unknown option '$1' (see --help)" >&2
+    exit 2
+    ;;
+  esac
+  shift
+done
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 qmlpipe=${1:-$repo/build/pipeline/qmlpipe}
 outdir=${2:-$(mktemp -d "${TMPDIR:-/tmp}/qmlpipe-calibration.XXXXXX")}
 cls=$repo/data/cls_planck2015_lcdm.txt
+reserve_gib=${QP_SWEEP_RESERVE_GIB:-3}
 
 if [[ ! -x $qmlpipe ]]; then
   echo "calibration_sweep: no qmlpipe binary at '$qmlpipe' (build it first)" >&2
@@ -69,10 +96,21 @@ cases=(
   "proj_QU_ns16_c20   harmonic     projected QU 16 20 30 3"
   "proj_QU_ns32_c40   harmonic     projected QU 32 40 40 4"
 )
+# The largest problem per route that fits a 20 GiB node with room to spare, sized with
+# `qmlpipe budget` (peaks with the overhead): pixel-direct, C and two n_pix^2 products
+# (n_pix 23880, one bin: 12.7 GiB, ~5e13 flops); SMW, V (n_pix 474k x n_modes 3965:
+# 14.1 GiB); projection, C with V and C^-1 V (n_pix 40520: 14.4 GiB).
+large_cases=(
+  "pd_T_ns64_c31      pixel_direct -         T  64 31 40 40"
+  "smw_T_ns256_c23    harmonic     smw       T 256 23 62 6"
+  "proj_QU_ns64_c36   harmonic     projected QU 64 36 40 4"
+)
+[[ $large == 1 ]] && cases+=("${large_cases[@]}")
 
-echo "calibration sweep: ${#cases[@]} cases, $("$qmlpipe" --version) (copied to $qmlpipe)"
+echo "calibration sweep: ${#cases[@]} cases$([[ $large == 1 ]] && echo ' (with the large ones)')," \
+  "$("$qmlpipe" --version) (copied to $qmlpipe)"
 echo "output: $outdir"
-printf 'case\tpath\tmethod\tfields\tnside\tcut_deg\tlmax\tbin_width\tseconds\tsummary\n' \
+printf 'case\tpath\tmethod\tfields\tnside\tcut_deg\tlmax\tbin_width\tn_pix\tn_params\tn_modes\tpredicted_peak_gib\tseconds\tsummary\n' \
   >"$outdir/cases.tsv"
 sweep_start=$SECONDS
 
@@ -86,6 +124,21 @@ make_inputs() {
       --mask "$dir/mask.fits" --galactic-cut "$cut" >"$dir/simulate.log" 2>&1
   fi
   echo "$dir"
+}
+
+# Waits until `bytes` plus the reserve fit MemAvailable (at most 10 minutes); 1 if never.
+wait_for_memory() {
+  local bytes=$1 need avail waited=0
+  need=$((bytes + reserve_gib * 1024 * 1024 * 1024))
+  while :; do
+    avail=$(($(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo) * 1024))
+    ((avail >= need)) && return 0
+    ((waited >= 600)) && return 1
+    ((waited == 0)) && awk -v n="$need" -v a="$avail" \
+      'BEGIN { printf "(waiting for %.1f GiB available, %.1f now) ", n / 2^30, a / 2^30 }'
+    sleep 10
+    waited=$((waited + 10))
+  done
 }
 
 i=0
@@ -115,8 +168,28 @@ for line in "${cases[@]}"; do
     echo "backend: cpu"
     echo "output: $outdir/results/$name.h5"
   } >"$config"
-  printf '[%2d/%d] %-18s %-12s %-9s %-2s nside %2d cut %2d lmax %2d bin %2d ... ' "$i" \
-    "${#cases[@]}" "$name" "$path" "$method" "$fields" "$nside" "$cut" "$lmax" "$bin_width"
+  # The prediction first: the dimensions for the table, the peak for the memory check.
+  "$qmlpipe" budget "$config" >"$outdir/logs/$name.budget" 2>&1
+  dims=$(sed -n 's/^ *n_positions=[0-9]* n_pix=\([0-9]*\) .* n_params=\([0-9]*\) .*/\1 \2/p' \
+    "$outdir/logs/$name.budget")
+  read -r n_pix n_params <<<"$dims"
+  n_modes=$(sed -n 's/^ *n_modes=\([0-9]*\).*/\1/p' "$outdir/logs/$name.budget")
+  n_modes=${n_modes:--}
+  peak_bytes=$(sed -n 's/^ *with overhead .* \([0-9]*\) B$/\1/p' "$outdir/logs/$name.budget")
+  peak_gib=$(awk -v b="$peak_bytes" 'BEGIN { printf "%.2f", b / 2^30 }')
+  printf '[%2d/%d] %-18s %-12s %-9s %-2s nside %3d cut %2d lmax %2d bin %2d: n_pix %6d, %.2f GiB ... ' \
+    "$i" "${#cases[@]}" "$name" "$path" "$method" "$fields" "$nside" "$cut" "$lmax" \
+    "$bin_width" "$n_pix" "$peak_gib"
+  if [[ $budget_only == 1 ]]; then
+    echo "not run (--budget-only)"
+    continue
+  fi
+  if ! wait_for_memory "$peak_bytes"; then
+    echo "NOT RUN"
+    echo "calibration_sweep: case $name needs $peak_gib GiB + ${reserve_gib} GiB in reserve," \
+      "more than MemAvailable for 10 minutes; stopping" >&2
+    exit 3
+  fi
   start=$SECONDS
   if ! "$qmlpipe" run "$config" --quiet >"$outdir/logs/$name.log" 2>&1; then
     echo "FAILED"
@@ -127,11 +200,13 @@ for line in "${cases[@]}"; do
   seconds=$((SECONDS - start))
   # The first line of the run's summary, without its path (the route is the case's own).
   summary=$(head -n 1 "$outdir/logs/$name.log" |
-    sed -e 's/^qmlpipe run: //' -e 's/, path [a-z_]*$//')
+    sed -e 's/^qmlpipe run: //' -e 's/, path [a-z_() ]*$//')
   echo "${seconds} s  ($summary)"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$path" "$method" "$fields" \
-    "$nside" "$cut" "$lmax" "$bin_width" "$seconds" "$summary" >>"$outdir/cases.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$path" "$method" \
+    "$fields" "$nside" "$cut" "$lmax" "$bin_width" "$n_pix" "$n_params" "$n_modes" "$peak_gib" \
+    "$seconds" "$summary" >>"$outdir/cases.tsv"
 done
+[[ $budget_only == 1 ]] && exit 0
 echo "all runs done in $((SECONDS - sweep_start)) s"
 
 echo

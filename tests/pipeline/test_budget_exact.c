@@ -6,7 +6,9 @@
  *    above the run's baseline is within 5% of the predicted peak (within 1 MiB for a stage
  *    whose whole peak is under 16 MiB), and where a stage adds at
  *    least one n_pix^2 matrix, its measured rise (VmHWM - RSS at start) is within 5% of the
- *    predicted rise.
+ *    predicted rise;
+ *  - at every stage's end, RSS above the baseline exceeds the tracked bytes by at most
+ *    256 KiB (the blocks' page rounding and headers): nothing else grows RSS in a stage.
  * Checked on all three routes (pixel-direct, harmonic SMW, harmonic projection): T with the
  * switch (n_pix 3072) and QU (n_pix 3968) with the meters, TQU with a dense N and the switch
  * for the terms. */
@@ -83,6 +85,13 @@ static void check_rss(const qp_problem *p, const qp_meter_sample *baseline) {
     if (rise_predicted >= matrix)
       TEST_ASSERT(fabs(d_rise) <= 0.05, "%s: measured rise %.1f MiB vs predicted %.1f MiB",
                   r->name, rise_measured / 1048576, rise_predicted / 1048576);
+    /* Untracked growth: 0.4-0.5 MiB of it (heap grown by cfitsio's buffers, the timeline,
+     * the stage records, libraries' code and stack) broke the 1% rule of
+     * docs/memory-validation.md until the warm-up took it before the baseline. */
+    double untracked = (double)(r->meter_end.rss - baseline->rss) - (double)r->tracked_at_end;
+    printf("%-18s untracked at the end %.1f KiB\n", r->name, untracked / 1024);
+    TEST_ASSERT(untracked <= 256.0 * 1024, "%s: %.1f KiB of RSS above the baseline untracked",
+                r->name, untracked / 1024);
   }
 }
 
