@@ -43,7 +43,7 @@ budget_only=0
 while [[ $# -gt 0 && ${1:-} == -* ]]; do
   case $1 in
   -h | --help)
-    sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   --large) large=1 ;;
