@@ -5,7 +5,7 @@
 #
 # usage: tools/calibration_sweep.sh [--large] [--budget-only] [QMLPIPE [OUTDIR]]
 #   --large        also run the large cases: per route, the largest problem that fits a
-#                  20 GiB node (predicted peaks 12.7-14.4 GiB; about 30 minutes more on
+#                  20 GiB node (predicted peaks 12.8-14.5 GiB; about 23 minutes more on
 #                  2 cores). The same as QP_SWEEP_LARGE=1. docs/memory-validation.md's
 #                  table comes from a sweep with them.
 #   --budget-only  write the configs and print each case's predicted peak (`qmlpipe budget`),
@@ -34,7 +34,8 @@
 # Cost: the pixel-direct fisher_run costs about (n_params + 1) 2 n_pix^3 flops, so its large
 # cases use one or two bins; the harmonic routes scale with n_pix n_modes^2 (projection also
 # n_pix^3 / 3 for the Cholesky of C) and go further. The 15 default cases take 3-4 minutes on
-# an idle 2-core VM; the 3 large ones about 30 more (docs/memory-validation.md).
+# an idle 2-core VM; the 3 large ones about 23 more, and 5 to simulate their inputs
+# (docs/memory-validation.md).
 set -euo pipefail
 
 large=${QP_SWEEP_LARGE:-0}
@@ -42,7 +43,7 @@ budget_only=0
 while [[ $# -gt 0 && ${1:-} == -* ]]; do
   case $1 in
   -h | --help)
-    sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   --large) large=1 ;;
@@ -98,8 +99,8 @@ cases=(
 )
 # The largest problem per route that fits a 20 GiB node with room to spare, sized with
 # `qmlpipe budget` (peaks with the overhead): pixel-direct, C and two n_pix^2 products
-# (n_pix 23880, one bin: 12.7 GiB, ~5e13 flops); SMW, V (n_pix 474k x n_modes 3965:
-# 14.1 GiB); projection, C with V and C^-1 V (n_pix 40520: 14.4 GiB).
+# (n_pix 23808, one bin: 12.8 GiB, ~5e13 flops); SMW, V (n_pix 478208 x n_modes 3965:
+# 14.3 GiB); projection, C with V and C^-1 V (n_pix 40448: 14.5 GiB).
 large_cases=(
   "pd_T_ns64_c31      pixel_direct -         T  64 31 40 40"
   "smw_T_ns256_c23    harmonic     smw       T 256 23 62 6"
