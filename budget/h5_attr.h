@@ -15,5 +15,10 @@ qp_err qp_h5_attr_i64(hid_t obj, const char *where, const char *name, int requir
 /** A scalar string attribute (variable or fixed length, in the file's character set) into
  *  buf; "" when missing. QP_ERR_INPUT when it is not a string, QP_ERR_IO on HDF5 failures. */
 qp_err qp_h5_attr_string(hid_t obj, const char *where, const char *name, char *buf, size_t size);
+/** Writes a scalar attribute of HDF5 type `type` from *value (QP_ERR_IO naming `where`). */
+qp_err qp_h5_attr_write(hid_t obj, const char *where, const char *name, hid_t type,
+                        const void *value);
+/** Writes a scalar int64 attribute. */
+qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int64_t v);
 
 #endif

@@ -73,21 +73,11 @@ done:
 
 static qp_err qp_report_attr(hid_t obj, const char *where, const char *name, hid_t type,
                              const void *value) {
-  qp_err err = QP_OK;
-  hid_t space = -1, attr = -1;
-  QP_H5_GOTO(space = H5Screate(H5S_SCALAR), done, "%s: attribute '%s'", where, name);
-  QP_H5_GOTO(attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT), done,
-             "%s: cannot create attribute '%s'", where, name);
-  QP_H5_GOTO(H5Awrite(attr, type, value), done, "%s: cannot write attribute '%s'", where, name);
-done:
-  if (attr >= 0) H5Aclose(attr);
-  if (space >= 0) H5Sclose(space);
-  return err;
+  return qp_h5_attr_write(obj, where, name, type, value);
 }
 
 static qp_err qp_report_attr_i64(hid_t obj, const char *where, const char *name, int64_t v) {
-  QP_CALL(qp_report_attr(obj, where, name, H5T_NATIVE_INT64, &v));
-  return QP_OK;
+  return qp_h5_attr_write_i64(obj, where, name, v);
 }
 
 static qp_err qp_report_attr_f64(hid_t obj, const char *where, const char *name, double v) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "budget.h"
+#include "h5_attr.h"
 #include "h5_error.h"
 
 static const char *const qp_rank_field_names[QP_RANK_FIELDS] = {
@@ -49,20 +50,6 @@ done:
   return err;
 }
 
-static qp_err qp_write_int_attr(hid_t obj, const char *name, int value) {
-  qp_err err = QP_OK;
-  hid_t space = -1, attr = -1;
-  QP_H5_GOTO(space = H5Screate(H5S_SCALAR), done, "/budget/ranks attribute %s", name);
-  QP_H5_GOTO(attr = H5Acreate2(obj, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), done,
-             "/budget/ranks attribute %s", name);
-  long long v = value;
-  QP_H5_GOTO(H5Awrite(attr, H5T_NATIVE_LLONG, &v), done, "/budget/ranks attribute %s", name);
-done:
-  if (attr >= 0) H5Aclose(attr);
-  if (space >= 0) H5Sclose(space);
-  return err;
-}
-
 qp_err qp_report_write_ranks(hid_t file, const qp_rank_table *t) {
   qp_err err = QP_OK;
   hid_t group = -1;
@@ -72,11 +59,11 @@ qp_err qp_report_write_ranks(hid_t file, const qp_rank_table *t) {
   QP_CHECK_GOTO(column && extreme, QP_ERR_NOMEM, done, "out of memory for the rank table");
   QP_H5_GOTO(group = H5Gcreate2(file, "budget/ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), done,
              "cannot create /budget/ranks");
-  QP_CALL_GOTO(qp_write_int_attr(group, "n_ranks", n), done);
-  QP_CALL_GOTO(qp_write_int_attr(group, "grid_rows", t->grid_rows), done);
-  QP_CALL_GOTO(qp_write_int_attr(group, "grid_cols", t->grid_cols), done);
-  QP_CALL_GOTO(qp_write_int_attr(group, "block", t->block), done);
-  QP_CALL_GOTO(qp_write_int_attr(group, "ranks_per_node", t->ranks_per_node), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(group, "/budget/ranks", "n_ranks", n), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(group, "/budget/ranks", "grid_rows", t->grid_rows), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(group, "/budget/ranks", "grid_cols", t->grid_cols), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(group, "/budget/ranks", "block", t->block), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(group, "/budget/ranks", "ranks_per_node", t->ranks_per_node), done);
   for (int f = 0; f < QP_RANK_FIELDS; ++f) {
     for (int s = 0; s < QP_STAGE_COUNT; ++s) {
       double hi = -INFINITY, lo = INFINITY;
