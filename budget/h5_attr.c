@@ -1,8 +1,10 @@
 /* h5_attr.c: reading and writing scalar attributes of qmlpipe's HDF5 files (h5_attr.h). */
 #include "h5_attr.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "h5_error.h"
 
@@ -83,4 +85,27 @@ done:
 qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int64_t v) {
   QP_CALL(qp_h5_attr_write(obj, where, name, H5T_NATIVE_INT64, &v));
   return QP_OK;
+}
+
+qp_err qp_h5_open_budget(const char *path, hid_t *file, hid_t *budget) {
+  qp_err err = QP_OK;
+  *file = *budget = -1;
+  FILE *probe = fopen(path, "rb");
+  QP_CHECK(probe, QP_ERR_IO, "cannot open results file '%s': %s", path, strerror(errno));
+  fclose(probe);
+  QP_H5_GOTO(*file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), done,
+             "cannot open '%s' as an HDF5 file", path);
+  htri_t has = H5Lexists(*file, "budget", H5P_DEFAULT);
+  QP_H5_GOTO(has, done, "%s: /budget", path);
+  QP_CHECK_GOTO(has > 0, QP_ERR_INPUT, done,
+                "'%s' has no /budget group: not a qmlpipe results file, or one written "
+                "without its memory report",
+                path);
+  QP_H5_GOTO(*budget = H5Gopen2(*file, "budget", H5P_DEFAULT), done, "%s: /budget", path);
+done:
+  if (err != QP_OK && *file >= 0) {
+    H5Fclose(*file);
+    *file = -1;
+  }
+  return err;
 }

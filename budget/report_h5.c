@@ -651,18 +651,7 @@ qp_err qp_report_print(const char *path, FILE *out) {
   hid_t file = -1, budget = -1, stage = -1;
   QP_CHECK(path && out, QP_ERR_INTERNAL, "qp_report_print: no path or stream");
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  FILE *probe = fopen(path, "rb");
-  QP_CHECK(probe, QP_ERR_IO, "cannot open results file '%s': %s", path, strerror(errno));
-  fclose(probe);
-  QP_H5_GOTO(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), done,
-             "cannot open '%s' as an HDF5 file", path);
-  htri_t has = H5Lexists(file, "budget", H5P_DEFAULT);
-  QP_H5_GOTO(has, done, "%s: /budget", path);
-  QP_CHECK_GOTO(has > 0, QP_ERR_INPUT, done,
-                "'%s' has no /budget group: not a qmlpipe results file, or one written "
-                "without its memory report",
-                path);
-  QP_H5_GOTO(budget = H5Gopen2(file, "budget", H5P_DEFAULT), done, "%s: /budget", path);
+  QP_CALL(qp_h5_open_budget(path, &file, &budget));
 
   char version[64], a[32], b[32];
   qp_read_str(file, "qmlpipe_version", version, sizeof version);

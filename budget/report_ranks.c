@@ -112,13 +112,11 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   *mismatch = 0;
   qp_h5_quiet quiet;
   qp_h5_quiet_begin(&quiet);
-  QP_H5_GOTO(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), done, "cannot open '%s'", path);
-  if (H5Lexists(file, "budget", H5P_DEFAULT) <= 0 ||
-      H5Lexists(file, "budget/ranks", H5P_DEFAULT) <= 0) {
-    err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
-                       "'%s' has no /budget/ranks: it is not from a distributed run", path);
-    goto done;
-  }
+  hid_t budget = -1;
+  QP_CALL_GOTO(qp_h5_open_budget(path, &file, &budget), done);
+  H5Gclose(budget);
+  QP_CHECK_GOTO(H5Lexists(file, "budget/ranks", H5P_DEFAULT) > 0, QP_ERR_INPUT, done,
+                "'%s' has no /budget/ranks: it is not from a distributed run", path);
   QP_H5_GOTO(group = H5Gopen2(file, "budget/ranks", H5P_DEFAULT), done, "%s: /budget/ranks", path);
   long long n = 0, rows = 0, cols = 0, block = 0;
   QP_H5_GOTO(attr = H5Aopen(group, "n_ranks", H5P_DEFAULT), done, "%s: n_ranks", path);

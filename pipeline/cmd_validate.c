@@ -220,20 +220,9 @@ static qp_err qp_val_read_file(qp_val_set *set, int file) {
   hid_t h5 = -1, budget = -1, group = -1;
   char where[QP_VAL_WHERE_MAX];
 
-  FILE *probe = fopen(path, "rb");
-  QP_CHECK(probe, QP_ERR_IO, "cannot open results file '%s': %s", path, strerror(errno));
-  fclose(probe);
-  QP_H5_GOTO(h5 = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), done,
-             "cannot open '%s' as an HDF5 file", path);
+  QP_CALL(qp_h5_open_budget(path, &h5, &budget));
   QP_CALL_GOTO(qp_h5_attr_string(h5, path, "path_used", f->path_used, sizeof f->path_used), done);
   QP_CALL_GOTO(qp_h5_attr_i64(h5, path, "n_pix", 0, &f->n_pix), done);
-  htri_t has = H5Lexists(h5, "budget", H5P_DEFAULT);
-  QP_H5_GOTO(has, done, "%s: /budget", path);
-  QP_CHECK_GOTO(has > 0, QP_ERR_INPUT, done,
-                "'%s' has no /budget group: not a qmlpipe results file, or one written "
-                "without its memory report",
-                path);
-  QP_H5_GOTO(budget = H5Gopen2(h5, "budget", H5P_DEFAULT), done, "%s: /budget", path);
   snprintf(where, sizeof where, "%s: /budget", path);
   QP_CALL_GOTO(qp_h5_attr_i64(budget, where, "baseline_rss_bytes", 1, &f->baseline), done);
 
