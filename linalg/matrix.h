@@ -83,6 +83,14 @@ static inline int64_t qp_matrix_global_row(const qp_matrix *m, int64_t li) {
 static inline int64_t qp_matrix_global_col(const qp_matrix *m, int64_t lj) {
   return m->grid ? qp_bc_global_index(lj, m->grid->block, m->grid->mycol, m->grid->npcol) : lj;
 }
+/** The local row of global row gi, or -1 when another rank holds it. */
+static inline int64_t qp_matrix_local_row(const qp_matrix *m, int64_t gi) {
+  if (!m->grid) return gi;
+  const qp_grid *g = m->grid;
+  return qp_bc_owner(gi, g->block, g->nprow) == g->myrow
+             ? qp_bc_local_index(gi, g->block, g->nprow)
+             : -1;
+}
 /** 1 and *local (li + lj ld) when this rank holds global entry (gi, gj). */
 static inline int qp_matrix_local_offset(const qp_matrix *m, int64_t gi, int64_t gj,
                                          int64_t *local) {

@@ -90,60 +90,27 @@ static qp_err qp_param_entries(const qp_problem *p, qp_entry **entries, int64_t 
 
 /* ---- basis_setup ---- */
 
-/* Distributed V^T: each rank evaluates the basis at the positions of its own rows and keeps
- * its own columns. Row r is T at position r, Q at position r, or U at position r - n_obs_p. */
-static void qp_build_vt_distributed(qp_problem *p) {
+/* V^T at the observed positions: T rows from the temperature basis, Q/U rows from E and B.
+ * Each position's rows (T at pos; Q at pos and U at pos + n_obs_p) get the basis values of
+ * their columns' fields. Distributed, a rank evaluates the basis only at positions with a row
+ * of its own, and writes its own columns. */
+static qp_err qp_build_vt(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   qp_matrix *v = &p->vt;
   const int64_t nt = p->n_obs_t, np = p->n_obs_p;
-#pragma omp parallel
-  {
-    const int count = qp_harmonic_count(0, cfg->lmax);
-    double *work = malloc((size_t)qp_harmonics_work_size(cfg->lmax) * sizeof *work);
-    double *row = malloc((size_t)(5 * count) * sizeof *row);
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t li = 0; li < v->local_rows; ++li) {
-      const int64_t r = qp_matrix_global_row(v, li);
-      const int component = r < nt ? 0 : (r < nt + np ? 1 : 2);
-      const int64_t pos = component == 2 ? r - np : r;
-      double theta, phi;
-      pix2ang_ring64(p->nside, p->observed[pos], &theta, &phi);
-      const int f0 = component ? 1 : 0, lo = p->field_ell_min[f0];
-      if (cfg->lmax < lo) continue;
-      const int nf = qp_harmonic_count(lo, cfg->lmax);
-      double *t = row, *qe = row + count, *ue = row + 2 * count, *qb = row + 3 * count,
-             *ub = row + 4 * count;
-      if (!component)
-        qp_harmonics_at(lo, cfg->lmax, theta, phi, work, t, NULL, NULL, NULL, NULL);
-      else
-        qp_harmonics_at(lo, cfg->lmax, theta, phi, work, NULL, qe, ue, qb, ub);
-      /* The values of this row per field: T for a T row; E and B for a Q or U row. */
-      const double *of_field[3] = {component ? NULL : t, component == 1 ? qe : ue,
-                                   component == 1 ? qb : ub};
-      if (!component) of_field[1] = of_field[2] = NULL;
-      for (int64_t lj = 0; lj < v->local_cols; ++lj) {
-        const int64_t mode = qp_matrix_global_col(v, lj);
-        for (int f = 0; f < 3; ++f) {
-          if (!of_field[f] || p->field_offset[f] < 0) continue;
-          const int64_t k = mode - p->field_offset[f];
-          if (k >= 0 && k < nf) v->data[li + lj * v->ld] = of_field[f][k];
-        }
+  /* Per local column: its field and its index among that field's modes. */
+  int *field = malloc((size_t)(v->local_cols > 0 ? v->local_cols : 1) * sizeof *field);
+  int64_t *index = malloc((size_t)(v->local_cols > 0 ? v->local_cols : 1) * sizeof *index);
+  QP_CHECK(field && index, QP_ERR_NOMEM, "out of memory for %lld mode columns",
+           (long long)v->local_cols);
+  for (int64_t lj = 0; lj < v->local_cols; ++lj) {
+    const int64_t mode = qp_matrix_global_col(v, lj);
+    for (int f = 0; f < 3; ++f)
+      if (p->field_offset[f] >= 0 && mode >= p->field_offset[f]) {
+        field[lj] = f;
+        index[lj] = mode - p->field_offset[f];
       }
-    }
-    free(work);
-    free(row);
   }
-}
-
-/* V^T at the observed positions: T rows from the temperature basis, Q/U rows from E and B. */
-static void qp_build_vt(qp_problem *p) {
-  if (p->vt.grid) {
-    qp_build_vt_distributed(p);
-    return;
-  }
-  const qp_config *cfg = p->cfg;
-  const int64_t n = p->n_pix, nt = p->n_obs_t, np = p->n_obs_p;
-  double *vt = p->vt.data;
 #pragma omp parallel
   {
     const int count = qp_harmonic_count(0, cfg->lmax);
@@ -151,32 +118,36 @@ static void qp_build_vt(qp_problem *p) {
     double *row = malloc((size_t)(5 * count) * sizeof *row);
 #pragma omp for schedule(dynamic, 16)
     for (int64_t pos = 0; pos < p->n_observed; ++pos) {
+      const int pol = pos >= nt;
+      const int64_t rows[2] = {qp_matrix_local_row(v, pos),
+                               pol ? qp_matrix_local_row(v, pos + np) : -1};
+      const int lo = p->field_ell_min[pol ? 1 : 0];
+      if ((rows[0] < 0 && rows[1] < 0) || cfg->lmax < lo) continue;
       double theta, phi;
       pix2ang_ring64(p->nside, p->observed[pos], &theta, &phi);
-      const int pol = pos >= nt;
-      const int f0 = pol ? 1 : 0, lo = p->field_ell_min[f0];
-      if (cfg->lmax < lo) continue;
-      const int nf = qp_harmonic_count(lo, cfg->lmax);
       double *t = row, *qe = row + count, *ue = row + 2 * count, *qb = row + 3 * count,
              *ub = row + 4 * count;
-      if (!pol) {
+      if (!pol)
         qp_harmonics_at(lo, cfg->lmax, theta, phi, work, t, NULL, NULL, NULL, NULL);
-        for (int k = 0; k < nf; ++k)
-          vt[pos + (p->field_offset[0] + k) * n] = t[k];
-      } else {
+      else
         qp_harmonics_at(lo, cfg->lmax, theta, phi, work, NULL, qe, ue, qb, ub);
-        const int64_t iq = pos, iu = pos + np, oe = p->field_offset[1], ob = p->field_offset[2];
-        for (int k = 0; k < nf; ++k) {
-          vt[iq + (oe + k) * n] = qe[k];
-          vt[iu + (oe + k) * n] = ue[k];
-          vt[iq + (ob + k) * n] = qb[k];
-          vt[iu + (ob + k) * n] = ub[k];
+      /* The values by field (T, E, B) of the T row, or of the Q row and the U row. */
+      const double *values[2][3] = {{pol ? NULL : t, pol ? qe : NULL, pol ? qb : NULL},
+                                    {NULL, ue, ub}};
+      for (int r = 0; r < 2; ++r) {
+        if (rows[r] < 0) continue;
+        for (int64_t lj = 0; lj < v->local_cols; ++lj) {
+          const double *x = values[r][field[lj]];
+          if (x) v->data[rows[r] + lj * v->ld] = x[index[lj]];
         }
       }
     }
     free(work);
     free(row);
   }
+  free(field);
+  free(index);
+  return QP_OK;
 }
 
 /* M = I + K Lambda: column b of K Lambda is sum over the fields f of K[:, (f, l, m)] times
@@ -264,7 +235,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   qp_err err = QP_OK;
   qp_matrix w = {0};
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_TRANSIENT, n, nm, &p->vt));
-  qp_build_vt(p);
+  QP_CALL(qp_build_vt(p));
   qp_progress_note(progress, "harmonic basis V built");
   if (p->noise_factor.data) QP_CALL(qp_linalg_potrf(&p->noise_factor));
   QP_CALL(qp_whiten_smw(p, &p->vt));
@@ -320,7 +291,7 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
   /* Projection: L = chol(C), Y = L^-1 V^T, W = Y^T Y. */
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_PERSISTENT, n, nm, &p->vt));
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
-  qp_build_vt(p);
+  QP_CALL(qp_build_vt(p));
   qp_progress_note(&progress, "harmonic basis V built");
   QP_CALL(qp_linalg_potrf(&p->cov));
   QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &p->vt));
