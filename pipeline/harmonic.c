@@ -202,8 +202,7 @@ static qp_err qp_build_smw_matrix_distributed(qp_problem *p) {
       for (int64_t lj = 0; lj < mm->local_cols; ++lj) {
         const int64_t b = qp_matrix_global_col(mm, lj);
         if (b < to || b >= to + count) continue;
-        int l = lo;
-        while (qp_harmonic_count(lo, l) <= b - to) ++l;
+        const int l = qp_harmonic_ell(b - to, lo);
         const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_beam2(p, l);
         for (int64_t li = 0; li < mm->local_rows; ++li)
           mm->data[li + lj * mm->ld] += c * cols.data[li + lj * cols.ld];
@@ -371,11 +370,11 @@ static qp_err qp_fisher_distributed(qp_problem *p) {
   const qp_matrix *lay = &block[fields[0]][fields[0]];
   for (int64_t lj = 0; lj < lay->local_cols; ++lj) {
     const int64_t j = qp_matrix_global_col(lay, lj);
-    const int lc = (int)floor(sqrt((double)j));
+    const int lc = qp_harmonic_ell(j, 0);
     if (bin_of[lc] < 0) continue;
     for (int64_t li = 0; li < lay->local_rows; ++li) {
       const int64_t i = qp_matrix_global_row(lay, li);
-      const int lr = (int)floor(sqrt((double)i));
+      const int lr = qp_harmonic_ell(i, 0);
       if (bin_of[lr] < 0) continue;
       const int64_t at = li + lj * lay->ld;
       const double vu = qp_beam2(p, lr) * qp_beam2(p, lc);

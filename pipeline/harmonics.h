@@ -25,12 +25,22 @@
 #ifndef QP_HARMONICS_H
 #define QP_HARMONICS_H
 
+#include <math.h>
 #include <stdint.h>
 
 /** Index of (l, m), -l <= m <= l, in a row of basis values that starts at l = ell_min:
  *  l^2 - ell_min^2 + l + m. Valid for l < 46340 (int range). */
 static inline int qp_harmonic_index(int l, int m, int ell_min) {
   return l * l - ell_min * ell_min + l + m;
+}
+
+/** The l of index `index` of qp_harmonic_index(l, m, ell_min): l^2 <= index + ell_min^2. */
+static inline int qp_harmonic_ell(int64_t index, int ell_min) {
+  const int64_t k = index + (int64_t)ell_min * ell_min;
+  int64_t l = (int64_t)sqrt((double)k);
+  while (l * l > k) --l;          /* sqrt's rounding, either way */
+  while ((l + 1) * (l + 1) <= k) ++l;
+  return (int)l;
 }
 
 /** Number of (l, m) with ell_min <= l <= lmax: (lmax+1)^2 - ell_min^2 (per field). */
