@@ -20,12 +20,16 @@ static void qp_wigner_spin(int lmax, double z, int m1, int m2, double start, dou
     d[l] = 0.0;
   if (lmax < 2) return;
   d[2] = start;
+  /* Every factor in double: the products of squares pass INT_MAX from l ~ 216 (they were ints,
+   * which turned the spin-2 covariance into NaN for any Q/U run at nside >= 73). The
+   * recursion in l at fixed (m1, m2) is the stable direction (like Legendre's); the
+   * sqrt(a) sqrt(b) split keeps each factor near l^2 rather than l^4. */
+  const double mm = (double)m1 * (double)m2, m1s = (double)m1 * m1, m2s = (double)m2 * m2;
   for (int l = 3; l <= lmax; ++l) {
-    double a = (2.0 * l - 1.0) * ((double)l * (l - 1) * z - (double)(m1 * m2)) * d[l - 1];
-    double b = (double)l *
-               sqrt((double)(((l - 1) * (l - 1) - m1 * m1) * ((l - 1) * (l - 1) - m2 * m2))) *
-               d[l - 2];
-    d[l] = (a - b) / ((l - 1.0) * sqrt((double)((l * l - m1 * m1) * (l * l - m2 * m2))));
+    const double dl = (double)l, lp = dl - 1.0;
+    const double a = (2.0 * dl - 1.0) * (dl * lp * z - mm) * d[l - 1];
+    const double b = dl * sqrt(lp * lp - m1s) * sqrt(lp * lp - m2s) * d[l - 2];
+    d[l] = (a - b) / (lp * sqrt(dl * dl - m1s) * sqrt(dl * dl - m2s));
   }
 }
 

@@ -60,10 +60,58 @@ static int qp_test_failures = 0;
     qp_error_clear();                                                                          \
   } while (0)
 
+/* ---- The one NaN-aware comparison --------------------------------------------------------
+ * Every numerical comparison of the suite goes through these. `fmax(worst, d)` and
+ * `if (d > worst)` skip a NaN, so an all-NaN result would "match"; here a NaN or an infinity
+ * anywhere makes the error NaN, and qp_test_within passes only a finite error within the
+ * tolerance. tests/unit/test_nan_checks.c feeds them NaN and infinities and expects failures. */
+
+/** 1 only when `err` is finite and err <= tol. */
+static inline int qp_test_within(double err, double tol) { return isfinite(err) && err <= tol; }
+
+/** The larger of two errors, NaN when either is NaN (unlike fmax). */
+static inline double qp_test_worst(double worst, double err) {
+  return isnan(worst) || isnan(err) ? NAN : (err > worst ? err : worst);
+}
+
+/** |a - b| / max(|a|, |b|) (0 when both are 0); NaN when either is not finite. */
 static inline double qp_test_rel_diff(double a, double b) {
+  if (!isfinite(a) || !isfinite(b)) return NAN;
   double scale = fmax(fabs(a), fabs(b));
   return scale > 0 ? fabs(a - b) / scale : 0.0;
 }
+
+/** max_i |a_i - b_i| / scale (scale > 0; 1 for an absolute difference); NaN when any a_i or
+ *  b_i is not finite, or the scale is not finite and positive. */
+static inline double qp_test_max_diff(const double *a, const double *b, size_t n, double scale) {
+  if (!(isfinite(scale) && scale > 0)) return NAN;
+  double worst = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!isfinite(a[i]) || !isfinite(b[i])) return NAN;
+    worst = qp_test_worst(worst, fabs(a[i] - b[i]) / scale);
+  }
+  return worst;
+}
+
+/** max_i |v_i| (NaN when any v_i is not finite): the scale of a reference. */
+static inline double qp_test_max_abs(const double *v, size_t n) {
+  double worst = 0.0;
+  for (size_t i = 0; i < n; ++i) worst = qp_test_worst(worst, isfinite(v[i]) ? fabs(v[i]) : NAN);
+  return worst;
+}
+
+/** Fails unless `err` is finite and within `tol`; says which error, its value and why. */
+#define TEST_WITHIN(err, tol, ...)                                                             \
+  do {                                                                                         \
+    const double tw_err_ = (err), tw_tol_ = (tol);                                             \
+    if (!qp_test_within(tw_err_, tw_tol_)) {                                                   \
+      fprintf(stderr, "%s:%d: check failed: %s = %.3e, tolerance %.1e%s: ", __FILE__,          \
+              __LINE__, #err, tw_err_, tw_tol_, isfinite(tw_err_) ? "" : " (not finite)");      \
+      fprintf(stderr, __VA_ARGS__);                                                            \
+      fputc('\n', stderr);                                                                     \
+      ++qp_test_failures;                                                                      \
+    }                                                                                          \
+  } while (0)
 
 #define TEST_RETURN() (qp_test_failures == 0 ? 0 : 1)
 
