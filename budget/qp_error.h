@@ -9,6 +9,8 @@
 
 #include <stdio.h>
 
+/* QP_ERR_NOT_POSDEF is the numerical error in general (exit 5): a factorisation that fails, a
+ * matrix too ill-conditioned for the asked accuracy, a result that is not finite. */
 typedef enum qp_err {
   QP_OK = 0,
   QP_ERR_NOMEM,          /* the operating system refused memory */
@@ -22,6 +24,7 @@ typedef enum qp_err {
   QP_ERR_LIBRARY,        /* an outside library returned an error (LAPACK info < 0, HDF5) */
   QP_ERR_INTERNAL        /* a bug in qmlpipe */
 } qp_err;
+#define QP_ERR_NUMERICAL QP_ERR_NOT_POSDEF
 
 #if defined(__GNUC__)
 #define QP_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))

@@ -37,6 +37,7 @@ void qp_config_defaults(qp_config *cfg) {
   cfg->lmax_signal = 0; /* set to lmax by qp_config_load when the key is absent */
   cfg->bin_width = 1;
   cfg->path = QP_PATH_AUTO;
+  cfg->accuracy = 1e-6;
   snprintf(cfg->backend, sizeof cfg->backend, "%s", "cpu");
   /* Left relative on purpose: without an `output:` key the results go to the working
    * directory, as any command-line tool's default output would. */
@@ -132,13 +133,15 @@ enum {
   K_MEMORY,
   K_DIMENSIONS,
   K_GRID,
+  K_ACCURACY,
   K_COUNT
 };
 
 static const char *const qp_top_keys[K_COUNT] = {
     "maps",         "mask", "mask_pol", "fields",      "cls",       "noise", "spectra",
     "ell_min",      "lmax", "lmax_signal", "bin_width", "bins",  "beam_fwhm_arcmin",
-    "pixel_window", "path", "harmonic_method", "backend",     "output",    "memory", "dimensions", "grid"};
+    "pixel_window", "path", "harmonic_method", "backend",     "output",    "memory", "dimensions", "grid",
+    "accuracy"};
 
 enum {
   N_VARIANCE = 0,
@@ -571,6 +574,12 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
     QP_CHECK(cfg->beam_fwhm_arcmin >= 0, QP_ERR_INPUT,
              "config %s line %d: beam_fwhm_arcmin (%g) must be >= 0", ctx->file, ctx->line[index],
              cfg->beam_fwhm_arcmin);
+    break;
+  case K_ACCURACY:
+    QP_CALL(qp_cfg_double(ctx, key, value, &cfg->accuracy));
+    QP_CHECK(cfg->accuracy > 0 && cfg->accuracy < 1, QP_ERR_INPUT,
+             "config %s line %d: accuracy (%g) must be in (0, 1), e.g. 1e-6", ctx->file,
+             ctx->line[index], cfg->accuracy);
     break;
   case K_PIXEL_WINDOW: QP_CALL(qp_cfg_bool(ctx, key, value, &cfg->pixel_window)); break;
   case K_PATH:

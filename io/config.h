@@ -50,6 +50,9 @@ typedef struct qp_config {
   int pixel_window;                  /* 0 (default) or 1: not supported yet */
   qp_path path;
   int harmonic_method;               /* 0 auto, 1 smw, 2 projected */
+  /* Relative accuracy asked of F and the spectra (default 1e-6): a route whose key matrix has
+   * eps / rcond above it is refused (pipeline/conditioning.h). */
+  double accuracy;
   char backend[16];                  /* "cpu", "cuda", "dist" */
   /* grid: {rows, cols, block}: the process grid of the distributed backend; 0 = chosen */
   int grid_rows, grid_cols, grid_block;

@@ -299,6 +299,17 @@ static qp_err qp_results_datasets(const qp_h5_out *o, const qp_results *r) {
   QP_CALL(qp_out_ints(o, "/bins/ell_min", nb, r->bin_ell_min));
   QP_CALL(qp_out_ints(o, "/bins/ell_max", nb, r->bin_ell_max));
   QP_CALL(qp_results_params(o, r));
+  QP_CALL(qp_out_group(o, "/diagnostics"));
+  hid_t diag = H5Gopen2(o->file, "/diagnostics", H5P_DEFAULT);
+  QP_CHECK(diag >= 0, QP_ERR_IO, "%s: cannot open /diagnostics", o->path);
+  qp_err err = qp_out_f64(o, diag, "accuracy", r->accuracy);
+  for (int i = 0; i < r->n_rcond && err == QP_OK; ++i) {
+    char name[64];
+    snprintf(name, sizeof name, "rcond_%s", r->rcond_names[i]);
+    err = qp_out_f64(o, diag, name, r->rcond[i]);
+  }
+  H5Gclose(diag);
+  QP_CALL(err);
   return QP_OK;
 }
 

@@ -35,6 +35,12 @@ typedef struct qp_results {
   const qp_model *model;          /* the prediction, written beside the measurement */
   const qp_meter_sample *baseline; /* meters before the first stage, or NULL (then -1) */
   const qp_rank_table *ranks;     /* distributed runs: every rank's budget, or NULL */
+  /* /diagnostics: reciprocal condition numbers of the route's key matrices (NaN: not formed
+   * on this route), written as attributes rcond_<name>, and the accuracy they were held to. */
+  int n_rcond;
+  const double *rcond;
+  const char *const *rcond_names;
+  double accuracy;
 } qp_results;
 
 /** Writes the results file (with the /budget report of every stage recorded so far).

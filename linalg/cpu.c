@@ -3,6 +3,7 @@
  * used here (potrf, trtri, potrs) need no workspace. */
 #include <cblas.h>
 #include <lapacke.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "blas_int.h"
@@ -159,6 +160,47 @@ static qp_err qp_cpu_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, in
   return QP_OK;
 }
 
+static qp_err qp_cpu_norm1(const qp_matrix *a, double *out) {
+  int m, n, lda;
+  QP_BLAS_INT(a->rows, &m, "rows");
+  QP_BLAS_INT(a->cols, &n, "columns");
+  QP_BLAS_INT(a->ld, &lda, "leading dimension");
+  *out = LAPACKE_dlange_work(LAPACK_COL_MAJOR, '1', m, n, a->data, lda, NULL); /* no work for '1' */
+  return QP_OK;
+}
+
+/* The estimators' workspaces are O(n) (dpocon 3n doubles, dgecon 4n, and n ints), next to the
+ * n^2 matrix: plain scratch, like the other O(n) arrays (docs/memory-model.md). */
+static qp_err qp_cpu_condition(int lu, const qp_matrix *a, double anorm, double *rcond) {
+  int n, lda;
+  QP_BLAS_INT(a->rows, &n, "matrix order");
+  QP_BLAS_INT(a->ld, &lda, "leading dimension");
+  double *work = malloc((size_t)(4 * (int64_t)n + 1) * sizeof *work);
+  int *iwork = malloc((size_t)(n + 1) * sizeof *iwork);
+  if (!work || !iwork) {
+    free(work);
+    free(iwork);
+    QP_FAIL(QP_ERR_NOMEM, "condition estimate of '%s' (%d x %d): no memory for its workspace",
+            a->name, n, n);
+  }
+  int info = lu ? LAPACKE_dgecon_work(LAPACK_COL_MAJOR, '1', n, a->data, lda, anorm, rcond, work,
+                                      iwork)
+                : LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'L', n, a->data, lda, anorm, rcond, work,
+                                      iwork);
+  free(work);
+  free(iwork);
+  QP_CALL(qp_lapack_check(info, lu ? "dgecon" : "dpocon", a));
+  return QP_OK;
+}
+
+static qp_err qp_cpu_pocon(const qp_matrix *l, double anorm, double *rcond) {
+  return qp_cpu_condition(0, l, anorm, rcond);
+}
+
+static qp_err qp_cpu_gecon(const qp_matrix *lu, double anorm, double *rcond) {
+  return qp_cpu_condition(1, lu, anorm, rcond);
+}
+
 static const qp_linalg_ops qp_cpu_ops_table = {
     .name = "cpu",
     .potrf = qp_cpu_potrf,
@@ -173,6 +215,9 @@ static const qp_linalg_ops qp_cpu_ops_table = {
     .getrs = qp_cpu_getrs,
     .trace_product = qp_cpu_trace_product,
     .copy_sub = qp_cpu_copy_sub,
+    .norm1 = qp_cpu_norm1,
+    .pocon = qp_cpu_pocon,
+    .gecon = qp_cpu_gecon,
 };
 
 const qp_linalg_ops *qp_linalg_cpu_ops(void) { return &qp_cpu_ops_table; }

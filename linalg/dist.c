@@ -5,6 +5,7 @@
  * "not positive definite" error is raised on all ranks together and none hangs. syrk is a
  * gemm here: PBLAS's pdsyrk fills one triangle and mirroring a distributed matrix needs a
  * transpose through a second copy; the full product costs twice the flops but no memory. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "matrix.h"
@@ -116,6 +117,55 @@ static qp_err qp_dist_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, i
   return QP_OK;
 }
 
+/* pdlange's '1' work is LOCc(N) doubles: this rank's columns (plus a block, to be safe). */
+static qp_err qp_dist_norm1(const qp_matrix *a, double *out) {
+  int m = (int)a->rows, n = (int)a->cols;
+  double *work = malloc((size_t)(a->local_cols + a->grid->block + 1) * sizeof *work);
+  QP_CHECK(work, QP_ERR_NOMEM, "pdlange on '%s': no memory for its workspace", a->name);
+  *out = pdlange_("1", &m, &n, a->data, &qp_one, &qp_one, a->desc, work, 1);
+  free(work);
+  return QP_OK;
+}
+
+/* pdpocon / pdgecon with their workspace query first: O(local rows + local cols) scratch. */
+static qp_err qp_dist_condition(int lu, const qp_matrix *a, double anorm, double *rcond) {
+  int n = (int)a->rows, info = 0, query = -1, iquery = 0;
+  double wquery = 0.0;
+  if (lu)
+    pdgecon_("1", &n, a->data, &qp_one, &qp_one, a->desc, &anorm, rcond, &wquery, &query,
+             &iquery, &query, &info, 1);
+  else
+    pdpocon_("L", &n, a->data, &qp_one, &qp_one, a->desc, &anorm, rcond, &wquery, &query,
+             &iquery, &query, &info, 1);
+  QP_CALL(qp_info_check(info, lu ? "pdgecon (query)" : "pdpocon (query)", a));
+  int lwork = (int)wquery + 1, liwork = iquery + 1;
+  double *work = malloc((size_t)lwork * sizeof *work);
+  int *iwork = malloc((size_t)liwork * sizeof *iwork);
+  if (!work || !iwork) {
+    free(work);
+    free(iwork);
+    QP_FAIL(QP_ERR_NOMEM, "condition estimate of '%s': no memory for its workspace", a->name);
+  }
+  if (lu)
+    pdgecon_("1", &n, a->data, &qp_one, &qp_one, a->desc, &anorm, rcond, work, &lwork, iwork,
+             &liwork, &info, 1);
+  else
+    pdpocon_("L", &n, a->data, &qp_one, &qp_one, a->desc, &anorm, rcond, work, &lwork, iwork,
+             &liwork, &info, 1);
+  free(work);
+  free(iwork);
+  QP_CALL(qp_info_check(info, lu ? "pdgecon" : "pdpocon", a));
+  return QP_OK;
+}
+
+static qp_err qp_dist_pocon(const qp_matrix *l, double anorm, double *rcond) {
+  return qp_dist_condition(0, l, anorm, rcond);
+}
+
+static qp_err qp_dist_gecon(const qp_matrix *lu, double anorm, double *rcond) {
+  return qp_dist_condition(1, lu, anorm, rcond);
+}
+
 static const qp_linalg_ops qp_dist_ops_table = {
     .name = "dist",
     .distributed = 1,
@@ -129,6 +179,9 @@ static const qp_linalg_ops qp_dist_ops_table = {
     .getrf = qp_dist_getrf,
     .getrs = qp_dist_getrs,
     .copy_sub = qp_dist_copy_sub,
+    .norm1 = qp_dist_norm1,
+    .pocon = qp_dist_pocon,
+    .gecon = qp_dist_gecon,
 };
 
 const qp_linalg_ops *qp_linalg_dist_ops(void) { return &qp_dist_ops_table; }

@@ -247,6 +247,26 @@ qp_err qp_linalg_trace_product(const qp_matrix *a, const qp_matrix *b, double *o
   return QP_OK;
 }
 
+qp_err qp_linalg_norm1(const qp_matrix *a, double *out) {
+  QP_NEED_OP(a, norm1);
+  QP_CALL(a->ops->norm1(a, out));
+  return QP_OK;
+}
+
+qp_err qp_linalg_pocon(const qp_matrix *l, double anorm, double *rcond) {
+  QP_NEED_OP(l, pocon);
+  QP_CHECK(l->rows == l->cols, QP_ERR_INTERNAL, "pocon of non-square '%s'", l->name);
+  QP_CALL(l->ops->pocon(l, anorm, rcond));
+  return QP_OK;
+}
+
+qp_err qp_linalg_gecon(const qp_matrix *lu, double anorm, double *rcond) {
+  QP_NEED_OP(lu, gecon);
+  QP_CHECK(lu->rows == lu->cols, QP_ERR_INTERNAL, "gecon of non-square '%s'", lu->name);
+  QP_CALL(lu->ops->gecon(lu, anorm, rcond));
+  return QP_OK;
+}
+
 double qp_flops_potrf(int64_t n) { return (double)n * (double)n * (double)n / 3.0; }
 double qp_flops_trtri(int64_t n) { return (double)n * (double)n * (double)n / 3.0; }
 double qp_flops_trmm(qp_side side, int64_t m, int64_t n) {

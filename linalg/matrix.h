@@ -67,6 +67,12 @@ struct qp_linalg_ops {
   /* B[bi.., bj..] <- A[ai.., aj..], rows x cols, whatever the two layouts (pdgemr2d). */
   qp_err (*copy_sub)(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,
                      qp_matrix *b, int64_t bi, int64_t bj);
+  /* *out = |A|_1, the largest column sum of |a_ij| (taken before A is factored). */
+  qp_err (*norm1)(const qp_matrix *a, double *out);
+  /* *rcond = 1 / (|A|_1 |A^-1|_1), estimated from A's Cholesky factor L (pocon) or its LU
+   * factors (gecon) and anorm = |A|_1: O(n^2), next to the factorisation's O(n^3). */
+  qp_err (*pocon)(const qp_matrix *l, double anorm, double *rcond);
+  qp_err (*gecon)(const qp_matrix *lu, double anorm, double *rcond);
 };
 
 /** The backend by name: "cpu" (this build may add "cuda", "dist"). QP_ERR_UNSUPPORTED for a
@@ -153,6 +159,13 @@ int64_t qp_linalg_pivot_count(const qp_matrix *a);
 /** B <- A^-1 B from qp_linalg_getrf's factors. */
 qp_err qp_linalg_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b);
 qp_err qp_linalg_trace_product(const qp_matrix *a, const qp_matrix *b, double *out);
+/** |A|_1 (collective for a distributed matrix). */
+qp_err qp_linalg_norm1(const qp_matrix *a, double *out);
+/** Reciprocal 1-norm condition number of A = L L^T from L and anorm = |A|_1 (LAPACK dpocon,
+ *  ScaLAPACK pdpocon: an estimate, usually within a factor 3 of the truth; collective). */
+qp_err qp_linalg_pocon(const qp_matrix *l, double anorm, double *rcond);
+/** The same for a general A from qp_linalg_getrf's factors (dgecon / pdgecon). */
+qp_err qp_linalg_gecon(const qp_matrix *lu, double anorm, double *rcond);
 
 /** Flop counts of the operations (for GFLOP/s): standard LAPACK working-note figures. */
 double qp_flops_potrf(int64_t n);

@@ -41,5 +41,13 @@ void pdgemm_(const char *transa, const char *transb, const int *m, const int *n,
 void pdgemr2d_(const int *m, const int *n, const double *a, const int *ia, const int *ja,
                const int *desca, double *b, const int *ib, const int *jb, const int *descb,
                const int *context);
+double pdlange_(const char *norm, const int *m, const int *n, const double *a, const int *ia,
+                const int *ja, const int *desca, double *work, size_t norm_len);
+void pdpocon_(const char *uplo, const int *n, const double *a, const int *ia, const int *ja,
+              const int *desca, const double *anorm, double *rcond, double *work,
+              const int *lwork, int *iwork, const int *liwork, int *info, size_t uplo_len);
+void pdgecon_(const char *norm, const int *n, const double *a, const int *ia, const int *ja,
+              const int *desca, const double *anorm, double *rcond, double *work,
+              const int *lwork, int *iwork, const int *liwork, int *info, size_t norm_len);
 
 #endif

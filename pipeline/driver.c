@@ -2,12 +2,14 @@
 #include "driver.h"
 
 #include <malloc.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
+#include "conditioning.h"
 #include "h5_matrix.h"
 #include "inputs.h"
 #include "results_h5.h"
@@ -224,7 +226,12 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
         b.data[k] = 1.0 / (double)(1 + k % 7);
       (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
       (void)qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c);
+      /* The condition estimates after each factorisation (conditioning.h), whose LAPACK
+       * code would otherwise be paged in inside basis_setup (~8 KiB untracked there). */
+      double anorm = 0.0, rcond = 0.0;
+      (void)qp_linalg_norm1(&a, &anorm);
       (void)qp_linalg_potrf(&a);
+      (void)qp_linalg_pocon(&a, anorm, &rcond);
       (void)qp_linalg_trtri(&a);
       (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
       (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
@@ -232,8 +239,10 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
       int *pivots = malloc((size_t)n * sizeof *pivots);
       for (int64_t i = 0; i < n; ++i)
         c.data[i + i * n] += (double)n * 1e3;
-      if (pivots && qp_linalg_getrf(&c, pivots) == QP_OK)
+      if (pivots && qp_linalg_getrf(&c, pivots) == QP_OK) {
+        (void)qp_linalg_gecon(&c, anorm, &rcond);
         (void)qp_linalg_getrs(&c, pivots, &b);
+      }
       /* What the stages call besides, whose OpenBLAS code would otherwise be paged in inside
        * a stage (64 KiB of libopenblas in spectra_run of the SMW route): each kernel on one
        * column, as on the maps (z = C^-1 x, P_b z, the mode maps), the triangular solves and
@@ -319,6 +328,7 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
 qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_problem *p,
                      qp_meter_sample *baseline) {
   memset(p, 0, sizeof *p);
+  for (int i = 0; i < QP_RCOND_COUNT; ++i) p->rcond[i] = NAN;
   p->cfg = cfg;
   p->progress = options->progress;
   qp_err err = QP_OK;
@@ -363,6 +373,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
     ranks = (qp_rank_table){n, grid->nprow, grid->npcol, grid->block, qp_comm_node_size(),
                             rank_rows};
   }
+  const char *rcond_names[QP_RCOND_COUNT];
   if (options->write_results && qp_comm_rank() == 0) {
     qp_results results = {
         .config = cfg,
@@ -391,7 +402,12 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
         .model = &p->model,
         .baseline = baseline,
         .ranks = grid ? &ranks : NULL,
+        .n_rcond = QP_RCOND_COUNT,
+        .rcond = p->rcond,
+        .rcond_names = rcond_names,
+        .accuracy = cfg->accuracy,
     };
+    for (int i = 0; i < QP_RCOND_COUNT; ++i) rcond_names[i] = qp_rcond_name((qp_rcond_id)i);
     err = qp_results_write(cfg->output, &results);
   }
   free(rank_rows);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "conditioning.h"
 #include "harmonics.h"
 #include "pixel_matrices.h"
 #include "progress.h"
@@ -236,7 +237,16 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_TRANSIENT, n, nm, &p->vt));
   QP_CALL(qp_build_vt(p));
   qp_progress_note(progress, "harmonic basis V built");
-  if (p->noise_factor.data) QP_CALL(qp_linalg_potrf(&p->noise_factor));
+  if (p->noise_factor.data) {
+    QP_CALL(qp_conditioned_potrf(p, &p->noise_factor, QP_RCOND_NOISE,
+                                 p->switched ? "N_eff = N + S_fixed (SMW's noise)"
+                                             : "the noise covariance N (SMW)",
+                                 QP_RCOND_SMW_ADVICE));
+  } else {
+    QP_CALL(qp_conditioning_check(p, QP_RCOND_NOISE, qp_rcond_diagonal(p->noise_variance, n),
+                                  "the noise N (SMW; rcond = smallest / largest variance)",
+                                  QP_RCOND_SMW_ADVICE));
+  }
   QP_CALL(qp_whiten_smw(p, &p->vt));
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &w),
                done);
@@ -264,11 +274,16 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
     QP_CALL(qp_build_smw_matrix_distributed(p));
   else
     qp_build_smw_matrix(p);
+  double anorm = 0.0, rcond = 0.0;
+  QP_CALL(qp_linalg_norm1(&p->smw_lu, &anorm));
   err = qp_linalg_getrf(&p->smw_lu, p->pivots);
   QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
            "the SMW kernel I + K Lambda is singular (%s); use harmonic_method: projected",
            qp_error_message());
   QP_CALL(err);
+  QP_CALL(qp_linalg_gecon(&p->smw_lu, anorm, &rcond));
+  QP_CALL(qp_conditioning_check(p, QP_RCOND_SMW, rcond, "the SMW kernel I + K Lambda",
+                                QP_RCOND_SMW_ADVICE));
   QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, &p->kernel));
   qp_progress_note(progress, "W = (I + K Lambda)^-1 K");
   qp_budget_free(p->noise_variance);
@@ -292,7 +307,8 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
   QP_CALL(qp_build_vt(p));
   qp_progress_note(&progress, "harmonic basis V built");
-  QP_CALL(qp_linalg_potrf(&p->cov));
+  QP_CALL(qp_conditioned_potrf(p, &p->cov, QP_RCOND_COVARIANCE, QP_RCOND_COVARIANCE_WHAT,
+                               QP_RCOND_COVARIANCE_ADVICE));
   QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &p->vt));
   QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
   qp_progress_note(&progress, "W = (L^-1 V^T)^T (L^-1 V^T)");

@@ -11,20 +11,45 @@ static inline int64_t qp_tri(int lmax, int l, int m) {
   return (int64_t)m * (2 * lmax - m + 3) / 2 + (l - m);
 }
 
+/* lambda_mm = (-1)^m sqrt((2m+1)/(4pi) (2m-1)!!/(2m)!!) sin^m theta underflows once
+ * m log10(sin theta) < -308, while lambda_lm of the same m is O(1) again at l ~ m / sin theta:
+ * from lmax ~ 1900 on (m ~ 700 at sin theta ~ 1/e) those functions came out as 0 or as
+ * denormals with few bits. So the start and the recursion carry a scale 2^(-600 k): lambda_mm
+ * is kept as a normal number times 2^(-600 k), and the recursion in l (stable upwards) drops
+ * k by one each time its value passes 1. While k > 0 the true value is below 2^-600 ~ 1e-181
+ * and is stored as 0. With k = 0 throughout (lmax below ~1900) nothing changes. */
+#define QP_SCALE_UP 0x1p600
+#define QP_SCALE_DOWN 0x1p-600
+
+static inline double qp_unscaled(double v, int k) { return k == 0 ? v : 0.0; }
+
 /* lambda_lm(x) for 0 <= m <= l <= lmax, with sin theta = st >= 0. */
 static void qp_harmonics_legendre(int lmax, double x, double st, double *lambda) {
-  /* lambda_mm = (-1)^m sqrt((2m+1)/(4pi) (2m-1)!!/(2m)!!) sin^m: built up as a product. */
-  double lmm = sqrt(1.0 / (4.0 * M_PI));
+  double lmm = sqrt(1.0 / (4.0 * M_PI)); /* lambda_mm = lmm 2^(-600 k) */
+  int k = 0;
   for (int m = 0; m <= lmax; ++m) {
     if (m > 0) lmm *= -sqrt((2.0 * m + 1.0) / (2.0 * m)) * st;
-    lambda[qp_tri(lmax, m, m)] = lmm;
-    if (m + 1 <= lmax) lambda[qp_tri(lmax, m + 1, m)] = x * sqrt(2.0 * m + 3.0) * lmm;
+    if (lmm != 0.0 && fabs(lmm) < QP_SCALE_DOWN) {
+      lmm *= QP_SCALE_UP;
+      ++k;
+    }
+    int kl = k;
+    double prev = lmm, cur = m + 1 <= lmax ? x * sqrt(2.0 * m + 3.0) * lmm : 0.0;
+    lambda[qp_tri(lmax, m, m)] = qp_unscaled(prev, kl);
+    if (m + 1 <= lmax) lambda[qp_tri(lmax, m + 1, m)] = qp_unscaled(cur, kl);
     for (int l = m + 2; l <= lmax; ++l) {
-      double a = sqrt((4.0 * l * l - 1.0) / ((double)l * l - (double)m * m));
-      double b = sqrt((((double)(l - 1) * (l - 1)) - (double)m * m) /
-                      (4.0 * (double)(l - 1) * (l - 1) - 1.0));
-      lambda[qp_tri(lmax, l, m)] =
-          a * (x * lambda[qp_tri(lmax, l - 1, m)] - b * lambda[qp_tri(lmax, l - 2, m)]);
+      const double a = sqrt((4.0 * l * l - 1.0) / ((double)l * l - (double)m * m));
+      const double b = sqrt((((double)(l - 1) * (l - 1)) - (double)m * m) /
+                            (4.0 * (double)(l - 1) * (l - 1) - 1.0));
+      double next = a * (x * cur - b * prev);
+      prev = cur;
+      cur = next;
+      if (kl > 0 && fabs(cur) > 1.0) {
+        cur *= QP_SCALE_DOWN;
+        prev *= QP_SCALE_DOWN;
+        --kl;
+      }
+      lambda[qp_tri(lmax, l, m)] = qp_unscaled(cur, kl);
     }
   }
 }

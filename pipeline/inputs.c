@@ -2,6 +2,7 @@
 #include "inputs.h"
 
 #include <chealpix.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "comm.h"
 #include "harmonic.h"
 #include "harmonics.h"
+#include "conditioning.h"
 #include "legendre.h"
 #include "terms.h"
 
@@ -207,6 +209,9 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
   if (p->n_modes == 0) allowed[1] = allowed[2] = 0;
   QP_CHECK(allowed[0] || allowed[1] || allowed[2], QP_ERR_INPUT,
            "config '%s': the harmonic path has no modes (lmax %d)", cfg->source, cfg->lmax);
+  /* SMW inverts N: a noise too ill-conditioned for cfg->accuracy rules it out when another
+   * route is allowed (conditioning.h); when it is the only one, its stage refuses the run. */
+  if (p->smw_refused[0] && allowed[1] && (allowed[0] || allowed[2])) allowed[1] = 0;
   double cost[3], peak[3];
   int best = -1, best_fit = -1;
   int64_t fisher_chunk = p->n_params, spectra_chunk = p->n_params;
@@ -251,6 +256,10 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
             snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
                      "; %s %.2e flop, peak %.2f GiB", names[r], cost[r], peak[r] / 1073741824.0);
   }
+  if (p->smw_refused[0] && !allowed[1])
+    snprintf(p->path_reason + strlen(p->path_reason),
+             sizeof p->path_reason - strlen(p->path_reason), "; harmonic (smw) skipped: %s",
+             p->smw_refused);
   p->path_used = chosen == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
   p->smw = chosen == 1;
   if (chosen == 0) {
@@ -390,7 +399,35 @@ qp_err qp_inputs_plan(qp_problem *p) {
 
   p->switched = cfg->lmax < cfg->lmax_signal;
   qp_harmonic_layout(p);
+  /* Scalar variances give N's conditioning before anything is read (a variance map's comes
+   * with the data: qp_inputs_reroute_smw). */
+  if (cfg->noise_kind == QP_NOISE_VARIANCE) {
+    double v[2] = {cfg->noise_variance,
+                   cfg->noise_variance_pol > 0 ? cfg->noise_variance_pol : cfg->noise_variance};
+    const int first = qp_has_t(cfg) ? 0 : 1, count = qp_has_p(cfg) ? 2 - first : 1;
+    qp_inputs_smw_noise_check(p, qp_rcond_diagonal(v + first, count));
+  }
   QP_CALL(qp_inputs_choose_path(p));
+  return QP_OK;
+}
+
+void qp_inputs_smw_noise_check(qp_problem *p, double rcond) {
+  p->rcond[QP_RCOND_NOISE] = rcond;
+  if (isfinite(rcond) && rcond >= qp_rcond_floor(p->cfg->accuracy)) return;
+  snprintf(p->smw_refused, sizeof p->smw_refused,
+           "it inverts N, whose rcond %.3g (smallest / largest variance) would give relative "
+           "errors of ~%.1e, above accuracy %.1e",
+           rcond, rcond > 0 ? DBL_EPSILON / rcond : INFINITY, p->cfg->accuracy);
+}
+
+qp_err qp_inputs_reroute_smw(qp_problem *p) {
+  if (p->path_used != QP_PATH_HARMONIC || !p->smw || !p->noise_variance) return QP_OK;
+  qp_inputs_smw_noise_check(p, qp_rcond_diagonal(p->noise_variance, p->n_pix));
+  if (!p->smw_refused[0]) return QP_OK;
+  QP_CALL(qp_inputs_choose_path(p));
+  if (p->smw) return QP_OK; /* the only route allowed: basis_setup refuses it */
+  QP_CALL(qp_comm_agree(qp_inputs_check_limit(p)));
+  if (p->progress) fprintf(stderr, "[qmlpipe] path changed to %s\n", p->path_reason);
   return QP_OK;
 }
 
@@ -478,6 +515,9 @@ qp_err qp_inputs_check_limit(const qp_problem *p) {
           limit / gib, ((double)need - limit) / gib);
 }
 
+/* sqrt(DBL_MAX): the largest value whose square is finite. */
+static const double qp_inputs_value_max = 1.3407807929942596e154;
+
 /* Copies the sky map's values at positions [first, first + count) into x, checking each. */
 static qp_err qp_inputs_gather(const qp_problem *p, const double *sky, int64_t first, int64_t count,
                                const char *path, const char *what, int positive, double *x) {
@@ -490,6 +530,12 @@ static qp_err qp_inputs_gather(const qp_problem *p, const double *sky, int64_t f
     QP_CHECK(!positive || v > 0.0, QP_ERR_INPUT,
              "%s '%s' has a non-positive variance %g at observed RING pixel %lld", what, path, v,
              (long long)pixel);
+    /* The quadratic forms square the values: one whose square overflows can only give inf or
+     * NaN downstream (1e200 at one pixel made /spectra/cl NaN with exit 0). */
+    QP_CHECK(fabs(v) <= qp_inputs_value_max, QP_ERR_INPUT,
+             "%s '%s' has the value %g at observed RING pixel %lld, whose square overflows a "
+             "double (|value| must be <= %.3g): rescale the map (e.g. K to uK is 1e6)",
+             what, path, v, (long long)pixel, qp_inputs_value_max);
     x[k] = v;
   }
   return QP_OK;

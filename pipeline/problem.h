@@ -11,6 +11,15 @@
 #include "matrix.h"
 #include "model.h"
 
+/* The matrices whose reciprocal condition number is estimated (pipeline/conditioning.h). */
+typedef enum qp_rcond_id {
+  QP_RCOND_COVARIANCE = 0, /* C = S + N before its Cholesky (pixel-direct, projection) */
+  QP_RCOND_NOISE,          /* N or N_eff, which SMW inverts (exact min/max for a diagonal N) */
+  QP_RCOND_SMW,            /* I + K Lambda (SMW) */
+  QP_RCOND_FISHER,         /* F */
+  QP_RCOND_COUNT
+} qp_rcond_id;
+
 typedef struct qp_problem {
   const qp_config *cfg;
   const qp_linalg_ops *ops;
@@ -37,7 +46,9 @@ typedef struct qp_problem {
   qp_path path_used;      /* QP_PATH_PIXEL_DIRECT or QP_PATH_HARMONIC */
   int smw;                /* harmonic: 1 = stable SMW, 0 = projection (harmonic_method) */
   int switched;           /* lmax < lmax_signal: S_fixed of (lmax, lmax_signal] joins the noise */
-  char path_reason[512];
+  char path_reason[1024];
+  /* Why SMW is ruled out (its noise too ill-conditioned for cfg->accuracy), or "" */
+  char smw_refused[256];
 
   /* harmonic path: modes are [T | E | B] (fields present), (l, m) in harmonics.h order */
   int64_t n_modes;
@@ -54,6 +65,9 @@ typedef struct qp_problem {
   int n_bins, n_params;
   int *bin_lo, *bin_hi;   /* n_bins (small: malloc) */
   double *ell_weight;     /* (2l+1)/(4 pi) B_l^2, l = 0..lmax_signal (small: malloc) */
+
+  /* reciprocal condition numbers (NaN: not formed on this route) */
+  double rcond[QP_RCOND_COUNT];
 
   /* results */
   double *fisher;         /* QP_TERM_FISHER: n_params^2 */

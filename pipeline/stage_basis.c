@@ -1,5 +1,6 @@
 /* stage_basis.c: basis_setup. Pixel-direct: C = L L^T, then L^-1, both in place; L^-1 is all
  * later stages need: C^-1 = L^-T L^-1, applied by triangular products. Harmonic: harmonic.c. */
+#include "conditioning.h"
 #include "harmonic.h"
 #include "stages.h"
 
@@ -8,7 +9,8 @@ qp_err qp_stage_basis_setup(qp_problem *p) {
     QP_CALL(qp_harmonic_basis_setup(p));
     return QP_OK;
   }
-  QP_CALL(qp_linalg_potrf(&p->cov));
+  QP_CALL(qp_conditioned_potrf(p, &p->cov, QP_RCOND_COVARIANCE, QP_RCOND_COVARIANCE_WHAT,
+                               QP_RCOND_COVARIANCE_ADVICE));
   QP_CALL(qp_linalg_trtri(&p->cov));
   /* LAPACK leaves C's upper triangle behind; clear it so the buffer is exactly L^-1. */
   qp_matrix *l = &p->cov;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "conditioning.h"
 #include "harmonic.h"
 #include "pixel_matrices.h"
 #include "progress.h"
@@ -74,11 +75,14 @@ static qp_err qp_whiten_product(qp_problem *p, double *slot_data) {
 static qp_err qp_pixel_fisher_run(qp_problem *p);
 
 qp_err qp_stage_fisher_run(qp_problem *p) {
-  if (p->path_used == QP_PATH_HARMONIC) {
+  if (p->path_used == QP_PATH_HARMONIC)
     QP_CALL(qp_harmonic_fisher_run(p));
-    return QP_OK;
-  }
-  QP_CALL(qp_pixel_fisher_run(p));
+  else
+    QP_CALL(qp_pixel_fisher_run(p));
+  /* A NaN anywhere upstream (C, L^-1, V, W) ends up here: stop before spectra_run. */
+  const int64_t np = p->n_params;
+  QP_CALL(qp_check_finite(p->fisher, np * np, "fisher_run", "the Fisher matrix F (/fisher)"));
+  QP_CALL(qp_check_finite(p->noise_bias, np, "fisher_run", "the noise bias b (/spectra/noise_bias)"));
   return QP_OK;
 }
 

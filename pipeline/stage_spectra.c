@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "conditioning.h"
 #include "harmonic.h"
 #include "pixel_matrices.h"
 #include "progress.h"
@@ -16,12 +17,18 @@ static qp_err qp_invert_fisher(qp_problem *p) {
   memcpy(p->fisher_inverse, p->fisher, (size_t)(np * np) * sizeof(double));
   qp_matrix finv;
   QP_CALL(qp_matrix_view(qp_linalg_cpu_ops(), "fisher", p->fisher_inverse, np, np, np, &finv));
+  double anorm = 0.0, rcond = 0.0;
+  QP_CALL(qp_linalg_norm1(&finv, &anorm));
   qp_err err = qp_linalg_potrf(&finv);
   QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
            "the Fisher matrix (%lld parameters) is not positive definite, so the spectra cannot "
            "be estimated: some bins carry no information (%s)",
            (long long)np, qp_error_message());
   QP_CALL(err);
+  QP_CALL(qp_linalg_pocon(&finv, anorm, &rcond));
+  QP_CALL(qp_conditioning_check(p, QP_RCOND_FISHER, rcond, "the Fisher matrix F",
+                                "some bins are nearly unconstrained or degenerate with others: "
+                                "use wider bins, fewer spectra or a larger ell_min"));
   QP_CALL(qp_linalg_potri(&finv));
   return QP_OK;
 }
@@ -97,5 +104,9 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
         s += p->fisher_inverse[q + r * np] * (p->yb[m * np + r] - p->noise_bias[r]);
       p->cl[m * np + q] = s;
     }
+  /* Nothing that is not a finite number reaches the results file. */
+  QP_CALL(qp_check_finite(p->yb, n_maps * np, "spectra_run", "y (raw quadratic /spectra/yb)"));
+  QP_CALL(qp_check_finite(p->error, np, "spectra_run", "the error bars sqrt(diag F^-1)"));
+  QP_CALL(qp_check_finite(p->cl, n_maps * np, "spectra_run", "C_hat (/spectra/cl)"));
   return QP_OK;
 }

@@ -1,0 +1,59 @@
+/* conditioning.c: condition estimates and finiteness checks (conditioning.h). */
+#include "conditioning.h"
+
+#include <float.h>
+#include <math.h>
+
+static const char *const qp_rcond_names[QP_RCOND_COUNT] = {"covariance", "noise", "smw_kernel",
+                                                           "fisher"};
+
+const char *qp_rcond_name(qp_rcond_id id) {
+  return id >= 0 && id < QP_RCOND_COUNT ? qp_rcond_names[id] : "?";
+}
+
+double qp_rcond_floor(double accuracy) { return DBL_EPSILON / accuracy; }
+
+double qp_rcond_diagonal(const double *d, int64_t n) {
+  double lo = INFINITY, hi = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = fabs(d[i]);
+    if (!isfinite(a)) return NAN;
+    lo = a < lo ? a : lo;
+    hi = a > hi ? a : hi;
+  }
+  return hi > 0 ? lo / hi : 0.0;
+}
+
+qp_err qp_conditioning_check(qp_problem *p, qp_rcond_id id, double rcond, const char *what,
+                             const char *advice) {
+  p->rcond[id] = rcond;
+  const double floor = qp_rcond_floor(p->cfg->accuracy);
+  QP_CHECK(isfinite(rcond) && rcond >= floor, QP_ERR_NUMERICAL,
+           "stage %s: %s is too ill-conditioned for double precision: rcond = %.3g, so results "
+           "would carry relative errors of ~%.1e, above accuracy %.1e (rcond must be >= %.3g)%s%s",
+           qp_stage_current()[0] ? qp_stage_current() : "(none)", what, rcond,
+           rcond > 0 ? DBL_EPSILON / rcond : INFINITY, p->cfg->accuracy, floor,
+           advice && advice[0] ? "; " : "", advice ? advice : "");
+  return QP_OK;
+}
+
+qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const char *what,
+                            const char *advice) {
+  double anorm = 0.0, rcond = 0.0;
+  QP_CALL(qp_linalg_norm1(a, &anorm));
+  QP_CHECK(isfinite(anorm), QP_ERR_NUMERICAL, "stage %s: %s holds a value that is not finite",
+           qp_stage_current()[0] ? qp_stage_current() : "(none)", what);
+  QP_CALL(qp_linalg_potrf(a));
+  QP_CALL(qp_linalg_pocon(a, anorm, &rcond));
+  QP_CALL(qp_conditioning_check(p, id, rcond, what, advice));
+  return QP_OK;
+}
+
+qp_err qp_check_finite(const double *values, int64_t n, const char *stage, const char *quantity) {
+  for (int64_t i = 0; i < n; ++i)
+    QP_CHECK(isfinite(values[i]), QP_ERR_NUMERICAL,
+             "stage %s: %s holds a value that is not finite (%g at index %lld of %lld); nothing "
+             "was written",
+             stage, quantity, values[i], (long long)i, (long long)n);
+  return QP_OK;
+}
