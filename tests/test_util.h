@@ -100,6 +100,13 @@ static inline double qp_test_max_abs(const double *v, size_t n) {
   return worst;
 }
 
+/** max_i |got_i - ref_i| / max_i |ref_i| (the absolute difference when ref is all zero); NaN
+ *  when any ref_i or got_i is not finite. The relative error of a result against a reference. */
+static inline double qp_test_max_rel_diff(const double *ref, const double *got, size_t n) {
+  const double scale = qp_test_max_abs(ref, n); /* NaN stays NaN: qp_test_max_diff refuses it */
+  return qp_test_max_diff(got, ref, n, scale == 0 ? 1.0 : scale);
+}
+
 /** Fails unless `err` is finite and within `tol`; says which error, its value and why. */
 #define TEST_WITHIN(err, tol, ...)                                                             \
   do {                                                                                         \

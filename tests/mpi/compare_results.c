@@ -1,10 +1,15 @@
 /* compare_results.c: compares the results of two qmlpipe runs (REFERENCE.h5 OTHER.h5 [TOL]):
- * the Fisher matrix, y, the noise bias and C_hat must agree to TOL relative (default 1e-10),
- * measured as max |a - b| / max |a| over each dataset. Exit 0 when they do, 1 otherwise. */
+ * the Fisher matrix, y, the noise bias, C_hat and its error bars must agree to TOL relative
+ * (default 1e-10), measured as max |a - b| / max |a| over each dataset with the suite's one
+ * NaN-aware comparison (qp_test_max_rel_diff and TEST_WITHIN of tests/test_util.h): a NaN or
+ * an infinity in either file fails, wherever it is. Exit 0 when they agree, 1 otherwise, 2 on a
+ * bad command line. */
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "test_util.h"
 
 static double *read_all(const char *path, const char *name, hsize_t *count) {
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -26,36 +31,42 @@ static double *read_all(const char *path, const char *name, hsize_t *count) {
   return out;
 }
 
+/* How many of v[0..n) are NaN or infinite. */
+static size_t count_not_finite(const double *v, hsize_t n) {
+  size_t bad = 0;
+  for (hsize_t i = 0; i < n; ++i)
+    bad += !isfinite(v[i]);
+  return bad;
+}
+
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: compare_results REFERENCE.h5 OTHER.h5 [TOLERANCE]\n");
+  char *end = NULL;
+  const double tolerance = argc > 3 ? strtod(argv[3], &end) : 1e-10;
+  if (argc < 3 || argc > 4 || (end && (*end != '\0' || end == argv[3])) ||
+      !(isfinite(tolerance) && tolerance >= 0)) {
+    fprintf(stderr, "usage: compare_results REFERENCE.h5 OTHER.h5 [TOLERANCE >= 0]\n");
     return 2;
   }
-  const double tolerance = argc > 3 ? atof(argv[3]) : 1e-10;
-  static const char *const names[] = {"fisher", "spectra/yb", "spectra/noise_bias",
-                                      "spectra/cl", "spectra/error"};
-  int failed = 0;
+  static const char *const names[] = {"fisher", "spectra/yb", "spectra/noise_bias", "spectra/cl",
+                                      "spectra/error"};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
     hsize_t na = 0, nb = 0;
     double *a = read_all(argv[1], names[k], &na), *b = read_all(argv[2], names[k], &nb);
-    if (!a || !b || na != nb) {
-      printf("%-20s cannot compare (missing, or sizes %llu and %llu)\n", names[k],
-             (unsigned long long)na, (unsigned long long)nb);
-      failed = 1;
-    } else {
-      double diff = 0, scale = 0;
-      for (hsize_t i = 0; i < na; ++i) {
-        diff = fmax(diff, fabs(a[i] - b[i]));
-        scale = fmax(scale, fabs(a[i]));
-      }
-      double rel = scale > 0 ? diff / scale : diff;
-      int ok = rel <= tolerance && isfinite(rel);
-      printf("%-20s %6llu values  max rel. difference %.3e  %s\n", names[k],
-             (unsigned long long)na, rel, ok ? "ok" : "TOO LARGE");
-      failed |= !ok;
+    TEST_ASSERT(a && b && na == nb, "%s: cannot compare (missing, or sizes %llu and %llu)",
+                names[k], (unsigned long long)na, (unsigned long long)nb);
+    if (a && b && na == nb) {
+      const double rel = qp_test_max_rel_diff(a, b, (size_t)na);
+      const size_t bad_a = count_not_finite(a, na), bad_b = count_not_finite(b, nb);
+      printf("%-20s %6llu values  max rel. difference %.3e  %s", names[k], (unsigned long long)na,
+             rel,
+             qp_test_within(rel, tolerance) ? "ok" : (isfinite(rel) ? "TOO LARGE" : "NOT FINITE"));
+      if (bad_a || bad_b)
+        printf("  (NaN or inf: %zu in the reference, %zu in the other)", bad_a, bad_b);
+      putchar('\n');
+      TEST_WITHIN(rel, tolerance, "%s: %s against %s", names[k], argv[2], argv[1]);
     }
     free(a);
     free(b);
   }
-  return failed;
+  return TEST_RETURN();
 }

@@ -13,6 +13,14 @@ mode=$1 qmlpipe=$2 work=$3 name=$4
 shift 4
 dir=$work/$name
 cls=$(dirname "$0")/../../data/cls_planck2015_lcdm.txt
+# num_less A B: true only when A and B are plain non-negative decimals and A < B. An empty,
+# nan or inf value fails: awk alone compares "" as a string (less than any number) and mawk
+# finds a NaN less than 80.
+num_less() {
+  local re='^[0-9]+(\.[0-9]*)?$'
+  [[ $1 =~ $re && $2 =~ $re ]] || return 1
+  awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0) }'
+}
 if [[ $mode == ref ]]; then
   read -r path method fields spectra lmax lmax_signal bin dense <<<"$*"
   rm -rf "$dir" && mkdir -p "$dir"
@@ -79,7 +87,7 @@ tag=n${ranks}_${rows}x${cols}
 if [[ -n ${limit:-} ]]; then
   single=$("$qmlpipe" plan "$dir/reference.yaml" | sed -n 's/.*lifetime peak \([0-9.]*\) MiB.*/\1/p')
   echo "single-process predicted peak $single MiB; host_limit $limit MiB"
-  awk -v a="$single" -v b="$limit" 'BEGIN { exit !(a > b) }' ||
+  num_less "$limit" "$single" ||
     { echo "dist_case: the single-process peak must exceed the limit for this check" >&2; exit 1; }
 fi
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 mpiexec -n "$ranks" --oversubscribe --allow-run-as-root \
@@ -93,7 +101,7 @@ if grep -q "tracked != predicted" "$dir/$tag.report"; then
 fi
 if [[ -n ${limit:-} ]]; then
   largest=$(sed -n 's/^largest RSS of any rank: \([0-9.]*\) MiB.*/\1/p' "$dir/$tag.report")
-  awk -v a="$largest" -v b="$limit" 'BEGIN { exit !(a < b) }' ||
-    { echo "dist_case: a rank used $largest MiB, above host_limit $limit MiB" >&2; exit 1; }
+  num_less "$largest" "$limit" ||
+    { echo "dist_case: a rank used '$largest' MiB, not below host_limit $limit MiB" >&2; exit 1; }
   echo "every rank below host_limit: largest $largest MiB < $limit MiB"
 fi
