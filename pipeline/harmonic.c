@@ -276,6 +276,16 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
     qp_build_smw_matrix(p);
   double anorm = 0.0, rcond = 0.0;
   QP_CALL(qp_linalg_norm1(&p->smw_lu, &anorm));
+  /* SMW never forms C, but its results are C^-1 applied to the data all the same, as
+   * sensitive as C's conditioning: C = N^1/2 (I + N^-1/2 V^T Lambda V N^-1/2) N^1/2, whose
+   * middle factor has eigenvalues 1 and 1 + those of K Lambda, so
+   * cond(C) <= cond(N) (1 + rho(K Lambda)) <= cond(N) |I + K Lambda|_1. With a noise of
+   * 1e-300 everywhere rcond(N) is 1 and I + K Lambda well conditioned, yet C is singular in
+   * double precision: this estimate is what refuses it, as the other routes refuse C. */
+  QP_CALL(qp_conditioning_check(p, QP_RCOND_COVARIANCE, p->rcond[QP_RCOND_NOISE] / anorm,
+                                "the covariance C = S + N (SMW's estimate: rcond(N) / "
+                                "|I + K Lambda|_1)",
+                                QP_RCOND_COVARIANCE_ADVICE));
   err = qp_linalg_getrf(&p->smw_lu, p->pivots);
   QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
            "the SMW kernel I + K Lambda is singular (%s); use harmonic_method: projected",

@@ -1,5 +1,7 @@
 /* stage_fisher.c: fisher_run: M_p = L^-1 P_p L^-T for every parameter, the whitened noise
  * L^-1 N L^-T beside them, and F and b from one Gram matrix of the stacked products. */
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
@@ -37,25 +39,66 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
   return QP_OK;
 }
 
+/* The largest leading dimension handed to BLAS here: INT_MAX for Debian's 32-bit OpenBLAS.
+ * QP_TEST_BLAS_INT_MAX (a test hook, docs/numerical-checks.md) lowers it, so that the path
+ * above it runs on problems small enough for CTest. */
+static int64_t qp_blas_ld_max(void) {
+  const char *hook = getenv("QP_TEST_BLAS_INT_MAX");
+  long long v = hook ? atoll(hook) : 0;
+  return v > 0 && v < INT_MAX ? (int64_t)v : INT_MAX;
+}
+
+/* out <- A^T B without BLAS, for stacked products whose stride (the leading dimension BLAS
+ * would see, n_pix^2 or this rank's share) passes the 32-bit integer: n_pix > 46340 on one
+ * process. Rows go in blocks of 2048 (each block of every column stays in cache), the pairs
+ * of columns are shared among the threads statically, so every entry is summed in the same
+ * order whatever the thread count. A level-1 rate: ~n_params/(4 n_pix) of the stage's time. */
+static void qp_product_dots_unblas(int64_t rows, const double *a, int64_t cols, const double *b,
+                                   int64_t b_cols, int symmetric, qp_matrix *out) {
+  const int64_t block = 2048, pairs = cols * b_cols;
+  for (int64_t j = 0; j < b_cols; ++j)
+    for (int64_t i = 0; i < cols; ++i) out->data[i + j * out->ld] = 0.0;
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t nr = rows - r0 < block ? rows - r0 : block;
+#pragma omp parallel for schedule(static)
+    for (int64_t pair = 0; pair < pairs; ++pair) {
+      const int64_t i = pair % cols, j = pair / cols;
+      if (symmetric && i < j) continue; /* mirrored below */
+      const double *x = a + i * rows + r0, *y = b + j * rows + r0;
+      double s = 0.0;
+#pragma omp simd reduction(+ : s)
+      for (int64_t r = 0; r < nr; ++r) s += x[r] * y[r];
+      out->data[i + j * out->ld] += s;
+    }
+  }
+  if (symmetric)
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = 0; i < j; ++i) out->data[i + j * out->ld] = out->data[j + i * out->ld];
+}
+
 /* out <- A^T B for A = `cols` stacked products (rows x cols: each product's local elements)
- * and B = `b_cols` of them, in row blocks so that no BLAS dimension exceeds the 32-bit
- * integer. A == B with b_cols == cols is a syrk (the Gram matrix). Distributed, each rank
- * dots its own elements and one sum over the ranks gives the Frobenius products: the
- * distributed trace of a product is this one reduction. */
+ * and B = `b_cols` of them. A == B with b_cols == cols is a syrk (the Gram matrix). BLAS sees
+ * the stride between products as the leading dimension: above the 32-bit limit the dots are
+ * summed without it (qp_product_dots_unblas). Distributed, each rank dots its own elements
+ * and one sum over the ranks gives the Frobenius products: the distributed trace of a product
+ * is this one reduction. */
 static qp_err qp_product_dots(int64_t rows, double *a, int64_t cols, double *b, int64_t b_cols,
                               qp_matrix *out) {
   const qp_linalg_ops *local = qp_linalg_cpu_ops();
-  const int64_t block = (int64_t)1 << 30;
-  if (rows == 0) memset(out->data, 0, (size_t)(out->rows * out->cols) * sizeof(double));
-  for (int64_t r0 = 0; r0 < rows; r0 += block) {
-    int64_t nr = rows - r0 < block ? rows - r0 : block;
+  const int symmetric = a == b && cols == b_cols;
+  if (rows > qp_blas_ld_max()) {
+    qp_product_dots_unblas(rows, a, cols, b, b_cols, symmetric, out);
+    qp_stage_add_flops(2.0 * (double)rows * (double)cols * (double)b_cols);
+  } else if (rows == 0) {
+    memset(out->data, 0, (size_t)(out->rows * out->cols) * sizeof(double));
+  } else {
     qp_matrix va, vb;
-    QP_CALL(qp_matrix_view(local, QP_TERM_PRODUCTS, a + r0, nr, cols, rows, &va));
-    if (a == b && cols == b_cols) {
-      QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &va, r0 == 0 ? 0.0 : 1.0, out));
+    QP_CALL(qp_matrix_view(local, QP_TERM_PRODUCTS, a, rows, cols, rows, &va));
+    if (symmetric) {
+      QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &va, 0.0, out));
     } else {
-      QP_CALL(qp_matrix_view(local, QP_TERM_PRODUCTS, b + r0, nr, b_cols, rows, &vb));
-      QP_CALL(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &va, &vb, r0 == 0 ? 0.0 : 1.0, out));
+      QP_CALL(qp_matrix_view(local, QP_TERM_PRODUCTS, b, rows, b_cols, rows, &vb));
+      QP_CALL(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &va, &vb, 0.0, out));
     }
   }
   QP_CALL(qp_comm_sum(out->data, out->rows * out->cols));

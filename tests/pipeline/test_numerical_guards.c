@@ -1,0 +1,208 @@
+/* test_numerical_guards: the guards of issue "correct at every size", each made to happen.
+ * 1. Products whose stride passes the 32-bit BLAS integer (n_pix > 46340): with the hook
+ *    QP_TEST_BLAS_INT_MAX lowered below n_pix^2, fisher_run sums the Gram matrix and the
+ *    streamed dots without BLAS; F, b, y and C_hat equal the BLAS run's to 1e-12, unchunked
+ *    (syrk path) and chunked (gemm path). Before, that run failed in fisher_run.
+ * 2. Conditioning: one pixel of variance 1e-12 in a variance map. SMW (forced) is refused,
+ *    naming N and its rcond; `harmonic_method: auto` moves to projection and says why; the
+ *    result equals pixel-direct's to 1e-8. Before, SMW returned spectra 0.6% off, exit 0.
+ * 3. Variance 1e-300 everywhere: every route is refused with exit 5 (SMW on I + K Lambda,
+ *    which before returned TT ~ 3e5 with exit 0).
+ * 4. A map value whose square overflows (1e200) at an observed pixel: a clear input error
+ *    naming the file and pixel (before: NaN in /spectra/cl, exit 0).
+ * 5. The rcond figures a run records, and the two checks called directly: a Fisher rcond below
+ *    the floor, a NaN in a result (qp_check_finite), each naming what is at fault. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conditioning.h"
+#include "fits_map.h"
+#include "fixture.h"
+#include "test_util.h"
+
+typedef struct kept {
+  int64_t np, nm;
+  double *fisher, *bias, *yb, *cl;
+} kept;
+
+static kept keep(const qp_problem *p) {
+  kept k = {p->n_params, p->n_maps, NULL, NULL, NULL, NULL};
+  const size_t np = (size_t)k.np, nm = (size_t)k.nm;
+  k.fisher = malloc(np * np * sizeof(double));
+  k.bias = malloc(np * sizeof(double));
+  k.yb = malloc(nm * np * sizeof(double));
+  k.cl = malloc(nm * np * sizeof(double));
+  memcpy(k.fisher, p->fisher, np * np * sizeof(double));
+  memcpy(k.bias, p->noise_bias, np * sizeof(double));
+  memcpy(k.yb, p->yb, nm * np * sizeof(double));
+  memcpy(k.cl, p->cl, nm * np * sizeof(double));
+  return k;
+}
+
+static void kept_free(kept *k) {
+  free(k->fisher);
+  free(k->bias);
+  free(k->yb);
+  free(k->cl);
+}
+
+/* The largest difference of F, b, y, C_hat from the reference, relative to each one's scale. */
+static double compare(const kept *ref, const qp_problem *p, const char *label) {
+  const size_t np = (size_t)ref->np, nm = (size_t)ref->nm;
+  double df = qp_test_max_rel_diff(ref->fisher, p->fisher, np * np);
+  double db = qp_test_max_rel_diff(ref->bias, p->noise_bias, np);
+  double dy = qp_test_max_rel_diff(ref->yb, p->yb, nm * np);
+  double dc = qp_test_max_rel_diff(ref->cl, p->cl, nm * np);
+  printf("%s: F %.2e, b %.2e, y %.2e, C_hat %.2e\n", label, df, db, dy, dc);
+  return qp_test_worst(qp_test_worst(df, db), qp_test_worst(dy, dc));
+}
+
+static void check_blas_split(void) {
+  qp_fixture f = {.name = "guards_split", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
+                  .lmax_signal = 14, .bin_width = 2, .sim_lmax = 14, .n_maps = 2,
+                  .noise_variance = 5.0, .dl_flat = 100.0, .seed = 5};
+  qp_config cfg;
+  TEST_OK(qp_fixture_write(&f, &cfg));
+  cfg.path = QP_PATH_PIXEL_DIRECT;
+  qp_problem p;
+  qp_meter_sample b;
+  TEST_OK(qp_fixture_run(&cfg, &p, &b));
+  kept ref = keep(&p);
+  const size_t tracked = qp_model_peak(&p.model), overhead = p.model.overhead_bytes;
+  printf("split: n_pix %lld (n_pix^2 = %lld), %d parameters\n", (long long)p.n_pix,
+         (long long)(p.n_pix * p.n_pix), p.n_params);
+  qp_problem_free(&p);
+  setenv("QP_TEST_BLAS_INT_MAX", "1000", 1); /* far below n_pix^2: every dot without BLAS */
+  TEST_OK(qp_fixture_run(&cfg, &p, &b));
+  TEST_WITHIN(compare(&ref, &p, "dots without BLAS, unchunked"), 1e-12, "unchunked split");
+  qp_problem_free(&p);
+  cfg.host_limit = (double)overhead + 0.6 * (double)tracked; /* streamed: the gemm of dots */
+  TEST_OK(qp_fixture_run(&cfg, &p, &b));
+  TEST_ASSERT(p.model.dims.fisher_chunk < p.n_params, "the run was not chunked");
+  TEST_WITHIN(compare(&ref, &p, "dots without BLAS, chunked"), 1e-12, "chunked split");
+  qp_problem_free(&p);
+  unsetenv("QP_TEST_BLAS_INT_MAX");
+  kept_free(&ref);
+}
+
+/* A variance map of the fixture's nside: `value` everywhere, `odd` at RING pixel `at`. */
+static void write_variance_map(const char *path, int64_t nside, double value, double odd,
+                               int64_t at) {
+  const int64_t n = 12 * nside * nside;
+  double *v = malloc((size_t)n * sizeof *v);
+  for (int64_t i = 0; i < n; ++i) v[i] = value;
+  if (at >= 0) v[at] = odd;
+  const char *names[1] = {"T_VARIANCE"};
+  const double *cols[1] = {v};
+  TEST_OK(qp_fits_map_write(path, nside, 1, names, cols));
+  free(v);
+}
+
+static void check_smw_conditioning(void) {
+  qp_fixture f = {.name = "guards_smw", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 10,
+                  .lmax_signal = 10, .bin_width = 3, .sim_lmax = 10, .n_maps = 1,
+                  .noise_variance = 1.0, .dl_flat = 100.0, .seed = 9};
+  qp_config cfg;
+  TEST_OK(qp_fixture_write(&f, &cfg));
+  qp_problem p;
+  qp_meter_sample b;
+  cfg.path = QP_PATH_PIXEL_DIRECT;
+  TEST_OK(qp_fixture_run(&cfg, &p, &b)); /* for an observed pixel */
+  const int64_t odd = p.observed[p.n_observed / 2];
+  qp_problem_free(&p);
+  write_variance_map("guards_smw_variance.fits", f.nside, 1.0, 1e-12, odd);
+  cfg.noise_kind = QP_NOISE_VARIANCE_MAP;
+  snprintf(cfg.noise_file, sizeof cfg.noise_file, "guards_smw_variance.fits");
+  TEST_OK(qp_fixture_run(&cfg, &p, &b));
+  kept ref = keep(&p);
+  printf("pixel-direct: rcond C %.3g, F %.3g\n", p.rcond[QP_RCOND_COVARIANCE],
+         p.rcond[QP_RCOND_FISHER]);
+  TEST_ASSERT(isfinite(p.rcond[QP_RCOND_COVARIANCE]) && isfinite(p.rcond[QP_RCOND_FISHER]),
+              "pixel-direct recorded no rcond of C or F");
+  qp_problem_free(&p);
+
+  cfg.path = QP_PATH_HARMONIC;
+  cfg.harmonic_method = 1; /* smw, forced */
+  EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_NUMERICAL, "noise N (SMW", "rcond = 1e-12",
+               "harmonic_method: projected");
+  cfg.harmonic_method = 0; /* auto: SMW would be cheapest, but is skipped */
+  TEST_OK(qp_fixture_run(&cfg, &p, &b));
+  printf("auto: %s\n", p.path_reason);
+  TEST_ASSERT(!p.smw && strstr(p.path_reason, "harmonic (smw) skipped"),
+              "auto did not leave SMW: %s", p.path_reason);
+  TEST_WITHIN(compare(&ref, &p, "projection vs pixel-direct, one variance 1e-12"), 1e-8,
+              "the route auto chose differs from pixel-direct");
+  qp_problem_free(&p);
+  kept_free(&ref);
+
+  /* Nearly no noise anywhere: every route is refused, none returns numbers. */
+  write_variance_map("guards_smw_variance.fits", f.nside, 1e-300, 1e-300, -1);
+  const char *route[3] = {"pixel_direct", "smw", "projected"};
+  for (int r = 0; r < 3; ++r) {
+    cfg.path = r == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
+    cfg.harmonic_method = r;
+    qp_err e = qp_fixture_run(&cfg, &p, &b);
+    printf("variance 1e-300, %s: %s\n", route[r], e ? qp_error_message() : "ran");
+    TEST_ASSERT(e == QP_ERR_NUMERICAL, "%s with variance 1e-300 returned %d (%s), expected a "
+                "numerical error", route[r], (int)e, qp_err_name(e));
+    TEST_ASSERT(e == QP_OK || strstr(qp_error_message(), "rcond") ||
+                    strstr(qp_error_message(), "not positive definite"),
+                "%s: the message names neither an rcond nor a failed factorisation", route[r]);
+    qp_error_clear();
+  }
+}
+
+static void check_overflowing_map(void) {
+  qp_fixture f = {.name = "guards_big", .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
+                  .lmax_signal = 6, .bin_width = 1, .sim_lmax = 6, .n_maps = 1,
+                  .noise_variance = 1.0, .dl_flat = 100.0, .seed = 3};
+  qp_config cfg;
+  TEST_OK(qp_fixture_write(&f, &cfg));
+  double v[192];
+  for (int i = 0; i < 192; ++i) v[i] = 1.0;
+  v[17] = 1e200;
+  const char *names[1] = {"TEMPERATURE"};
+  const double *cols[1] = {v};
+  TEST_OK(qp_fits_map_write(cfg.maps[0], 4, 1, names, cols));
+  qp_problem p;
+  qp_meter_sample b;
+  EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_INPUT, cfg.maps[0], "RING pixel 17",
+               "square overflows");
+}
+
+static void check_direct(void) {
+  qp_config cfg;
+  qp_config_defaults(&cfg);
+  qp_problem p;
+  memset(&p, 0, sizeof p);
+  p.cfg = &cfg;
+  /* accuracy 1e-6: the floor is eps / 1e-6 = 2.2e-10 */
+  TEST_OK(qp_conditioning_check(&p, QP_RCOND_FISHER, 1e-9, "the Fisher matrix F", "advice"));
+  EXPECT_ERROR(qp_conditioning_check(&p, QP_RCOND_FISHER, 1e-11, "the Fisher matrix F",
+                                     "use wider bins"),
+               QP_ERR_NUMERICAL, "the Fisher matrix F", "rcond = 1e-11", "use wider bins");
+  EXPECT_ERROR(qp_conditioning_check(&p, QP_RCOND_SMW, NAN, "the SMW kernel", ""),
+               QP_ERR_NUMERICAL, "the SMW kernel", "nan");
+  cfg.accuracy = 1e-3; /* a looser accuracy accepts what 1e-6 refused */
+  TEST_OK(qp_conditioning_check(&p, QP_RCOND_FISHER, 1e-11, "the Fisher matrix F", ""));
+  TEST_ASSERT(qp_rcond_diagonal((double[]){2.0, 4.0, 1e-3}, 3) == 1e-3 / 4.0,
+              "rcond of a diagonal");
+  double y[4] = {1.0, 2.0, NAN, 3.0};
+  EXPECT_ERROR(qp_check_finite(y, 4, "spectra_run", "C_hat (/spectra/cl)"), QP_ERR_NUMERICAL,
+               "spectra_run", "C_hat (/spectra/cl)", "index 2");
+  y[2] = INFINITY;
+  EXPECT_ERROR(qp_check_finite(y, 4, "fisher_run", "the Fisher matrix F"), QP_ERR_NUMERICAL,
+               "fisher_run", "inf");
+  y[2] = 0.0;
+  TEST_OK(qp_check_finite(y, 4, "fisher_run", "F"));
+}
+
+int main(void) {
+  check_direct();
+  check_overflowing_map();
+  check_blas_split();
+  check_smw_conditioning();
+  return TEST_RETURN();
+}
