@@ -50,7 +50,7 @@ const char *qp_err_name(qp_err code) {
   case QP_OK: return "ok";
   case QP_ERR_NOMEM: return "out of memory";
   case QP_ERR_BUDGET: return "memory budget exceeded";
-  case QP_ERR_NOT_POSDEF: return "not positive definite";
+  case QP_ERR_NOT_POSDEF: return "numerical";
   case QP_ERR_INPUT: return "bad input";
   case QP_ERR_UNSUPPORTED: return "unsupported";
   case QP_ERR_IO: return "I/O error";
