@@ -119,6 +119,17 @@ static qp_pair_geometry qp_pair_setup(const qp_problem *p, int64_t i, int64_t j,
   const double *ri = p->vectors + 3 * i, *rj = p->vectors + 3 * j;
   double z = ri[0] * rj[0] + ri[1] * rj[1] + ri[2] * rj[2];
   z = z > 1.0 ? 1.0 : (z < -1.0 ? -1.0 : z);
+  /* Coincident and antipodal pairs get z = +-1 exactly: r . r of a HEALPix centre rounds to
+   * as much as 4.4e-16 below 1, and P_l, d^l_20, d^l_22, d^l_2-2 near z = +-1 move by
+   * ~l^2/2 dz, 1.3e-10 of the diagonal of a bin matrix at l ~ 767 (nside 256; found by
+   * tests/pipeline/test_pixel_reference.c). The threshold is qp_rotation's: a separation (or a
+   * distance from the antipode) below 1e-12 rad; HEALPix centres are far further apart. */
+  const double dm[3] = {ri[0] - rj[0], ri[1] - rj[1], ri[2] - rj[2]};
+  const double dp[3] = {ri[0] + rj[0], ri[1] + rj[1], ri[2] + rj[2]};
+  if (dm[0] * dm[0] + dm[1] * dm[1] + dm[2] * dm[2] < 1e-24)
+    z = 1.0;
+  else if (dp[0] * dp[0] + dp[1] * dp[1] + dp[2] * dp[2] < 1e-24)
+    z = -1.0;
   const int i_pol = i >= nt, j_pol = j >= nt;
   qp_pair_geometry g = {!i_pol && !j_pol, i_pol != j_pol, i_pol && j_pol, 1, 0, 1, 0};
   qp_wigner_eval(lmax, z, g.tt, g.tp, g.pp, w);
