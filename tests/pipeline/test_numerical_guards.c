@@ -9,7 +9,8 @@
  * 3. Variance 1e-300 everywhere: every route is refused with exit 5 (SMW on I + K Lambda,
  *    which before returned TT ~ 3e5 with exit 0).
  * 4. A map value whose square overflows (1e200) at an observed pixel: a clear input error
- *    naming the file and pixel (before: NaN in /spectra/cl, exit 0).
+ *    naming the file and pixel (before: NaN in /spectra/cl, exit 0). One just below that
+ *    limit (1.3e154) still overflows y: exit 5 from the finiteness check of spectra_run.
  * 5. The rcond figures a run records, and the two checks called directly: a Fisher rcond below
  *    the floor, a NaN in a result (qp_check_finite), each naming what is at fault. */
 #include <float.h>
@@ -155,9 +156,10 @@ static void check_smw_conditioning(void) {
 }
 
 static void check_overflowing_map(void) {
+  /* Signal and noise of 1e-6: C^-1 scales the map up by ~1e6 before it is squared. */
   qp_fixture f = {.name = "guards_big", .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
                   .lmax_signal = 6, .bin_width = 1, .sim_lmax = 6, .n_maps = 1,
-                  .noise_variance = 1.0, .dl_flat = 100.0, .seed = 3};
+                  .noise_variance = 1e-6, .cl_flat = 1e-6, .seed = 3};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   double v[192];
@@ -170,6 +172,11 @@ static void check_overflowing_map(void) {
   qp_meter_sample b;
   EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_INPUT, cfg.maps[0], "RING pixel 17",
                "square overflows");
+  /* Just inside that limit the quadratic form y = x^T E x still overflows: the last check
+   * before writing stops it, naming the stage and the quantity. */
+  v[17] = 1.3e154;
+  TEST_OK(qp_fits_map_write(cfg.maps[0], 4, 1, names, cols));
+  EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_NUMERICAL, "spectra_run", "not finite");
 }
 
 static void check_direct(void) {
