@@ -45,7 +45,7 @@ typedef struct qp_config {
   qp_spectrum spectra[QP_SPECTRA_MAX]; /* requested, sorted into the binding order */
   int ell_min, lmax, lmax_signal;
   int bin_width;                     /* used when bins_file is empty */
-  char bins_file[QP_PATH_MAX];       /* rows "ell_min ell_max" */
+  char bins_file[QP_PATH_MAX];       /* rows "ell_min ell_max" (io/bins_text.h) */
   double beam_fwhm_arcmin;
   int pixel_window;                  /* 0 (default) or 1: not supported yet */
   qp_path path;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bins_text.h"
 #include "calibration.h"
 #include "driver.h"
 #include "fits_map.h"
@@ -22,48 +23,28 @@
 
 static int qp_is_unseen(double v) { return fabs(v - QP_HEALPIX_UNSEEN) < 1e-5 * 1.6375e30; }
 
-/* Bins from the config: bin_width or a file of "ell_min ell_max" rows. */
+/* Bins from the config: bin_width or a file of "ell_min ell_max" rows (io/bins_text.h). */
 static qp_err qp_inputs_bins(qp_problem *p) {
   const qp_config *cfg = p->cfg;
+  p->n_bins = 0;
+  if (cfg->bins_file[0]) {
+    qp_bins bins;
+    QP_CALL(qp_bins_read(cfg->bins_file, cfg->ell_min, cfg->lmax, &bins));
+    p->bin_lo = bins.lo;
+    p->bin_hi = bins.hi;
+    p->n_bins = bins.n;
+    return QP_OK;
+  }
   int cap = cfg->lmax - cfg->ell_min + 1;
   p->bin_lo = malloc((size_t)cap * sizeof *p->bin_lo);
   p->bin_hi = malloc((size_t)cap * sizeof *p->bin_hi);
   QP_CHECK(p->bin_lo && p->bin_hi, QP_ERR_NOMEM, "out of memory for %d bins", cap);
-  p->n_bins = 0;
-  if (!cfg->bins_file[0]) {
-    for (int lo = cfg->ell_min; lo <= cfg->lmax; lo += cfg->bin_width) {
-      p->bin_lo[p->n_bins] = lo;
-      p->bin_hi[p->n_bins] =
-          lo + cfg->bin_width - 1 < cfg->lmax ? lo + cfg->bin_width - 1 : cfg->lmax;
-      p->n_bins++;
-    }
-    return QP_OK;
-  }
-  FILE *f = fopen(cfg->bins_file, "r");
-  QP_CHECK(f, QP_ERR_IO, "cannot open bins file '%s'", cfg->bins_file);
-  char line[512];
-  int line_no = 0;
-  while (fgets(line, sizeof line, f)) {
-    ++line_no;
-    char *s = line + strspn(line, " \t");
-    if (*s == '#' || *s == '\n' || *s == '\0') continue;
-    int lo, hi;
-    int prev_hi = p->n_bins ? p->bin_hi[p->n_bins - 1] : cfg->ell_min - 1;
-    int ok = sscanf(s, "%d %d", &lo, &hi) == 2 && lo <= hi && lo > prev_hi && lo >= cfg->ell_min &&
-             hi <= cfg->lmax && p->n_bins < cap;
-    if (!ok) {
-      fclose(f);
-      QP_FAIL(QP_ERR_INPUT,
-              "bins file '%s' line %d: expected 'ell_min ell_max' with ascending, "
-              "non-overlapping bins inside [ell_min=%d, lmax=%d]",
-              cfg->bins_file, line_no, cfg->ell_min, cfg->lmax);
-    }
+  for (int lo = cfg->ell_min; lo <= cfg->lmax; lo += cfg->bin_width) {
     p->bin_lo[p->n_bins] = lo;
-    p->bin_hi[p->n_bins] = hi;
+    p->bin_hi[p->n_bins] =
+        lo + cfg->bin_width - 1 < cfg->lmax ? lo + cfg->bin_width - 1 : cfg->lmax;
     p->n_bins++;
   }
-  fclose(f);
-  QP_CHECK(p->n_bins > 0, QP_ERR_INPUT, "bins file '%s' has no bins", cfg->bins_file);
   return QP_OK;
 }
 
