@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checked_size.h"
 #include "qp_config.h"
 #include "timeline.h"
 #if QP_HAVE_CUDA
@@ -211,6 +212,7 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
            term);
   if (bytes == 0) return QP_OK;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  /* Bounded: header and rounding add less than two pages to a checked byte count. */
   QP_CHECK(bytes <= SIZE_MAX - QP_HEADER_BYTES - page, QP_ERR_NOMEM,
            "term '%s': %zu bytes cannot be addressed", term, bytes);
   size_t mapped = (bytes + QP_HEADER_BYTES + page - 1) / page * page;
@@ -240,10 +242,22 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
 qp_err qp_budget_alloc_array(const char *term, qp_term_kind kind, size_t count,
                              size_t elem_size, void **out) {
   *out = NULL;
-  QP_CHECK(elem_size == 0 || count <= SIZE_MAX / elem_size, QP_ERR_NOMEM,
+  size_t bytes = 0;
+  QP_CHECK(qp_size_mul(count, elem_size, &bytes), QP_ERR_NOMEM,
            "term '%s': %zu elements of %zu bytes overflow the address space", term, count,
            elem_size);
-  QP_CALL(qp_budget_alloc(term, kind, QP_SPACE_HOST, count * elem_size, out));
+  QP_CALL(qp_budget_alloc(term, kind, QP_SPACE_HOST, bytes, out));
+  return QP_OK;
+}
+
+qp_err qp_budget_alloc_doubles(const char *term, qp_term_kind kind, int64_t count, double **out) {
+  *out = NULL;
+  QP_CHECK(count >= 0, QP_ERR_INTERNAL,
+           "term '%s': an element count of %lld doubles (negative: a size computation wrapped)",
+           term, (long long)count);
+  void *data = NULL;
+  QP_CALL(qp_budget_alloc_array(term, kind, (size_t)count, sizeof(double), &data));
+  *out = data;
   return QP_OK;
 }
 

@@ -9,6 +9,11 @@
 
 #include <stdint.h>
 
+/* Sizes: for n >= 0, nb >= 1 and 0 <= iproc < nprocs (the model and the grid check these),
+ * a local count is at most n, and a local index or global index is below n: nothing here can
+ * wrap. A product of two local counts (a rank's elements) is at most that of the global ones,
+ * which the model bounds (checked_size.h: each term's whole at most 2^56 bytes). */
+
 /** Elements of a dimension of n that process `iproc` of `nprocs` holds (NUMROC). */
 static inline int64_t qp_bc_local_count(int64_t n, int64_t nb, int iproc, int nprocs) {
   const int64_t blocks = n / nb, extra = n % nb;

@@ -46,15 +46,21 @@ const char *qp_space_name(qp_space space);
  *  QP_ERR_GPU for another CUDA failure. */
 qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size_t bytes,
                        void **out);
-/** Allocates count elements of elem_size bytes each, checking the product for overflow. */
+/** Allocates count elements of elem_size bytes each, checking the product for overflow
+ *  (QP_ERR_NOMEM naming the term when it does not fit a size_t). */
 qp_err qp_budget_alloc_array(const char *term, qp_term_kind kind, size_t count,
                              size_t elem_size, void **out);
+/** Host doubles for a count held in an int64 (a dimension or a product of them): a negative
+ *  count, what a wrapped int64 product leaves, is QP_ERR_INTERNAL naming the term and the
+ *  count, never 2^64 - |count| elements; else as qp_budget_alloc_array. */
+qp_err qp_budget_alloc_doubles(const char *term, qp_term_kind kind, int64_t count, double **out);
 /** Frees a block from qp_budget_alloc, host or device (NULL is allowed). */
 void qp_budget_free(void *ptr);
 
-/** Host doubles: QP_ALLOC_DOUBLES("C", QP_TERM_PERSISTENT, n * n, &c). */
-#define QP_ALLOC_DOUBLES(term, kind, count, ptr)                                               \
-  qp_budget_alloc_array((term), (kind), (size_t)(count), sizeof(double), (void **)(ptr))
+/** Host doubles: QP_ALLOC_DOUBLES("C", QP_TERM_PERSISTENT, n * n, &c), count an int64 (a
+ *  size_t count above INT64_MAX arrives negative and is refused: no buffer is that large). */
+#define QP_ALLOC_DOUBLES(term, kind, count, ptr)                                                   \
+  qp_budget_alloc_doubles((term), (kind), (int64_t)(count), (ptr))
 
 typedef struct qp_term_stats {
   char name[QP_TERM_NAME_MAX];

@@ -2,11 +2,13 @@
 #include "calibration.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "checked_size.h"
 #include "model.h"
 
 qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
@@ -27,12 +29,32 @@ qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
   while (err == QP_OK && fgets(line, sizeof line, f)) {
     ++line_no;
     char key[64];
-    long long value;
+    long long value = 0;
+    int used = 0;
     char *s = line + strspn(line, " \t");
     if (*s == '#' || *s == '\n' || *s == '\0') continue;
-    if (sscanf(s, "%63s %lld", key, &value) != 2 || value < 0) {
+    /* The value: a whole decimal number (strtoll, checked), at most 2^56 (checked_size.h):
+     * the model adds the overhead to its peaks, which stay below 2^63 only so. */
+    char *end = NULL;
+    int parsed = sscanf(s, "%63s %n", key, &used) == 1 && used > 0;
+    if (parsed) {
+      errno = 0;
+      value = strtoll(s + used, &end, 10);
+      parsed = end != s + used && errno != ERANGE && end[strspn(end, " \t\r\n")] == '\0';
+    }
+    if (!parsed || value < 0) {
       err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
-                         "calibration file '%s' line %d: expected 'key value'", path, line_no);
+                         "calibration file '%s' line %d: expected 'key value' with a whole "
+                         "number from 0 to 2^56, got '%.*s'",
+                         path, line_no, (int)strcspn(s, "\r\n"), s);
+    } else if ((size_t)value > QP_SIZE_TERM_MAX) {
+      err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                         "calibration file '%s' line %d: %s %lld is more than 2^56 bytes", path,
+                         line_no, key, value);
+    } else if (strcmp(key, "threads") == 0 && value > INT_MAX) {
+      err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                         "calibration file '%s' line %d: threads %lld is not an int", path, line_no,
+                         value);
     } else if (strcmp(key, "overhead_bytes") == 0) {
       cal->overhead_bytes = (size_t)value;
       have_overhead = 1;

@@ -29,7 +29,8 @@ typedef struct qp_calibration {
 } qp_calibration;
 
 /** Reads `path` ("" or NULL: $QMLPIPE_CALIBRATION, else the built-in default). QP_ERR_IO for a
- *  file that cannot be opened, QP_ERR_INPUT (naming file and line) for a malformed one. */
+ *  file that cannot be opened, QP_ERR_INPUT (naming file and line) for a malformed one: a
+ *  value that is not a whole number from 0 to 2^56 (QP_SIZE_TERM_MAX), or threads beyond int. */
 qp_err qp_calibration_load(const char *path, qp_calibration *cal);
 /** Writes a calibration file atomically (temporary name, then rename). */
 qp_err qp_calibration_write(const char *path, const qp_calibration *cal);

@@ -21,10 +21,15 @@ static _Thread_local struct {
 
 qp_err qp_error_set(qp_err code, const char *file, int line, const char *func, const char *fmt,
                     ...) {
+  /* Formatted aside first, then copied: the arguments may be the current message itself
+   * (qp_error_message(), the usual way to put context around a LAPACK or library detail),
+   * which formatting straight into the record would overwrite while reading it. */
+  char message[QP_ERROR_MESSAGE_MAX];
   va_list args;
   va_start(args, fmt);
-  vsnprintf(qp_error_state.message, sizeof qp_error_state.message, fmt, args);
+  vsnprintf(message, sizeof message, fmt, args);
   va_end(args);
+  memcpy(qp_error_state.message, message, sizeof message);
   qp_error_state.code = code;
   qp_error_state.n_frames = 0;
   qp_error_trace(file, line, func);

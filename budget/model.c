@@ -7,7 +7,13 @@
 #include <string.h>
 
 #include "block_cyclic.h"
+#include "checked_size.h"
 #include "terms.h"
+
+/* The rule of checked_size.h: every term (and the overhead) at most QP_SIZE_TERM_MAX, so that
+ * the sums below (carried, peak, persistent, lifetime peak plus overhead) cannot wrap. */
+_Static_assert(QP_TERMS_MAX + 1 <= ((size_t)1 << 63) / QP_SIZE_TERM_MAX,
+               "QP_TERMS_MAX terms and the overhead of QP_SIZE_TERM_MAX each must sum below 2^63");
 
 static const char *const qp_stage_names[QP_STAGE_COUNT] = {"covariance_setup", "basis_setup",
                                                            "fisher_run", "spectra_run"};
@@ -16,17 +22,59 @@ const char *qp_stage_name(qp_stage_id stage) {
   return stage >= 0 && stage < QP_STAGE_COUNT ? qp_stage_names[stage] : "?";
 }
 
-static qp_model_term *qp_model_add(qp_model *m, const char *name, qp_term_kind kind,
-                                   size_t bytes, qp_stage_id from, qp_stage_id to,
-                                   const char *formula) {
-  static qp_model_term overflow;
-  if (m->n_terms >= QP_TERMS_MAX) return &overflow;
+/* A term's bytes: on this rank, and of the whole term (all ranks together, the same on every
+ * rank; without a grid the two are equal), saturated at SIZE_MAX; `approx` is the whole in
+ * double, for messages. The rule is checked on the whole, so that every rank of a grid
+ * accepts or refuses the same dimensions (a rank that refused alone would leave the others
+ * waiting in a collective); a rank's share never exceeds the whole. */
+typedef struct qp_bytes {
+  size_t here, whole;
+  double approx;
+} qp_bytes;
+
+/* count x elem bytes, the same on every rank (a replicated buffer). */
+static qp_bytes qp_vector_bytes(int64_t count, size_t elem) {
+  qp_bytes b;
+  qp_size_bytes(count, elem, &b.whole);
+  b.here = b.whole;
+  b.approx = (double)count * (double)elem;
+  return b;
+}
+
+/* k x b (k buffers of the same size). */
+static qp_bytes qp_bytes_times(size_t k, qp_bytes b) {
+  qp_size_mul(k, b.here, &b.here);
+  qp_size_mul(k, b.whole, &b.whole);
+  b.approx *= (double)k;
+  return b;
+}
+
+/* Records the first term past QP_SIZE_TERM_MAX (qp_model_predict then refuses the dims). */
+static int qp_model_size_ok(qp_model *m, const char *name, qp_bytes b, const char *formula) {
+  if (b.whole <= QP_SIZE_TERM_MAX) return 1;
+  if (!m->oversize_term[0]) {
+    snprintf(m->oversize_term, sizeof m->oversize_term, "%s", name);
+    m->oversize_formula = formula;
+    m->oversize_bytes = b.approx;
+  }
+  return 0;
+}
+
+static qp_model_term *qp_model_add(qp_model *m, const char *name, qp_term_kind kind, qp_bytes bytes,
+                                   qp_stage_id from, qp_stage_id to, const char *formula) {
+  static _Thread_local qp_model_term overflow;
+  if (m->n_terms >= QP_TERMS_MAX) {
+    m->too_many_terms = 1;
+    return &overflow;
+  }
   qp_model_term *t = &m->terms[m->n_terms++];
   memset(t, 0, sizeof *t);
   strncpy(t->name, name, sizeof t->name - 1);
   t->kind = kind;
   t->space = QP_SPACE_HOST;
-  t->bytes = bytes;
+  /* An oversize term counts 0 until qp_model_predict refuses the model, so that no sum of
+   * this model can wrap even before that. */
+  t->bytes = qp_model_size_ok(m, name, bytes, formula) ? bytes.here : 0;
   t->stage_alloc = from;
   t->stage_free = to;
   t->phase_alloc = 0;
@@ -43,18 +91,39 @@ static int qp_term_alive_in(const qp_model_term *t, qp_stage_id stage, int phase
   return 1;
 }
 
-/* Bytes of a rows x cols matrix of doubles on this rank: all of it, or its block-cyclic part. */
-static size_t qp_matrix_bytes(const qp_model_dims *d, int64_t rows, int64_t cols) {
-  if (d->grid_rows <= 0) return (size_t)rows * (size_t)cols * sizeof(double);
-  return (size_t)qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows) *
-         (size_t)qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols) * sizeof(double);
+/* Bytes of a rows x cols matrix of doubles on this rank: all of it, or its block-cyclic part
+ * (whose local counts are at most rows and cols: block_cyclic.h). */
+static qp_bytes qp_matrix_bytes(const qp_model_dims *d, int64_t rows, int64_t cols) {
+  qp_bytes b;
+  size_t elements = 0;
+  qp_size_bytes(rows, 1, &elements);
+  qp_size_bytes(cols, elements, &elements);
+  qp_size_mul(elements, sizeof(double), &b.whole);
+  b.approx = (double)rows * (double)cols * (double)sizeof(double);
+  b.here = b.whole;
+  if (d->grid_rows > 0) {
+    qp_size_bytes(qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows), 1, &elements);
+    qp_size_bytes(qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols), elements,
+                  &elements);
+    qp_size_mul(elements, sizeof(double), &b.here);
+  }
+  return b;
 }
 
-/* PBLAS's panels for a rows x cols operand on this rank (see the pblas_panels term). */
-static size_t qp_panel_bytes(const qp_model_dims *d, int64_t rows, int64_t cols) {
-  return (size_t)(qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows) +
-                  qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols)) *
-         (size_t)d->block * sizeof(double);
+/* PBLAS's panels for a rows x cols operand on this rank (see the pblas_panels term); the whole
+ * is the bound (rows + cols) x block x 8 that no rank's panels exceed. */
+static qp_bytes qp_panel_bytes(const qp_model_dims *d, int64_t rows, int64_t cols) {
+  qp_bytes b;
+  size_t per_block = 0;
+  qp_size_mul((size_t)d->block, sizeof(double), &per_block);
+  size_t span = 0;
+  qp_size_add((size_t)rows, (size_t)cols, &span);
+  qp_size_mul(span, per_block, &b.whole);
+  b.approx = ((double)rows + (double)cols) * (double)d->block * (double)sizeof(double);
+  qp_size_bytes(qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows) +
+                    qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols),
+                per_block, &b.here);
+  return b;
 }
 
 qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
@@ -81,29 +150,36 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
            d->grid_row, d->grid_col, d->grid_rows, d->grid_cols, d->block);
   m->dims = *d;
   m->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
+  QP_CHECK(d->n_modes >= 0 && d->n_fields >= 0 && d->n_lm >= 0, QP_ERR_INPUT,
+           "budget model: n_modes (%lld), n_fields (%d) and n_lm (%lld) must not be negative",
+           (long long)d->n_modes, d->n_fields, (long long)d->n_lm);
   const int dist = d->grid_rows > 0;
   const size_t w = sizeof(double);
-  const size_t n = (size_t)d->n_pix, maps = (size_t)d->n_maps, np = (size_t)d->n_params;
-  const size_t pix_sq = qp_matrix_bytes(d, d->n_pix, d->n_pix);
+  const qp_bytes pix_sq = qp_matrix_bytes(d, d->n_pix, d->n_pix);
   const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, fis = QP_STAGE_FISHER_RUN,
                     spe = QP_STAGE_SPECTRA_RUN;
 
+  /* The reader alone holds the sky buffer; every rank checks its size all the same. */
+  const qp_bytes sky = qp_vector_bytes(d->n_sky, w);
+  const char *sky_formula = dist ? "n_sky x 8 (rank 0 reads)" : "n_sky x 8";
   if (!dist || d->reader)
-    qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, (size_t)d->n_sky * w, cov, cov,
-                 dist ? "n_sky x 8 (rank 0 reads)" : "n_sky x 8");
-  const size_t pos = (size_t)d->n_positions;
-  qp_model_add(m, QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, pos * sizeof(int64_t), cov, spe,
-               "n_positions x 8");
-  qp_model_add(m, QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * pos * w, cov, spe,
+    qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, sky, cov, cov, sky_formula);
+  else
+    qp_model_size_ok(m, QP_TERM_SKY_BUFFER, sky, sky_formula);
+  qp_model_add(m, QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT,
+               qp_vector_bytes(d->n_positions, sizeof(int64_t)), cov, spe, "n_positions x 8");
+  qp_model_add(m, QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT,
+               qp_bytes_times(3, qp_vector_bytes(d->n_positions, w)), cov, spe,
                "3 n_positions x 8");
-  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, n * maps * w, cov, spe, "n_pix n_maps x 8");
+  /* The maps are whole on every rank (replicated), so is every n_params buffer. */
+  const qp_bytes maps = qp_bytes_times((size_t)d->n_maps, qp_vector_bytes(d->n_pix, w));
+  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, maps, cov, spe, "n_pix n_maps x 8");
   const qp_stage_id bas = QP_STAGE_BASIS_SETUP;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
-  const size_t nm = (size_t)d->n_modes;
-  const size_t mode_sq = qp_matrix_bytes(d, d->n_modes, d->n_modes),
-               mode_pix = qp_matrix_bytes(d, d->n_pix, d->n_modes);
-  const size_t pix_maps = qp_matrix_bytes(d, d->n_pix, d->n_maps),
-               mode_maps = qp_matrix_bytes(d, d->n_modes, d->n_maps);
+  const qp_bytes mode_sq = qp_matrix_bytes(d, d->n_modes, d->n_modes),
+                 mode_pix = qp_matrix_bytes(d, d->n_pix, d->n_modes);
+  const qp_bytes pix_maps = qp_matrix_bytes(d, d->n_pix, d->n_maps),
+                 mode_maps = qp_matrix_bytes(d, d->n_modes, d->n_maps);
   /* The noise lives until the noise bias on the pixel-direct and projection routes. SMW is
    * done with it in basis_setup: the maps are whitened there, and N_eff (26 GiB at the
    * calibration case of docs/memory-model.md) goes as soon as Y = L_N^-1 V^T exists; V goes
@@ -115,8 +191,8 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                          : "n_pix^2 x 8");
     if (smw) t->phase_free = 0;
   } else {
-    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, n * w, cov, smw ? bas : fis,
-                 "n_pix x 8");
+    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, qp_vector_bytes(d->n_pix, w), cov,
+                 smw ? bas : fis, "n_pix x 8");
   }
   if (!smw) {
     qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
@@ -146,12 +222,12 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
       qp_model_add(m, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, mode_sq, bas, spe,
                    "n_modes^2 x 8 (I + K Lambda, LU)")
           ->phase_alloc = 2;
-      /* ScaLAPACK's pdgetrf wants LOCr(n_modes) + MB pivots. */
-      const size_t pivots =
-          dist ? (size_t)(qp_bc_local_count(d->n_modes, d->block, d->grid_row, d->grid_rows) +
-                          d->block)
-               : nm;
-      qp_model_add(m, QP_TERM_PIVOTS, QP_TERM_PERSISTENT, pivots * sizeof(int), bas, spe,
+      /* ScaLAPACK's pdgetrf wants LOCr(n_modes) + MB pivots; the whole is n_modes + MB. */
+      qp_bytes pivots = qp_vector_bytes(d->n_modes + (dist ? d->block : 0), sizeof(int));
+      if (dist)
+        qp_size_bytes(qp_bc_local_count(d->n_modes, d->block, d->grid_row, d->grid_rows) + d->block,
+                      sizeof(int), &pivots.here);
+      qp_model_add(m, QP_TERM_PIVOTS, QP_TERM_PERSISTENT, pivots, bas, spe,
                    dist ? "(local n_modes + block) x 4" : "n_modes x 4")
           ->phase_alloc = 2;
       if (dist)
@@ -164,10 +240,11 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   if (pixel) {
     /* k products, the whitened noise, and a streaming slot when k < n_params. */
     const size_t k = (size_t)d->fisher_chunk, slots = k + 1 + (d->fisher_chunk < d->n_params);
-    qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, slots * pix_sq, fis, fis,
+    qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, qp_bytes_times(slots, pix_sq), fis, fis,
                  d->fisher_chunk < d->n_params ? "(fisher_chunk + 2) n_pix^2 x 8"
                                                : "(n_params + 1) n_pix^2 x 8");
-    qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT, (k + 1) * (k + 2) * w, fis, fis,
+    qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT,
+                 qp_bytes_times(k + 1, qp_vector_bytes(d->fisher_chunk + 2, w)), fis, fis,
                  "(fisher_chunk + 1)(fisher_chunk + 2) x 8");
   } else {
     /* Distributed, fisher_run has phases: 0 W's field blocks for F; then 1, 2 the bias. */
@@ -175,7 +252,7 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
     if (dist) {
       const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
       qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
-                   blocks * qp_matrix_bytes(d, d->n_lm, d->n_lm), fis, fis,
+                   qp_bytes_times(blocks, qp_matrix_bytes(d, d->n_lm, d->n_lm)), fis, fis,
                    "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)")
           ->phase_free = 0;
     }
@@ -204,14 +281,18 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
             ->phase_alloc = 2;
     }
   }
-  qp_model_add(m, QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np * w, fis, spe, "n_params^2 x 8");
-  qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np * w, fis, spe, "n_params x 8");
+  const qp_bytes params = qp_vector_bytes(d->n_params, w),
+                 params_sq = qp_bytes_times((size_t)d->n_params, params),
+                 per_map = qp_bytes_times((size_t)d->n_maps, params);
+  qp_model_add(m, QP_TERM_FISHER, QP_TERM_PERSISTENT, params_sq, fis, spe, "n_params^2 x 8");
+  qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, params, fis, spe, "n_params x 8");
 
   if (pixel) {
     qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe, spe,
                  "n_pix n_maps x 8");
-    qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)d->spectra_chunk * pix_sq, spe,
-                 spe, "spectra_chunk n_pix^2 x 8");
+    qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT,
+                 qp_bytes_times((size_t)d->spectra_chunk, pix_sq), spe, spe,
+                 "spectra_chunk n_pix^2 x 8");
     qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, pix_maps, spe, spe,
                  "n_pix n_maps x 8");
   } else if (!smw) {
@@ -221,15 +302,15 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                  "n_modes n_maps x 8");
   }
   if (!pixel && dist)
-    qp_model_add(m, QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT, nm * maps * w, spe, spe,
+    qp_model_add(m, QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT,
+                 qp_bytes_times((size_t)d->n_maps, qp_vector_bytes(d->n_modes, w)), spe, spe,
                  "n_modes n_maps x 8 (z whole on every rank)");
-  qp_model_add(m, QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, np * np * w, spe, spe,
+  qp_model_add(m, QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, params_sq, spe, spe,
                "n_params^2 x 8");
-  qp_model_add(m, QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, maps * np * w, spe, spe,
+  qp_model_add(m, QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, per_map, spe, spe,
                "n_maps n_params x 8");
-  qp_model_add(m, QP_TERM_SPECTRA, QP_TERM_PERSISTENT, maps * np * w, spe, spe,
-               "n_maps n_params x 8");
-  qp_model_add(m, QP_TERM_ERRORS, QP_TERM_PERSISTENT, np * w, spe, spe, "n_params x 8");
+  qp_model_add(m, QP_TERM_SPECTRA, QP_TERM_PERSISTENT, per_map, spe, spe, "n_maps n_params x 8");
+  qp_model_add(m, QP_TERM_ERRORS, QP_TERM_PERSISTENT, params, spe, spe, "n_params x 8");
   if (dist) {
     /* PBLAS copies a panel of block columns of its operands and one of block rows per step
      * (PB_Cmalloc, freed before it returns): (LOCr + LOCc) x block doubles for the largest
@@ -237,13 +318,23 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
      * grids (docs/distributed.md). SMW's largest after basis_setup's V is K (n_modes^2). */
     const int64_t big_rows = d->n_pix, big_cols = smw ? d->n_modes : d->n_pix;
     const int64_t later = smw ? d->n_modes : d->n_pix;
-    const size_t basis_panels = qp_panel_bytes(d, big_rows, big_cols),
-                 later_panels = qp_panel_bytes(d, later, later);
+    const qp_bytes basis_panels = qp_panel_bytes(d, big_rows, big_cols),
+                   later_panels = qp_panel_bytes(d, later, later);
     const char *formula = "(LOCr + LOCc) x block x 8 (inside PBLAS; seen in RSS only)";
     qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, basis_panels, bas, bas, formula);
     qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, fis, fis, formula);
     qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, spe, spe, formula);
   }
+  QP_CHECK(!m->too_many_terms, QP_ERR_INTERNAL, "budget model: more than %d terms", QP_TERMS_MAX);
+  QP_CHECK(!m->oversize_term[0], QP_ERR_INPUT,
+           "budget model: term '%s' (%s) would need %.3g bytes (%.3g PiB), more than the 2^56 "
+           "bytes (64 PiB) the model accepts for one term: impossible dimensions "
+           "(n_pix=%lld n_positions=%lld n_sky=%lld n_modes=%lld n_maps=%lld n_params=%lld "
+           "fisher_chunk=%lld spectra_chunk=%lld)",
+           m->oversize_term, m->oversize_formula, m->oversize_bytes,
+           m->oversize_bytes / 1125899906842624.0, (long long)d->n_pix, (long long)d->n_positions,
+           (long long)d->n_sky, (long long)d->n_modes, (long long)d->n_maps, (long long)d->n_params,
+           (long long)d->fisher_chunk, (long long)d->spectra_chunk);
   return QP_OK;
 }
 
@@ -251,6 +342,9 @@ int qp_model_term_alive(const qp_model_term *t, qp_stage_id stage) {
   return t->kind != QP_TERM_VIRTUAL && t->kind != QP_TERM_LIBRARY && t->stage_alloc <= stage &&
          stage <= t->stage_free;
 }
+
+/* The sums below add at most QP_TERMS_MAX terms of at most QP_SIZE_TERM_MAX bytes each
+ * (qp_model_predict refuses a model with a larger one): they cannot wrap (checked_size.h). */
 
 size_t qp_model_stage_library(const qp_model *m, qp_stage_id stage) {
   size_t sum = 0;

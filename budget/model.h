@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "budget.h"
+#include "checked_size.h"
 
 typedef enum qp_stage_id {
   QP_STAGE_COVARIANCE_SETUP = 0,
@@ -74,8 +75,15 @@ typedef struct qp_model {
   qp_model_dims dims;
   int n_terms;
   qp_model_term terms[QP_TERMS_MAX];
-  size_t overhead_bytes; /* program + libraries + BLAS buffers + HDF5: the calibrated constant */
+  size_t overhead_bytes;    /* program + libraries + BLAS buffers + HDF5: the calibrated constant,
+                               at most QP_SIZE_TERM_MAX (calibration.h) */
   size_t overhead_parts[3]; /* program, BLAS buffers, HDF5 when calibrated; 0 otherwise */
+  /* When qp_model_predict refused the dimensions for a term beyond QP_SIZE_TERM_MAX: its name
+   * (else ""), formula and whole size in bytes (a double: it may not fit 64 bits). */
+  char oversize_term[QP_TERM_NAME_MAX];
+  const char *oversize_formula;
+  double oversize_bytes;
+  int too_many_terms;
 } qp_model;
 
 /** The default overhead (bytes) when none was measured: the RSS of `qmlpipe run` at its
@@ -95,7 +103,12 @@ typedef struct qp_model {
 
 enum { QP_PHASE_END = 99 };
 
-/** Predicts every term of the path of `dims`. QP_ERR_INPUT on nonsense dims. */
+/** Predicts every term of the path of `dims`. QP_ERR_INPUT on nonsense dims, and on dims
+ *  that make any term exceed QP_SIZE_TERM_MAX = 2^56 bytes (checked_size.h): the message
+ *  names the term, its formula and the dims, and model->oversize_term the term. The bound is
+ *  checked on each term's whole size, the same on every rank of a grid, so every rank accepts
+ *  or refuses alike. With every term (and the overhead) at most 2^56 bytes, the sums below
+ *  (stage peaks, lifetime peak plus overhead) stay below 2^63 and need no check. */
 qp_err qp_model_predict(const qp_model_dims *dims, qp_model *model);
 
 size_t qp_model_stage_carried(const qp_model *model, qp_stage_id stage);

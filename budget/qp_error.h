@@ -32,7 +32,10 @@ typedef enum qp_err {
 #define QP_PRINTF(fmt_index, first_arg)
 #endif
 
-/** Records a new error (replacing any earlier one) and returns its code. */
+/** Records a new error (replacing any earlier one) and returns its code. The arguments may
+ *  include qp_error_message(), the current error's message, to wrap it in context
+ *  ("the Fisher matrix ... (%s)"): the message is formatted aside before it replaces the old
+ *  one. The message is cut at 1023 characters; the traceback starts afresh at this frame. */
 qp_err qp_error_set(qp_err code, const char *file, int line, const char *func, const char *fmt,
                     ...) QP_PRINTF(5, 6);
 /** Adds a traceback frame to the current error. */

@@ -94,16 +94,30 @@ done:
   return err;
 }
 
-static qp_err qp_read_field(hid_t group, const char *name, double *out) {
+/* Reads dataset `name` of /budget/ranks into out[count]: it must hold exactly count values
+ * (the file's n_ranks says how many; a dataset of another size would be read past out). */
+static qp_err qp_read_field(const char *path, hid_t group, const char *name, double *out,
+                            long long count) {
   qp_err err = QP_OK;
-  hid_t set = -1;
+  hid_t set = -1, space = -1;
   QP_H5_GOTO(set = H5Dopen2(group, name, H5P_DEFAULT), done, "/budget/ranks/%s", name);
+  QP_H5_GOTO(space = H5Dget_space(set), done, "/budget/ranks/%s", name);
+  const hssize_t points = H5Sget_simple_extent_npoints(space);
+  QP_H5_GOTO(points, done, "/budget/ranks/%s", name);
+  QP_CHECK_GOTO(points == count, QP_ERR_INPUT, done,
+                "'%s': /budget/ranks/%s holds %lld values, but n_ranks says %lld", path, name,
+                (long long)points, count);
   QP_H5_GOTO(H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), done,
              "/budget/ranks/%s", name);
 done:
+  if (space >= 0) H5Sclose(space);
   if (set >= 0) H5Dclose(set);
   return err;
 }
+
+/* The most ranks a rank table may claim: far above any job, far below what would make its
+ * buffers (n x 4 stages x 8 bytes each) large. */
+enum { QP_RANK_TABLE_MAX = 1 << 24 };
 
 qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   qp_err err = QP_OK;
@@ -131,10 +145,15 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
     H5Aclose(attr);
     attr = -1;
   }
+  /* From the file: checked before it sizes anything. */
+  QP_CHECK_GOTO(n >= 1 && n <= QP_RANK_TABLE_MAX, QP_ERR_INPUT, done,
+                "'%s': /budget/ranks n_ranks = %lld is not a rank count (1 to %d)", path, n,
+                QP_RANK_TABLE_MAX);
   for (int f = 0; f < QP_RANK_FIELDS; ++f) {
-    v[f] = malloc((size_t)n * QP_STAGE_COUNT * sizeof *v[f]);
+    v[f] = malloc((size_t)n * QP_STAGE_COUNT * sizeof *v[f]); /* n <= 2^24: 512 MiB at most */
     QP_CHECK_GOTO(v[f], QP_ERR_NOMEM, done, "out of memory for the rank table");
-    QP_CALL_GOTO(qp_read_field(group, qp_rank_field_names[f], v[f]), done);
+    QP_CALL_GOTO(qp_read_field(path, group, qp_rank_field_names[f], v[f], n * QP_STAGE_COUNT),
+                 done);
   }
   fprintf(out, "per rank (%lld ranks, grid %lld x %lld, block %lld); MiB above each rank's "
                "baseline; error = (measured - predicted) / measured\n",
@@ -145,7 +164,7 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   const double mib = 1048576.0;
   double *base = malloc((size_t)n * sizeof *base);
   QP_CHECK_GOTO(base, QP_ERR_NOMEM, done, "out of memory for the rank table");
-  err = qp_read_field(group, "baseline_rss_bytes", base);
+  err = qp_read_field(path, group, "baseline_rss_bytes", base, n);
   if (err != QP_OK) {
     free(base);
     goto done;

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,7 @@ static qp_err qp_cls_parse_row(const char *path, long line_no, char *line, doubl
 /* Makes room for row `ell` in all six arrays. */
 static qp_err qp_cls_reserve(qp_cls *cls, int ell, int *capacity) {
   if (ell < *capacity) return QP_OK;
+  QP_CHECK(*capacity <= INT_MAX / 2, QP_ERR_INPUT, "C_ell file with more than %d rows", *capacity);
   int grown = *capacity ? 2 * *capacity : 256;
   for (int s = 0; s < 6; ++s) {
     double *p = realloc(cls->cl[s], (size_t)grown * sizeof *p);

@@ -103,8 +103,11 @@ qp_err qp_parse_bytes(const char *text, double *bytes) {
            "bad byte size '%s': unknown unit '%.*s' (use B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)",
            text, (int)len, end);
   double total = value * factor;
-  QP_CHECK(isfinite(total) && total >= 0, QP_ERR_INPUT,
-           "bad byte size '%s': must be a finite number >= 0", text);
+  QP_CHECK(total >= 0, QP_ERR_INPUT, "bad byte size '%s': must be a number >= 0", text);
+  /* Every size is later compared with, or converted to, 64-bit byte counts. */
+  QP_CHECK(total < QP_BYTES_MAX, QP_ERR_INPUT,
+           "bad byte size '%s': %.3g bytes is beyond the largest size, 2^63 bytes (8 EiB)", text,
+           total);
   *bytes = floor(total);
   return QP_OK;
 }
@@ -426,6 +429,9 @@ static qp_err qp_cfg_dims_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key
   QP_CHECK(v > 0 || (index == D_N_MODES && v == 0), QP_ERR_INPUT,
            "config %s line %d: %s must be positive, got %d", ctx->file, qp_node_line(value), name,
            v);
+  QP_CHECK(index != D_NSIDE || v <= QP_NSIDE_MAX, QP_ERR_INPUT,
+           "config %s line %d: %s = %d is beyond HEALPix's largest nside, 2^29", ctx->file,
+           qp_node_line(value), name, v);
   switch (index) {
   case D_N_PIX: cfg->dim_n_pix = v; break;
   case D_N_MODES: cfg->dim_n_modes = v; break;
@@ -469,6 +475,9 @@ static qp_err qp_cfg_grid_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key
   QP_CALL(qp_cfg_int(ctx, name, value, field[index]));
   QP_CHECK(*field[index] >= 1, QP_ERR_INPUT, "config %s line %d: %s must be >= 1, got %d",
            ctx->file, qp_node_line(value), name, *field[index]);
+  QP_CHECK(index != G_BLOCK || *field[index] <= QP_GRID_BLOCK_MAX, QP_ERR_INPUT,
+           "config %s line %d: %s = %d is more than %d", ctx->file, qp_node_line(value), name,
+           *field[index], QP_GRID_BLOCK_MAX);
   return QP_OK;
 }
 
@@ -650,6 +659,21 @@ static qp_err qp_cfg_check(qp_cfg_ctx *ctx, qp_config *cfg) {
   QP_CHECK(cfg->lmax_signal >= cfg->lmax, QP_ERR_INPUT,
            "config %s line %d: lmax_signal (%d) must be >= lmax (%d)", ctx->file,
            ctx->line[K_LMAX_SIGNAL], cfg->lmax_signal, cfg->lmax);
+  /* (lmax + 1)^2, the (l, m) of a field, must be an int (harmonics.h): lmax <= 46339. */
+  const int lmax_key = cfg->lmax > QP_LMAX_MAX ? K_LMAX : K_LMAX_SIGNAL;
+  QP_CHECK(cfg->lmax_signal <= QP_LMAX_MAX, QP_ERR_INPUT,
+           "config %s line %d: %s = %d is beyond %d, the largest multipole qmlpipe indexes "
+           "((lmax + 1)^2 modes a field must fit an int)",
+           ctx->file, ctx->line[lmax_key], qp_top_keys[lmax_key],
+           lmax_key == K_LMAX ? cfg->lmax : cfg->lmax_signal, QP_LMAX_MAX);
+  /* Bins are disjoint sets of multipoles: no more of them than multipoles (and n_bins x
+   * spectra, the parameters, then fits an int). */
+  QP_CHECK(!cfg->has_dimensions || cfg->dim_n_bins <= (int64_t)cfg->lmax - cfg->ell_min + 1,
+           QP_ERR_INPUT,
+           "config %s line %d: dimensions.n_bins = %lld is more than the %d multipoles from "
+           "ell_min %d to lmax %d",
+           ctx->file, ctx->line[K_DIMENSIONS], (long long)cfg->dim_n_bins,
+           cfg->lmax - cfg->ell_min + 1, cfg->ell_min, cfg->lmax);
   QP_CHECK(ctx->line[K_BIN_WIDTH] == 0 || ctx->line[K_BINS] == 0, QP_ERR_INPUT,
            "config %s line %d: give either bin_width (line %d) or bins, not both", ctx->file,
            ctx->line[K_BINS], ctx->line[K_BIN_WIDTH]);

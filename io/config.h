@@ -15,6 +15,15 @@
 
 enum { QP_PATH_MAX = 4096, QP_SPECTRA_MAX = 6 };
 
+/* Bounds of values whose products size the run, so that those products fit their types:
+ *  - lmax and lmax_signal: (lmax + 1)^2, the (l, m) of a field, is an int (harmonics.h);
+ *  - dimensions.nside: HEALPix's largest, 2^29 (12 nside^2 then fits int64);
+ *  - grid.block: a block of block^2 doubles is read at a time (h5_matrix.h);
+ *  - byte sizes (qp_parse_bytes): below 2^63, so that they convert to int64 and size_t. */
+enum { QP_LMAX_MAX = 46339, QP_GRID_BLOCK_MAX = 4096 };
+#define QP_NSIDE_MAX ((int64_t)1 << 29)
+#define QP_BYTES_MAX 9223372036854775808.0 /* 2^63, exclusive */
+
 typedef enum qp_fields { QP_FIELDS_T = 0, QP_FIELDS_QU, QP_FIELDS_TQU } qp_fields;
 typedef enum qp_path { QP_PATH_AUTO = 0, QP_PATH_PIXEL_DIRECT, QP_PATH_HARMONIC } qp_path;
 typedef enum qp_noise_kind {
@@ -45,7 +54,7 @@ typedef struct qp_config {
   qp_spectrum spectra[QP_SPECTRA_MAX]; /* requested, sorted into the binding order */
   int ell_min, lmax, lmax_signal;
   int bin_width;                     /* used when bins_file is empty */
-  char bins_file[QP_PATH_MAX];       /* rows "ell_min ell_max" */
+  char bins_file[QP_PATH_MAX];       /* rows "ell_min ell_max" (io/bins_text.h) */
   double beam_fwhm_arcmin;
   int pixel_window;                  /* 0 (default) or 1: not supported yet */
   qp_path path;
@@ -75,7 +84,8 @@ void qp_config_defaults(qp_config *cfg);
 qp_err qp_config_load(const char *path, qp_config *cfg);
 /** Frees what qp_config_load allocated (safe twice). */
 void qp_config_free(qp_config *cfg);
-/** "20GiB", "512 MB", "1.5e9" -> bytes (KiB/MiB/GiB/TiB are 1024-based, kB/MB/GB/TB 1000). */
+/** "20GiB", "512 MB", "1.5e9" -> bytes (KiB/MiB/GiB/TiB are 1024-based, kB/MB/GB/TB 1000).
+ *  QP_ERR_INPUT for anything else, and for a size of 2^63 bytes (8 EiB) or more. */
 qp_err qp_parse_bytes(const char *text, double *bytes);
 
 #endif

@@ -18,6 +18,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "checked_size.h"
+
 enum {
   QP_FITS_CHUNK = 65536,   /* values per read when a NESTED map is scattered into RING order */
   QP_FITS_ROW_WIDTH = 1024 /* healpy's values per row when n_sky is a multiple of it */
@@ -142,7 +144,17 @@ static qp_err qp_fits_open_map(const char *path, fitsfile **out, qp_healpix_info
                 path);
 
   info->nside = nside;
+  /* Bounded: nside <= 2^29 (checked above), so 12 nside^2 <= 3 x 2^60 fits int64. A column
+   * of that many doubles must also fit memory: n_sky x 8 within QP_SIZE_TERM_MAX (2^56,
+   * checked_size.h), i.e. nside up to ~7.7e7. */
   info->n_sky = 12 * (int64_t)nside * (int64_t)nside;
+  size_t column_bytes = 0;
+  QP_CHECK_GOTO(qp_size_bytes(info->n_sky, sizeof(double), &column_bytes) &&
+                    column_bytes <= QP_SIZE_TERM_MAX,
+                QP_ERR_INPUT, done,
+                "map file '%s': NSIDE = %lld means 12 nside^2 = %lld pixels, %.3g bytes a "
+                "column, more than the 2^56 bytes a buffer may have",
+                path, nside, (long long)info->n_sky, (double)info->n_sky * sizeof(double));
 
   int n_columns = 0;
   long long n_rows = 0;
@@ -177,10 +189,17 @@ static qp_err qp_fits_open_map(const char *path, fitsfile **out, qp_healpix_info
                   "map file '%s': column %d ('%s') is not a numeric fixed-length column "
                   "(cfitsio type code %d)",
                   path, c + 1, info->column_names[c], type);
-    QP_CHECK_GOTO(rep >= 1 && n_rows * rep == info->n_sky, QP_ERR_INPUT, done,
+    /* Rows and values per row come from the header: their product may not fit 64 bits
+     * (it wrapped to a plausible n_sky before it was checked). */
+    int64_t values = 0;
+    QP_CHECK_GOTO(rep >= 1 && n_rows >= 0 && qp_i64_mul(n_rows, rep, &values), QP_ERR_INPUT, done,
+                  "map file '%s': column %d ('%s') holds %lld rows x %lld values, more than "
+                  "2^63 values (NSIDE = %lld needs 12 nside^2 = %lld)",
+                  path, c + 1, info->column_names[c], n_rows, rep, nside, (long long)info->n_sky);
+    QP_CHECK_GOTO(values == info->n_sky, QP_ERR_INPUT, done,
                   "map file '%s': column %d ('%s') holds %lld values (%lld rows x %lld), but "
                   "NSIDE = %lld needs 12 nside^2 = %lld",
-                  path, c + 1, info->column_names[c], n_rows * rep, n_rows, rep, nside,
+                  path, c + 1, info->column_names[c], (long long)values, n_rows, rep, nside,
                   (long long)info->n_sky);
     repeat[c] = rep;
   }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "block_cyclic.h"
+#include "checked_size.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -68,6 +69,16 @@ static qp_err qp_h5_open(const char *path, const char *dataset, hid_t *file, hid
   QP_CHECK_GOTO(type_class == H5T_FLOAT, QP_ERR_INPUT, done,
                 "HDF5 file '%s': dataset '%s' is not floating-point (float32 or float64)", path,
                 dataset);
+  /* The shape is the file's: a matrix the caller would read whole must fit memory. */
+  size_t elements = 0, bytes = 0;
+  QP_CHECK_GOTO(shape[0] <= INT64_MAX && shape[1] <= INT64_MAX &&
+                    qp_size_mul((size_t)shape[0], (size_t)shape[1], &elements) &&
+                    qp_size_mul(elements, sizeof(double), &bytes) && bytes <= QP_SIZE_TERM_MAX,
+                QP_ERR_INPUT, done,
+                "HDF5 file '%s': dataset '%s' is %llu x %llu: %.3g bytes as doubles, more than "
+                "the 2^56 bytes a matrix may have",
+                path, dataset, (unsigned long long)shape[0], (unsigned long long)shape[1],
+                (double)shape[0] * (double)shape[1] * sizeof(double));
   dims[0] = (int64_t)shape[0];
   dims[1] = (int64_t)shape[1];
 
@@ -148,7 +159,12 @@ qp_err qp_h5_matrix_read_block_cyclic(const char *path, const char *dataset, int
   qp_h5_quiet_begin(&quiet);
   hid_t file = H5I_INVALID_HID, dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID,
         mspace = H5I_INVALID_HID, tspace = H5I_INVALID_HID;
-  double *mirror = malloc((size_t)(block * block) * sizeof *mirror); /* one block: 32 KiB */
+  /* One block: 32 KiB at the default 64 (grid.block is at most 65536: config.h). */
+  size_t mirror_bytes = 0;
+  double *mirror = block >= 1 && qp_size_bytes(block, (size_t)block, &mirror_bytes) &&
+                           qp_size_mul(mirror_bytes, sizeof *mirror, &mirror_bytes)
+                       ? malloc(mirror_bytes)
+                       : NULL;
   int64_t dims[2];
   char what[512];
   snprintf(what, sizeof what, "reading the blocks of dataset '%s'", dataset);

@@ -8,14 +8,15 @@
 #include "problem.h"
 
 /** The sizing options both commands take, for their usage text. */
-#define QP_SIZING_HELP                                                                          \
-  "  Sizing a distributed job (no MPI needed; docs/distributed.md):\n"                          \
-  "    --ranks P           the job's MPI ranks: prints every rank's and node's peaks\n"          \
-  "    --grid RxC          the process grid (default: the squarest, or with --mem-per-node\n"   \
-  "                        the one whose largest node is smallest)\n"                           \
-  "    --block B           ScaLAPACK block size (default 64)\n"                                  \
-  "    --ranks-per-node K  consecutive ranks sharing a node (default 1)\n"                       \
-  "    --mem-per-node M    a node's memory, e.g. 180GiB: the grid is chosen to fit it, and\n"   \
+#define QP_SIZING_HELP                                                                             \
+  "  Sizing a distributed job (no MPI needed; docs/distributed.md):\n"                             \
+  "    --ranks P           the job's MPI ranks (at most 65536): prints every rank's and\n"         \
+  "                        node's peaks\n"                                                         \
+  "    --grid RxC          the process grid (default: the squarest, or with --mem-per-node\n"      \
+  "                        the one whose largest node is smallest)\n"                              \
+  "    --block B           ScaLAPACK block size (default 64, at most 4096)\n"                      \
+  "    --ranks-per-node K  consecutive ranks sharing a node (default 1)\n"                         \
+  "    --mem-per-node M    a node's memory, e.g. 180GiB: the grid is chosen to fit it, and\n"      \
   "                        without memory.host_limit each rank plans for M / K\n"
 
 /** Runs `CONFIG.yaml` through the plan and hands the problem to `print`; returns the exit

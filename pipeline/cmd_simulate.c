@@ -1,11 +1,14 @@
 /* cmd_simulate.c: `qmlpipe simulate`: Gaussian maps, masks, and a whole small example. */
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "budget.h"
+#include "checked_size.h"
 #include "commands.h"
 #include "fits_map.h"
 #include "simulate.h"
@@ -54,11 +57,25 @@ static int qp_parse_number(const char *opt, const char *text, double *out) {
   return 1;
 }
 
+/* A whole number in [lo, hi] (an option's value, parsed as a double): checked before it is
+ * converted, since a double beyond the integer's range does not convert. */
+static int qp_whole_in(const char *opt, double x, double lo, double hi) {
+  if (x >= lo && x <= hi && x == floor(x)) return 1; /* NaN fails the comparisons */
+  fprintf(stderr, "qmlpipe simulate: %s expects a whole number from %.0f to %.0f, got %g\n", opt,
+          lo, hi, x);
+  return 0;
+}
+
 static qp_err qp_write_maps(const qp_sim_cli *cli, const qp_cls *cls, const char *prefix) {
-  const int64_t n_sky = 12 * cli->sim.nside * cli->sim.nside;
+  const int64_t n_sky = 12 * cli->sim.nside * cli->sim.nside; /* nside <= 2^29: parsed */
   const int n_col = qp_simulate_columns(cli->pol.fields);
+  int64_t count = 0;
+  QP_CHECK(qp_i64_mul(n_sky, n_col, &count) && qp_i64_mul(count, cli->sim.n_maps, &count),
+           QP_ERR_INPUT,
+           "simulate: %d map(s) of %d column(s) at nside %lld are more than 2^63 values",
+           cli->sim.n_maps, n_col, (long long)cli->sim.nside);
   double *maps = NULL;
-  QP_CALL(QP_ALLOC_DOUBLES("sim_maps", QP_TERM_TRANSIENT, n_sky * n_col * cli->sim.n_maps, &maps));
+  QP_CALL(QP_ALLOC_DOUBLES("sim_maps", QP_TERM_TRANSIENT, count, &maps));
   qp_err err = QP_OK;
   QP_CALL_GOTO(qp_simulate_sky(cls, &cli->sim, &cli->pol, maps), done);
   for (int k = 0; k < cli->sim.n_maps; ++k) {
@@ -161,11 +178,11 @@ int qp_cmd_simulate(int argc, char **argv) {
         ok = 0;
       }
     } else if ((ok = qp_parse_number(opt, val, &x))) {
-      if (strcmp(opt, "--nside") == 0)
+      if (strcmp(opt, "--nside") == 0 && (ok = qp_whole_in(opt, x, 1, (double)QP_NSIDE_MAX)))
         cli.sim.nside = (int64_t)x;
-      else if (strcmp(opt, "--lmax") == 0)
+      else if (strcmp(opt, "--lmax") == 0 && (ok = qp_whole_in(opt, x, 0, QP_LMAX_MAX)))
         cli.sim.lmax = (int)x;
-      else if (strcmp(opt, "--ell-min") == 0)
+      else if (strcmp(opt, "--ell-min") == 0 && (ok = qp_whole_in(opt, x, 0, QP_LMAX_MAX)))
         cli.sim.ell_min = (int)x;
       else if (strcmp(opt, "--noise-variance") == 0)
         cli.sim.noise_variance = x;
@@ -177,13 +194,13 @@ int qp_cmd_simulate(int argc, char **argv) {
         }
       } else if (strcmp(opt, "--beam-fwhm") == 0)
         cli.sim.beam_fwhm_arcmin = x;
-      else if (strcmp(opt, "--n-maps") == 0)
+      else if (strcmp(opt, "--n-maps") == 0 && (ok = qp_whole_in(opt, x, 1, INT_MAX)))
         cli.sim.n_maps = (int)x;
       else if (strcmp(opt, "--seed") == 0)
         cli.sim.seed = (uint64_t)x;
       else if (strcmp(opt, "--galactic-cut") == 0)
         cli.galactic_cut = x;
-      else {
+      else if (ok) {
         fprintf(stderr, "qmlpipe simulate: unknown option '%s'\n", opt);
         ok = 0;
       }

@@ -282,7 +282,8 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
    * cond(C) <= cond(N) (1 + rho(K Lambda)) <= cond(N) |I + K Lambda|_1. With a noise of
    * 1e-300 everywhere rcond(N) is 1 and I + K Lambda well conditioned, yet C is singular in
    * double precision: this estimate is what refuses it, as the other routes refuse C. */
-  QP_CALL(qp_conditioning_check(p, QP_RCOND_COVARIANCE, p->rcond[QP_RCOND_NOISE] / anorm,
+  QP_CALL(qp_conditioning_check(p, QP_RCOND_COVARIANCE,
+                                anorm > 0 ? p->rcond[QP_RCOND_NOISE] / anorm : 0.0,
                                 "the covariance C = S + N (SMW's estimate: rcond(N) / "
                                 "|I + K Lambda|_1)",
                                 QP_RCOND_COVARIANCE_ADVICE));

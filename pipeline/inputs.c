@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bins_text.h"
 #include "calibration.h"
 #include "driver.h"
 #include "fits_map.h"
@@ -24,48 +25,28 @@
 
 static int qp_is_unseen(double v) { return fabs(v - QP_HEALPIX_UNSEEN) < 1e-5 * 1.6375e30; }
 
-/* Bins from the config: bin_width or a file of "ell_min ell_max" rows. */
+/* Bins from the config: bin_width or a file of "ell_min ell_max" rows (io/bins_text.h). */
 static qp_err qp_inputs_bins(qp_problem *p) {
   const qp_config *cfg = p->cfg;
+  p->n_bins = 0;
+  if (cfg->bins_file[0]) {
+    qp_bins bins;
+    QP_CALL(qp_bins_read(cfg->bins_file, cfg->ell_min, cfg->lmax, &bins));
+    p->bin_lo = bins.lo;
+    p->bin_hi = bins.hi;
+    p->n_bins = bins.n;
+    return QP_OK;
+  }
   int cap = cfg->lmax - cfg->ell_min + 1;
   p->bin_lo = malloc((size_t)cap * sizeof *p->bin_lo);
   p->bin_hi = malloc((size_t)cap * sizeof *p->bin_hi);
   QP_CHECK(p->bin_lo && p->bin_hi, QP_ERR_NOMEM, "out of memory for %d bins", cap);
-  p->n_bins = 0;
-  if (!cfg->bins_file[0]) {
-    for (int lo = cfg->ell_min; lo <= cfg->lmax; lo += cfg->bin_width) {
-      p->bin_lo[p->n_bins] = lo;
-      p->bin_hi[p->n_bins] =
-          lo + cfg->bin_width - 1 < cfg->lmax ? lo + cfg->bin_width - 1 : cfg->lmax;
-      p->n_bins++;
-    }
-    return QP_OK;
-  }
-  FILE *f = fopen(cfg->bins_file, "r");
-  QP_CHECK(f, QP_ERR_IO, "cannot open bins file '%s'", cfg->bins_file);
-  char line[512];
-  int line_no = 0;
-  while (fgets(line, sizeof line, f)) {
-    ++line_no;
-    char *s = line + strspn(line, " \t");
-    if (*s == '#' || *s == '\n' || *s == '\0') continue;
-    int lo, hi;
-    int prev_hi = p->n_bins ? p->bin_hi[p->n_bins - 1] : cfg->ell_min - 1;
-    int ok = sscanf(s, "%d %d", &lo, &hi) == 2 && lo <= hi && lo > prev_hi && lo >= cfg->ell_min &&
-             hi <= cfg->lmax && p->n_bins < cap;
-    if (!ok) {
-      fclose(f);
-      QP_FAIL(QP_ERR_INPUT,
-              "bins file '%s' line %d: expected 'ell_min ell_max' with ascending, "
-              "non-overlapping bins inside [ell_min=%d, lmax=%d]",
-              cfg->bins_file, line_no, cfg->ell_min, cfg->lmax);
-    }
+  for (int lo = cfg->ell_min; lo <= cfg->lmax; lo += cfg->bin_width) {
     p->bin_lo[p->n_bins] = lo;
-    p->bin_hi[p->n_bins] = hi;
+    p->bin_hi[p->n_bins] =
+        lo + cfg->bin_width - 1 < cfg->lmax ? lo + cfg->bin_width - 1 : cfg->lmax;
     p->n_bins++;
   }
-  fclose(f);
-  QP_CHECK(p->n_bins > 0, QP_ERR_INPUT, "bins file '%s' has no bins", cfg->bins_file);
   return QP_OK;
 }
 
@@ -134,6 +115,8 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t f
   for (int f = 0; f < 3; ++f) dims.n_fields += p->field_offset[f] >= 0;
   dims.n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
   QP_CALL(qp_model_predict(&dims, model));
+  /* At most 2^56 from a calibration file (calibration.h); the built-in one is 57 MiB plus
+   * 2 KiB per column and thread up to 65536 columns, plus 8 MiB: far below. */
   model->overhead_bytes = p->calibration.overhead_bytes;
   if (p->calibration.builtin && p->n_pix > 2048) /* the wide warm-up (driver.c) */
     model->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD_LARGE +
@@ -145,35 +128,60 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t f
   return QP_OK;
 }
 
+/* Whether the pixel-direct plan of chunks (f, s) keeps `stage` inside `limit`. A plan with a
+ * term beyond 2^56 bytes (the model refuses it, model->oversize_term) does not, and its error
+ * is forgotten: smaller chunks may do. The model decides that on each term's whole size, the
+ * same on every rank. */
+static qp_err qp_inputs_chunk_fits(const qp_problem *p, int64_t f, int64_t s, qp_stage_id stage,
+                                   double limit, qp_model *model, int *fits) {
+  qp_err err = qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, f, s, model);
+  if (err == QP_ERR_INPUT && model->oversize_term[0]) {
+    qp_error_clear();
+    *fits = 0;
+    return QP_OK;
+  }
+  QP_CALL(err);
+  /* Bounded: a stage peak and the overhead stay below 2^63 (model.h). */
+  *fits = (double)(qp_model_stage_peak(model, stage) + model->overhead_bytes) <= limit;
+  return QP_OK;
+}
+
 /* The planner's chunks for the pixel-direct path: all parameters at once when that fits
  * memory.host_limit, else the largest chunks that keep fisher_run and spectra_run inside it
  * (products streamed and re-formed, bin matrices built a chunk at a time). When even one
  * product per chunk does not fit, the chunks stay 1 and the limit check refuses the run,
- * naming the term that does not fit. */
+ * naming the term that does not fit; when even that plan cannot be sized (a term beyond 2^56
+ * bytes), the model's error names the term. */
 static qp_err qp_inputs_chunks(const qp_problem *p, int64_t *fisher_chunk,
                                int64_t *spectra_chunk, qp_model *model) {
   const double limit = p->cfg->host_limit;
   const int64_t np = p->n_params;
   *fisher_chunk = *spectra_chunk = np;
-  QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, np, np, model));
-  if (limit <= 0) return QP_OK;
+  if (limit <= 0) {
+    QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, np, np, model));
+    return QP_OK;
+  }
+  /* fisher_run's peak does not depend on spectra_run's chunk: it is searched with the bin
+   * matrices at 1, so that their size cannot make the products' chunk smaller. */
   const qp_stage_id stage[2] = {QP_STAGE_FISHER_RUN, QP_STAGE_SPECTRA_RUN};
   int64_t *chunk[2] = {fisher_chunk, spectra_chunk};
+  *spectra_chunk = 1;
   for (int s = 0; s < 2; ++s) {
-    while (*chunk[s] > 1 &&
-           (double)(qp_model_stage_peak(model, stage[s]) + model->overhead_bytes) > limit) {
+    if (s == 1) *spectra_chunk = np;
+    int fits = 0;
+    while (*chunk[s] > 1) {
+      QP_CALL(
+          qp_inputs_chunk_fits(p, *fisher_chunk, *spectra_chunk, stage[s], limit, model, &fits));
+      if (fits) break;
       --*chunk[s];
-      QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, model));
     }
   }
   /* Distributed, every rank runs the same chunks: the smallest any rank needs. */
   double smallest[2] = {-(double)*fisher_chunk, -(double)*spectra_chunk};
   QP_CALL(qp_comm_max(smallest, 2));
-  if (-smallest[0] != (double)*fisher_chunk || -smallest[1] != (double)*spectra_chunk) {
-    *fisher_chunk = (int64_t)-smallest[0];
-    *spectra_chunk = (int64_t)-smallest[1];
-    QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, model));
-  }
+  *fisher_chunk = (int64_t)-smallest[0];
+  *spectra_chunk = (int64_t)-smallest[1];
+  QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, model));
   return QP_OK;
 }
 
@@ -215,13 +223,23 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
   double cost[3], peak[3];
   int best = -1, best_fit = -1;
   int64_t fisher_chunk = p->n_params, spectra_chunk = p->n_params;
+  /* A route whose model has a term beyond 2^56 bytes cannot be sized: it is left out (the
+   * same on every rank: the model decides on whole sizes); when no route is left, the first
+   * one's error is the plan's. */
+  char unsized[3][128] = {"", "", ""}, first_unsized[1024] = "";
   for (int r = 0; r < 3; ++r) {
     if (!allowed[r]) continue;
-    if (r == 0) {
-      QP_CALL(qp_inputs_chunks(p, &fisher_chunk, &spectra_chunk, &p->model));
-    } else {
-      QP_CALL(qp_inputs_model(p, (qp_model_path)r, p->n_params, p->n_params, &p->model));
+    qp_err err = r == 0 ? qp_inputs_chunks(p, &fisher_chunk, &spectra_chunk, &p->model)
+                        : qp_inputs_model(p, (qp_model_path)r, p->n_params, p->n_params, &p->model);
+    if (err == QP_ERR_INPUT && p->model.oversize_term[0]) {
+      snprintf(unsized[r], sizeof unsized[r], "term '%s' needs %.3g bytes", p->model.oversize_term,
+               p->model.oversize_bytes);
+      if (!first_unsized[0])
+        snprintf(first_unsized, sizeof first_unsized, "%s", qp_error_message());
+      qp_error_clear();
+      continue;
     }
+    QP_CALL(err);
     cost[r] = qp_route_cost(p, (qp_model_path)r);
     if (r == 0 && fisher_chunk < p->n_params) {
       /* Streaming re-forms the later products: ~n_params^2 / (2 chunk) more of them. */
@@ -237,6 +255,7 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
         (best_fit < 0 || cost[r] < cost[best_fit]))
       best_fit = r;
   }
+  QP_CHECK(best >= 0, QP_ERR_INPUT, "config '%s': %s", cfg->source, first_unsized);
   const int chosen = best_fit >= 0 ? best_fit : best;
   int n_allowed = allowed[0] + allowed[1] + allowed[2];
   int used = 0;
@@ -251,7 +270,10 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
                                     : "lowest "
                                       "fitting memory.host_limit:");
     for (int r = 0; r < 3 && used < (int)sizeof p->path_reason; ++r)
-      if (allowed[r])
+      if (allowed[r] && unsized[r][0])
+        used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
+                         "; %s: cannot be sized (%s)", names[r], unsized[r]);
+      else if (allowed[r])
         used +=
             snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
                      "; %s %.2e flop, peak %.2f GiB", names[r], cost[r], peak[r] / 1073741824.0);
@@ -280,7 +302,7 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
 static qp_err qp_inputs_plan_dimensions(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   p->nside = cfg->dim_nside;
-  p->n_sky = 12 * p->nside * p->nside;
+  p->n_sky = 12 * p->nside * p->nside; /* bounded: nside <= 2^29 (config.h), 3 x 2^60 */
   QP_CHECK(!p->nside || cfg->lmax_signal <= 3 * p->nside - 1, QP_ERR_INPUT,
            "config '%s': lmax_signal = %d exceeds 3 nside - 1 = %lld", cfg->source,
            cfg->lmax_signal, (long long)(3 * p->nside - 1));
@@ -493,7 +515,7 @@ qp_err qp_inputs_check_limit(const qp_problem *p) {
   const double limit = p->cfg->host_limit;
   if (limit <= 0) return QP_OK;
   const qp_model *m = &p->model;
-  size_t need = qp_model_peak(m) + m->overhead_bytes;
+  const size_t need = qp_model_peak(m) + m->overhead_bytes; /* below 2^63: model.h */
   if ((double)need <= limit) return QP_OK;
   /* Name the stage of the peak and its largest term: what the user would have to shrink. */
   qp_stage_id worst = QP_STAGE_COVARIANCE_SETUP;
