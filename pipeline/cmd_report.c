@@ -6,15 +6,20 @@
 #include "qp_error.h"
 #include "report_h5.h"
 #include "report_ranks.h"
+#include "results_path.h"
 
 static void qp_report_usage(FILE *out) {
   fprintf(out,
-          "usage: qmlpipe report RESULTS.h5 [--ranks]\n"
+          "usage: qmlpipe report RESULTS.h5|CONFIG.yaml [--ranks]\n"
           "\n"
           "Prints the memory report stored under /budget of a results file: for every stage,\n"
           "its time and GFLOP/s, the predicted peak rise beside the measured RSS rise, the\n"
           "tracked peak beside the predicted peak (EXACT or DRIFT), RSS and cgroup figures,\n"
           "and per term the predicted and the tracked bytes, marking every term that differs.\n"
+          "A CONFIG.yaml (.yaml or .yml) stands for the results file of its 'output' (relative\n"
+          "to the config's directory, as `run` writes it); any other path is the results file,\n"
+          "relative to the current directory. A run given --output wrote elsewhere: report\n"
+          "that path.\n"
           "\n"
           "options:\n"
           "  --ranks      print the per-rank budget of a distributed run instead: each rank's\n"
@@ -32,30 +37,44 @@ int qp_cmd_report(int argc, char **argv) {
     }
   }
   int ranks = 0;
-  if (argc == 3 && strcmp(argv[2], "--ranks") == 0) {
-    ranks = 1;
-    argc = 2;
+  const char *arg = NULL;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--ranks") == 0) {
+      ranks = 1;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "qmlpipe report: unknown option '%s'\n", argv[i]);
+      qp_report_usage(stderr);
+      return 2;
+    } else if (arg) {
+      fprintf(stderr, "qmlpipe report: expected one results file or config, got '%s' and '%s'\n",
+              arg, argv[i]);
+      qp_report_usage(stderr);
+      return 2;
+    } else {
+      arg = argv[i];
+    }
   }
-  if (argc != 2 || argv[1][0] == '-') {
-    if (argc > 2)
-      fprintf(stderr, "qmlpipe report: expected one results file, got %d\n", argc - 1);
-    else if (argc == 2)
-      fprintf(stderr, "qmlpipe report: unknown option '%s'\n", argv[1]);
-    else
-      fprintf(stderr, "qmlpipe report: missing the results file\n");
+  if (!arg) {
+    fprintf(stderr, "qmlpipe report: missing the results file (or its config)\n");
     qp_report_usage(stderr);
     return 2;
   }
+  char path[QP_PATH_MAX];
+  qp_err resolved = qp_results_path_resolve(arg, path);
+  if (resolved != QP_OK) {
+    qp_error_print(stderr, 0);
+    return qp_err_exit_status(resolved);
+  }
   if (ranks) {
     int mismatch = 0;
-    qp_err err = qp_report_print_ranks(argv[1], stdout, &mismatch);
+    qp_err err = qp_report_print_ranks(path, stdout, &mismatch);
     if (err != QP_OK) {
       qp_error_print(stderr, 0);
       return qp_err_exit_status(err);
     }
     return mismatch ? qp_err_exit_status(QP_ERR_BUDGET) : 0;
   }
-  qp_err err = qp_report_print(argv[1], stdout);
+  qp_err err = qp_report_print(path, stdout);
   if (err != QP_OK) {
     qp_error_print(stderr, 0);
     return qp_err_exit_status(err);

@@ -5,13 +5,27 @@
 #include "comm.h"
 #include "commands.h"
 #include "driver.h"
+#include "launch_check.h"
+#include "qp_config.h"
+#include "results_path.h"
 
 static void qp_run_usage(FILE *out) {
-  fprintf(out, "usage: qmlpipe run CONFIG.yaml [--quiet] [--verbose]\n"
-               "  Runs covariance_setup, basis_setup, fisher_run and spectra_run inside their\n"
-               "  memory budgets and writes the results file named by 'output' in the config.\n"
-               "  --quiet    no progress lines on stderr\n"
-               "  --verbose  a traceback with errors\n");
+  fprintf(out,
+          "usage: qmlpipe run CONFIG.yaml [--output RESULTS.h5] [--quiet] [--verbose]\n"
+          "  Runs covariance_setup, basis_setup, fisher_run and spectra_run inside their\n"
+          "  memory budgets and writes the results file named by 'output' in the config\n"
+          "  (relative to the config file's directory).\n"
+          "  --output PATH  write the results to PATH instead of the config's 'output'; a\n"
+          "                 relative PATH is relative to the current directory, like any\n"
+          "                 command-line path. Its directory must exist; this is checked\n"
+          "                 before the run starts. One name per job keeps the jobs of a Monte\n"
+          "                 Carlo campaign on one config from overwriting each other, e.g.\n"
+          "                 --output \"mc/results-$SLURM_JOB_ID.h5\" (jobs/*.sbatch: '%%j')\n"
+          "  --quiet        no progress lines on stderr\n"
+          "  --verbose      a traceback with errors\n"
+          "  Started as several processes (mpiexec -n N, srun -n N) without MPI running, it\n"
+          "  refuses with exit status %d rather than run N copies onto one results file.\n",
+          qp_err_exit_status(QP_ERR_MPI));
 }
 
 static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline) {
@@ -44,7 +58,7 @@ static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline)
 }
 
 int qp_cmd_run(int argc, char **argv) {
-  const char *config_path = NULL;
+  const char *config_path = NULL, *output = NULL;
   qp_run_options options = {.progress = 1, .write_results = 1};
   int verbose = 0;
   for (int i = 1; i < argc; ++i) {
@@ -55,6 +69,13 @@ int qp_cmd_run(int argc, char **argv) {
       options.progress = 0;
     } else if (strcmp(argv[i], "--verbose") == 0) {
       verbose = 1;
+    } else if (strcmp(argv[i], "--output") == 0) {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+        fprintf(stderr, "qmlpipe run: --output needs a path (the results file to write)\n");
+        qp_run_usage(stderr);
+        return 2;
+      }
+      output = argv[++i];
     } else if (argv[i][0] == '-' || config_path) {
       fprintf(stderr, "qmlpipe run: unexpected argument '%s'\n", argv[i]);
       qp_run_usage(stderr);
@@ -67,10 +88,37 @@ int qp_cmd_run(int argc, char **argv) {
     qp_run_usage(stderr);
     return 2;
   }
-  qp_config cfg;
-  qp_err err = qp_config_load(config_path, &cfg);
+  /* Several copies started without MPI would each run the whole analysis onto one file. */
+  qp_err err = qp_launch_check(qp_comm_active(), QP_HAVE_MPI, qp_env_process, NULL);
   if (err != QP_OK) {
     qp_error_print(stderr, verbose);
+    return qp_err_exit_status(err);
+  }
+  qp_config cfg;
+  err = qp_config_load(config_path, &cfg);
+  if (err != QP_OK) {
+    qp_error_print(stderr, verbose);
+    return qp_err_exit_status(err);
+  }
+  char source[QP_PATH_MAX + 64];
+  if (output) {
+    if (strlen(output) >= sizeof cfg.output) {
+      fprintf(stderr, "qmlpipe run: --output is longer than %zu characters\n",
+              sizeof cfg.output - 1);
+      qp_config_free(&cfg);
+      return 2;
+    }
+    snprintf(cfg.output, sizeof cfg.output, "%s", output);
+    snprintf(source, sizeof source, "--output");
+  } else {
+    snprintf(source, sizeof source, "config '%s' key 'output'", config_path);
+  }
+  /* The results file's directory is checked now, not after hours of work (rank 0 writes). */
+  err = qp_comm_rank() == 0 ? qp_results_path_check_writable(cfg.output, source) : QP_OK;
+  err = qp_comm_agree(err);
+  if (err != QP_OK) {
+    if (qp_comm_rank() == 0) qp_error_print(stderr, verbose);
+    qp_config_free(&cfg);
     return qp_err_exit_status(err);
   }
   qp_problem problem;

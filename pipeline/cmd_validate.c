@@ -33,6 +33,7 @@
 #include "h5_attr.h"
 #include "h5_error.h"
 #include "qp_error.h"
+#include "results_path.h"
 
 enum {
   QP_VAL_TEXT_MAX = 64, /* path_used, stage names as printed */
@@ -92,7 +93,7 @@ typedef struct qp_val_row {
 
 static void qp_validate_usage(FILE *out) {
   fprintf(out,
-          "usage: qmlpipe validate [--tolerance F] [--min-bytes B] RESULTS.h5...\n"
+          "usage: qmlpipe validate [--tolerance F] [--min-bytes B] RESULTS.h5|CONFIG.yaml...\n"
           "  Checks the memory model against what the runs measured. For every file and every\n"
           "  stage under /budget, above the run's baseline RSS (after warm-up):\n"
           "    peak        predicted_peak_bytes against VmHWM of the stage - baseline\n"
@@ -100,6 +101,8 @@ static void qp_validate_usage(FILE *out) {
           "  each as the relative error (measured - predicted) / measured, and per term whether\n"
           "  the tracked bytes equal the predicted ones (drift). Prints a table, the error\n"
           "  distribution over the judged stages and which stage of which file failed.\n"
+          "  A CONFIG.yaml (.yaml or .yml) stands for the results file of its 'output'\n"
+          "  (relative to the config's directory); other paths are results files.\n"
           "  --tolerance F   largest |relative error| accepted, a fraction (default 0.02)\n"
           "  --min-bytes B   stages whose predicted peak is below B are shown but not judged\n"
           "                  (library noise dominates); persistent comparisons likewise when\n"
@@ -498,7 +501,10 @@ int qp_cmd_validate(int argc, char **argv) {
   double tolerance = 0.02, min_bytes = 16.0 * qp_val_mib;
   qp_val_set set = {0};
   set.files = calloc((size_t)(argc > 1 ? argc : 1), sizeof *set.files);
-  if (!set.files) {
+  /* Results paths resolved from configs (qmlpipe validate CONFIG.yaml). */
+  char(*resolved)[QP_PATH_MAX] = calloc((size_t)(argc > 1 ? argc : 1), sizeof *resolved);
+  if (!set.files || !resolved) {
+    free(resolved);
     fprintf(stderr, "qmlpipe validate: no memory\n");
     return qp_err_exit_status(QP_ERR_NOMEM);
   }
@@ -509,6 +515,7 @@ int qp_cmd_validate(int argc, char **argv) {
       if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
         qp_validate_usage(stdout);
         free(set.files);
+        free(resolved);
         return 0;
       }
       if (strcmp(arg, "--") == 0) {
@@ -544,7 +551,20 @@ int qp_cmd_validate(int argc, char **argv) {
       }
       continue;
     }
-    set.files[set.n_files++].path = arg;
+    /* A config stands for its results file; one that cannot be resolved stops here (the
+     * message names the config and the results file it names). */
+    set.files[set.n_files].path = arg;
+    if (qp_results_arg_is_config(arg)) {
+      qp_err err = qp_results_path_resolve(arg, resolved[set.n_files]);
+      if (err != QP_OK) {
+        qp_error_print(stderr, 0);
+        free(set.files);
+        free(resolved);
+        return qp_err_exit_status(err);
+      }
+      set.files[set.n_files].path = resolved[set.n_files];
+    }
+    ++set.n_files;
   }
   if (!usage_error && set.n_files == 0) {
     fprintf(stderr, "qmlpipe validate: no results file given\n");
@@ -553,6 +573,7 @@ int qp_cmd_validate(int argc, char **argv) {
   if (usage_error) {
     qp_validate_usage(stderr);
     free(set.files);
+    free(resolved);
     return 2;
   }
 
@@ -601,5 +622,6 @@ int qp_cmd_validate(int argc, char **argv) {
   free(set.drifts);
   free(set.stages);
   free(set.files);
+  free(resolved);
   return status;
 }

@@ -1,0 +1,72 @@
+/* results_path.c: see results_path.h. */
+#include "results_path.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int qp_ends_with(const char *s, const char *suffix) {
+  const size_t n = strlen(s), k = strlen(suffix);
+  return n > k && strcasecmp(s + n - k, suffix) == 0;
+}
+
+int qp_results_arg_is_config(const char *arg) {
+  return qp_ends_with(arg, ".yaml") || qp_ends_with(arg, ".yml");
+}
+
+qp_err qp_results_path_resolve(const char *arg, char out[QP_PATH_MAX]) {
+  if (!qp_results_arg_is_config(arg)) {
+    QP_CHECK(strlen(arg) < QP_PATH_MAX, QP_ERR_INPUT, "results path longer than %d characters",
+             QP_PATH_MAX - 1);
+    snprintf(out, QP_PATH_MAX, "%s", arg);
+    return QP_OK;
+  }
+  qp_config cfg;
+  QP_CALL(qp_config_load(arg, &cfg));
+  snprintf(out, QP_PATH_MAX, "%s", cfg.output);
+  qp_config_free(&cfg);
+  struct stat st;
+  QP_CHECK(stat(out, &st) == 0, QP_ERR_IO,
+           "config '%s' names the results file '%s' (its 'output'), which cannot be opened: %s. "
+           "Run `qmlpipe run %s` first, or give the results file itself (a run with --output "
+           "wrote there, not to the config's output)",
+           arg, out, strerror(errno), arg);
+  QP_CHECK(!S_ISDIR(st.st_mode), QP_ERR_IO,
+           "config '%s' names the results file '%s' (its 'output'), which is a directory", arg,
+           out);
+  return QP_OK;
+}
+
+qp_err qp_results_path_check_writable(const char *path, const char *source) {
+  const size_t len = strlen(path);
+  QP_CHECK(len > 0, QP_ERR_INPUT, "%s: the results path is empty", source);
+  QP_CHECK(len < QP_PATH_MAX, QP_ERR_INPUT, "%s: results path longer than %d characters", source,
+           QP_PATH_MAX - 1);
+  QP_CHECK(path[len - 1] != '/', QP_ERR_IO,
+           "%s: the results path '%s' ends in '/'; give a file name (e.g. '%sresults.h5')",
+           source, path, path);
+  char dir[QP_PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == dir)
+    dir[1] = '\0'; /* "/results.h5": the root */
+  else
+    *slash = '\0';
+  struct stat st;
+  QP_CHECK(stat(dir, &st) == 0, QP_ERR_IO,
+           "%s: cannot write the results file '%s': its directory '%s' %s (create it first)",
+           source, path, dir, errno == ENOENT ? "does not exist" : strerror(errno));
+  QP_CHECK(S_ISDIR(st.st_mode), QP_ERR_IO,
+           "%s: cannot write the results file '%s': '%s' is not a directory", source, path, dir);
+  QP_CHECK(access(dir, W_OK | X_OK) == 0, QP_ERR_IO,
+           "%s: cannot write the results file '%s': directory '%s': %s", source, path, dir,
+           strerror(errno));
+  QP_CHECK(stat(path, &st) != 0 || !S_ISDIR(st.st_mode), QP_ERR_IO,
+           "%s: the results path '%s' is a directory; give a file name (e.g. '%s/results.h5')",
+           source, path, path);
+  return QP_OK;
+}

@@ -1,0 +1,27 @@
+/* results_path.h: where a run's results file is: resolved from a config or taken as given
+ * (`qmlpipe report` and `validate`), and checked writable before a run starts (`run`). */
+#ifndef QP_RESULTS_PATH_H
+#define QP_RESULTS_PATH_H
+
+#include "config.h"
+#include "qp_error.h"
+
+/** 1 when `arg` names a config (ends in .yaml or .yml, any case), else 0 (a results file). */
+int qp_results_arg_is_config(const char *arg);
+
+/** The results file an argument of `report` or `validate` stands for.
+ *
+ *  @param arg  a config (qp_results_arg_is_config): read with qp_config_load, its `output`
+ *              (relative to the config's directory, as `run` takes it); else a results path,
+ *              used as is (relative to the current directory).
+ *  @param out  the path (QP_PATH_MAX bytes).
+ *  Not collective. Errors: the config's own (QP_ERR_INPUT, QP_ERR_IO), QP_ERR_IO when the
+ *  config's results file does not exist (naming both files); a results path is not opened. */
+qp_err qp_results_path_resolve(const char *arg, char out[QP_PATH_MAX]);
+
+/** Checks, before a run, that `path` can be created: its directory exists, is a directory and
+ *  is writable, and `path` is not a directory. `source` says where the path came from
+ *  ("--output", "config 'c.yaml' key 'output'") for the message. QP_ERR_IO otherwise. */
+qp_err qp_results_path_check_writable(const char *path, const char *source);
+
+#endif
