@@ -1,0 +1,194 @@
+/* test_run_output_cli: where `qmlpipe run` writes and where `report` and `validate` read
+ * (argv[1]: qmlpipe, argv[2]: a C_ell file for `simulate --example`).
+ *  - run --output PATH writes PATH (relative to the current directory), not the config's
+ *    output; --output without a path is a usage error (2); a directory that does not exist, or
+ *    a PATH that is a directory, is refused before the run (8) naming the path;
+ *  - report and validate take a config (its output, relative to the config's directory, from
+ *    any working directory) or a results path; a config whose results file does not exist yet
+ *    is refused (8) naming both files; a config that does not parse, with its own status;
+ *  - run started as one of several Slurm tasks without MPI is refused (9) naming the variable,
+ *    before writing anything.
+ * Everything happens in run_output_cli.d. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "qp_config.h"
+#include "test_util.h"
+
+static char qmlpipe[4096];
+
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Runs qmlpipe with args; expects `status` and every word (NULL-terminated) on stderr, or on
+ * stdout when status is 0. */
+static void expect(const char *tag, const char *const *args, int status,
+                   const char *const *words) {
+  qp_cli_result r;
+  qp_cli_run(qmlpipe, tag, args, &r);
+  TEST_ASSERT(r.started && r.exited && r.status == status,
+              "%s: exit status %d (signal %d), expected %d; stderr:\n%s", tag, r.status,
+              r.signal, status, r.err ? r.err : "");
+  const char *where = status == 0 ? r.out : r.err;
+  for (int i = 0; words && words[i]; ++i)
+    TEST_ASSERT(where && strstr(where, words[i]) != NULL, "%s: %s lacks '%s':\n%s", tag,
+                status == 0 ? "stdout" : "stderr", words[i], where ? where : "");
+  if (status != 0 && r.err) fprintf(stderr, "  %s: %s", tag, r.err);
+  qp_cli_free(&r);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: test_run_output_cli QMLPIPE CLS.txt\n");
+    return 2;
+  }
+  char cls[4096];
+  if (!realpath(argv[2], cls)) {
+    fprintf(stderr, "test_run_output_cli: cannot resolve '%s'\n", argv[2]);
+    return 1;
+  }
+  int setup = qp_cli_setup(argc, argv, "test_run_output_cli", "run_output_cli.d", qmlpipe);
+  if (setup != 0) return setup;
+  if (system("rm -rf ex sub") != 0) return 1;
+  {
+    const char *args[] = {"simulate", "--example", "ex", "--cls", cls, NULL};
+    expect("simulate", args, 0, NULL);
+  }
+  TEST_ASSERT(mkdir("sub", 0755) == 0, "cannot create sub/");
+
+  /* --output: usage and paths refused before the run. */
+  {
+    const char *args[] = {"run", "ex/config.yaml", "--output", NULL};
+    const char *words[] = {"--output needs a path", NULL};
+    expect("output_missing", args, 2, words);
+  }
+  {
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "nodir/r.h5", NULL};
+    const char *words[] = {"--output", "'nodir/r.h5'", "'nodir' does not exist", NULL};
+    const double t0 = qp_cli_now();
+    expect("output_no_dir", args, 8, words);
+    TEST_ASSERT(qp_cli_now() - t0 < 10.0, "the missing directory was not found at once");
+  }
+  {
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub", NULL};
+    const char *words[] = {"'sub' is a directory", NULL};
+    expect("output_is_dir", args, 8, words);
+  }
+  {
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/", NULL};
+    const char *words[] = {"'sub/' ends in '/'", NULL};
+    expect("output_slash", args, 8, words);
+  }
+  TEST_ASSERT(!exists("ex/results.h5"), "a refused run wrote ex/results.h5");
+
+  /* report and validate on a config whose results do not exist yet. */
+  {
+    const char *args[] = {"report", "ex/config.yaml", NULL};
+    const char *words[] = {"config 'ex/config.yaml'", "'ex/results.h5'", "qmlpipe run", NULL};
+    expect("report_no_results", args, 8, words);
+  }
+  {
+    const char *args[] = {"validate", "ex/config.yaml", NULL};
+    const char *words[] = {"config 'ex/config.yaml'", "'ex/results.h5'", NULL};
+    expect("validate_no_results", args, 8, words);
+  }
+  {
+    const char *args[] = {"report", "ex/missing.yaml", NULL};
+    const char *words[] = {"ex/missing.yaml", NULL};
+    expect("report_missing_config", args, 8, words);
+  }
+  {
+    FILE *f = fopen("sub/bad.yaml", "w");
+    if (f) {
+      fputs("maps: [a.fits]\nmask: m.fits\ncls: c.txt\nnoise: {variance: 1}\nlmax: 4\n"
+            "outptu: x.h5\n",
+            f);
+      fclose(f);
+    }
+    const char *args[] = {"report", "sub/bad.yaml", NULL};
+    const char *words[] = {"sub/bad.yaml", "outptu", NULL};
+    expect("report_bad_config", args, 6, words);
+  }
+  {
+    const char *args[] = {"report", "ex/config.yaml", "sub/x.h5", NULL};
+    const char *words[] = {"expected one results file", NULL};
+    expect("report_two_files", args, 2, words);
+  }
+  {
+    const char *args[] = {"report", NULL};
+    const char *words[] = {"missing the results file", NULL};
+    expect("report_none", args, 2, words);
+  }
+
+  /* Several Slurm tasks without MPI: refused before anything is written. */
+  setenv("SLURM_STEP_ID", "0", 1);
+  setenv("SLURM_STEP_NUM_TASKS", "2", 1);
+  {
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/refused.h5",
+                          NULL};
+    const char *words[] = {"SLURM_STEP_NUM_TASKS=2", "launch one task", NULL};
+    expect("refused_slurm", args, 9, words);
+  }
+  unsetenv("SLURM_STEP_ID");
+  unsetenv("SLURM_STEP_NUM_TASKS");
+#if !QP_HAVE_MPI
+  /* In a build without MPI, Open MPI's launcher variables too (an MPI build would start MPI). */
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  {
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/refused.h5",
+                          NULL};
+    const char *words[] = {"OMPI_COMM_WORLD_SIZE=2", "-DQP_ENABLE_MPI=ON", NULL};
+    expect("refused_ompi", args, 9, words);
+  }
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+#endif
+  TEST_ASSERT(!exists("sub/refused.h5"), "a refused run wrote sub/refused.h5");
+
+  /* --output writes there (relative to the current directory), not the config's output. */
+  {
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/job-1.h5", NULL};
+    const char *words[] = {"results: sub/job-1.h5", NULL};
+    expect("run_output", args, 0, words);
+  }
+  TEST_ASSERT(exists("sub/job-1.h5"), "run --output did not write sub/job-1.h5");
+  TEST_ASSERT(!exists("ex/results.h5"), "run --output also wrote the config's output");
+  {
+    const char *args[] = {"report", "sub/job-1.h5", "--ranks", NULL};
+    qp_cli_result r;
+    qp_cli_run(qmlpipe, "report_ranks_order", args, &r);
+    TEST_ASSERT(r.exited && r.status != 2, "report FILE --ranks is a usage error");
+    qp_cli_free(&r);
+  }
+  {
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", NULL};
+    const char *words[] = {"results: ex/results.h5", NULL};
+    expect("run_config_output", args, 0, words);
+  }
+  {
+    const char *args[] = {"report", "ex/config.yaml", NULL};
+    const char *words[] = {"memory report: ex/results.h5", NULL};
+    expect("report_config", args, 0, words);
+  }
+  {
+    const char *args[] = {"validate", "ex/config.yaml", "sub/job-1.h5", NULL};
+    const char *words[] = {"results.h5", "job-1.h5", NULL};
+    expect("validate_mixed", args, 0, words);
+  }
+  /* From another working directory the config's output is still beside the config. */
+  if (chdir("sub") == 0) {
+    const char *args[] = {"report", "../ex/config.yaml", NULL};
+    const char *words[] = {"memory report: ../ex/results.h5", NULL};
+    expect("report_other_dir", args, 0, words);
+    if (chdir("..") != 0) return 1;
+  }
+
+  if (qp_test_failures == 0) (void)system("rm -rf ex sub");
+  if (qp_test_failures) fprintf(stderr, "test_run_output_cli: %d failure(s)\n", qp_test_failures);
+  return qp_test_failures != 0;
+}
