@@ -3,9 +3,9 @@
 #ifndef QP_COMMANDS_H
 #define QP_COMMANDS_H
 
-int qp_cmd_run(int argc, char **argv);      /* qmlpipe run CONFIG.yaml */
+int qp_cmd_run(int argc, char **argv);      /* qmlpipe run CONFIG.yaml [--output PATH] */
 int qp_cmd_budget(int argc, char **argv);   /* qmlpipe budget CONFIG.yaml */
-int qp_cmd_report(int argc, char **argv);   /* qmlpipe report RESULTS.h5 */
+int qp_cmd_report(int argc, char **argv);   /* qmlpipe report RESULTS.h5|CONFIG.yaml */
 int qp_cmd_simulate(int argc, char **argv); /* qmlpipe simulate ... */
 int qp_cmd_plan(int argc, char **argv);      /* qmlpipe plan CONFIG.yaml */
 int qp_cmd_calibrate(int argc, char **argv); /* qmlpipe calibrate [--output FILE] */
