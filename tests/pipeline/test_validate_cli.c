@@ -127,11 +127,17 @@ int main(int argc, char **argv) {
   expect_status("missing", &r, qp_err_exit_status(QP_ERR_IO), before);
   qp_cli_free(&r);
 
-  /* 4. A file that is not HDF5 (the config), beside the good one: QP_ERR_IO, naming it. */
+  /* 4. A file that is not HDF5 (a text file; a .yaml would stand for its config's output),
+   *    beside the good one: QP_ERR_IO, naming it. */
   before = qp_test_failures;
-  const char *not_h5[] = {"validate", NAME "_results.h5", NAME ".yaml", NULL};
+  FILE *text = fopen(NAME "_notes.txt", "w");
+  if (text) {
+    fputs("not a results file\n", text);
+    fclose(text);
+  }
+  const char *not_h5[] = {"validate", NAME "_results.h5", NAME "_notes.txt", NULL};
   run_qmlpipe("not_h5", not_h5, &r);
-  TEST_ASSERT(strstr(r.err, NAME ".yaml") != NULL, "not_h5: stderr lacks the file");
+  TEST_ASSERT(strstr(r.err, NAME "_notes.txt") != NULL, "not_h5: stderr lacks the file");
   expect_status("not_h5", &r, qp_err_exit_status(QP_ERR_IO), before);
   qp_cli_free(&r);
 
