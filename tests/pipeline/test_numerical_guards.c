@@ -155,6 +155,28 @@ static void check_smw_conditioning(void) {
   }
 }
 
+/* Scalar variances decide before anything is read: TQU with a Q/U variance 1e-12 of T's. */
+static void check_plan_time_skip(void) {
+  qp_fixture f = {.name = "guards_plan", .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
+                  .lmax_signal = 6, .bin_width = 2, .sim_lmax = 6, .n_maps = 1,
+                  .noise_variance = 1.0, .noise_variance_pol = 1e-12, .dl_flat = 100.0,
+                  .seed = 7, .fields = QP_FIELDS_TQU, .ee_ratio = 0.1, .bb_ratio = 0.01,
+                  .te_corr = 0.3};
+  qp_config cfg;
+  TEST_OK(qp_fixture_write(&f, &cfg));
+  cfg.path = QP_PATH_HARMONIC;
+  qp_problem p;
+  qp_meter_sample b;
+  /* Projection then meets the same noise in C = S + N: Q and U carry almost no noise and
+   * fewer signal modes than pixels, so C is singular too, and says so (the plan's choice is
+   * what is checked here; path_reason outlives the failed run). */
+  EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_NUMERICAL, "covariance C = S + N", "rcond");
+  printf("plan-time: %s\n", p.path_reason);
+  TEST_ASSERT(!p.smw && strstr(p.path_reason, "harmonic (smw) skipped") &&
+                  strstr(p.path_reason, "rcond 1e-12"),
+              "the plan kept SMW with variances 1 and 1e-12: %s", p.path_reason);
+}
+
 static void check_overflowing_map(void) {
   /* Signal and noise of 1e-6: C^-1 scales the map up by ~1e6 before it is squared. */
   qp_fixture f = {.name = "guards_big", .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
@@ -209,6 +231,7 @@ static void check_direct(void) {
 int main(void) {
   check_direct();
   check_overflowing_map();
+  check_plan_time_skip();
   check_blas_split();
   check_smw_conditioning();
   return TEST_RETURN();
