@@ -38,15 +38,29 @@ qp_err qp_conditioning_check(qp_problem *p, qp_rcond_id id, double rcond, const 
 }
 
 qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const char *what,
-                            const char *advice) {
+                            const char *advice, double *anorm_out) {
   double anorm = 0.0, rcond = 0.0;
   QP_CALL(qp_linalg_norm1(a, &anorm));
+  if (anorm_out) *anorm_out = anorm;
   QP_CHECK(isfinite(anorm), QP_ERR_NUMERICAL, "stage %s: %s holds a value that is not finite",
            qp_stage_current()[0] ? qp_stage_current() : "(none)", what);
   QP_CALL(qp_linalg_potrf(a));
   QP_CALL(qp_linalg_pocon(a, anorm, &rcond));
   QP_CALL(qp_conditioning_check(p, id, rcond, what, advice));
   return QP_OK;
+}
+
+double qp_signal_eigen_bound(const qp_problem *p) {
+  const int t = p->n_obs_t > 0, pol = p->n_obs_p > 0;
+  double largest = 0.0;
+  for (int l = p->cfg->ell_min; l <= p->cfg->lmax; ++l) {
+    double c = 0.0;
+    if (t) c += p->cls.cl[QP_TT][l];
+    if (pol && l >= 2) c += p->cls.cl[QP_EE][l] + p->cls.cl[QP_BB][l];
+    c *= p->ell_weight[l] * 4.0 * M_PI / (2.0 * l + 1.0); /* B_l^2 */
+    largest = c > largest ? c : largest;
+  }
+  return 3.0 * (double)p->n_sky / (4.0 * M_PI) * largest;
 }
 
 qp_err qp_check_finite(const double *values, int64_t n, const char *stage, const char *quantity) {

@@ -38,9 +38,19 @@ double qp_rcond_diagonal(const double *d, int64_t n);
 qp_err qp_conditioning_check(qp_problem *p, qp_rcond_id id, double rcond, const char *what,
                              const char *advice);
 
-/** A = L L^T in place with the condition check: |A|_1 before, dpocon after (collective). */
+/** A = L L^T in place with the condition check: |A|_1 before, dpocon after (collective).
+ *  *anorm (may be NULL) receives |A|_1. */
 qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const char *what,
-                            const char *advice);
+                            const char *advice, double *anorm);
+
+/** An upper bound of the largest eigenvalue of S_V = V^T Lambda V (the signal the harmonic
+ *  basis spans, multipoles [ell_min, cfg->lmax]): 3 n_sky / (4 pi) max_l (C_l^TT + C_l^EE +
+ *  C_l^BB) B_l^2 over the fields present. V^T V is a principal submatrix of the full-sky
+ *  sum_lm Y_lm Y_lm^T, whose eigenvalues are n_sky / (4 pi) up to HEALPix's quadrature error
+ *  (the factor 3 covers it up to l = 3 nside - 1), and the trace bounds each (l, m) block of
+ *  Lambda. It lets SMW, which never forms C, bound C's conditioning as the other routes
+ *  measure it: rcond(C) >= lambda_min(N) / (lambda_max(N) + lambda_max(S_V)). */
+double qp_signal_eigen_bound(const qp_problem *p);
 
 /** Fails with QP_ERR_NUMERICAL, naming the stage and `quantity`, when any of the n values is
  *  not finite (NaN or infinite): the last check before anything is written. */

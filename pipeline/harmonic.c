@@ -237,16 +237,30 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_TRANSIENT, n, nm, &p->vt));
   QP_CALL(qp_build_vt(p));
   qp_progress_note(progress, "harmonic basis V built");
+  double noise_norm = 0.0; /* lambda_max(N): |N_eff|_1, or the largest variance */
   if (p->noise_factor.data) {
     QP_CALL(qp_conditioned_potrf(p, &p->noise_factor, QP_RCOND_NOISE,
                                  p->switched ? "N_eff = N + S_fixed (SMW's noise)"
                                              : "the noise covariance N (SMW)",
-                                 QP_RCOND_SMW_ADVICE));
+                                 QP_RCOND_SMW_ADVICE, &noise_norm));
   } else {
     QP_CALL(qp_conditioning_check(p, QP_RCOND_NOISE, qp_rcond_diagonal(p->noise_variance, n),
                                   "the noise N (SMW; rcond = smallest / largest variance)",
                                   QP_RCOND_SMW_ADVICE));
+    for (int64_t i = 0; i < n; ++i)
+      noise_norm = p->noise_variance[i] > noise_norm ? p->noise_variance[i] : noise_norm;
   }
+  /* SMW never forms C, but its results are C^-1 applied to the data all the same, as
+   * sensitive as C's conditioning. C >= N and |C| <= |N| + |S_V| bound it from below:
+   * rcond(C) >= rcond(N) / (1 + lambda_max(S_V) / lambda_max(N)); with a noise of 1e-300
+   * everywhere rcond(N) is 1 and I + K Lambda well conditioned, yet C is singular in double
+   * precision, and this is what refuses it, as the other routes refuse C itself. */
+  const double signal = qp_signal_eigen_bound(p);
+  QP_CALL(qp_conditioning_check(
+      p, QP_RCOND_COVARIANCE,
+      noise_norm > 0 ? p->rcond[QP_RCOND_NOISE] / (1.0 + signal / noise_norm) : 0.0,
+      "the covariance C = S + N (SMW's bound: rcond(N) / (1 + lambda_max(S) / lambda_max(N)))",
+      QP_RCOND_COVARIANCE_ADVICE));
   QP_CALL(qp_whiten_smw(p, &p->vt));
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &w),
                done);
@@ -276,17 +290,6 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
     qp_build_smw_matrix(p);
   double anorm = 0.0, rcond = 0.0;
   QP_CALL(qp_linalg_norm1(&p->smw_lu, &anorm));
-  /* SMW never forms C, but its results are C^-1 applied to the data all the same, as
-   * sensitive as C's conditioning: C = N^1/2 (I + N^-1/2 V^T Lambda V N^-1/2) N^1/2, whose
-   * middle factor has eigenvalues 1 and 1 + those of K Lambda, so
-   * cond(C) <= cond(N) (1 + rho(K Lambda)) <= cond(N) |I + K Lambda|_1. With a noise of
-   * 1e-300 everywhere rcond(N) is 1 and I + K Lambda well conditioned, yet C is singular in
-   * double precision: this estimate is what refuses it, as the other routes refuse C. */
-  QP_CALL(qp_conditioning_check(p, QP_RCOND_COVARIANCE,
-                                anorm > 0 ? p->rcond[QP_RCOND_NOISE] / anorm : 0.0,
-                                "the covariance C = S + N (SMW's estimate: rcond(N) / "
-                                "|I + K Lambda|_1)",
-                                QP_RCOND_COVARIANCE_ADVICE));
   err = qp_linalg_getrf(&p->smw_lu, p->pivots);
   QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
            "the SMW kernel I + K Lambda is singular (%s); use harmonic_method: projected",
@@ -319,7 +322,7 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
   QP_CALL(qp_build_vt(p));
   qp_progress_note(&progress, "harmonic basis V built");
   QP_CALL(qp_conditioned_potrf(p, &p->cov, QP_RCOND_COVARIANCE, QP_RCOND_COVARIANCE_WHAT,
-                               QP_RCOND_COVARIANCE_ADVICE));
+                               QP_RCOND_COVARIANCE_ADVICE, NULL));
   QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &p->vt));
   QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
   qp_progress_note(&progress, "W = (L^-1 V^T)^T (L^-1 V^T)");

@@ -392,6 +392,12 @@ static qp_err qp_inputs_share_plan(qp_problem *p) {
   return QP_OK;
 }
 
+static double qp_largest(const double *v, int64_t n) {
+  double m = 0.0;
+  for (int64_t i = 0; i < n; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
 qp_err qp_inputs_plan(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   QP_CALL(qp_calibration_load(cfg->calibration, &p->calibration));
@@ -422,29 +428,42 @@ qp_err qp_inputs_plan(qp_problem *p) {
   p->switched = cfg->lmax < cfg->lmax_signal;
   qp_harmonic_layout(p);
   /* Scalar variances give N's conditioning before anything is read (a variance map's comes
-   * with the data: qp_inputs_reroute_smw). */
-  if (cfg->noise_kind == QP_NOISE_VARIANCE) {
+   * with the data: qp_inputs_reroute_smw). With the switch SMW inverts N_eff = N + S_fixed
+   * instead, dense, whose rcond basis_setup estimates. */
+  if (cfg->noise_kind == QP_NOISE_VARIANCE && !p->switched) {
     double v[2] = {cfg->noise_variance,
                    cfg->noise_variance_pol > 0 ? cfg->noise_variance_pol : cfg->noise_variance};
     const int first = qp_has_t(cfg) ? 0 : 1, count = qp_has_p(cfg) ? 2 - first : 1;
-    qp_inputs_smw_noise_check(p, qp_rcond_diagonal(v + first, count));
+    qp_inputs_smw_noise_check(p, qp_rcond_diagonal(v + first, count),
+                              qp_largest(v + first, count));
   }
   QP_CALL(qp_inputs_choose_path(p));
   return QP_OK;
 }
 
-void qp_inputs_smw_noise_check(qp_problem *p, double rcond) {
+void qp_inputs_smw_noise_check(qp_problem *p, double rcond, double noise_max) {
   p->rcond[QP_RCOND_NOISE] = rcond;
-  if (isfinite(rcond) && rcond >= qp_rcond_floor(p->cfg->accuracy)) return;
-  snprintf(p->smw_refused, sizeof p->smw_refused,
-           "it inverts N, whose rcond %.3g (smallest / largest variance) would give relative "
-           "errors of ~%.1e, above accuracy %.1e",
-           rcond, rcond > 0 ? DBL_EPSILON / rcond : INFINITY, p->cfg->accuracy);
+  const double floor = qp_rcond_floor(p->cfg->accuracy);
+  /* C's conditioning as SMW bounds it (harmonic.c, qp_basis_smw): known from the variances
+   * and the C_ell alone, so that `auto` can leave SMW before anything is built. */
+  const double rcond_c = noise_max > 0 ? rcond / (1.0 + qp_signal_eigen_bound(p) / noise_max) : 0;
+  if (!(isfinite(rcond) && rcond >= floor))
+    snprintf(p->smw_refused, sizeof p->smw_refused,
+             "it inverts N, whose rcond %.3g (smallest / largest variance) would give relative "
+             "errors of ~%.1e, above accuracy %.1e",
+             rcond, rcond > 0 ? DBL_EPSILON / rcond : INFINITY, p->cfg->accuracy);
+  else if (!(isfinite(rcond_c) && rcond_c >= floor))
+    snprintf(p->smw_refused, sizeof p->smw_refused,
+             "its bound of rcond(C), rcond(N) / (1 + lambda_max(S) / lambda_max(N)) = %.3g, "
+             "is below %.3g (accuracy %.1e)",
+             rcond_c, floor, p->cfg->accuracy);
 }
 
 qp_err qp_inputs_reroute_smw(qp_problem *p) {
-  if (p->path_used != QP_PATH_HARMONIC || !p->smw || !p->noise_variance) return QP_OK;
-  qp_inputs_smw_noise_check(p, qp_rcond_diagonal(p->noise_variance, p->n_pix));
+  if (p->path_used != QP_PATH_HARMONIC || !p->smw || !p->noise_variance || p->switched)
+    return QP_OK;
+  qp_inputs_smw_noise_check(p, qp_rcond_diagonal(p->noise_variance, p->n_pix),
+                            qp_largest(p->noise_variance, p->n_pix));
   if (!p->smw_refused[0]) return QP_OK;
   QP_CALL(qp_inputs_choose_path(p));
   if (p->smw) return QP_OK; /* the only route allowed: basis_setup refuses it */

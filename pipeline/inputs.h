@@ -13,9 +13,10 @@ qp_err qp_inputs_plan(qp_problem *p);
 /** The model again for the route and chunks already planned, for another rank of
  *  p->plan_grid (budget/plan --ranks). */
 qp_err qp_inputs_remodel(qp_problem *p);
-/** Records rcond of the diagonal N (smallest / largest variance) and, when it is too small
- *  for cfg->accuracy, why SMW is ruled out (p->smw_refused): the route choice then skips it. */
-void qp_inputs_smw_noise_check(qp_problem *p, double rcond);
+/** Records rcond of the diagonal N (smallest / largest variance, the largest `noise_max`) and,
+ *  when it or SMW's bound of rcond(C) (conditioning.h) is too small for cfg->accuracy, why
+ *  SMW is ruled out (p->smw_refused): the route choice then skips it. */
+void qp_inputs_smw_noise_check(qp_problem *p, double rcond, double noise_max);
 /** After the variances are read (covariance_setup, before any route's matrix): when SMW was
  *  chosen and its N is too ill-conditioned, chooses again without it (path auto) and checks
  *  the new route against the memory limit; the path reason says why. No-op otherwise. */

@@ -10,7 +10,7 @@ qp_err qp_stage_basis_setup(qp_problem *p) {
     return QP_OK;
   }
   QP_CALL(qp_conditioned_potrf(p, &p->cov, QP_RCOND_COVARIANCE, QP_RCOND_COVARIANCE_WHAT,
-                               QP_RCOND_COVARIANCE_ADVICE));
+                               QP_RCOND_COVARIANCE_ADVICE, NULL));
   QP_CALL(qp_linalg_trtri(&p->cov));
   /* LAPACK leaves C's upper triangle behind; clear it so the buffer is exactly L^-1. */
   qp_matrix *l = &p->cov;
