@@ -139,7 +139,7 @@ static void qp_cgroup_limits(const qp_job_env *env, int node_ranks, qp_job_limit
     char *path = controllers ? strchr(controllers + 1, ':') : NULL;
     if (!path) continue;
     *path++ = '\0';
-    ++controllers;
+    *controllers++ = '\0'; /* line: the hierarchy's number alone */
     qp_candidate c = {0};
     char mount[600];
     if (strcmp(line, "0") == 0 && controllers[0] == '\0') {
