@@ -202,17 +202,20 @@ static qp_err qp_slurm_node_tasks(const qp_job_env *env, int *tasks, const char 
   return QP_OK;
 }
 
-/* VmSize - VmRSS from /proc/self/status, bytes; 0 when unreadable. */
-static double qp_unresident(void) {
+/* VmSize - VmRSS from /proc/self/status, bytes (0 when unreadable), and Threads (1). */
+static double qp_unresident(int *threads) {
   FILE *f = fopen("/proc/self/status", "r");
+  *threads = 1;
   if (!f) return 0;
   char line[256];
   long long size = -1, rss = -1;
   while (fgets(line, sizeof line, f)) {
     if (strncmp(line, "VmSize:", 7) == 0) sscanf(line + 7, "%lld", &size);
     if (strncmp(line, "VmRSS:", 6) == 0) sscanf(line + 6, "%lld", &rss);
+    if (strncmp(line, "Threads:", 8) == 0 && sscanf(line + 8, "%d", threads) != 1) *threads = 1;
   }
   fclose(f);
+  if (*threads < 1) *threads = 1;
   return size >= 0 && rss >= 0 && size > rss ? (double)(size - rss) * 1024.0 : 0.0;
 }
 
@@ -220,7 +223,7 @@ static const char *qp_getenv(const char *name) { return getenv(name); }
 
 qp_err qp_job_limit_find(const qp_job_env *env_in, double configured, int node_ranks,
                          qp_job_limit *out) {
-  qp_job_env env = env_in ? *env_in : (qp_job_env){NULL, NULL, NULL, -1, -1};
+  qp_job_env env = env_in ? *env_in : (qp_job_env){NULL, NULL, NULL, -1, -1, 0};
   if (!env.get_env) env.get_env = qp_getenv;
   memset(out, 0, sizeof *out);
   if (configured > 0) {
@@ -283,13 +286,18 @@ qp_err qp_job_limit_find(const qp_job_env *env_in, double configured, int node_r
                                                                            : 0.0;
   }
   if (as > 0) {
-    const double unresident = env.unresident == -1 ? qp_unresident() : env.unresident;
+    int now = 1;
+    const double measured = qp_unresident(&now);
+    const double unresident = env.unresident == -1 ? measured : env.unresident;
+    const int threads = env.threads > 0 ? env.threads : now;
+    const double reserve = unresident + threads * QP_JOB_LIMIT_AS_PER_THREAD_BYTES;
     qp_candidate c = {0};
-    c.limit = as > unresident ? as - unresident : 1.0;
+    c.limit = as > reserve ? as - reserve : 1.0;
     c.margin = qp_job_limit_margin(c.limit);
     snprintf(c.source, sizeof c.source,
-             "RLIMIT_AS %.3f GiB less %.3f GiB of address space mapped but not resident",
-             as / qp_gib, unresident / qp_gib);
+             "RLIMIT_AS %.3f GiB less %.3f GiB of address space mapped but not resident and "
+             "%d thread(s) x %.0f MiB reserved",
+             as / qp_gib, unresident / qp_gib, threads, QP_JOB_LIMIT_AS_PER_THREAD_BYTES / 1048576.0);
     qp_consider(out, &c);
   }
   return QP_OK;

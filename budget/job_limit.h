@@ -18,7 +18,8 @@
  * (the calibrated overhead's spread, libraries' small buffers). memory.host_limit is the
  * user's own figure for the predicted peak and is used as given. RLIMIT_AS counts address
  * space, not memory: it is lowered as well by what is mapped but not resident when the limit
- * is read (VmSize - VmRSS: libraries' unread pages, reserved thread stacks and arenas).
+ * is read (VmSize - VmRSS: libraries' unread pages, reserved thread stacks and arenas) and by
+ * QP_JOB_LIMIT_AS_PER_THREAD_BYTES for each thread the run will have.
  *
  * Errors: a Slurm variable that is set but not a whole number (in its unit) is an input error
  * (QP_ERR_INPUT naming it: a limit misread could let the job be killed); a cgroup file that
@@ -39,6 +40,12 @@
 /** ... and at least this many bytes (64 MiB). */
 #define QP_JOB_LIMIT_MARGIN_MIN_BYTES (64.0 * 1048576.0)
 
+/** Address space each thread reserves beyond what is resident, kept aside under RLIMIT_AS:
+ *  OpenBLAS's per-thread buffer (128 MiB, malloc'd by each worker at load: a worker refused it
+ *  retries for ever, and every threaded BLAS call then waits on it), glibc's malloc arena of
+ *  the thread (64 MiB reserved) and its stack (8 MiB). */
+#define QP_JOB_LIMIT_AS_PER_THREAD_BYTES (200.0 * 1048576.0)
+
 /** Where the sources are read: NULL fields take the running system's (tests point them at a
  *  directory tree and an environment of their own). */
 typedef struct qp_job_env {
@@ -48,6 +55,9 @@ typedef struct qp_job_env {
   /* RLIMIT_AS in bytes and the address space mapped but not resident; both -1: read with
    * getrlimit and /proc/self/status. 0 or less for rlimit_as (when not -1): none. */
   double rlimit_as, unresident;
+  /* Threads that will reserve address space (QP_JOB_LIMIT_AS_PER_THREAD_BYTES each) under
+   * RLIMIT_AS; 0: the threads this process has now (/proc/self/status). */
+  int threads;
 } qp_job_env;
 
 typedef struct qp_job_limit {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm.h"
 #include "conditioning.h"
@@ -331,7 +332,12 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
  * the same route and chunks). Said on stderr by rank 0 when progress is on. */
 static qp_err qp_driver_find_limit(qp_problem *p) {
   qp_job_limit limit;
-  qp_err err = qp_comm_agree(qp_job_limit_find(NULL, p->cfg->host_limit, qp_comm_node_size(),
+  /* Threads under RLIMIT_AS: OpenMP's and OpenBLAS's pools (one per core at most here). */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = omp_get_max_threads();
+  if (cores > threads) threads = cores > 4096 ? 4096 : (int)cores;
+  const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads};
+  qp_err err = qp_comm_agree(qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(),
                                                &limit));
   QP_CALL(err);
   double usable = limit.usable > 0 ? limit.usable : INFINITY;
