@@ -72,7 +72,7 @@ static const qp_cgroup_files *qp_cgroup(void) {
     char *path = controllers ? strchr(controllers + 1, ':') : NULL;
     if (!path) continue;
     *path++ = '\0';
-    ++controllers;
+    *controllers++ = '\0'; /* line: the hierarchy's number alone ("0" for v2) */
     if (strcmp(line, "0") == 0 && controllers[0] == '\0')
       snprintf(v2_path, sizeof v2_path, "%s", path);
     else if (strstr(controllers, "memory"))

@@ -416,6 +416,21 @@ done:
   return err;
 }
 
+qp_err qp_report_write_limit(hid_t file, double bytes, const char *source) {
+  qp_err err = QP_OK;
+  hid_t budget = -1;
+  QP_H5_GOTO(budget = H5Gopen2(file, "budget", H5P_DEFAULT), done, "cannot open /budget");
+  QP_CALL_GOTO(qp_report_attr_i64(budget, "/budget", "memory_limit",
+                                  bytes > 0 && bytes < 9.2e18 ? (int64_t)bytes : 0),
+               done);
+  QP_CALL_GOTO(qp_report_attr_str(budget, "/budget", "memory_limit_source",
+                                  source && source[0] ? source : "none"),
+               done);
+done:
+  if (budget >= 0) H5Gclose(budget);
+  return err;
+}
+
 /* ---- reading and printing ---- */
 
 /* An attribute as int64 (or double); `fallback` when the attribute is missing or unreadable:
@@ -663,6 +678,18 @@ qp_err qp_report_print(const char *path, FILE *out) {
           qp_read_i64(budget, "cgroup_version", 0),
           qp_read_i64(budget, "hwm_reset", 0) ? "yes" : "no");
 
+  /* The limit the run planned to (files from before it was recorded say nothing). */
+  if (H5Aexists(budget, "memory_limit") > 0) {
+    char source[1024];
+    qp_read_str(budget, "memory_limit_source", source, sizeof source);
+    const int64_t limit = qp_read_i64(budget, "memory_limit", -1);
+    if (limit > 0)
+      fprintf(out, "  memory limit %s (%s)\n", qp_human(limit, a, sizeof a),
+              source[0] ? source : "source not recorded");
+    else
+      fprintf(out, "  memory limit: none\n");
+  }
+  H5Eclear2(H5E_DEFAULT);
   if (H5Lexists(budget, "timeline", H5P_DEFAULT) > 0 &&
       (stage = H5Gopen2(budget, "timeline", H5P_DEFAULT)) >= 0 &&
       qp_report_is_timeline(stage, "timeline")) {

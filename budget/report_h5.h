@@ -22,6 +22,11 @@
  *  Errors: QP_ERR_IO with HDF5's message; QP_ERR_INTERNAL while the timeline sampler still
  *  runs (stop it with qp_timeline_stop first). */
 qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample *baseline);
+/** Writes the host memory limit a run planned to as attributes of /budget (written first by
+ *  qp_report_write): memory_limit (int64 bytes, 0 when none) and memory_limit_source (string:
+ *  "memory.host_limit", the cgroup, Slurm variable or RLIMIT_AS it came from, or "none").
+ *  QP_ERR_IO on HDF5 failures. */
+qp_err qp_report_write_limit(hid_t file, double bytes, const char *source);
 /** Prints the report of a results file: per stage, predicted beside measured, and one line
  *  about the timeline when the file has one (samples, final interval, largest RSS seen). */
 qp_err qp_report_print(const char *path, FILE *out);

@@ -345,6 +345,9 @@ qp_err qp_results_write(const char *path, const qp_results *results) {
   QP_CALL_GOTO(qp_results_root_attrs(&o, results), done);
   QP_CALL_GOTO(qp_results_datasets(&o, results), done);
   QP_CALL_GOTO(qp_report_write(file, results->model, results->baseline), done);
+  if (results->memory_limit_source)
+    QP_CALL_GOTO(
+        qp_report_write_limit(file, results->memory_limit, results->memory_limit_source), done);
   if (results->ranks) QP_CALL_GOTO(qp_report_write_ranks(file, results->ranks), done);
   herr_t closed = H5Fclose(file);
   file = -1;

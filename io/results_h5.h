@@ -33,6 +33,11 @@ typedef struct qp_results {
   const char *path_used;          /* "pixel_direct" */
   const char *path_reason;        /* why that path */
   const qp_model *model;          /* the prediction, written beside the measurement */
+  /* The host memory limit the run planned to, bytes (0: none), and where it came from
+   * ("memory.host_limit", a cgroup, Slurm, RLIMIT_AS): attributes memory_limit and
+   * memory_limit_source of /budget when memory_limit_source is not NULL. */
+  double memory_limit;
+  const char *memory_limit_source;
   const qp_meter_sample *baseline; /* meters before the first stage, or NULL (then -1) */
   const qp_rank_table *ranks;     /* distributed runs: every rank's budget, or NULL */
   /* /diagnostics: reciprocal condition numbers of the route's key matrices (NaN: not formed

@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm.h"
 #include "conditioning.h"
 #include "h5_matrix.h"
 #include "inputs.h"
+#include "job_limit.h"
 #include "results_h5.h"
 #include "stages.h"
 #include "timeline.h"
@@ -325,6 +327,45 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
   return QP_OK;
 }
 
+/* The limit the run plans to: the smallest of memory.host_limit and what the job enforces
+ * (budget/job_limit.h), the same on every rank (the smallest over them: the ranks must choose
+ * the same route and chunks). Said on stderr by rank 0 when progress is on. */
+static qp_err qp_driver_find_limit(qp_problem *p) {
+  qp_job_limit limit;
+  /* Threads under RLIMIT_AS: OpenMP's and OpenBLAS's pools (one per core at most here). */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = omp_get_max_threads();
+  if (cores > threads) threads = cores > 4096 ? 4096 : (int)cores;
+  const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads};
+  qp_err err = qp_comm_agree(qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(),
+                                               &limit));
+  QP_CALL(err);
+  double usable = limit.usable > 0 ? limit.usable : INFINITY;
+  double smallest = -usable;
+  QP_CALL(qp_comm_max(&smallest, 1));
+  p->host_limit = isfinite(smallest) ? -smallest : 0.0;
+  p->limit_from_job = limit.from_job;
+  if (-smallest < usable) {
+    p->limit_from_job = 1; /* the config is every rank's: a job limit is smaller elsewhere */
+    snprintf(p->limit_source, sizeof p->limit_source, "the smallest over the ranks; here %.600s",
+             limit.source);
+  } else if (limit.from_job)
+    snprintf(p->limit_source, sizeof p->limit_source, "%.600s: %.3f GiB less margin %.3f GiB",
+             limit.source, limit.limit / 1073741824.0, limit.margin / 1073741824.0);
+  else
+    snprintf(p->limit_source, sizeof p->limit_source, "%s", limit.source);
+  if (p->progress) {
+    if (p->host_limit > 0)
+      fprintf(stderr, "[qmlpipe] memory limit %.3f GiB (%s)\n", p->host_limit / 1073741824.0,
+              p->limit_source);
+    else
+      fprintf(stderr, "[qmlpipe] memory limit: none (no memory.host_limit, cgroup, Slurm or "
+                      "RLIMIT_AS limit found)\n");
+    if (limit.notes[0]) fprintf(stderr, "[qmlpipe] memory limit: %s\n", limit.notes);
+  }
+  return QP_OK;
+}
+
 qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_problem *p,
                      qp_meter_sample *baseline) {
   memset(p, 0, sizeof *p);
@@ -339,6 +380,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   QP_CALL_GOTO(qp_driver_backend(cfg, &p->ops), fail);
   /* Progress lines from rank 0 only. */
   if (qp_comm_rank() != 0) p->progress = 0;
+  QP_CALL_GOTO(qp_driver_find_limit(p), fail);
   /* The plan and the limit check come before anything large, the warm-up included. */
   QP_CALL_GOTO(qp_inputs_plan(p), fail);
   QP_CALL_GOTO(qp_comm_agree(qp_inputs_check_limit(p)), fail);
@@ -400,6 +442,8 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
                          : "pixel_direct",
         .path_reason = p->path_reason,
         .model = &p->model,
+        .memory_limit = p->host_limit,
+        .memory_limit_source = p->limit_source,
         .baseline = baseline,
         .ranks = grid ? &ranks : NULL,
         .n_rcond = QP_RCOND_COUNT,

@@ -154,7 +154,7 @@ static qp_err qp_inputs_chunk_fits(const qp_problem *p, int64_t f, int64_t s, qp
  * bytes), the model's error names the term. */
 static qp_err qp_inputs_chunks(const qp_problem *p, int64_t *fisher_chunk,
                                int64_t *spectra_chunk, qp_model *model) {
-  const double limit = p->cfg->host_limit;
+  const double limit = p->host_limit;
   const int64_t np = p->n_params;
   *fisher_chunk = *spectra_chunk = np;
   if (limit <= 0) {
@@ -251,7 +251,7 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
     peak[r] = (double)(qp_model_peak(&p->model) + p->model.overhead_bytes);
     QP_CALL(qp_comm_max(&peak[r], 1)); /* distributed: the largest rank decides */
     if (best < 0 || cost[r] < cost[best]) best = r;
-    if ((cfg->host_limit <= 0 || peak[r] <= cfg->host_limit) &&
+    if ((p->host_limit <= 0 || peak[r] <= p->host_limit) &&
         (best_fit < 0 || cost[r] < cost[best_fit]))
       best_fit = r;
   }
@@ -266,9 +266,7 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
   } else {
     used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
                      "%s leading cost of the routes allowed",
-                     chosen == best ? "lowest"
-                                    : "lowest "
-                                      "fitting memory.host_limit:");
+                     chosen == best ? "lowest" : "lowest fitting the memory limit:");
     for (int r = 0; r < 3 && used < (int)sizeof p->path_reason; ++r)
       if (allowed[r] && unsized[r][0])
         used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
@@ -289,9 +287,11 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
     if (fisher_chunk < p->n_params || spectra_chunk < p->n_params)
       snprintf(p->path_reason + strlen(p->path_reason),
                sizeof p->path_reason - strlen(p->path_reason),
-               "; chunks for memory.host_limit: %lld of %lld products held in fisher_run, %lld "
+               "; chunks for %s %.3f GiB: %lld of %lld products held in fisher_run, %lld "
                "bin matrices at a time in spectra_run",
-               (long long)fisher_chunk, (long long)p->n_params, (long long)spectra_chunk);
+               p->limit_from_job ? "the job's memory limit" : "memory.host_limit",
+               p->host_limit / 1073741824.0, (long long)fisher_chunk, (long long)p->n_params,
+               (long long)spectra_chunk);
   } else {
     QP_CALL(qp_inputs_model(p, (qp_model_path)chosen, p->n_params, p->n_params, &p->model));
   }
@@ -400,6 +400,12 @@ static double qp_largest(const double *v, int64_t n) {
 
 qp_err qp_inputs_plan(qp_problem *p) {
   const qp_config *cfg = p->cfg;
+  if (!p->limit_source[0]) {
+    p->host_limit = cfg->host_limit > 0 ? cfg->host_limit : 0.0;
+    p->limit_from_job = 0;
+    snprintf(p->limit_source, sizeof p->limit_source, "%s",
+             cfg->host_limit > 0 ? "memory.host_limit" : "none");
+  }
   QP_CALL(qp_calibration_load(cfg->calibration, &p->calibration));
   if (cfg->has_dimensions) {
     QP_CALL(qp_inputs_plan_dimensions(p));
@@ -531,7 +537,7 @@ qp_err qp_inputs_read_geometry(qp_problem *p) {
 }
 
 qp_err qp_inputs_check_limit(const qp_problem *p) {
-  const double limit = p->cfg->host_limit;
+  const double limit = p->host_limit;
   if (limit <= 0) return QP_OK;
   const qp_model *m = &p->model;
   const size_t need = qp_model_peak(m) + m->overhead_bytes; /* below 2^63: model.h */
@@ -547,6 +553,15 @@ qp_err qp_inputs_check_limit(const qp_problem *p) {
         (!largest || m->terms[i].bytes > largest->bytes))
       largest = &m->terms[i];
   const double gib = 1073741824.0;
+  if (p->limit_from_job)
+    QP_FAIL(QP_ERR_BUDGET,
+            "predicted peak %.3f GiB (stage %s, largest term '%s' %.3f GiB, overhead %.3f GiB) "
+            "exceeds the job's memory limit %.3f GiB (%s) by %.3f GiB; "
+            "nothing was allocated for it. Ask the batch system for more memory per rank, "
+            "mask fewer pixels, or use fewer bins",
+            (double)need / gib, qp_stage_name(worst), largest ? largest->name : "?",
+            largest ? (double)largest->bytes / gib : 0.0, (double)m->overhead_bytes / gib,
+            limit / gib, p->limit_source, ((double)need - limit) / gib);
   QP_FAIL(QP_ERR_BUDGET,
           "predicted peak %.3f GiB (stage %s, largest term '%s' %.3f GiB, overhead %.3f GiB) "
           "exceeds memory.host_limit %.3f GiB by %.3f GiB; nothing was allocated for it. "

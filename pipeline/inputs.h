@@ -32,7 +32,9 @@ qp_err qp_inputs_touch_libraries(const qp_problem *p);
  *  is factored or multiplied (C; N or N_eff when dense), n_modes on the SMW route with a
  *  diagonal N_eff. The warm-up (driver.h) and the default overhead follow it. */
 int64_t qp_inputs_blas_width(const qp_problem *p, qp_model_path path);
-/** Checks the model against memory.host_limit (QP_ERR_BUDGET saying by how much). */
+/** Checks the model against p->host_limit (memory.host_limit, or the job's limit that `run`
+ *  found: problem.h): QP_ERR_BUDGET naming the stage, its largest term, the limit's source and
+ *  the shortfall. */
 qp_err qp_inputs_check_limit(const qp_problem *p);
 /** Reads the maps and the noise into QP_TERM_MAPS and QP_TERM_NOISE_VARIANCE / QP_TERM_NOISE,
  *  checking nside, NaN/UNSEEN at observed pixels, positive variances, a symmetric N. */

@@ -1,6 +1,7 @@
 /* main.c: the qmlpipe command: dispatches to the subcommands of commands.h. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm.h"
 #include "commands.h"
@@ -66,5 +67,14 @@ int main(int argc, char **argv) {
   }
   int status = qp_dispatch(argc, argv);
   qp_comm_finalize();
+  /* A failed command leaves without the libraries' exit handlers: under an address-space
+   * limit (RLIMIT_AS, `ulimit -v`) an OpenBLAS worker thread whose buffer was refused at load
+   * retries forever, and OpenBLAS's handler joins it, so a refused run (exit 4 in 0.1 s)
+   * never ended. Nothing of a failed command needs them: no results file is open. */
+  if (status != 0) {
+    fflush(stdout);
+    fflush(stderr);
+    _exit(status);
+  }
   return status;
 }

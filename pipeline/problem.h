@@ -76,6 +76,13 @@ typedef struct qp_problem {
   double *yb, *cl;        /* QP_TERM_RAW_SPECTRA, QP_TERM_SPECTRA: n_maps x n_params */
   double *error;          /* QP_TERM_ERRORS */
 
+  /* The host memory limit the plan keeps to (bytes, 0: none) and where it came from: set by
+   * `run` from the job (budget/job_limit.h, margin taken off) before qp_inputs_plan; left
+   * empty, qp_inputs_plan takes memory.host_limit. limit_from_job: an outside source decided. */
+  double host_limit;
+  char limit_source[768];
+  int limit_from_job;
+
   qp_model model;
   qp_calibration calibration; /* the model's measured constants (the overhead) */
   int progress;           /* 1: report progress on stderr */
