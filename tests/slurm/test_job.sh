@@ -1,0 +1,112 @@
+#!/bin/bash
+# One real-Slurm test on the fixture of slurm_fixture.sh (docs/slurm.md).
+#   test_job.sh CASE FIXTURE_DIR QMLPIPE SOURCE_DIR WORK_DIR
+# CASE:
+#   cpu    jobs/qmlpipe-cpu.sbatch on the built-in example, one task, --mem = the budget's
+#          "with overhead" + 25% + 64 MiB; the job must be COMPLETED and its results equal a
+#          direct `qmlpipe run` (/fisher, /spectra/cl: all finite, rel. diff <= 1e-12)
+#   mpi    jobs/qmlpipe-mpi.sbatch, -n 2 (srun --mpi=pmix), the same checks
+#   mem70  jobs/qmlpipe-cpu.sbatch with --mem at 70% of the budget's peak and no
+#          memory.host_limit in the config: qmlpipe must chunk (COMPLETED) or refuse (exit 4),
+#          never be killed by the cgroup (OUT_OF_MEMORY). Pending: label slurm_pending.
+# Exit 77 (skip) when the fixture is not up.
+set -uo pipefail
+case_=${1:?case}
+fixture=${2:?fixture dir}
+qmlpipe=${3:?qmlpipe}
+src=${4:?source dir}
+work=${5:?work dir}
+
+if [[ ! -e $fixture/ready ]]; then
+  echo "test_job: the Slurm fixture is not up in $fixture (see the slurm_fixture_start test); skipped"
+  exit 77
+fi
+export SLURM_CONF=$fixture/slurm.conf
+export QMLPIPE=$qmlpipe
+python=/usr/bin/python3
+fail() { echo "test_job[$case_]: FAIL: $*"; exit 1; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
+
+rm -rf -- "$work"
+mkdir -p "$work" && cd "$work" || exit 1
+"$qmlpipe" simulate --example ex --cls "$src/data/cls_planck2015_lcdm.txt" >/dev/null || fail "simulate"
+if [[ $case_ == mem70 ]]; then
+  # No host_limit: the only limit is the job's cgroup.
+  sed -i '/^memory:/d' ex/config.yaml
+  grep -q host_limit ex/config.yaml && fail "could not remove host_limit"
+fi
+peak=$("$qmlpipe" budget ex/config.yaml 2>/dev/null | awk '/with overhead/ {print $(NF-1)}')
+[[ $peak =~ ^[0-9]+$ ]] || fail "no 'with overhead' figure from qmlpipe budget"
+mib=$((1024 * 1024))
+case $case_ in
+  mem70) mem=$((peak * 7 / 10 / mib)) ;;
+  mpi) mem=$(((peak * 2 * 5 / 4 + mib - 1) / mib + 128)) ;;  # two ranks on the node
+  *) mem=$(((peak * 5 / 4 + mib - 1) / mib + 64)) ;;
+esac
+echo "budget with overhead: $peak B ($((peak / mib)) MiB); sbatch --mem=${mem}M"
+
+if [[ $case_ != mem70 ]]; then
+  t0=$(now)
+  if [[ $case_ == mpi ]]; then
+    OMP_NUM_THREADS=1 "$qmlpipe" run ex/config.yaml --output direct.h5 >direct.log 2>&1 || fail "direct run (direct.log)"
+  else
+    "$qmlpipe" run ex/config.yaml --output direct.h5 >direct.log 2>&1 || fail "direct run (direct.log)"
+  fi
+  echo "direct run: $(secs "$t0" "$(now)") s"
+fi
+
+script=$src/jobs/qmlpipe-cpu.sbatch
+shape=(-c "$(nproc)")
+if [[ $case_ == mpi ]]; then
+  script=$src/jobs/qmlpipe-mpi.sbatch
+  shape=(-N 1 -n 2 --ntasks-per-node=2 -c 1)
+fi
+t0=$(now)
+job=$(sbatch --parsable --wait --mem="${mem}M" "${shape[@]}" --time=10 -o "$work/job-%j.out" \
+  "$script" ex/config.yaml slurm-%j.h5)
+rc=$?
+job=${job%%;*}
+echo "sbatch --wait: exit $rc, job $job, $(secs "$t0" "$(now)") s"
+[[ -n $job ]] || fail "no job id from sbatch"
+echo "----- job output"
+cat "$work/job-$job.out" 2>/dev/null
+echo "-----"
+state=$(scontrol show job "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+exitcode=$(scontrol show job "$job" 2>/dev/null | sed -n 's/.* ExitCode=\([0-9:]*\).*/\1/p' | head -n1)
+echo "scontrol: JobState=$state ExitCode=$exitcode"
+
+if [[ -e $fixture/db ]]; then
+  # The accounting record lags the job's end by a moment; MaxRSS is 0/empty for jobs < 1 s.
+  for _ in $(seq 1 50); do
+    acct=$(sacct -n -P --noconvert -j "$job" -o JobID,State,ExitCode,MaxRSS 2>/dev/null)
+    grep -q "^$job.batch|[A-Z]" <<<"$acct" && ! grep -q "RUNNING\|PENDING" <<<"$acct" && break
+    sleep 0.2
+  done
+  echo "sacct (JobID|State|ExitCode|MaxRSS bytes):"
+  echo "$acct"
+fi
+if [[ -r $fixture/peaks/$job ]]; then
+  echo "job cgroup peak (TaskEpilog, memory.max_usage_in_bytes; job step bytes):"
+  cat "$fixture/peaks/$job"
+fi
+
+if [[ $case_ == mem70 ]]; then
+  [[ $state == OUT_OF_MEMORY ]] && fail "the job was killed by its cgroup (OUT_OF_MEMORY); qmlpipe should have chunked or refused"
+  [[ ${acct:-} == *OUT_OF_ME* ]] && fail "a step was killed by its cgroup (sacct OUT_OF_MEMORY)"
+  if [[ $state == COMPLETED ]]; then
+    echo "test_job[mem70]: completed inside --mem (chunked)"; exit 0
+  fi
+  [[ $exitcode == 4:0 ]] && { echo "test_job[mem70]: refused (exit 4)"; exit 0; }
+  fail "JobState=$state ExitCode=$exitcode: neither completed nor refused with exit 4"
+fi
+
+[[ $rc == 0 ]] || fail "sbatch --wait exit $rc"
+[[ $state == COMPLETED ]] || fail "JobState=$state"
+[[ $exitcode == 0:0 ]] || fail "ExitCode=$exitcode"
+if [[ -n ${acct:-} ]]; then
+  grep -v '|COMPLETED|0:0|' <<<"$acct" | grep -q . && fail "sacct: a step did not complete"
+fi
+[[ -r slurm-$job.h5 ]] || fail "no results file slurm-$job.h5"
+"$python" "$src/tests/slurm/compare_results.py" direct.h5 "slurm-$job.h5" 1e-12 || fail "results differ from the direct run"
+echo "test_job[$case_]: ok"
