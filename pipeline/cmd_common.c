@@ -134,11 +134,13 @@ static int qp_parse_sizing(int argc, char **argv, int job_options, const char **
   }
   if (s->nodes > 0) {
     const int ranks = s->ranks > 0 ? s->ranks : 1;
-    if (!s->per_node_given) {
-      s->per_node = (ranks + s->nodes - 1) / s->nodes;
-    } else if ((ranks + s->per_node - 1) / s->per_node != s->nodes) {
-      fprintf(stderr, "qmlpipe: --nodes %d does not hold %d ranks at --ranks-per-node %d\n",
-              s->nodes, ranks, s->per_node);
+    /* Nodes of --ranks-per-node consecutive ranks, the last one possibly partial. */
+    if (!s->per_node_given) s->per_node = (ranks + s->nodes - 1) / s->nodes;
+    if ((ranks + s->per_node - 1) / s->per_node != s->nodes) {
+      fprintf(stderr,
+              "qmlpipe: --nodes %d does not match %d ranks at %d per node (%d nodes of "
+              "consecutive ranks)\n",
+              s->nodes, ranks, s->per_node, (ranks + s->per_node - 1) / s->per_node);
       return 0;
     }
     if (s->nodes > ranks) {

@@ -16,8 +16,7 @@ void qp_job_format_time(int64_t minutes, char out[32]) {
   if (minutes > most) minutes = most;
   const int64_t days = minutes / 1440, hours = minutes % 1440 / 60, mins = minutes % 60;
   if (days > 0)
-    snprintf(out, 32, "%lld-%02lld:%02lld:00", (long long)days, (long long)hours,
-             (long long)mins);
+    snprintf(out, 32, "%lld-%02lld:%02lld:00", (long long)days, (long long)hours, (long long)mins);
   else
     snprintf(out, 32, "%02lld:%02lld:00", (long long)hours, (long long)mins);
 }
@@ -30,8 +29,8 @@ void qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_job_
   f->nodes = job->nodes > 0 ? job->nodes : (f->tasks + f->tasks_per_node - 1) / f->tasks_per_node;
   f->cpus_per_task = job->cpus_per_task > 0 ? job->cpus_per_task : 1;
   const double margin = QP_JOB_MEM_MARGIN * (double)job->node_peak;
-  f->margin_bytes = margin > (double)QP_JOB_MEM_MARGIN_MIN ? (size_t)ceil(margin)
-                                                           : QP_JOB_MEM_MARGIN_MIN;
+  f->margin_bytes =
+      margin > (double)QP_JOB_MEM_MARGIN_MIN ? (size_t)ceil(margin) : QP_JOB_MEM_MARGIN_MIN;
   f->mem_mib = (int64_t)ceil(((double)job->node_peak + (double)f->margin_bytes) / 1048576.0);
   const double cores = (double)f->cpus_per_task * (double)f->tasks;
   f->compute_seconds = p->plan_flops / (QP_JOB_FLOPS_PER_CORE * cores);
@@ -192,8 +191,7 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
     fprintf(out,
             "# grid:    %d x %d, block %d, %d rank(s) per node: the plan's, given to `run` as\n"
             "#          --grid %dx%d --block %d (they override the config's grid)\n",
-            job->rows, job->cols, job->block, f->tasks_per_node, job->rows, job->cols,
-            job->block);
+            job->rows, job->cols, job->block, f->tasks_per_node, job->rows, job->cols, job->block);
   else
     fprintf(out, "# one process without MPI (srun --mpi=none); plan with --ranks P for MPI\n");
   fprintf(out,
@@ -238,8 +236,9 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
           "export OMP_NUM_THREADS=%d\nexport OPENBLAS_NUM_THREADS=%d\n\n",
           f->cpus_per_task, f->cpus_per_task);
   if (f->mpi) {
-    fprintf(out, "\"$qmlpipe\" plan \"$config\" --ranks %d --grid %dx%d --block %d "
-                 "--ranks-per-node %d\n",
+    fprintf(out,
+            "\"$qmlpipe\" plan \"$config\" --ranks %d --grid %dx%d --block %d "
+            "--ranks-per-node %d\n",
             job->ranks, job->rows, job->cols, job->block, f->tasks_per_node);
     fprintf(out,
             "# pmix: Open MPI 4 and 5; use --mpi=pmi2 where MPI is built with Slurm's PMI-2.\n"
@@ -251,9 +250,10 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
     fprintf(out, "\"$qmlpipe\" report \"$results\" --ranks\n");
   } else {
     fprintf(out, "\"$qmlpipe\" plan \"$config\"\n");
-    fprintf(out, "# --mpi=none: one process, whatever the site's default PMI plugin.\n"
-                 "srun --mpi=none --ntasks=1 --cpus-per-task=%d --cpu-bind=cores \\\n"
-                 "  \"$qmlpipe\" run \"$config\" --output \"$results\"\n",
+    fprintf(out,
+            "# --mpi=none: one process, whatever the site's default PMI plugin.\n"
+            "srun --mpi=none --ntasks=1 --cpus-per-task=%d --cpu-bind=cores \\\n"
+            "  \"$qmlpipe\" run \"$config\" --output \"$results\"\n",
             f->cpus_per_task);
     fprintf(out, "\"$qmlpipe\" report \"$results\"\n");
   }
@@ -274,8 +274,10 @@ qp_err qp_job_write_sbatch(const qp_problem *p, const qp_plan_job *job, const qp
            cfg->source, strerror(errno));
   snprintf(results_dir, sizeof results_dir, "%s", config);
   char *slash = strrchr(results_dir, '/');
-  if (slash == results_dir) slash[1] = '\0';
-  else if (slash) *slash = '\0';
+  if (slash == results_dir)
+    slash[1] = '\0';
+  else if (slash)
+    *slash = '\0';
   if (job->keep_output) {
     /* Relative (no `output:` key): the directory `plan` runs in, as for `run` here. */
     QP_CHECK(qp_job_absolute(cfg->output, keep), QP_ERR_IO,
