@@ -25,5 +25,5 @@ static void qp_budget_print(const qp_problem *p) {
 }
 
 int qp_cmd_budget(int argc, char **argv) {
-  return qp_cmd_with_plan(argc, argv, qp_budget_usage, qp_budget_print);
+  return qp_cmd_with_plan(argc, argv, qp_budget_usage, qp_budget_print, 0, NULL);
 }

@@ -9,21 +9,7 @@
 #include "grid.h"
 #include "inputs.h"
 
-/* The sizing options of budget and plan: --ranks P [--grid RxC] [--block B]
- * [--ranks-per-node K] [--mem-per-node BYTES]. */
-typedef struct qp_sizing {
-  int ranks, rows, cols, block, per_node;
-  int grid_given; /* --grid: no choice to make */
-  double mem_per_node;
-} qp_sizing;
-
-/* The most ranks sized: every rank's model is computed and printed (and, to choose a grid,
- * every factorisation's), and counts stay far inside int. */
-enum { QP_SIZING_RANKS_MAX = 65536 };
-
-/* A whole number in [lo, hi] from the whole of `text` (strtol, checked); 0 with a message
- * naming the option when it is not one. */
-static int qp_parse_count(const char *option, const char *text, long lo, long hi, int *out) {
+int qp_cmd_parse_count(const char *option, const char *text, long lo, long hi, int *out) {
   char *end = NULL;
   errno = 0;
   const long v = strtol(text, &end, 10);
@@ -36,58 +22,104 @@ static int qp_parse_count(const char *option, const char *text, long lo, long hi
   return 1;
 }
 
-/* --grid RxC: two counts, R x C at most QP_SIZING_RANKS_MAX ranks. */
-static int qp_parse_grid(const char *text, int *rows, int *cols) {
-  char r[32], c[32];
+int qp_cmd_parse_grid(const char *option, const char *text, int *rows, int *cols) {
+  char r[32], c[32], name[64];
   const char *x = strchr(text, 'x');
   const size_t nr = x ? (size_t)(x - text) : 0;
   if (!x || nr == 0 || nr >= sizeof r || strlen(x + 1) >= sizeof c) {
-    fprintf(stderr, "qmlpipe: --grid '%s' is not RxC (e.g. 2x4)\n", text);
+    fprintf(stderr, "qmlpipe: %s '%s' is not RxC (e.g. 2x4)\n", option, text);
     return 0;
   }
   memcpy(r, text, nr);
   r[nr] = '\0';
   snprintf(c, sizeof c, "%s", x + 1);
-  if (!qp_parse_count("--grid rows", r, 1, QP_SIZING_RANKS_MAX, rows) ||
-      !qp_parse_count("--grid cols", c, 1, QP_SIZING_RANKS_MAX, cols))
-    return 0;
+  snprintf(name, sizeof name, "%s rows", option);
+  if (!qp_cmd_parse_count(name, r, 1, QP_SIZING_RANKS_MAX, rows)) return 0;
+  snprintf(name, sizeof name, "%s cols", option);
+  if (!qp_cmd_parse_count(name, c, 1, QP_SIZING_RANKS_MAX, cols)) return 0;
   int64_t ranks = 0;
   if (!qp_i64_mul(*rows, *cols, &ranks) || ranks > QP_SIZING_RANKS_MAX) {
-    fprintf(stderr, "qmlpipe: --grid '%s' is %lld ranks, more than %d\n", text, (long long)ranks,
-            QP_SIZING_RANKS_MAX);
+    fprintf(stderr, "qmlpipe: %s '%s' is %lld ranks, more than %d\n", option, text,
+            (long long)ranks, QP_SIZING_RANKS_MAX);
     return 0;
   }
   return 1;
 }
 
-static int qp_parse_sizing(int argc, char **argv, const char **config, qp_sizing *s) {
-  *s = (qp_sizing){0, 0, 0, QP_GRID_DEFAULT_BLOCK, 1, 0, 0};
+/* A --partition or --account value: letters, digits and _ - . , (an #SBATCH line holds it). */
+static int qp_parse_slurm_name(const char *option, const char *text) {
+  int ok = text[0] != '\0' && strlen(text) < 256;
+  for (const char *c = text; ok && *c; ++c)
+    ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+         *c == '_' || *c == '-' || *c == '.' || *c == ',';
+  if (!ok)
+    fprintf(stderr, "qmlpipe: %s '%s' is not a Slurm name (letters, digits, _ - . ,)\n", option,
+            text);
+  return ok;
+}
+
+static int qp_parse_sizing(int argc, char **argv, int job_options, const char **config,
+                           qp_plan_job *s) {
+  memset(s, 0, sizeof *s);
+  s->block = QP_GRID_DEFAULT_BLOCK;
+  s->per_node = 1;
+  s->cpus_per_task = 1;
   *config = NULL;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--ranks") == 0 && v) {
-      if (!qp_parse_count("--ranks", v, 1, QP_SIZING_RANKS_MAX, &s->ranks)) return 0;
+      if (!qp_cmd_parse_count("--ranks", v, 1, QP_SIZING_RANKS_MAX, &s->ranks)) return 0;
       ++i;
     } else if (strcmp(a, "--grid") == 0 && v) {
-      if (!qp_parse_grid(v, &s->rows, &s->cols)) return 0;
+      if (!qp_cmd_parse_grid("--grid", v, &s->rows, &s->cols)) return 0;
       s->grid_given = 1;
       ++i;
     } else if (strcmp(a, "--block") == 0 && v) {
-      if (!qp_parse_count("--block", v, 1, QP_GRID_BLOCK_MAX, &s->block)) return 0;
+      if (!qp_cmd_parse_count("--block", v, 1, QP_GRID_BLOCK_MAX, &s->block)) return 0;
       ++i;
     } else if (strcmp(a, "--ranks-per-node") == 0 && v) {
-      if (!qp_parse_count("--ranks-per-node", v, 1, QP_SIZING_RANKS_MAX, &s->per_node)) return 0;
+      if (!qp_cmd_parse_count("--ranks-per-node", v, 1, QP_SIZING_RANKS_MAX, &s->per_node))
+        return 0;
+      s->per_node_given = 1;
       ++i;
     } else if (strcmp(a, "--mem-per-node") == 0 && v) {
-      if (qp_parse_bytes(v, &s->mem_per_node) != QP_OK) {
-        fprintf(stderr, "qmlpipe: --mem-per-node '%s' is not a size (e.g. 180GiB): %s\n", v,
-                qp_error_message());
+      if (qp_parse_bytes(v, &s->mem_per_node) != QP_OK || !(s->mem_per_node > 0)) {
+        fprintf(stderr, "qmlpipe: --mem-per-node '%s' is not a positive size (e.g. 180GiB)%s%s\n",
+                v, qp_error_message()[0] ? ": " : "", qp_error_message());
         qp_error_clear();
         return 0;
       }
       ++i;
+    } else if (job_options && strcmp(a, "--sbatch") == 0 && v) {
+      if (v[0] == '\0') {
+        fprintf(stderr, "qmlpipe: --sbatch needs a file name (the job script to write)\n");
+        return 0;
+      }
+      s->sbatch = v;
+      ++i;
+    } else if (job_options && strcmp(a, "--nodes") == 0 && v) {
+      if (!qp_cmd_parse_count("--nodes", v, 1, QP_SIZING_RANKS_MAX, &s->nodes)) return 0;
+      ++i;
+    } else if (job_options && strcmp(a, "--cpus-per-task") == 0 && v) {
+      if (!qp_cmd_parse_count("--cpus-per-task", v, 1, 4096, &s->cpus_per_task)) return 0;
+      ++i;
+    } else if (job_options && strcmp(a, "--partition") == 0 && v) {
+      if (!qp_parse_slurm_name("--partition", v)) return 0;
+      s->partition = v;
+      ++i;
+    } else if (job_options && strcmp(a, "--account") == 0 && v) {
+      if (!qp_parse_slurm_name("--account", v)) return 0;
+      s->account = v;
+      ++i;
+    } else if (job_options && strcmp(a, "--force") == 0) {
+      s->force = 1;
+    } else if (job_options && strcmp(a, "--json") == 0) {
+      s->json = 1;
+    } else if (job_options && strcmp(a, "--keep-output") == 0) {
+      s->keep_output = 1;
     } else if (a[0] == '-' || *config) {
-      fprintf(stderr, "qmlpipe: unexpected argument '%s'\n", a);
+      fprintf(stderr, "qmlpipe: unexpected argument '%s'%s\n", a,
+              a[0] == '-' && !v ? " (or its value is missing)" : "");
       return 0;
     } else {
       *config = a;
@@ -100,6 +132,26 @@ static int qp_parse_sizing(int argc, char **argv, const char **config, qp_sizing
                      : "bad sizing options (--grid RxC must have R*C = --ranks)");
     return 0;
   }
+  if (s->nodes > 0) {
+    const int ranks = s->ranks > 0 ? s->ranks : 1;
+    /* Nodes of --ranks-per-node consecutive ranks, the last one possibly partial. */
+    if (!s->per_node_given) s->per_node = (ranks + s->nodes - 1) / s->nodes;
+    if ((ranks + s->per_node - 1) / s->per_node != s->nodes) {
+      fprintf(stderr,
+              "qmlpipe: --nodes %d does not match %d ranks at %d per node (%d nodes of "
+              "consecutive ranks)\n",
+              s->nodes, ranks, s->per_node, (ranks + s->per_node - 1) / s->per_node);
+      return 0;
+    }
+    if (s->nodes > ranks) {
+      fprintf(stderr, "qmlpipe: --nodes %d is more than the %d rank(s)\n", s->nodes, ranks);
+      return 0;
+    }
+  }
+  if (s->ranks == 0 && (s->per_node > 1 || s->nodes > 1)) {
+    fprintf(stderr, "qmlpipe: --ranks-per-node and --nodes need --ranks\n");
+    return 0;
+  }
   return 1;
 }
 
@@ -107,10 +159,11 @@ static int qp_parse_sizing(int argc, char **argv, const char **config, qp_sizing
  * `per_node` consecutive ranks, in exact bytes; *worst gets the largest node's largest stage.
  * A rank's peak is below 2^63 (model.h); a node's sum is checked, and one beyond 2^64 bytes
  * is refused (QP_ERR_INPUT) naming the node. */
-static qp_err qp_node_peak(qp_problem *p, const qp_sizing *s, int print, size_t *worst) {
+static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *worst) {
   const int n = p->plan_grid.nprow * p->plan_grid.npcol;
   const double mib = 1048576.0;
   size_t worst_node = 0, node[QP_STAGE_COUNT] = {0}, rank_max = 0;
+  for (int st = 0; st < QP_STAGE_COUNT; ++st) s->rank_stage[st] = s->node_stage[st] = 0;
   if (print)
     printf("\nper rank (grid %d x %d, block %d; MiB with the overhead of each rank):\n  %-6s",
            p->plan_grid.nprow, p->plan_grid.npcol, p->plan_grid.block, "rank");
@@ -129,11 +182,13 @@ static qp_err qp_node_peak(qp_problem *p, const qp_sizing *s, int print, size_t 
                r - r % s->per_node, r, qp_stage_name((qp_stage_id)st), s->per_node, r,
                (double)peak);
       if (peak > rank_max) rank_max = peak;
+      if (peak > s->rank_stage[st]) s->rank_stage[st] = peak;
       if (print) printf(" %17.2f", (double)peak / mib);
     }
     if ((r + 1) % s->per_node == 0 || r == n - 1) {
       for (int st = 0; st < QP_STAGE_COUNT; ++st) {
         if (node[st] > worst_node) worst_node = node[st];
+        if (node[st] > s->node_stage[st]) s->node_stage[st] = node[st];
         node[st] = 0;
       }
     }
@@ -145,12 +200,14 @@ static qp_err qp_node_peak(qp_problem *p, const qp_sizing *s, int print, size_t 
   p->plan_grid.myrow = p->plan_grid.mycol = 0;
   QP_CALL(qp_inputs_remodel(p));
   *worst = worst_node;
+  s->rank_peak = rank_max;
+  s->node_peak = worst_node;
   return QP_OK;
 }
 
 /* With --mem-per-node and no --grid: the factorisation of the ranks whose largest node fits
  * best (the smallest node peak). */
-static qp_err qp_choose_grid(qp_problem *p, qp_sizing *s) {
+static qp_err qp_choose_grid(qp_problem *p, qp_plan_job *s) {
   size_t best = SIZE_MAX;
   int best_rows = 0;
   for (int rows = 1; rows <= s->ranks; ++rows) {
@@ -165,22 +222,24 @@ static qp_err qp_choose_grid(qp_problem *p, qp_sizing *s) {
   }
   s->rows = best_rows > 0 ? best_rows : 1;
   s->cols = s->ranks / s->rows;
-  printf("\ngrid chosen for --mem-per-node %.2f GiB: %d x %d (largest node %.2f GiB: %s)\n",
+  if (!s->json)
+    printf("\ngrid chosen for --mem-per-node %.2f GiB: %d x %d (largest node %.2f GiB: %s)\n",
          s->mem_per_node / 1073741824.0, s->rows, s->cols, (double)best / 1073741824.0,
          (double)best <= s->mem_per_node ? "fits" : "does not fit any grid");
   return QP_OK;
 }
 
 int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
-                     void (*print)(const qp_problem *p)) {
+                     void (*print)(const qp_problem *p), int job_options,
+                     qp_err (*finish)(const qp_problem *p, qp_plan_job *job, qp_err err)) {
   for (int i = 1; i < argc; ++i)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
     }
   const char *config = NULL;
-  qp_sizing sizing;
-  if (!qp_parse_sizing(argc, argv, &config, &sizing)) {
+  qp_plan_job sizing;
+  if (!qp_parse_sizing(argc, argv, job_options, &config, &sizing)) {
     usage(stderr);
     return 2;
   }
@@ -204,20 +263,38 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
     p.plan_grid = (qp_grid){0, sizing.rows, sizing.cols, 0, 0, sizing.block};
     if (err == QP_OK) err = qp_inputs_remodel(&p);
   }
+  int planned = 0;
   if (err == QP_OK) {
-    print(&p);
+    planned = 1;
+    if (!sizing.json) print(&p);
+    size_t node = 0;
     if (sizing.ranks > 0) {
-      size_t node = 0;
-      err = qp_node_peak(&p, &sizing, 1, &node);
-      if (err == QP_OK && sizing.mem_per_node > 0 && (double)node > sizing.mem_per_node)
-        err = qp_error_set(QP_ERR_BUDGET, __FILE__, __LINE__, __func__,
-                           "the largest node needs %.3f GiB (%zu bytes), more than "
-                           "--mem-per-node %.3f GiB",
-                           (double)node / 1073741824.0, node, sizing.mem_per_node / 1073741824.0);
+      err = qp_node_peak(&p, &sizing, !sizing.json, &node);
+    } else {
+      /* One process: the rank is the node. */
+      for (int st = 0; st < QP_STAGE_COUNT; ++st)
+        sizing.rank_stage[st] = sizing.node_stage[st] =
+            qp_model_stage_peak(&p.model, (qp_stage_id)st) + p.model.overhead_bytes;
+      node = sizing.rank_peak = sizing.node_peak = qp_model_peak(&p.model) + p.model.overhead_bytes;
     }
+    if (err == QP_OK && sizing.mem_per_node > 0 && (double)node > sizing.mem_per_node)
+      err = qp_error_set(QP_ERR_BUDGET, __FILE__, __LINE__, __func__,
+                         "the largest node needs %.3f GiB (%zu bytes), more than "
+                         "--mem-per-node %.3f GiB",
+                         (double)node / 1073741824.0, node, sizing.mem_per_node / 1073741824.0);
     if (err == QP_OK) err = qp_inputs_check_limit(&p);
+    sizing.fits = err == QP_OK;
   }
   if (err != QP_OK) qp_error_print(stderr, 0);
+  /* The job's figures even for a plan that does not fit (--json says so); `finish` writes no
+   * script then. An error of the sizing itself (not the limit) stops here. */
+  if (finish && planned && (err == QP_OK || err == QP_ERR_BUDGET)) {
+    qp_err done = finish(&p, &sizing, err);
+    if (done != QP_OK) {
+      qp_error_print(stderr, 0);
+      err = done;
+    }
+  }
   qp_problem_free(&p);
   qp_config_free(&cfg);
   return qp_err_exit_status(err);

@@ -1,8 +1,10 @@
 /* cmd_common.h: what `qmlpipe budget` and `qmlpipe plan` share: load the config, plan the run
- * (nothing large is allocated), print, check memory.host_limit. */
+ * (nothing large is allocated), print, check memory.host_limit; and the strict parsing of
+ * counts and grids that `run` shares with them. */
 #ifndef QP_CMD_COMMON_H
 #define QP_CMD_COMMON_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "problem.h"
@@ -19,9 +21,44 @@
   "    --mem-per-node M    a node's memory, e.g. 180GiB: the grid is chosen to fit it, and\n"      \
   "                        without memory.host_limit each rank plans for M / K\n"
 
-/** Runs `CONFIG.yaml` through the plan and hands the problem to `print`; returns the exit
- *  status (0, 2 for usage, QP_ERR_BUDGET's when the plan exceeds memory.host_limit). */
+/** The most ranks sized or run with --grid. */
+enum { QP_SIZING_RANKS_MAX = 65536 };
+
+/** A plan request (the command line) and, once planned, the figures of the job. */
+typedef struct qp_plan_job {
+  /* sizing (budget and plan) */
+  int ranks; /* 0: one process without MPI */
+  int rows, cols, block, per_node;
+  int grid_given, per_node_given;
+  double mem_per_node;
+  /* the job (plan only) */
+  const char *sbatch;  /* --sbatch FILE, or NULL */
+  int force, json, keep_output;
+  int nodes;           /* --nodes (0: from ranks and --ranks-per-node) */
+  int cpus_per_task;   /* --cpus-per-task (default 1) */
+  const char *partition, *account;
+  /* figures, filled after planning: peaks with the overhead, in bytes; for one process
+   * without --ranks the node is the process */
+  size_t rank_stage[QP_STAGE_COUNT], node_stage[QP_STAGE_COUNT];
+  size_t rank_peak, node_peak;
+  int fits; /* the plan fits memory.host_limit and --mem-per-node */
+} qp_plan_job;
+
+/** Runs `CONFIG.yaml` through the plan and hands the problem to `print` (text, not with
+ *  --json); then, when `finish` is given (plan), hands it the problem and the job's figures
+ *  and `err`, the plan's limit check (0 when it fits): finish writes the JSON and the job
+ *  script and returns its own status. `job_options`: 1 accepts --sbatch, --json and the job's
+ *  options (plan). Returns the exit status (0, 2 for usage, QP_ERR_BUDGET's when the plan
+ *  exceeds memory.host_limit, another error's). */
 int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
-                     void (*print)(const qp_problem *p));
+                     void (*print)(const qp_problem *p), int job_options,
+                     qp_err (*finish)(const qp_problem *p, qp_plan_job *job, qp_err err));
+
+/** A whole number in [lo, hi] from the whole of `text` (strtol, checked); 0 with a message on
+ *  stderr naming `option` when it is not one. */
+int qp_cmd_parse_count(const char *option, const char *text, long lo, long hi, int *out);
+/** RxC: two counts whose product is at most QP_SIZING_RANKS_MAX ('2x2x2', 'abc', '0x2' are
+ *  refused); 0 with a message on stderr naming `option` when it is not one. */
+int qp_cmd_parse_grid(const char *option, const char *text, int *rows, int *cols);
 
 #endif

@@ -1,22 +1,47 @@
 /* cmd_plan.c: `qmlpipe plan CONFIG.yaml`: the planner's decision for a config (route, chunks)
  * and the predicted peak of every stage, against memory.host_limit. Reads the mask (or takes
  * the config's `dimensions:`); allocates nothing of size n_pix^2. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
 #include "cmd_common.h"
+#include "plan_job.h"
 
 static void qp_plan_usage(FILE *out) {
-  fprintf(out, "usage: qmlpipe plan CONFIG.yaml [--ranks P [--grid RxC] [--block B] [--ranks-per-node K]\n"
-          "       [--mem-per-node M]]\n"
-               "  Prints the route the planner picks (path, harmonic method, chunks of the\n"
-               "  pixel-direct products and bin matrices under memory.host_limit), why, and the\n"
-               "  predicted peak of each stage. `qmlpipe budget` prints the terms of that plan.\n"
-               "  A config may give `dimensions: {n_pix, n_modes, lmax_signal, lmax, n_bins}` in\n"
-               "  place of maps and mask to size a job before having data. Exit status 0 when the\n"
-               "  plan fits memory.host_limit (and --mem-per-node), else %d.\n" QP_SIZING_HELP,
-          qp_err_exit_status(QP_ERR_BUDGET));
+  fprintf(out,
+          "usage: qmlpipe plan CONFIG.yaml [--ranks P [--grid RxC] [--block B] [--ranks-per-node K]\n"
+          "       [--nodes N]] [--mem-per-node M] [--json] [--sbatch FILE [--force]\n"
+          "       [--cpus-per-task C] [--partition NAME] [--account NAME] [--keep-output]]\n"
+          "  Prints the route the planner picks (path, harmonic method, chunks of the\n"
+          "  pixel-direct products and bin matrices under memory.host_limit), why, and the\n"
+          "  predicted peak of each stage. `qmlpipe budget` prints the terms of that plan.\n"
+          "  A config may give `dimensions: {n_pix, n_modes, lmax_signal, lmax, n_bins}` in\n"
+          "  place of maps and mask to size a job before having data. Exit status 0 when the\n"
+          "  plan fits memory.host_limit (and --mem-per-node), else %d.\n" QP_SIZING_HELP
+          "    --nodes N           the job's nodes (default: P / K rounded up; alone, K = P / N\n"
+          "                        rounded up)\n"
+          "  The job (docs/plan-json.md, README 'Slurm in three commands'):\n"
+          "    --json              the plan as one JSON object on stdout, in place of the text\n"
+          "    --sbatch FILE       write FILE, a ready Slurm job script (executable; an existing\n"
+          "                        FILE is refused, exit %d, unless --force): --mem per node =\n"
+          "                        the largest node's predicted peak + 10%% (at least 256 MiB);\n"
+          "                        --nodes, --ntasks(-per-node), --cpus-per-task; --time = the\n"
+          "                        route's flops at %.0f GFLOP/s per core x cores x %.0f + %d\n"
+          "                        min; srun --mpi=pmix ... run --grid RxC --block B (the\n"
+          "                        plan's grid) or, without --ranks, srun --mpi=none; then\n"
+          "                        `report` and `validate --tolerance %s` of the results. The\n"
+          "                        script holds the absolute paths of the config and of this\n"
+          "                        qmlpipe. No script is written for a plan that does not fit.\n"
+          "    --force             replace an existing FILE\n"
+          "    --cpus-per-task C   cores (BLAS/OpenMP threads) of each task (default 1)\n"
+          "    --partition NAME, --account NAME   #SBATCH lines for the site\n"
+          "    --keep-output       write the config's `output:` (each job overwrites it) in place\n"
+          "                        of results-$SLURM_JOB_ID.h5 next to the config (the default)\n",
+          qp_err_exit_status(QP_ERR_BUDGET), qp_err_exit_status(QP_ERR_IO),
+          QP_JOB_FLOPS_PER_CORE * 1e-9, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES,
+          QP_JOB_VALIDATE_TOLERANCE);
 }
 
 static void qp_plan_print(const qp_problem *p) {
@@ -46,6 +71,29 @@ static void qp_plan_print(const qp_problem *p) {
     printf("  lifetime peak %.2f MiB (no memory.host_limit set)\n", need / mib);
 }
 
+/* After the plan: the job's figures, the JSON, the script (only for a plan that fits). */
+static qp_err qp_plan_finish(const qp_problem *p, qp_plan_job *job, qp_err limit) {
+  qp_job_figures f;
+  qp_job_figures_compute(p, job, &f);
+  char script[PATH_MAX];
+  int written = 0;
+  qp_err err = QP_OK;
+  if (job->sbatch && limit == QP_OK) {
+    err = qp_job_write_sbatch(p, job, &f, script);
+    written = err == QP_OK;
+  } else if (job->sbatch) {
+    fprintf(stderr, "qmlpipe plan: no job script written: the plan does not fit\n");
+  }
+  if (job->json) {
+    qp_job_print_json(stdout, p, job, &f, written ? script : NULL);
+  } else if (job->sbatch || limit == QP_OK) {
+    printf("\nSlurm job: --nodes=%d --ntasks=%d --cpus-per-task=%d --mem=%lldM --time=%s\n",
+           f.nodes, f.tasks, f.cpus_per_task, (long long)f.mem_mib, f.time);
+    if (written) printf("job script: %s (submit: sbatch %s)\n", script, script);
+  }
+  return err;
+}
+
 int qp_cmd_plan(int argc, char **argv) {
-  return qp_cmd_with_plan(argc, argv, qp_plan_usage, qp_plan_print);
+  return qp_cmd_with_plan(argc, argv, qp_plan_usage, qp_plan_print, 1, qp_plan_finish);
 }

@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "comm.h"
+#include "cmd_common.h"
 #include "commands.h"
+#include "grid.h"
 #include "driver.h"
 #include "launch_check.h"
 #include "qp_config.h"
@@ -11,7 +13,8 @@
 
 static void qp_run_usage(FILE *out) {
   fprintf(out,
-          "usage: qmlpipe run CONFIG.yaml [--output RESULTS.h5] [--quiet] [--verbose]\n"
+          "usage: qmlpipe run CONFIG.yaml [--output RESULTS.h5] [--grid RxC] [--block B]\n"
+          "       [--quiet] [--verbose]\n"
           "  Runs covariance_setup, basis_setup, fisher_run and spectra_run inside their\n"
           "  memory budgets and writes the results file named by 'output' in the config\n"
           "  (relative to the config file's directory).\n"
@@ -21,11 +24,16 @@ static void qp_run_usage(FILE *out) {
           "                 before the run starts. One name per job keeps the jobs of a Monte\n"
           "                 Carlo campaign on one config from overwriting each other, e.g.\n"
           "                 --output \"mc/results-$SLURM_JOB_ID.h5\" (jobs/*.sbatch: '%%j')\n"
+          "  --grid RxC     the process grid of the distributed backend (R x C must be the\n"
+          "                 number of ranks), overriding the config's grid: {rows, cols}; the\n"
+          "                 one `qmlpipe plan --ranks P` picks (its --sbatch script passes it)\n"
+          "  --block B      the ScaLAPACK block size (1 to %d), overriding the config's\n"
+          "                 grid: {block}\n"
           "  --quiet        no progress lines on stderr\n"
           "  --verbose      a traceback with errors\n"
           "  Started as several processes (mpiexec -n N, srun -n N) without MPI running, it\n"
           "  refuses with exit status %d rather than run N copies onto one results file.\n",
-          qp_err_exit_status(QP_ERR_MPI));
+          QP_GRID_BLOCK_MAX, qp_err_exit_status(QP_ERR_MPI));
 }
 
 static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline) {
@@ -60,7 +68,7 @@ static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline)
 int qp_cmd_run(int argc, char **argv) {
   const char *config_path = NULL, *output = NULL;
   qp_run_options options = {.progress = 1, .write_results = 1};
-  int verbose = 0;
+  int verbose = 0, rows = 0, cols = 0, block = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       qp_run_usage(stdout);
@@ -76,6 +84,16 @@ int qp_cmd_run(int argc, char **argv) {
         return 2;
       }
       output = argv[++i];
+    } else if (strcmp(argv[i], "--grid") == 0 || strcmp(argv[i], "--block") == 0) {
+      const int grid = argv[i][2] == 'g';
+      if (i + 1 >= argc ||
+          (grid ? !qp_cmd_parse_grid("--grid", argv[i + 1], &rows, &cols)
+                : !qp_cmd_parse_count("--block", argv[i + 1], 1, QP_GRID_BLOCK_MAX, &block))) {
+        if (i + 1 >= argc) fprintf(stderr, "qmlpipe run: %s needs a value\n", argv[i]);
+        qp_run_usage(stderr);
+        return 2;
+      }
+      ++i;
     } else if (argv[i][0] == '-' || config_path) {
       fprintf(stderr, "qmlpipe run: unexpected argument '%s'\n", argv[i]);
       qp_run_usage(stderr);
@@ -99,6 +117,19 @@ int qp_cmd_run(int argc, char **argv) {
   if (err != QP_OK) {
     qp_error_print(stderr, verbose);
     return qp_err_exit_status(err);
+  }
+  /* The command line's grid over the config's (the driver sets the grid up from cfg). */
+  if (rows > 0) {
+    cfg.grid_rows = rows;
+    cfg.grid_cols = cols;
+  }
+  if (block > 0) cfg.grid_block = block;
+  if (rows > 0 && rows * cols != qp_comm_size()) {
+    if (qp_comm_rank() == 0)
+      fprintf(stderr, "qmlpipe run: --grid %dx%d needs %d ranks, but qmlpipe runs on %d\n", rows,
+              cols, rows * cols, qp_comm_size());
+    qp_config_free(&cfg);
+    return 2;
   }
   char source[QP_PATH_MAX + 64];
   if (output) {

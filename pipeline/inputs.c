@@ -282,6 +282,7 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
              p->smw_refused);
   p->path_used = chosen == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
   p->smw = chosen == 1;
+  p->plan_flops = cost[chosen];
   if (chosen == 0) {
     QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, &p->model));
     if (fisher_chunk < p->n_params || spectra_chunk < p->n_params)

@@ -89,6 +89,9 @@ typedef struct qp_problem {
   /* `qmlpipe budget/plan --ranks`: a grid to size (nprow > 0) without running MPI; the model
    * is then that of rank (myrow, mycol) of it. */
   qp_grid plan_grid;
+  /* The leading flop count of the route chosen (QML.md 3, with the re-formed products of a
+   * chunked fisher_run), for the whole problem: `plan --sbatch` estimates --time from it. */
+  double plan_flops;
 } qp_problem;
 
 /** m (n_pix x n_maps, local or distributed) <- the maps, which every rank holds whole. */

@@ -1,0 +1,335 @@
+/* plan_job.c: see plan_job.h. */
+#include "plan_job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void qp_job_format_time(int64_t minutes, char out[32]) {
+  const int64_t most = 365 * 24 * 60;
+  if (minutes < 1) minutes = 1;
+  if (minutes > most) minutes = most;
+  const int64_t days = minutes / 1440, hours = minutes % 1440 / 60, mins = minutes % 60;
+  if (days > 0)
+    snprintf(out, 32, "%lld-%02lld:%02lld:00", (long long)days, (long long)hours, (long long)mins);
+  else
+    snprintf(out, 32, "%02lld:%02lld:00", (long long)hours, (long long)mins);
+}
+
+void qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_job_figures *f) {
+  memset(f, 0, sizeof *f);
+  f->mpi = job->ranks > 0;
+  f->tasks = f->mpi ? job->ranks : 1;
+  f->tasks_per_node = f->mpi ? (job->per_node < f->tasks ? job->per_node : f->tasks) : 1;
+  f->nodes = job->nodes > 0 ? job->nodes : (f->tasks + f->tasks_per_node - 1) / f->tasks_per_node;
+  f->cpus_per_task = job->cpus_per_task > 0 ? job->cpus_per_task : 1;
+  const double margin = QP_JOB_MEM_MARGIN * (double)job->node_peak;
+  f->margin_bytes =
+      margin > (double)QP_JOB_MEM_MARGIN_MIN ? (size_t)ceil(margin) : QP_JOB_MEM_MARGIN_MIN;
+  f->mem_mib = (int64_t)ceil(((double)job->node_peak + (double)f->margin_bytes) / 1048576.0);
+  const double cores = (double)f->cpus_per_task * (double)f->tasks;
+  f->compute_seconds = p->plan_flops / (QP_JOB_FLOPS_PER_CORE * cores);
+  const double minutes =
+      ceil(f->compute_seconds * QP_JOB_TIME_FACTOR / 60.0) + QP_JOB_STARTUP_MINUTES;
+  f->minutes = minutes < 1e9 ? (int64_t)minutes : (int64_t)1e9;
+  qp_job_format_time(f->minutes, f->time);
+  if (f->minutes > 365 * 24 * 60) f->minutes = 365 * 24 * 60;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void qp_json_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (const unsigned char *c = (const unsigned char *)s; *c; ++c) {
+    if (*c == '"' || *c == '\\')
+      fprintf(out, "\\%c", *c);
+    else if (*c == '\n')
+      fputs("\\n", out);
+    else if (*c == '\t')
+      fputs("\\t", out);
+    else if (*c < 0x20 || *c == 0x7f)
+      fprintf(out, "\\u%04x", *c);
+    else
+      fputc(*c, out);
+  }
+  fputc('"', out);
+}
+
+static const char *qp_job_route(const qp_problem *p) {
+  return p->path_used == QP_PATH_PIXEL_DIRECT ? "pixel_direct"
+         : p->smw                             ? "harmonic_smw"
+                                              : "harmonic_projected";
+}
+
+/* The absolute path of `path` (which exists), or of a file `path` to be made in an existing
+ * directory; 0 with errno when it cannot be resolved. */
+static int qp_job_absolute(const char *path, char out[PATH_MAX]) {
+  if (realpath(path, out)) return 1;
+  if (errno != ENOENT) return 0;
+  char dir[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  if (slash) {
+    const size_t n = (size_t)(slash - path);
+    if (n >= sizeof dir) {
+      errno = ENAMETOOLONG;
+      return 0;
+    }
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    if (n == 0) snprintf(dir, sizeof dir, "/");
+  } else {
+    snprintf(dir, sizeof dir, ".");
+  }
+  char real_dir[PATH_MAX];
+  if (!realpath(dir, real_dir)) return 0;
+  if (base[0] == '\0' || strlen(real_dir) + 1 + strlen(base) >= PATH_MAX) {
+    errno = base[0] == '\0' ? EISDIR : ENAMETOOLONG;
+    return 0;
+  }
+  size_t used = strlen(real_dir);
+  memcpy(out, real_dir, used);
+  if (strcmp(real_dir, "/") != 0) out[used++] = '/';
+  memcpy(out + used, base, strlen(base) + 1);
+  return 1;
+}
+
+void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
+                       const qp_job_figures *f, const char *script) {
+  const qp_config *cfg = p->cfg;
+  const qp_model *m = &p->model;
+  char config[PATH_MAX];
+  if (!qp_job_absolute(cfg->source, config)) snprintf(config, sizeof config, "%s", cfg->source);
+  fprintf(out, "{\n  \"schema\": \"qmlpipe-plan/1\",\n  \"config\": ");
+  qp_json_string(out, config);
+  fprintf(out,
+          ",\n  \"n_pix\": %lld,\n  \"n_modes\": %lld,\n  \"n_params\": %d,\n  \"n_maps\": %lld,\n"
+          "  \"route\": \"%s\",\n  \"reason\": ",
+          (long long)p->n_pix, (long long)p->n_modes, p->n_params, (long long)p->n_maps,
+          qp_job_route(p));
+  qp_json_string(out, p->path_reason);
+  fprintf(out, ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld},\n  \"flops\": %.6e,\n",
+          (long long)m->dims.fisher_chunk, (long long)m->dims.spectra_chunk, p->plan_flops);
+  if (job->ranks > 0)
+    fprintf(out,
+            "  \"grid\": {\"rows\": %d, \"cols\": %d, \"block\": %d, \"ranks\": %d, "
+            "\"ranks_per_node\": %d},\n",
+            job->rows, job->cols, job->block, job->ranks, f->tasks_per_node);
+  else
+    fprintf(out, "  \"grid\": null,\n");
+  fprintf(out, "  \"overhead_bytes\": %zu,\n", m->overhead_bytes);
+  if (cfg->host_limit > 0)
+    fprintf(out, "  \"limit_bytes\": %.0f,\n", cfg->host_limit);
+  else
+    fprintf(out, "  \"limit_bytes\": null,\n");
+  if (job->mem_per_node > 0)
+    fprintf(out, "  \"mem_per_node_bytes\": %.0f,\n", job->mem_per_node);
+  else
+    fprintf(out, "  \"mem_per_node_bytes\": null,\n");
+  fprintf(out, "  \"stages\": [\n");
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    fprintf(out,
+            "    {\"name\": \"%s\", \"peak_bytes\": %zu, \"rank_peak_bytes\": %zu, "
+            "\"node_peak_bytes\": %zu}%s\n",
+            qp_stage_name((qp_stage_id)s), qp_model_stage_peak(m, (qp_stage_id)s),
+            job->rank_stage[s], job->node_stage[s], s + 1 < QP_STAGE_COUNT ? "," : "");
+  fprintf(out, "  ],\n  \"rank_peak_bytes\": %zu,\n  \"node_peak_bytes\": %zu,\n", job->rank_peak,
+          job->node_peak);
+  fprintf(out, "  \"fits\": %s,\n", job->fits ? "true" : "false");
+  fprintf(out,
+          "  \"sbatch\": {\"mem_mib\": %lld, \"margin_bytes\": %zu, \"nodes\": %d, \"ntasks\": %d, "
+          "\"ntasks_per_node\": %d, \"cpus_per_task\": %d, \"time\": \"%s\", \"time_minutes\": "
+          "%lld, \"compute_seconds\": %.6g, \"flops_per_core\": %.6g, \"time_factor\": %g, "
+          "\"startup_minutes\": %d, \"srun_mpi\": \"%s\", \"run_args\": [",
+          (long long)f->mem_mib, f->margin_bytes, f->nodes, f->tasks, f->tasks_per_node,
+          f->cpus_per_task, f->time, (long long)f->minutes, f->compute_seconds,
+          QP_JOB_FLOPS_PER_CORE, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES,
+          f->mpi ? "pmix" : "none");
+  if (f->mpi)
+    fprintf(out, "\"--grid\", \"%dx%d\", \"--block\", \"%d\"", job->rows, job->cols, job->block);
+  fprintf(out, "], \"script\": ");
+  if (script)
+    qp_json_string(out, script);
+  else
+    fputs("null", out);
+  fprintf(out, "}\n}\n");
+}
+
+/* `s` in single quotes for bash ('\'' for a quote inside). */
+static void qp_sh_quote(FILE *out, const char *s) {
+  fputc('\'', out);
+  for (; *s; ++s)
+    if (*s == '\'')
+      fputs("'\\''", out);
+    else
+      fputc(*s, out);
+  fputc('\'', out);
+}
+
+static int qp_has_control(const char *s) {
+  for (; *s; ++s)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
+  return 0;
+}
+
+/* The script's text. */
+static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job,
+                          const qp_job_figures *f, const char *exe, const char *config,
+                          const char *results_dir, const char *keep, const char *script) {
+  const double mib = 1048576.0;
+  fprintf(out, "#!/bin/bash\n"
+               "# A qmlpipe job written by `qmlpipe plan --sbatch`; submit it from any directory:\n"
+               "#   sbatch ");
+  qp_sh_quote(out, script);
+  fprintf(out, "\n# config:  %s\n# qmlpipe: %s (the binary that planned it)\n", config, exe);
+  fprintf(out, "# route:   %s\n", p->path_reason);
+  if (f->mpi)
+    fprintf(out,
+            "# grid:    %d x %d, block %d, %d rank(s) per node: the plan's, given to `run` as\n"
+            "#          --grid %dx%d --block %d (they override the config's grid)\n",
+            job->rows, job->cols, job->block, f->tasks_per_node, job->rows, job->cols, job->block);
+  else
+    fprintf(out, "# one process without MPI (srun --mpi=none); plan with --ranks P for MPI\n");
+  fprintf(out,
+          "# --mem:   per node: the largest node's predicted peak, %.1f MiB (overhead included),\n"
+          "#          plus a margin of %.0f%% or at least %zu MiB (%.1f MiB), rounded up to MiB\n",
+          (double)job->node_peak / mib, 100.0 * QP_JOB_MEM_MARGIN, QP_JOB_MEM_MARGIN_MIN >> 20,
+          (double)f->margin_bytes / mib);
+  fprintf(out,
+          "# --time:  the route's leading cost, %.3e flop, at %.0f GFLOP/s per core x %d cpu(s)\n"
+          "#          per task x %d task(s) = %.0f s; times %.0f (safety), plus %d minutes of\n"
+          "#          start-up, rounded up to minutes. Measure the rate of your site with a first\n"
+          "#          job (`qmlpipe report` prints each stage's seconds) and edit --time to it.\n",
+          p->plan_flops, QP_JOB_FLOPS_PER_CORE * 1e-9, f->cpus_per_task, f->tasks,
+          f->compute_seconds, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES);
+  if (keep)
+    fprintf(out, "# results: the config's output, %s (each job overwrites it)\n", keep);
+  else
+    fprintf(out, "# results: %s/results-$SLURM_JOB_ID.h5 (one file per job, next to the config)\n",
+            results_dir);
+  fprintf(out, "#SBATCH --job-name=qmlpipe\n#SBATCH --nodes=%d\n#SBATCH --ntasks=%d\n", f->nodes,
+          f->tasks);
+  if (f->mpi) fprintf(out, "#SBATCH --ntasks-per-node=%d\n", f->tasks_per_node);
+  fprintf(out, "#SBATCH --cpus-per-task=%d\n#SBATCH --mem=%lldM\n#SBATCH --time=%s\n",
+          f->cpus_per_task, (long long)f->mem_mib, f->time);
+  if (job->partition) fprintf(out, "#SBATCH --partition=%s\n", job->partition);
+  if (job->account) fprintf(out, "#SBATCH --account=%s\n", job->account);
+  fprintf(out, "#SBATCH --output=qmlpipe-%%j.out\nset -euo pipefail\n\nqmlpipe=");
+  qp_sh_quote(out, exe);
+  fprintf(out, "\nconfig=");
+  qp_sh_quote(out, config);
+  if (keep) {
+    fprintf(out, "\nresults=");
+    qp_sh_quote(out, keep);
+    fputc('\n', out);
+  } else {
+    fprintf(out, "\nresults_dir=");
+    qp_sh_quote(out, results_dir);
+    fprintf(out, "\nresults=$results_dir/results-${SLURM_JOB_ID:?not inside a Slurm job}.h5\n");
+  }
+  fprintf(out,
+          "\n# BLAS and OpenMP threads on the task's cores, one after the other, never nested.\n"
+          "export OMP_NUM_THREADS=%d\nexport OPENBLAS_NUM_THREADS=%d\n\n",
+          f->cpus_per_task, f->cpus_per_task);
+  if (f->mpi) {
+    fprintf(out,
+            "\"$qmlpipe\" plan \"$config\" --ranks %d --grid %dx%d --block %d "
+            "--ranks-per-node %d\n",
+            job->ranks, job->rows, job->cols, job->block, f->tasks_per_node);
+    fprintf(out,
+            "# pmix: Open MPI 4 and 5; use --mpi=pmi2 where MPI is built with Slurm's PMI-2.\n"
+            "srun --mpi=pmix --nodes=%d --ntasks=%d --ntasks-per-node=%d --cpus-per-task=%d "
+            "--cpu-bind=cores \\\n  \"$qmlpipe\" run \"$config\" --output \"$results\" --grid "
+            "%dx%d --block %d\n",
+            f->nodes, f->tasks, f->tasks_per_node, f->cpus_per_task, job->rows, job->cols,
+            job->block);
+    fprintf(out, "\"$qmlpipe\" report \"$results\" --ranks\n");
+  } else {
+    fprintf(out, "\"$qmlpipe\" plan \"$config\"\n");
+    fprintf(out,
+            "# --mpi=none: one process, whatever the site's default PMI plugin.\n"
+            "srun --mpi=none --ntasks=1 --cpus-per-task=%d --cpu-bind=cores \\\n"
+            "  \"$qmlpipe\" run \"$config\" --output \"$results\"\n",
+            f->cpus_per_task);
+    fprintf(out, "\"$qmlpipe\" report \"$results\"\n");
+  }
+  fprintf(out, "\"$qmlpipe\" validate \"$results\" --tolerance %s\n", QP_JOB_VALIDATE_TOLERANCE);
+}
+
+qp_err qp_job_write_sbatch(const qp_problem *p, const qp_plan_job *job, const qp_job_figures *f,
+                           char *script) {
+  const qp_config *cfg = p->cfg;
+  char exe[PATH_MAX], config[PATH_MAX], results_dir[PATH_MAX], keep[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  QP_CHECK(n > 0, QP_ERR_IO, "cannot find the qmlpipe binary (/proc/self/exe): %s",
+           strerror(errno));
+  exe[n] = '\0';
+  QP_CHECK(qp_job_absolute(job->sbatch, script), QP_ERR_IO,
+           "cannot write the job script '%s': its directory: %s", job->sbatch, strerror(errno));
+  QP_CHECK(realpath(cfg->source, config), QP_ERR_IO, "cannot resolve the config '%s': %s",
+           cfg->source, strerror(errno));
+  snprintf(results_dir, sizeof results_dir, "%s", config);
+  char *slash = strrchr(results_dir, '/');
+  if (slash == results_dir)
+    slash[1] = '\0';
+  else if (slash)
+    *slash = '\0';
+  if (job->keep_output) {
+    /* Relative (no `output:` key): the directory `plan` runs in, as for `run` here. */
+    QP_CHECK(qp_job_absolute(cfg->output, keep), QP_ERR_IO,
+             "config '%s': cannot resolve the output '%s' (--keep-output): %s", cfg->source,
+             cfg->output, strerror(errno));
+  }
+  QP_CHECK(!qp_has_control(exe) && !qp_has_control(config) && !qp_has_control(script) &&
+               !(job->keep_output && qp_has_control(keep)),
+           QP_ERR_INPUT, "a path of the job script '%s' holds a control character", script);
+  QP_CHECK(job->force || access(script, F_OK) != 0, QP_ERR_IO,
+           "the job script '%s' exists (--force replaces it)", script);
+
+  /* The temporary file next to the script (same file system): O_EXCL, then made executable. */
+  char temp[PATH_MAX + 16];
+  snprintf(temp, sizeof temp, "%s.XXXXXX", script);
+  const int fd = mkstemp(temp);
+  QP_CHECK(fd >= 0, QP_ERR_IO, "cannot write the job script '%s': %s", script, strerror(errno));
+  qp_err err = QP_OK;
+  FILE *out = fdopen(fd, "w");
+  if (!out) {
+    err = qp_error_set(QP_ERR_IO, __FILE__, __LINE__, __func__,
+                       "cannot write the job script '%s': %s", script, strerror(errno));
+    close(fd);
+    goto done;
+  }
+  qp_job_script(out, p, job, f, exe, config, results_dir, job->keep_output ? keep : NULL, script);
+  int failed = ferror(out) || fflush(out) != 0 || fsync(fd) != 0;
+  int saved = errno;
+  mode_t mask = umask(0);
+  umask(mask);
+  failed = failed || fchmod(fd, 0777 & ~mask & 0755) != 0;
+  if (failed) saved = errno;
+  if (fclose(out) != 0 && !failed) {
+    failed = 1;
+    saved = errno;
+  }
+  QP_CHECK_GOTO(!failed, QP_ERR_IO, done, "cannot write the job script '%s': %s", script,
+                strerror(saved));
+  if (job->force) {
+    QP_CHECK_GOTO(rename(temp, script) == 0, QP_ERR_IO, done,
+                  "cannot put the job script in place as '%s': %s", script, strerror(errno));
+  } else {
+    /* link() refuses an existing name, atomically (no race with another writer). */
+    const int linked = link(temp, script);
+    const int why = errno;
+    QP_CHECK_GOTO(linked == 0, QP_ERR_IO, done, "%s '%s'%s: %s",
+                  why == EEXIST ? "the job script" : "cannot put the job script in place as",
+                  script, why == EEXIST ? " exists (--force replaces it)" : "", strerror(why));
+    unlink(temp);
+  }
+  temp[0] = '\0';
+done:
+  if (temp[0]) unlink(temp);
+  return err;
+}

@@ -1,0 +1,57 @@
+/* plan_job.h: what `qmlpipe plan` makes of a plan for a batch system: the Slurm figures of the
+ * job (memory per node with a margin, nodes, tasks, cpus, a --time estimated from the route's
+ * flops), the plan as one JSON object (docs/plan-json.md) and a ready job script written
+ * atomically (--sbatch FILE). */
+#ifndef QP_PLAN_JOB_H
+#define QP_PLAN_JOB_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cmd_common.h"
+
+/** The --time estimate: the route's leading flop count at this many flop/s per core (a
+ *  conservative rate for a modern core running OpenBLAS/ScaLAPACK level 3; `qmlpipe run`
+ *  prints the GFLOP/s each stage reached), times cpus per task and tasks, times the factor,
+ *  plus a fixed start-up (reading, planning, writing, the queue's own start). */
+#define QP_JOB_FLOPS_PER_CORE 5e9
+#define QP_JOB_TIME_FACTOR 3.0
+#define QP_JOB_STARTUP_MINUTES 10
+/** Memory margin over the largest node's predicted peak: 10%, at least 256 MiB. */
+#define QP_JOB_MEM_MARGIN 0.10
+#define QP_JOB_MEM_MARGIN_MIN ((size_t)256 << 20)
+/** `qmlpipe validate`'s tolerance in the script's last step. */
+#define QP_JOB_VALIDATE_TOLERANCE "0.05"
+
+/** The Slurm figures of a planned job. */
+typedef struct qp_job_figures {
+  int64_t mem_mib;     /* --mem, per node, MiB: node peak + margin, rounded up */
+  size_t margin_bytes; /* the margin */
+  int nodes, tasks, tasks_per_node, cpus_per_task;
+  double compute_seconds; /* flops / (rate x cores), before the factor */
+  int64_t minutes;        /* --time in whole minutes */
+  char time[32];          /* --time as HH:MM:SS or D-HH:MM:SS */
+  int mpi;                /* 1: srun --mpi=pmix with --grid; 0: one task, --mpi=none */
+} qp_job_figures;
+
+/** The figures of `job` (planned: its node peak filled) for problem `p`. Never fails. */
+void qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_job_figures *f);
+
+/** Formats `minutes` as Slurm's --time: HH:MM:SS below a day, D-HH:MM:SS from a day on
+ *  (at most 365 days: a longer estimate is clamped to it). */
+void qp_job_format_time(int64_t minutes, char out[32]);
+
+/** Writes the plan as one JSON object (docs/plan-json.md) to `out`; `script` is the absolute
+ *  path of the job script written, or NULL. */
+void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
+                       const qp_job_figures *f, const char *script);
+
+/** Writes the job script `job->sbatch`: a temporary file (O_EXCL) in its directory, made
+ *  executable, then linked (no --force: QP_ERR_IO when the file exists) or renamed (--force)
+ *  into place. `script` (PATH_MAX bytes) gets the absolute path written. QP_ERR_IO naming the
+ *  file and the system's reason; QP_ERR_INPUT for paths a script cannot hold (control
+ *  characters). */
+qp_err qp_job_write_sbatch(const qp_problem *p, const qp_plan_job *job, const qp_job_figures *f,
+                           char *script);
+
+#endif
