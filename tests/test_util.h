@@ -120,6 +120,15 @@ static inline double qp_test_max_rel_diff(const double *ref, const double *got, 
     }                                                                                          \
   } while (0)
 
+/** Writes `text` to `path` (a test's input file); a failure to write fails the test. */
+static inline void qp_test_write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  TEST_ASSERT(f != NULL, "cannot write the test file '%s'", path);
+  if (!f) return;
+  fputs(text, f);
+  TEST_ASSERT(fclose(f) == 0, "cannot write the test file '%s'", path);
+}
+
 #define TEST_RETURN() (qp_test_failures == 0 ? 0 : 1)
 
 #endif

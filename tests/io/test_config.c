@@ -14,22 +14,12 @@
 static char dir[64];        /* a fresh directory in the working directory */
 static char yaml_path[128]; /* dir/run.yaml */
 
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    perror(path);
-    exit(2);
-  }
-  fputs(text, f);
-  fclose(f);
-}
-
 /* Loads `text` as dir/run.yaml, expecting failure with `code` and a message containing each
  * of the (up to two) fragments. */
 static void expect_error(int line, const char *text, qp_err code, const char *frag1,
                          const char *frag2) {
   qp_config cfg;
-  write_text(yaml_path, text);
+  qp_test_write_text(yaml_path, text);
   qp_err err = qp_config_load(yaml_path, &cfg);
   const char *msg = qp_error_message();
   TEST_ASSERT(err == code, "case at line %d: got %s, expected %s (%s)", line, qp_err_name(err),
@@ -69,7 +59,7 @@ static void test_full(void) {
            "backend: cuda\n"
            "output: out/results.h5\n"
            "memory:\n  host_limit: 20GiB\n  device_limit: 2000000000\n");
-  write_text(yaml_path, text);
+  qp_test_write_text(yaml_path, text);
   qp_config cfg;
   TEST_OK(qp_config_load(yaml_path, &cfg));
   char want[256];
@@ -117,7 +107,7 @@ static void test_full(void) {
 }
 
 static void test_defaults(void) {
-  write_text(yaml_path, "maps: m.fits\nmask: /data/mask.fits\ncls: c.txt\n"
+  qp_test_write_text(yaml_path, "maps: m.fits\nmask: /data/mask.fits\ncls: c.txt\n"
                         "noise:\n  variance: 2.5e-4\nlmax: 16\n");
   qp_config cfg;
   TEST_OK(qp_config_load(yaml_path, &cfg));
@@ -145,7 +135,7 @@ static void test_defaults(void) {
   qp_config_free(&cfg);
 
   /* Without spectra:, QU gets EE BB; a covariance without dataset: gets /covariance. */
-  write_text(yaml_path, BASE "lmax: 8\nfields: QU\nbin_width: 3\n"
+  qp_test_write_text(yaml_path, BASE "lmax: 8\nfields: QU\nbin_width: 3\n"
                              "memory: {host_limit: 512 MB}\n");
   TEST_OK(qp_config_load(yaml_path, &cfg));
   TEST_ASSERT(cfg.n_spectra == 2 && cfg.spectra[0] == QP_EE && cfg.spectra[1] == QP_BB,
@@ -154,7 +144,7 @@ static void test_defaults(void) {
   TEST_ASSERT(cfg.host_limit == 512e6, "host_limit %.17g", cfg.host_limit);
   qp_config_free(&cfg);
 
-  write_text(yaml_path, "maps: [m.fits]\nmask: k.fits\ncls: c.txt\nlmax: 4\n"
+  qp_test_write_text(yaml_path, "maps: [m.fits]\nmask: k.fits\ncls: c.txt\nlmax: 4\n"
                         "noise: {covariance: n.h5}\nspectra: TT\n");
   TEST_OK(qp_config_load(yaml_path, &cfg));
   TEST_ASSERT(cfg.noise_kind == QP_NOISE_COVARIANCE, "kind %d", (int)cfg.noise_kind);

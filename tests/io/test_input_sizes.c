@@ -85,13 +85,6 @@ static int write_huge_h5(const char *path, hsize_t rows, hsize_t cols) {
   return ok;
 }
 
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
-}
-
 int main(void) {
   qp_healpix_info info;
   write_wrapping_fits("test_sizes_wrap.fits");
@@ -121,22 +114,22 @@ int main(void) {
   TEST_ASSERT(bytes == 4194303.0 * 1099511627776.0, "4194303TiB read as %.17g", bytes);
 
   qp_config cfg;
-  write_text("test_sizes_limit.yaml", "noise: {variance: 1.0}\nlmax: 10\n"
+  qp_test_write_text("test_sizes_limit.yaml", "noise: {variance: 1.0}\nlmax: 10\n"
                                       "dimensions: {n_pix: 2000, lmax: 10, n_bins: 2}\n"
                                       "memory: {device_limit: 99999999999TiB}\n");
   EXPECT_ERROR(qp_config_load("test_sizes_limit.yaml", &cfg), QP_ERR_INPUT, "test_sizes_limit.yaml",
                "line 4", "memory.device_limit");
-  write_text("test_sizes_nside.yaml",
+  qp_test_write_text("test_sizes_nside.yaml",
              "noise: {variance: 1.0}\nlmax: 10\n"
              "dimensions: {n_pix: 2000, lmax: 10, n_bins: 2, nside: 536870913}\n");
   EXPECT_ERROR(qp_config_load("test_sizes_nside.yaml", &cfg), QP_ERR_INPUT, "test_sizes_nside.yaml",
                "line 3", "dimensions.nside", "536870913", "2^29");
-  write_text("test_sizes_lmax.yaml", "noise: {variance: 1.0}\nlmax: 46340\n"
+  qp_test_write_text("test_sizes_lmax.yaml", "noise: {variance: 1.0}\nlmax: 46340\n"
                                      "dimensions: {n_pix: 2000, lmax: 46340, n_bins: 2}\n");
   EXPECT_ERROR(qp_config_load("test_sizes_lmax.yaml", &cfg), QP_ERR_INPUT, "test_sizes_lmax.yaml",
                "lmax", "46340", "46339");
   /* The largest nside and a limit just under 2^62 bytes are accepted. */
-  write_text("test_sizes_ok.yaml",
+  qp_test_write_text("test_sizes_ok.yaml",
              "noise: {variance: 1.0}\nlmax: 10\nmemory: {host_limit: 4194303TiB}\n"
              "dimensions: {n_pix: 2000, lmax: 10, n_bins: 2, nside: 536870912}\n");
   TEST_OK(qp_config_load("test_sizes_ok.yaml", &cfg));

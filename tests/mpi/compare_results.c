@@ -9,27 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "test_h5.h"
 #include "test_util.h"
 
-static double *read_all(const char *path, const char *name, hsize_t *count) {
-  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file < 0) return NULL;
-  double *out = NULL;
-  hid_t set = H5Dopen2(file, name, H5P_DEFAULT);
-  if (set >= 0) {
-    hid_t space = H5Dget_space(set);
-    *count = (hsize_t)H5Sget_simple_extent_npoints(space);
-    out = malloc((*count > 0 ? *count : 1) * sizeof *out);
-    if (out && H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
-      free(out);
-      out = NULL;
-    }
-    H5Sclose(space);
-    H5Dclose(set);
-  }
-  H5Fclose(file);
-  return out;
-}
 
 /* How many of v[0..n) are NaN or infinite. */
 static size_t count_not_finite(const double *v, hsize_t n) {
@@ -51,7 +33,7 @@ int main(int argc, char **argv) {
                                       "spectra/error"};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
     hsize_t na = 0, nb = 0;
-    double *a = read_all(argv[1], names[k], &na), *b = read_all(argv[2], names[k], &nb);
+    double *a = qp_test_h5_read_doubles(argv[1], names[k], &na), *b = qp_test_h5_read_doubles(argv[2], names[k], &nb);
     TEST_ASSERT(a && b && na == nb, "%s: cannot compare (missing, or sizes %llu and %llu)",
                 names[k], (unsigned long long)na, (unsigned long long)nb);
     if (a && b && na == nb) {

@@ -33,20 +33,13 @@ static void write_config(const char *name, const char *bins) {
   fclose(f);
 }
 
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
-}
-
 /* `qmlpipe plan <name>.yaml` with bins file <name>.txt holding `text` (NULL: the file is
  * not written, `bins` names it). Expects exit status `status` and every word on stderr
  * (status 0: on stdout). */
 static void expect(const char *name, const char *text, int status, const char *const *words) {
   char bins[256], config[256];
   snprintf(bins, sizeof bins, "%s.txt", name);
-  if (text) write_text(bins, text);
+  if (text) qp_test_write_text(bins, text);
   write_config(name, bins);
   snprintf(config, sizeof config, "%s.yaml", name);
   const char *args[] = {"plan", config, NULL};

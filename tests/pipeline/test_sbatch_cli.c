@@ -22,6 +22,7 @@
 
 #include "cli_run.h"
 #include "qp_error.h"
+#include "test_h5.h"
 #include "test_util.h"
 
 static char qmlpipe[PATH_MAX];
@@ -47,25 +48,6 @@ static int qp(qp_cli_result *r, const char *const *args) {
   return r->exited ? r->status : -1;
 }
 
-static double *read_all(const char *path, const char *name, hsize_t *count) {
-  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file < 0) return NULL;
-  double *out = NULL;
-  hid_t set = H5Dopen2(file, name, H5P_DEFAULT);
-  if (set >= 0) {
-    hid_t space = H5Dget_space(set);
-    *count = (hsize_t)H5Sget_simple_extent_npoints(space);
-    out = malloc((*count > 0 ? *count : 1) * sizeof *out);
-    if (out && H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
-      free(out);
-      out = NULL;
-    }
-    H5Sclose(space);
-    H5Dclose(set);
-  }
-  H5Fclose(file);
-  return out;
-}
 
 /* The results of `got` against `ref`: every dataset to 1e-12 relative (NaN-aware). */
 static void compare_results(const char *ref, const char *got) {
@@ -73,7 +55,7 @@ static void compare_results(const char *ref, const char *got) {
                                       "spectra/error"};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
     hsize_t na = 0, nb = 0;
-    double *a = read_all(ref, names[k], &na), *b = read_all(got, names[k], &nb);
+    double *a = qp_test_h5_read_doubles(ref, names[k], &na), *b = qp_test_h5_read_doubles(got, names[k], &nb);
     TEST_ASSERT(a && b && na == nb && na > 0, "%s: cannot compare %s with %s", names[k], got, ref);
     if (a && b && na == nb) {
       const double rel = qp_test_max_rel_diff(a, b, (size_t)na);

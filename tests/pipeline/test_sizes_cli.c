@@ -17,13 +17,6 @@
 
 static char qmlpipe[4096];
 
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
-}
-
 /* Runs qmlpipe with `args` (NULL-terminated); expects `status`, every word of `words` on
  * stdout or stderr and no word of `absent` on either. */
 static void expect(const char *tag, const char *const *args, int status, const char *const *words,
@@ -53,7 +46,7 @@ int main(int argc, char **argv) {
   const char *never[] = {": fits", NULL};
 
   /* 1. The case, pixel-direct: C alone is n_pix^2 x 8 = 1.8e19 bytes. */
-  write_text("huge_pixel.yaml",
+  qp_test_write_text("huge_pixel.yaml",
              "noise: {variance: 1.0}\nlmax: 128\npath: pixel_direct\n"
              "dimensions: {n_pix: 1518500250, lmax_signal: 128, lmax: 128, n_bins: 10}\n"
              "memory: {host_limit: 100GiB}\n");
@@ -69,7 +62,7 @@ int main(int argc, char **argv) {
 
   /* 2. The same with path auto: the n_pix^2 routes cannot be sized; SMW can (V is
    *    n_pix n_modes x 8 = 188 TiB), and is refused against the limit. */
-  write_text("huge_auto.yaml",
+  qp_test_write_text("huge_auto.yaml",
              "noise: {variance: 1.0}\nlmax: 128\n"
              "dimensions: {n_pix: 1518500250, lmax_signal: 128, lmax: 128, n_bins: 10}\n"
              "memory: {host_limit: 100GiB}\n");
@@ -82,7 +75,7 @@ int main(int argc, char **argv) {
   expect("budget_huge_auto_reason", budget_auto, budget, reason, never);
 
   /* 3. n_pix n_maps x 8 = 3.2e19 (the maps term), through the harmonic route. */
-  write_text("huge_maps.yaml",
+  qp_test_write_text("huge_maps.yaml",
              "noise: {variance: 1.0}\nlmax: 10\npath: harmonic\n"
              "dimensions: {n_pix: 2000000000, lmax: 10, n_bins: 2, n_maps: 2000000000}\n"
              "memory: {host_limit: 100GiB}\n");
@@ -91,20 +84,20 @@ int main(int argc, char **argv) {
   expect("plan_huge_maps", plan_maps, input, maps_words, never);
 
   /* 4. Dimensions whose counts overflowed before any byte was counted. */
-  write_text("huge_nside.yaml",
+  qp_test_write_text("huge_nside.yaml",
              "noise: {variance: 1.0}\nlmax: 128\n"
              "dimensions: {n_pix: 1000, lmax: 128, n_bins: 10, nside: 1000000000}\n");
   const char *nside_words[] = {"huge_nside.yaml", "dimensions.nside", "1000000000", NULL};
   const char *nside_absent[] = {"-64467", NULL};
   const char *plan_nside[] = {"plan", "huge_nside.yaml", NULL};
   expect("plan_huge_nside", plan_nside, input, nside_words, nside_absent);
-  write_text("huge_lmax.yaml", "noise: {variance: 1.0}\nlmax: 2000000000\n"
+  qp_test_write_text("huge_lmax.yaml", "noise: {variance: 1.0}\nlmax: 2000000000\n"
                                "dimensions: {n_pix: 1000, lmax: 2000000000, n_bins: 10}\n");
   const char *lmax_words[] = {"huge_lmax.yaml", "lmax", "2000000000", NULL};
   const char *lmax_absent[] = {"-1946474499", NULL};
   const char *plan_lmax[] = {"plan", "huge_lmax.yaml", NULL};
   expect("plan_huge_lmax", plan_lmax, input, lmax_words, lmax_absent);
-  write_text("huge_bins.yaml",
+  qp_test_write_text("huge_bins.yaml",
              "noise: {variance: 1.0}\nfields: TQU\nspectra: [TT, EE, BB, TE, TB, EB]\n"
              "lmax: 100\ndimensions: {n_pix: 999, lmax: 100, n_bins: 2000000000}\n");
   const char *bins_words[] = {"huge_bins.yaml", "dimensions.n_bins", "2000000000", NULL};
@@ -113,14 +106,14 @@ int main(int argc, char **argv) {
   expect("plan_huge_bins", plan_bins, input, bins_words, bins_absent);
 
   /* 5. Byte sizes in the config and on the command line beyond 64 bits. */
-  write_text("huge_limit.yaml", "noise: {variance: 1.0}\nlmax: 10\n"
+  qp_test_write_text("huge_limit.yaml", "noise: {variance: 1.0}\nlmax: 10\n"
                                 "dimensions: {n_pix: 2000, lmax: 10, n_bins: 2}\n"
                                 "memory: {host_limit: 99999999999TiB}\n");
   const char *limit_words[] = {"huge_limit.yaml", "line 4", "memory.host_limit", "99999999999TiB",
                                NULL};
   const char *plan_limit[] = {"plan", "huge_limit.yaml", NULL};
   expect("plan_huge_limit", plan_limit, input, limit_words, never);
-  write_text("small.yaml", "noise: {variance: 1.0}\nlmax: 10\n"
+  qp_test_write_text("small.yaml", "noise: {variance: 1.0}\nlmax: 10\n"
                            "dimensions: {n_pix: 2000, lmax: 10, n_bins: 2}\n");
   const char *mem_words[] = {"--mem-per-node", "99999999999TiB", NULL};
   const char *plan_mem[] = {"plan",           "small.yaml",     "--ranks", "2",
@@ -144,7 +137,7 @@ int main(int argc, char **argv) {
 
   /* 7. Per-node sums: 4 ranks of a node hold 4 times a rank's peak, in exact bytes. */
   const char *node_words[] = {"largest node (4 ranks per node)", "the largest node needs", NULL};
-  write_text("node.yaml", "noise: {variance: 1.0}\nlmax: 10\npath: pixel_direct\n"
+  qp_test_write_text("node.yaml", "noise: {variance: 1.0}\nlmax: 10\npath: pixel_direct\n"
                           "dimensions: {n_pix: 40000, lmax: 10, n_bins: 2}\n");
   const char *plan_node[] = {"plan", "node.yaml",      "--ranks", "4", "--ranks-per-node",
                              "4",    "--mem-per-node", "20GiB",   NULL};
@@ -155,7 +148,7 @@ int main(int argc, char **argv) {
   const char *sim_nside_words[] = {"--nside", "1e+12", NULL};
   const char *sim_nside[] = {"simulate", "--cls", "tiny_cls.txt", "--nside", "1e12", NULL};
   expect("simulate_huge_nside", sim_nside, 2, sim_nside_words, NULL);
-  write_text("tiny_cls.txt", "0 0 0 0 0\n1 0 0 0 0\n2 1 1 1 0\n");
+  qp_test_write_text("tiny_cls.txt", "0 0 0 0 0\n1 0 0 0 0\n2 1 1 1 0\n");
   const char *sim_maps_words[] = {"100 map(s)", "nside 536870912", "2^63", NULL};
   const char *sim_maps[] = {"simulate", "--cls", "tiny_cls.txt", "--nside", "536870912",
                             "--n-maps", "100",   "--out",        "tiny",    NULL};

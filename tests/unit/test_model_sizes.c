@@ -29,13 +29,6 @@ static qp_model_dims pixel_dims(int64_t n_pix, int64_t n_params) {
                          .reader = 1};
 }
 
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
-}
-
 int main(void) {
   static qp_model m; /* ~20 KiB */
   qp_model_dims d = pixel_dims(1518500250, 10);
@@ -92,16 +85,16 @@ int main(void) {
 
   /* The calibration file. */
   qp_calibration cal;
-  write_text("test_sizes_cal1.txt", "overhead_bytes 9223372036854775807\n");
+  qp_test_write_text("test_sizes_cal1.txt", "overhead_bytes 9223372036854775807\n");
   EXPECT_ERROR(qp_calibration_load("test_sizes_cal1.txt", &cal), QP_ERR_INPUT,
                "test_sizes_cal1.txt", "line 1", "overhead_bytes", "2^56");
-  write_text("test_sizes_cal2.txt", "overhead_bytes 99999999999999999999\n");
+  qp_test_write_text("test_sizes_cal2.txt", "overhead_bytes 99999999999999999999\n");
   EXPECT_ERROR(qp_calibration_load("test_sizes_cal2.txt", &cal), QP_ERR_INPUT,
                "test_sizes_cal2.txt", "line 1", "99999999999999999999");
-  write_text("test_sizes_cal3.txt", "overhead_bytes 33554432\nblas_bytes 12x\n");
+  qp_test_write_text("test_sizes_cal3.txt", "overhead_bytes 33554432\nblas_bytes 12x\n");
   EXPECT_ERROR(qp_calibration_load("test_sizes_cal3.txt", &cal), QP_ERR_INPUT,
                "test_sizes_cal3.txt", "line 2");
-  write_text("test_sizes_cal4.txt", "overhead_bytes 33554432\nthreads 4294967297\n");
+  qp_test_write_text("test_sizes_cal4.txt", "overhead_bytes 33554432\nthreads 4294967297\n");
   EXPECT_ERROR(qp_calibration_load("test_sizes_cal4.txt", &cal), QP_ERR_INPUT,
                "test_sizes_cal4.txt", "line 2", "threads");
   unlink("test_sizes_cal1.txt");
