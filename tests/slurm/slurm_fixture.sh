@@ -293,6 +293,9 @@ ClusterName=qpci
 SlurmctldHost=localhost
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
+# Job ids from the port base: two fixtures at once (two worktrees) share the node's cgroup
+# tree (slurm_localhost), and equal job ids there would mix their jobs' cgroups.
+FirstJobId=$((base * 10))
 SlurmUser=root
 AuthType=auth/munge
 CredType=cred/munge
