@@ -8,7 +8,14 @@
  *     measurement (whole pages, plus what the libraries hold) equals its prediction that
  *     closely, and the failing stages listed;
  *   - on a missing file and on a file that is not HDF5: the QP_ERR_IO status, naming the file;
- *   - without arguments, and with a bad --tolerance: exit 2 with the usage.
+ *   - without arguments, and with a bad --tolerance: exit 2 with the usage;
+ *   - with --sacct (argv[2]: tests/data/sacct/job1_cpu.sacct, captured from a job of the real
+ *     Slurm fixture) and --cgroup-peak (argv[3], the fixture's TaskEpilog file): the job table,
+ *     exit 0 at a tolerance the small problem meets against that bigger job, exit 4 at 5%;
+ *     variants written here: K suffixes, --parsable's trailing '|', columns reordered (exit
+ *     0); no header, a cut line, a bad MaxRSS, no srun step, a FAILED step (exit 6, naming
+ *     the file and line where there is one); an OUT_OF_MEMORY step (exit 4); --sacct with two
+ *     results files (exit 2).
  * Everything happens in a private directory (validate_cli.d) under the working directory;
  * its files are removed at the start and, when every check passed, at the end. */
 #include <dirent.h>
@@ -155,6 +162,97 @@ int main(int argc, char **argv) {
   expect_status("bad_tolerance", &r, 2, before);
   qp_cli_free(&r);
 
+  /* 6. Slurm's accounting (--sacct, --cgroup-peak). */
+  if (argc >= 4) {
+    const char *sacct = argv[2], *peaks = argv[3];
+    before = qp_test_failures;
+    const char *ok[] = {
+        "validate", "--tolerance", "0.95",          "--min-bytes", "0", NAME "_results.h5",
+        "--sacct",  sacct,         "--cgroup-peak", peaks,         NULL};
+    run_qmlpipe("sacct_ok", ok, &r);
+    TEST_ASSERT(strstr(r.out, "sacct MaxRSS of step 1.0 (task 0, localhost)") != NULL,
+                "sacct_ok: no rank row for step 1.0");
+    TEST_ASSERT(strstr(r.out, "402.77") != NULL, "sacct_ok: MaxRSS 402.77 MiB not shown");
+    TEST_ASSERT(strstr(r.out, "416.43") != NULL, "sacct_ok: cgroup peak 416.43 MiB not shown");
+    TEST_ASSERT(strstr(r.out, "every step COMPLETED") != NULL, "sacct_ok: no COMPLETED line");
+    expect_status("sacct_ok", &r, 0, before);
+    qp_cli_free(&r);
+
+    before = qp_test_failures;
+    const char *tight_job[] = {"validate",         "--tolerance", "0.05", "--min-bytes", "0",
+                               NAME "_results.h5", "--sacct",     sacct,  NULL};
+    run_qmlpipe("sacct_tight", tight_job, &r);
+    TEST_ASSERT(strstr(r.out, "FAIL") != NULL, "sacct_tight: no FAIL in the job table");
+    TEST_ASSERT(strstr(r.out, "(no --cgroup-peak: not compared)") != NULL,
+                "sacct_tight: the node row should say it is not compared");
+    expect_status("sacct_tight", &r, qp_err_exit_status(QP_ERR_BUDGET), before);
+    qp_cli_free(&r);
+
+    /* name, text, expected status, text expected on stderr (NULL: none checked) */
+    const struct {
+      const char *name, *text;
+      int status;
+      const char *err;
+    } variants[] = {
+        {"sacct_suffix.txt",
+         "JobID|JobName|State|ExitCode|MaxRSS\n1|qmlpipe|COMPLETED|0:0|\n"
+         "1.batch|batch|COMPLETED|0:0|3868K\n1.0|qmlpipe|COMPLETED|0:0|412432K\n",
+         0, NULL},
+        {"sacct_parsable.txt",
+         "JobID|State|MaxRSS|\n1|COMPLETED||\n1.batch|COMPLETED|3960832|\n"
+         "1.0|COMPLETED|0.39G|\n",
+         0, NULL},
+        {"sacct_reordered.txt",
+         "MaxRSS|State|JobID\n|COMPLETED|7\n3960832|COMPLETED|7.batch\n1000|COMPLETED|7.0\n"
+         "422330368|COMPLETED|7.1\n",
+         0, NULL},
+        {"sacct_noheader.txt", "1|qmlpipe|COMPLETED|0:0|\n1.0|qmlpipe|COMPLETED|0:0|422330368\n", 6,
+         "sacct_noheader.txt:1: the header lacks the column JobID State MaxRSS"},
+        {"sacct_nopipe.txt", "JobID State MaxRSS\n1 COMPLETED 3\n", 6,
+         "sacct_nopipe.txt:1: not `sacct --parsable2` output"},
+        {"sacct_cut.txt",
+         "JobID|JobName|State|ExitCode|MaxRSS\n1|qmlpipe|COMPLETED|0:0|\n1.0|qmlpipe|COMPL\n", 6,
+         "sacct_cut.txt:3: 3 field(s), the header has 5"},
+        {"sacct_badrss.txt", "JobID|State|MaxRSS\n1|COMPLETED|\n1.0|COMPLETED|400Q\n", 6,
+         "sacct_badrss.txt:3: MaxRSS '400Q' of 1.0 is not a size"},
+        {"sacct_nostep.txt", "JobID|State|MaxRSS\n1|COMPLETED|\n1.batch|COMPLETED|422330368\n", 6,
+         "has no srun step"},
+        {"sacct_failed.txt",
+         "JobID|State|MaxRSS\n1|FAILED|\n1.batch|FAILED|3960832\n"
+         "1.0|COMPLETED|422330368\n",
+         6, "job 1 did not complete (1 FAILED, 1.batch FAILED)"},
+        {"sacct_oom.txt",
+         "JobID|State|MaxRSS\n1|FAILED|\n1.batch|FAILED|3960832\n"
+         "1.0|OUT_OF_MEMORY|301596672\n",
+         4, "ran out of memory"},
+        {"sacct_empty.txt", "", 6, "no sacct header line"},
+    };
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; ++v) {
+      before = qp_test_failures;
+      qp_test_write_text(variants[v].name, variants[v].text);
+      const char *args[] = {"validate",         "--tolerance", "0.95",           "--min-bytes", "0",
+                            NAME "_results.h5", "--sacct",     variants[v].name, NULL};
+      run_qmlpipe(variants[v].name, args, &r);
+      if (variants[v].err)
+        TEST_ASSERT(strstr(r.err, variants[v].err) != NULL, "%s: stderr lacks '%s'",
+                    variants[v].name, variants[v].err);
+      expect_status(variants[v].name, &r,
+                    variants[v].status == 0   ? 0
+                    : variants[v].status == 4 ? qp_err_exit_status(QP_ERR_BUDGET)
+                                              : qp_err_exit_status(QP_ERR_INPUT),
+                    before);
+      qp_cli_free(&r);
+    }
+
+    before = qp_test_failures;
+    const char *two[] = {"validate", NAME "_results.h5", NAME "_results.h5", "--sacct", sacct,
+                         NULL};
+    run_qmlpipe("sacct_two_files", two, &r);
+    TEST_ASSERT(strstr(r.err, "exactly one results file") != NULL,
+                "sacct_two_files: stderr lacks 'exactly one results file'");
+    expect_status("sacct_two_files", &r, 2, before);
+    qp_cli_free(&r);
+  }
   printf("%d failed check(s)\n", qp_test_failures);
   if (qp_test_failures == 0) qp_cli_remove_files(".");
   return TEST_RETURN();
