@@ -293,12 +293,8 @@ static qp_err qp_cfg_bytes(const qp_cfg_ctx *ctx, const char *key, const yaml_no
                            double *out) {
   const char *text = NULL;
   QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
-  if (qp_parse_bytes(text, out) != QP_OK) {
-    char why[512];
-    snprintf(why, sizeof why, "%s", qp_error_message());
-    QP_FAIL(QP_ERR_INPUT, "config %s line %d: key '%s': %s", ctx->file, qp_node_line(node), key,
-            why);
-  }
+  QP_CHECK(qp_parse_bytes(text, out) == QP_OK, QP_ERR_INPUT, "config %s line %d: key '%s': %s",
+           ctx->file, qp_node_line(node), key, qp_error_message());
   return QP_OK;
 }
 

@@ -63,6 +63,16 @@ double qp_signal_eigen_bound(const qp_problem *p) {
   return 3.0 * (double)p->n_sky / (4.0 * M_PI) * largest;
 }
 
+double qp_smw_covariance_rcond(const qp_problem *p, double rcond_noise, double noise_max) {
+  return noise_max > 0 ? rcond_noise / (1.0 + qp_signal_eigen_bound(p) / noise_max) : 0.0;
+}
+
+double qp_largest(const double *v, int64_t n) {
+  double m = 0.0;
+  for (int64_t i = 0; i < n; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
 qp_err qp_check_finite(const double *values, int64_t n, const char *stage, const char *quantity) {
   for (int64_t i = 0; i < n; ++i)
     QP_CHECK(isfinite(values[i]), QP_ERR_NUMERICAL,

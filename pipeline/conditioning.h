@@ -52,6 +52,14 @@ qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const c
  *  measure it: rcond(C) >= lambda_min(N) / (lambda_max(N) + lambda_max(S_V)). */
 double qp_signal_eigen_bound(const qp_problem *p);
 
+/** SMW's lower bound of rcond(C) from rcond(N) and lambda_max(N) (`noise_max`):
+ *  rcond(N) / (1 + qp_signal_eigen_bound / noise_max), since C >= N and
+ *  |C| <= |N| + |S_V|; 0 when noise_max is not positive. */
+double qp_smw_covariance_rcond(const qp_problem *p, double rcond_noise, double noise_max);
+
+/** The largest of n values (0 for none): lambda_max of a diagonal N. */
+double qp_largest(const double *v, int64_t n);
+
 /** Fails with QP_ERR_NUMERICAL, naming the stage and `quantity`, when any of the n values is
  *  not finite (NaN or infinite): the last check before anything is written. */
 qp_err qp_check_finite(const double *values, int64_t n, const char *stage, const char *quantity);

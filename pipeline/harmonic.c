@@ -247,18 +247,15 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
     QP_CALL(qp_conditioning_check(p, QP_RCOND_NOISE, qp_rcond_diagonal(p->noise_variance, n),
                                   "the noise N (SMW; rcond = smallest / largest variance)",
                                   QP_RCOND_SMW_ADVICE));
-    for (int64_t i = 0; i < n; ++i)
-      noise_norm = p->noise_variance[i] > noise_norm ? p->noise_variance[i] : noise_norm;
+    noise_norm = qp_largest(p->noise_variance, n);
   }
   /* SMW never forms C, but its results are C^-1 applied to the data all the same, as
    * sensitive as C's conditioning. C >= N and |C| <= |N| + |S_V| bound it from below:
    * rcond(C) >= rcond(N) / (1 + lambda_max(S_V) / lambda_max(N)); with a noise of 1e-300
    * everywhere rcond(N) is 1 and I + K Lambda well conditioned, yet C is singular in double
    * precision, and this is what refuses it, as the other routes refuse C itself. */
-  const double signal = qp_signal_eigen_bound(p);
   QP_CALL(qp_conditioning_check(
-      p, QP_RCOND_COVARIANCE,
-      noise_norm > 0 ? p->rcond[QP_RCOND_NOISE] / (1.0 + signal / noise_norm) : 0.0,
+      p, QP_RCOND_COVARIANCE, qp_smw_covariance_rcond(p, p->rcond[QP_RCOND_NOISE], noise_norm),
       "the covariance C = S + N (SMW's bound: rcond(N) / (1 + lambda_max(S) / lambda_max(N)))",
       QP_RCOND_COVARIANCE_ADVICE));
   QP_CALL(qp_whiten_smw(p, &p->vt));

@@ -393,12 +393,6 @@ static qp_err qp_inputs_share_plan(qp_problem *p) {
   return QP_OK;
 }
 
-static double qp_largest(const double *v, int64_t n) {
-  double m = 0.0;
-  for (int64_t i = 0; i < n; ++i) m = v[i] > m ? v[i] : m;
-  return m;
-}
-
 qp_err qp_inputs_plan(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   if (!p->limit_source[0]) {
@@ -453,7 +447,7 @@ void qp_inputs_smw_noise_check(qp_problem *p, double rcond, double noise_max) {
   const double floor = qp_rcond_floor(p->cfg->accuracy);
   /* C's conditioning as SMW bounds it (harmonic.c, qp_basis_smw): known from the variances
    * and the C_ell alone, so that `auto` can leave SMW before anything is built. */
-  const double rcond_c = noise_max > 0 ? rcond / (1.0 + qp_signal_eigen_bound(p) / noise_max) : 0;
+  const double rcond_c = qp_smw_covariance_rcond(p, rcond, noise_max);
   if (!(isfinite(rcond) && rcond >= floor))
     snprintf(p->smw_refused, sizeof p->smw_refused,
              "it inverts N, whose rcond %.3g (smallest / largest variance) would give relative "

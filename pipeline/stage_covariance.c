@@ -16,12 +16,9 @@ static qp_err qp_check_dense_noise(qp_problem *p) {
   qp_matrix check;
   QP_CALL(qp_matrix_view(p->ops, "N (noise covariance)", p->cov.data, n, n, n, &check));
   qp_err err = qp_linalg_potrf(&check);
-  if (err == QP_ERR_NOT_POSDEF) {
-    char message[1024];
-    snprintf(message, sizeof message, "%s", qp_error_message());
-    QP_FAIL(QP_ERR_NOT_POSDEF, "noise covariance '%s' (dataset '%s'): %s", p->cfg->noise_file,
-            p->cfg->noise_dataset, message);
-  }
+  /* qp_error_set formats aside first, so the message can wrap the current one. */
+  QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF, "noise covariance '%s' (dataset '%s'): %s",
+           p->cfg->noise_file, p->cfg->noise_dataset, qp_error_message());
   QP_CALL(err);
   return QP_OK;
 }

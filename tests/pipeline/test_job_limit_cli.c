@@ -108,7 +108,7 @@ static void case_chunked(double peak_mib) {
         TEST_OK(qp_h5_attr_i64(g, stages[s], "rss_peak_bytes", 1, &rss));
         H5Gclose(g);
       }
-      if ((double)rss > worst) worst = (double)rss;
+      worst = qp_test_worst(worst, (double)rss);
     }
     printf("(b) SLURM_MEM_PER_NODE=%d MiB (unchunked peak %.1f MiB): usable %.1f MiB, largest "
            "stage RSS peak %.1f MiB\n",
