@@ -66,6 +66,8 @@ qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
       cal->hdf5_bytes = (size_t)value;
     } else if (strcmp(key, "threads") == 0) {
       cal->threads = (int)value;
+    } else if (strcmp(key, "dgemm_mflops_per_core") == 0) {
+      cal->dgemm_mflops_per_core = (size_t)value;
     } else {
       err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
                          "calibration file '%s' line %d: unknown key '%s'", path, line_no, key);
@@ -88,6 +90,10 @@ qp_err qp_calibration_write(const char *path, const qp_calibration *cal) {
           "overhead_bytes %zu\nprogram_bytes %zu\nblas_bytes %zu\nhdf5_bytes %zu\nthreads %d\n",
           cal->overhead_bytes, cal->program_bytes, cal->blas_bytes, cal->hdf5_bytes,
           cal->threads);
+  if (cal->dgemm_mflops_per_core > 0)
+    fprintf(f, "# the dgemm rate per core with every thread busy, MFLOP/s: plan's job --time\n"
+               "dgemm_mflops_per_core %zu\n",
+            cal->dgemm_mflops_per_core);
   int ok = fclose(f) == 0;
   if (!ok || rename(tmp, path) != 0) {
     remove(tmp);

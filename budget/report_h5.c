@@ -396,6 +396,9 @@ qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample 
   QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_rss_bytes",
                                   baseline ? baseline->rss : -1),
                done);
+  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_rss_shared_bytes",
+                                  baseline ? baseline->rss_shared : -1),
+               done);
   QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_cgroup_bytes",
                                   baseline ? baseline->cgroup_current : -1),
                done);

@@ -30,7 +30,8 @@ void qp_rank_row(const qp_model *model, const qp_meter_sample *baseline, double 
     if (r->meter_end.rss >= 0) v[QP_RANK_RSS_END] = (double)(r->meter_end.rss - baseline->rss);
     v[QP_RANK_SECONDS] = r->seconds;
   }
-  row[QP_RANK_ROW - 1] = (double)baseline->rss;
+  row[QP_RANK_BASELINE] = (double)baseline->rss;
+  row[QP_RANK_BASELINE + 1] = (double)baseline->rss_shared;
 }
 
 /* A 1-D or 2-D dataset of doubles. */
@@ -84,9 +85,12 @@ qp_err qp_report_write_ranks(hid_t file, const qp_rank_table *t) {
     snprintf(name, sizeof name, "%s_min", qp_rank_field_names[f]);
     QP_CALL_GOTO(qp_write_doubles(group, name, 1, dims1, extreme + QP_STAGE_COUNT), done);
   }
-  for (int r = 0; r < n; ++r) column[r] = t->rows[(size_t)r * QP_RANK_ROW + QP_RANK_ROW - 1];
-  const hsize_t dims[1] = {(hsize_t)n};
-  QP_CALL_GOTO(qp_write_doubles(group, "baseline_rss_bytes", 1, dims, column), done);
+  static const char *const baseline_names[2] = {"baseline_rss_bytes", "baseline_rss_shared_bytes"};
+  for (int k = 0; k < 2; ++k) {
+    for (int r = 0; r < n; ++r) column[r] = t->rows[(size_t)r * QP_RANK_ROW + QP_RANK_BASELINE + k];
+    const hsize_t dims[1] = {(hsize_t)n};
+    QP_CALL_GOTO(qp_write_doubles(group, baseline_names[k], 1, dims, column), done);
+  }
 done:
   if (group >= 0) H5Gclose(group);
   free(column);

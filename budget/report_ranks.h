@@ -31,8 +31,9 @@ enum {
   QP_RANK_FIELDS
 };
 
-/** One rank's row: QP_STAGE_COUNT x QP_RANK_FIELDS values then its baseline RSS. */
-enum { QP_RANK_ROW = QP_STAGE_COUNT * QP_RANK_FIELDS + 1 };
+/** One rank's row: QP_STAGE_COUNT x QP_RANK_FIELDS values, then its baseline RSS and the
+ *  shared part of it (meter.h rss_shared). */
+enum { QP_RANK_BASELINE = QP_STAGE_COUNT * QP_RANK_FIELDS, QP_RANK_ROW = QP_RANK_BASELINE + 2 };
 
 typedef struct qp_rank_table {
   int n_ranks, grid_rows, grid_cols, block, ranks_per_node;

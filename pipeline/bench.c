@@ -21,39 +21,8 @@
 #include "cls_text.h"
 #include "driver.h"
 #include "fits_map.h"
+#include "flop_rate.h"
 #include "simulate.h"
-
-static double qp_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Best of three n x n x n dgemm runs, in GFLOP/s. */
-static qp_err qp_bench_dgemm(int64_t n, double *gflops) {
-  const qp_linalg_ops *ops = qp_linalg_cpu_ops();
-  qp_matrix a = {0}, b = {0}, c = {0};
-  qp_err err = QP_OK;
-  QP_CALL_GOTO(qp_matrix_create(ops, "bench_a", QP_TERM_TRANSIENT, n, n, &a), done);
-  QP_CALL_GOTO(qp_matrix_create(ops, "bench_b", QP_TERM_TRANSIENT, n, n, &b), done);
-  QP_CALL_GOTO(qp_matrix_create(ops, "bench_c", QP_TERM_TRANSIENT, n, n, &c), done);
-  for (int64_t k = 0; k < n * n; ++k) {
-    a.data[k] = 1.0 / (double)(1 + k % 13);
-    b.data[k] = 1.0 / (double)(1 + k % 11);
-  }
-  *gflops = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    double t0 = qp_now();
-    QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c), done);
-    double rate = qp_flops_gemm(n, n, n) / (qp_now() - t0) * 1e-9;
-    if (rate > *gflops) *gflops = rate;
-  }
-done:
-  qp_matrix_destroy(&a);
-  qp_matrix_destroy(&b);
-  qp_matrix_destroy(&c);
-  return err;
-}
 
 static qp_err qp_bench_inputs(const char *dir, int64_t nside, double cut, int lmax, int n_maps,
                               qp_fields fields, qp_config *cfg) {
@@ -181,7 +150,8 @@ int main(int argc, char **argv) {
   cfg.noise_variance = cfg.noise_variance_pol = 1.0;
   qp_err err = qp_bench_inputs(dir, nside, cut, lmax, n_maps, fields, &cfg);
   double dgemm = 0;
-  if (err == QP_OK) err = qp_bench_dgemm(dgemm_n, &dgemm);
+  if (err == QP_OK) err = qp_dgemm_rate(dgemm_n, &dgemm, NULL);
+  dgemm *= 1e-9; /* GFLOP/s */
   if (err == QP_OK)
     printf("qmlpipe-bench: %s, nside %lld, |b| > %.0f deg, ell 2..%d, bin width %d, %d map(s)\n"
            "dgemm %lld^3: %.2f GFLOP/s (best of 3, this process)\n",

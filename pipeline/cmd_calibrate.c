@@ -10,8 +10,12 @@
 #include "calibration.h"
 #include "commands.h"
 #include "driver.h"
+#include "flop_rate.h"
 #include "h5_matrix.h"
 #include "timeline.h"
+
+/* The dgemm timed for the rate: ~17 GFLOP, at the large-matrix rate of OpenBLAS. */
+enum { QP_CALIBRATE_DGEMM_N = 2048 };
 
 static void qp_calibrate_usage(FILE *out) {
   fprintf(out, "usage: qmlpipe calibrate [--output FILE] [--size N]\n"
@@ -21,7 +25,10 @@ static void qp_calibrate_usage(FILE *out) {
                "  of a run above n_pix 2048 (2048^2 kernels, 512 x 16384 panels) whose widest\n"
                "  BLAS call is N columns; OpenBLAS's buffers grow with that width (about 2 KiB\n"
                "  per column and thread, up to 128 MiB a thread), so give the n_pix of the jobs.\n"
-               "  Use it with memory: {calibration: FILE} or QMLPIPE_CALIBRATION=FILE.\n");
+               "  Also times a dgemm of order %d with every thread busy and records the rate per\n"
+               "  core, which `plan --sbatch` turns into the job's --time.\n"
+               "  Use it with memory: {calibration: FILE} or QMLPIPE_CALIBRATION=FILE.\n",
+          QP_CALIBRATE_DGEMM_N);
 }
 
 int qp_cmd_calibrate(int argc, char **argv) {
@@ -60,19 +67,29 @@ int qp_cmd_calibrate(int argc, char **argv) {
     qp_error_print(stderr, 0);
     return qp_err_exit_status(err);
   }
+  /* The dgemm rate comes after the baseline: its matrices are not part of the overhead. */
+  double rate = 0, per_core = 0;
+  err = qp_dgemm_rate(QP_CALIBRATE_DGEMM_N, &rate, &per_core);
+  if (err != QP_OK) {
+    qp_error_print(stderr, 0);
+    return qp_err_exit_status(err);
+  }
   qp_calibration cal = {.overhead_bytes = (size_t)baseline.rss,
                         .program_bytes = (size_t)(start.rss + baseline.rss - warm.rss),
                         .blas_bytes = (size_t)(warm.rss - h5.rss),
                         .hdf5_bytes = (size_t)(h5.rss - start.rss),
-                        .threads = omp_get_max_threads()};
+                        .threads = omp_get_max_threads(),
+                        .dgemm_mflops_per_core = (size_t)(per_core * 1e-6)};
   err = qp_calibration_write(output, &cal);
   if (err != QP_OK) {
     qp_error_print(stderr, 0);
     return qp_err_exit_status(err);
   }
   printf("qmlpipe calibrate: overhead %zu bytes (%.2f MiB) = program %.2f MiB + BLAS buffers "
-         "%.2f MiB + HDF5 %.2f MiB, with %d thread(s), warm-up %ld; written to %s\n",
+         "%.2f MiB + HDF5 %.2f MiB, with %d thread(s), warm-up %ld; dgemm %.1f GFLOP/s per core "
+         "(order %d); written to %s\n",
          cal.overhead_bytes, cal.overhead_bytes / 1048576.0, cal.program_bytes / 1048576.0,
-         cal.blas_bytes / 1048576.0, cal.hdf5_bytes / 1048576.0, cal.threads, size, output);
+         cal.blas_bytes / 1048576.0, cal.hdf5_bytes / 1048576.0, cal.threads, size,
+         cal.dgemm_mflops_per_core * 1e-3, QP_CALIBRATE_DGEMM_N, output);
   return 0;
 }
