@@ -143,7 +143,7 @@ fi
 [[ -r $results ]] || fail "no results file $results"
 "$python" "$src/tests/slurm/compare_results.py" direct.h5 "$results" 1e-12 || fail "results differ from the direct run"
 if [[ $case_ == mpi ]]; then
-  grid=$("$python" -c 'import sys, h5py; r = h5py.File(sys.argv[1], "r")["budget/ranks"].attrs; print(f"{r[\"grid_rows\"]}x{r[\"grid_cols\"]}/{r[\"block\"]}")' "$results")
+  grid=$("$python" -c 'import sys, h5py; r = h5py.File(sys.argv[1], "r")["budget/ranks"].attrs; print("%dx%d/%d" % (r["grid_rows"], r["grid_cols"], r["block"]))' "$results")
   [[ $grid == 2x1/32 ]] || fail "QMLPIPE_RUN_ARGS='--grid 2x1 --block 32' not honoured: grid $grid"
   echo "grid from QMLPIPE_RUN_ARGS: $grid"
 fi
