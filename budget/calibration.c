@@ -9,11 +9,9 @@
 #include <unistd.h>
 
 #include "checked_size.h"
-#include "model.h"
 
 qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
   memset(cal, 0, sizeof *cal);
-  cal->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
   if (!path || !path[0]) path = getenv("QMLPIPE_CALIBRATION");
   if (!path || !path[0]) {
     snprintf(cal->source, sizeof cal->source, "built-in default");

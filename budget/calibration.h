@@ -11,7 +11,7 @@
  *   dgemm_mflops_per_core 38000   (optional: the dgemm rate per core, all threads busy)
  * `qmlpipe budget`, `plan` and `run` read it (memory.calibration in the config, else the file
  * named by $QMLPIPE_CALIBRATION) and use overhead_bytes as the model's overhead term; without
- * one they use QP_MODEL_DEFAULT_OVERHEAD (model.h). */
+ * one (builtin, overhead_bytes 0) the program uses its own default (pipeline/memory_model.h). */
 #ifndef QP_CALIBRATION_H
 #define QP_CALIBRATION_H
 
@@ -20,7 +20,7 @@
 #include "qp_error.h"
 
 typedef struct qp_calibration {
-  size_t overhead_bytes;  /* the sum of the parts below (or the built-in default) */
+  size_t overhead_bytes;  /* the sum of the parts below (0 without a file: builtin) */
   size_t program_bytes;   /* the program and its libraries at start */
   size_t blas_bytes;      /* OpenBLAS buffers touched by the warm-up, all threads */
   size_t hdf5_bytes;      /* the HDF5 library's own state once initialised */

@@ -6,7 +6,6 @@
 
 #include "cuda_private.h"
 #include "meter_device.h"
-#include "terms.h"
 
 qp_cuda_context qp_cuda_ctx;
 

@@ -56,7 +56,7 @@ static void qp_plan_print(const qp_problem *p) {
   if (p->path_used == QP_PATH_PIXEL_DIRECT)
     printf("  fisher_run holds %lld of %d products; spectra_run builds %lld bin matrices at a "
            "time\n",
-           (long long)m->dims.fisher_chunk, p->n_params, (long long)m->dims.spectra_chunk);
+           (long long)p->model_dims.fisher_chunk, p->n_params, (long long)p->model_dims.spectra_chunk);
   printf("  %-18s %16s %16s\n", "stage", "peak MiB", "with overhead");
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     size_t peak = qp_model_stage_peak(m, (qp_stage_id)s);

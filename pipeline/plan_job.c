@@ -118,7 +118,7 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
           qp_job_route(p));
   qp_json_string(out, p->path_reason);
   fprintf(out, ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld},\n  \"flops\": %.6e,\n",
-          (long long)m->dims.fisher_chunk, (long long)m->dims.spectra_chunk, p->plan_flops);
+          (long long)p->model_dims.fisher_chunk, (long long)p->model_dims.spectra_chunk, p->plan_flops);
   if (job->ranks > 0)
     fprintf(out,
             "  \"grid\": {\"rows\": %d, \"cols\": %d, \"block\": %d, \"ranks\": %d, "
