@@ -11,6 +11,7 @@
  * The first run pays for committing fresh pages (on the project's VMs ~2 s per GB the first
  * time memory is touched, ~0.05 s per GB after); later runs show the stages' own speed. */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <time.h>
 
 #include "cls_text.h"
+#include "cmd_common.h"
 #include "driver.h"
 #include "fits_map.h"
 #include "flop_rate.h"
@@ -102,39 +104,53 @@ static qp_err qp_bench_route(qp_config *cfg, const char *route, int repeat, doub
   return QP_OK;
 }
 
+/* --fields T|QU|TQU; 0 with a message when it is none of them. */
+static int qp_bench_fields(const char *text, qp_fields *fields) {
+  static const struct {
+    const char *name;
+    qp_fields fields;
+  } known[3] = {{"T", QP_FIELDS_T}, {"QU", QP_FIELDS_QU}, {"TQU", QP_FIELDS_TQU}};
+  for (int k = 0; k < 3; ++k)
+    if (strcmp(text, known[k].name) == 0) {
+      *fields = known[k].fields;
+      return 1;
+    }
+  fprintf(stderr, "qmlpipe-bench: --fields '%s' is not T, QU or TQU\n", text);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int64_t nside = 16, dgemm_n = 3000;
+  int nside = 16, dgemm_n = 3000, lmax = 47, bin_width = 1, n_maps = 1, repeat = 2;
   double cut = 20.0;
-  int lmax = 47, bin_width = 1, n_maps = 1, repeat = 2;
   const char *dir = "/tmp/qmlpipe-bench", *routes = "pixel";
   qp_fields fields = QP_FIELDS_T;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--nside") == 0)
-      nside = atoll(argv[i + 1]);
-    else if (strcmp(argv[i], "--cut") == 0)
-      cut = atof(argv[i + 1]);
-    else if (strcmp(argv[i], "--lmax") == 0)
-      lmax = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--bin-width") == 0)
-      bin_width = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--n-maps") == 0)
-      n_maps = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--dgemm-n") == 0)
-      dgemm_n = atoll(argv[i + 1]);
-    else if (strcmp(argv[i], "--dir") == 0)
-      dir = argv[i + 1];
-    else if (strcmp(argv[i], "--repeat") == 0)
-      repeat = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--routes") == 0)
-      routes = argv[i + 1];
-    else if (strcmp(argv[i], "--fields") == 0)
-      fields = strcmp(argv[i + 1], "QU") == 0    ? QP_FIELDS_QU
-               : strcmp(argv[i + 1], "TQU") == 0 ? QP_FIELDS_TQU
-                                                 : QP_FIELDS_T;
-    else {
-      fprintf(stderr, "qmlpipe-bench: unknown option '%s' (see the comment in bench.c)\n", argv[i]);
-      return 2;
+  static const struct option options[] = {
+      {"nside", required_argument, NULL, 'n'},   {"cut", required_argument, NULL, 'c'},
+      {"lmax", required_argument, NULL, 'l'},    {"bin-width", required_argument, NULL, 'b'},
+      {"n-maps", required_argument, NULL, 'm'},  {"dgemm-n", required_argument, NULL, 'g'},
+      {"dir", required_argument, NULL, 'd'},     {"repeat", required_argument, NULL, 'r'},
+      {"routes", required_argument, NULL, 'R'},  {"fields", required_argument, NULL, 'f'},
+      {NULL, 0, NULL, 0}};
+  int ok = 1;
+  for (int c; ok && (c = getopt_long(argc, argv, "", options, NULL)) != -1;) {
+    switch (c) {
+    case 'n': ok = qp_cmd_parse_count("--nside", optarg, 1, 8192, &nside); break;
+    case 'c': ok = qp_cmd_parse_real("--cut", optarg, 0, 90, &cut); break;
+    case 'l': ok = qp_cmd_parse_count("--lmax", optarg, 2, QP_LMAX_MAX, &lmax); break;
+    case 'b': ok = qp_cmd_parse_count("--bin-width", optarg, 1, QP_LMAX_MAX, &bin_width); break;
+    case 'm': ok = qp_cmd_parse_count("--n-maps", optarg, 1, 1 << 20, &n_maps); break;
+    case 'g': ok = qp_cmd_parse_count("--dgemm-n", optarg, 16, 1 << 15, &dgemm_n); break;
+    case 'd': dir = optarg; break;
+    case 'r': ok = qp_cmd_parse_count("--repeat", optarg, 1, 1000, &repeat); break;
+    case 'R': routes = optarg; break;
+    case 'f': ok = qp_bench_fields(optarg, &fields); break;
+    default: ok = 0;
     }
+  }
+  if (!ok || optind < argc) {
+    fprintf(stderr, "qmlpipe-bench: bad usage%s%s (options: see the comment in bench.c)\n",
+            ok ? ": unexpected argument " : "", ok ? argv[optind] : "");
+    return 2;
   }
   qp_config cfg;
   qp_config_defaults(&cfg);

@@ -2,12 +2,14 @@
  * (the RSS of a qmlpipe process after the BLAS warm-up a run does) and writes the calibration
  * file that `budget`, `plan` and `run` read (calibration.h). Run it where the jobs run, with
  * the same OMP_NUM_THREADS / OPENBLAS_NUM_THREADS: the BLAS buffers are per thread. */
+#include <getopt.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "calibration.h"
+#include "cmd_common.h"
 #include "commands.h"
 #include "driver.h"
 #include "flop_rate.h"
@@ -33,22 +35,27 @@ static void qp_calibrate_usage(FILE *out) {
 
 int qp_cmd_calibrate(int argc, char **argv) {
   const char *output = "qmlpipe-calibration.txt";
-  long size = 16384;
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+  int size = 16384;
+  static const struct option options[] = {{"help", no_argument, NULL, 'h'},
+                                          {"output", required_argument, NULL, 'o'},
+                                          {"size", required_argument, NULL, 's'},
+                                          {NULL, 0, NULL, 0}};
+  optind = 1;
+  for (int c; (c = getopt_long(argc, argv, "h", options, NULL)) != -1;) {
+    if (c == 'h') {
       qp_calibrate_usage(stdout);
       return 0;
-    } else if (strcmp(argv[i], "--output") == 0 && i + 1 < argc) {
-      output = argv[++i];
-    } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
-      size = strtol(argv[++i], NULL, 10);
-    } else {
+    }
+    if (c == 'o') {
+      output = optarg;
+    } else if (c != 's' || !qp_cmd_parse_count("--size", optarg, 1, 1 << 20, &size)) {
       qp_calibrate_usage(stderr);
       return 2;
     }
   }
-  if (size < 1) {
-    fprintf(stderr, "qmlpipe calibrate: --size must be >= 1\n");
+  if (optind < argc) {
+    fprintf(stderr, "qmlpipe calibrate: unexpected argument '%s'\n", argv[optind]);
+    qp_calibrate_usage(stderr);
     return 2;
   }
   /* The parts: HDF5 first (the warm-up initialises it too, and would hide it among the BLAS
@@ -86,7 +93,7 @@ int qp_cmd_calibrate(int argc, char **argv) {
     return qp_err_exit_status(err);
   }
   printf("qmlpipe calibrate: overhead %zu bytes (%.2f MiB) = program %.2f MiB + BLAS buffers "
-         "%.2f MiB + HDF5 %.2f MiB, with %d thread(s), warm-up %ld; dgemm %.1f GFLOP/s per core "
+         "%.2f MiB + HDF5 %.2f MiB, with %d thread(s), warm-up %d; dgemm %.1f GFLOP/s per core "
          "(order %d); written to %s\n",
          cal.overhead_bytes, cal.overhead_bytes / 1048576.0, cal.program_bytes / 1048576.0,
          cal.blas_bytes / 1048576.0, cal.hdf5_bytes / 1048576.0, cal.threads, size,
