@@ -14,8 +14,8 @@
 #include "fits_map.h"
 #include "h5_matrix.h"
 #include "comm.h"
-#include "harmonic.h"
-#include "harmonics.h"
+#include "harmonic_route.h"
+#include "spin_harmonics.h"
 #include "conditioning.h"
 #include "legendre.h"
 #include "terms.h"
@@ -448,7 +448,7 @@ qp_err qp_inputs_plan(qp_problem *p) {
 void qp_inputs_smw_noise_check(qp_problem *p, double rcond, double noise_max) {
   p->rcond[QP_RCOND_NOISE] = rcond;
   const double floor = qp_rcond_floor(p->cfg->accuracy);
-  /* C's conditioning as SMW bounds it (harmonic.c, qp_basis_smw): known from the variances
+  /* C's conditioning as SMW bounds it (harmonic_route.c, qp_basis_smw): known from the variances
    * and the C_ell alone, so that `auto` can leave SMW before anything is built. */
   const double rcond_c = qp_smw_covariance_rcond(p, rcond, noise_max);
   if (!(isfinite(rcond) && rcond >= floor))

@@ -50,7 +50,7 @@ typedef struct qp_problem {
   /* Why SMW is ruled out (its noise too ill-conditioned for cfg->accuracy), or "" */
   char smw_refused[256];
 
-  /* harmonic path: modes are [T | E | B] (fields present), (l, m) in harmonics.h order */
+  /* harmonic path: modes are [T | E | B] (fields present), (l, m) in spin_harmonics.h order */
   int64_t n_modes;
   int64_t field_offset[3]; /* first mode of T, E, B; -1 when the field is absent */
   int field_ell_min[3];    /* first multipole of each field (E and B start at 2) */

@@ -6,7 +6,7 @@
 
 #include "comm.h"
 #include "conditioning.h"
-#include "harmonic.h"
+#include "harmonic_route.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
