@@ -17,6 +17,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "config_fields.h"
 #include "timeline.h"
 
 static const char *const qp_spectrum_names[QP_SPECTRA_MAX] = {"TT", "EE", "BB", "TE", "TB", "EB"};
@@ -52,65 +53,6 @@ void qp_config_free(qp_config *cfg) {
   cfg->n_maps = 0;
 }
 
-/* ---- byte sizes ---- */
-
-qp_err qp_parse_bytes(const char *text, double *bytes) {
-  /* Decimal units are powers of 1000; "i" units and Slurm's bare K/M/G/T are powers of 1024. */
-  static const struct {
-    const char *suffix;
-    double factor;
-  } units[] = {
-      {"", 1.0},
-      {"B", 1.0},
-      {"kB", 1e3},
-      {"KB", 1e3},
-      {"MB", 1e6},
-      {"GB", 1e9},
-      {"TB", 1e12},
-      {"KiB", 1024.0},
-      {"MiB", 1048576.0},
-      {"GiB", 1073741824.0},
-      {"TiB", 1099511627776.0},
-      {"K", 1024.0},
-      {"M", 1048576.0},
-      {"G", 1073741824.0},
-      {"T", 1099511627776.0},
-  };
-  QP_CHECK(text != NULL && bytes != NULL, QP_ERR_INTERNAL, "qp_parse_bytes: NULL argument");
-  const char *p = text;
-  while (isspace((unsigned char)*p))
-    ++p;
-  char *end = NULL;
-  errno = 0;
-  double value = strtod(p, &end);
-  QP_CHECK(end != p && errno != ERANGE, QP_ERR_INPUT,
-           "bad byte size '%s': expected a number with an optional unit (e.g. 20GiB, 512MB, "
-           "1.5e9)",
-           text);
-  while (isspace((unsigned char)*end))
-    ++end;
-  size_t len = strlen(end);
-  while (len > 0 && isspace((unsigned char)end[len - 1]))
-    --len;
-  double factor = -1.0;
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; ++i) {
-    if (strlen(units[i].suffix) == len && strncmp(units[i].suffix, end, len) == 0) {
-      factor = units[i].factor;
-      break;
-    }
-  }
-  QP_CHECK(factor > 0, QP_ERR_INPUT,
-           "bad byte size '%s': unknown unit '%.*s' (use B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)",
-           text, (int)len, end);
-  double total = value * factor;
-  QP_CHECK(total >= 0, QP_ERR_INPUT, "bad byte size '%s': must be a number >= 0", text);
-  /* Every size is later compared with, or converted to, 64-bit byte counts. */
-  QP_CHECK(total < QP_BYTES_MAX, QP_ERR_INPUT,
-           "bad byte size '%s': %.3g bytes is beyond the largest size, 2^63 bytes (8 EiB)", text,
-           total);
-  *bytes = floor(total);
-  return QP_OK;
-}
 
 /* ---- the parse context and value converters ---- */
 
@@ -140,6 +82,7 @@ enum {
   K_COUNT
 };
 
+_Static_assert((int)K_COUNT <= (int)QP_CFG_KEYS_MAX, "more top-level keys than config_fields.h allows");
 static const char *const qp_top_keys[K_COUNT] = {
     "maps",         "mask", "mask_pol", "fields",      "cls",       "noise", "spectra",
     "ell_min",      "lmax", "lmax_signal", "bin_width", "bins",  "beam_fwhm_arcmin",
@@ -169,173 +112,6 @@ static const char *const qp_memory_keys[M_COUNT] = {"host_limit", "device_limit"
 enum { G_ROWS = 0, G_COLS, G_BLOCK, G_COUNT };
 static const char *const qp_grid_keys[G_COUNT] = {"rows", "cols", "block"};
 
-typedef struct qp_cfg_ctx {
-  const char *file;      /* the config path, for messages */
-  char dir[QP_PATH_MAX]; /* its directory with a trailing '/', or "" when it has none */
-  yaml_document_t *doc;
-  int line[K_COUNT]; /* 1-based line of each top-level key seen, 0 when absent */
-  int variance_t_line, variance_p_line; /* noise.variance_t / variance_p, 0 when absent */
-} qp_cfg_ctx;
-
-static int qp_node_line(const yaml_node_t *node) { return (int)node->start_mark.line + 1; }
-
-static const char *qp_node_kind(const yaml_node_t *node) {
-  switch (node->type) {
-  case YAML_SEQUENCE_NODE: return "a list";
-  case YAML_MAPPING_NODE: return "a mapping";
-  default: return "a value";
-  }
-}
-
-/* "known keys: a, b, c" into buf. */
-static const char *qp_key_list(const char *const *keys, int n, char *buf, size_t size) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < n && used < size; ++i) {
-    int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", keys[i]);
-    if (w < 0) break;
-    used += (size_t)w;
-  }
-  return buf;
-}
-
-/* The text of a scalar node that must hold a value (not a list, mapping, or null). */
-static qp_err qp_cfg_scalar(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
-                            const char **text) {
-  QP_CHECK(node->type == YAML_SCALAR_NODE, QP_ERR_INPUT,
-           "config %s line %d: key '%s' must be a single value, not %s", ctx->file,
-           qp_node_line(node), key, qp_node_kind(node));
-  const char *value = (const char *)node->data.scalar.value;
-  int plain = node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-  int is_null =
-      value[0] == '\0' || (plain && (strcmp(value, "~") == 0 || strcmp(value, "null") == 0 ||
-                                     strcmp(value, "Null") == 0 || strcmp(value, "NULL") == 0));
-  QP_CHECK(!is_null, QP_ERR_INPUT, "config %s line %d: key '%s' has no value", ctx->file,
-           qp_node_line(node), key);
-  *text = value;
-  return QP_OK;
-}
-
-static qp_err qp_cfg_int(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
-                         int *out) {
-  const char *text = NULL;
-  QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
-  char *end = NULL;
-  errno = 0;
-  long value = strtol(text, &end, 10);
-  int ok = end != text && *end == '\0' && errno != ERANGE && value >= INT_MIN && value <= INT_MAX;
-  QP_CHECK(ok, QP_ERR_INPUT, "config %s line %d: key '%s' must be an integer, got '%s'", ctx->file,
-           qp_node_line(node), key, text);
-  *out = (int)value;
-  return QP_OK;
-}
-
-static qp_err qp_cfg_double(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
-                            double *out) {
-  const char *text = NULL;
-  QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
-  char *end = NULL;
-  errno = 0;
-  double value = strtod(text, &end);
-  int ok = end != text && *end == '\0' && errno != ERANGE && isfinite(value);
-  QP_CHECK(ok, QP_ERR_INPUT, "config %s line %d: key '%s' must be a finite number, got '%s'",
-           ctx->file, qp_node_line(node), key, text);
-  *out = value;
-  return QP_OK;
-}
-
-static qp_err qp_cfg_bool(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
-                          int *out) {
-  const char *text = NULL;
-  QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
-  if (strcmp(text, "true") == 0 || strcmp(text, "True") == 0 || strcmp(text, "TRUE") == 0) {
-    *out = 1;
-  } else if (strcmp(text, "false") == 0 || strcmp(text, "False") == 0 ||
-             strcmp(text, "FALSE") == 0) {
-    *out = 0;
-  } else {
-    QP_FAIL(QP_ERR_INPUT, "config %s line %d: key '%s' must be true or false, got '%s'", ctx->file,
-            qp_node_line(node), key, text);
-  }
-  return QP_OK;
-}
-
-/* One of `names` (exact match); *out is its index. */
-static qp_err qp_cfg_choice(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
-                            const char *const *names, int n, int *out) {
-  const char *text = NULL;
-  QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
-  for (int i = 0; i < n; ++i) {
-    if (strcmp(text, names[i]) == 0) {
-      *out = i;
-      return QP_OK;
-    }
-  }
-  char list[256];
-  QP_FAIL(QP_ERR_INPUT, "config %s line %d: key '%s' must be one of %s; got '%s'", ctx->file,
-          qp_node_line(node), key, qp_key_list(names, n, list, sizeof list), text);
-}
-
-/* A file path: relative paths are taken relative to the config file's directory. */
-static qp_err qp_cfg_path(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
-                          char out[QP_PATH_MAX]) {
-  const char *text = NULL;
-  QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
-  const char *prefix = text[0] == '/' ? "" : ctx->dir;
-  int n = snprintf(out, QP_PATH_MAX, "%s%s", prefix, text);
-  QP_CHECK(n >= 0 && n < QP_PATH_MAX, QP_ERR_INPUT,
-           "config %s line %d: key '%s': path longer than %d characters", ctx->file,
-           qp_node_line(node), key, QP_PATH_MAX - 1);
-  return QP_OK;
-}
-
-static qp_err qp_cfg_bytes(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
-                           double *out) {
-  const char *text = NULL;
-  QP_CALL(qp_cfg_scalar(ctx, key, node, &text));
-  QP_CHECK(qp_parse_bytes(text, out) == QP_OK, QP_ERR_INPUT, "config %s line %d: key '%s': %s",
-           ctx->file, qp_node_line(node), key, qp_error_message());
-  return QP_OK;
-}
-
-/* Index of `name` in keys, or -1. */
-static int qp_key_index(const char *name, const char *const *keys, int n) {
-  for (int i = 0; i < n; ++i)
-    if (strcmp(name, keys[i]) == 0) return i;
-  return -1;
-}
-
-/* Walks the pairs of a mapping node, checking that each key is a known scalar given once.
- * Calls back with the key's index in `keys`. `where` is "" at the top level, else the parent
- * key (for messages). */
-typedef qp_err (*qp_cfg_visit)(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_node,
-                               const yaml_node_t *value, void *state);
-
-static qp_err qp_cfg_walk(qp_cfg_ctx *ctx, const yaml_node_t *map, const char *where,
-                          const char *const *keys, int n_keys, qp_cfg_visit visit, void *state) {
-  int seen_line[K_COUNT] = {0}; /* K_COUNT is the largest key table */
-  char list[512];
-  for (yaml_node_pair_t *pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top;
-       ++pair) {
-    const yaml_node_t *key = yaml_document_get_node(ctx->doc, pair->key);
-    const yaml_node_t *value = yaml_document_get_node(ctx->doc, pair->value);
-    QP_CHECK(key && value, QP_ERR_INTERNAL, "config %s: broken YAML document", ctx->file);
-    QP_CHECK(key->type == YAML_SCALAR_NODE, QP_ERR_INPUT,
-             "config %s line %d: a key%s%s must be a plain name, not %s", ctx->file,
-             qp_node_line(key), where[0] ? " in " : "", where, qp_node_kind(key));
-    const char *name = (const char *)key->data.scalar.value;
-    int index = qp_key_index(name, keys, n_keys);
-    QP_CHECK(index >= 0, QP_ERR_INPUT, "config %s line %d: unknown key '%s'%s%s (known keys: %s)",
-             ctx->file, qp_node_line(key), name, where[0] ? " in " : "", where,
-             qp_key_list(keys, n_keys, list, sizeof list));
-    QP_CHECK(seen_line[index] == 0, QP_ERR_INPUT,
-             "config %s line %d: key '%s'%s%s given twice (first on line %d)", ctx->file,
-             qp_node_line(key), name, where[0] ? " in " : "", where, seen_line[index]);
-    seen_line[index] = qp_node_line(key);
-    QP_CALL(visit(ctx, index, key, value, state));
-  }
-  return QP_OK;
-}
 
 /* ---- sections ---- */
 
