@@ -13,6 +13,7 @@
 #include "conditioning.h"
 #include "h5_matrix.h"
 #include "inputs.h"
+#include "planner.h"
 #include "job_limit.h"
 #include "results_h5.h"
 #include "stages.h"
@@ -383,10 +384,10 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   QP_CALL_GOTO(qp_driver_find_limit(p), fail);
   /* The plan and the limit check come before anything large, the warm-up included. */
   QP_CALL_GOTO(qp_inputs_plan(p), fail);
-  QP_CALL_GOTO(qp_comm_agree(qp_inputs_check_limit(p)), fail);
+  QP_CALL_GOTO(qp_comm_agree(qp_plan_check_limit(p)), fail);
   if (p->progress) fprintf(stderr, "[qmlpipe] path %s\n", p->path_reason);
   QP_CALL_GOTO(qp_inputs_touch_libraries(p), fail);
-  qp_driver_warm_up(p->n_pix, qp_inputs_blas_width(p, p->model_dims.path), baseline);
+  qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->model_dims.path), baseline);
   /* Each run's report holds its own stages only. */
   qp_budget_reset();
   /* The memory timeline of this run only (budget/timeline.h), stopped before the writing. */

@@ -8,6 +8,7 @@
 #include "checked_size.h"
 #include "grid.h"
 #include "inputs.h"
+#include "planner.h"
 
 int qp_cmd_parse_count(const char *option, const char *text, long lo, long hi, int *out) {
   char *end = NULL;
@@ -185,7 +186,7 @@ static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *wor
   for (int r = 0; r < n; ++r) {
     p->plan_grid.myrow = r / p->plan_grid.npcol;
     p->plan_grid.mycol = r % p->plan_grid.npcol;
-    QP_CALL(qp_inputs_remodel(p));
+    QP_CALL(qp_plan_remodel(p));
     if (print) printf("\n  %-6d", r);
     for (int st = 0; st < QP_STAGE_COUNT; ++st) {
       const size_t peak = qp_model_stage_peak(&p->model, (qp_stage_id)st) + p->model.overhead_bytes;
@@ -211,7 +212,7 @@ static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *wor
            (double)rank_max / mib, s->per_node, (double)worst_node / mib);
   /* Leave the model of rank 0 (the largest share and the reader) in place. */
   p->plan_grid.myrow = p->plan_grid.mycol = 0;
-  QP_CALL(qp_inputs_remodel(p));
+  QP_CALL(qp_plan_remodel(p));
   *worst = worst_node;
   s->rank_peak = rank_max;
   s->node_peak = worst_node;
@@ -274,7 +275,7 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
   if (err == QP_OK && sizing.ranks > 0 && sizing.mem_per_node > 0 && !sizing.grid_given) {
     err = qp_choose_grid(&p, &sizing);
     p.plan_grid = (qp_grid){0, sizing.rows, sizing.cols, 0, 0, sizing.block};
-    if (err == QP_OK) err = qp_inputs_remodel(&p);
+    if (err == QP_OK) err = qp_plan_remodel(&p);
   }
   int planned = 0;
   if (err == QP_OK) {
@@ -295,7 +296,7 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
                          "the largest node needs %.3f GiB (%zu bytes), more than "
                          "--mem-per-node %.3f GiB",
                          (double)node / 1073741824.0, node, sizing.mem_per_node / 1073741824.0);
-    if (err == QP_OK) err = qp_inputs_check_limit(&p);
+    if (err == QP_OK) err = qp_plan_check_limit(&p);
     sizing.fits = err == QP_OK;
   }
   if (err != QP_OK) qp_error_print(stderr, 0);

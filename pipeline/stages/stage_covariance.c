@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "inputs.h"
+#include "planner.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
@@ -47,7 +48,7 @@ qp_err qp_stage_covariance_setup(qp_problem *p) {
   QP_CALL(qp_inputs_read_geometry(p));
   QP_CALL(qp_inputs_read_data(p));
   qp_progress_note(&progress, "mask, maps and noise read");
-  QP_CALL(qp_inputs_reroute_smw(p));
+  QP_CALL(qp_plan_reroute_smw(p));
   if (p->path_used == QP_PATH_HARMONIC && p->smw) {
     QP_CALL(qp_smw_noise(p));
   } else {

@@ -1,0 +1,303 @@
+/* planner.c: the route and the chunks of a run, and its memory model (planner.h). */
+#include "planner.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "comm.h"
+#include "conditioning.h"
+#include "driver.h"
+
+int64_t qp_plan_blas_width(const qp_problem *p, qp_model_path path) {
+  const int dense = p->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
+  return path == QP_MODEL_HARMONIC_SMW && !dense ? p->n_modes : p->n_pix;
+}
+
+/* The model of one route: pixel-direct, SMW or projection; its dimensions to *dims_out when
+ * that is not NULL. */
+static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
+                              int64_t spectra_chunk, qp_model *model, qp_model_dims *dims_out) {
+  const qp_config *cfg = p->cfg;
+  qp_model_dims dims = {
+      .path = path,
+      .n_modes = p->n_modes,
+      .switched = p->switched,
+      .n_sky = p->n_sky,
+      .n_positions = p->n_observed,
+      .n_pix = p->n_pix,
+      .n_maps = p->n_maps,
+      .n_params = p->n_params,
+      .fisher_chunk = fisher_chunk,
+      .spectra_chunk = spectra_chunk,
+      .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
+      .reader = qp_comm_rank() == 0,
+  };
+  const qp_grid *grid = p->ops && p->ops->distributed ? qp_grid_current() : NULL;
+  if (p->plan_grid.nprow > 0) {
+    grid = &p->plan_grid;
+    dims.reader = grid->myrow == 0 && grid->mycol == 0;
+  }
+  if (grid) {
+    dims.grid_rows = grid->nprow;
+    dims.grid_cols = grid->npcol;
+    dims.grid_row = grid->myrow;
+    dims.grid_col = grid->mycol;
+    dims.block = grid->block;
+  }
+  for (int f = 0; f < 3; ++f) dims.n_fields += p->field_offset[f] >= 0;
+  dims.n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
+  QP_CALL(qp_model_predict(&dims, model));
+  if (dims_out) *dims_out = dims;
+  /* At most 2^56 from a calibration file (calibration.h); the built-in one is 57 MiB plus
+   * 2 KiB per column and thread up to 65536 columns, plus 8 MiB: far below. */
+  model->overhead_bytes =
+      p->calibration.builtin ? QP_MODEL_DEFAULT_OVERHEAD : p->calibration.overhead_bytes;
+  if (p->calibration.builtin && p->n_pix > 2048) /* the wide warm-up (driver.c) */
+    model->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD_LARGE +
+                            qp_driver_warm_up_panel_bytes(qp_plan_blas_width(p, path));
+  if (p->calibration.builtin && grid) model->overhead_bytes += QP_MODEL_DEFAULT_OVERHEAD_MPI;
+  model->overhead_parts[0] = p->calibration.program_bytes;
+  model->overhead_parts[1] = p->calibration.blas_bytes;
+  model->overhead_parts[2] = p->calibration.hdf5_bytes;
+  return QP_OK;
+}
+
+/* Whether the pixel-direct plan of chunks (f, s) keeps `stage` inside `limit`. A plan with a
+ * term beyond 2^56 bytes (the model refuses it, model->oversize_term) does not, and its error
+ * is forgotten: smaller chunks may do. The model decides that on each term's whole size, the
+ * same on every rank. */
+static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, qp_stage_id stage,
+                                   double limit, qp_model *model, int *fits) {
+  qp_err err = qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, f, s, model, NULL);
+  if (err == QP_ERR_INPUT && model->oversize_term[0]) {
+    qp_error_clear();
+    *fits = 0;
+    return QP_OK;
+  }
+  QP_CALL(err);
+  /* Bounded: a stage peak and the overhead stay below 2^63 (model.h). */
+  *fits = (double)(qp_model_stage_peak(model, stage) + model->overhead_bytes) <= limit;
+  return QP_OK;
+}
+
+/* The planner's chunks for the pixel-direct path: all parameters at once when that fits
+ * memory.host_limit, else the largest chunks that keep fisher_run and spectra_run inside it
+ * (products streamed and re-formed, bin matrices built a chunk at a time). When even one
+ * product per chunk does not fit, the chunks stay 1 and the limit check refuses the run,
+ * naming the term that does not fit; when even that plan cannot be sized (a term beyond 2^56
+ * bytes), the model's error names the term. */
+static qp_err qp_plan_chunks(const qp_problem *p, int64_t *fisher_chunk,
+                               int64_t *spectra_chunk, qp_model *model) {
+  const double limit = p->host_limit;
+  const int64_t np = p->n_params;
+  *fisher_chunk = *spectra_chunk = np;
+  if (limit <= 0) {
+    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, np, np, model, NULL));
+    return QP_OK;
+  }
+  /* fisher_run's peak does not depend on spectra_run's chunk: it is searched with the bin
+   * matrices at 1, so that their size cannot make the products' chunk smaller. */
+  const qp_stage_id stage[2] = {QP_STAGE_FISHER_RUN, QP_STAGE_SPECTRA_RUN};
+  int64_t *chunk[2] = {fisher_chunk, spectra_chunk};
+  *spectra_chunk = 1;
+  for (int s = 0; s < 2; ++s) {
+    if (s == 1) *spectra_chunk = np;
+    int fits = 0;
+    while (*chunk[s] > 1) {
+      QP_CALL(
+          qp_plan_chunk_fits(p, *fisher_chunk, *spectra_chunk, stage[s], limit, model, &fits));
+      if (fits) break;
+      --*chunk[s];
+    }
+  }
+  /* Distributed, every rank runs the same chunks: the smallest any rank needs. */
+  double smallest[2] = {-(double)*fisher_chunk, -(double)*spectra_chunk};
+  QP_CALL(qp_comm_max(smallest, 2));
+  *fisher_chunk = (int64_t)-smallest[0];
+  *spectra_chunk = (int64_t)-smallest[1];
+  QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, model, NULL));
+  return QP_OK;
+}
+
+qp_err qp_plan_remodel(qp_problem *p) {
+  const qp_model_dims d = p->model_dims;
+  QP_CALL(qp_plan_model(p, d.path, d.fisher_chunk, d.spectra_chunk, &p->model, &p->model_dims));
+  return QP_OK;
+}
+
+/* Leading flop counts of the three routes (QML.md 3, "Choosing the path"). */
+static double qp_route_cost(const qp_problem *p, qp_model_path path) {
+  const double n = (double)p->n_pix, nm = (double)p->n_modes, np = (double)p->n_params;
+  const int dense = p->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
+  switch (path) {
+  case QP_MODEL_PIXEL_DIRECT: return n * n * n / 3.0 + (np + 1.0) * 2.0 * n * n * n;
+  case QP_MODEL_HARMONIC_SMW:
+    return nm * nm * n + 2.3 * nm * nm * nm + (dense ? n * n * n / 3.0 + nm * n * n : 0.0);
+  case QP_MODEL_HARMONIC_PROJECTED: return n * n * n / 3.0 + 2.0 * nm * n * n + nm * nm * n;
+  }
+  return 0;
+}
+
+/* Picks the route: the config's, or among those it allows the cheapest whose predicted peak
+ * fits memory.host_limit (the cheapest of all when none fits: the limit check then refuses
+ * it, saying by how much). Writes the reason to p->path_reason and sets p->model. */
+qp_err qp_plan_route(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  static const char *const names[3] = {"pixel_direct", "harmonic (smw)", "harmonic (projected)"};
+  int allowed[3] = {cfg->path != QP_PATH_HARMONIC, cfg->path != QP_PATH_PIXEL_DIRECT,
+                    cfg->path != QP_PATH_PIXEL_DIRECT};
+  if (cfg->harmonic_method == 1) allowed[2] = 0;
+  if (cfg->harmonic_method == 2) allowed[1] = 0;
+  if (p->n_modes == 0) allowed[1] = allowed[2] = 0;
+  QP_CHECK(allowed[0] || allowed[1] || allowed[2], QP_ERR_INPUT,
+           "config '%s': the harmonic path has no modes (lmax %d)", cfg->source, cfg->lmax);
+  /* SMW inverts N: a noise too ill-conditioned for cfg->accuracy rules it out when another
+   * route is allowed (conditioning.h); when it is the only one, its stage refuses the run. */
+  if (p->smw_refused[0] && allowed[1] && (allowed[0] || allowed[2])) allowed[1] = 0;
+  double cost[3], peak[3];
+  int best = -1, best_fit = -1;
+  int64_t fisher_chunk = p->n_params, spectra_chunk = p->n_params;
+  /* A route whose model has a term beyond 2^56 bytes cannot be sized: it is left out (the
+   * same on every rank: the model decides on whole sizes); when no route is left, the first
+   * one's error is the plan's. */
+  char unsized[3][128] = {"", "", ""}, first_unsized[1024] = "";
+  for (int r = 0; r < 3; ++r) {
+    if (!allowed[r]) continue;
+    qp_err err = r == 0 ? qp_plan_chunks(p, &fisher_chunk, &spectra_chunk, &p->model)
+                        : qp_plan_model(p, (qp_model_path)r, p->n_params, p->n_params, &p->model, &p->model_dims);
+    if (err == QP_ERR_INPUT && p->model.oversize_term[0]) {
+      snprintf(unsized[r], sizeof unsized[r], "term '%s' needs %.3g bytes", p->model.oversize_term,
+               p->model.oversize_bytes);
+      if (!first_unsized[0])
+        snprintf(first_unsized, sizeof first_unsized, "%s", qp_error_message());
+      qp_error_clear();
+      continue;
+    }
+    QP_CALL(err);
+    cost[r] = qp_route_cost(p, (qp_model_path)r);
+    if (r == 0 && fisher_chunk < p->n_params) {
+      /* Streaming re-forms the later products: ~n_params^2 / (2 chunk) more of them. */
+      double extra = 0;
+      for (int64_t first = fisher_chunk; first < p->n_params; first += fisher_chunk)
+        extra += (double)(p->n_params - first);
+      cost[r] += extra * 2.0 * pow((double)p->n_pix, 3);
+    }
+    peak[r] = (double)(qp_model_peak(&p->model) + p->model.overhead_bytes);
+    QP_CALL(qp_comm_max(&peak[r], 1)); /* distributed: the largest rank decides */
+    if (best < 0 || cost[r] < cost[best]) best = r;
+    if ((p->host_limit <= 0 || peak[r] <= p->host_limit) &&
+        (best_fit < 0 || cost[r] < cost[best_fit]))
+      best_fit = r;
+  }
+  QP_CHECK(best >= 0, QP_ERR_INPUT, "config '%s': %s", cfg->source, first_unsized);
+  const int chosen = best_fit >= 0 ? best_fit : best;
+  int n_allowed = allowed[0] + allowed[1] + allowed[2];
+  int used = 0;
+  used += snprintf(p->path_reason, sizeof p->path_reason, "%s: ", names[chosen]);
+  if (n_allowed == 1) {
+    used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
+                     "the only route the config allows");
+  } else {
+    used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
+                     "%s leading cost of the routes allowed",
+                     chosen == best ? "lowest" : "lowest fitting the memory limit:");
+    for (int r = 0; r < 3 && used < (int)sizeof p->path_reason; ++r)
+      if (allowed[r] && unsized[r][0])
+        used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
+                         "; %s: cannot be sized (%s)", names[r], unsized[r]);
+      else if (allowed[r])
+        used +=
+            snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
+                     "; %s %.2e flop, peak %.2f GiB", names[r], cost[r], peak[r] / 1073741824.0);
+  }
+  if (p->smw_refused[0] && !allowed[1])
+    snprintf(p->path_reason + strlen(p->path_reason),
+             sizeof p->path_reason - strlen(p->path_reason), "; harmonic (smw) skipped: %s",
+             p->smw_refused);
+  p->path_used = chosen == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
+  p->smw = chosen == 1;
+  p->plan_flops = cost[chosen];
+  if (chosen == 0) {
+    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, &p->model, &p->model_dims));
+    if (fisher_chunk < p->n_params || spectra_chunk < p->n_params)
+      snprintf(p->path_reason + strlen(p->path_reason),
+               sizeof p->path_reason - strlen(p->path_reason),
+               "; chunks for %s %.3f GiB: %lld of %lld products held in fisher_run, %lld "
+               "bin matrices at a time in spectra_run",
+               p->limit_from_job ? "the job's memory limit" : "memory.host_limit",
+               p->host_limit / 1073741824.0, (long long)fisher_chunk, (long long)p->n_params,
+               (long long)spectra_chunk);
+  } else {
+    QP_CALL(qp_plan_model(p, (qp_model_path)chosen, p->n_params, p->n_params, &p->model, &p->model_dims));
+  }
+  return QP_OK;
+}
+
+void qp_plan_smw_noise_check(qp_problem *p, double rcond, double noise_max) {
+  p->rcond[QP_RCOND_NOISE] = rcond;
+  const double floor = qp_rcond_floor(p->cfg->accuracy);
+  /* C's conditioning as SMW bounds it (harmonic_route.c, qp_basis_smw): known from the variances
+   * and the C_ell alone, so that `auto` can leave SMW before anything is built. */
+  const double rcond_c = qp_smw_covariance_rcond(p, rcond, noise_max);
+  if (!(isfinite(rcond) && rcond >= floor))
+    snprintf(p->smw_refused, sizeof p->smw_refused,
+             "it inverts N, whose rcond %.3g (smallest / largest variance) would give relative "
+             "errors of ~%.1e, above accuracy %.1e",
+             rcond, rcond > 0 ? DBL_EPSILON / rcond : INFINITY, p->cfg->accuracy);
+  else if (!(isfinite(rcond_c) && rcond_c >= floor))
+    snprintf(p->smw_refused, sizeof p->smw_refused,
+             "its bound of rcond(C), rcond(N) / (1 + lambda_max(S) / lambda_max(N)) = %.3g, "
+             "is below %.3g (accuracy %.1e)",
+             rcond_c, floor, p->cfg->accuracy);
+}
+
+qp_err qp_plan_reroute_smw(qp_problem *p) {
+  if (p->path_used != QP_PATH_HARMONIC || !p->smw || !p->noise_variance || p->switched)
+    return QP_OK;
+  qp_plan_smw_noise_check(p, qp_rcond_diagonal(p->noise_variance, p->n_pix),
+                            qp_largest(p->noise_variance, p->n_pix));
+  if (!p->smw_refused[0]) return QP_OK;
+  QP_CALL(qp_plan_route(p));
+  if (p->smw) return QP_OK; /* the only route allowed: basis_setup refuses it */
+  QP_CALL(qp_comm_agree(qp_plan_check_limit(p)));
+  if (p->progress) fprintf(stderr, "[qmlpipe] path changed to %s\n", p->path_reason);
+  return QP_OK;
+}
+
+qp_err qp_plan_check_limit(const qp_problem *p) {
+  const double limit = p->host_limit;
+  if (limit <= 0) return QP_OK;
+  const qp_model *m = &p->model;
+  const size_t need = qp_model_peak(m) + m->overhead_bytes; /* below 2^63: model.h */
+  if ((double)need <= limit) return QP_OK;
+  /* Name the stage of the peak and its largest term: what the user would have to shrink. */
+  qp_stage_id worst = QP_STAGE_COVARIANCE_SETUP;
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    if (qp_model_stage_peak(m, (qp_stage_id)s) > qp_model_stage_peak(m, worst))
+      worst = (qp_stage_id)s;
+  const qp_model_term *largest = NULL;
+  for (int i = 0; i < m->n_terms; ++i)
+    if (qp_model_term_alive(&m->terms[i], worst) &&
+        (!largest || m->terms[i].bytes > largest->bytes))
+      largest = &m->terms[i];
+  const double gib = 1073741824.0;
+  if (p->limit_from_job)
+    QP_FAIL(QP_ERR_BUDGET,
+            "predicted peak %.3f GiB (stage %s, largest term '%s' %.3f GiB, overhead %.3f GiB) "
+            "exceeds the job's memory limit %.3f GiB (%s) by %.3f GiB; "
+            "nothing was allocated for it. Ask the batch system for more memory per rank, "
+            "mask fewer pixels, or use fewer bins",
+            (double)need / gib, qp_stage_name(worst), largest ? largest->name : "?",
+            largest ? (double)largest->bytes / gib : 0.0, (double)m->overhead_bytes / gib,
+            limit / gib, p->limit_source, ((double)need - limit) / gib);
+  QP_FAIL(QP_ERR_BUDGET,
+          "predicted peak %.3f GiB (stage %s, largest term '%s' %.3f GiB, overhead %.3f GiB) "
+          "exceeds memory.host_limit %.3f GiB by %.3f GiB; nothing was allocated for it. "
+          "Raise the limit, mask fewer pixels, or use fewer bins",
+          (double)need / gib, qp_stage_name(worst), largest ? largest->name : "?",
+          largest ? (double)largest->bytes / gib : 0.0, (double)m->overhead_bytes / gib,
+          limit / gib, ((double)need - limit) / gib);
+}
+

@@ -1,0 +1,35 @@
+/* planner.h: the route (pixel-direct, harmonic SMW, harmonic projection) and the chunks of a
+ * run for its memory limit, its memory model (memory_model.h) and the limit check; the SMW
+ * conditioning rule that can rule a route out. Called by inputs.c once the plan's inputs are
+ * read, by the driver, and by `budget`/`plan`. */
+#ifndef QP_PLANNER_H
+#define QP_PLANNER_H
+
+#include "problem.h"
+
+/** Picks the route: the config's, or among those it allows the cheapest whose predicted peak
+ *  fits the memory limit (the cheapest of all when none fits: the limit check then refuses
+ *  it, saying by how much), with the pixel-direct chunks for the limit. Writes the reason to
+ *  p->path_reason and sets p->model and p->model_dims. */
+qp_err qp_plan_route(qp_problem *p);
+/** The model again for the route and chunks already planned, for another rank of
+ *  p->plan_grid (budget/plan --ranks). */
+qp_err qp_plan_remodel(qp_problem *p);
+/** Records rcond of the diagonal N (smallest / largest variance, the largest `noise_max`) and,
+ *  when it or SMW's bound of rcond(C) (conditioning.h) is too small for cfg->accuracy, why
+ *  SMW is ruled out (p->smw_refused): the route choice then skips it. */
+void qp_plan_smw_noise_check(qp_problem *p, double rcond, double noise_max);
+/** After the variances are read (covariance_setup, before any route's matrix): when SMW was
+ *  chosen and its N is too ill-conditioned, chooses again without it (path auto) and checks
+ *  the new route against the memory limit; the path reason says why. No-op otherwise. */
+qp_err qp_plan_reroute_smw(qp_problem *p);
+/** The width (columns) of the widest BLAS call of `path`: n_pix where an n_pix x n_pix matrix
+ *  is factored or multiplied (C; N or N_eff when dense), n_modes on the SMW route with a
+ *  diagonal N_eff. The warm-up (driver.h) and the default overhead follow it. */
+int64_t qp_plan_blas_width(const qp_problem *p, qp_model_path path);
+/** Checks the model against p->host_limit (memory.host_limit, or the job's limit that `run`
+ *  found: problem.h): QP_ERR_BUDGET naming the stage, its largest term, the limit's source and
+ *  the shortfall. */
+qp_err qp_plan_check_limit(const qp_problem *p);
+
+#endif
