@@ -1,0 +1,29 @@
+/* harmonic_modes.h: what the harmonic routes' basis_setup (harmonic_route.c) and their
+ * fisher_run and spectra_run (harmonic_estimates.c) share: where a mode (field, l, m) sits,
+ * the beam, and the entries of each D_p = dLambda/dp (sparse: one per (l, m) of its bin, two
+ * for a cross spectrum). Internal to stages/. */
+#ifndef QP_HARMONIC_MODES_H
+#define QP_HARMONIC_MODES_H
+
+#include <stdint.h>
+
+#include "problem.h"
+
+/** One entry (a, b, v) of a D_p. */
+typedef struct qp_entry {
+  int64_t a, b;
+  double v;
+} qp_entry;
+
+/** The fields (T = 0, E = 1, B = 2) each spectrum couples, in QML.md 6 order. */
+extern const int qp_spectrum_fields[6][2];
+/** The spectrum coupling fields f1 and f2. */
+qp_spectrum qp_fields_spectrum(int f1, int f2);
+/** The index of mode (field, l, m) in the layout of qp_harmonic_layout. */
+int64_t qp_mode(const qp_problem *p, int field, int l, int m);
+/** B_l^2 from the pixel weights (2l+1)/(4 pi) B_l^2: the harmonic basis carries (2l+1)/(4 pi). */
+double qp_beam2(const qp_problem *p, int l);
+/** Lists the entries of every D_q: entries[start[q] .. start[q+1]). malloc'd (O(n_modes)). */
+qp_err qp_param_entries(const qp_problem *p, qp_entry **entries, int64_t **start);
+
+#endif
