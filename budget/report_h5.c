@@ -247,6 +247,7 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
       {"cgroup_peak_reset", m0->cgroup_peak_reset},
       {"n_terms", n},
       {"drift_terms", drift},
+      {"resumed", r->resumed},
   };
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
     QP_CALL_GOTO(qp_report_attr_i64(group, gwhere, ints[i].name, ints[i].value), done);
@@ -533,6 +534,11 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
   double seconds = qp_read_f64(stage, "seconds", NAN);
   double gflops = qp_read_f64(stage, "gflops_per_s", NAN);
   fprintf(out, "\nstage %s: %.3f s, %.3f GFLOP/s\n", label, seconds, gflops);
+  /* Files from before checkpoints have no attribute: not resumed. */
+  const int resumed = qp_read_i64(stage, "resumed", 0) > 0;
+  if (resumed)
+    fprintf(out, "  RESUMED from a checkpoint: its figures are those of reading the checkpoint, "
+                 "not of the stage's work, and are not compared with the model\n");
   if (!qp_read_i64(stage, "model_has_stage", 1))
     fprintf(out, "  (the model predicts nothing for this stage)\n");
   fprintf(out, "  %-28s %14s %14s %10s\n", "", "predicted", "measured", "ratio");
@@ -550,7 +556,8 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
 
   int64_t pr_peak = qp_read_i64(stage, "predicted_peak_bytes", -1);
   int64_t tr_peak = qp_read_i64(stage, "tracked_peak_bytes", -1);
-  if (pr_peak == tr_peak) snprintf(c, sizeof c, "EXACT");
+  if (resumed) snprintf(c, sizeof c, "RESUMED");
+  else if (pr_peak == tr_peak) snprintf(c, sizeof c, "EXACT");
   else snprintf(c, sizeof c, "DRIFT (%+" PRId64 " B)", tr_peak - pr_peak);
   fprintf(out, "  %-28s %14s %14s %10s\n", "tracked peak", qp_human(pr_peak, a, sizeof a),
           qp_human(tr_peak, b, sizeof b), c);
