@@ -248,6 +248,9 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
       {"n_terms", n},
       {"drift_terms", drift},
       {"resumed", r->resumed},
+      /* A checkpoint after the stage (pipeline/checkpoint.h) holds its persistent bytes. */
+      {"predicted_checkpoint_bytes",
+       known && id != QP_STAGE_SPECTRA_RUN ? qp_i64(persistent) : 0},
   };
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
     QP_CALL_GOTO(qp_report_attr_i64(group, gwhere, ints[i].name, ints[i].value), done);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -427,17 +428,21 @@ void qp_checkpoint_save(const qp_checkpoint *ck, const qp_problem *p, qp_stage_i
   if (err != QP_OK) {
     /* No rank keeps a file of this stage: a resume takes the older complete set. */
     unlink(path);
-    if (qp_comm_rank() == 0) {
-      fprintf(stderr, "[qmlpipe] warning: no checkpoint after %s (the run goes on): ",
-              qp_stage_name(done));
-      qp_error_print(stderr, 0);
-    }
+    if (qp_comm_rank() == 0)
+      fprintf(stderr, "[qmlpipe] warning: no checkpoint after %s (the run goes on): %s\n",
+              qp_stage_name(done), qp_error_message());
     qp_error_clear();
     return;
   }
+  /* Every rank has this stage's file now: the older ones are not needed any more, so the
+   * directory holds at most two stages' files (while the newer is written). */
+  for (int s = 0; s < (int)done; ++s) {
+    qp_ck_path(ck, (qp_stage_id)s, path, sizeof path);
+    unlink(path);
+  }
   if (p->progress)
-    fprintf(stderr, "[qmlpipe] checkpoint after %s: %s, %.2f MiB in %.2f s\n", qp_stage_name(done),
-            path, (double)bytes / 1048576.0, qp_ck_now() - t0);
+    fprintf(stderr, "[qmlpipe] checkpoint after %s: %.2f MiB in %.2f s (%s)\n",
+            qp_stage_name(done), (double)bytes / 1048576.0, qp_ck_now() - t0, ck->dir);
 }
 
 /* ---- open (resume) ---- */
@@ -503,6 +508,30 @@ done:
   return err;
 }
 
+size_t qp_checkpoint_disk_bytes(const qp_model *model) {
+  size_t disk = 0;
+  for (int s = 0; s < QP_STAGE_SPECTRA_RUN; ++s) {
+    const size_t pair = qp_model_stage_persistent(model, (qp_stage_id)s) +
+                        (s > 0 ? qp_model_stage_persistent(model, (qp_stage_id)(s - 1)) : 0);
+    if (pair > disk) disk = pair;
+  }
+  return disk;
+}
+
+/* A warning (rank 0) when the directory's file system has less room than every rank's
+ * checkpoints need: the run goes on, and a checkpoint that does not fit is skipped. */
+static void qp_ck_check_space(const qp_checkpoint *ck, const qp_problem *p) {
+  struct statvfs fs;
+  const double need = (double)qp_checkpoint_disk_bytes(&p->model) * qp_comm_size();
+  if (qp_comm_rank() != 0 || statvfs(ck->dir, &fs) != 0) return;
+  const double room = (double)fs.f_bavail * (double)fs.f_frsize;
+  if (room < need)
+    fprintf(stderr,
+            "[qmlpipe] warning: checkpoint directory '%s' has %.1f MiB free, its checkpoints "
+            "need up to %.1f MiB: those that do not fit are skipped with a warning\n",
+            ck->dir, room / 1048576.0, need / 1048576.0);
+}
+
 /* This rank's files of earlier runs: a fresh run starts without them. */
 static void qp_ck_remove_files(const qp_checkpoint *ck) {
   for (int s = 0; s < QP_STAGE_SPECTRA_RUN; ++s) {
@@ -525,12 +554,13 @@ qp_err qp_checkpoint_open(qp_checkpoint *ck, const char *dir, int resume, const 
            "need the cpu or dist backend",
            dir);
   QP_CALL(qp_ck_share_inputs(p->cfg, &ck->inputs));
+  qp_ck_check_space(ck, p);
   if (!resume) {
     qp_ck_remove_files(ck);
     return QP_OK;
   }
-  /* The newest stage whose file every rank has (each rank's files are a prefix of the
-   * stages: a fresh run removes the old ones first). */
+  /* The newest stage whose file every rank has: a file goes only once every rank has written
+   * the next stage's, and a fresh run removes the old ones first. */
   double newest = -1.0;
   for (int s = QP_STAGE_SPECTRA_RUN - 1; s >= 0 && newest < 0; --s) {
     char path[QP_PATH_MAX + 64];

@@ -9,6 +9,8 @@
  * model's persistent bytes of the stage. HDF5 writes and reads them straight from and into the
  * tracked buffers: no staging copy, no memory beyond the model's. Each file carries the
  * stage, the rank count and grid, a hash of every input file and a hash of every buffer.
+ * Once every rank has written a stage's file, the older stages' files go: the directory holds
+ * at most two stages' files, while the newer is being written.
  *
  * A resumed run checks the newest complete set of files against its own inputs and grid
  * before any stage, then, inside the budget stage of the checkpoint, allocates the same terms
@@ -33,6 +35,10 @@ typedef struct qp_checkpoint {
  *  h ^= h >> 29 so that high bits reach low ones; start from QP_HASH_BASIS. */
 #define QP_HASH_BASIS 0xcbf29ce484222325ULL
 uint64_t qp_hash_bytes(uint64_t h, const void *data, size_t n);
+
+/** The disk a rank's checkpoints need at most: the largest sum of two consecutive stages'
+ *  persistent bytes (the model's), the older file being removed once the newer is written. */
+size_t qp_checkpoint_disk_bytes(const qp_model *model);
 
 /** Sets up checkpointing for a run of `p` (planned): hashes the inputs (rank 0, shared with
  *  the others); without resume, removes this rank's checkpoints left in dir by earlier runs;

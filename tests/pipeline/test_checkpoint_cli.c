@@ -9,6 +9,9 @@
  *  - refusals: --resume without a directory (2); an input changed since the checkpoint (6,
  *    naming the map); a truncated checkpoint (8, naming it); a checkpoint whose data was
  *    damaged (8: its hash); --resume on an empty directory runs from the first stage;
+ *  - the config's `checkpoint:` (relative to the config) with --resume alone; only the newest
+ *    stage's file kept; a directory that cannot be made (8); a checkpoint that cannot be
+ *    written (a warning, the same results); an input that cannot be hashed (8);
  *  - with MPI, 2 ranks (1 x 2): stopped after basis_setup and fisher_run and resumed, the
  *    same bytes as an uninterrupted 2-rank run; resumed on 1 rank instead, refused (6).
  * Everything happens in checkpoint_cli.d. */
@@ -238,6 +241,55 @@ int main(int argc, char **argv) {
     TEST_ASSERT(!exists("bad.h5"), "a refused resume wrote results");
     again[8] = "1"; /* the seed of the first maps back */
     TEST_ASSERT(run("simulate_back", 1, again) == 0, "simulate failed");
+  }
+
+  /* The config's key, relative to the config's directory, with --resume alone. */
+  {
+    TEST_ASSERT(mkdir("sub", 0755) == 0, "cannot create sub/");
+    char text[8192];
+    snprintf(text, sizeof text,
+             "maps: [../map_0000.fits, ../map_0001.fits]\nmask: ../mask.fits\nfields: T\n"
+             "cls: %s\nnoise: {variance: 20}\nspectra: [TT]\nlmax: 16\nbin_width: 3\n"
+             "path: pixel_direct\noutput: keyed.h5\ncheckpoint: ck\n",
+             cls);
+    qp_test_write_text("sub/keyed.yaml", text);
+    const char *args[] = {"run", "sub/keyed.yaml", NULL};
+    setenv("QP_TEST_STOP_AFTER_STAGE", "fisher_run", 1);
+    TEST_ASSERT(run("keyed_stop", 1, args) == 143, "keyed_stop: not stopped by the hook");
+    unsetenv("QP_TEST_STOP_AFTER_STAGE");
+    TEST_ASSERT(exists("sub/ck/stage-fisher_run.rank0.h5"), "no sub/ck/stage-fisher_run.rank0.h5");
+    TEST_ASSERT(!exists("sub/ck/stage-basis_setup.rank0.h5"),
+                "the older checkpoint is still there beside the newer");
+    const char *resume[] = {"run", "sub/keyed.yaml", "--resume", NULL};
+    TEST_ASSERT(run("keyed_resume", 1, resume) == 0, "keyed_resume failed");
+    expect_same_bytes("keyed_resume", "pd.h5", "sub/keyed.h5");
+  }
+  /* A directory that cannot be made: refused before the run (8). */
+  {
+    const char *args[] = {"run", "pd.yaml", "--checkpoint", "nodir/ck", NULL};
+    const char *words[] = {"--checkpoint: cannot create the checkpoint directory 'nodir/ck'", NULL};
+    TEST_ASSERT(run_words("dir_missing", 1, args, words) == 8, "dir_missing: not exit 8");
+  }
+  /* A checkpoint that cannot be written (a directory where its file goes): a warning, and
+   * the run goes on to the same results. */
+  {
+    TEST_ASSERT(mkdir("ck-fail", 0755) == 0 &&
+                    mkdir("ck-fail/stage-covariance_setup.rank0.h5", 0755) == 0,
+                "cannot create ck-fail/");
+    const char *args[] = {"run", "pd.yaml", "--output", "fail.h5", "--checkpoint", "ck-fail",
+                          NULL};
+    const char *words[] = {"warning: no checkpoint after covariance_setup (the run goes on)",
+                           "checkpoint after basis_setup", NULL};
+    TEST_ASSERT(run_words("save_fails", 1, args, words) == 0, "save_fails: the run failed");
+    expect_same_bytes("save_fails", "pd.h5", "fail.h5");
+  }
+  /* An input that cannot be read to hash it: refused before any stage (8), naming it. */
+  {
+    write_config("unread", cls, "path: pixel_direct");
+    TEST_ASSERT(system("sed -i 's/map_0001.fits/missing.fits/' unread.yaml") == 0, "sed failed");
+    const char *args[] = {"run", "unread.yaml", "--checkpoint", "ck-unread", NULL};
+    const char *words[] = {"cannot read input 'missing.fits' to hash it", NULL};
+    TEST_ASSERT(run_words("unreadable_input", 1, args, words) == 8, "unreadable input: not 8");
   }
 
   /* Two ranks: per-rank files, the same bytes as an uninterrupted 2-rank run. */
