@@ -303,19 +303,8 @@ done:
 /* A 1-D dataset of n values of `type` (n may be 0). */
 static qp_err qp_report_column(hid_t group, const char *where, const char *name, hid_t type,
                                hsize_t n, const void *values) {
-  qp_err err = QP_OK;
-  hid_t space = -1, dset = -1;
-  hsize_t dims[1] = {n};
-  QP_H5_GOTO(space = H5Screate_simple(1, dims, NULL), done, "%s: dataspace of '%s'", where, name);
-  QP_H5_GOTO(dset = H5Dcreate2(group, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-             done, "%s: cannot create dataset '%s'", where, name);
-  if (n > 0)
-    QP_H5_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), done,
-               "%s: cannot write dataset '%s'", where, name);
-done:
-  if (dset >= 0) H5Dclose(dset);
-  if (space >= 0) H5Sclose(space);
-  return err;
+  QP_CALL(qp_h5_write_array(group, where, name, type, n, values, NULL));
+  return QP_OK;
 }
 
 /* /budget/timeline from the stopped sampler (timeline.h); nothing when it holds no samples. */

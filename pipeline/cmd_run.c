@@ -89,20 +89,16 @@ int qp_cmd_run(int argc, char **argv) {
       verbose = 1;
     } else if (strcmp(argv[i], "--resume") == 0) {
       options.resume = 1;
-    } else if (strcmp(argv[i], "--checkpoint") == 0) {
+    } else if (strcmp(argv[i], "--checkpoint") == 0 || strcmp(argv[i], "--output") == 0) {
+      const int is_output = argv[i][2] == 'o';
       if (i + 1 >= argc || argv[i + 1][0] == '\0') {
-        fprintf(stderr, "qmlpipe run: --checkpoint needs a directory\n");
+        fprintf(stderr, "qmlpipe run: %s\n",
+                is_output ? "--output needs a path (the results file to write)"
+                          : "--checkpoint needs a directory");
         qp_run_usage(stderr);
         return 2;
       }
-      checkpoint = argv[++i];
-    } else if (strcmp(argv[i], "--output") == 0) {
-      if (i + 1 >= argc || argv[i + 1][0] == '\0') {
-        fprintf(stderr, "qmlpipe run: --output needs a path (the results file to write)\n");
-        qp_run_usage(stderr);
-        return 2;
-      }
-      output = argv[++i];
+      *(is_output ? &output : &checkpoint) = argv[++i];
     } else if (strcmp(argv[i], "--grid") == 0 || strcmp(argv[i], "--block") == 0) {
       const int grid = argv[i][2] == 'g';
       if (i + 1 >= argc ||

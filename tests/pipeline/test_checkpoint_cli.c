@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[3], "none") != 0) mpiexec = argv[3];
   int setup = qp_cli_setup(argc, argv, "test_checkpoint_cli", "checkpoint_cli.d", qmlpipe);
   if (setup != 0) return setup;
-  if (system("rm -rf ck-*") != 0) return 1;
+  if (system("rm -rf ck-* sub") != 0) return 1;
   {
     const char *args[] = {"simulate", "--cls", cls, "--nside", "8", "--n-maps", "2", "--mask",
                           "mask.fits", "--galactic-cut", "20", "--out", "map", NULL};
