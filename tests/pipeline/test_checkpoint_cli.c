@@ -299,6 +299,13 @@ int main(int argc, char **argv) {
     TEST_ASSERT(run("pd2", 2, args) == 0, "pd2: the 2-rank run failed");
     stop_and_resume("pd2r", "pd2r.yaml", 2, "basis_setup", "pd2.h5");
     stop_and_resume("pd2r", "pd2r.yaml", 2, "fisher_run", "pd2.h5");
+    /* The per-rank report: the resumed stages not compared, the others exact (exit 0). */
+    const char *report[] = {"report", "pd2r-fisher_run.h5", "--ranks", NULL};
+    TEST_ASSERT(run("pd2r_ranks", 1, report) == 0, "report --ranks of a resumed run failed");
+    char *text = qp_cli_slurp("pd2r_ranks.out");
+    TEST_ASSERT(strstr(text, "resumed (not compared)") && !strstr(text, "NO: tracked"),
+                "report --ranks:\n%s", text);
+    free(text);
     /* Resumed on 1 rank: refused, naming the ranks. */
     const char *stop[] = {"run", "pd2r.yaml", "--checkpoint", "ck-ranks", NULL};
     setenv("QP_TEST_STOP_AFTER_STAGE", "covariance_setup", 1);
