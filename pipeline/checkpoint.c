@@ -623,7 +623,7 @@ done:
   return err;
 }
 
-static qp_err qp_ck_restore_file(const qp_checkpoint *ck, qp_problem *p, const char *path) {
+static qp_err qp_ck_restore_file(qp_problem *p, const char *path) {
   qp_err err = QP_OK;
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file < 0) QP_H5_FAIL(QP_ERR_IO, "checkpoint '%s' cannot be read", path);
@@ -646,7 +646,6 @@ static qp_err qp_ck_restore_file(const qp_checkpoint *ck, qp_problem *p, const c
     QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_NOISE, p->noise.data, p->n_pix, p->n_pix, p->n_pix,
                                 &p->noise_factor),
                  done);
-  (void)ck;
 done:
   H5Fclose(file);
   return err;
@@ -657,7 +656,7 @@ qp_err qp_checkpoint_restore(const qp_checkpoint *ck, qp_problem *p, qp_stage_id
   char path[QP_PATH_MAX + 64];
   qp_ck_path(ck, id, path, sizeof path);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  QP_CALL(qp_ck_restore_file(ck, p, path));
+  QP_CALL(qp_ck_restore_file(p, path));
   return QP_OK;
 }
 

@@ -1,7 +1,7 @@
 /* test_checkpoint_cli: `qmlpipe run --checkpoint DIR` and `--resume` (pipeline/checkpoint.h)
  * (argv[1]: qmlpipe, argv[2]: a C_ell file, argv[3]: mpiexec or "none").
- *  - every route (pixel_direct; harmonic SMW with the switch, whose N_eff is its own matrix;
- *    harmonic projection) is stopped after each of covariance_setup, basis_setup and
+ *  - every route (pixel_direct; harmonic SMW with the switch, whose N_eff is its own matrix,
+ *    and with a dense N, whose N_eff is a view of N; harmonic projection) is stopped after each of covariance_setup, basis_setup and
  *    fisher_run by the test hook QP_TEST_STOP_AFTER_STAGE (exit 143, as if SIGTERM'd), then
  *    resumed: F, y, the noise bias, C_hat and the error bars are the same bytes as an
  *    uninterrupted run's, the checkpoints are gone afterwards, `report` marks the resumed
@@ -15,6 +15,8 @@
  *  - with MPI, 2 ranks (1 x 2): stopped after basis_setup and fisher_run and resumed, the
  *    same bytes as an uninterrupted 2-rank run; resumed on 1 rank instead, refused (6).
  * Everything happens in checkpoint_cli.d. */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "h5_matrix.h"
 #include "test_h5.h"
 #include "test_util.h"
 
@@ -132,14 +135,44 @@ static void stop_and_resume(const char *name, const char *config, int ranks, con
 }
 
 /* A config for the simulated inputs, named <name>.yaml, writing <name>.h5. */
-static void write_config(const char *name, const char *cls, const char *route) {
-  char path[256], text[2048];
+static void write_config_noise(const char *name, const char *cls, const char *noise,
+                               const char *route) {
+  char path[256], text[8192];
   snprintf(path, sizeof path, "%s.yaml", name);
   snprintf(text, sizeof text,
            "maps: [map_0000.fits, map_0001.fits]\nmask: mask.fits\nfields: T\ncls: %s\n"
-           "noise: {variance: 20}\nspectra: [TT]\nlmax: 16\nbin_width: 3\n%s\noutput: %s.h5\n",
-           cls, route, name);
+           "noise: %s\nspectra: [TT]\nlmax: 16\nbin_width: 3\n%s\noutput: %s.h5\n",
+           cls, noise, route, name);
   qp_test_write_text(path, text);
+}
+
+static void write_config(const char *name, const char *cls, const char *route) {
+  write_config_noise(name, cls, "{variance: 20}", route);
+}
+
+/* The n_pix attribute of a results file (-1 when unreadable). */
+static int64_t results_n_pix(const char *path) {
+  int64_t n = -1;
+  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0) return -1;
+  hid_t attr = H5Aopen(file, "n_pix", H5P_DEFAULT);
+  if (attr >= 0 && H5Aread(attr, H5T_NATIVE_INT64, &n) < 0) n = -1;
+  if (attr >= 0) H5Aclose(attr);
+  H5Fclose(file);
+  return n;
+}
+
+/* noise.h5: a dense N = 20 (I + 0.2 T), T_ij = exp(-|i - j| / 3) off the diagonal. */
+static void write_dense_noise(int64_t n) {
+  double *m = malloc((size_t)(n * n) * sizeof *m);
+  TEST_ASSERT(m != NULL, "no memory for a %lld x %lld noise", (long long)n, (long long)n);
+  if (!m) return;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < n; ++i)
+      m[i + j * n] = 20.0 * (i == j ? 1.0 : 0.2 * exp(-fabs((double)(i - j)) / 3.0));
+  TEST_ASSERT(qp_h5_matrix_write("noise.h5", "/covariance", n, n, m) == QP_OK,
+              "cannot write noise.h5");
+  free(m);
 }
 
 static void flip_byte(const char *path, long offset) {
@@ -194,6 +227,15 @@ int main(int argc, char **argv) {
     TEST_ASSERT(run(cases[c].name, 1, args) == 0, "%s: the uninterrupted run failed",
                 cases[c].name);
     for (size_t s = 0; s < 3; ++s) stop_and_resume(cases[c].name, config, 1, stages[s], reference);
+  }
+  /* SMW with a dense N: N_eff is N itself (saved once, restored as a view of it). */
+  {
+    write_dense_noise(results_n_pix("pd.h5"));
+    write_config_noise("smwd", cls, "{covariance: noise.h5}",
+                       "path: harmonic\nharmonic_method: smw");
+    const char *args[] = {"run", "smwd.yaml", "--quiet", NULL};
+    TEST_ASSERT(run("smwd", 1, args) == 0, "smwd: the uninterrupted run failed");
+    for (size_t s = 0; s < 3; ++s) stop_and_resume("smwd", "smwd.yaml", 1, stages[s], "smwd.h5");
   }
 
   /* Refusals. */
