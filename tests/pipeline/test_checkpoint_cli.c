@@ -11,7 +11,8 @@
  *    damaged (8: its hash); --resume on an empty directory runs from the first stage;
  *  - the config's `checkpoint:` (relative to the config) with --resume alone; only the newest
  *    stage's file kept; a directory that cannot be made (8); a checkpoint that cannot be
- *    written (a warning, the same results); an input that cannot be hashed (8);
+ *    written (a warning, the same results); an input that cannot be hashed (8); a run that
+ *    left SMW inside covariance_setup, resumed (7);
  *  - with MPI, 2 ranks (1 x 2): stopped after basis_setup and fisher_run and resumed, the
  *    same bytes as an uninterrupted 2-rank run; resumed on 1 rank instead, refused (6).
  * Everything happens in checkpoint_cli.d. */
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "fits_map.h"
 #include "h5_matrix.h"
 #include "test_h5.h"
 #include "test_util.h"
@@ -162,6 +164,25 @@ static int64_t results_n_pix(const char *path) {
   return n;
 }
 
+/* var.fits: variance 1 at every pixel but one observed pixel of mask.fits, 1e-12 there: SMW's
+ * N too ill-conditioned for the default accuracy, which only covariance_setup can see. */
+static void write_odd_variance_map(void) {
+  qp_healpix_info info;
+  TEST_ASSERT(qp_fits_map_info("mask.fits", &info) == QP_OK, "cannot read mask.fits");
+  double *sky = malloc((size_t)info.n_sky * sizeof *sky);
+  TEST_ASSERT(sky && qp_fits_map_read("mask.fits", &info, 0, sky) == QP_OK, "mask.fits");
+  if (!sky) return;
+  int64_t odd = -1;
+  for (int64_t i = 0; i < info.n_sky && odd < 0; ++i)
+    if (sky[i] != 0.0) odd = i;
+  for (int64_t i = 0; i < info.n_sky; ++i) sky[i] = i == odd ? 1e-12 : 1.0;
+  const char *names[1] = {"T_VARIANCE"};
+  const double *cols[1] = {sky};
+  TEST_ASSERT(qp_fits_map_write("var.fits", info.nside, 1, names, cols) == QP_OK,
+              "cannot write var.fits");
+  free(sky);
+}
+
 /* noise.h5: a dense N = 20 (I + 0.2 T), T_ij = exp(-|i - j| / 3) off the diagonal. */
 static void write_dense_noise(int64_t n) {
   double *m = malloc((size_t)(n * n) * sizeof *m);
@@ -285,6 +306,20 @@ int main(int argc, char **argv) {
     TEST_ASSERT(run("simulate_back", 1, again) == 0, "simulate failed");
   }
 
+  /* A run that left SMW inside covariance_setup (its variance map rules SMW out): resuming it
+   * is refused (7), naming the directory. */
+  {
+    write_odd_variance_map();
+    write_config_noise("reroute", cls, "{variance_map: var.fits}", "path: harmonic");
+    const char *stop[] = {"run", "reroute.yaml", "--checkpoint", "ck-reroute", NULL};
+    setenv("QP_TEST_STOP_AFTER_STAGE", "covariance_setup", 1);
+    const char *changed[] = {"path changed to harmonic (projected)", NULL};
+    TEST_ASSERT(run_words("reroute_stop", 1, stop, changed) == 143, "reroute_stop: not stopped");
+    unsetenv("QP_TEST_STOP_AFTER_STAGE");
+    const char *resume[] = {"run", "reroute.yaml", "--checkpoint", "ck-reroute", "--resume", NULL};
+    const char *words[] = {"continues another route", "remove 'ck-reroute'", NULL};
+    TEST_ASSERT(run_words("reroute_resume", 1, resume, words) == 7, "rerouted: not exit 7");
+  }
   /* The config's key, relative to the config's directory, with --resume alone. */
   {
     TEST_ASSERT(mkdir("sub", 0755) == 0, "cannot create sub/");
