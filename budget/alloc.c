@@ -386,6 +386,10 @@ qp_err qp_stage_pop(void) {
   return QP_OK;
 }
 
+void qp_stage_mark_resumed(void) {
+  if (qp_budget_state.depth > 0) qp_budget_state.open[qp_budget_state.depth - 1].record.resumed = 1;
+}
+
 void qp_stage_add_flops(double flops) {
   for (int d = 0; d < qp_budget_state.depth; ++d) qp_budget_state.open[d].record.flops += flops;
 }

@@ -104,6 +104,7 @@ typedef struct qp_stage_record {
   qp_meter_sample meter_end;     /* at pop: hwm is the peak since push when hwm_reset */
   int n_terms;
   qp_stage_term terms[QP_TERMS_MAX];
+  int resumed;                   /* 1: restored from a checkpoint, not computed (checkpoint.h) */
 } qp_stage_record;
 
 /** Starts a stage: resets the peak meters, samples them, notes the time and the live bytes.
@@ -111,6 +112,9 @@ typedef struct qp_stage_record {
 qp_err qp_stage_push(const char *name);
 /** Ends the innermost stage and stores its record. */
 qp_err qp_stage_pop(void);
+/** Marks the innermost open stage as resumed: its figures are those of reading a checkpoint
+ *  (pipeline/checkpoint.h), not of the stage's work, and are not judged against the model. */
+void qp_stage_mark_resumed(void);
 /** Adds floating-point operations to every open stage (for GFLOP/s in reports). */
 void qp_stage_add_flops(double flops);
 /** The innermost open stage's name ("" outside stages): errors name the stage they happen in. */

@@ -82,6 +82,26 @@ done:
   return err;
 }
 
+qp_err qp_h5_write_array(hid_t loc, const char *where, const char *name, hid_t type, hsize_t n,
+                         const void *values, hid_t *out) {
+  qp_err err = QP_OK;
+  hid_t space = -1, dset = -1;
+  hsize_t dims[1] = {n};
+  QP_H5_GOTO(space = H5Screate_simple(1, dims, NULL), done, "%s: dataspace of '%s'", where, name);
+  QP_H5_GOTO(dset = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+             done, "%s: cannot create dataset '%s'", where, name);
+  if (n > 0)
+    QP_H5_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), done,
+               "%s: cannot write dataset '%s'", where, name);
+done:
+  if (space >= 0) H5Sclose(space);
+  if (err == QP_OK && out)
+    *out = dset;
+  else if (dset >= 0)
+    H5Dclose(dset);
+  return err;
+}
+
 qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int64_t v) {
   QP_CALL(qp_h5_attr_write(obj, where, name, H5T_NATIVE_INT64, &v));
   return QP_OK;

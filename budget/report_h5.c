@@ -235,6 +235,11 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
       {"cgroup_peak_reset", m0->cgroup_peak_reset},
       {"n_terms", n},
       {"drift_terms", drift},
+      {"resumed", r->resumed},
+      /* A checkpoint after a stage (pipeline/checkpoint.h) holds its persistent bytes; the last
+       * stage writes the results instead. */
+      {"predicted_checkpoint_bytes",
+       known && id != model->n_stages - 1 ? qp_i64(persistent) : 0},
   };
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
     QP_CALL_GOTO(qp_report_attr_i64(group, gwhere, ints[i].name, ints[i].value), done);
@@ -287,19 +292,8 @@ done:
 /* A 1-D dataset of n values of `type` (n may be 0). */
 static qp_err qp_report_column(hid_t group, const char *where, const char *name, hid_t type,
                                hsize_t n, const void *values) {
-  qp_err err = QP_OK;
-  hid_t space = -1, dset = -1;
-  hsize_t dims[1] = {n};
-  QP_H5_GOTO(space = H5Screate_simple(1, dims, NULL), done, "%s: dataspace of '%s'", where, name);
-  QP_H5_GOTO(dset = H5Dcreate2(group, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-             done, "%s: cannot create dataset '%s'", where, name);
-  if (n > 0)
-    QP_H5_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), done,
-               "%s: cannot write dataset '%s'", where, name);
-done:
-  if (dset >= 0) H5Dclose(dset);
-  if (space >= 0) H5Sclose(space);
-  return err;
+  QP_CALL(qp_h5_write_array(group, where, name, type, n, values, NULL));
+  return QP_OK;
 }
 
 /* /budget/timeline from the stopped sampler (timeline.h); nothing when it holds no samples. */
@@ -524,6 +518,11 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
   double seconds = qp_read_f64(stage, "seconds", NAN);
   double gflops = qp_read_f64(stage, "gflops_per_s", NAN);
   fprintf(out, "\nstage %s: %.3f s, %.3f GFLOP/s\n", label, seconds, gflops);
+  /* Files from before checkpoints have no attribute: not resumed. */
+  const int resumed = qp_read_i64(stage, "resumed", 0) > 0;
+  if (resumed)
+    fprintf(out, "  RESUMED from a checkpoint: its figures are those of reading the checkpoint, "
+                 "not of the stage's work, and are not compared with the model\n");
   if (!qp_read_i64(stage, "model_has_stage", 1))
     fprintf(out, "  (the model predicts nothing for this stage)\n");
   fprintf(out, "  %-28s %14s %14s %10s\n", "", "predicted", "measured", "ratio");
@@ -541,7 +540,8 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
 
   int64_t pr_peak = qp_read_i64(stage, "predicted_peak_bytes", -1);
   int64_t tr_peak = qp_read_i64(stage, "tracked_peak_bytes", -1);
-  if (pr_peak == tr_peak) snprintf(c, sizeof c, "EXACT");
+  if (resumed) snprintf(c, sizeof c, "RESUMED");
+  else if (pr_peak == tr_peak) snprintf(c, sizeof c, "EXACT");
   else snprintf(c, sizeof c, "DRIFT (%+" PRId64 " B)", tr_peak - pr_peak);
   fprintf(out, "  %-28s %14s %14s %10s\n", "tracked peak", qp_human(pr_peak, a, sizeof a),
           qp_human(tr_peak, b, sizeof b), c);

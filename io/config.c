@@ -79,6 +79,7 @@ enum {
   K_DIMENSIONS,
   K_GRID,
   K_ACCURACY,
+  K_CHECKPOINT,
   K_COUNT
 };
 
@@ -87,7 +88,7 @@ static const char *const qp_top_keys[K_COUNT] = {
     "maps",         "mask", "mask_pol", "fields",      "cls",       "noise", "spectra",
     "ell_min",      "lmax", "lmax_signal", "bin_width", "bins",  "beam_fwhm_arcmin",
     "pixel_window", "path", "harmonic_method", "backend",     "output",    "memory", "dimensions", "grid",
-    "accuracy"};
+    "accuracy", "checkpoint"};
 
 enum {
   N_VARIANCE = 0,
@@ -378,6 +379,7 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
     snprintf(cfg->backend, sizeof cfg->backend, "%s", backend_names[choice]);
     break;
   case K_OUTPUT: QP_CALL(qp_cfg_path(ctx, key, value, cfg->output)); break;
+  case K_CHECKPOINT: QP_CALL(qp_cfg_path(ctx, key, value, cfg->checkpoint)); break;
   case K_DIMENSIONS:
     QP_CHECK(value->type == YAML_MAPPING_NODE, QP_ERR_INPUT,
              "config %s line %d: key 'dimensions' must be a mapping (e.g. dimensions: {n_pix: "

@@ -2,7 +2,7 @@
  *
  * Keys (README "Config reference"): maps, mask, mask_pol, fields, cls, noise, spectra, ell_min, lmax,
  * lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, path, harmonic_method,
- * backend, output,
+ * backend, output, checkpoint,
  * memory {host_limit, device_limit, sample_interval_ms, calibration}. An unknown key, a wrong type or an
  * out-of-range value is QP_ERR_INPUT naming the file, the key and (when known) the line. Relative file paths are
  * taken relative to the directory of the config file. */
@@ -66,6 +66,7 @@ typedef struct qp_config {
   /* grid: {rows, cols, block}: the process grid of the distributed backend; 0 = chosen */
   int grid_rows, grid_cols, grid_block;
   char output[QP_PATH_MAX];
+  char checkpoint[QP_PATH_MAX];      /* directory of the stage checkpoints; "" = none */
   /* dimensions: {n_pix, n_modes, lmax_signal, lmax, n_bins, n_maps, nside}: sizes a job
    * without data (budget and plan only; maps, mask and cls are then not needed) */
   int has_dimensions;

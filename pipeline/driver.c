@@ -4,11 +4,13 @@
 #include <malloc.h>
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "comm.h"
 #include "conditioning.h"
 #include "h5_matrix.h"
@@ -21,13 +23,32 @@
 
 typedef qp_err (*qp_stage_fn)(qp_problem *p);
 
-/* Pushes the budget stage, runs it, pops it, whatever the outcome. */
-static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p) {
+/* QP_TEST_STOP_AFTER_STAGE=<stage> (a test hook, README): the run stops after that stage and
+ * its checkpoint as if SIGTERM'd there (every rank, once all have written). */
+static void qp_test_stop_after(qp_stage_id id) {
+  const char *hook = getenv("QP_TEST_STOP_AFTER_STAGE");
+  if (!hook || strcmp(hook, qp_stage_name(id)) != 0) return;
+  (void)qp_comm_agree(QP_OK);
+  if (qp_comm_rank() == 0)
+    fprintf(stderr, "[qmlpipe] QP_TEST_STOP_AFTER_STAGE: SIGTERM after %s (test hook)\n",
+            qp_stage_name(id));
+  fflush(NULL);
+  raise(SIGTERM);
+}
+
+/* Pushes the budget stage, runs it (or, resumed, restores it from the checkpoint), pops it,
+ * whatever the outcome; then writes its checkpoint. */
+static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p,
+                           const qp_checkpoint *ck) {
+  const int resumed = (int)id <= ck->resume_after;
   QP_CALL(qp_stage_push(qp_stage_name(id)));
-  if (p->progress) fprintf(stderr, "[qmlpipe] %s ...\n", qp_stage_name(id));
+  if (resumed) qp_stage_mark_resumed();
+  if (p->progress)
+    fprintf(stderr, "[qmlpipe] %s ...%s\n", qp_stage_name(id),
+            resumed ? " resumed from the checkpoint" : "");
   /* With MPI every rank leaves the stage with the same status: a rank that failed alone
    * would leave the others waiting in the next collective. */
-  qp_err err = qp_comm_agree(fn(p));
+  qp_err err = qp_comm_agree(resumed ? qp_checkpoint_restore(ck, p, id) : fn(p));
   if (err != QP_OK) qp_error_trace(__FILE__, __LINE__, qp_stage_name(id));
   qp_err pop = qp_stage_pop();
   QP_CALL(err);
@@ -38,6 +59,8 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p) {
             r->seconds, r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0.0,
             (double)r->tracked_peak / 1048576.0);
   }
+  if (!resumed && id != QP_STAGE_SPECTRA_RUN) qp_checkpoint_save(ck, p, id);
+  if (!resumed) qp_test_stop_after(id);
   return QP_OK;
 }
 
@@ -374,6 +397,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   p->cfg = cfg;
   p->progress = options->progress;
   qp_err err = QP_OK;
+  qp_checkpoint ck = {.resume_after = -1};
   QP_CHECK_GOTO(!cfg->has_dimensions, QP_ERR_INPUT, fail,
                 "config '%s' gives dimensions, not maps: it sizes a job for `qmlpipe budget` and "
                 "`qmlpipe plan`, it cannot run",
@@ -386,6 +410,8 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   QP_CALL_GOTO(qp_inputs_plan(p), fail);
   QP_CALL_GOTO(qp_comm_agree(qp_plan_check_limit(p)), fail);
   if (p->progress) fprintf(stderr, "[qmlpipe] path %s\n", p->path_reason);
+  /* The inputs' hashes, and with --resume the checkpoint's checks, before any work. */
+  QP_CALL_GOTO(qp_checkpoint_open(&ck, cfg->checkpoint, options->resume, p), fail);
   QP_CALL_GOTO(qp_inputs_touch_libraries(p), fail);
   qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->model_dims.path), baseline);
   /* Each run's report holds its own stages only. */
@@ -397,10 +423,10 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
    * timeline's store and thread are the run's own bookkeeping, in the baseline like the
    * libraries, not growth inside covariance_setup (~0.15 MiB, docs/memory-validation.md). */
   qp_meter_read(baseline);
-  QP_CALL_GOTO(qp_run_stage(QP_STAGE_COVARIANCE_SETUP, qp_stage_covariance_setup, p), fail);
-  QP_CALL_GOTO(qp_run_stage(QP_STAGE_BASIS_SETUP, qp_stage_basis_setup, p), fail);
-  QP_CALL_GOTO(qp_run_stage(QP_STAGE_FISHER_RUN, qp_stage_fisher_run, p), fail);
-  QP_CALL_GOTO(qp_run_stage(QP_STAGE_SPECTRA_RUN, qp_stage_spectra_run, p), fail);
+  QP_CALL_GOTO(qp_run_stage(QP_STAGE_COVARIANCE_SETUP, qp_stage_covariance_setup, p, &ck), fail);
+  QP_CALL_GOTO(qp_run_stage(QP_STAGE_BASIS_SETUP, qp_stage_basis_setup, p, &ck), fail);
+  QP_CALL_GOTO(qp_run_stage(QP_STAGE_FISHER_RUN, qp_stage_fisher_run, p, &ck), fail);
+  QP_CALL_GOTO(qp_run_stage(QP_STAGE_SPECTRA_RUN, qp_stage_spectra_run, p, &ck), fail);
   qp_timeline_stop();
   /* Distributed: every rank's predicted and measured figures, gathered for the report. */
   double *rank_rows = NULL;
@@ -463,8 +489,12 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   free(rank_rows);
   /* Rank 0 writes; the others wait for its status. */
   QP_CALL_GOTO(qp_comm_agree(err), fail);
+  /* The results are safe: the checkpoints have served (only when they were written). */
+  if (options->write_results) qp_checkpoint_remove(&ck);
+  qp_checkpoint_close(&ck);
   return QP_OK;
 fail:
+  qp_checkpoint_close(&ck);
   qp_timeline_stop();
   qp_problem_free(p);
   return err;

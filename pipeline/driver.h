@@ -8,6 +8,7 @@
 typedef struct qp_run_options {
   int progress;        /* progress lines on stderr */
   int write_results;   /* 1: write cfg->output */
+  int resume;          /* 1: continue from the newest checkpoint in cfg->checkpoint */
 } qp_run_options;
 
 /** Warms up the BLAS library for problems of order n_pix whose widest BLAS call is `width`

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "commands.h"
 #include "cmd_common.h"
 #include "plan_job.h"
@@ -57,12 +58,19 @@ static void qp_plan_print(const qp_problem *p) {
     printf("  fisher_run holds %lld of %d products; spectra_run builds %lld bin matrices at a "
            "time\n",
            (long long)p->model_dims.fisher_chunk, p->n_params, (long long)p->model_dims.spectra_chunk);
-  printf("  %-18s %16s %16s\n", "stage", "peak MiB", "with overhead");
+  /* A checkpoint after a stage (run --checkpoint) holds every buffer alive at its end: the
+   * stage's persistent bytes (pipeline/checkpoint.h), per rank; spectra_run writes none. */
+  printf("  %-18s %16s %16s %16s\n", "stage", "peak MiB", "with overhead", "checkpoint MiB");
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     size_t peak = qp_model_stage_peak(m, (qp_stage_id)s);
-    printf("  %-18s %16.2f %16.2f\n", qp_stage_name((qp_stage_id)s), peak / mib,
-           (peak + m->overhead_bytes) / mib);
+    printf("  %-18s %16.2f %16.2f %16.2f\n", qp_stage_name((qp_stage_id)s), peak / mib,
+           (peak + m->overhead_bytes) / mib,
+           s == QP_STAGE_SPECTRA_RUN ? 0.0 : qp_model_stage_persistent(m, (qp_stage_id)s) / mib);
   }
+  const size_t disk = qp_checkpoint_disk_bytes(m);
+  printf("  run --checkpoint needs at most %.2f MiB of disk per rank (two consecutive stages' "
+         "checkpoints, while the newer is written)\n",
+         disk / mib);
   size_t need = qp_model_peak(m) + m->overhead_bytes;
   if (cfg->host_limit > 0)
     printf("  lifetime peak %.2f MiB of memory.host_limit %.2f MiB: %s\n", need / mib,

@@ -16,6 +16,8 @@ static void qp_report_usage(FILE *out) {
           "its time and GFLOP/s, the predicted peak rise beside the measured RSS rise, the\n"
           "tracked peak beside the predicted peak (EXACT or DRIFT), RSS and cgroup figures,\n"
           "and per term the predicted and the tracked bytes, marking every term that differs.\n"
+          "A stage a run restored from a checkpoint (run --resume) is marked RESUMED and not\n"
+          "compared with the model.\n"
           "A CONFIG.yaml (.yaml or .yml) stands for the results file of its 'output' (relative\n"
           "to the config's directory, as `run` writes it); any other path is the results file,\n"
           "relative to the current directory. A run given --output wrote elsewhere: report\n"

@@ -14,7 +14,7 @@
 static void qp_run_usage(FILE *out) {
   fprintf(out,
           "usage: qmlpipe run CONFIG.yaml [--output RESULTS.h5] [--grid RxC] [--block B]\n"
-          "       [--quiet] [--verbose]\n"
+          "       [--checkpoint DIR] [--resume] [--quiet] [--verbose]\n"
           "  Runs covariance_setup, basis_setup, fisher_run and spectra_run inside their\n"
           "  memory budgets and writes the results file named by 'output' in the config\n"
           "  (relative to the config file's directory).\n"
@@ -29,11 +29,21 @@ static void qp_run_usage(FILE *out) {
           "                 one `qmlpipe plan --ranks P` picks (its --sbatch script passes it)\n"
           "  --block B      the ScaLAPACK block size (1 to %d), overriding the config's\n"
           "                 grid: {block}\n"
+          "  --checkpoint DIR  after covariance_setup, basis_setup and fisher_run, write the\n"
+          "                 state the next stage needs to DIR (created if missing; one file\n"
+          "                 per stage and rank), overriding the config's 'checkpoint'; a\n"
+          "                 relative DIR is relative to the current directory. The files are\n"
+          "                 removed once the results are written\n"
+          "  --resume       continue from the newest checkpoint in DIR: the finished stages\n"
+          "                 are skipped, the results are the same bytes as an uninterrupted\n"
+          "                 run's. Refused (exit %d) when an input changed since (naming it)\n"
+          "                 or the ranks or grid differ; a damaged checkpoint is exit %d\n"
           "  --quiet        no progress lines on stderr\n"
           "  --verbose      a traceback with errors\n"
           "  Started as several processes (mpiexec -n N, srun -n N) without MPI running, it\n"
           "  refuses with exit status %d rather than run N copies onto one results file.\n",
-          QP_GRID_BLOCK_MAX, qp_err_exit_status(QP_ERR_MPI));
+          QP_GRID_BLOCK_MAX, qp_err_exit_status(QP_ERR_INPUT), qp_err_exit_status(QP_ERR_IO),
+          qp_err_exit_status(QP_ERR_MPI));
 }
 
 static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline) {
@@ -55,7 +65,7 @@ static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline)
     int exact = r->tracked_peak == qp_model_stage_peak(&p->model, (qp_stage_id)s);
     printf("%-18s %9.3f %9.2f %14.2f %14.2f %14s\n", r->name, r->seconds,
            r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0.0, predicted / 1048576.0,
-           measured / 1048576.0, exact ? "yes" : "NO");
+           measured / 1048576.0, r->resumed ? "resumed" : exact ? "yes" : "NO");
   }
   printf("baseline RSS %.1f MiB; spectra (first map):", (double)baseline->rss / 1048576.0);
   int shown = p->n_params < 6 ? p->n_params : 6;
@@ -66,7 +76,7 @@ static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline)
 }
 
 int qp_cmd_run(int argc, char **argv) {
-  const char *config_path = NULL, *output = NULL;
+  const char *config_path = NULL, *output = NULL, *checkpoint = NULL;
   qp_run_options options = {.progress = 1, .write_results = 1};
   int verbose = 0, rows = 0, cols = 0, block = 0;
   for (int i = 1; i < argc; ++i) {
@@ -77,13 +87,18 @@ int qp_cmd_run(int argc, char **argv) {
       options.progress = 0;
     } else if (strcmp(argv[i], "--verbose") == 0) {
       verbose = 1;
-    } else if (strcmp(argv[i], "--output") == 0) {
+    } else if (strcmp(argv[i], "--resume") == 0) {
+      options.resume = 1;
+    } else if (strcmp(argv[i], "--checkpoint") == 0 || strcmp(argv[i], "--output") == 0) {
+      const int is_output = argv[i][2] == 'o';
       if (i + 1 >= argc || argv[i + 1][0] == '\0') {
-        fprintf(stderr, "qmlpipe run: --output needs a path (the results file to write)\n");
+        fprintf(stderr, "qmlpipe run: %s\n",
+                is_output ? "--output needs a path (the results file to write)"
+                          : "--checkpoint needs a directory");
         qp_run_usage(stderr);
         return 2;
       }
-      output = argv[++i];
+      *(is_output ? &output : &checkpoint) = argv[++i];
     } else if (strcmp(argv[i], "--grid") == 0 || strcmp(argv[i], "--block") == 0) {
       const int grid = argv[i][2] == 'g';
       if (i + 1 >= argc ||
@@ -131,6 +146,13 @@ int qp_cmd_run(int argc, char **argv) {
     qp_config_free(&cfg);
     return 2;
   }
+  if (checkpoint) snprintf(cfg.checkpoint, sizeof cfg.checkpoint, "%s", checkpoint);
+  if (options.resume && !cfg.checkpoint[0]) {
+    fprintf(stderr, "qmlpipe run: --resume needs a checkpoint directory (--checkpoint DIR or the "
+                    "config's 'checkpoint')\n");
+    qp_config_free(&cfg);
+    return 2;
+  }
   char source[QP_PATH_MAX + 64];
   if (output) {
     if (strlen(output) >= sizeof cfg.output) {
@@ -146,6 +168,10 @@ int qp_cmd_run(int argc, char **argv) {
   }
   /* The results file's directory is checked now, not after hours of work (rank 0 writes). */
   err = qp_comm_rank() == 0 ? qp_results_path_check_writable(cfg.output, source) : QP_OK;
+  /* And the checkpoint directory (made when missing), before the first stage. */
+  if (err == QP_OK && cfg.checkpoint[0] && qp_comm_rank() == 0)
+    err = qp_results_path_make_dir(cfg.checkpoint,
+                                   checkpoint ? "--checkpoint" : "config key 'checkpoint'");
   err = qp_comm_agree(err);
   if (err != QP_OK) {
     if (qp_comm_rank() == 0) qp_error_print(stderr, verbose);

@@ -68,6 +68,7 @@ typedef struct qp_val_stage {
   int judge_peak, judge_persistent;   /* compared against the tolerance */
   int fail_peak, fail_persistent;
   int n_terms, drift; /* rows of "terms"; rows whose two columns differ */
+  int resumed;        /* restored from a checkpoint: shown, never judged (checkpoint.h) */
 } qp_val_stage;
 
 /* One term whose predicted and tracked bytes differ. */
@@ -104,8 +105,10 @@ static void qp_validate_usage(FILE *out) {
           "    peak        predicted_peak_bytes against VmHWM of the stage - baseline\n"
           "    persistent  predicted_persistent_bytes against VmRSS at its end - baseline\n"
           "  each as the relative error (measured - predicted) / measured, and per term whether\n"
-          "  the tracked bytes equal the predicted ones (drift). Prints a table, the error\n"
-          "  distribution over the judged stages and which stage of which file failed.\n"
+          "  the tracked bytes equal the predicted ones (drift). Stages a run resumed from a\n"
+          "  checkpoint (run --resume) are shown but not judged: they read the checkpoint.\n"
+          "  Prints a table, the error distribution over the judged stages and which stage of\n"
+          "  which file failed.\n"
           "  A CONFIG.yaml (.yaml or .yml) stands for the results file of its 'output'\n"
           "  (relative to the config's directory); other paths are results files.\n"
           "  --tolerance F   largest |relative error| accepted, a fraction (default 0.02)\n"
@@ -182,7 +185,8 @@ static qp_err qp_val_read_terms(hid_t group, const char *where, qp_val_set *set,
   QP_CHECK_GOTO(rows, QP_ERR_NOMEM, done, "%s/terms: %lld rows", where, (long long)n);
   QP_H5_GOTO(H5Dread(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows), done,
              "%s/terms: cannot read (not a qmlpipe terms table?)", where);
-  for (hssize_t i = 0; i < n; ++i) {
+  /* A resumed stage allocated the checkpoint's terms, not the stage's: no drift to judge. */
+  for (hssize_t i = 0; i < n && !s->resumed; ++i) {
     const qp_val_row *r = &rows[i];
     if (r->predicted_bytes == r->tracked_peak_bytes) continue;
     ++s->drift;
@@ -229,6 +233,9 @@ static qp_err qp_val_read_stage(hid_t group, const char *where, const char *link
   QP_CALL(qp_h5_attr_i64(group, where, "rss_end_bytes", 1, &rss_end));
   s->model_has_stage = has_model != 0;
   s->hwm_reset = hwm_reset != 0;
+  int64_t resumed = 0;
+  QP_CALL(qp_h5_attr_i64(group, where, "resumed", 0, &resumed));
+  s->resumed = resumed > 0;
   const int64_t base = set->files[file].baseline;
   s->meas_peak = (rss_peak >= 0 && base >= 0) ? rss_peak - base : -1;
   s->meas_persistent = (rss_end >= 0 && base >= 0) ? rss_end - base : -1;
@@ -295,7 +302,7 @@ static void qp_val_judge(qp_val_set *set, double tolerance, int64_t min_bytes) {
     qp_val_stage *s = &set->stages[i];
     s->err_peak = qp_val_rel_error(s->meas_peak, s->pred_peak);
     s->err_persistent = qp_val_rel_error(s->meas_persistent, s->pred_persistent);
-    const int big = s->model_has_stage && s->pred_peak >= min_bytes;
+    const int big = s->model_has_stage && !s->resumed && s->pred_peak >= min_bytes;
     s->judge_peak = big && s->hwm_reset;
     s->judge_persistent = big && s->pred_persistent >= min_bytes;
     s->fail_peak = s->judge_peak && qp_val_outside(s->err_peak, tolerance);
@@ -337,6 +344,7 @@ static void qp_val_short_names(qp_val_set *set) {
 
 
 static const char *qp_val_verdict(const qp_val_stage *s) {
+  if (s->resumed) return "resumed: not judged";
   if (!s->model_has_stage) return "no model";
   if (qp_val_stage_failed(s)) return "FAIL";
   if (s->judge_peak && s->judge_persistent) return "ok";

@@ -70,3 +70,17 @@ qp_err qp_results_path_check_writable(const char *path, const char *source) {
            source, path, path);
   return QP_OK;
 }
+
+qp_err qp_results_path_make_dir(const char *dir, const char *source) {
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    QP_CHECK(errno == ENOENT && mkdir(dir, 0777) == 0, QP_ERR_IO,
+             "%s: cannot create the checkpoint directory '%s': %s", source, dir, strerror(errno));
+    QP_CHECK(stat(dir, &st) == 0, QP_ERR_IO, "%s: '%s': %s", source, dir, strerror(errno));
+  }
+  QP_CHECK(S_ISDIR(st.st_mode), QP_ERR_IO, "%s: the checkpoint directory '%s' is not a directory",
+           source, dir);
+  QP_CHECK(access(dir, W_OK | X_OK) == 0, QP_ERR_IO, "%s: checkpoint directory '%s': %s", source,
+           dir, strerror(errno));
+  return QP_OK;
+}

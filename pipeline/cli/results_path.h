@@ -24,4 +24,9 @@ qp_err qp_results_path_resolve(const char *arg, char out[QP_PATH_MAX]);
  *  ("--output", "config 'c.yaml' key 'output'") for the message. QP_ERR_IO otherwise. */
 qp_err qp_results_path_check_writable(const char *path, const char *source);
 
+/** Makes directory `dir` when it does not exist (one level: its parent must exist) and checks
+ *  that it is a directory this process can write (the checkpoints of `run`). QP_ERR_IO naming
+ *  `source` and the directory otherwise. */
+qp_err qp_results_path_make_dir(const char *dir, const char *source);
+
 #endif

@@ -18,6 +18,12 @@
 #          --mpi=pmix, 2 ranks), validate at --tolerance 0.05 too (sacct's MaxRSS counts
 #          anonymous memory only, the node's cgroup the ranks' shared pages once: both
 #          accounted for by `validate --sacct`, docs/slurm.md "What sacct measures")
+#   requeue a job submitted with --requeue that runs `qmlpipe run --checkpoint ck --resume`
+#          (one thread) is requeued with `scontrol requeue` once its first checkpoint is
+#          written (Slurm kills it: SIGTERM, then SIGKILL); the requeued job resumes after the
+#          last checkpoint ("continuing after" in its log), ends COMPLETED with Restarts >= 1,
+#          its results are the same values as a direct one-thread run's, and no checkpoint is
+#          left
 # Exit 77 (skip) when the fixture is not up.
 set -uo pipefail
 case_=${1:?case}
@@ -57,12 +63,63 @@ echo "budget with overhead: $peak B ($((peak / mib)) MiB); sbatch --mem=${mem}M"
 
 if [[ $case_ != mem70 ]]; then
   t0=$(now)
-  if [[ $case_ == mpi || $case_ == gen1 || $case_ == gen2 ]]; then  # the generated scripts: one thread
+  if [[ $case_ == mpi || $case_ == gen1 || $case_ == gen2 || $case_ == requeue ]]; then  # one thread
     OMP_NUM_THREADS=1 "$qmlpipe" run ex/config.yaml --output direct.h5 >direct.log 2>&1 || fail "direct run (direct.log)"
   else
     "$qmlpipe" run ex/config.yaml --output direct.h5 >direct.log 2>&1 || fail "direct run (direct.log)"
   fi
   echo "direct run: $(secs "$t0" "$(now)") s"
+fi
+
+if [[ $case_ == requeue ]]; then
+  # The same script for the first start and the requeued one: --resume with no checkpoint in
+  # ck starts from the first stage. The log is appended to, so both starts show in it.
+  cat >requeue.sbatch <<EOF
+#!/bin/bash
+echo "job \$SLURM_JOB_ID start \${SLURM_RESTART_COUNT:-0}"
+export OMP_NUM_THREADS=1
+exec "$qmlpipe" run ex/config.yaml --output slurm.h5 --checkpoint ck --resume
+EOF
+  t0=$(now)
+  job=$(sbatch --parsable --requeue --open-mode=append --mem="${mem}M" -c 1 --time=10 \
+    -o "$work/job-%j.out" requeue.sbatch)
+  job=${job%%;*}
+  [[ -n $job ]] || fail "no job id from sbatch"
+  for _ in $(seq 1 600); do
+    compgen -G "ck/stage-*.rank0.h5" >/dev/null && break
+    sleep 0.2
+  done
+  first=$(cd ck 2>/dev/null && ls stage-*.rank0.h5 2>/dev/null | tr '\n' ' ')
+  [[ -n $first ]] || fail "no checkpoint written in 120 s (job-$job.out)"
+  scontrol requeue "$job" || fail "scontrol requeue $job"
+  echo "requeued job $job after $(secs "$t0" "$(now)") s, checkpoints then: $first"
+  # Slurm holds a requeued job back (BeginTime, ~2 min here); once it is pending again, let it
+  # start now.
+  for _ in $(seq 1 300); do
+    scontrol show job "$job" 2>/dev/null | grep -q "JobState=PENDING" &&
+      scontrol update JobId="$job" StartTime=now 2>/dev/null && break
+    sleep 0.2
+  done
+  state=
+  for _ in $(seq 1 1500); do
+    state=$(scontrol show job "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    [[ $state == COMPLETED || $state == FAILED || $state == CANCELLED || $state == TIMEOUT ]] && break
+    sleep 0.2
+  done
+  restarts=$(scontrol show job "$job" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
+  echo "job $job: JobState=$state Restarts=$restarts after $(secs "$t0" "$(now)") s"
+  echo "----- job output (both starts)"
+  cat "$work/job-$job.out" 2>/dev/null
+  echo "-----"
+  [[ $state == COMPLETED ]] || fail "JobState=$state"
+  [[ ${restarts:-0} -ge 1 ]] || fail "the job was not restarted (Restarts=$restarts)"
+  grep -q "continuing after" "$work/job-$job.out" || fail "the requeued job did not resume"
+  [[ -r slurm.h5 ]] || fail "no results file slurm.h5"
+  "$python" "$src/tests/slurm/compare_results.py" direct.h5 slurm.h5 0 ||
+    fail "results differ from the direct run"
+  compgen -G "ck/stage-*" >/dev/null && fail "checkpoints left in ck/"
+  echo "test_job[$case_]: ok"
+  exit 0
 fi
 
 script=$src/jobs/qmlpipe-cpu.sbatch

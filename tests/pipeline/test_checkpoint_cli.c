@@ -1,0 +1,397 @@
+/* test_checkpoint_cli: `qmlpipe run --checkpoint DIR` and `--resume` (pipeline/checkpoint.h)
+ * (argv[1]: qmlpipe, argv[2]: a C_ell file, argv[3]: mpiexec or "none").
+ *  - every route (pixel_direct; harmonic SMW with the switch, whose N_eff is its own matrix,
+ *    and with a dense N, whose N_eff is a view of N; harmonic projection) is stopped after each of covariance_setup, basis_setup and
+ *    fisher_run by the test hook QP_TEST_STOP_AFTER_STAGE (exit 143, as if SIGTERM'd), then
+ *    resumed: F, y, the noise bias, C_hat and the error bars are the same bytes as an
+ *    uninterrupted run's, the checkpoints are gone afterwards, `report` marks the resumed
+ *    stages and `validate` shows them unjudged (and passes);
+ *  - refusals: --resume without a directory (2); an input changed since the checkpoint (6,
+ *    naming the map); a truncated checkpoint (8, naming it); a checkpoint whose data was
+ *    damaged (8: its hash); --resume on an empty directory runs from the first stage;
+ *  - the config's `checkpoint:` (relative to the config) with --resume alone; only the newest
+ *    stage's file kept; a directory that cannot be made (8); a checkpoint that cannot be
+ *    written (a warning, the same results); an input that cannot be hashed (8); a run that
+ *    left SMW inside covariance_setup, resumed (7);
+ *  - with MPI, 2 ranks (1 x 2): stopped after basis_setup and fisher_run and resumed, the
+ *    same bytes as an uninterrupted 2-rank run; resumed on 1 rank instead, refused (6).
+ * Everything happens in checkpoint_cli.d. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "fits_map.h"
+#include "h5_matrix.h"
+#include "test_h5.h"
+#include "test_util.h"
+
+static char qmlpipe[4096];
+static const char *mpiexec = NULL; /* NULL: no MPI */
+
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* qmlpipe with args, on `ranks` processes (mpiexec when ranks > 1); the exit status. Every
+ * word of `words` must be on stderr. */
+static int run_words(const char *tag, int ranks, const char *const *args,
+                     const char *const *words) {
+  const char *full[16];
+  int n = 0;
+  const char *program = qmlpipe;
+  char count[8];
+  if (ranks > 1) {
+    snprintf(count, sizeof count, "%d", ranks);
+    const char *head[] = {"-n", count, "--oversubscribe", "--allow-run-as-root", qmlpipe};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; ++i) full[n++] = head[i];
+    program = mpiexec;
+  }
+  for (int i = 0; args[i] && n < 15; ++i) full[n++] = args[i];
+  full[n] = NULL;
+  qp_cli_result r;
+  qp_cli_run(program, tag, full, &r);
+  const int status = r.exited ? r.status : 128 + r.signal;
+  for (int i = 0; words && words[i]; ++i)
+    TEST_ASSERT(r.err && strstr(r.err, words[i]) != NULL, "%s: stderr lacks '%s':\n%s", tag,
+                words[i], r.err ? r.err : "");
+  qp_cli_free(&r);
+  return status;
+}
+
+static int run(const char *tag, int ranks, const char *const *args) {
+  return run_words(tag, ranks, args, NULL);
+}
+
+/* Every value of the results' datasets the same bytes in both files. */
+static void expect_same_bytes(const char *tag, const char *a, const char *b) {
+  static const char *const names[] = {"fisher", "spectra/yb", "spectra/noise_bias", "spectra/cl",
+                                      "spectra/error"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
+    hsize_t na = 0, nb = 0;
+    double *x = qp_test_h5_read_doubles(a, names[k], &na);
+    double *y = qp_test_h5_read_doubles(b, names[k], &nb);
+    TEST_ASSERT(x && y && na == nb && na > 0, "%s: %s cannot be compared", tag, names[k]);
+    if (x && y && na == nb) {
+      TEST_ASSERT(memcmp(x, y, (size_t)na * sizeof *x) == 0,
+                  "%s: %s differs from the uninterrupted run's (max rel. diff %.3g)", tag,
+                  names[k], qp_test_max_rel_diff(x, y, (size_t)na));
+    }
+    free(x);
+    free(y);
+  }
+}
+
+/* Stops `config` after `stage` with the test hook, then resumes it: results as `reference`. */
+static void stop_and_resume(const char *name, const char *config, int ranks, const char *stage,
+                            const char *reference) {
+  char tag[256], out[256], file[512];
+  snprintf(out, sizeof out, "%s-%s.h5", name, stage);
+  snprintf(file, sizeof file, "ck-%s/stage-%s.rank0.h5", name, stage);
+  snprintf(tag, sizeof tag, "%s_stop_%s", name, stage);
+  char dir[128];
+  snprintf(dir, sizeof dir, "ck-%s", name);
+  const char *args[] = {"run", config, "--output", out, "--checkpoint", dir, NULL};
+  setenv("QP_TEST_STOP_AFTER_STAGE", stage, 1);
+  const int stopped = run(tag, ranks, args);
+  unsetenv("QP_TEST_STOP_AFTER_STAGE");
+  if (ranks == 1)
+    TEST_ASSERT(stopped == 143, "%s: exit %d, expected 143 (SIGTERM by the hook)", tag, stopped);
+  else
+    TEST_ASSERT(stopped != 0, "%s: the stopped run exited 0", tag);
+  TEST_ASSERT(exists(file), "%s: no checkpoint '%s'", tag, file);
+  TEST_ASSERT(!exists(out), "%s: the stopped run wrote results", tag);
+  snprintf(tag, sizeof tag, "%s_resume_%s", name, stage);
+  const char *resume[] = {"run", config, "--output", out, "--checkpoint", dir, "--resume", NULL};
+  char after[128];
+  snprintf(after, sizeof after, "continuing after %s", stage);
+  const char *words[] = {after, NULL};
+  const int status = run_words(tag, ranks, resume, words);
+  TEST_ASSERT(status == 0, "%s: exit %d (stderr in %s.err)", tag, status, tag);
+  expect_same_bytes(tag, reference, out);
+  TEST_ASSERT(!exists(file), "%s: checkpoint '%s' left after the results", tag, file);
+  /* (report and validate once per route) */
+  if (ranks > 1 || strcmp(stage, "basis_setup") != 0) return;
+  /* The report marks the resumed stages; validate shows them without judging them. */
+  const char *report[] = {"report", out, NULL};
+  snprintf(tag, sizeof tag, "%s_report_%s", name, stage);
+  TEST_ASSERT(run(tag, 1, report) == 0, "%s: report failed", tag);
+  snprintf(file, sizeof file, "%s.out", tag);
+  char *text = qp_cli_slurp(file);
+  TEST_ASSERT(strstr(text, "RESUMED from a checkpoint") != NULL, "%s: no resumed stage:\n%s", tag,
+              text);
+  free(text);
+  const char *validate[] = {"validate", out, NULL};
+  snprintf(tag, sizeof tag, "%s_validate_%s", name, stage);
+  TEST_ASSERT(run(tag, 1, validate) == 0, "%s: validate failed (see %s.out)", tag, tag);
+  snprintf(file, sizeof file, "%s.out", tag);
+  text = qp_cli_slurp(file);
+  TEST_ASSERT(strstr(text, "resumed: not judged") != NULL, "%s: resumed stage judged:\n%s", tag,
+              text);
+  free(text);
+}
+
+/* A config for the simulated inputs, named <name>.yaml, writing <name>.h5. */
+static void write_config_noise(const char *name, const char *cls, const char *noise,
+                               const char *route) {
+  char path[256], text[8192];
+  snprintf(path, sizeof path, "%s.yaml", name);
+  snprintf(text, sizeof text,
+           "maps: [map_0000.fits, map_0001.fits]\nmask: mask.fits\nfields: T\ncls: %s\n"
+           "noise: %s\nspectra: [TT]\nlmax: 16\nbin_width: 3\n%s\noutput: %s.h5\n",
+           cls, noise, route, name);
+  qp_test_write_text(path, text);
+}
+
+static void write_config(const char *name, const char *cls, const char *route) {
+  write_config_noise(name, cls, "{variance: 20}", route);
+}
+
+/* The n_pix attribute of a results file (-1 when unreadable). */
+static int64_t results_n_pix(const char *path) {
+  int64_t n = -1;
+  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0) return -1;
+  hid_t attr = H5Aopen(file, "n_pix", H5P_DEFAULT);
+  if (attr >= 0 && H5Aread(attr, H5T_NATIVE_INT64, &n) < 0) n = -1;
+  if (attr >= 0) H5Aclose(attr);
+  H5Fclose(file);
+  return n;
+}
+
+/* var.fits: variance 1 at every pixel but one observed pixel of mask.fits, 1e-12 there: SMW's
+ * N too ill-conditioned for the default accuracy, which only covariance_setup can see. */
+static void write_odd_variance_map(void) {
+  qp_healpix_info info;
+  TEST_ASSERT(qp_fits_map_info("mask.fits", &info) == QP_OK, "cannot read mask.fits");
+  double *sky = malloc((size_t)info.n_sky * sizeof *sky);
+  TEST_ASSERT(sky && qp_fits_map_read("mask.fits", &info, 0, sky) == QP_OK, "mask.fits");
+  if (!sky) return;
+  int64_t odd = -1;
+  for (int64_t i = 0; i < info.n_sky && odd < 0; ++i)
+    if (sky[i] != 0.0) odd = i;
+  for (int64_t i = 0; i < info.n_sky; ++i) sky[i] = i == odd ? 1e-12 : 1.0;
+  const char *names[1] = {"T_VARIANCE"};
+  const double *cols[1] = {sky};
+  TEST_ASSERT(qp_fits_map_write("var.fits", info.nside, 1, names, cols) == QP_OK,
+              "cannot write var.fits");
+  free(sky);
+}
+
+/* noise.h5: a dense N = 20 (I + 0.2 T), T_ij = exp(-|i - j| / 3) off the diagonal. */
+static void write_dense_noise(int64_t n) {
+  double *m = malloc((size_t)(n * n) * sizeof *m);
+  TEST_ASSERT(m != NULL, "no memory for a %lld x %lld noise", (long long)n, (long long)n);
+  if (!m) return;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < n; ++i)
+      m[i + j * n] = 20.0 * (i == j ? 1.0 : 0.2 * exp(-fabs((double)(i - j)) / 3.0));
+  TEST_ASSERT(qp_h5_matrix_write("noise.h5", "/covariance", n, n, m) == QP_OK,
+              "cannot write noise.h5");
+  free(m);
+}
+
+static void flip_byte(const char *path, long offset) {
+  FILE *f = fopen(path, "r+b");
+  TEST_ASSERT(f != NULL, "cannot open '%s'", path);
+  if (!f) return;
+  fseek(f, offset, SEEK_SET);
+  int c = fgetc(f);
+  fseek(f, offset, SEEK_SET);
+  fputc(c ^ 0x40, f);
+  fclose(f);
+}
+
+static long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: test_checkpoint_cli QMLPIPE CLS.txt MPIEXEC|none\n");
+    return 2;
+  }
+  char cls[4096];
+  if (!realpath(argv[2], cls)) {
+    fprintf(stderr, "test_checkpoint_cli: cannot resolve '%s'\n", argv[2]);
+    return 1;
+  }
+  if (strcmp(argv[3], "none") != 0) mpiexec = argv[3];
+  int setup = qp_cli_setup(argc, argv, "test_checkpoint_cli", "checkpoint_cli.d", qmlpipe);
+  if (setup != 0) return setup;
+  if (system("rm -rf ck-* sub") != 0) return 1;
+  {
+    const char *args[] = {"simulate", "--cls", cls, "--nside", "8", "--n-maps", "2", "--mask",
+                          "mask.fits", "--galactic-cut", "20", "--out", "map", NULL};
+    TEST_ASSERT(run("simulate", 1, args) == 0, "simulate failed");
+  }
+  static const char *const stages[] = {"covariance_setup", "basis_setup", "fisher_run"};
+  static const struct {
+    const char *name, *route;
+  } cases[] = {
+      {"pd", "path: pixel_direct"},
+      {"smw", "path: harmonic\nharmonic_method: smw\nlmax_signal: 20"},
+      {"proj", "path: harmonic\nharmonic_method: projected"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    char config[64], reference[64];
+    write_config(cases[c].name, cls, cases[c].route);
+    snprintf(config, sizeof config, "%s.yaml", cases[c].name);
+    snprintf(reference, sizeof reference, "%s.h5", cases[c].name);
+    const char *args[] = {"run", config, "--quiet", NULL};
+    TEST_ASSERT(run(cases[c].name, 1, args) == 0, "%s: the uninterrupted run failed",
+                cases[c].name);
+    for (size_t s = 0; s < 3; ++s) stop_and_resume(cases[c].name, config, 1, stages[s], reference);
+  }
+  /* SMW with a dense N: N_eff is N itself (saved once, restored as a view of it). */
+  {
+    write_dense_noise(results_n_pix("pd.h5"));
+    write_config_noise("smwd", cls, "{covariance: noise.h5}",
+                       "path: harmonic\nharmonic_method: smw");
+    const char *args[] = {"run", "smwd.yaml", "--quiet", NULL};
+    TEST_ASSERT(run("smwd", 1, args) == 0, "smwd: the uninterrupted run failed");
+    for (size_t s = 0; s < 3; ++s) stop_and_resume("smwd", "smwd.yaml", 1, stages[s], "smwd.h5");
+  }
+
+  /* Refusals. */
+  {
+    const char *args[] = {"run", "pd.yaml", "--resume", NULL};
+    const char *words[] = {"--resume needs a checkpoint directory", NULL};
+    TEST_ASSERT(run_words("resume_no_dir", 1, args, words) == 2, "--resume without a dir");
+  }
+  {
+    /* --resume on an empty directory: from the first stage, the same results. */
+    const char *args[] = {"run", "pd.yaml", "--output", "empty.h5", "--checkpoint", "ck-empty",
+                          "--resume", NULL};
+    const char *words[] = {"no checkpoint in 'ck-empty'", NULL};
+    TEST_ASSERT(run_words("resume_empty", 1, args, words) == 0, "--resume on an empty dir");
+    expect_same_bytes("resume_empty", "pd.h5", "empty.h5");
+  }
+  {
+    /* A truncated checkpoint, then one with a flipped byte in its data. */
+    const char *stop[] = {"run", "pd.yaml", "--output", "bad.h5", "--checkpoint", "ck-bad", NULL};
+    setenv("QP_TEST_STOP_AFTER_STAGE", "basis_setup", 1);
+    TEST_ASSERT(run("bad_stop", 1, stop) == 143, "bad_stop: not stopped by the hook");
+    unsetenv("QP_TEST_STOP_AFTER_STAGE");
+    const char *file = "ck-bad/stage-basis_setup.rank0.h5";
+    const long size = file_size(file);
+    TEST_ASSERT(size > 4096, "bad_stop: checkpoint '%s' has %ld bytes", file, size);
+    TEST_ASSERT(system("cp ck-bad/stage-basis_setup.rank0.h5 saved.h5") == 0, "cp failed");
+    TEST_ASSERT(truncate(file, size / 2) == 0, "cannot truncate '%s'", file);
+    const char *resume[] = {"run", "pd.yaml", "--output", "bad.h5", "--checkpoint", "ck-bad",
+                            "--resume", NULL};
+    const char *truncated[] = {"checkpoint 'ck-bad/stage-basis_setup.rank0.h5' cannot be read",
+                               "remove it", NULL};
+    TEST_ASSERT(run_words("bad_truncated", 1, resume, truncated) == 8, "truncated: not exit 8");
+    TEST_ASSERT(system("cp saved.h5 ck-bad/stage-basis_setup.rank0.h5") == 0, "cp failed");
+    flip_byte(file, size / 2);
+    const char *damaged[] = {"is damaged", "'covariance'", NULL};
+    TEST_ASSERT(run_words("bad_damaged", 1, resume, damaged) == 8, "damaged: not exit 8");
+    TEST_ASSERT(!exists("bad.h5"), "a refused resume wrote results");
+    /* An input changed since: refused, naming it. */
+    TEST_ASSERT(system("cp saved.h5 ck-bad/stage-basis_setup.rank0.h5") == 0, "cp failed");
+    const char *again[] = {"simulate", "--cls", cls,      "--nside", "8",   "--n-maps",
+                           "2",        "--seed", "8", "--out",   "map", NULL};
+    TEST_ASSERT(run("simulate_again", 1, again) == 0, "simulate failed");
+    const char *changed[] = {"map_0000.fits' changed since", "remove 'ck-bad'", NULL};
+    TEST_ASSERT(run_words("bad_changed", 1, resume, changed) == 6, "changed input: not exit 6");
+    TEST_ASSERT(!exists("bad.h5"), "a refused resume wrote results");
+    again[8] = "1"; /* the seed of the first maps back */
+    TEST_ASSERT(run("simulate_back", 1, again) == 0, "simulate failed");
+  }
+
+  /* A run that left SMW inside covariance_setup (its variance map rules SMW out): resuming it
+   * is refused (7), naming the directory. */
+  {
+    write_odd_variance_map();
+    write_config_noise("reroute", cls, "{variance_map: var.fits}", "path: harmonic");
+    const char *stop[] = {"run", "reroute.yaml", "--checkpoint", "ck-reroute", NULL};
+    setenv("QP_TEST_STOP_AFTER_STAGE", "covariance_setup", 1);
+    const char *changed[] = {"path changed to harmonic (projected)", NULL};
+    TEST_ASSERT(run_words("reroute_stop", 1, stop, changed) == 143, "reroute_stop: not stopped");
+    unsetenv("QP_TEST_STOP_AFTER_STAGE");
+    const char *resume[] = {"run", "reroute.yaml", "--checkpoint", "ck-reroute", "--resume", NULL};
+    const char *words[] = {"continues another route", "remove 'ck-reroute'", NULL};
+    TEST_ASSERT(run_words("reroute_resume", 1, resume, words) == 7, "rerouted: not exit 7");
+  }
+  /* The config's key, relative to the config's directory, with --resume alone. */
+  {
+    TEST_ASSERT(mkdir("sub", 0755) == 0, "cannot create sub/");
+    char text[8192];
+    snprintf(text, sizeof text,
+             "maps: [../map_0000.fits, ../map_0001.fits]\nmask: ../mask.fits\nfields: T\n"
+             "cls: %s\nnoise: {variance: 20}\nspectra: [TT]\nlmax: 16\nbin_width: 3\n"
+             "path: pixel_direct\noutput: keyed.h5\ncheckpoint: ck\n",
+             cls);
+    qp_test_write_text("sub/keyed.yaml", text);
+    const char *args[] = {"run", "sub/keyed.yaml", NULL};
+    setenv("QP_TEST_STOP_AFTER_STAGE", "fisher_run", 1);
+    TEST_ASSERT(run("keyed_stop", 1, args) == 143, "keyed_stop: not stopped by the hook");
+    unsetenv("QP_TEST_STOP_AFTER_STAGE");
+    TEST_ASSERT(exists("sub/ck/stage-fisher_run.rank0.h5"), "no sub/ck/stage-fisher_run.rank0.h5");
+    TEST_ASSERT(!exists("sub/ck/stage-basis_setup.rank0.h5"),
+                "the older checkpoint is still there beside the newer");
+    const char *resume[] = {"run", "sub/keyed.yaml", "--resume", NULL};
+    TEST_ASSERT(run("keyed_resume", 1, resume) == 0, "keyed_resume failed");
+    expect_same_bytes("keyed_resume", "pd.h5", "sub/keyed.h5");
+  }
+  /* A directory that cannot be made: refused before the run (8). */
+  {
+    const char *args[] = {"run", "pd.yaml", "--checkpoint", "nodir/ck", NULL};
+    const char *words[] = {"--checkpoint: cannot create the checkpoint directory 'nodir/ck'", NULL};
+    TEST_ASSERT(run_words("dir_missing", 1, args, words) == 8, "dir_missing: not exit 8");
+  }
+  /* A checkpoint that cannot be written (a directory where its file goes): a warning, and
+   * the run goes on to the same results. */
+  {
+    TEST_ASSERT(mkdir("ck-fail", 0755) == 0 &&
+                    mkdir("ck-fail/stage-covariance_setup.rank0.h5", 0755) == 0,
+                "cannot create ck-fail/");
+    const char *args[] = {"run", "pd.yaml", "--output", "fail.h5", "--checkpoint", "ck-fail",
+                          NULL};
+    const char *words[] = {"warning: no checkpoint after covariance_setup (the run goes on)",
+                           "checkpoint after basis_setup", NULL};
+    TEST_ASSERT(run_words("save_fails", 1, args, words) == 0, "save_fails: the run failed");
+    expect_same_bytes("save_fails", "pd.h5", "fail.h5");
+  }
+  /* An input that cannot be read to hash it: refused before any stage (8), naming it. */
+  {
+    write_config("unread", cls, "path: pixel_direct");
+    TEST_ASSERT(system("sed -i 's/map_0001.fits/missing.fits/' unread.yaml") == 0, "sed failed");
+    const char *args[] = {"run", "unread.yaml", "--checkpoint", "ck-unread", NULL};
+    const char *words[] = {"cannot read input 'missing.fits' to hash it", NULL};
+    TEST_ASSERT(run_words("unreadable_input", 1, args, words) == 8, "unreadable input: not 8");
+  }
+
+  /* Two ranks: per-rank files, the same bytes as an uninterrupted 2-rank run. */
+  if (mpiexec) {
+    write_config("pd2r", cls, "path: pixel_direct\ngrid: {rows: 1, cols: 2, block: 8}");
+    const char *args[] = {"run", "pd2r.yaml", "--output", "pd2.h5", "--quiet", NULL};
+    TEST_ASSERT(run("pd2", 2, args) == 0, "pd2: the 2-rank run failed");
+    stop_and_resume("pd2r", "pd2r.yaml", 2, "basis_setup", "pd2.h5");
+    stop_and_resume("pd2r", "pd2r.yaml", 2, "fisher_run", "pd2.h5");
+    /* The per-rank report: the resumed stages not compared, the others exact (exit 0). */
+    const char *report[] = {"report", "pd2r-fisher_run.h5", "--ranks", NULL};
+    TEST_ASSERT(run("pd2r_ranks", 1, report) == 0, "report --ranks of a resumed run failed");
+    char *text = qp_cli_slurp("pd2r_ranks.out");
+    TEST_ASSERT(strstr(text, "resumed (not compared)") && !strstr(text, "NO: tracked"),
+                "report --ranks:\n%s", text);
+    free(text);
+    /* Resumed on 1 rank: refused, naming the ranks. */
+    const char *stop[] = {"run", "pd2r.yaml", "--checkpoint", "ck-ranks", NULL};
+    setenv("QP_TEST_STOP_AFTER_STAGE", "covariance_setup", 1);
+    TEST_ASSERT(run("ranks_stop", 2, stop) != 0, "ranks_stop: not stopped");
+    unsetenv("QP_TEST_STOP_AFTER_STAGE");
+    TEST_ASSERT(exists("ck-ranks/stage-covariance_setup.rank1.h5"), "no file of rank 1");
+    const char *one[] = {"run", "pd.yaml", "--checkpoint", "ck-ranks", "--resume", NULL};
+    const char *words[] = {"written by 2 rank(s) on a 1 x 2 grid", NULL};
+    TEST_ASSERT(run_words("ranks_one", 1, one, words) == 6, "1 rank on a 2-rank checkpoint");
+  }
+  return TEST_RETURN();
+}
