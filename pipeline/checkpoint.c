@@ -15,29 +15,11 @@
 
 #include "comm.h"
 #include "h5_attr.h"
+#include "checkpoint_inputs.h"
 #include "h5_error.h"
 #include "terms.h"
 
 #define QP_CHECKPOINT_FORMAT "qmlpipe checkpoint 1"
-#define QP_HASH_PRIME 0x100000001b3ULL
-
-static uint64_t qp_hash_word(uint64_t h, uint64_t w) {
-  h = (h ^ w) * QP_HASH_PRIME;
-  return h ^ (h >> 29);
-}
-
-uint64_t qp_hash_bytes(uint64_t h, const void *data, size_t n) {
-  const unsigned char *b = data;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    memcpy(&w, b + i, 8);
-    h = qp_hash_word(h, w);
-  }
-  for (; i < n; ++i) h = qp_hash_word(h, b[i]);
-  return h;
-}
-
 /* ---- the state: every buffer of qp_problem a stage can leave alive ---- */
 
 typedef enum qp_ck_type { QP_CK_F64, QP_CK_I64, QP_CK_INT, QP_CK_MATRIX } qp_ck_type;
@@ -122,127 +104,7 @@ static qp_err qp_ck_create_temp(const char *path, char *tmp, size_t size, hid_t 
   return QP_OK;
 }
 
-/* ---- inputs ---- */
-
-static qp_err qp_ck_hash_file(const char *path, uint64_t *hash, int64_t *bytes) {
-  enum { QP_CK_CHUNK = 1 << 20 }; /* a multiple of 8: chunks keep the words aligned */
-  FILE *f = fopen(path, "rb");
-  QP_CHECK(f, QP_ERR_IO, "checkpoint: cannot read input '%s' to hash it: %s", path,
-           strerror(errno));
-  unsigned char *buf = malloc(QP_CK_CHUNK);
-  if (!buf) {
-    fclose(f);
-    QP_FAIL(QP_ERR_NOMEM, "checkpoint: no memory to hash input '%s'", path);
-  }
-  uint64_t h = QP_HASH_BASIS;
-  int64_t total = 0;
-  size_t n;
-  while ((n = fread(buf, 1, QP_CK_CHUNK, f)) > 0) {
-    h = qp_hash_bytes(h, buf, n);
-    total += (int64_t)n;
-  }
-  const int failed = ferror(f);
-  free(buf);
-  fclose(f);
-  QP_CHECK(!failed, QP_ERR_IO, "checkpoint: error reading input '%s'", path);
-  *hash = qp_hash_word(h, (uint64_t)total);
-  *bytes = total;
-  return QP_OK;
-}
-
-/* Appends one input's line to the growing text. */
-static qp_err qp_ck_add_input(char **text, size_t *len, const char *path) {
-  uint64_t h = 0;
-  int64_t bytes = 0;
-  QP_CALL(qp_ck_hash_file(path, &h, &bytes));
-  const size_t need = *len + strlen(path) + 64;
-  char *grown = realloc(*text, need);
-  QP_CHECK(grown, QP_ERR_NOMEM, "checkpoint: no memory for the list of inputs");
-  *text = grown;
-  *len += (size_t)snprintf(grown + *len, need - *len, "%016llx %lld %s\n", (unsigned long long)h,
-                           (long long)bytes, path);
-  return QP_OK;
-}
-
-/* The config and every file it reads (rank 0), one line each. */
-static qp_err qp_ck_hash_inputs(const qp_config *cfg, char **text) {
-  size_t len = 0;
-  *text = calloc(1, 1);
-  QP_CHECK(*text, QP_ERR_NOMEM, "checkpoint: no memory for the list of inputs");
-  QP_CALL(qp_ck_add_input(text, &len, cfg->source));
-  for (int m = 0; m < cfg->n_maps; ++m) QP_CALL(qp_ck_add_input(text, &len, cfg->maps[m]));
-  const char *more[] = {cfg->mask, cfg->mask_pol, cfg->cls,
-                        cfg->noise_kind != QP_NOISE_VARIANCE ? cfg->noise_file : "",
-                        cfg->bins_file};
-  for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
-    if (more[i][0]) QP_CALL(qp_ck_add_input(text, &len, more[i]));
-  return QP_OK;
-}
-
-/* Rank 0's list to every rank. */
-static qp_err qp_ck_share_inputs(const qp_config *cfg, char **text) {
-  qp_err err = qp_comm_agree(qp_comm_rank() == 0 ? qp_ck_hash_inputs(cfg, text) : QP_OK);
-  QP_CALL(err);
-  double len = qp_comm_rank() == 0 ? (double)strlen(*text) : 0.0;
-  QP_CALL(qp_comm_max(&len, 1));
-  if (qp_comm_rank() != 0) {
-    *text = calloc((size_t)len + 1, 1);
-    QP_CHECK(*text, QP_ERR_NOMEM, "checkpoint: no memory for the list of inputs");
-  }
-  QP_CALL(qp_comm_bcast(*text, (size_t)len + 1));
-  return QP_OK;
-}
-
-/* "<hash> <bytes> <path>": the length of "<hash> <bytes>" and where the path starts. */
-static void qp_ck_split(const char *line, size_t len, int *meta, const char **path, int *plen) {
-  const char *sp = memchr(line, ' ', len);
-  const char *sp2 = sp ? memchr(sp + 1, ' ', len - (size_t)(sp + 1 - line)) : NULL;
-  *meta = sp2 ? (int)(sp2 - line) : (int)len;
-  *path = sp2 ? sp2 + 1 : line + len;
-  *plen = (int)(len - (size_t)(*path - line));
-}
-
-/* The first line of `now` that differs from `then`, said as the input that changed. */
-static qp_err qp_ck_compare_inputs(const char *file, const char *then, const char *now,
-                                   const char *dir) {
-  while (*then || *now) {
-    const char *te = strchr(then, '\n'), *ne = strchr(now, '\n');
-    const size_t tl = te ? (size_t)(te - then) : strlen(then);
-    const size_t nl = ne ? (size_t)(ne - now) : strlen(now);
-    if (tl != nl || memcmp(then, now, tl) != 0) {
-      int tm, nm, tpl, npl;
-      const char *tp, *np;
-      qp_ck_split(then, tl, &tm, &tp, &tpl);
-      qp_ck_split(now, nl, &nm, &np, &npl);
-      if (tpl == npl && memcmp(tp, np, (size_t)tpl) == 0)
-        QP_FAIL(QP_ERR_INPUT,
-                "checkpoint '%s' was written for other inputs: the content of '%.*s' changed "
-                "since (hash and bytes then: %.*s, now: %.*s); remove '%s' (or run without "
-                "--resume) to start again",
-                file, npl, np, tm, then, nm, now, dir);
-      QP_FAIL(QP_ERR_INPUT,
-              "checkpoint '%s' was written for other inputs: it lists '%.*s' where this run "
-              "reads '%.*s'; remove '%s' (or run without --resume) to start again",
-              file, tpl, tp, npl, np, dir);
-    }
-    then += tl + (te ? 1 : 0);
-    now += nl + (ne ? 1 : 0);
-  }
-  return QP_OK;
-}
-
 /* ---- small HDF5 helpers ---- */
-
-static qp_err qp_ck_attr_str(hid_t obj, const char *where, const char *name, const char *text) {
-  qp_err err = QP_OK;
-  hid_t type = -1;
-  QP_H5_GOTO(type = H5Tcopy(H5T_C_S1), done, "%s: attribute '%s'", where, name);
-  QP_H5_GOTO(H5Tset_size(type, strlen(text) + 1), done, "%s: attribute '%s'", where, name);
-  QP_CALL_GOTO(qp_h5_attr_write(obj, where, name, type, text), done);
-done:
-  if (type >= 0) H5Tclose(type);
-  return err;
-}
 
 /* A 1-D dataset of exactly `count` elements of `type` into `data`. */
 static qp_err qp_ck_read_array(hid_t file, const char *where, const char *name, hid_t type,
@@ -289,10 +151,10 @@ static qp_err qp_ck_write_header(hid_t file, const char *where, const qp_checkpo
                                  const qp_problem *p, qp_stage_id done) {
   int64_t g[4];
   qp_ck_grid(p, g);
-  QP_CALL(qp_ck_attr_str(file, where, "format", QP_CHECKPOINT_FORMAT));
-  QP_CALL(qp_ck_attr_str(file, where, "stage", qp_stage_name(done)));
-  QP_CALL(qp_ck_attr_str(file, where, "path_reason", p->path_reason));
-  QP_CALL(qp_ck_attr_str(file, where, "smw_refused", p->smw_refused));
+  QP_CALL(qp_h5_attr_write_string(file, where, "format", QP_CHECKPOINT_FORMAT));
+  QP_CALL(qp_h5_attr_write_string(file, where, "stage", qp_stage_name(done)));
+  QP_CALL(qp_h5_attr_write_string(file, where, "path_reason", p->path_reason));
+  QP_CALL(qp_h5_attr_write_string(file, where, "smw_refused", p->smw_refused));
   for (int i = 0; i < 4; ++i) QP_CALL(qp_h5_attr_write_i64(file, where, qp_ck_grid_names[i], g[i]));
   const struct {
     const char *name;
@@ -473,8 +335,8 @@ static qp_err qp_ck_check_header(const qp_checkpoint *ck, const qp_problem *p, q
   inputs = calloc((size_t)n + 1, 1);
   QP_CHECK_GOTO(inputs, QP_ERR_NOMEM, done, "no memory for checkpoint '%s'", path);
   QP_CALL_GOTO(qp_ck_read_array(file, path, "inputs", H5T_NATIVE_CHAR, inputs, n), done);
-  QP_CALL_GOTO(qp_ck_compare_inputs(path, inputs, ck->inputs, ck->dir), done);
-  /* The route: a run that left SMW inside covariance_setup (qp_inputs_reroute_smw) resumes
+  QP_CALL_GOTO(qp_checkpoint_compare_inputs(path, inputs, ck->inputs, ck->dir), done);
+  /* The route: a run that left SMW inside covariance_setup (qp_plan_reroute_smw) resumes
    * on another route than its plan's; not supported. */
   int64_t route[2];
   QP_CALL_GOTO(qp_h5_attr_i64(file, path, "path_used", 1, &route[0]), done);
@@ -549,7 +411,7 @@ qp_err qp_checkpoint_open(qp_checkpoint *ck, const char *dir, int resume, const 
            "checkpoint '%s': the cuda backend keeps its matrices in device memory; checkpoints "
            "need the cpu or dist backend",
            dir);
-  QP_CALL(qp_ck_share_inputs(p->cfg, &ck->inputs));
+  QP_CALL(qp_checkpoint_share_inputs(p->cfg, &ck->inputs));
   qp_ck_check_space(ck, p);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   QP_CALL(qp_comm_agree(qp_ck_probe(ck, p)));
