@@ -30,8 +30,7 @@ static void test_asan_poisoning(void) {
   const size_t sizes[] = {1, 8, 1000, 4096 - 64, 4096, (size_t)(3 * MIB) + 24};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
     char *p = NULL;
-    TEST_OK(qp_budget_alloc("asan_block", QP_TERM_TRANSIENT, QP_SPACE_HOST, sizes[i],
-                            (void **)&p));
+    TEST_OK(qp_budget_alloc("asan_block", QP_TERM_TRANSIENT, QP_SPACE_HOST, sizes[i], (void **)&p));
     if (!p) continue;
     TEST_ASSERT(!__asan_address_is_poisoned(p) && !__asan_address_is_poisoned(p + sizes[i] - 1),
                 "%zu bytes: the block itself is poisoned", sizes[i]);
