@@ -32,6 +32,35 @@ static const uint64_t QP_BLOCK_MAGIC = 0x71706275646765ULL; /* "qpbudge" */
 
 _Static_assert(sizeof(qp_block_header) <= QP_HEADER_BYTES, "block header must fit 64 bytes");
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+/* The sanitizer build (cmake/qp_sanitize.cmake): ASan watches malloc, not mmap, so the unused
+ * bytes of a block's mapping (the header's padding before the data, the page rounding after
+ * it) are poisoned while the block lives: a read or write just before or past a tracked buffer
+ * is then reported as one past a malloc'ed buffer would be; QP_BLOCK_REDZONE keeps at least
+ * 64 such bytes after a block whose data would end on a page boundary. Unpoisoned before
+ * munmap (those bytes only: the data's shadow is never written, so stays unresident), so that
+ * a later mapping at the same address starts clean. */
+enum { QP_BLOCK_REDZONE = 64 };
+static void qp_block_poison(qp_block_header *h, int poison) {
+  char *base = (char *)h, *data_end = base + QP_HEADER_BYTES + h->bytes;
+  size_t tail = h->mapped_bytes - QP_HEADER_BYTES - h->bytes;
+  if (poison) {
+    ASAN_POISON_MEMORY_REGION(base + sizeof *h, QP_HEADER_BYTES - sizeof *h);
+    ASAN_POISON_MEMORY_REGION(data_end, tail);
+  } else {
+    ASAN_UNPOISON_MEMORY_REGION(base + sizeof *h, QP_HEADER_BYTES - sizeof *h);
+    ASAN_UNPOISON_MEMORY_REGION(data_end, tail);
+  }
+}
+#else
+enum { QP_BLOCK_REDZONE = 0 };
+static void qp_block_poison(qp_block_header *h, int poison) {
+  (void)h;
+  (void)poison;
+}
+#endif
+
 #if QP_HAVE_CUDA
 /* A device block's record stays on the host: the host cannot read a header in device memory.
  * Device blocks are few (matrices and backend workspaces), so free finds them by walking this
@@ -213,9 +242,9 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
   if (bytes == 0) return QP_OK;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   /* Bounded: header and rounding add less than two pages to a checked byte count. */
-  QP_CHECK(bytes <= SIZE_MAX - QP_HEADER_BYTES - page, QP_ERR_NOMEM,
+  QP_CHECK(bytes <= SIZE_MAX - QP_HEADER_BYTES - QP_BLOCK_REDZONE - page, QP_ERR_NOMEM,
            "term '%s': %zu bytes cannot be addressed", term, bytes);
-  size_t mapped = (bytes + QP_HEADER_BYTES + page - 1) / page * page;
+  size_t mapped = (bytes + QP_HEADER_BYTES + QP_BLOCK_REDZONE + page - 1) / page * page;
   void *base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   QP_CHECK(base != MAP_FAILED, QP_ERR_NOMEM,
            "out of memory allocating term '%s' (%.3f GiB) in stage '%s'", term,
@@ -235,6 +264,7 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
   qp_budget_state.live = h;
   qp_account(index, space, bytes, +1);
   pthread_mutex_unlock(&qp_budget_state.lock);
+  qp_block_poison(h, 1);
   *out = (char *)base + QP_HEADER_BYTES;
   return QP_OK;
 }
@@ -278,6 +308,7 @@ void qp_budget_free(void *ptr) {
   qp_account(h->term, (qp_space)h->space, h->bytes, -1);
   pthread_mutex_unlock(&qp_budget_state.lock);
   h->magic = 0;
+  qp_block_poison(h, 0);
   munmap(h, h->mapped_bytes);
 }
 

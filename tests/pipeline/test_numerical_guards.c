@@ -86,6 +86,7 @@ static void check_blas_split(void) {
   qp_problem_free(&p);
   unsetenv("QP_TEST_BLAS_INT_MAX");
   kept_free(&ref);
+  qp_config_free(&cfg);
 }
 
 /* A variance map of the fixture's nside: `value` everywhere, `odd` at RING pixel `at`. */
@@ -153,6 +154,7 @@ static void check_smw_conditioning(void) {
                 "%s: the message names neither an rcond nor a failed factorisation", route[r]);
     qp_error_clear();
   }
+  qp_config_free(&cfg);
 }
 
 /* Scalar variances decide before anything is read: TQU with a Q/U variance 1e-12 of T's. */
@@ -175,6 +177,7 @@ static void check_plan_time_skip(void) {
   TEST_ASSERT(!p.smw && strstr(p.path_reason, "harmonic (smw) skipped") &&
                   strstr(p.path_reason, "rcond 1e-12"),
               "the plan kept SMW with variances 1 and 1e-12: %s", p.path_reason);
+  qp_config_free(&cfg);
 }
 
 static void check_overflowing_map(void) {
@@ -199,6 +202,7 @@ static void check_overflowing_map(void) {
   v[17] = 1.3e154;
   TEST_OK(qp_fits_map_write(cfg.maps[0], 4, 1, names, cols));
   EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_NUMERICAL, "spectra_run", "not finite");
+  qp_config_free(&cfg);
 }
 
 static void check_direct(void) {

@@ -98,9 +98,12 @@ int main(int argc, char **argv) {
   qp_cli_free(&r);
   if (qp_test_failures) return TEST_RETURN();
 
-  /* 1. Loose tolerance: exit 0, every stage in the table, the distribution printed. */
+  /* 1. Loose tolerance: exit 0, every stage in the table, the distribution printed. In the
+   *    sanitizer build ASan's shadow and quarantine put RSS 50% and more above the prediction:
+   *    a tolerance of 100 (10000%) there, for the same table. */
   before = qp_test_failures;
-  const char *loose[] = {"validate", "--tolerance",      "0.5", "--min-bytes",
+  const char *loose_tolerance = QP_TEST_SANITIZED ? "100" : "0.5";
+  const char *loose[] = {"validate", "--tolerance",      loose_tolerance, "--min-bytes",
                          "0",        NAME "_results.h5", NULL};
   run_qmlpipe("loose", loose, &r);
   for (size_t s = 0; s < sizeof stages / sizeof stages[0]; ++s)

@@ -5,7 +5,8 @@
  * bytes, long term names, overflowing arrays, the device space), stage records (bytes at
  * start, peak and end, per-term peaks, time, flops, nesting, the current stage's name, a pop
  * without a push), the dump of live blocks, RSS following allocation and free, and the model's
- * bytes per term and fisher_run peak. */
+ * bytes per term and fisher_run peak. In the sanitizer build: the bytes around a tracked block
+ * are poisoned for ASan while it lives, the block's own bytes are not. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,29 @@
 #include "test_util.h"
 
 #define MIB ((int64_t)1 << 20)
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+/* ASan sees an overrun of a tracked (mmap'ed) block: the byte before and the bytes after it
+ * are poisoned, its first and last bytes are not; after the free none of it is poisoned. */
+static void test_asan_poisoning(void) {
+  const size_t sizes[] = {1, 8, 1000, 4096 - 64, 4096, (size_t)(3 * MIB) + 24};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+    char *p = NULL;
+    TEST_OK(qp_budget_alloc("asan_block", QP_TERM_TRANSIENT, QP_SPACE_HOST, sizes[i], (void **)&p));
+    if (!p) continue;
+    TEST_ASSERT(!__asan_address_is_poisoned(p) && !__asan_address_is_poisoned(p + sizes[i] - 1),
+                "%zu bytes: the block itself is poisoned", sizes[i]);
+    TEST_ASSERT(__asan_address_is_poisoned(p - 1) && __asan_address_is_poisoned(p + sizes[i]),
+                "%zu bytes: the bytes around the block are not poisoned", sizes[i]);
+    qp_budget_free(p);
+    TEST_ASSERT(!__asan_address_is_poisoned(p - 1) && !__asan_address_is_poisoned(p + sizes[i]),
+                "%zu bytes: poison left after the free", sizes[i]);
+  }
+}
+#else
+static void test_asan_poisoning(void) {}
+#endif
 
 /* The statistics of a host term by name, or NULL. */
 static const qp_term_stats *find_term(const char *name) {
@@ -544,6 +568,7 @@ int main(void) {
   test_dump_live();
   test_rss_follows_allocation();
   test_model();
+  test_asan_poisoning();
   TEST_ASSERT(qp_budget_current(QP_SPACE_HOST) == 0, "%zu bytes still live at the end",
               qp_budget_current(QP_SPACE_HOST));
   if (qp_test_failures == 0) printf("test_budget_alloc: all checks passed\n");
