@@ -222,7 +222,8 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   QP_CHECK(base != MAP_FAILED, QP_ERR_NOMEM,
            "out of memory allocating term '%s' (%.3f GiB) in stage '%s'", term,
-           (double)bytes / 1073741824.0, qp_stage_current());
+           (double)bytes / 1073741824.0,
+           qp_stage_current()[0] ? qp_stage_current() : "(none: outside the stages)");
   qp_commit_pages(base, mapped);
   qp_block_header *h = base;
   pthread_mutex_lock(&qp_budget_state.lock);

@@ -147,8 +147,13 @@ int qp_fault_call_hit(qp_fault_kind kind, const char *name) {
     ++s;
   if (s == QP_FAULT_SITES) return 0; /* a site missing from the table: a test would see it */
   const long n = __atomic_add_fetch(&qp_fault.calls[s], 1, __ATOMIC_RELAXED);
-  if (qp_fault.count_only || qp_fault.kind != kind || s != qp_fault.site || n != qp_fault.nth)
+  if (qp_fault.count_only) {
+    const char *stage = qp_stage_current();
+    fprintf(stderr, "qp_fault: rank %d: %s %s call %ld stage '%s'\n", qp_fault.rank,
+            qp_fault_kind_names[kind], name, n, stage[0] ? stage : "(none)");
     return 0;
+  }
+  if (qp_fault.kind != kind || s != qp_fault.site || n != qp_fault.nth) return 0;
   qp_fault_note(name);
   return 1;
 }
