@@ -43,7 +43,7 @@ one() {
   local problems=()
   [[ $status != 124 ]] || problems+=("hung: no end within 60 s")
   [[ "|$expected|" == *"|$status|"* ]] || problems+=("exit $status, expected $expected")
-  grep -Eq "$pattern" "$log" || problems+=("stderr does not match '$pattern'")
+  [[ -z $pattern ]] || grep -Eq "$pattern" "$log" || problems+=("stderr does not match '$pattern'")
   if [[ $status != 0 && -e $case_dir/results.h5 ]]; then problems+=("a results file was left"); fi
   if ((${#problems[@]})); then
     printf 'FAIL (%s) ulimit -v %s: %s\n' "$tag" "$kib" "${problems[*]}" >&2
@@ -51,7 +51,7 @@ one() {
     failures=$((failures + 1))
   else
     printf 'ok   (%s) ulimit -v %s: exit %s in %s s: %s\n' "$tag" "$kib" "$status" "$seconds" \
-      "$(grep -Em1 "$pattern" "$log" | cut -c1-160)"
+      "$(if [[ -n $pattern ]]; then grep -Em1 "$pattern" "$log" | cut -c1-160; fi)"
   fi
 }
 one a "$dir" 60000 "127|130|3|4" "error while loading shared libraries|OpenBLAS|RLIMIT_AS"
@@ -60,5 +60,5 @@ one c1 "$dir" 200000 4 "RLIMIT_AS .*OpenBLAS needs" QMLPIPE_IGNORE_JOB_LIMIT=1
 one c2 "$dir" 300000 4 "RLIMIT_AS .*OpenBLAS needs" QMLPIPE_IGNORE_JOB_LIMIT=1
 one d "$work/rlimit_as_example" 450000 3 \
   "out of memory allocating term '[a-z_A-Z]*' .* in stage '[a-z_]*'" QMLPIPE_IGNORE_JOB_LIMIT=1
-one e "$dir" 1200000 0 "^$|.*"
+one e "$dir" 1200000 0 ""
 [[ $failures == 0 ]]
