@@ -145,8 +145,10 @@ qp_err qp_comm_agree(qp_err err) {
    * says its error itself and ends the job: the others may be inside a collective that needs
    * this rank, which it will never enter. */
   int mine = err != QP_OK ? qp_rank : qp_size, first = qp_size;
+  /* (MPI started by someone else than qp_comm_init: no communicator of our own.) */
+  MPI_Comm comm = qp_agree_comm != MPI_COMM_NULL ? qp_agree_comm : MPI_COMM_WORLD;
   MPI_Request request;
-  MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, qp_agree_comm, &request);
+  MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &request);
   if (err == QP_OK) MPI_Wait(&request, MPI_STATUS_IGNORE);
   else if (!qp_comm_wait_grace(&request)) {
     const int status = qp_err_exit_status(err);
@@ -161,8 +163,8 @@ qp_err qp_comm_agree(qp_err err) {
   char message[1024] = "";
   int code = (int)err;
   if (qp_rank == first) snprintf(message, sizeof message, "%s", qp_error_message());
-  MPI_Bcast(&code, 1, MPI_INT, first, qp_agree_comm);
-  MPI_Bcast(message, (int)sizeof message, MPI_CHAR, first, qp_agree_comm);
+  MPI_Bcast(&code, 1, MPI_INT, first, comm);
+  MPI_Bcast(message, (int)sizeof message, MPI_CHAR, first, comm);
   if (qp_rank != first)
     return qp_error_set((qp_err)code, __FILE__, __LINE__, __func__, "(rank %d) %s", first,
                         message);
