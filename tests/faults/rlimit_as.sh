@@ -14,7 +14,8 @@
 #       (QMLPIPE_IGNORE_JOB_LIMIT=1): too little left for OpenBLAS's buffers: exit 4 naming
 #       OpenBLAS (these hung);
 #   (d) the example at 450000 KiB with QMLPIPE_IGNORE_JOB_LIMIT=1: OpenBLAS's buffers fit, the
-#       warm-up runs, fisher_run's products do not: exit 3 naming the term and the stage
+#       warm-up runs, a stage's allocation does not (fisher_run's products, or C when more
+#       of the address space is mapped): exit 3 naming the term and the stage
 #       (this hung too: the warm-up's matrices took the room of the calling thread's buffer);
 #   (e) 1200000 KiB with the planner on: the plan fits beside the buffers and the run succeeds.
 # Each run has 60 s; a hang fails the test. No results file is left by a failed run.
