@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "checked_size.h"
+#include "fault.h"
 #include "qp_config.h"
 #include "timeline.h"
 #if QP_HAVE_CUDA
@@ -245,10 +246,12 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
   QP_CHECK(bytes <= SIZE_MAX - QP_HEADER_BYTES - QP_BLOCK_REDZONE - page, QP_ERR_NOMEM,
            "term '%s': %zu bytes cannot be addressed", term, bytes);
   size_t mapped = (bytes + QP_HEADER_BYTES + QP_BLOCK_REDZONE + page - 1) / page * page;
-  void *base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *base = QP_FAULT_ALLOC(term) ? MAP_FAILED
+                                    : mmap(NULL, mapped, PROT_READ | PROT_WRITE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   QP_CHECK(base != MAP_FAILED, QP_ERR_NOMEM,
            "out of memory allocating term '%s' (%.3f GiB) in stage '%s'", term,
-           (double)bytes / 1073741824.0, qp_stage_current());
+           (double)bytes / 1073741824.0, qp_stage_label());
   qp_commit_pages(base, mapped);
   qp_block_header *h = base;
   pthread_mutex_lock(&qp_budget_state.lock);

@@ -15,6 +15,7 @@
 
 #include "budget.h"
 #include "h5_attr.h"
+#include "fault.h"
 #include "h5_error.h"
 #include "timeline.h"
 
@@ -150,7 +151,8 @@ static qp_err qp_report_terms(hid_t group, const char *where, const qp_report_ro
                                H5P_DEFAULT),
              done, "%s: cannot create dataset 'terms'", where);
   if (n > 0)
-    QP_H5_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows), done,
+    QP_H5_GOTO(QP_FAULT_H5("report_write", H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows)),
+               done,
                "%s: cannot write dataset 'terms'", where);
 done:
   if (dset >= 0) H5Dclose(dset);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "h5_error.h"
 
 /* In functions with a `done:` exit and a local `err`: when an HDF5 call returned < 0, records
@@ -130,8 +131,9 @@ qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, in
                 (long long)dims[0], (long long)dims[1], (long long)rows, (long long)cols);
   /* HDF5 converts float32 to double on the way. */
   snprintf(what, sizeof what, "reading dataset '%s'", dataset);
-  QP_H5_CHECK_GOTO(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), QP_ERR_IO,
-                   path, what);
+  QP_H5_CHECK_GOTO(QP_FAULT_H5("matrix_read", H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
+                                                      H5P_DEFAULT, out)),
+                   QP_ERR_IO, path, what);
 
 done:
   if (dset >= 0) H5Dclose(dset);
@@ -190,8 +192,10 @@ qp_err qp_h5_matrix_read_block_cyclic(const char *path, const char *dataset, int
     for (int64_t li = 0; li < lrows; li += block) {
       const int64_t gi = qp_bc_global_index(li, block, myrow, nprow);
       const int64_t wi = lrows - li < block ? lrows - li : block;
-      QP_H5_CHECK_GOTO(qp_h5_read_block(dset, fspace, mspace, (hsize_t)gj, (hsize_t)gi,
-                                        (hsize_t)wj, (hsize_t)wi, (hsize_t)lj, (hsize_t)li, out),
+      QP_H5_CHECK_GOTO(QP_FAULT_H5("matrix_read",
+                                   qp_h5_read_block(dset, fspace, mspace, (hsize_t)gj, (hsize_t)gi,
+                                                    (hsize_t)wj, (hsize_t)wi, (hsize_t)lj,
+                                                    (hsize_t)li, out)),
                        QP_ERR_IO, path, what);
       /* The mirror block: file rows gi.., columns gj.., i.e. entries (gj + a, gi + b). */
       QP_H5_CHECK_GOTO(qp_h5_read_block(dset, fspace, tspace, (hsize_t)gi, (hsize_t)gj,

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "h5_error.h"
 #include "qp_config.h"
 #include "report_h5.h"
@@ -80,7 +81,9 @@ static qp_err qp_out_dataset(const qp_h5_out *o, const char *name, hid_t file_ty
                                H5P_DEFAULT),
              done, "%s: cannot create dataset %s", o->path, name);
   if (count > 0)
-    QP_H5_GOTO(H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), done,
+    QP_H5_GOTO(QP_FAULT_H5("results_write",
+                           H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data)),
+               done,
                "%s: cannot write dataset %s", o->path, name);
   if (units) QP_CALL_GOTO(qp_out_str(o, dset, "units", units), done);
 done:

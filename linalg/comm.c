@@ -1,8 +1,11 @@
 /* comm.c: MPI collectives for the pipeline, or one rank without MPI (comm.h). */
 #include "comm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "qp_config.h"
 
@@ -11,6 +14,10 @@
 
 static int qp_started = 0; /* 1: qp_comm_init called MPI_Init_thread */
 static int qp_rank = 0, qp_size = 1, qp_node_size = 1;
+/* qp_comm_agree's own communicator: its nonblocking reduction can never be matched with a
+ * collective of a stage that the other ranks are still inside (a rank that failed alone used
+ * to pair its agreement with rank 0's broadcast of the maps, leave, and leave rank 0 waiting). */
+static MPI_Comm qp_agree_comm = MPI_COMM_NULL;
 
 /* Launched by an MPI launcher: Open MPI's mpiexec, PMIx (srun --mpi=pmix) or PMI-1/2. A plain
  * `qmlpipe run` does not start MPI: that keeps a laptop or a login node free of its cost. */
@@ -41,12 +48,16 @@ qp_err qp_comm_init(int *argc, char ***argv) {
     MPI_Comm_size(node, &qp_node_size);
     MPI_Comm_free(&node);
   }
+  QP_CHECK(qp_agree_comm != MPI_COMM_NULL ||
+               MPI_Comm_dup(MPI_COMM_WORLD, &qp_agree_comm) == MPI_SUCCESS,
+           QP_ERR_MPI, "MPI_Comm_dup of MPI_COMM_WORLD failed");
   return QP_OK;
 }
 
 void qp_comm_finalize(void) {
   int finalized = 0;
   MPI_Finalized(&finalized);
+  if (!finalized && qp_agree_comm != MPI_COMM_NULL) MPI_Comm_free(&qp_agree_comm);
   if (qp_started && !finalized) MPI_Finalize();
   qp_started = 0;
 }
@@ -101,17 +112,59 @@ qp_err qp_comm_allgather(const double *mine, double *all, int64_t count) {
   return QP_OK;
 }
 
+double qp_comm_agree_grace(void) {
+  const char *text = getenv("QP_AGREE_GRACE_SECONDS");
+  char *end = NULL;
+  const double v = text && text[0] ? strtod(text, &end) : -1.0;
+  return end && *end == '\0' && v >= 0.0 && v <= 3600.0 ? v : QP_COMM_AGREE_GRACE_DEFAULT;
+}
+
+/* A failed rank waits for the others at the agreement for the grace period; 0 when they did
+ * not all come (some are inside a collective that waits for this rank). */
+static int qp_comm_wait_grace(MPI_Request *request) {
+  const double grace = qp_comm_agree_grace();
+  struct timespec start, now;
+  const struct timespec pause = {0, 1000000}; /* 1 ms */
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    int done = 0;
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done) return 1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec) >
+        grace)
+      return 0;
+    nanosleep(&pause, NULL);
+  }
+}
+
 qp_err qp_comm_agree(qp_err err) {
   if (!qp_comm_active() || qp_size == 1) return err;
-  /* The lowest failing rank tells its code and message to everyone. */
+  /* The lowest failing rank tells its code and message to everyone. A rank that succeeded
+   * waits for the others as long as they take; one that failed waits the grace period, then
+   * says its error itself and ends the job: the others may be inside a collective that needs
+   * this rank, which it will never enter. */
   int mine = err != QP_OK ? qp_rank : qp_size, first = qp_size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  /* (MPI started by someone else than qp_comm_init: no communicator of our own.) */
+  MPI_Comm comm = qp_agree_comm != MPI_COMM_NULL ? qp_agree_comm : MPI_COMM_WORLD;
+  MPI_Request request;
+  MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &request);
+  if (err == QP_OK) MPI_Wait(&request, MPI_STATUS_IGNORE);
+  else if (!qp_comm_wait_grace(&request)) {
+    const int status = qp_err_exit_status(err);
+    fprintf(stderr, "qmlpipe: rank %d: error (%s): %s\n", qp_rank, qp_err_name(err),
+            qp_error_message());
+    fprintf(stderr, "qmlpipe: rank %d: the other ranks did not reach the agreement on errors "
+                    "within %.1f s (they wait inside a collective): ending the job, exit "
+                    "status %d\n", qp_rank, qp_comm_agree_grace(), status);
+    qp_comm_abort(status);
+  }
   if (first == qp_size) return QP_OK;
   char message[1024] = "";
   int code = (int)err;
   if (qp_rank == first) snprintf(message, sizeof message, "%s", qp_error_message());
-  MPI_Bcast(&code, 1, MPI_INT, first, MPI_COMM_WORLD);
-  MPI_Bcast(message, (int)sizeof message, MPI_CHAR, first, MPI_COMM_WORLD);
+  MPI_Bcast(&code, 1, MPI_INT, first, comm);
+  MPI_Bcast(message, (int)sizeof message, MPI_CHAR, first, comm);
   if (qp_rank != first)
     return qp_error_set((qp_err)code, __FILE__, __LINE__, __func__, "(rank %d) %s", first,
                         message);
@@ -119,8 +172,10 @@ qp_err qp_comm_agree(qp_err err) {
 }
 
 void qp_comm_abort(int status) {
+  fflush(stdout);
+  fflush(stderr);
   if (qp_comm_active()) MPI_Abort(MPI_COMM_WORLD, status);
-  exit(status);
+  _exit(status);
 }
 
 #else /* one rank */
@@ -155,6 +210,11 @@ qp_err qp_comm_allgather(const double *mine, double *all, int64_t count) {
   return QP_OK;
 }
 qp_err qp_comm_agree(qp_err err) { return err; }
-void qp_comm_abort(int status) { exit(status); }
+double qp_comm_agree_grace(void) { return QP_COMM_AGREE_GRACE_DEFAULT; }
+void qp_comm_abort(int status) {
+  fflush(stdout);
+  fflush(stderr);
+  _exit(status);
+}
 
 #endif

@@ -32,10 +32,23 @@ qp_err qp_comm_max(double *x, int64_t count);
 qp_err qp_comm_bcast(void *buf, size_t bytes);
 /** Gathers `count` doubles from every rank into `all` (rank-major, count x size) on every rank. */
 qp_err qp_comm_allgather(const double *mine, double *all, int64_t count);
+/** Seconds a failed rank waits for the others in qp_comm_agree before it ends the job. */
+#define QP_COMM_AGREE_GRACE_DEFAULT 3.0
+
 /** Agrees on an error: returns the first non-OK status of any rank (by rank order) on every
- *  rank, so that all ranks leave a stage together instead of hanging in a collective. */
+ *  rank, with that rank's message ("(rank R) ..." on the others), so that all ranks leave a
+ *  stage together instead of hanging in a collective. Collective, on a communicator of its
+ *  own. A rank that succeeded waits for all; a rank whose `err` is an error waits at most the
+ *  grace period (QP_AGREE_GRACE_SECONDS, default QP_COMM_AGREE_GRACE_DEFAULT): when the others
+ *  have not all arrived by then (they wait inside a collective this rank will not enter), it
+ *  prints "qmlpipe: rank R: error (...): message" and ends the whole job with MPI_Abort and
+ *  the error's exit status (mpiexec exits with it), never returning. */
 qp_err qp_comm_agree(qp_err err);
-/** Aborts every rank (a rank that fails alone in a collective cannot be recovered). */
+/** The grace period of qp_comm_agree, in seconds (QP_AGREE_GRACE_SECONDS when it is a number
+ *  from 0 to 3600, else the default). */
+double qp_comm_agree_grace(void);
+/** Ends every rank with `status` (MPI_Abort; _exit without MPI), stdout and stderr flushed
+ *  first: a rank that fails alone while the others are in a collective cannot be recovered. */
 void qp_comm_abort(int status);
 
 #endif

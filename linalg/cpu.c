@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "blas_int.h"
+#include "fault.h"
 #include "matrix.h"
 
 static CBLAS_TRANSPOSE qp_cblas_trans(qp_trans t) { return t ? CblasTrans : CblasNoTrans; }
@@ -23,6 +24,7 @@ static qp_err qp_cpu_potrf(qp_matrix *a) {
   QP_BLAS_INT(a->rows, &n, "matrix order");
   QP_BLAS_INT(a->ld, &lda, "leading dimension");
   int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', n, a->data, lda);
+  info = QP_FAULT_INFO("dpotrf", info);
   QP_CALL(qp_lapack_check(info, "dpotrf", a));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
            "stage %s: matrix '%s' (%d x %d) is not positive definite: its leading minor of "
@@ -36,6 +38,7 @@ static qp_err qp_cpu_trtri(qp_matrix *l) {
   QP_BLAS_INT(l->rows, &n, "matrix order");
   QP_BLAS_INT(l->ld, &lda, "leading dimension");
   int info = LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, 'L', 'N', n, l->data, lda);
+  info = QP_FAULT_INFO("dtrtri", info);
   QP_CALL(qp_lapack_check(info, "dtrtri", l));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: triangular factor '%s' is singular at row %d",
            qp_stage_label(), l->name, info);
@@ -47,6 +50,7 @@ static qp_err qp_cpu_potri(qp_matrix *l) {
   QP_BLAS_INT(l->rows, &n, "matrix order");
   QP_BLAS_INT(l->ld, &lda, "leading dimension");
   int info = LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'L', n, l->data, lda);
+  info = QP_FAULT_INFO("dpotri", info);
   QP_CALL(qp_lapack_check(info, "dpotri", l));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: factor of '%s' is singular at row %d",
            qp_stage_label(), l->name, info);
@@ -123,6 +127,7 @@ static qp_err qp_cpu_getrf(qp_matrix *a, int *pivots) {
   QP_BLAS_INT(a->rows, &n, "matrix order");
   QP_BLAS_INT(a->ld, &lda, "leading dimension");
   int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, a->data, lda, pivots);
+  info = QP_FAULT_INFO("dgetrf", info);
   QP_CALL(qp_lapack_check(info, "dgetrf", a));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: matrix '%s' (%d x %d) is singular: U(%d,%d) = 0",
            qp_stage_label(), a->name, n, n, info, info);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "matrix.h"
 #include "qp_config.h"
 
@@ -25,6 +26,7 @@ static qp_err qp_info_check(int info, const char *routine, const qp_matrix *a) {
 static qp_err qp_dist_potrf(qp_matrix *a) {
   int n = (int)a->rows, info = 0;
   pdpotrf_("L", &n, a->data, &qp_one, &qp_one, a->desc, &info, 1);
+  info = QP_FAULT_INFO("pdpotrf", info);
   QP_CALL(qp_info_check(info, "pdpotrf", a));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
            "stage %s: matrix '%s' (%d x %d) is not positive definite: its leading minor of "
@@ -36,6 +38,7 @@ static qp_err qp_dist_potrf(qp_matrix *a) {
 static qp_err qp_dist_trtri(qp_matrix *l) {
   int n = (int)l->rows, info = 0;
   pdtrtri_("L", "N", &n, l->data, &qp_one, &qp_one, l->desc, &info, 1, 1);
+  info = QP_FAULT_INFO("pdtrtri", info);
   QP_CALL(qp_info_check(info, "pdtrtri", l));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: triangular factor '%s' is singular at row %d",
            qp_stage_label(), l->name, info);
@@ -89,6 +92,7 @@ static qp_err qp_dist_potrs(const qp_matrix *l, qp_matrix *b) {
 static qp_err qp_dist_getrf(qp_matrix *a, int *pivots) {
   int n = (int)a->rows, info = 0;
   pdgetrf_(&n, &n, a->data, &qp_one, &qp_one, a->desc, pivots, &info);
+  info = QP_FAULT_INFO("pdgetrf", info);
   QP_CALL(qp_info_check(info, "pdgetrf", a));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: matrix '%s' (%d x %d) is singular: U(%d,%d) = 0",
            qp_stage_label(), a->name, n, n, info, info);

@@ -1,6 +1,7 @@
 /* driver.c: the stages in order, each inside its budget stage (driver.h). */
 #include "driver.h"
 
+#include <cblas.h>
 #include <malloc.h>
 #include <math.h>
 #include <omp.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blas_headroom.h"
 #include "checkpoint.h"
 #include "comm.h"
 #include "conditioning.h"
@@ -77,13 +79,18 @@ static void qp_warm_up_distributed(int64_t n_pix) {
   const int64_t n = n_pix > k ? n_pix : k;
   qp_matrix a = {0}, b = {0}, c = {0}, t = {0}, b2 = {0}, tall = {0};
   int *pivots = NULL;
-  if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &a) == QP_OK &&
+  /* Every rank runs the collectives below or none does: a rank that skipped them alone
+   * (an allocation refused here) would leave the others waiting in pdpotrf, or pair their
+   * messages with its stages' (issue 12). */
+  const int ready =
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &a) == QP_OK &&
       qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b) == QP_OK &&
       qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, n, &t) == QP_OK &&
       qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &c) == QP_OK &&
       qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b2) == QP_OK &&
       qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &tall) == QP_OK &&
-      (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots))) {
+      (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots));
+  if (qp_comm_agree(ready ? QP_OK : QP_ERR_NOMEM) == QP_OK) {
     qp_matrix_set_identity(&a, 2.0);
     qp_matrix_set_identity(&c, 3.0);
     for (int64_t i = 0; i < qp_matrix_local_size(&b); ++i) b.data[i] = 1.0 / (double)(1 + i % 7);
@@ -99,7 +106,9 @@ static void qp_warm_up_distributed(int64_t n_pix) {
     (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &t, &c, 0.0, &b2);
     (void)qp_linalg_gemm(QP_NOTRANS, QP_TRANS, 1.0, &b, &b2, 0.0, &tall);
     (void)qp_linalg_copy_sub(k / 2, k / 2, &a, 1, 3, &c, 5, 2);
-    if (qp_linalg_getrf(&c, pivots) == QP_OK) (void)qp_linalg_getrs(&c, pivots, &t);
+    /* getrs whatever getrf said: its info is one rank's under QP_FAULT (c is regular). */
+    (void)qp_linalg_getrf(&c, pivots);
+    (void)qp_linalg_getrs(&c, pivots, &t);
     double x[64] = {0};
     (void)qp_comm_sum(x, 64);
     /* pdpotrf and pdtrtri keep more (MPI's and BLACS's buffers grow with the number and size
@@ -108,7 +117,8 @@ static void qp_warm_up_distributed(int64_t n_pix) {
      * full-size one. Capped at 4096 (~1 s): above it the rest is < 1% of a rank's C. */
     qp_matrix big = {0};
     const int64_t m = n < 4096 ? n : 4096;
-    if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, m, &big) == QP_OK) {
+    if (qp_comm_agree(qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, m, &big)) ==
+        QP_OK) {
       qp_matrix_set_identity(&big, 2.0);
       (void)qp_linalg_potrf(&big);
       (void)qp_linalg_trtri(&big);
@@ -356,10 +366,12 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
  * the same route and chunks). Said on stderr by rank 0 when progress is on. */
 static qp_err qp_driver_find_limit(qp_problem *p) {
   qp_job_limit limit;
-  /* Threads under RLIMIT_AS: OpenMP's and OpenBLAS's pools (one per core at most here). */
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  /* Threads under RLIMIT_AS: the larger of OpenMP's and OpenBLAS's pools (each thread of
+   * either has its stack and malloc arena, OpenBLAS's its 128 MiB buffer too), and the
+   * memory timeline's sampler. */
   int threads = omp_get_max_threads();
-  if (cores > threads) threads = cores > 4096 ? 4096 : (int)cores;
+  if (openblas_get_num_threads() > threads) threads = openblas_get_num_threads();
+  threads = threads > 4095 ? 4096 : threads + 1;
   const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads};
   qp_err err = qp_comm_agree(qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(),
                                                &limit));
@@ -413,6 +425,8 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   /* The inputs' hashes, and with --resume the checkpoint's checks, before any work. */
   QP_CALL_GOTO(qp_checkpoint_open(&ck, cfg->checkpoint, options->resume, p), fail);
   QP_CALL_GOTO(qp_inputs_touch_libraries(p), fail);
+  /* Under `ulimit -v`, room for OpenBLAS's buffers, whatever the planner was told. */
+  QP_CALL_GOTO(qp_comm_agree(qp_blas_check_address_space()), fail);
   qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->model_dims.path), baseline);
   /* Each run's report holds its own stages only. */
   qp_budget_reset();

@@ -5,6 +5,7 @@
 
 #include "comm.h"
 #include "commands.h"
+#include "fault.h"
 #include "qp_config.h"
 
 static void qp_usage(FILE *out) {
@@ -66,7 +67,14 @@ int main(int argc, char **argv) {
     qp_error_print(stderr, 0);
     return qp_err_exit_status(QP_ERR_MPI);
   }
+  /* The QP_FAULT test hook (budget/fault.h): a bad value is refused, never ignored. */
+  if (qp_fault_init(qp_comm_rank()) != QP_OK) {
+    qp_error_print(stderr, 0);
+    qp_comm_finalize();
+    return qp_err_exit_status(QP_ERR_INPUT);
+  }
   int status = qp_dispatch(argc, argv);
+  qp_fault_report(stderr);
   qp_comm_finalize();
   /* A failed command leaves without the libraries' exit handlers: under an address-space
    * limit (RLIMIT_AS, `ulimit -v`) an OpenBLAS worker thread whose buffer was refused at load

@@ -1,0 +1,59 @@
+/* fault.h: fault injection, a TEST HOOK (README "Fault injection", docs/reliability.md).
+ *
+ * The environment variable QP_FAULT, read once at start (qp_fault_init), makes one chosen
+ * operation fail as if the system or the library had refused it, so that a test can drive
+ * every error path with the real components around it:
+ *
+ *   QP_FAULT=alloc:N[@R]           the Nth tracked host allocation (budget.h, counting from 1)
+ *                                  fails as if mmap had refused it: QP_ERR_NOMEM, exit 3
+ *   QP_FAULT=lapack:NAME[:N][@R]   the Nth call of LAPACK/ScaLAPACK routine NAME returns
+ *                                  info = 1 (not positive definite, singular): exit 5
+ *   QP_FAULT=hdf5:NAME[:N][@R]     the Nth call at HDF5 site NAME returns -1: exit 8
+ *   QP_FAULT=count                 nothing fails; the counts are printed at exit
+ *
+ * @R limits it to MPI rank R (default: every rank). The names (qp_fault_site_names) are the
+ * routines of linalg/cpu.c and linalg/dist.c that factor (dpotrf dpotri dtrtri dgetrf pdpotrf
+ * pdtrtri pdgetrf) and three HDF5 sites: matrix_read (io/h5_matrix.c, every dense read),
+ * results_write (io/results_h5.c, every dataset of the results) and report_write
+ * (budget/report_h5.c, the budget's table of terms). A value that does not parse, or names an
+ * unknown site, is an input error: a typo must not make a test pass without injecting.
+ *
+ * With QP_FAULT set, qmlpipe prints at exit (qp_fault_report) whether the fault was reached
+ * and the tracked host bytes still alive (0 when every error path freed what it allocated);
+ * `count` also prints one line per tracked allocation (term, stage) and the totals. Unset, each
+ * site costs one test of a global flag. */
+#ifndef QP_FAULT_H
+#define QP_FAULT_H
+
+#include <stdio.h>
+
+#include "qp_error.h"
+
+typedef enum qp_fault_kind { QP_FAULT_ALLOC = 0, QP_FAULT_LAPACK, QP_FAULT_HDF5 } qp_fault_kind;
+
+/** 1 when QP_FAULT is set (read by the check macros; written by qp_fault_init only). */
+extern int qp_fault_on;
+
+/** Parses QP_FAULT (unset or empty: off) for this process, MPI rank `rank`. Call once, after
+ *  MPI has started and before any tracked allocation. Errors: QP_ERR_INPUT naming the value
+ *  and what is wrong with it. */
+qp_err qp_fault_init(int rank);
+
+/** 1 when this tracked allocation (of `term`, in the current stage) must fail. Counts it. */
+int qp_fault_alloc_hit(const char *term);
+/** 1 when this call at site `name` (of `kind`) must fail. Counts it. */
+int qp_fault_call_hit(qp_fault_kind kind, const char *name);
+
+/** At a tracked allocation: nonzero when it must fail (zero cost beyond a flag when off). */
+#define QP_FAULT_ALLOC(term) (qp_fault_on && qp_fault_alloc_hit(term))
+/** A LAPACK/ScaLAPACK info: 1 (a factorisation that failed) when this call must fail. */
+#define QP_FAULT_INFO(name, info) (qp_fault_on && qp_fault_call_hit(QP_FAULT_LAPACK, name) ? 1 : (info))
+/** An HDF5 status: -1 when this call at site `name` must fail. */
+#define QP_FAULT_H5(name, status)                                                              \
+  (qp_fault_on && qp_fault_call_hit(QP_FAULT_HDF5, name) ? -1 : (status))
+
+/** With QP_FAULT set, prints "qp_fault: rank R: ..." lines to `out`: the counts (mode count),
+ *  whether the fault was injected, and the tracked host bytes alive now. Nothing when off. */
+void qp_fault_report(FILE *out);
+
+#endif

@@ -1,0 +1,61 @@
+/* blas_headroom.c: room for OpenBLAS's buffers under RLIMIT_AS (blas_headroom.h). */
+#include "blas_headroom.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+/* VmSize in bytes (0 when unreadable). */
+static double qp_vm_size(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return 0.0;
+  char line[256];
+  long long kib = 0;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "VmSize:", 7) == 0) sscanf(line + 7, "%lld", &kib);
+  fclose(f);
+  return (double)kib * 1024.0;
+}
+
+/* Anonymous mappings the size of an OpenBLAS buffer: the threads that have theirs. Before
+ * the warm-up nothing else of that size is mapped (tracked buffers come later). */
+static int qp_blas_buffers_mapped(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return 0;
+  char line[512];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long lo = 0, hi = 0;
+    char path[256] = "";
+    if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &lo, &hi, path) < 2) continue;
+    const double bytes = (double)(hi - lo);
+    if (path[0] == '\0' && bytes >= 128.0 * 1048576.0 && bytes <= QP_BLAS_BUFFER_BYTES) ++n;
+  }
+  fclose(f);
+  return n;
+}
+
+qp_err qp_blas_check_address_space(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return QP_OK;
+  const double limit = (double)rl.rlim_cur, used = qp_vm_size();
+  const int threads = openblas_get_num_threads() > 0 ? openblas_get_num_threads() : 1;
+  const int mapped = qp_blas_buffers_mapped();
+  const int missing = threads > mapped ? threads - mapped : 0;
+  const double need = missing * QP_BLAS_BUFFER_BYTES, left = limit > used ? limit - used : 0.0;
+  QP_CHECK(left >= need, QP_ERR_BUDGET,
+           "RLIMIT_AS (ulimit -v) %.0f MiB leaves %.0f MiB of address space, and OpenBLAS needs "
+           "%.0f MiB for the buffers of %d of its %d thread(s) (128 MiB each; a buffer it cannot "
+           "map it asks for again for ever, so the run would hang): raise the limit by %.0f MiB "
+           "or more, or run fewer threads (OPENBLAS_NUM_THREADS)",
+           limit / 1048576.0, left / 1048576.0, need / 1048576.0, missing, threads,
+           (need - left) / 1048576.0);
+  /* The calling thread's buffer, mapped now while there is room: OpenBLAS keeps it for every
+   * later call, so the buffers the warm-up and the stages map next cannot take its place
+   * (with the planner off, the warm-up's matrices did, and its first dgemm waited for ever). */
+  double one = 1.0;
+  (void)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', 1, &one, 1);
+  return QP_OK;
+}
