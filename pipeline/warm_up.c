@@ -1,0 +1,281 @@
+/* warm_up.c: the libraries' first use before the run's baseline (warm_up.h): OpenBLAS's
+ * buffers and threads, PBLAS/BLACS and MPI's channels, the threads' heaps and stacks, so that
+ * none of it is measured inside a stage. What each routine touches follows OpenBLAS 0.3.21's
+ * internals as measured here (docs/memory-model.md); a BLAS with other internals needs its own
+ * figures (`qmlpipe calibrate`). */
+#include "warm_up.h"
+
+#include <cblas.h>
+#include <malloc.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "grid.h"
+#include "h5_matrix.h"
+#include "matrix.h"
+
+/* The distributed kernels once, on panels as tall as the problem: PBLAS and BLACS allocate
+ * buffers of a panel's size (local rows x block) on first use, and BLACS keeps its largest
+ * message buffer for good; MPI sets up its shared-memory channels to every peer. All of that
+ * belongs to the baseline, not to basis_setup (measured there at +2.6 MiB kept per rank at
+ * n_pix 4480 on 1 x 2 ranks before this warm-up covered the problem's height). */
+static void qp_warm_up_distributed(int64_t n_pix) {
+  const qp_linalg_ops *ops = qp_linalg_dist_ops();
+  if (!ops || !qp_grid_current()) return;
+  const qp_grid *g = qp_grid_current();
+  const int64_t k = 2 * (int64_t)g->block * (g->nprow > g->npcol ? g->nprow : g->npcol);
+  const int64_t n = n_pix > k ? n_pix : k;
+  qp_matrix a = {0}, b = {0}, c = {0}, t = {0}, b2 = {0}, tall = {0};
+  int *pivots = NULL;
+  /* Every rank runs the collectives below or none does: a rank that skipped them alone
+   * (an allocation refused here) would leave the others waiting in pdpotrf, or pair their
+   * messages with its stages' (issue 12). */
+  const int ready =
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &a) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, n, &t) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &c) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b2) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &tall) == QP_OK &&
+      (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots));
+  if (qp_comm_agree(ready ? QP_OK : QP_ERR_NOMEM) == QP_OK) {
+    qp_matrix_set_identity(&a, 2.0);
+    qp_matrix_set_identity(&c, 3.0);
+    for (int64_t i = 0; i < qp_matrix_local_size(&b); ++i) b.data[i] = 1.0 / (double)(1 + i % 7);
+    (void)qp_linalg_potrf(&a);
+    (void)qp_linalg_trtri(&a);
+    (void)qp_linalg_trsm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
+    (void)qp_linalg_trmm(QP_RIGHT, QP_NOTRANS, 1.0, &a, &b);
+    (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &t);
+    (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &b, &b, 1.0, &c);
+    (void)qp_linalg_gemm(QP_NOTRANS, QP_TRANS, 1.0, &c, &b, 0.0, &t);
+    /* Tall panels broadcast along the process rows and columns (pdpotrf's trailing update). */
+    (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &b, &c, 0.0, &b2);
+    (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &t, &c, 0.0, &b2);
+    (void)qp_linalg_gemm(QP_NOTRANS, QP_TRANS, 1.0, &b, &b2, 0.0, &tall);
+    (void)qp_linalg_copy_sub(k / 2, k / 2, &a, 1, 3, &c, 5, 2);
+    /* getrs whatever getrf said: its info is one rank's under QP_FAULT (c is regular). */
+    (void)qp_linalg_getrf(&c, pivots);
+    (void)qp_linalg_getrs(&c, pivots, &t);
+    double x[64] = {0};
+    (void)qp_comm_sum(x, 64);
+    /* pdpotrf and pdtrtri keep more (MPI's and BLACS's buffers grow with the number and size
+     * of their messages) than the panel operations above: at n_pix 4480 on 1 x 2 ranks,
+     * 2-3 MiB kept after basis_setup without this, 1.5-2 with a 1024 warm-up, 0.1 with a
+     * full-size one. Capped at 4096 (~1 s): above it the rest is < 1% of a rank's C. */
+    qp_matrix big = {0};
+    const int64_t m = n < 4096 ? n : 4096;
+    if (qp_comm_agree(qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, m, &big)) ==
+        QP_OK) {
+      qp_matrix_set_identity(&big, 2.0);
+      (void)qp_linalg_potrf(&big);
+      (void)qp_linalg_trtri(&big);
+    }
+    qp_matrix_destroy(&big);
+  }
+  free(pivots);
+  qp_error_clear();
+  qp_matrix_destroy(&a);
+  qp_matrix_destroy(&b);
+  qp_matrix_destroy(&c);
+  qp_matrix_destroy(&t);
+  qp_matrix_destroy(&b2);
+  qp_matrix_destroy(&tall);
+}
+
+/* Touches `bytes` of the calling thread's malloc arena (glibc gives each thread its own) and
+ * gives it back to the arena's top, where it stays resident: blocks of 64 KiB come from the
+ * arena (below the 128 KiB mmap threshold) and, freed in reverse, merge into its top, which
+ * glibc trims only beyond M_TRIM_THRESHOLD. The small buffers the stages malloc (cfitsio's
+ * 113 KiB of I/O buffers per open file, the Legendre and harmonics scratch of each thread, the
+ * parameter entries) then reuse pages that are already in the baseline. */
+static void qp_warm_up_heap(size_t bytes) {
+  enum { QP_HEAP_BLOCK = 64 * 1024, QP_HEAP_BLOCKS_MAX = 16 };
+  void *block[QP_HEAP_BLOCKS_MAX];
+  int n = 0;
+  for (; n < QP_HEAP_BLOCKS_MAX && (size_t)n * QP_HEAP_BLOCK < bytes; ++n) {
+    block[n] = malloc(QP_HEAP_BLOCK);
+    if (!block[n]) break;
+    /* volatile: a memset before free is a dead store the compiler may drop, malloc and all */
+    volatile char *touch = block[n];
+    for (size_t i = 0; i < QP_HEAP_BLOCK; i += 4096)
+      touch[i] = 0;
+  }
+  while (n > 0)
+    free(block[--n]);
+}
+
+/* Touches the 512 KiB of the calling thread's stack below this frame. OpenBLAS's threaded
+ * drivers keep large per-call arrays on the caller's stack (the main stack here reaches ~3 MB
+ * deep, of which ~280 KiB resident) and write a few pages of them, which ones depending on the
+ * caller's depth: the stages, called a few frames deeper than the warm-up, touched 12-56 KiB of
+ * new stack in basis_setup of the SMW route. Its own function, so that the warm-up's BLAS
+ * calls keep the depth they have without it. */
+static __attribute__((noinline)) void qp_warm_up_stack(void) {
+  volatile char stack_touch[512 * 1024];
+  for (size_t i = 0; i < sizeof stack_touch; i += 4096)
+    stack_touch[i] = 0;
+}
+
+/* A trmm on a 256 x (threads x width) panel, once per process and width. OpenBLAS packs, in
+ * each thread's buffer (128 MiB here), GEMM_Q = 256 rows by up to GEMM_R (~65k) columns of the
+ * matrix it multiplies, and a trmm from the left splits the columns among the threads, one
+ * from the right gives each thread the whole width: a call of width w touches ~2 KiB x w of
+ * each thread's buffer. After the 16384-wide panels below, potrf, trtri, trmm and syrk of C
+ * at n_pix 23808 and 40448 still touched 23-61 MiB inside the stages (sweep of
+ * docs/memory-validation.md); after this panel at the run's width, potrf, trtri and a right
+ * trmm at n = 20480 touch nothing more. The panel takes what the buffers then hold, at most
+ * 128 MiB a thread (beyond GEMM_R a call loops on the same buffer). */
+enum { QP_WIDE_PANEL = 16384, QP_WIDEST_MAX = 65536 };
+
+static int64_t qp_warm_up_widest_columns(int64_t width) {
+  return (int64_t)omp_get_max_threads() * (width < QP_WIDEST_MAX ? width : QP_WIDEST_MAX);
+}
+
+size_t qp_driver_warm_up_panel_bytes(int64_t width) {
+  const int64_t m = qp_warm_up_widest_columns(width);
+  return m > QP_WIDE_PANEL ? (size_t)(m - QP_WIDE_PANEL) * 2048 : 0;
+}
+
+static void qp_warm_up_widest(int64_t width) {
+  static int64_t done = 0;
+  const int64_t k = 256, m = qp_warm_up_widest_columns(width);
+  if (m <= QP_WIDE_PANEL || m <= done) return;
+  qp_matrix l = {0}, b = {0};
+  const qp_linalg_ops *ops = qp_linalg_cpu_ops();
+  if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &l) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, m, &b) == QP_OK) {
+    for (int64_t i = 0; i < k; ++i)
+      l.data[i + i * k] = 1.0;
+    if (qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &l, &b) == QP_OK) done = m;
+  }
+  qp_error_clear();
+  qp_matrix_destroy(&l);
+  qp_matrix_destroy(&b);
+}
+
+void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) {
+  /* One run of each BLAS/LAPACK kernel the stages use: OpenBLAS touches its per-thread
+   * buffers on first use, the more of them the larger the problem, and they belong to the
+   * baseline, not to whichever stage comes first. Up to 2048, never larger than the problem,
+   * and only when this process has not warmed up as far already; then, for problems above
+   * 2048, the same kernels on 512 x 16384 panels (an n = 6000 trmm after a 2048 warm-up still
+   * touched ~10 MB more: sweep of docs/memory-validation.md, 8-24 MiB kept after fisher_run),
+   * and a panel as wide as the run's widest call (qp_warm_up_widest). */
+  static int64_t warmed = 0;
+  static int wide_done = 0;
+#ifdef M_MMAP_THRESHOLD
+  /* glibc raises its mmap threshold to the size of any mmapped block freed (up to 32 MB), after
+   * which a library's 0.1-32 MB buffers (cfitsio, our FITS reader's 512 KB chunk) come from the
+   * heap and stay resident after free: ~0.6 MiB per run seen in covariance_setup. Fixed
+   * thresholds keep them mapped and returned, so RSS follows what is allocated. */
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  /* Above the heap reserve of qp_warm_up_heap, so that glibc keeps it. */
+  mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
+#endif
+  if (n_pix > 2048 && !wide_done) {
+    const int64_t k = 512, m = QP_WIDE_PANEL;
+    qp_matrix l = {0}, b = {0}, bt = {0}, c = {0};
+    const qp_linalg_ops *ops = qp_linalg_cpu_ops();
+    if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &l) == QP_OK &&
+        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, m, &b) == QP_OK &&
+        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, k, &bt) == QP_OK &&
+        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, m, &c) == QP_OK) {
+      for (int64_t i = 0; i < k; ++i)
+        l.data[i + i * k] = 2.0;
+      for (int64_t i = 0; i < k * m; ++i)
+        b.data[i] = bt.data[i] = 1.0 / (double)(1 + i % 7);
+      (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &l, &b);
+      (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &l, &bt);
+      (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &l, &b, 0.0, &c);
+      wide_done = 1;
+    }
+    qp_error_clear();
+    qp_matrix_destroy(&l);
+    qp_matrix_destroy(&b);
+    qp_matrix_destroy(&bt);
+    qp_matrix_destroy(&c);
+  }
+  if (n_pix > 2048) qp_warm_up_widest(width);
+  const int64_t n = n_pix < 2048 ? n_pix : 2048;
+  if (n > warmed) {
+    qp_matrix a = {0}, b = {0}, c = {0};
+    const qp_linalg_ops *ops = qp_linalg_cpu_ops();
+    if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
+        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &b) == QP_OK &&
+        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &c) == QP_OK) {
+      for (int64_t i = 0; i < n; ++i)
+        a.data[i + i * n] = 2.0;
+      for (int64_t k = 0; k < n * n; ++k)
+        b.data[k] = 1.0 / (double)(1 + k % 7);
+      (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
+      (void)qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c);
+      /* The condition estimates after each factorisation (conditioning.h), whose LAPACK
+       * code would otherwise be paged in inside basis_setup (~8 KiB untracked there). */
+      double anorm = 0.0, rcond = 0.0;
+      (void)qp_linalg_norm1(&a, &anorm);
+      (void)qp_linalg_potrf(&a);
+      (void)qp_linalg_pocon(&a, anorm, &rcond);
+      (void)qp_linalg_trtri(&a);
+      (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+      (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
+      /* The LU of the SMW route: c is diagonally dominant after this. */
+      int *pivots = malloc((size_t)n * sizeof *pivots);
+      for (int64_t i = 0; i < n; ++i)
+        c.data[i + i * n] += (double)n * 1e3;
+      if (pivots && qp_linalg_getrf(&c, pivots) == QP_OK) {
+        (void)qp_linalg_gecon(&c, anorm, &rcond);
+        (void)qp_linalg_getrs(&c, pivots, &b);
+      }
+      /* What the stages call besides, whose OpenBLAS code would otherwise be paged in inside
+       * a stage (64 KiB of libopenblas in spectra_run of the SMW route): each kernel on one
+       * column, as on the maps (z = C^-1 x, P_b z, the mode maps), the triangular solves and
+       * the transposed gemm of the harmonic routes, and potri of the Fisher matrix. */
+      qp_matrix col = {0}, out = {0};
+      if (pivots && n >= 2 && qp_matrix_view(ops, "warm_up", b.data, n, 1, n, &col) == QP_OK &&
+          qp_matrix_view(ops, "warm_up", b.data + n, n, 1, n, &out) == QP_OK) {
+        (void)qp_linalg_getrs(&c, pivots, &col);
+        (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
+        (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+        (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
+        (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+        (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
+        (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
+      }
+      (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+      (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+      (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+      (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
+      (void)qp_linalg_potri(&a);
+      free(pivots);
+      warmed = n;
+    }
+    qp_error_clear();
+    qp_matrix_destroy(&a);
+    qp_matrix_destroy(&b);
+    qp_matrix_destroy(&c);
+  }
+  /* OpenMP's thread pool (the workers' stacks and the runtime's state) is created by the
+   * first parallel region: here, not in covariance_setup, whose S build is the first. Each
+   * thread's malloc arena too: the stages' parallel loops malloc their scratch there. */
+#pragma omp parallel
+  {
+    volatile char stack_touch[1 << 16];
+    for (size_t i = 0; i < sizeof stack_touch; i += 4096) stack_touch[i] = 0;
+    /* 128 KiB: any block below the mmap threshold fits (larger ones are mapped and given
+     * back at free, never left behind); the V build's row of basis values is 67 KiB at
+     * lmax 40. */
+    qp_warm_up_heap(128 * 1024);
+  }
+  qp_warm_up_distributed(n_pix);
+  /* The main thread's heap (cfitsio's buffers, while covariance_setup reads maps and masks)
+   * and its stack. */
+  qp_warm_up_heap(512 * 1024);
+  qp_warm_up_stack();
+  qp_h5_library_init();
+  qp_meter_read(baseline);
+}
