@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "comm.h"
 #include "cmd_common.h"
 #include "commands.h"
@@ -144,8 +145,11 @@ int qp_cmd_run(int argc, char **argv) {
   } else {
     snprintf(source, sizeof source, "config '%s' key 'output'", config_path);
   }
-  /* The results file's directory is checked now, not after hours of work (rank 0 writes). */
-  err = qp_comm_rank() == 0 ? qp_results_path_check_writable(cfg.output, source) : QP_OK;
+  /* The results file is checked now, not after hours of work (rank 0 writes): its directory,
+   * what it is, that it is no input, and a temporary made and removed beside it. What a run
+   * killed outright (SIGKILL) left there goes first, with a note. */
+  if (qp_comm_rank() == 0) qp_atomic_remove_stale(cfg.output, stderr);
+  err = qp_comm_rank() == 0 ? qp_results_path_check_output(&cfg, source) : QP_OK;
   err = qp_comm_agree(err);
   if (err != QP_OK) {
     if (qp_comm_rank() == 0) qp_error_print(stderr, verbose);

@@ -5,6 +5,7 @@
 
 #include "comm.h"
 #include "commands.h"
+#include "interrupt.h"
 #include "qp_config.h"
 
 static void qp_usage(FILE *out) {
@@ -66,6 +67,9 @@ int main(int argc, char **argv) {
     qp_error_print(stderr, 0);
     return qp_err_exit_status(QP_ERR_MPI);
   }
+  /* SIGINT, SIGTERM, SIGUSR1, SIGXCPU: temporaries removed, the stage said, exit 128 + signal
+   * (budget/interrupt.h). */
+  qp_interrupt_install(qp_comm_rank());
   int status = qp_dispatch(argc, argv);
   qp_comm_finalize();
   /* A failed command leaves without the libraries' exit handlers: under an address-space
