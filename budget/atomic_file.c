@@ -234,6 +234,14 @@ qp_err qp_atomic_probe(const char *target, const char *source) {
   return QP_OK;
 }
 
+int qp_atomic_temp_prefix(const char *target, char *out, size_t size) {
+  char dir[QP_ATOMIC_PATH_MAX];
+  const char *base;
+  if (!target || strlen(target) >= QP_ATOMIC_PATH_MAX - 256 || !qp_atomic_split(target, dir, &base))
+    return 0;
+  return qp_atomic_prefix(dir, base, out, size);
+}
+
 int qp_atomic_remove_stale(const char *target, FILE *notes) {
   char dir[QP_ATOMIC_PATH_MAX], prefix[QP_ATOMIC_PATH_MAX];
   const char *base;

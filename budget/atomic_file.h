@@ -75,6 +75,11 @@ void qp_atomic_abort(qp_atomic_file *f);
  *  from, for the message. QP_ERR_IO naming the path and the reason. */
 qp_err qp_atomic_probe(const char *target, const char *source);
 
+/** What the temporaries of `target` made on this host start with:
+ *  "<dir>/.<name>.qmlpipe-tmp.<host>." (the pid, '.' and six random characters follow).
+ *  1 on success, 0 when `target` has no file name or `out` is too small. */
+int qp_atomic_temp_prefix(const char *target, char *out, size_t size);
+
 /** Removes the temporaries of `target` left by processes of this host that no longer run
  *  (only directories of the exact pattern, owned by this user, holding at most the target's
  *  name), with a note on `notes` (may be NULL) for each. Returns how many were removed. */
