@@ -7,7 +7,6 @@
  * a second, unprivileged case, RLIMIT_FSIZE of 16 KiB with SIGXFSZ ignored. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <dirent.h>
 #include <errno.h>
 #include <hdf5.h>
 #include <signal.h>
@@ -19,19 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
 #include "h5_matrix.h"
 #include "test_util.h"
 
 enum { N = 100 }; /* an N x N matrix: 80 KB, more than the 16 KiB there is */
-
-static int temps_in(const char *dir) {
-  DIR *d = opendir(dir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d)) != NULL;) n += strstr(e->d_name, QP_ATOMIC_TEMP_MARK) != NULL;
-  if (d) closedir(d);
-  return n;
-}
 
 /* Writes the matrix to dir/m.h5 where "old" stands, expecting the failure. */
 static void write_onto_full(const char *dir, const char *reason) {
@@ -45,7 +35,7 @@ static void write_onto_full(const char *dir, const char *reason) {
   TEST_ASSERT(f && fgets(old, sizeof old, f) && strcmp(old, "old\n") == 0,
               "%s: the old file changed", path);
   if (f) fclose(f);
-  TEST_ASSERT(temps_in(dir) == 0, "%s: a temporary was left", dir);
+  TEST_ASSERT(qp_test_find_temps(dir, NULL, 0) == 0, "%s: a temporary was left", dir);
   unlink(path);
 }
 

@@ -54,19 +54,8 @@ static int is_kind(const char *path, mode_t kind) {
   return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == kind;
 }
 
-/* Names in `dir` holding QP_ATOMIC_TEMP_MARK, comma-separated into out; their count. */
 static int find_temps(const char *dir, char *out, size_t size) {
-  out[0] = '\0';
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (!strstr(e->d_name, QP_ATOMIC_TEMP_MARK)) continue;
-    const size_t len = strlen(out);
-    snprintf(out + len, size - len, "%s%s", n++ ? ", " : "", e->d_name);
-  }
-  closedir(d);
-  return n;
+  return qp_test_find_temps(dir, out, size);
 }
 
 static void expect_no_temps(const char *tag, const char *dir) {
