@@ -21,9 +21,11 @@ static void qp_run_usage(FILE *out) {
           "  (relative to the config file's directory).\n"
           "  --output PATH  write the results to PATH instead of the config's 'output'; a\n"
           "                 relative PATH is relative to the current directory, like any\n"
-          "                 command-line path. Its directory must exist; this is checked\n"
-          "                 before the run starts. One name per job keeps the jobs of a Monte\n"
-          "                 Carlo campaign on one config from overwriting each other, e.g.\n"
+          "                 command-line path. Its directory must exist and be writable, and\n"
+          "                 an existing PATH must be a regular file and none of the run's\n"
+          "                 inputs; this is checked before the run starts (exit %d). One\n"
+          "                 name per job keeps the jobs of a Monte Carlo campaign on one\n"
+          "                 config from overwriting each other, e.g.\n"
           "                 --output \"mc/results-$SLURM_JOB_ID.h5\" (jobs/*.sbatch: '%%j')\n"
           "  --grid RxC     the process grid of the distributed backend (R x C must be the\n"
           "                 number of ranks), overriding the config's grid: {rows, cols}; the\n"
@@ -33,8 +35,10 @@ static void qp_run_usage(FILE *out) {
           "  --quiet        no progress lines on stderr\n"
           "  --verbose      a traceback with errors\n"
           "  Started as several processes (mpiexec -n N, srun -n N) without MPI running, it\n"
-          "  refuses with exit status %d rather than run N copies onto one results file.\n",
-          QP_GRID_BLOCK_MAX, qp_err_exit_status(QP_ERR_MPI));
+          "  refuses with exit status %d rather than run N copies onto one results file.\n"
+          "  SIGINT, SIGTERM, SIGUSR1 (Slurm's --signal) and SIGXCPU end it with exit status\n"
+          "  128 + the signal after removing its temporary files and saying which stage ran.\n",
+          qp_err_exit_status(QP_ERR_IO), QP_GRID_BLOCK_MAX, qp_err_exit_status(QP_ERR_MPI));
 }
 
 static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline) {
