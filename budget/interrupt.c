@@ -183,8 +183,15 @@ void qp_interrupt_stage_leave(void) {
 }
 
 void qp_interrupt_reset(void) {
+  /* Written whole: their pages resident before the run's baseline, not first touched inside
+   * covariance_setup (the stages' RSS is measured; budget.h). */
   qp_int_done[0] = '\0';
   atomic_signal_fence(memory_order_seq_cst);
+  memset(qp_int_done + 1, 0, sizeof qp_int_done - 1);
+  if (qp_int_depth == 0) {
+    memset(qp_int_names, 0, sizeof qp_int_names);
+    memset(qp_int_starts, 0, sizeof qp_int_starts);
+  }
 }
 
 void qp_interrupt_set_resume_hint(const char *text) {

@@ -18,6 +18,9 @@
  *     "checkpoint: not configured", no temporary, the old results intact; SIGKILL in the write
  *     window leaves the temporary, which the next run on that output removes with a note (while
  *     a live process's and another host's are left alone).
+ *  6. with MPI (argv[2]: mpiexec, else "none"): SIGTERM in a stage and SIGUSR1 in the write
+ *     window sent to mpiexec, which forwards them to both ranks: one message (rank 0), no
+ *     temporary, the old results intact.
  * Mounts need root (CAP_SYS_ADMIN): without it parts 3 and 4 are skipped, said on stdout, and
  * the test exits 77 (SKIP_RETURN_CODE) if nothing else failed. Everything happens in
  * output_safety.d. */
@@ -100,9 +103,10 @@ typedef struct child {
   char tag[64];
 } child;
 
-/* Forks qmlpipe with args (NULL-terminated; at most 14), stdout/stderr in <tag>.out/.err,
- * QP_TEST_PAUSE=pause when pause is not NULL. */
-static void start(child *c, const char *tag, const char *const *args, const char *pause) {
+/* Forks `program` (qmlpipe or mpiexec) with args (NULL-terminated; at most 14), stdout/stderr
+ * in <tag>.out/.err, QP_TEST_PAUSE=pause when pause is not NULL. */
+static void start_program(child *c, const char *tag, const char *program,
+                          const char *const *args, const char *pause) {
   snprintf(c->tag, sizeof c->tag, "%s", tag);
   int fds[2];
   if (pipe(fds) != 0) {
@@ -127,14 +131,18 @@ static void start(child *c, const char *tag, const char *const *args, const char
     if (read(fds[0], &byte, 1) != 1) _exit(121);
     char *argv[16];
     int n = 0;
-    argv[n++] = qmlpipe;
+    argv[n++] = (char *)program;
     for (int i = 0; args[i] && n < 15; ++i) argv[n++] = (char *)args[i];
     argv[n] = NULL;
-    execv(qmlpipe, argv);
+    execv(program, argv);
     _exit(122);
   }
   close(fds[0]);
   c->gate = fds[1];
+}
+
+static void start(child *c, const char *tag, const char *const *args, const char *pause) {
+  start_program(c, tag, qmlpipe, args, pause);
 }
 
 static void go(child *c) {
@@ -450,8 +458,45 @@ static void part_signals(void) {
   qp_cli_free(&r);
 }
 
+/* ---- 6. a signal to an MPI job (mpiexec forwards it to every rank) ---- */
+
+static void part_mpi(const char *mpiexec) {
+  printf("6. signals to 2 MPI ranks\n");
+  TEST_ASSERT(copy_file(OUT, "old.h5"), "no results of the run after SIGKILL");
+  struct {
+    const char *tag, *pause, *words;
+    int sig;
+  } cases[] = {{"mpi_sigterm_stage", "fisher_run", "in stage fisher_run", SIGTERM},
+               {"mpi_sigusr1_write", "before_rename", "while writing", SIGUSR1}};
+  for (int k = 0; k < 2; ++k) {
+    const char *args[] = {"-n", "2", "--oversubscribe", "--allow-run-as-root", "-x",
+                          "QP_TEST_PAUSE", qmlpipe, "run", "safe.yaml", "--output", OUT, NULL};
+    child c;
+    start_program(&c, cases[k].tag, mpiexec, args, cases[k].pause);
+    go(&c);
+    TEST_ASSERT(wait_for(&c, "QP_TEST_PAUSE: paused in"), "%s: never paused", cases[k].tag);
+    kill(c.pid, cases[k].sig);
+    qp_cli_result r;
+    finish(&c, &r);
+    /* mpiexec's own status is its business (1 for Open MPI); the ranks' words are ours. */
+    TEST_ASSERT(r.exited && r.status != 0, "%s: mpiexec exit %d (signal %d)", cases[k].tag,
+                r.status, r.signal);
+    const char *first = r.err ? strstr(r.err, "qmlpipe: interrupted by") : NULL;
+    TEST_ASSERT(first && strstr(first, cases[k].words), "%s: stderr lacks '%s'", cases[k].tag,
+                cases[k].words);
+    TEST_ASSERT(!first || !strstr(first + 1, "qmlpipe: interrupted by"),
+                "%s: more than one rank printed", cases[k].tag);
+    TEST_ASSERT(same_bytes(OUT, "old.h5"), "%s: the old results changed", cases[k].tag);
+    expect_no_temps(cases[k].tag, ".");
+    if (qp_test_failures) fprintf(stderr, "  --- stderr ---\n%s  ---\n", r.err);
+    else printf("  %s: ok\n", cases[k].tag);
+    qp_cli_free(&r);
+  }
+}
+
 int main(int argc, char **argv) {
-  int setup = qp_cli_setup(argc, argv, "test_output_safety", WORK_DIR, qmlpipe);
+  const char *mpiexec = argc > 2 && strcmp(argv[2], "none") != 0 ? argv[2] : NULL;
+  int setup = qp_cli_setup(argc < 2 ? argc : 2, argv, "test_output_safety", WORK_DIR, qmlpipe);
   if (setup != 0) return setup;
   (void)system("for d in noinode readonly full; do umount $d 2>/dev/null; done; rm -rf ./.*"
                QP_ATOMIC_TEMP_MARK "*");
@@ -477,6 +522,7 @@ int main(int argc, char **argv) {
   part_probe();
   part_disk_full();
   part_signals();
+  if (mpiexec) part_mpi(mpiexec);
   printf("%d failed check(s), %.1f s\n", qp_test_failures, qp_cli_now() - t0);
   if (qp_test_failures) return 1;
   qp_cli_remove_files(".");
