@@ -213,6 +213,19 @@ done:
   return err;
 }
 
+qp_err qp_atomic_fcommit(qp_atomic_file *f, FILE *out, int replace) {
+  const int failed = ferror(out);
+  const int why = errno;
+  const int closed = fclose(out) == 0;
+  if (failed || !closed) {
+    const int reason = failed ? why : errno;
+    qp_atomic_abort(f);
+    QP_FAIL(QP_ERR_IO, "cannot write '%s': %s", f->target, strerror(reason));
+  }
+  QP_CALL(qp_atomic_commit(f, replace));
+  return QP_OK;
+}
+
 void qp_atomic_abort(qp_atomic_file *f) {
   if (f->path[0]) unlink(f->path);
   if (f->dir[0]) rmdir(f->dir);

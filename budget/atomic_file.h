@@ -67,6 +67,11 @@ qp_err qp_atomic_write_bytes(qp_atomic_file *f, const void *data, size_t bytes);
  *  Test hook: QP_TEST_PAUSE=before_rename pauses here (interrupt.h). */
 qp_err qp_atomic_commit(qp_atomic_file *f, int replace);
 
+/** For stdio writers (qp_atomic_fopen): closes `out`, checking that every write and the close
+ *  succeeded, then qp_atomic_commit. On any failure the temporary is removed (qp_atomic_abort)
+ *  and QP_ERR_IO names the target and the reason. */
+qp_err qp_atomic_fcommit(qp_atomic_file *f, FILE *out, int replace);
+
 /** Removes the temporary file and directory, if any; safe to call twice. */
 void qp_atomic_abort(qp_atomic_file *f);
 

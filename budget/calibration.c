@@ -90,12 +90,8 @@ qp_err qp_calibration_write(const char *path, const qp_calibration *cal) {
             "overhead_bytes %zu\nprogram_bytes %zu\nblas_bytes %zu\nhdf5_bytes %zu\nthreads %d\n",
             cal->overhead_bytes, cal->program_bytes, cal->blas_bytes, cal->hdf5_bytes,
             cal->threads);
-    const int failed = ferror(f);
-    if (fclose(f) != 0 || failed)
-      err = qp_error_set(QP_ERR_IO, __FILE__, __LINE__, __func__,
-                         "cannot write calibration file '%s': %s", path, strerror(errno));
+    err = qp_atomic_fcommit(&tmp, f, 1);
   }
-  if (err == QP_OK) err = qp_atomic_commit(&tmp, 1);
   if (err != QP_OK) {
     qp_atomic_abort(&tmp);
     qp_error_trace(__FILE__, __LINE__, __func__);

@@ -172,13 +172,7 @@ qp_err qp_cls_write(const char *path, const qp_cls *cls) {
       fprintf(file, " %.16e", cls->cl[s][ell]);
     fputc('\n', file);
   }
-  int write_failed = ferror(file);
-  int write_errno = errno;
-  int close_failed = fclose(file) != 0;
-  file = NULL;
-  QP_CHECK_GOTO(!write_failed && !close_failed, QP_ERR_IO, done, "writing '%s': %s", path,
-                strerror(write_failed ? write_errno : errno));
-  QP_CALL_GOTO(qp_atomic_commit(&tmp, 1), done);
+  QP_CALL_GOTO(qp_atomic_fcommit(&tmp, file, 1), done);
 
 done:
   if (err != QP_OK) qp_atomic_abort(&tmp); /* never leave a half-written file behind */

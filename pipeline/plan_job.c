@@ -300,11 +300,7 @@ qp_err qp_job_write_sbatch(const qp_problem *p, const qp_plan_job *job, const qp
   qp_err err = qp_atomic_fopen(&temp, 0755, &out);
   if (err != QP_OK) goto done;
   qp_job_script(out, p, job, f, exe, config, results_dir, job->keep_output ? keep : NULL, script);
-  const int failed = ferror(out);
-  const int closed = fclose(out) == 0;
-  QP_CHECK_GOTO(!failed && closed, QP_ERR_IO, done, "cannot write the job script '%s': %s",
-                script, strerror(errno));
-  err = qp_atomic_commit(&temp, job->force);
+  err = qp_atomic_fcommit(&temp, out, job->force);
   if (err != QP_OK && !job->force && access(script, F_OK) == 0) /* made meanwhile */
     err = qp_error_set(QP_ERR_IO, __FILE__, __LINE__, __func__,
                        "the job script '%s' exists (--force replaces it)", script);
