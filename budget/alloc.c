@@ -399,6 +399,11 @@ const char *qp_stage_current(void) {
                                    : "";
 }
 
+const char *qp_stage_label(void) {
+  const char *name = qp_stage_current();
+  return name[0] ? name : "(none)";
+}
+
 int qp_stage_record_count(void) { return qp_budget_state.n_records; }
 const qp_stage_record *qp_stage_record_get(int index) {
   return index >= 0 && index < qp_budget_state.n_records ? &qp_budget_state.records[index] : NULL;

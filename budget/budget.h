@@ -115,6 +115,8 @@ qp_err qp_stage_pop(void);
 void qp_stage_add_flops(double flops);
 /** The innermost open stage's name ("" outside stages): errors name the stage they happen in. */
 const char *qp_stage_current(void);
+/** The same for messages: "(none)" outside stages. */
+const char *qp_stage_label(void);
 /** Records of the stages popped so far, in order of their pop. */
 int qp_stage_record_count(void);
 const qp_stage_record *qp_stage_record_get(int index);

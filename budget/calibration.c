@@ -10,11 +10,9 @@
 
 #include "atomic_file.h"
 #include "checked_size.h"
-#include "model.h"
 
 qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
   memset(cal, 0, sizeof *cal);
-  cal->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
   if (!path || !path[0]) path = getenv("QMLPIPE_CALIBRATION");
   if (!path || !path[0]) {
     snprintf(cal->source, sizeof cal->source, "built-in default");
@@ -67,6 +65,8 @@ qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
       cal->hdf5_bytes = (size_t)value;
     } else if (strcmp(key, "threads") == 0) {
       cal->threads = (int)value;
+    } else if (strcmp(key, "dgemm_mflops_per_core") == 0) {
+      cal->dgemm_mflops_per_core = (size_t)value;
     } else {
       err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
                          "calibration file '%s' line %d: unknown key '%s'", path, line_no, key);
@@ -90,6 +90,10 @@ qp_err qp_calibration_write(const char *path, const qp_calibration *cal) {
             "overhead_bytes %zu\nprogram_bytes %zu\nblas_bytes %zu\nhdf5_bytes %zu\nthreads %d\n",
             cal->overhead_bytes, cal->program_bytes, cal->blas_bytes, cal->hdf5_bytes,
             cal->threads);
+    if (cal->dgemm_mflops_per_core > 0)
+      fprintf(f, "# the dgemm rate per core with every thread busy, MFLOP/s: plan's job --time\n"
+                 "dgemm_mflops_per_core %zu\n",
+              cal->dgemm_mflops_per_core);
     err = qp_atomic_fcommit(&tmp, f, 1);
   }
   if (err != QP_OK) {

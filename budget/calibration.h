@@ -8,9 +8,10 @@
  *   blas_bytes 20185088
  *   hdf5_bytes 585728
  *   threads 2
+ *   dgemm_mflops_per_core 38000   (optional: the dgemm rate per core, all threads busy)
  * `qmlpipe budget`, `plan` and `run` read it (memory.calibration in the config, else the file
  * named by $QMLPIPE_CALIBRATION) and use overhead_bytes as the model's overhead term; without
- * one they use QP_MODEL_DEFAULT_OVERHEAD (model.h). */
+ * one (builtin, overhead_bytes 0) the program uses its own default (pipeline/memory_model.h). */
 #ifndef QP_CALIBRATION_H
 #define QP_CALIBRATION_H
 
@@ -19,11 +20,13 @@
 #include "qp_error.h"
 
 typedef struct qp_calibration {
-  size_t overhead_bytes;  /* the sum of the parts below (or the built-in default) */
+  size_t overhead_bytes;  /* the sum of the parts below (0 without a file: builtin) */
   size_t program_bytes;   /* the program and its libraries at start */
   size_t blas_bytes;      /* OpenBLAS buffers touched by the warm-up, all threads */
   size_t hdf5_bytes;      /* the HDF5 library's own state once initialised */
   int threads; /* OpenMP threads when measured (the overhead grows with them) */
+  size_t dgemm_mflops_per_core; /* the dgemm rate per core (MFLOP/s), 0 when not measured:
+                                 * the rate of the --time `plan` writes into a job script */
   char source[512]; /* the file it came from, or "built-in default" */
   int builtin;      /* 1: no file; the model picks its default by problem size */
 } qp_calibration;

@@ -109,3 +109,15 @@ done:
   }
   return err;
 }
+
+qp_err qp_h5_attr_write_string(hid_t obj, const char *where, const char *name, const char *text) {
+  qp_err err = QP_OK;
+  hid_t type = -1;
+  QP_H5_GOTO(type = H5Tcopy(H5T_C_S1), done, "%s: attribute '%s'", where, name);
+  QP_H5_GOTO(H5Tset_size(type, H5T_VARIABLE), done, "%s: attribute '%s'", where, name);
+  QP_H5_GOTO(H5Tset_cset(type, H5T_CSET_UTF8), done, "%s: attribute '%s'", where, name);
+  QP_CALL_GOTO(qp_h5_attr_write(obj, where, name, type, &text), done);
+done:
+  if (type >= 0) H5Tclose(type);
+  return err;
+}

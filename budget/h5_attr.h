@@ -24,5 +24,7 @@ qp_err qp_h5_attr_write(hid_t obj, const char *where, const char *name, hid_t ty
                         const void *value);
 /** Writes a scalar int64 attribute. */
 qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int64_t v);
+/** Writes a scalar UTF-8 string attribute (variable length). */
+qp_err qp_h5_attr_write_string(hid_t obj, const char *where, const char *name, const char *text);
 
 #endif

@@ -6,22 +6,23 @@
 
 #include "meter_device.h"
 
-/* Reads "Key:   123 kB" from /proc/self/status; -1 when absent. */
-static int64_t qp_status_kib(const char *key) {
+/* Reads "Key:   123 kB" lines of /proc/self/status in one pass: value[i] for key[i] in bytes,
+ * -1 when absent. */
+static void qp_status_kib(int n, const char *const *key, int64_t *value) {
+  for (int i = 0; i < n; ++i) value[i] = -1;
   FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return -1;
+  if (!f) return;
   char line[256];
-  int64_t value = -1;
-  size_t key_len = strlen(key);
   while (fgets(line, sizeof line, f)) {
-    if (strncmp(line, key, key_len) == 0 && line[key_len] == ':') {
+    for (int i = 0; i < n; ++i) {
+      size_t key_len = strlen(key[i]);
       long long kib = -1;
-      if (sscanf(line + key_len + 1, "%lld", &kib) == 1) value = (int64_t)kib * 1024;
-      break;
+      if (strncmp(line, key[i], key_len) == 0 && line[key_len] == ':' &&
+          sscanf(line + key_len + 1, "%lld", &kib) == 1)
+        value[i] = (int64_t)kib * 1024;
     }
   }
   fclose(f);
-  return value;
 }
 
 static int64_t qp_read_bytes_file(const char *path) {
@@ -94,8 +95,12 @@ int qp_meter_cgroup_version(void) { return qp_cgroup()->version; }
 
 void qp_meter_read(qp_meter_sample *s) {
   memset(s, 0, sizeof *s);
-  s->rss = qp_status_kib("VmRSS");
-  s->hwm = qp_status_kib("VmHWM");
+  static const char *const keys[4] = {"VmRSS", "VmHWM", "RssFile", "RssShmem"};
+  int64_t v[4];
+  qp_status_kib(4, keys, v);
+  s->rss = v[0];
+  s->hwm = v[1];
+  s->rss_shared = v[2] >= 0 && v[3] >= 0 ? v[2] + v[3] : -1;
   const qp_cgroup_files *c = qp_cgroup();
   s->cgroup_current = c->version ? qp_read_bytes_file(c->current) : -1;
   s->cgroup_peak = c->version ? qp_read_bytes_file(c->peak) : -1;

@@ -15,6 +15,9 @@
 typedef struct qp_meter_sample {
   int64_t rss;            /* VmRSS, bytes */
   int64_t hwm;            /* VmHWM, bytes */
+  int64_t rss_shared;     /* RssFile + RssShmem: the file-backed and shared pages of VmRSS
+                           * (libraries, MPI's shared-memory segments), which Slurm's
+                           * jobacct_gather/cgroup leaves out of MaxRSS; bytes, or -1 */
   int64_t cgroup_current; /* bytes, or -1 */
   int64_t cgroup_peak;    /* bytes, or -1 */
   int hwm_reset;          /* 1 if the last reset of VmHWM succeeded */

@@ -1,56 +1,39 @@
-/* model.c: the predicted terms of the pixel-direct pipeline (model.h).
- *
- * One function lists every term with its exact bytes; the pipeline allocates the same names
- * (terms.h) with the same sizes, and tests/pipeline/test_budget_exact.c fails on any drift. */
+/* model.c: a program's predicted memory per stage and term (model.h). */
 #include "model.h"
 
 #include <string.h>
-
-#include "block_cyclic.h"
-#include "checked_size.h"
-#include "terms.h"
 
 /* The rule of checked_size.h: every term (and the overhead) at most QP_SIZE_TERM_MAX, so that
  * the sums below (carried, peak, persistent, lifetime peak plus overhead) cannot wrap. */
 _Static_assert(QP_TERMS_MAX + 1 <= ((size_t)1 << 63) / QP_SIZE_TERM_MAX,
                "QP_TERMS_MAX terms and the overhead of QP_SIZE_TERM_MAX each must sum below 2^63");
 
-static const char *const qp_stage_names[QP_STAGE_COUNT] = {"covariance_setup", "basis_setup",
-                                                           "fisher_run", "spectra_run"};
-
-const char *qp_stage_name(qp_stage_id stage) {
-  return stage >= 0 && stage < QP_STAGE_COUNT ? qp_stage_names[stage] : "?";
+void qp_model_init(qp_model *m, int n_stages, const char *const *names) {
+  memset(m, 0, sizeof *m);
+  m->n_stages = n_stages < 0 ? 0 : n_stages > QP_MODEL_STAGES_MAX ? QP_MODEL_STAGES_MAX : n_stages;
+  for (int s = 0; s < m->n_stages; ++s) m->stage_names[s] = names[s];
 }
 
-/* A term's bytes: on this rank, and of the whole term (all ranks together, the same on every
- * rank; without a grid the two are equal), saturated at SIZE_MAX; `approx` is the whole in
- * double, for messages. The rule is checked on the whole, so that every rank of a grid
- * accepts or refuses the same dimensions (a rank that refused alone would leave the others
- * waiting in a collective); a rank's share never exceeds the whole. */
-typedef struct qp_bytes {
-  size_t here, whole;
-  double approx;
-} qp_bytes;
+const char *qp_model_stage_name(const qp_model *m, int stage) {
+  return stage >= 0 && stage < m->n_stages && m->stage_names[stage] ? m->stage_names[stage] : "?";
+}
 
-/* count x elem bytes, the same on every rank (a replicated buffer). */
-static qp_bytes qp_vector_bytes(int64_t count, size_t elem) {
-  qp_bytes b;
+qp_model_bytes qp_model_vector_bytes(int64_t count, size_t elem) {
+  qp_model_bytes b;
   qp_size_bytes(count, elem, &b.whole);
   b.here = b.whole;
   b.approx = (double)count * (double)elem;
   return b;
 }
 
-/* k x b (k buffers of the same size). */
-static qp_bytes qp_bytes_times(size_t k, qp_bytes b) {
+qp_model_bytes qp_model_bytes_times(size_t k, qp_model_bytes b) {
   qp_size_mul(k, b.here, &b.here);
   qp_size_mul(k, b.whole, &b.whole);
   b.approx *= (double)k;
   return b;
 }
 
-/* Records the first term past QP_SIZE_TERM_MAX (qp_model_predict then refuses the dims). */
-static int qp_model_size_ok(qp_model *m, const char *name, qp_bytes b, const char *formula) {
+int qp_model_size_ok(qp_model *m, const char *name, qp_model_bytes b, const char *formula) {
   if (b.whole <= QP_SIZE_TERM_MAX) return 1;
   if (!m->oversize_term[0]) {
     snprintf(m->oversize_term, sizeof m->oversize_term, "%s", name);
@@ -60,8 +43,8 @@ static int qp_model_size_ok(qp_model *m, const char *name, qp_bytes b, const cha
   return 0;
 }
 
-static qp_model_term *qp_model_add(qp_model *m, const char *name, qp_term_kind kind, qp_bytes bytes,
-                                   qp_stage_id from, qp_stage_id to, const char *formula) {
+qp_model_term *qp_model_add(qp_model *m, const char *name, qp_term_kind kind, qp_model_bytes bytes,
+                            int from, int to, const char *formula) {
   static _Thread_local qp_model_term overflow;
   if (m->n_terms >= QP_TERMS_MAX) {
     m->too_many_terms = 1;
@@ -72,8 +55,8 @@ static qp_model_term *qp_model_add(qp_model *m, const char *name, qp_term_kind k
   strncpy(t->name, name, sizeof t->name - 1);
   t->kind = kind;
   t->space = QP_SPACE_HOST;
-  /* An oversize term counts 0 until qp_model_predict refuses the model, so that no sum of
-   * this model can wrap even before that. */
+  /* An oversize term counts 0 until the program refuses the model, so that no sum of this
+   * model can wrap even before that. */
   t->bytes = qp_model_size_ok(m, name, bytes, formula) ? bytes.here : 0;
   t->stage_alloc = from;
   t->stage_free = to;
@@ -84,261 +67,14 @@ static qp_model_term *qp_model_add(qp_model *m, const char *name, qp_term_kind k
 }
 
 /* Alive in phase `phase` of `stage`. */
-static int qp_term_alive_in(const qp_model_term *t, qp_stage_id stage, int phase) {
+static int qp_term_alive_in(const qp_model_term *t, int stage, int phase) {
   if (!qp_model_term_alive(t, stage)) return 0;
   if (t->stage_alloc == stage && phase < t->phase_alloc) return 0;
   if (t->stage_free == stage && phase > t->phase_free) return 0;
   return 1;
 }
 
-/* Bytes of a rows x cols matrix of doubles on this rank: all of it, or its block-cyclic part
- * (whose local counts are at most rows and cols: block_cyclic.h). */
-static qp_bytes qp_matrix_bytes(const qp_model_dims *d, int64_t rows, int64_t cols) {
-  qp_bytes b;
-  size_t elements = 0;
-  qp_size_bytes(rows, 1, &elements);
-  qp_size_bytes(cols, elements, &elements);
-  qp_size_mul(elements, sizeof(double), &b.whole);
-  b.approx = (double)rows * (double)cols * (double)sizeof(double);
-  b.here = b.whole;
-  if (d->grid_rows > 0) {
-    qp_size_bytes(qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows), 1, &elements);
-    qp_size_bytes(qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols), elements,
-                  &elements);
-    qp_size_mul(elements, sizeof(double), &b.here);
-  }
-  return b;
-}
-
-/* PBLAS's panels for a rows x cols operand on this rank (see the pblas_panels term); the whole
- * is the bound (rows + cols) x block x 8 that no rank's panels exceed. */
-static qp_bytes qp_panel_bytes(const qp_model_dims *d, int64_t rows, int64_t cols) {
-  qp_bytes b;
-  size_t per_block = 0;
-  qp_size_mul((size_t)d->block, sizeof(double), &per_block);
-  size_t span = 0;
-  qp_size_add((size_t)rows, (size_t)cols, &span);
-  qp_size_mul(span, per_block, &b.whole);
-  b.approx = ((double)rows + (double)cols) * (double)d->block * (double)sizeof(double);
-  qp_size_bytes(qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows) +
-                    qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols),
-                per_block, &b.here);
-  return b;
-}
-
-qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
-  memset(m, 0, sizeof *m);
-  QP_CHECK(d->n_positions > 0 && d->n_positions <= d->n_pix, QP_ERR_INPUT,
-           "budget model: n_positions (%lld) must be in 1..n_pix (%lld)", (long long)d->n_positions,
-           (long long)d->n_pix);
-  QP_CHECK(d->n_pix > 0 && d->n_sky >= 0 && d->n_maps > 0 && d->n_params > 0, QP_ERR_INPUT,
-           "budget model: n_pix (%lld), n_maps (%lld) and n_params (%lld) must be positive, "
-           "n_sky (%lld) not negative",
-           (long long)d->n_pix, (long long)d->n_maps, (long long)d->n_params, (long long)d->n_sky);
-  QP_CHECK(d->path == QP_MODEL_PIXEL_DIRECT || d->n_modes > 0, QP_ERR_INPUT,
-           "budget model: the harmonic path needs n_modes > 0 (got %lld)", (long long)d->n_modes);
-  QP_CHECK(d->fisher_chunk >= 1 && d->fisher_chunk <= d->n_params, QP_ERR_INPUT,
-           "budget model: fisher chunk %lld outside 1..%lld", (long long)d->fisher_chunk,
-           (long long)d->n_params);
-  QP_CHECK(d->spectra_chunk >= 1 && d->spectra_chunk <= d->n_params, QP_ERR_INPUT,
-           "budget model: spectra chunk %lld outside 1..%lld", (long long)d->spectra_chunk,
-           (long long)d->n_params);
-  QP_CHECK(d->grid_rows <= 0 || (d->block > 0 && d->grid_cols > 0 && d->grid_row >= 0 &&
-                                   d->grid_row < d->grid_rows && d->grid_col >= 0 &&
-                                   d->grid_col < d->grid_cols),
-           QP_ERR_INPUT, "budget model: rank (%d, %d) outside a %d x %d grid of block %d",
-           d->grid_row, d->grid_col, d->grid_rows, d->grid_cols, d->block);
-  m->dims = *d;
-  m->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
-  QP_CHECK(d->n_modes >= 0 && d->n_fields >= 0 && d->n_lm >= 0, QP_ERR_INPUT,
-           "budget model: n_modes (%lld), n_fields (%d) and n_lm (%lld) must not be negative",
-           (long long)d->n_modes, d->n_fields, (long long)d->n_lm);
-  const int dist = d->grid_rows > 0;
-  const size_t w = sizeof(double);
-  const qp_bytes pix_sq = qp_matrix_bytes(d, d->n_pix, d->n_pix);
-  const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, fis = QP_STAGE_FISHER_RUN,
-                    spe = QP_STAGE_SPECTRA_RUN;
-
-  /* The reader alone holds the sky buffer; every rank checks its size all the same. */
-  const qp_bytes sky = qp_vector_bytes(d->n_sky, w);
-  const char *sky_formula = dist ? "n_sky x 8 (rank 0 reads)" : "n_sky x 8";
-  if (!dist || d->reader)
-    qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, sky, cov, cov, sky_formula);
-  else
-    qp_model_size_ok(m, QP_TERM_SKY_BUFFER, sky, sky_formula);
-  qp_model_add(m, QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT,
-               qp_vector_bytes(d->n_positions, sizeof(int64_t)), cov, spe, "n_positions x 8");
-  qp_model_add(m, QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT,
-               qp_bytes_times(3, qp_vector_bytes(d->n_positions, w)), cov, spe,
-               "3 n_positions x 8");
-  /* The maps are whole on every rank (replicated), so is every n_params buffer. */
-  const qp_bytes maps = qp_bytes_times((size_t)d->n_maps, qp_vector_bytes(d->n_pix, w));
-  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, maps, cov, spe, "n_pix n_maps x 8");
-  const qp_stage_id bas = QP_STAGE_BASIS_SETUP;
-  const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
-  const qp_bytes mode_sq = qp_matrix_bytes(d, d->n_modes, d->n_modes),
-                 mode_pix = qp_matrix_bytes(d, d->n_pix, d->n_modes);
-  const qp_bytes pix_maps = qp_matrix_bytes(d, d->n_pix, d->n_maps),
-                 mode_maps = qp_matrix_bytes(d, d->n_modes, d->n_maps);
-  /* The noise lives until the noise bias on the pixel-direct and projection routes. SMW is
-   * done with it in basis_setup: the maps are whitened there, and N_eff (26 GiB at the
-   * calibration case of docs/memory-model.md) goes as soon as Y = L_N^-1 V^T exists; V goes
-   * once K = Y^T Y does. basis_setup's phases: 0 V, Y, V N^-1 x; 1 K; 2 the LU. */
-  qp_model_term *t;
-  if (d->noise_dense) {
-    t = qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, smw ? bas : fis,
-                     smw ? "n_pix^2 x 8 (N, then N_eff, then its Cholesky factor)"
-                         : "n_pix^2 x 8");
-    if (smw) t->phase_free = 0;
-  } else {
-    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, qp_vector_bytes(d->n_pix, w), cov,
-                 smw ? bas : fis, "n_pix x 8");
-  }
-  if (!smw) {
-    qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
-                 pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
-                       : "n_pix^2 x 8 (C, then L in place)");
-  } else if (d->switched && !d->noise_dense) {
-    t = qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, bas,
-                     "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)");
-    t->phase_free = 0;
-  }
-
-  if (!pixel) {
-    t = qp_model_add(m, QP_TERM_V, smw ? QP_TERM_TRANSIENT : QP_TERM_PERSISTENT, mode_pix, bas,
-                     smw ? bas : spe, "n_pix n_modes x 8 (V^T, then Y in place)");
-    if (smw) {
-      t->phase_free = 1;
-      qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, bas, bas,
-                   "n_pix n_maps x 8 (N_eff^-1/2 x)")
-          ->phase_free = 0;
-      qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas, spe,
-                   "n_modes n_maps x 8 (V N_eff^-1 x, then z in place)");
-    }
-    t = qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, spe,
-                     smw ? "n_modes^2 x 8 (K, then W in place)" : "n_modes^2 x 8 (W)");
-    if (smw) {
-      t->phase_alloc = 1;
-      qp_model_add(m, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, mode_sq, bas, spe,
-                   "n_modes^2 x 8 (I + K Lambda, LU)")
-          ->phase_alloc = 2;
-      /* ScaLAPACK's pdgetrf wants LOCr(n_modes) + MB pivots; the whole is n_modes + MB. */
-      qp_bytes pivots = qp_vector_bytes(d->n_modes + (dist ? d->block : 0), sizeof(int));
-      if (dist)
-        qp_size_bytes(qp_bc_local_count(d->n_modes, d->block, d->grid_row, d->grid_rows) + d->block,
-                      sizeof(int), &pivots.here);
-      qp_model_add(m, QP_TERM_PIVOTS, QP_TERM_PERSISTENT, pivots, bas, spe,
-                   dist ? "(local n_modes + block) x 4" : "n_modes x 4")
-          ->phase_alloc = 2;
-      if (dist)
-        qp_model_add(m, QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, mode_sq, bas, bas,
-                     "n_modes^2 x 8 (K's columns of one field, redistributed)")
-            ->phase_alloc = 2;
-    }
-  }
-
-  if (pixel) {
-    /* k products, the whitened noise, and a streaming slot when k < n_params. */
-    const size_t k = (size_t)d->fisher_chunk, slots = k + 1 + (d->fisher_chunk < d->n_params);
-    qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, qp_bytes_times(slots, pix_sq), fis, fis,
-                 d->fisher_chunk < d->n_params ? "(fisher_chunk + 2) n_pix^2 x 8"
-                                               : "(n_params + 1) n_pix^2 x 8");
-    qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT,
-                 qp_bytes_times(k + 1, qp_vector_bytes(d->fisher_chunk + 2, w)), fis, fis,
-                 "(fisher_chunk + 1)(fisher_chunk + 2) x 8");
-  } else {
-    /* Distributed, fisher_run has phases: 0 W's field blocks for F; then 1, 2 the bias. */
-    const int ph = dist ? 1 : 0;
-    if (dist) {
-      const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
-      qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
-                   qp_bytes_times(blocks, qp_matrix_bytes(d, d->n_lm, d->n_lm)), fis, fis,
-                   "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)")
-          ->phase_free = 0;
-    }
-    if (smw) {
-      qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis,
-                   "n_modes^2 x 8")
-          ->phase_alloc = ph;
-    } else {
-      qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
-                   "n_pix n_modes x 8")
-          ->phase_alloc = ph;
-      /* Distributed, N_eff Z is formed even for a diagonal N, and G = Z^T N_eff Z whole. */
-      if (d->switched || d->noise_dense || dist)
-        qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
-                     "n_pix n_modes x 8")
-            ->phase_alloc = ph;
-      if (d->switched || d->noise_dense) {
-        t = qp_model_add(m, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, pix_sq, fis, fis,
-                         "n_pix^2 x 8");
-        t->phase_alloc = ph;
-        if (dist) t->phase_free = 1;
-      }
-      if (dist)
-        qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis,
-                     "n_modes^2 x 8 (Z^T N_eff Z)")
-            ->phase_alloc = 2;
-    }
-  }
-  const qp_bytes params = qp_vector_bytes(d->n_params, w),
-                 params_sq = qp_bytes_times((size_t)d->n_params, params),
-                 per_map = qp_bytes_times((size_t)d->n_maps, params);
-  qp_model_add(m, QP_TERM_FISHER, QP_TERM_PERSISTENT, params_sq, fis, spe, "n_params^2 x 8");
-  qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, params, fis, spe, "n_params x 8");
-
-  if (pixel) {
-    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe, spe,
-                 "n_pix n_maps x 8");
-    qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT,
-                 qp_bytes_times((size_t)d->spectra_chunk, pix_sq), spe, spe,
-                 "spectra_chunk n_pix^2 x 8");
-    qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, pix_maps, spe, spe,
-                 "n_pix n_maps x 8");
-  } else if (!smw) {
-    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe, spe,
-                 "n_pix n_maps x 8");
-    qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, mode_maps, spe, spe,
-                 "n_modes n_maps x 8");
-  }
-  if (!pixel && dist)
-    qp_model_add(m, QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT,
-                 qp_bytes_times((size_t)d->n_maps, qp_vector_bytes(d->n_modes, w)), spe, spe,
-                 "n_modes n_maps x 8 (z whole on every rank)");
-  qp_model_add(m, QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, params_sq, spe, spe,
-               "n_params^2 x 8");
-  qp_model_add(m, QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, per_map, spe, spe,
-               "n_maps n_params x 8");
-  qp_model_add(m, QP_TERM_SPECTRA, QP_TERM_PERSISTENT, per_map, spe, spe, "n_maps n_params x 8");
-  qp_model_add(m, QP_TERM_ERRORS, QP_TERM_PERSISTENT, params, spe, spe, "n_params x 8");
-  if (dist) {
-    /* PBLAS copies a panel of block columns of its operands and one of block rows per step
-     * (PB_Cmalloc, freed before it returns): (LOCr + LOCc) x block doubles for the largest
-     * operand of the stage, within 2% of a rank's C at n_pix 4480-8064 on 1 x 2 and 2 x 2
-     * grids (docs/distributed.md). SMW's largest after basis_setup's V is K (n_modes^2). */
-    const int64_t big_rows = d->n_pix, big_cols = smw ? d->n_modes : d->n_pix;
-    const int64_t later = smw ? d->n_modes : d->n_pix;
-    const qp_bytes basis_panels = qp_panel_bytes(d, big_rows, big_cols),
-                   later_panels = qp_panel_bytes(d, later, later);
-    const char *formula = "(LOCr + LOCc) x block x 8 (inside PBLAS; seen in RSS only)";
-    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, basis_panels, bas, bas, formula);
-    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, fis, fis, formula);
-    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, spe, spe, formula);
-  }
-  QP_CHECK(!m->too_many_terms, QP_ERR_INTERNAL, "budget model: more than %d terms", QP_TERMS_MAX);
-  QP_CHECK(!m->oversize_term[0], QP_ERR_INPUT,
-           "budget model: term '%s' (%s) would need %.3g bytes (%.3g PiB), more than the 2^56 "
-           "bytes (64 PiB) the model accepts for one term: impossible dimensions "
-           "(n_pix=%lld n_positions=%lld n_sky=%lld n_modes=%lld n_maps=%lld n_params=%lld "
-           "fisher_chunk=%lld spectra_chunk=%lld)",
-           m->oversize_term, m->oversize_formula, m->oversize_bytes,
-           m->oversize_bytes / 1125899906842624.0, (long long)d->n_pix, (long long)d->n_positions,
-           (long long)d->n_sky, (long long)d->n_modes, (long long)d->n_maps, (long long)d->n_params,
-           (long long)d->fisher_chunk, (long long)d->spectra_chunk);
-  return QP_OK;
-}
-
-int qp_model_term_alive(const qp_model_term *t, qp_stage_id stage) {
+int qp_model_term_alive(const qp_model_term *t, int stage) {
   return t->kind != QP_TERM_VIRTUAL && t->kind != QP_TERM_LIBRARY && t->stage_alloc <= stage &&
          stage <= t->stage_free;
 }
@@ -346,7 +82,7 @@ int qp_model_term_alive(const qp_model_term *t, qp_stage_id stage) {
 /* The sums below add at most QP_TERMS_MAX terms of at most QP_SIZE_TERM_MAX bytes each
  * (qp_model_predict refuses a model with a larger one): they cannot wrap (checked_size.h). */
 
-size_t qp_model_stage_library(const qp_model *m, qp_stage_id stage) {
+size_t qp_model_stage_library(const qp_model *m, int stage) {
   size_t sum = 0;
   for (int i = 0; i < m->n_terms; ++i)
     if (m->terms[i].kind == QP_TERM_LIBRARY && m->terms[i].stage_alloc == stage)
@@ -354,7 +90,7 @@ size_t qp_model_stage_library(const qp_model *m, qp_stage_id stage) {
   return sum;
 }
 
-size_t qp_model_stage_carried(const qp_model *m, qp_stage_id stage) {
+size_t qp_model_stage_carried(const qp_model *m, int stage) {
   size_t sum = 0;
   for (int i = 0; i < m->n_terms; ++i)
     if (m->terms[i].stage_alloc < stage && qp_model_term_alive(&m->terms[i], stage))
@@ -362,7 +98,7 @@ size_t qp_model_stage_carried(const qp_model *m, qp_stage_id stage) {
   return sum;
 }
 
-size_t qp_model_stage_peak(const qp_model *m, qp_stage_id stage) {
+size_t qp_model_stage_peak(const qp_model *m, int stage) {
   int phases = 1;
   for (int i = 0; i < m->n_terms; ++i) {
     const qp_model_term *t = &m->terms[i];
@@ -380,13 +116,13 @@ size_t qp_model_stage_peak(const qp_model *m, qp_stage_id stage) {
   return peak;
 }
 
-size_t qp_model_stage_persistent(const qp_model *m, qp_stage_id stage) {
+size_t qp_model_stage_persistent(const qp_model *m, int stage) {
   size_t sum = 0;
   for (int i = 0; i < m->n_terms; ++i) {
     const qp_model_term *t = &m->terms[i];
     /* Terms freed in the last stage are results kept to the end of the run. */
     int kept = t->stage_free > stage ||
-               (t->stage_free == QP_STAGE_COUNT - 1 && t->kind == QP_TERM_PERSISTENT);
+               (t->stage_free == m->n_stages - 1 && t->kind == QP_TERM_PERSISTENT);
     if (qp_model_term_alive(t, stage) && kept) sum += t->bytes;
   }
   return sum;
@@ -394,8 +130,8 @@ size_t qp_model_stage_persistent(const qp_model *m, qp_stage_id stage) {
 
 size_t qp_model_peak(const qp_model *m) {
   size_t peak = 0;
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
-    size_t p = qp_model_stage_peak(m, (qp_stage_id)s);
+  for (int s = 0; s < m->n_stages; ++s) {
+    size_t p = qp_model_stage_peak(m, s);
     if (p > peak) peak = p;
   }
   return peak;
@@ -411,23 +147,9 @@ static void qp_print_bytes(FILE *out, size_t bytes) {
   fprintf(out, "%12.3f MiB %16zu B", (double)bytes / 1048576.0, bytes);
 }
 
-void qp_model_print(FILE *out, const qp_model *m) {
-  const qp_model_dims *d = &m->dims;
-  static const char *const path_names[] = {"pixel_direct", "harmonic (SMW)",
-                                           "harmonic (projection)"};
-  fprintf(out, "qmlpipe memory budget [%s]%s\n", path_names[d->path],
-          d->switched ? " with the switch (S_fixed in N_eff)" : "");
-  if (d->path != QP_MODEL_PIXEL_DIRECT) fprintf(out, "  n_modes=%lld\n", (long long)d->n_modes);
-  fprintf(out,
-          "  n_positions=%lld n_pix=%lld n_sky=%lld n_maps=%lld n_params=%lld noise=%s "
-          "fisher_chunk=%lld "
-          "spectra_chunk=%lld\n\n",
-          (long long)d->n_positions, (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps,
-          (long long)d->n_params, d->noise_dense ? "dense" : "diagonal", (long long)d->fisher_chunk,
-          (long long)d->spectra_chunk);
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
-    qp_stage_id stage = (qp_stage_id)s;
-    fprintf(out, "[%s]\n  carried in  ", qp_stage_name(stage));
+void qp_model_print_stages(FILE *out, const qp_model *m) {
+  for (int stage = 0; stage < m->n_stages; ++stage) {
+    fprintf(out, "[%s]\n  carried in  ", qp_model_stage_name(m, stage));
     qp_print_bytes(out, qp_model_stage_carried(m, stage));
     fprintf(out, "\n  peak        ");
     qp_print_bytes(out, qp_model_stage_peak(m, stage));

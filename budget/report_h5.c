@@ -85,23 +85,11 @@ static qp_err qp_report_attr_f64(hid_t obj, const char *where, const char *name,
   return QP_OK;
 }
 
-static qp_err qp_report_attr_str(hid_t obj, const char *where, const char *name,
-                                 const char *text) {
-  qp_err err = QP_OK;
-  hid_t type = -1;
-  QP_H5_GOTO(type = H5Tcopy(H5T_C_S1), done, "%s: attribute '%s'", where, name);
-  QP_H5_GOTO(H5Tset_size(type, H5T_VARIABLE), done, "%s: attribute '%s'", where, name);
-  QP_H5_GOTO(H5Tset_cset(type, H5T_CSET_UTF8), done, "%s: attribute '%s'", where, name);
-  QP_CALL_GOTO(qp_report_attr(obj, where, name, type, &text), done);
-done:
-  if (type >= 0) H5Tclose(type);
-  return err;
-}
-
-static int qp_report_stage_id(const char *name, qp_stage_id *id) {
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
-    if (strcmp(qp_stage_name((qp_stage_id)s), name) == 0) {
-      *id = (qp_stage_id)s;
+/* The model's index of the stage named `name`; 0 when the model has no such stage. */
+static int qp_report_stage_id(const qp_model *model, const char *name, int *id) {
+  for (int s = 0; s < model->n_stages; ++s) {
+    if (strcmp(qp_model_stage_name(model, s), name) == 0) {
+      *id = s;
       return 1;
     }
   }
@@ -113,7 +101,7 @@ static int64_t qp_i64(size_t v) { return v > (size_t)INT64_MAX ? INT64_MAX : (in
 /* The rows of one stage: predicted terms alive in it, then tracked terms the model lacks.
  * Returns the number of rows; *drift counts rows whose predicted and tracked peak differ. */
 static int qp_report_rows(const qp_model *model, const qp_stage_record *r, int known,
-                          qp_stage_id id, qp_report_row *rows, int *drift) {
+                          int id, qp_report_row *rows, int *drift) {
   int n = 0;
   if (model && known) {
     for (int i = 0; i < model->n_terms && n < QP_REPORT_ROWS_MAX; ++i) {
@@ -200,8 +188,8 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
   QP_H5_GOTO(group = H5Gcreate2(budget, gname, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), done,
              "%s: cannot create group", gwhere);
 
-  qp_stage_id id = QP_STAGE_COVARIANCE_SETUP;
-  int known = model && qp_report_stage_id(r->name, &id);
+  int id = 0;
+  int known = model && qp_report_stage_id(model, r->name, &id);
   size_t carried = known ? qp_model_stage_carried(model, id) : 0;
   size_t peak = known ? qp_model_stage_peak(model, id) : 0;
   size_t persistent = known ? qp_model_stage_persistent(model, id) : 0;
@@ -250,7 +238,7 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
   };
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
     QP_CALL_GOTO(qp_report_attr_i64(group, gwhere, ints[i].name, ints[i].value), done);
-  QP_CALL_GOTO(qp_report_attr_str(group, gwhere, "stage", r->name), done);
+  QP_CALL_GOTO(qp_h5_attr_write_string(group, gwhere, "stage", r->name), done);
   QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "seconds", r->seconds), done);
   QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "flops", r->flops), done);
   QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "gflops_per_s",
@@ -396,6 +384,9 @@ qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample 
   QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_rss_bytes",
                                   baseline ? baseline->rss : -1),
                done);
+  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_rss_shared_bytes",
+                                  baseline ? baseline->rss_shared : -1),
+               done);
   QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_cgroup_bytes",
                                   baseline ? baseline->cgroup_current : -1),
                done);
@@ -423,7 +414,7 @@ qp_err qp_report_write_limit(hid_t file, double bytes, const char *source) {
   QP_CALL_GOTO(qp_report_attr_i64(budget, "/budget", "memory_limit",
                                   bytes > 0 && bytes < 9.2e18 ? (int64_t)bytes : 0),
                done);
-  QP_CALL_GOTO(qp_report_attr_str(budget, "/budget", "memory_limit_source",
+  QP_CALL_GOTO(qp_h5_attr_write_string(budget, "/budget", "memory_limit_source",
                                   source && source[0] ? source : "none"),
                done);
 done:

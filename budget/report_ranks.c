@@ -15,13 +15,13 @@ static const char *const qp_rank_field_names[QP_RANK_FIELDS] = {
     "seconds",              "predicted_library_bytes"};
 
 void qp_rank_row(const qp_model *model, const qp_meter_sample *baseline, double row[QP_RANK_ROW]) {
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+  for (int i = 0; i < QP_RANK_BASELINE; ++i) row[i] = -1;
+  for (int s = 0; s < model->n_stages; ++s) {
     double *v = row + s * QP_RANK_FIELDS;
-    const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
-    for (int f = 0; f < QP_RANK_FIELDS; ++f) v[f] = -1;
-    v[QP_RANK_PREDICTED_PEAK] = (double)qp_model_stage_peak(model, (qp_stage_id)s);
-    v[QP_RANK_PREDICTED_PERSISTENT] = (double)qp_model_stage_persistent(model, (qp_stage_id)s);
-    v[QP_RANK_PREDICTED_LIBRARY] = (double)qp_model_stage_library(model, (qp_stage_id)s);
+    const qp_stage_record *r = qp_stage_record_find(qp_model_stage_name(model, s));
+    v[QP_RANK_PREDICTED_PEAK] = (double)qp_model_stage_peak(model, s);
+    v[QP_RANK_PREDICTED_PERSISTENT] = (double)qp_model_stage_persistent(model, s);
+    v[QP_RANK_PREDICTED_LIBRARY] = (double)qp_model_stage_library(model, s);
     if (!r) continue;
     v[QP_RANK_TRACKED_PEAK] = (double)r->tracked_peak;
     v[QP_RANK_TRACKED_END] = (double)r->tracked_at_end;
@@ -30,7 +30,8 @@ void qp_rank_row(const qp_model *model, const qp_meter_sample *baseline, double 
     if (r->meter_end.rss >= 0) v[QP_RANK_RSS_END] = (double)(r->meter_end.rss - baseline->rss);
     v[QP_RANK_SECONDS] = r->seconds;
   }
-  row[QP_RANK_ROW - 1] = (double)baseline->rss;
+  row[QP_RANK_BASELINE] = (double)baseline->rss;
+  row[QP_RANK_BASELINE + 1] = (double)baseline->rss_shared;
 }
 
 /* A 1-D or 2-D dataset of doubles. */
@@ -53,9 +54,9 @@ done:
 qp_err qp_report_write_ranks(hid_t file, const qp_rank_table *t) {
   qp_err err = QP_OK;
   hid_t group = -1;
-  const int n = t->n_ranks;
-  double *column = malloc((size_t)n * QP_STAGE_COUNT * sizeof *column);
-  double *extreme = malloc(2 * QP_STAGE_COUNT * sizeof *extreme);
+  const int n = t->n_ranks, n_st = t->model->n_stages;
+  double *column = malloc((size_t)n * QP_MODEL_STAGES_MAX * sizeof *column);
+  double *extreme = malloc(2 * QP_MODEL_STAGES_MAX * sizeof *extreme);
   QP_CHECK_GOTO(column && extreme, QP_ERR_NOMEM, done, "out of memory for the rank table");
   QP_H5_GOTO(group = H5Gcreate2(file, "budget/ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), done,
              "cannot create /budget/ranks");
@@ -64,29 +65,38 @@ qp_err qp_report_write_ranks(hid_t file, const qp_rank_table *t) {
   QP_CALL_GOTO(qp_h5_attr_write_i64(group, "/budget/ranks", "grid_cols", t->grid_cols), done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(group, "/budget/ranks", "block", t->block), done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(group, "/budget/ranks", "ranks_per_node", t->ranks_per_node), done);
+  char stages[QP_MODEL_STAGES_MAX * (QP_STAGE_NAME_MAX + 1)] = "";
+  for (int s = 0; s < n_st; ++s) {
+    if (s) strncat(stages, ",", sizeof stages - strlen(stages) - 1);
+    strncat(stages, qp_model_stage_name(t->model, s), sizeof stages - strlen(stages) - 1);
+  }
+  QP_CALL_GOTO(qp_h5_attr_write_string(group, "/budget/ranks", "stages", stages), done);
   for (int f = 0; f < QP_RANK_FIELDS; ++f) {
-    for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    for (int s = 0; s < n_st; ++s) {
       double hi = -INFINITY, lo = INFINITY;
       for (int r = 0; r < n; ++r) {
         double v = t->rows[(size_t)r * QP_RANK_ROW + s * QP_RANK_FIELDS + f];
-        column[r * QP_STAGE_COUNT + s] = v;
+        column[r * n_st + s] = v;
         hi = fmax(hi, v);
         lo = fmin(lo, v);
       }
       extreme[s] = hi;
-      extreme[QP_STAGE_COUNT + s] = lo;
+      extreme[n_st + s] = lo;
     }
-    const hsize_t dims2[2] = {(hsize_t)n, QP_STAGE_COUNT}, dims1[1] = {QP_STAGE_COUNT};
+    const hsize_t dims2[2] = {(hsize_t)n, (hsize_t)n_st}, dims1[1] = {(hsize_t)n_st};
     char name[64];
     QP_CALL_GOTO(qp_write_doubles(group, qp_rank_field_names[f], 2, dims2, column), done);
     snprintf(name, sizeof name, "%s_max", qp_rank_field_names[f]);
     QP_CALL_GOTO(qp_write_doubles(group, name, 1, dims1, extreme), done);
     snprintf(name, sizeof name, "%s_min", qp_rank_field_names[f]);
-    QP_CALL_GOTO(qp_write_doubles(group, name, 1, dims1, extreme + QP_STAGE_COUNT), done);
+    QP_CALL_GOTO(qp_write_doubles(group, name, 1, dims1, extreme + n_st), done);
   }
-  for (int r = 0; r < n; ++r) column[r] = t->rows[(size_t)r * QP_RANK_ROW + QP_RANK_ROW - 1];
-  const hsize_t dims[1] = {(hsize_t)n};
-  QP_CALL_GOTO(qp_write_doubles(group, "baseline_rss_bytes", 1, dims, column), done);
+  static const char *const baseline_names[2] = {"baseline_rss_bytes", "baseline_rss_shared_bytes"};
+  for (int k = 0; k < 2; ++k) {
+    for (int r = 0; r < n; ++r) column[r] = t->rows[(size_t)r * QP_RANK_ROW + QP_RANK_BASELINE + k];
+    const hsize_t dims[1] = {(hsize_t)n};
+    QP_CALL_GOTO(qp_write_doubles(group, baseline_names[k], 1, dims, column), done);
+  }
 done:
   if (group >= 0) H5Gclose(group);
   free(column);
@@ -105,7 +115,7 @@ static qp_err qp_read_field(const char *path, hid_t group, const char *name, dou
   const hssize_t points = H5Sget_simple_extent_npoints(space);
   QP_H5_GOTO(points, done, "/budget/ranks/%s", name);
   QP_CHECK_GOTO(points == count, QP_ERR_INPUT, done,
-                "'%s': /budget/ranks/%s holds %lld values, but n_ranks says %lld", path, name,
+                "'%s': /budget/ranks/%s holds %lld values, but n_ranks and the stages say %lld", path, name,
                 (long long)points, count);
   QP_H5_GOTO(H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), done,
              "/budget/ranks/%s", name);
@@ -116,8 +126,42 @@ done:
 }
 
 /* The most ranks a rank table may claim: far above any job, far below what would make its
- * buffers (n x 4 stages x 8 bytes each) large. */
+ * buffers (n x stages x 8 bytes each) large. */
 enum { QP_RANK_TABLE_MAX = 1 << 24 };
+
+/* The stages of a rank table: the "stages" attribute (comma-separated names), else (files
+ * from before it) as many as predicted_peak_bytes has columns, named "stage <i>". */
+static qp_err qp_rank_stages(const char *path, hid_t group,
+                             char names[QP_MODEL_STAGES_MAX][QP_STAGE_NAME_MAX], int *n_stages) {
+  char text[QP_MODEL_STAGES_MAX * (QP_STAGE_NAME_MAX + 1)];
+  char where[64];
+  snprintf(where, sizeof where, "/budget/ranks");
+  QP_CALL(qp_h5_attr_string(group, where, "stages", text, sizeof text));
+  *n_stages = 0;
+  if (text[0]) {
+    for (char *tok = strtok(text, ","); tok && *n_stages < QP_MODEL_STAGES_MAX;
+         tok = strtok(NULL, ","))
+      snprintf(names[(*n_stages)++], QP_STAGE_NAME_MAX, "%s", tok);
+    return QP_OK;
+  }
+  qp_err err = QP_OK;
+  hid_t set = -1, space = -1;
+  hsize_t dims[2] = {0, 0};
+  QP_H5_GOTO(set = H5Dopen2(group, "predicted_peak_bytes", H5P_DEFAULT), done,
+             "%s: /budget/ranks/predicted_peak_bytes", path);
+  QP_H5_GOTO(space = H5Dget_space(set), done, "%s: /budget/ranks/predicted_peak_bytes", path);
+  QP_CHECK_GOTO(H5Sget_simple_extent_ndims(space) == 2 &&
+                    H5Sget_simple_extent_dims(space, dims, NULL) == 2 && dims[1] >= 1 &&
+                    dims[1] <= QP_MODEL_STAGES_MAX,
+                QP_ERR_INPUT, done, "'%s': /budget/ranks/predicted_peak_bytes is not [rank][stage]",
+                path);
+  *n_stages = (int)dims[1];
+  for (int i = 0; i < *n_stages; ++i) snprintf(names[i], QP_STAGE_NAME_MAX, "stage %d", i);
+done:
+  if (space >= 0) H5Sclose(space);
+  if (set >= 0) H5Dclose(set);
+  return err;
+}
 
 qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   qp_err err = QP_OK;
@@ -149,11 +193,13 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   QP_CHECK_GOTO(n >= 1 && n <= QP_RANK_TABLE_MAX, QP_ERR_INPUT, done,
                 "'%s': /budget/ranks n_ranks = %lld is not a rank count (1 to %d)", path, n,
                 QP_RANK_TABLE_MAX);
+  char stage[QP_MODEL_STAGES_MAX][QP_STAGE_NAME_MAX];
+  int n_st = 0;
+  QP_CALL_GOTO(qp_rank_stages(path, group, stage, &n_st), done);
   for (int f = 0; f < QP_RANK_FIELDS; ++f) {
-    v[f] = malloc((size_t)n * QP_STAGE_COUNT * sizeof *v[f]); /* n <= 2^24: 512 MiB at most */
+    v[f] = malloc((size_t)n * (size_t)n_st * sizeof *v[f]); /* n <= 2^24: 512 MiB at most */
     QP_CHECK_GOTO(v[f], QP_ERR_NOMEM, done, "out of memory for the rank table");
-    QP_CALL_GOTO(qp_read_field(path, group, qp_rank_field_names[f], v[f], n * QP_STAGE_COUNT),
-                 done);
+    QP_CALL_GOTO(qp_read_field(path, group, qp_rank_field_names[f], v[f], n * n_st), done);
   }
   fprintf(out, "per rank (%lld ranks, grid %lld x %lld, block %lld); MiB above each rank's "
                "baseline; error = (measured - predicted) / measured\n",
@@ -172,10 +218,10 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   double absolute = 0;
   long long absolute_rank = 0;
   int absolute_stage = 0;
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+  for (int s = 0; s < n_st; ++s) {
     double worst = 0;
     for (long long r = 0; r < n; ++r) {
-      const size_t k = (size_t)r * QP_STAGE_COUNT + (size_t)s;
+      const size_t k = (size_t)r * (size_t)n_st + (size_t)s;
       const double pp = v[QP_RANK_PREDICTED_PEAK][k], tp = v[QP_RANK_TRACKED_PEAK][k];
       const double rp = v[QP_RANK_RSS_PEAK][k], pk = v[QP_RANK_PREDICTED_PERSISTENT][k];
       const double re = v[QP_RANK_RSS_END][k];
@@ -186,18 +232,18 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
       const double ep = rp > 0 ? (rp - pr) / rp * 100 : NAN, ek = re > 0 ? (re - pk) / re * 100 : NAN;
       if (isfinite(ep)) worst = fmax(worst, fabs(ep));
       fprintf(out, "%-17s %4lld | %10.2f %10.2f %10.2f %+7.2f | %10.2f %10.2f %+7.2f | %s\n",
-              qp_stage_name((qp_stage_id)s), r, pr / mib, tp / mib, rp / mib, ep, pk / mib,
+              stage[s], r, pr / mib, tp / mib, rp / mib, ep, pk / mib,
               re / mib, ek, exact ? "yes" : "NO: tracked != predicted");
     }
     double hi = -INFINITY, lo = INFINITY;
     for (long long r = 0; r < n; ++r) {
-      hi = fmax(hi, v[QP_RANK_RSS_PEAK][(size_t)r * QP_STAGE_COUNT + s]);
-      lo = fmin(lo, v[QP_RANK_RSS_PEAK][(size_t)r * QP_STAGE_COUNT + s]);
+      hi = fmax(hi, v[QP_RANK_RSS_PEAK][(size_t)r * (size_t)n_st + s]);
+      lo = fmin(lo, v[QP_RANK_RSS_PEAK][(size_t)r * (size_t)n_st + s]);
     }
     fprintf(out, "%-17s  all | measured peak max %.2f MiB, min %.2f MiB; largest |err| %.2f%%\n",
-            qp_stage_name((qp_stage_id)s), hi / mib, lo / mib, worst);
+            stage[s], hi / mib, lo / mib, worst);
     for (long long r = 0; r < n; ++r) {
-      double a = v[QP_RANK_RSS_PEAK][(size_t)r * QP_STAGE_COUNT + s] + base[r];
+      double a = v[QP_RANK_RSS_PEAK][(size_t)r * (size_t)n_st + s] + base[r];
       if (a > absolute) {
         absolute = a;
         absolute_rank = r;
@@ -206,7 +252,7 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
     }
   }
   fprintf(out, "largest RSS of any rank: %.2f MiB (rank %lld in %s, baseline included)\n",
-          absolute / mib, absolute_rank, qp_stage_name((qp_stage_id)absolute_stage));
+          absolute / mib, absolute_rank, stage[absolute_stage]);
   free(base);
 done:
   for (int f = 0; f < QP_RANK_FIELDS; ++f) free(v[f]);

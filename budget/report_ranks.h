@@ -7,7 +7,7 @@
  *   rss_peak_bytes, rss_end_bytes                     VmHWM / VmRSS minus that rank's baseline
  *   seconds
  *   predicted_library_bytes                           PBLAS's own buffers (in RSS, not tracked)
- * with baseline_rss_bytes [rank], the stage names, the grid (attributes grid_rows, grid_cols,
+ * with baseline_rss_bytes [rank], the stage names (attribute stages, comma-separated), the grid (attributes grid_rows, grid_cols,
  * block, ranks_per_node) and, per quantity, its max and min over the ranks (<name>_max,
  * <name>_min [stage]). Budget knows nothing of MPI: the pipeline gathers the rows. */
 #ifndef QP_REPORT_RANKS_H
@@ -31,12 +31,17 @@ enum {
   QP_RANK_FIELDS
 };
 
-/** One rank's row: QP_STAGE_COUNT x QP_RANK_FIELDS values then its baseline RSS. */
-enum { QP_RANK_ROW = QP_STAGE_COUNT * QP_RANK_FIELDS + 1 };
+/** One rank's row: QP_MODEL_STAGES_MAX x QP_RANK_FIELDS values (the model's stages first, the
+ *  rest unused), then its baseline RSS and the shared part of it (meter.h rss_shared). */
+enum {
+  QP_RANK_BASELINE = QP_MODEL_STAGES_MAX * QP_RANK_FIELDS,
+  QP_RANK_ROW = QP_RANK_BASELINE + 2
+};
 
 typedef struct qp_rank_table {
   int n_ranks, grid_rows, grid_cols, block, ranks_per_node;
-  const double *rows; /* n_ranks x QP_RANK_ROW */
+  const qp_model *model; /* the stages (every rank's model has the same) */
+  const double *rows;    /* n_ranks x QP_RANK_ROW */
 } qp_rank_table;
 
 /** This rank's row from its stage records (budget.h), its model and baseline. */

@@ -655,7 +655,7 @@ static qp_err qp_cfg_check(qp_cfg_ctx *ctx, qp_config *cfg) {
   QP_CHECK(cfg->lmax_signal >= cfg->lmax, QP_ERR_INPUT,
            "config %s line %d: lmax_signal (%d) must be >= lmax (%d)", ctx->file,
            ctx->line[K_LMAX_SIGNAL], cfg->lmax_signal, cfg->lmax);
-  /* (lmax + 1)^2, the (l, m) of a field, must be an int (harmonics.h): lmax <= 46339. */
+  /* (lmax + 1)^2, the (l, m) of a field, must be an int (spin_harmonics.h): lmax <= 46339. */
   const int lmax_key = cfg->lmax > QP_LMAX_MAX ? K_LMAX : K_LMAX_SIGNAL;
   QP_CHECK(cfg->lmax_signal <= QP_LMAX_MAX, QP_ERR_INPUT,
            "config %s line %d: %s = %d is beyond %d, the largest multipole qmlpipe indexes "

@@ -16,7 +16,7 @@
 enum { QP_PATH_MAX = 4096, QP_SPECTRA_MAX = 6 };
 
 /* Bounds of values whose products size the run, so that those products fit their types:
- *  - lmax and lmax_signal: (lmax + 1)^2, the (l, m) of a field, is an int (harmonics.h);
+ *  - lmax and lmax_signal: (lmax + 1)^2, the (l, m) of a field, is an int (spin_harmonics.h);
  *  - dimensions.nside: HEALPix's largest, 2^29 (12 nside^2 then fits int64);
  *  - grid.block: a block of block^2 doubles is read at a time (h5_matrix.h);
  *  - byte sizes (qp_parse_bytes): below 2^63, so that they convert to int64 and size_t. */

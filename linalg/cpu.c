@@ -27,7 +27,7 @@ static qp_err qp_cpu_potrf(qp_matrix *a) {
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
            "stage %s: matrix '%s' (%d x %d) is not positive definite: its leading minor of "
            "order %d (row %d) is not positive",
-           qp_stage_current()[0] ? qp_stage_current() : "(none)", a->name, n, n, info, info);
+           qp_stage_label(), a->name, n, n, info, info);
   return QP_OK;
 }
 
@@ -38,7 +38,7 @@ static qp_err qp_cpu_trtri(qp_matrix *l) {
   int info = LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, 'L', 'N', n, l->data, lda);
   QP_CALL(qp_lapack_check(info, "dtrtri", l));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: triangular factor '%s' is singular at row %d",
-           qp_stage_current()[0] ? qp_stage_current() : "(none)", l->name, info);
+           qp_stage_label(), l->name, info);
   return QP_OK;
 }
 
@@ -49,7 +49,7 @@ static qp_err qp_cpu_potri(qp_matrix *l) {
   int info = LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'L', n, l->data, lda);
   QP_CALL(qp_lapack_check(info, "dpotri", l));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: factor of '%s' is singular at row %d",
-           qp_stage_current()[0] ? qp_stage_current() : "(none)", l->name, info);
+           qp_stage_label(), l->name, info);
   return QP_OK;
 }
 
@@ -125,7 +125,7 @@ static qp_err qp_cpu_getrf(qp_matrix *a, int *pivots) {
   int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, a->data, lda, pivots);
   QP_CALL(qp_lapack_check(info, "dgetrf", a));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: matrix '%s' (%d x %d) is singular: U(%d,%d) = 0",
-           qp_stage_current()[0] ? qp_stage_current() : "(none)", a->name, n, n, info, info);
+           qp_stage_label(), a->name, n, n, info, info);
   return QP_OK;
 }
 

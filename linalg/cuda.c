@@ -12,10 +12,6 @@
 #include "blas_int.h"
 #include "cuda_private.h"
 
-static const char *qp_stage_or_none(void) {
-  return qp_stage_current()[0] ? qp_stage_current() : "(none)";
-}
-
 static cublasOperation_t qp_cublas_op(qp_trans t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
 static cublasSideMode_t qp_cublas_side(qp_side s) {
   return s == QP_LEFT ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
@@ -34,7 +30,7 @@ static qp_what qp_what_of(const char *routine, const qp_matrix *m) {
 /* cuSOLVER's info < 0 is a bad argument: a bug here, not the user's (as LAPACK's in cpu.c). */
 static qp_err qp_cuda_info_check(int info, const char *routine, const qp_matrix *a) {
   QP_CHECK(info >= 0, QP_ERR_LIBRARY, "%s on '%s' (stage %s): argument %d is invalid", routine,
-           a->name, qp_stage_or_none(), -info);
+           a->name, qp_stage_label(), -info);
   return QP_OK;
 }
 
@@ -109,7 +105,7 @@ static qp_err qp_cuda_potrf(qp_matrix *a) {
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
            "stage %s: matrix '%s' (%lld x %lld) is not positive definite: its leading minor of "
            "order %d (row %d) is not positive",
-           qp_stage_or_none(), a->name, (long long)a->rows, (long long)a->rows, info, info);
+           qp_stage_label(), a->name, (long long)a->rows, (long long)a->rows, info, info);
   return QP_OK;
 }
 
@@ -131,7 +127,7 @@ static qp_err qp_cuda_potri(qp_matrix *l) {
   QP_CALL(qp_cuda_read_info(&info));
   QP_CALL(qp_cuda_info_check(info, "cusolverDnDpotri", l));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: factor of '%s' is singular at row %d",
-           qp_stage_or_none(), l->name, info);
+           qp_stage_label(), l->name, info);
   /* matrix.c mirrors host results; a device result is mirrored here, on the device. */
   QP_CALL(qp_cuda_status(qp_cuda_launch_mirror_lower(l->data, l->rows, l->ld, c->stream),
                          qp_what_of("mirroring the inverse", l).text));
@@ -152,7 +148,7 @@ static qp_err qp_cuda_trtri(qp_matrix *l) {
   QP_CALL(qp_cuda_read_info(&info));
   QP_CALL(qp_cuda_info_check(info, "cusolverDnXtrtri", l));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: triangular factor '%s' is singular at row %d",
-           qp_stage_or_none(), l->name, info);
+           qp_stage_label(), l->name, info);
   return QP_OK;
 }
 
@@ -291,7 +287,7 @@ static qp_err qp_cuda_getrf(qp_matrix *a, int *pivots) {
   /* The pivots of a failed factorization are of no use: they are read (and checked) only
    * after a successful one. */
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
-           "stage %s: matrix '%s' (%lld x %lld) is singular: U(%d,%d) = 0", qp_stage_or_none(),
+           "stage %s: matrix '%s' (%lld x %lld) is singular: U(%d,%d) = 0", qp_stage_label(),
            a->name, (long long)n, (long long)n, info, info);
   QP_CALL(qp_cuda_pivots_download(n, pivots));
   return QP_OK;

@@ -5,7 +5,7 @@
  * stream of one device and leave their results on the device; host code sees them after
  * qp_cuda_matrix_copy. What the operations need besides their operands (cuSOLVER and cuBLAS
  * workspaces, the info word, getrf's pivots, trace_product's sums) is held by one context per
- * process and charged to the terms of budget/terms.h (QP_TERM_CUBLAS_WORKSPACE, ...), so that
+ * process and charged to the terms below (QP_TERM_CUBLAS_WORKSPACE, ...), so that
  * no library allocates device memory behind the budget's back once the context exists.
  *
  * Not thread-safe: one thread drives the context. Not collective over MPI (one device per
@@ -15,6 +15,15 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* the cuda backend's own buffers (linalg/cuda_context.c), held from qp_cuda_init (or the first
+ * operation that needs them) to qp_cuda_finalize; all in the device space but the last */
+#define QP_TERM_CUBLAS_WORKSPACE "cublas workspace"     /* 32 MiB (sm_90 and up), else 4 MiB */
+#define QP_TERM_CUSOLVER_WORKSPACE "cusolver workspace" /* the largest *_bufferSize so far */
+#define QP_TERM_CUSOLVER_INFO "cusolver info"           /* one int */
+#define QP_TERM_DEVICE_PIVOTS "device pivots"           /* getrf's int64 pivots, the largest n */
+#define QP_TERM_DEVICE_REDUCTION "device reduction"     /* trace_product's column sums + 1 */
+#define QP_TERM_CUSOLVER_HOST_WORKSPACE "cusolver host workspace" /* host space, often 0 */
 
 #include "matrix.h"
 

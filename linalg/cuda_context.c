@@ -6,7 +6,6 @@
 
 #include "cuda_private.h"
 #include "meter_device.h"
-#include "terms.h"
 
 qp_cuda_context qp_cuda_ctx;
 
@@ -19,14 +18,14 @@ qp_err qp_cuda_status(cudaError_t status, const char *what) {
   if (status == cudaSuccess) return QP_OK;
   (void)cudaGetLastError(); /* clear a non-sticky error so that later calls start clean */
   QP_FAIL(QP_ERR_GPU, "%s (stage %s): CUDA error %s: %s", what,
-          qp_stage_current()[0] ? qp_stage_current() : "(none)", cudaGetErrorName(status),
+          qp_stage_label(), cudaGetErrorName(status),
           cudaGetErrorString(status));
 }
 
 qp_err qp_cublas_status(cublasStatus_t status, const char *what) {
   if (status == CUBLAS_STATUS_SUCCESS) return QP_OK;
   QP_FAIL(QP_ERR_GPU, "%s (stage %s): cuBLAS error %s: %s", what,
-          qp_stage_current()[0] ? qp_stage_current() : "(none)", cublasGetStatusName(status),
+          qp_stage_label(), cublasGetStatusName(status),
           cublasGetStatusString(status));
 }
 
@@ -54,7 +53,7 @@ static const char *qp_cusolver_status_name(cusolverStatus_t status) {
 qp_err qp_cusolver_status(cusolverStatus_t status, const char *what) {
   if (status == CUSOLVER_STATUS_SUCCESS) return QP_OK;
   QP_FAIL(QP_ERR_GPU, "%s (stage %s): cuSOLVER error %s (%d)", what,
-          qp_stage_current()[0] ? qp_stage_current() : "(none)", qp_cusolver_status_name(status),
+          qp_stage_label(), qp_cusolver_status_name(status),
           (int)status);
 }
 

@@ -16,13 +16,9 @@
 
 static const int qp_one = 1;
 
-static const char *qp_where(void) {
-  return qp_stage_current()[0] ? qp_stage_current() : "(none)";
-}
-
 static qp_err qp_info_check(int info, const char *routine, const qp_matrix *a) {
   QP_CHECK(info >= 0, QP_ERR_LIBRARY, "%s on '%s' (stage %s): argument %d is invalid", routine,
-           a->name, qp_where(), -info);
+           a->name, qp_stage_label(), -info);
   return QP_OK;
 }
 
@@ -33,7 +29,7 @@ static qp_err qp_dist_potrf(qp_matrix *a) {
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
            "stage %s: matrix '%s' (%d x %d) is not positive definite: its leading minor of "
            "order %d (row %d) is not positive",
-           qp_where(), a->name, n, n, info, info);
+           qp_stage_label(), a->name, n, n, info, info);
   return QP_OK;
 }
 
@@ -42,7 +38,7 @@ static qp_err qp_dist_trtri(qp_matrix *l) {
   pdtrtri_("L", "N", &n, l->data, &qp_one, &qp_one, l->desc, &info, 1, 1);
   QP_CALL(qp_info_check(info, "pdtrtri", l));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: triangular factor '%s' is singular at row %d",
-           qp_where(), l->name, info);
+           qp_stage_label(), l->name, info);
   return QP_OK;
 }
 
@@ -95,7 +91,7 @@ static qp_err qp_dist_getrf(qp_matrix *a, int *pivots) {
   pdgetrf_(&n, &n, a->data, &qp_one, &qp_one, a->desc, pivots, &info);
   QP_CALL(qp_info_check(info, "pdgetrf", a));
   QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: matrix '%s' (%d x %d) is singular: U(%d,%d) = 0",
-           qp_where(), a->name, n, n, info, info);
+           qp_stage_label(), a->name, n, n, info, info);
   return QP_OK;
 }
 

@@ -386,7 +386,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   QP_CALL_GOTO(qp_comm_agree(qp_inputs_check_limit(p)), fail);
   if (p->progress) fprintf(stderr, "[qmlpipe] path %s\n", p->path_reason);
   QP_CALL_GOTO(qp_inputs_touch_libraries(p), fail);
-  qp_driver_warm_up(p->n_pix, qp_inputs_blas_width(p, p->model.dims.path), baseline);
+  qp_driver_warm_up(p->n_pix, qp_inputs_blas_width(p, p->model_dims.path), baseline);
   /* Each run's report holds its own stages only. */
   qp_budget_reset();
   /* The memory timeline of this run only (budget/timeline.h), stopped before the writing. */
@@ -412,8 +412,13 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
     rank_rows = malloc((size_t)n * QP_RANK_ROW * sizeof *rank_rows);
     QP_CHECK_GOTO(rank_rows, QP_ERR_NOMEM, fail, "out of memory for %d ranks' budgets", n);
     QP_CALL_GOTO(qp_comm_allgather(mine, rank_rows, QP_RANK_ROW), fail);
-    ranks = (qp_rank_table){n, grid->nprow, grid->npcol, grid->block, qp_comm_node_size(),
-                            rank_rows};
+    ranks = (qp_rank_table){.n_ranks = n,
+                            .grid_rows = grid->nprow,
+                            .grid_cols = grid->npcol,
+                            .block = grid->block,
+                            .ranks_per_node = qp_comm_node_size(),
+                            .model = &p->model,
+                            .rows = rank_rows};
   }
   const char *rcond_names[QP_RCOND_COUNT];
   if (options->write_results && qp_comm_rank() == 0) {

@@ -14,8 +14,8 @@
 #include "fits_map.h"
 #include "h5_matrix.h"
 #include "comm.h"
-#include "harmonic.h"
-#include "harmonics.h"
+#include "harmonic_route.h"
+#include "spin_harmonics.h"
 #include "conditioning.h"
 #include "legendre.h"
 #include "terms.h"
@@ -82,9 +82,10 @@ int64_t qp_inputs_blas_width(const qp_problem *p, qp_model_path path) {
   return path == QP_MODEL_HARMONIC_SMW && !dense ? p->n_modes : p->n_pix;
 }
 
-/* The model of one route: pixel-direct, SMW or projection. */
+/* The model of one route: pixel-direct, SMW or projection; its dimensions to *dims_out when
+ * that is not NULL. */
 static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
-                              int64_t spectra_chunk, qp_model *model) {
+                              int64_t spectra_chunk, qp_model *model, qp_model_dims *dims_out) {
   const qp_config *cfg = p->cfg;
   qp_model_dims dims = {
       .path = path,
@@ -115,9 +116,11 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t f
   for (int f = 0; f < 3; ++f) dims.n_fields += p->field_offset[f] >= 0;
   dims.n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
   QP_CALL(qp_model_predict(&dims, model));
+  if (dims_out) *dims_out = dims;
   /* At most 2^56 from a calibration file (calibration.h); the built-in one is 57 MiB plus
    * 2 KiB per column and thread up to 65536 columns, plus 8 MiB: far below. */
-  model->overhead_bytes = p->calibration.overhead_bytes;
+  model->overhead_bytes =
+      p->calibration.builtin ? QP_MODEL_DEFAULT_OVERHEAD : p->calibration.overhead_bytes;
   if (p->calibration.builtin && p->n_pix > 2048) /* the wide warm-up (driver.c) */
     model->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD_LARGE +
                             qp_driver_warm_up_panel_bytes(qp_inputs_blas_width(p, path));
@@ -134,7 +137,7 @@ static qp_err qp_inputs_model(const qp_problem *p, qp_model_path path, int64_t f
  * same on every rank. */
 static qp_err qp_inputs_chunk_fits(const qp_problem *p, int64_t f, int64_t s, qp_stage_id stage,
                                    double limit, qp_model *model, int *fits) {
-  qp_err err = qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, f, s, model);
+  qp_err err = qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, f, s, model, NULL);
   if (err == QP_ERR_INPUT && model->oversize_term[0]) {
     qp_error_clear();
     *fits = 0;
@@ -158,7 +161,7 @@ static qp_err qp_inputs_chunks(const qp_problem *p, int64_t *fisher_chunk,
   const int64_t np = p->n_params;
   *fisher_chunk = *spectra_chunk = np;
   if (limit <= 0) {
-    QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, np, np, model));
+    QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, np, np, model, NULL));
     return QP_OK;
   }
   /* fisher_run's peak does not depend on spectra_run's chunk: it is searched with the bin
@@ -181,13 +184,13 @@ static qp_err qp_inputs_chunks(const qp_problem *p, int64_t *fisher_chunk,
   QP_CALL(qp_comm_max(smallest, 2));
   *fisher_chunk = (int64_t)-smallest[0];
   *spectra_chunk = (int64_t)-smallest[1];
-  QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, model));
+  QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, model, NULL));
   return QP_OK;
 }
 
 qp_err qp_inputs_remodel(qp_problem *p) {
-  const qp_model_dims d = p->model.dims;
-  QP_CALL(qp_inputs_model(p, d.path, d.fisher_chunk, d.spectra_chunk, &p->model));
+  const qp_model_dims d = p->model_dims;
+  QP_CALL(qp_inputs_model(p, d.path, d.fisher_chunk, d.spectra_chunk, &p->model, &p->model_dims));
   return QP_OK;
 }
 
@@ -230,7 +233,7 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
   for (int r = 0; r < 3; ++r) {
     if (!allowed[r]) continue;
     qp_err err = r == 0 ? qp_inputs_chunks(p, &fisher_chunk, &spectra_chunk, &p->model)
-                        : qp_inputs_model(p, (qp_model_path)r, p->n_params, p->n_params, &p->model);
+                        : qp_inputs_model(p, (qp_model_path)r, p->n_params, p->n_params, &p->model, &p->model_dims);
     if (err == QP_ERR_INPUT && p->model.oversize_term[0]) {
       snprintf(unsized[r], sizeof unsized[r], "term '%s' needs %.3g bytes", p->model.oversize_term,
                p->model.oversize_bytes);
@@ -284,7 +287,7 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
   p->smw = chosen == 1;
   p->plan_flops = cost[chosen];
   if (chosen == 0) {
-    QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, &p->model));
+    QP_CALL(qp_inputs_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, &p->model, &p->model_dims));
     if (fisher_chunk < p->n_params || spectra_chunk < p->n_params)
       snprintf(p->path_reason + strlen(p->path_reason),
                sizeof p->path_reason - strlen(p->path_reason),
@@ -294,7 +297,7 @@ static qp_err qp_inputs_choose_path(qp_problem *p) {
                p->host_limit / 1073741824.0, (long long)fisher_chunk, (long long)p->n_params,
                (long long)spectra_chunk);
   } else {
-    QP_CALL(qp_inputs_model(p, (qp_model_path)chosen, p->n_params, p->n_params, &p->model));
+    QP_CALL(qp_inputs_model(p, (qp_model_path)chosen, p->n_params, p->n_params, &p->model, &p->model_dims));
   }
   return QP_OK;
 }
@@ -445,7 +448,7 @@ qp_err qp_inputs_plan(qp_problem *p) {
 void qp_inputs_smw_noise_check(qp_problem *p, double rcond, double noise_max) {
   p->rcond[QP_RCOND_NOISE] = rcond;
   const double floor = qp_rcond_floor(p->cfg->accuracy);
-  /* C's conditioning as SMW bounds it (harmonic.c, qp_basis_smw): known from the variances
+  /* C's conditioning as SMW bounds it (harmonic_route.c, qp_basis_smw): known from the variances
    * and the C_ell alone, so that `auto` can leave SMW before anything is built. */
   const double rcond_c = qp_smw_covariance_rcond(p, rcond, noise_max);
   if (!(isfinite(rcond) && rcond >= floor))

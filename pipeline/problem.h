@@ -9,7 +9,7 @@
 #include "cls_text.h"
 #include "config.h"
 #include "matrix.h"
-#include "model.h"
+#include "memory_model.h"
 
 /* The matrices whose reciprocal condition number is estimated (pipeline/conditioning.h). */
 typedef enum qp_rcond_id {
@@ -50,7 +50,7 @@ typedef struct qp_problem {
   /* Why SMW is ruled out (its noise too ill-conditioned for cfg->accuracy), or "" */
   char smw_refused[256];
 
-  /* harmonic path: modes are [T | E | B] (fields present), (l, m) in harmonics.h order */
+  /* harmonic path: modes are [T | E | B] (fields present), (l, m) in spin_harmonics.h order */
   int64_t n_modes;
   int64_t field_offset[3]; /* first mode of T, E, B; -1 when the field is absent */
   int field_ell_min[3];    /* first multipole of each field (E and B start at 2) */
@@ -83,7 +83,8 @@ typedef struct qp_problem {
   char limit_source[768];
   int limit_from_job;
 
-  qp_model model;
+  qp_model model;             /* the memory model of the route and chunks chosen */
+  qp_model_dims model_dims;   /* the dimensions it was predicted from */
   qp_calibration calibration; /* the model's measured constants (the overhead) */
   int progress;           /* 1: report progress on stderr */
   /* `qmlpipe budget/plan --ranks`: a grid to size (nprow > 0) without running MPI; the model

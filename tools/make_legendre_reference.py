@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make_legendre_reference.py: reference values of the orthonormalised associated Legendre
 functions lambda_lm(theta) = sqrt((2l+1)/(4 pi) (l-m)!/(l+m)!) P_l^m(cos theta) (Condon-Shortley
-phase, as healpy and qmlpipe's pipeline/harmonics.c) at high l, from the explicit polynomial of
+phase, as healpy and qmlpipe's pipeline/sky/spin_harmonics.c) at high l, from the explicit polynomial of
 P_l^m summed in mpmath at enough digits to absorb its cancellation: no recursion, nothing
 shared with qmlpipe.
 

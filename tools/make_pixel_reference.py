@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make_pixel_reference.py: an independent reference (healpy, no qmlpipe code) for the pixel
-covariance S and the bin matrices P_p of pipeline/pixel_matrices.c at high ell, for
+covariance S and the bin matrices P_p of pipeline/sky/pixel_matrices.c at high ell, for
 tests/pipeline/test_pixel_reference.c.
 
 What it writes (into tests/data/ unless another directory is given):

@@ -25,7 +25,7 @@
 #include "cuda.h"
 #include "matrix.h"
 #include "meter_device.h"
-#include "terms.h"
+#include "cuda.h"
 #include "test_util.h"
 
 enum { QP_TEST_SKIP = 77, N = 203, M = 37, NRHS = 5 };

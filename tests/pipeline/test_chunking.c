@@ -31,7 +31,7 @@ int main(void) {
   qp_problem_free(&whole);
   cfg.host_limit = 0.5 * (double)unchunked;
   TEST_OK(qp_fixture_run(&cfg, &chunked, &b1));
-  const qp_model_dims *d = &chunked.model.dims;
+  const qp_model_dims *d = &chunked.model_dims;
   printf("n_pix %lld, %d parameters: unchunked peak %.1f MiB; limit %.1f MiB -> fisher chunk "
          "%lld, spectra chunk %lld, predicted peak %.1f MiB\n",
          (long long)chunked.n_pix, chunked.n_params, unchunked / 1048576.0,

@@ -81,7 +81,7 @@ static void check_blas_split(void) {
   qp_problem_free(&p);
   cfg.host_limit = (double)overhead + 0.6 * (double)tracked; /* streamed: the gemm of dots */
   TEST_OK(qp_fixture_run(&cfg, &p, &b));
-  TEST_ASSERT(p.model.dims.fisher_chunk < p.n_params, "the run was not chunked");
+  TEST_ASSERT(p.model_dims.fisher_chunk < p.n_params, "the run was not chunked");
   TEST_WITHIN(compare(&ref, &p, "dots without BLAS, chunked"), 1e-12, "chunked split");
   qp_problem_free(&p);
   unsetenv("QP_TEST_BLAS_INT_MAX");

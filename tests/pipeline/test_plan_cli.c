@@ -2,7 +2,8 @@
  * `dimensions:` in place of maps and mask (the harmonic calibration case: n_pix 59136,
  * n_modes 33274, lmax_signal 256, lmax 128) is planned (SMW, lifetime peak under 45 GiB),
  * refused against a 30 GiB host_limit before anything is allocated, and refused by `run`;
- * `calibrate` writes a calibration file whose overhead `budget` then reports. */
+ * `calibrate` writes a calibration file whose overhead `budget` then reports, and whose dgemm
+ * rate per core `plan --json` uses for the job's --time (without one, plan times a dgemm). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,35 @@ int main(int argc, char **argv) {
   char expect[64];
   snprintf(expect, sizeof expect, "%lld B", overhead);
   TEST_ASSERT(output_has(expect), "budget does not report the calibrated overhead %s", expect);
+  /* The job's --time: calibrate records the dgemm rate per core, plan uses it; without a
+   * calibration file plan times a dgemm itself; the JSON says which and by how much. */
+  long long mflops = -1;
+  f = fopen("plan_cal.txt", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "dgemm_mflops_per_core %lld", &mflops) == 1) break;
+  if (f) fclose(f);
+  TEST_ASSERT(mflops >= 100, "calibrate recorded dgemm_mflops_per_core %lld (expected >= 100)",
+              mflops);
+  FILE *cal = fopen("plan_rate.txt", "w");
+  fprintf(cal, "overhead_bytes %lld\ndgemm_mflops_per_core 2500\n", overhead);
+  fclose(cal);
+  write_config("plan_rate.yaml", "memory: {calibration: plan_rate.txt}\n");
+  TEST_ASSERT(run("plan plan_rate.yaml --json") == 0 &&
+                  output_has("\"flops_per_core\": 2.5e+09, \"rate_source\": "
+                             "\"dgemm_mflops_per_core of the calibration file ") &&
+                  output_has("plan_rate.txt\""),
+              "plan --json does not take the calibrated rate 2.5e9");
+  TEST_ASSERT(run("plan plan_dims.yaml --json") == 0 && output_has("timed by `plan`"),
+              "plan without a calibration does not say it timed a dgemm");
+  f = fopen("plan_cli_out.txt", "r");
+  double measured = -1;
+  const char *key = "\"flops_per_core\": ";
+  while (f && fgets(line, sizeof line, f)) {
+    const char *at = strstr(line, key);
+    if (at) measured = strtod(at + strlen(key), NULL);
+  }
+  if (f) fclose(f);
+  TEST_ASSERT(measured > 1e8 && measured < 1e12, "measured rate per core %g flop/s", measured);
   write_config("plan_badcal.yaml", "memory: {calibration: no_such_calibration.txt}\n");
   TEST_ASSERT(run("budget plan_badcal.yaml") == qp_err_exit_status(QP_ERR_IO) &&
                   output_has("no_such_calibration.txt"),

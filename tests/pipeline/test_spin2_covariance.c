@@ -1,6 +1,6 @@
 /* test_spin2_covariance: the pixel-space covariance of pixel_matrices.c (Legendre and Wigner d
  * of the angle between two pixels, Q/U rotated from the great circle to the meridians) equals
- * V^T Lambda V built from the harmonic basis (harmonics.c, itself checked against healpy) to
+ * V^T Lambda V built from the harmonic basis (spin_harmonics.c, itself checked against healpy) to
  * 1e-10 of its largest entry: for QU and TQU, for S with all six spectra nonzero and for the
  * derivative of every spectrum, at nside 4 and 8 on the full sky, which holds coincident
  * (i = j) and antipodal pixel pairs. */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harmonics.h"
+#include "spin_harmonics.h"
 #include "pixel_matrices.h"
 #include "test_util.h"
 

@@ -15,7 +15,8 @@
  *     variants written here: K suffixes, --parsable's trailing '|', columns reordered (exit
  *     0); no header, a cut line, a bad MaxRSS, no srun step, a FAILED step (exit 6, naming
  *     the file and line where there is one); an OUT_OF_MEMORY step (exit 4); --sacct with two
- *     results files (exit 2).
+ *     results files (exit 2); --sacct-gather cgroup against linux: the rank's predictions
+ *     differ by the baseline's shared pages the table states; a bad --sacct-gather (exit 2).
  * Everything happens in a private directory (validate_cli.d) under the working directory;
  * its files are removed at the start and, when every check passed, at the end. */
 #include <dirent.h>
@@ -243,6 +244,37 @@ int main(int argc, char **argv) {
                     before);
       qp_cli_free(&r);
     }
+
+    /* jobacct_gather/cgroup (default) counts anonymous memory: the rank's prediction is the
+     * linux one less the baseline's shared pages, which the table states. */
+    before = qp_test_failures;
+    double pred_gather[2] = {NAN, NAN}, shared = NAN;
+    for (int g = 0; g < 2; ++g) {
+      const char *args[] = {"validate", "--tolerance", "0.95", NAME "_results.h5", "--sacct", sacct,
+                            "--sacct-gather", g ? "linux" : "cgroup", NULL};
+      run_qmlpipe(g ? "sacct_gather_linux" : "sacct_gather_cgroup", args, &r);
+      const char *row = strstr(r.out, "\n  rank ");
+      const char *bar = row ? strchr(row + 1, '|') : NULL;
+      if (bar) pred_gather[g] = strtod(bar + 1, NULL);
+      const char *note = strstr(r.out, "less its baseline's file-backed and shared pages, ");
+      if (!g && note) shared = strtod(note + strlen("less its baseline's file-backed and shared pages, "), NULL);
+      TEST_ASSERT(g || note, "sacct_gather_cgroup: no line on the shared pages taken off");
+      expect_status(g ? "sacct_gather_linux" : "sacct_gather_cgroup", &r, 0, before);
+      qp_cli_free(&r);
+    }
+    /* A process with libraries mapped has some file-backed pages (several MiB). */
+    TEST_ASSERT(shared > 1.0, "sacct_gather: shared pages %.2f MiB, expected > 1 MiB", shared);
+    /* MiB printed with 2 decimals: each figure within 0.005 */
+    TEST_WITHIN(fabs(pred_gather[1] - pred_gather[0] - shared), 0.011,
+                "sacct_gather: linux %.2f - cgroup %.2f MiB should be the shared %.2f MiB",
+                pred_gather[1], pred_gather[0], shared);
+    const char *bad_gather[] = {"validate", NAME "_results.h5", "--sacct", sacct, "--sacct-gather",
+                                "slurm", NULL};
+    run_qmlpipe("sacct_gather_bad", bad_gather, &r);
+    TEST_ASSERT(strstr(r.err, "--sacct-gather expects cgroup or linux") != NULL,
+                "sacct_gather_bad: stderr lacks the expected values");
+    expect_status("sacct_gather_bad", &r, 2, before);
+    qp_cli_free(&r);
 
     before = qp_test_failures;
     const char *two[] = {"validate", NAME "_results.h5", NAME "_results.h5", "--sacct", sacct,

@@ -14,7 +14,7 @@
 
 #include "budget.h"
 #include "meter.h"
-#include "model.h"
+#include "memory_model.h"
 #include "qp_config.h"
 #include "terms.h"
 #include "test_util.h"

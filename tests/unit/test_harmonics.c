@@ -1,4 +1,4 @@
-/* test_harmonics: the real T/E/B basis of harmonics.h IS healpy's.
+/* test_harmonics: the real T/E/B basis of spin_harmonics.h IS healpy's.
  * 1. Every pixel of nside 4 against healpy's own alm2map values (argv[1], the file
  *    tests/data/healpy_harmonics_nside4.txt written by tools/make_healpy_reference.py), to
  *    1e-12 absolute, for t, qe, ue, qb, ub.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harmonics.h"
+#include "spin_harmonics.h"
 #include "legendre.h"
 #include "test_util.h"
 

@@ -1,10 +1,10 @@
-/* test_harmonics_high_ell: the basis of harmonics.h at l up to 3071 (= 3 nside - 1 at nside
+/* test_harmonics_high_ell: the basis of spin_harmonics.h at l up to 3071 (= 3 nside - 1 at nside
  * 1024) against mpmath (argv[1]: tests/data/legendre_high_ell.txt from
  * tools/make_legendre_reference.py, lambda_lm(theta) at 40 digits, no recursion).
  *
  * The points include m where lambda_mm ~ sin^m(theta) underflows (m log10 sin(theta) < -308)
  * while lambda_lm is O(1) at l = 3071: a plain double recursion returned 0 or denormals there
- * (the scaled recursion of harmonics.c fixes it). Each value must be within 1e-12 of the
+ * (the scaled recursion of spin_harmonics.c fixes it). Each value must be within 1e-12 of the
  * functions' scale plus what rounding cos(theta) to double costs (below); every T, Q and U
  * basis value at every point must be finite. */
 #include <float.h>
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "harmonics.h"
+#include "spin_harmonics.h"
 #include "test_util.h"
 
 enum { LMAX = 3071 };

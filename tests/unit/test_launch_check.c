@@ -1,4 +1,4 @@
-/* test_launch_check: qp_launch_check (pipeline/launch_check.h) on given environments: which
+/* test_launch_check: qp_launch_check (pipeline/cli/launch_check.h) on given environments: which
  * launches are several processes without MPI (refused, QP_ERR_MPI = exit 9, naming the
  * variable and the way out), and which are one process (a plain run, sbatch's batch script,
  * srun -n 1, a value that is not a number) or ranks of a running MPI job. */

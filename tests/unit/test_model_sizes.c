@@ -14,7 +14,7 @@
 
 #include "budget.h"
 #include "calibration.h"
-#include "model.h"
+#include "memory_model.h"
 #include "test_util.h"
 
 static qp_model_dims pixel_dims(int64_t n_pix, int64_t n_params) {

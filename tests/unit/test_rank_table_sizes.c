@@ -1,5 +1,5 @@
 /* test_rank_table_sizes: `qmlpipe report --ranks` reads /budget/ranks of a results file, whose
- * n_ranks attribute sized its buffers: (size_t)n x 4 stages x 8 bytes, wrapped for a negative
+ * n_ranks attribute sized its buffers: (size_t)n x stages x 8 bytes, wrapped for a negative
  * or huge n, and each dataset was read whole into them whatever its size. A file whose n_ranks
  * disagrees with its datasets, or is no rank count, must be refused naming the file and what
  * is wrong (QP_ERR_INPUT), never read past a buffer. */
@@ -19,7 +19,12 @@ static int write_table(long long n) {
   double rows[2 * QP_RANK_ROW];
   for (int i = 0; i < 2 * QP_RANK_ROW; ++i)
     rows[i] = 1048576.0;
-  qp_rank_table t = {2, 1, 2, 64, 1, rows};
+  /* Any program's stages: budget/ knows none of its own. */
+  static const char *const stages[3] = {"load", "solve", "store"};
+  static qp_model model;
+  qp_model_init(&model, 3, stages);
+  qp_rank_table t = {.n_ranks = 2, .grid_rows = 1, .grid_cols = 2, .block = 64,
+                     .ranks_per_node = 1, .model = &model, .rows = rows};
   int ok = file >= 0 && budget >= 0 && qp_report_write_ranks(file, &t) == QP_OK;
   if (budget >= 0) H5Gclose(budget);
   if (file >= 0) H5Fclose(file);
@@ -47,10 +52,10 @@ int main(void) {
   TEST_ASSERT(write_table((long long)1 << 61), "cannot write the rank table");
   EXPECT_ERROR(qp_report_print_ranks(PATH, sink, &mismatch), QP_ERR_INPUT, PATH,
                "n_ranks = 2305843009213693952");
-  /* One rank claimed, two in the datasets: 8 values for a buffer of 4. */
+  /* One rank claimed, two in the datasets: 2 x 3 stages = 6 values for a buffer of 3. */
   TEST_ASSERT(write_table(1), "cannot write the rank table");
   EXPECT_ERROR(qp_report_print_ranks(PATH, sink, &mismatch), QP_ERR_INPUT, PATH,
-               "holds 8 values, but n_ranks says 4");
+               "holds 6 values, but n_ranks and the stages say 3");
   fclose(sink);
   unlink(PATH);
   return TEST_RETURN();

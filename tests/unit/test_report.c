@@ -19,7 +19,7 @@
 #include "budget.h"
 #include "config.h"
 #include "meter.h"
-#include "model.h"
+#include "memory_model.h"
 #include "qp_config.h"
 #include "report_h5.h"
 #include "results_h5.h"
@@ -36,15 +36,7 @@ enum {
 
 static void add_term(qp_model *m, const char *name, qp_term_kind kind, size_t bytes,
                      qp_stage_id from, qp_stage_id to) {
-  qp_model_term *t = &m->terms[m->n_terms++];
-  memset(t, 0, sizeof *t);
-  snprintf(t->name, sizeof t->name, "%s", name);
-  t->kind = kind;
-  t->space = QP_SPACE_HOST;
-  t->bytes = bytes;
-  t->stage_alloc = from;
-  t->stage_free = to;
-  t->formula = "test";
+  qp_model_add(m, name, kind, qp_model_vector_bytes((int64_t)bytes, 1), from, to, "test");
 }
 
 /* Number of entries of `dir` (other than . and ..); *tmp_found counts temporaries
@@ -229,7 +221,7 @@ int main(void) {
   snprintf(plain, sizeof plain, "%s/plain.h5", dir);
 
   qp_model model;
-  memset(&model, 0, sizeof model);
+  qp_model_init(&model, QP_STAGE_COUNT, qp_stage_names);
   model.overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
   add_term(&model, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, C_BYTES, QP_STAGE_COVARIANCE_SETUP,
            QP_STAGE_SPECTRA_RUN);

@@ -31,7 +31,7 @@ qp_err qp_conditioning_check(qp_problem *p, qp_rcond_id id, double rcond, const 
   QP_CHECK(isfinite(rcond) && rcond >= floor, QP_ERR_NUMERICAL,
            "stage %s: %s is too ill-conditioned for double precision: rcond = %.3g, so results "
            "would carry relative errors of ~%.1e, above accuracy %.1e (rcond must be >= %.3g)%s%s",
-           qp_stage_current()[0] ? qp_stage_current() : "(none)", what, rcond,
+           qp_stage_label(), what, rcond,
            rcond > 0 ? DBL_EPSILON / rcond : INFINITY, p->cfg->accuracy, floor,
            advice && advice[0] ? "; " : "", advice ? advice : "");
   return QP_OK;
@@ -43,7 +43,7 @@ qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const c
   QP_CALL(qp_linalg_norm1(a, &anorm));
   if (anorm_out) *anorm_out = anorm;
   QP_CHECK(isfinite(anorm), QP_ERR_NUMERICAL, "stage %s: %s holds a value that is not finite",
-           qp_stage_current()[0] ? qp_stage_current() : "(none)", what);
+           qp_stage_label(), what);
   QP_CALL(qp_linalg_potrf(a));
   QP_CALL(qp_linalg_pocon(a, anorm, &rcond));
   QP_CALL(qp_conditioning_check(p, id, rcond, what, advice));

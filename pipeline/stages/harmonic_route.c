@@ -1,5 +1,5 @@
-/* harmonic.c: the harmonic path, SMW and projection routes (harmonic.h). */
-#include "harmonic.h"
+/* harmonic_route.c: the harmonic path, SMW and projection routes (harmonic_route.h). */
+#include "harmonic_route.h"
 
 #include <chealpix.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 
 #include "comm.h"
 #include "conditioning.h"
-#include "harmonics.h"
+#include "spin_harmonics.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "terms.h"

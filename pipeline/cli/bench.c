@@ -11,6 +11,7 @@
  * The first run pays for committing fresh pages (on the project's VMs ~2 s per GB the first
  * time memory is touched, ~0.05 s per GB after); later runs show the stages' own speed. */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,41 +20,11 @@
 #include <time.h>
 
 #include "cls_text.h"
+#include "cmd_common.h"
 #include "driver.h"
 #include "fits_map.h"
+#include "flop_rate.h"
 #include "simulate.h"
-
-static double qp_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Best of three n x n x n dgemm runs, in GFLOP/s. */
-static qp_err qp_bench_dgemm(int64_t n, double *gflops) {
-  const qp_linalg_ops *ops = qp_linalg_cpu_ops();
-  qp_matrix a = {0}, b = {0}, c = {0};
-  qp_err err = QP_OK;
-  QP_CALL_GOTO(qp_matrix_create(ops, "bench_a", QP_TERM_TRANSIENT, n, n, &a), done);
-  QP_CALL_GOTO(qp_matrix_create(ops, "bench_b", QP_TERM_TRANSIENT, n, n, &b), done);
-  QP_CALL_GOTO(qp_matrix_create(ops, "bench_c", QP_TERM_TRANSIENT, n, n, &c), done);
-  for (int64_t k = 0; k < n * n; ++k) {
-    a.data[k] = 1.0 / (double)(1 + k % 13);
-    b.data[k] = 1.0 / (double)(1 + k % 11);
-  }
-  *gflops = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    double t0 = qp_now();
-    QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c), done);
-    double rate = qp_flops_gemm(n, n, n) / (qp_now() - t0) * 1e-9;
-    if (rate > *gflops) *gflops = rate;
-  }
-done:
-  qp_matrix_destroy(&a);
-  qp_matrix_destroy(&b);
-  qp_matrix_destroy(&c);
-  return err;
-}
 
 static qp_err qp_bench_inputs(const char *dir, int64_t nside, double cut, int lmax, int n_maps,
                               qp_fields fields, qp_config *cfg) {
@@ -133,39 +104,53 @@ static qp_err qp_bench_route(qp_config *cfg, const char *route, int repeat, doub
   return QP_OK;
 }
 
+/* --fields T|QU|TQU; 0 with a message when it is none of them. */
+static int qp_bench_fields(const char *text, qp_fields *fields) {
+  static const struct {
+    const char *name;
+    qp_fields fields;
+  } known[3] = {{"T", QP_FIELDS_T}, {"QU", QP_FIELDS_QU}, {"TQU", QP_FIELDS_TQU}};
+  for (int k = 0; k < 3; ++k)
+    if (strcmp(text, known[k].name) == 0) {
+      *fields = known[k].fields;
+      return 1;
+    }
+  fprintf(stderr, "qmlpipe-bench: --fields '%s' is not T, QU or TQU\n", text);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int64_t nside = 16, dgemm_n = 3000;
+  int nside = 16, dgemm_n = 3000, lmax = 47, bin_width = 1, n_maps = 1, repeat = 2;
   double cut = 20.0;
-  int lmax = 47, bin_width = 1, n_maps = 1, repeat = 2;
   const char *dir = "/tmp/qmlpipe-bench", *routes = "pixel";
   qp_fields fields = QP_FIELDS_T;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--nside") == 0)
-      nside = atoll(argv[i + 1]);
-    else if (strcmp(argv[i], "--cut") == 0)
-      cut = atof(argv[i + 1]);
-    else if (strcmp(argv[i], "--lmax") == 0)
-      lmax = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--bin-width") == 0)
-      bin_width = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--n-maps") == 0)
-      n_maps = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--dgemm-n") == 0)
-      dgemm_n = atoll(argv[i + 1]);
-    else if (strcmp(argv[i], "--dir") == 0)
-      dir = argv[i + 1];
-    else if (strcmp(argv[i], "--repeat") == 0)
-      repeat = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--routes") == 0)
-      routes = argv[i + 1];
-    else if (strcmp(argv[i], "--fields") == 0)
-      fields = strcmp(argv[i + 1], "QU") == 0    ? QP_FIELDS_QU
-               : strcmp(argv[i + 1], "TQU") == 0 ? QP_FIELDS_TQU
-                                                 : QP_FIELDS_T;
-    else {
-      fprintf(stderr, "qmlpipe-bench: unknown option '%s' (see the comment in bench.c)\n", argv[i]);
-      return 2;
+  static const struct option options[] = {
+      {"nside", required_argument, NULL, 'n'},   {"cut", required_argument, NULL, 'c'},
+      {"lmax", required_argument, NULL, 'l'},    {"bin-width", required_argument, NULL, 'b'},
+      {"n-maps", required_argument, NULL, 'm'},  {"dgemm-n", required_argument, NULL, 'g'},
+      {"dir", required_argument, NULL, 'd'},     {"repeat", required_argument, NULL, 'r'},
+      {"routes", required_argument, NULL, 'R'},  {"fields", required_argument, NULL, 'f'},
+      {NULL, 0, NULL, 0}};
+  int ok = 1;
+  for (int c; ok && (c = getopt_long(argc, argv, "", options, NULL)) != -1;) {
+    switch (c) {
+    case 'n': ok = qp_cmd_parse_count("--nside", optarg, 1, 8192, &nside); break;
+    case 'c': ok = qp_cmd_parse_real("--cut", optarg, 0, 90, &cut); break;
+    case 'l': ok = qp_cmd_parse_count("--lmax", optarg, 2, QP_LMAX_MAX, &lmax); break;
+    case 'b': ok = qp_cmd_parse_count("--bin-width", optarg, 1, QP_LMAX_MAX, &bin_width); break;
+    case 'm': ok = qp_cmd_parse_count("--n-maps", optarg, 1, 1 << 20, &n_maps); break;
+    case 'g': ok = qp_cmd_parse_count("--dgemm-n", optarg, 16, 1 << 15, &dgemm_n); break;
+    case 'd': dir = optarg; break;
+    case 'r': ok = qp_cmd_parse_count("--repeat", optarg, 1, 1000, &repeat); break;
+    case 'R': routes = optarg; break;
+    case 'f': ok = qp_bench_fields(optarg, &fields); break;
+    default: ok = 0;
     }
+  }
+  if (!ok || optind < argc) {
+    fprintf(stderr, "qmlpipe-bench: bad usage%s%s (options: see the comment in bench.c)\n",
+            ok ? ": unexpected argument " : "", ok ? argv[optind] : "");
+    return 2;
   }
   qp_config cfg;
   qp_config_defaults(&cfg);
@@ -181,7 +166,8 @@ int main(int argc, char **argv) {
   cfg.noise_variance = cfg.noise_variance_pol = 1.0;
   qp_err err = qp_bench_inputs(dir, nside, cut, lmax, n_maps, fields, &cfg);
   double dgemm = 0;
-  if (err == QP_OK) err = qp_bench_dgemm(dgemm_n, &dgemm);
+  if (err == QP_OK) err = qp_dgemm_rate(dgemm_n, &dgemm, NULL);
+  dgemm *= 1e-9; /* GFLOP/s */
   if (err == QP_OK)
     printf("qmlpipe-bench: %s, nside %lld, |b| > %.0f deg, ell 2..%d, bin width %d, %d map(s)\n"
            "dgemm %lld^3: %.2f GFLOP/s (best of 3, this process)\n",

@@ -28,8 +28,8 @@ static void qp_plan_usage(FILE *out) {
           "                        FILE is refused, exit %d, unless --force): --mem per node =\n"
           "                        the largest node's predicted peak + 10%% (at least 256 MiB);\n"
           "                        --nodes, --ntasks(-per-node), --cpus-per-task; --time = the\n"
-          "                        route's flops at %.0f GFLOP/s per core x cores x %.0f + %d\n"
-          "                        min; srun --mpi=pmix ... run --grid RxC --block B (the\n"
+          "                        route's flops at the dgemm rate per core (the calibration\n"
+          "                        file's, else timed now) x cores x %.0f + %d min; srun --mpi=pmix ... run --grid RxC --block B (the\n"
           "                        plan's grid) or, without --ranks, srun --mpi=none; then\n"
           "                        `report` and `validate --tolerance %s` of the results. The\n"
           "                        script holds the absolute paths of the config and of this\n"
@@ -40,7 +40,7 @@ static void qp_plan_usage(FILE *out) {
           "    --keep-output       write the config's `output:` (each job overwrites it) in place\n"
           "                        of results-$SLURM_JOB_ID.h5 next to the config (the default)\n",
           qp_err_exit_status(QP_ERR_BUDGET), qp_err_exit_status(QP_ERR_IO),
-          QP_JOB_FLOPS_PER_CORE * 1e-9, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES,
+          QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES,
           QP_JOB_VALIDATE_TOLERANCE);
 }
 
@@ -56,7 +56,7 @@ static void qp_plan_print(const qp_problem *p) {
   if (p->path_used == QP_PATH_PIXEL_DIRECT)
     printf("  fisher_run holds %lld of %d products; spectra_run builds %lld bin matrices at a "
            "time\n",
-           (long long)m->dims.fisher_chunk, p->n_params, (long long)m->dims.spectra_chunk);
+           (long long)p->model_dims.fisher_chunk, p->n_params, (long long)p->model_dims.spectra_chunk);
   printf("  %-18s %16s %16s\n", "stage", "peak MiB", "with overhead");
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     size_t peak = qp_model_stage_peak(m, (qp_stage_id)s);
@@ -74,7 +74,7 @@ static void qp_plan_print(const qp_problem *p) {
 /* After the plan: the job's figures, the JSON, the script (only for a plan that fits). */
 static qp_err qp_plan_finish(const qp_problem *p, qp_plan_job *job, qp_err limit) {
   qp_job_figures f;
-  qp_job_figures_compute(p, job, &f);
+  QP_CALL(qp_job_figures_compute(p, job, &f));
   char script[PATH_MAX];
   int written = 0;
   qp_err err = QP_OK;

@@ -19,7 +19,7 @@ static void qp_budget_usage(FILE *out) {
 
 static void qp_budget_print(const qp_problem *p) {
   printf("route: %s\n", p->path_reason);
-  qp_model_print(stdout, &p->model);
+  qp_model_print(stdout, &p->model_dims, &p->model);
   if (p->cfg->host_limit > 0)
     printf("memory.host_limit %.3f GiB\n", p->cfg->host_limit / 1073741824.0);
 }

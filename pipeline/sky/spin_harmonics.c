@@ -1,7 +1,7 @@
-/* harmonics.c: the real T, E and B basis of harmonics.h. The orthonormalised associated
+/* spin_harmonics.c: the real T, E and B basis of spin_harmonics.h. The orthonormalised associated
  * Legendre functions come from the standard stable recursion in l at fixed m; the spin-2
- * functions from lambda_lm and lambda_l-1,m by the closed forms of harmonics.h. */
-#include "harmonics.h"
+ * functions from lambda_lm and lambda_l-1,m by the closed forms of spin_harmonics.h. */
+#include "spin_harmonics.h"
 
 #include <math.h>
 #include <stddef.h>

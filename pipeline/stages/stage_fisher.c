@@ -6,7 +6,7 @@
 
 #include "comm.h"
 #include "conditioning.h"
-#include "harmonic.h"
+#include "harmonic_route.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
@@ -137,7 +137,7 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
  * with smaller k the later products are formed again, ~n_params^2 / (2k) extra. */
 static qp_err qp_pixel_fisher_run(qp_problem *p) {
   qp_err err = QP_OK;
-  const int64_t n = p->n_pix, np = p->n_params, k = p->model.dims.fisher_chunk;
+  const int64_t n = p->n_pix, np = p->n_params, k = p->model_dims.fisher_chunk;
   const int streaming = k < np;
   const int64_t slots = k + 1 + streaming;
   const size_t stride = (size_t)qp_matrix_local_size(&p->cov); /* n^2, or this rank's part */

@@ -57,6 +57,9 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
 /** A whole number in [lo, hi] from the whole of `text` (strtol, checked); 0 with a message on
  *  stderr naming `option` when it is not one. */
 int qp_cmd_parse_count(const char *option, const char *text, long lo, long hi, int *out);
+/** A finite number in [lo, hi] from the whole of `text` (strtod, checked); 0 with a message
+ *  on stderr naming `option` when it is not one. */
+int qp_cmd_parse_real(const char *option, const char *text, double lo, double hi, double *out);
 /** RxC: two counts whose product is at most QP_SIZING_RANKS_MAX ('2x2x2', 'abc', '0x2' are
  *  refused); 0 with a message on stderr naming `option` when it is not one. */
 int qp_cmd_parse_grid(const char *option, const char *text, int *rows, int *cols);

@@ -1,4 +1,4 @@
-/* simulate.c: T or T, Q, U maps from the real harmonic basis (harmonics.h) with Gaussian
+/* simulate.c: T or T, Q, U maps from the real harmonic basis (spin_harmonics.h) with Gaussian
  * coefficients, plus white noise. */
 #include "simulate.h"
 
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harmonics.h"
+#include "spin_harmonics.h"
 #include "legendre.h"
 #include "matrix.h"
 

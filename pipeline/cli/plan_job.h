@@ -10,11 +10,11 @@
 
 #include "cmd_common.h"
 
-/** The --time estimate: the route's leading flop count at this many flop/s per core (a
- *  conservative rate for a modern core running OpenBLAS/ScaLAPACK level 3; `qmlpipe run`
- *  prints the GFLOP/s each stage reached), times cpus per task and tasks, times the factor,
- *  plus a fixed start-up (reading, planning, writing, the queue's own start). */
-#define QP_JOB_FLOPS_PER_CORE 5e9
+/** The --time estimate: the route's leading flop count at the measured or calibrated dgemm
+ *  rate per core (flop_rate.h) times cpus per task and tasks, times the factor (the stages
+ *  run below the dgemm rate: 53-57 GFLOP/s against 86 measured, docs/benchmarks.md; and the
+ *  compute nodes may differ from the machine that planned), plus a fixed start-up (reading,
+ *  planning, writing, the queue's own start). */
 #define QP_JOB_TIME_FACTOR 3.0
 #define QP_JOB_STARTUP_MINUTES 10
 /** Memory margin over the largest node's predicted peak: 10%, at least 256 MiB. */
@@ -28,14 +28,18 @@ typedef struct qp_job_figures {
   int64_t mem_mib;     /* --mem, per node, MiB: node peak + margin, rounded up */
   size_t margin_bytes; /* the margin */
   int nodes, tasks, tasks_per_node, cpus_per_task;
+  double flops_per_core;  /* the rate used (flop_rate.h) */
+  char rate_source[320];  /* where it came from */
   double compute_seconds; /* flops / (rate x cores), before the factor */
   int64_t minutes;        /* --time in whole minutes */
   char time[32];          /* --time as HH:MM:SS or D-HH:MM:SS */
   int mpi;                /* 1: srun --mpi=pmix with --grid; 0: one task, --mpi=none */
 } qp_job_figures;
 
-/** The figures of `job` (planned: its node peak filled) for problem `p`. Never fails. */
-void qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_job_figures *f);
+/** The figures of `job` (planned: its node peak filled) for problem `p`, its --time from the
+ *  rate of qp_job_flop_rate (calibrated, else measured now). Fails only when the rate cannot
+ *  be measured (no memory for its matrices). */
+qp_err qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_job_figures *f);
 
 /** Formats `minutes` as Slurm's --time: HH:MM:SS below a day, D-HH:MM:SS from a day on
  *  (at most 365 days: a longer estimate is clamped to it). */

@@ -5,7 +5,7 @@
 
 #include "comm.h"
 #include "conditioning.h"
-#include "harmonic.h"
+#include "harmonic_route.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
@@ -38,7 +38,7 @@ static qp_err qp_invert_fisher(qp_problem *p) {
 static qp_err qp_pixel_spectra_y(qp_problem *p) {
   qp_err err = QP_OK;
   const int64_t n = p->n_pix, np = p->n_params, n_maps = p->n_maps;
-  const int64_t chunk = p->model.dims.spectra_chunk;
+  const int64_t chunk = p->model_dims.spectra_chunk;
   const size_t slot_stride = (size_t)qp_matrix_local_size(&p->cov);
   qp_matrix z = {0}, pz = {0};
   double *bins = NULL;

@@ -1,5 +1,6 @@
 /* terms.h: the names of the pipeline's budget terms, shared by the code that allocates them
- * and by the model (model.c) that predicts them, so that the two cannot drift apart in name. */
+ * and by the model (memory_model.c) that predicts them, so that the two cannot drift apart in
+ * name. The cuda backend's own buffers are named in linalg/cuda.h. */
 #ifndef QP_TERMS_H
 #define QP_TERMS_H
 
@@ -40,13 +41,4 @@
 #define QP_TERM_FIELD_BLOCKS "W_field_blocks"   /* harmonic: W per field pair, aligned by (l, m) */
 #define QP_TERM_MODE_MAPS_ALL "mode_maps_all"   /* harmonic: z whole on every rank */
 #define QP_TERM_PBLAS_PANELS "pblas_panels"     /* PBLAS/ScaLAPACK's own panel buffers (library) */
-/* the cuda backend's own buffers (linalg/cuda_context.c), held from qp_cuda_init (or the first
- * operation that needs them) to qp_cuda_finalize; all in the device space but the last */
-#define QP_TERM_CUBLAS_WORKSPACE "cublas workspace"     /* 32 MiB (sm_90 and up), else 4 MiB */
-#define QP_TERM_CUSOLVER_WORKSPACE "cusolver workspace" /* the largest *_bufferSize so far */
-#define QP_TERM_CUSOLVER_INFO "cusolver info"           /* one int */
-#define QP_TERM_DEVICE_PIVOTS "device pivots"           /* getrf's int64 pivots, the largest n */
-#define QP_TERM_DEVICE_REDUCTION "device reduction"     /* trace_product's column sums + 1 */
-#define QP_TERM_CUSOLVER_HOST_WORKSPACE "cusolver host workspace" /* host space, often 0 */
-
 #endif

@@ -1,7 +1,7 @@
 /* stage_basis.c: basis_setup. Pixel-direct: C = L L^T, then L^-1, both in place; L^-1 is all
- * later stages need: C^-1 = L^-T L^-1, applied by triangular products. Harmonic: harmonic.c. */
+ * later stages need: C^-1 = L^-T L^-1, applied by triangular products. Harmonic: harmonic_route.c. */
 #include "conditioning.h"
-#include "harmonic.h"
+#include "harmonic_route.h"
 #include "stages.h"
 
 qp_err qp_stage_basis_setup(qp_problem *p) {

@@ -32,7 +32,7 @@ static inline int qp_simulate_columns(qp_fields fields) { return fields == QP_FI
 /** Simulates options->n_maps Gaussian skies, RING order, column by column:
  *  maps[(k * n_col + c) * n_sky + i] for map k, column c (T, Q, U), pixel i, with
  *  n_col = qp_simulate_columns(pol->fields) and n_sky = 12 nside^2 (host memory).
- *  The signal is sum_lm r_lm basis_lm (harmonics.h, healpy's convention) for
+ *  The signal is sum_lm r_lm basis_lm (spin_harmonics.h, healpy's convention) for
  *  ell_min <= l <= lmax, with the real coefficients (r_T, r_E, r_B) of each (l, m) drawn with
  *  covariance B_l^2 [[TT, TE, TB], [TE, EE, EB], [TB, EB, BB]] (C_l from `cls`; a 4-column file
  *  has TB = EB = 0), so the maps have healpy's (synfast's) covariance. Zero or degenerate

@@ -35,6 +35,8 @@
 #include "h5_error.h"
 #include "qp_error.h"
 #include "results_path.h"
+#include "validate_figures.h"
+#include "validate_sacct.h"
 
 enum {
   QP_VAL_TEXT_MAX = 64, /* path_used, stage names as printed */
@@ -118,6 +120,10 @@ static void qp_validate_usage(FILE *out) {
           "                  largest rank's predicted peak (stage peak + overhead) against the\n"
           "                  MaxRSS of the srun step (JOB.N, the largest); every line must be\n"
           "                  COMPLETED (docs/slurm.md)\n"
+          "  --sacct-gather cgroup|linux  Slurm's JobAcctGatherType (scontrol show config):\n"
+          "                  cgroup (default) counts a task's anonymous memory in MaxRSS, so\n"
+          "                  the rank's prediction drops its baseline's file-backed and shared\n"
+          "                  pages (/budget baseline_rss_shared_bytes); linux counts its RSS\n"
           "  --cgroup-peak BYTES|FILE  the job cgroup's peak (memory.peak, v1\n"
           "                  memory.max_usage_in_bytes), or a file of 'job step bytes' lines:\n"
           "                  compared with the node's predicted peak (the ranks of a node summed)\n"
@@ -282,15 +288,7 @@ done:
 
 /* ---- judging ---- */
 
-static double qp_val_rel_error(int64_t measured, int64_t predicted) {
-  if (measured <= 0 || predicted < 0) return NAN;
-  return ((double)measured - (double)predicted) / (double)measured;
-}
 
-/* A comparison fails when it is judged and its error is unknown or outside the tolerance. */
-static int qp_val_outside(double err, double tolerance) {
-  return !isfinite(err) || fabs(err) > tolerance;
-}
 
 static void qp_val_judge(qp_val_set *set, double tolerance, int64_t min_bytes) {
   for (int i = 0; i < set->n_stages; ++i) {
@@ -336,24 +334,7 @@ static void qp_val_short_names(qp_val_set *set) {
   }
 }
 
-static const char *qp_val_mib_text(int64_t bytes, char *buf, size_t size) {
-  if (bytes < 0)
-    snprintf(buf, size, "n/a");
-  else
-    snprintf(buf, size, "%.2f", (double)bytes / qp_val_mib);
-  return buf;
-}
 
-/* An error in percent: "+1.23", "(+1.23)" when not judged, "n/a" when unknown. */
-static const char *qp_val_err_text(double err, int judged, char *buf, size_t size) {
-  if (!isfinite(err))
-    snprintf(buf, size, "n/a");
-  else if (judged)
-    snprintf(buf, size, "%+.2f", 100.0 * err);
-  else
-    snprintf(buf, size, "(%+.2f)", 100.0 * err);
-  return buf;
-}
 
 static const char *qp_val_verdict(const qp_val_stage *s) {
   if (!s->model_has_stage) return "no model";
@@ -513,312 +494,6 @@ static int qp_val_print_failures(FILE *out, const qp_val_set *set, double tolera
   return n_failed;
 }
 
-/* ---- Slurm's accounting: --sacct FILE, --cgroup-peak BYTES|FILE ----
- *
- * FILE is `sacct -j JOBID --parsable2 --noconvert -o JobID,JobName,State,ExitCode,MaxRSS,
- * MaxRSSTask,MaxRSSNode,NTasks,NNodes,ReqMem` (docs/slurm.md): a header line naming the
- * columns in any order ('|'-separated; JobID, State and MaxRSS required), then one line per
- * job and step. MaxRSS is bytes, or a number with a K/M/G/T suffix (powers of 1024) without
- * --noconvert. The compute step is the numeric step (JOB.0, JOB.1, ...) with the largest
- * MaxRSS: the largest task's RSS of that step, which the per-rank prediction must match. */
-
-enum { QP_SACCT_LINE_MAX = 8192, QP_SACCT_COLS_MAX = 64, QP_SACCT_TEXT = 96 };
-
-typedef struct qp_sacct {
-  const char *path;
-  char job[QP_SACCT_TEXT];
-  int n_rows, n_numeric, line_step;
-  char step[QP_SACCT_TEXT], task[QP_SACCT_TEXT], node[QP_SACCT_TEXT];
-  int64_t max_rss;         /* of the compute step; -1 unknown */
-  int oom;                 /* a row in state OUT_OF_MEMORY */
-  char not_completed[512]; /* "JOBID STATE" of the rows not COMPLETED */
-} qp_sacct;
-
-/* MaxRSS text to bytes: "" -> -1; "123", "123K", "1.5G". */
-static int qp_sacct_bytes(const char *s, int64_t *out) {
-  if (!*s) {
-    *out = -1;
-    return 0;
-  }
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || !isfinite(v) || v < 0) return -1;
-  double mult = 1;
-  if (*end) {
-    const char *units = "KMGTP";
-    const char *u = strchr(units, *end);
-    if (!u || end[1]) return -1;
-    for (const char *k = units; k <= u; ++k)
-      mult *= 1024.0;
-  }
-  *out = (int64_t)llround(v * mult);
-  return 0;
-}
-
-/* Splits a line at '|' in place; returns the number of fields (at most max). */
-static int qp_sacct_split(char *line, char **f, int max) {
-  int n = 0;
-  f[n++] = line;
-  for (char *p = line; *p; ++p)
-    if (*p == '|') {
-      *p = 0;
-      if (n == max) return -1;
-      f[n++] = p + 1;
-    }
-  return n;
-}
-
-static int qp_sacct_col(char **f, int n, const char *name) {
-  for (int i = 0; i < n; ++i)
-    if (strcasecmp(f[i], name) == 0) return i;
-  return -1;
-}
-
-static qp_err qp_sacct_read(const char *path, qp_sacct *a) {
-  memset(a, 0, sizeof *a);
-  a->path = path;
-  a->max_rss = -1;
-  FILE *in = fopen(path, "r");
-  QP_CHECK(in, QP_ERR_INPUT, "%s: cannot open the sacct output: %s", path, strerror(errno));
-  qp_err err = QP_OK;
-  char line[QP_SACCT_LINE_MAX], header[QP_SACCT_LINE_MAX];
-  char *h[QP_SACCT_COLS_MAX], *f[QP_SACCT_COLS_MAX];
-  int n_cols = 0, c_id = -1, c_state = -1, c_rss = -1, c_task = -1, c_node = -1, lineno = 0,
-      trailing = 0;
-  while (fgets(line, sizeof line, in)) {
-    ++lineno;
-    size_t len = strlen(line);
-    QP_CHECK_GOTO(len + 1 < sizeof line || feof(in), QP_ERR_INPUT, done,
-                  "%s:%d: line longer than %d characters", path, lineno, QP_SACCT_LINE_MAX - 2);
-    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-      line[--len] = 0;
-    if (!len) continue;
-    if (!n_cols) { /* the header */
-      memcpy(header, line, len + 1);
-      QP_CHECK_GOTO(strchr(header, '|'), QP_ERR_INPUT, done,
-                    "%s:%d: not `sacct --parsable2` output: the header '%.80s' has no '|' "
-                    "(collect it with sacct -j JOBID --parsable2 --noconvert -o JobID,State,"
-                    "MaxRSS,..., docs/slurm.md)",
-                    path, lineno, line);
-      trailing = header[len - 1] == '|'; /* --parsable: every line ends in '|' */
-      if (trailing) header[--len] = 0;
-      n_cols = qp_sacct_split(header, h, QP_SACCT_COLS_MAX);
-      QP_CHECK_GOTO(n_cols > 0, QP_ERR_INPUT, done, "%s:%d: more than %d columns", path, lineno,
-                    QP_SACCT_COLS_MAX);
-      c_id = qp_sacct_col(h, n_cols, "JobID");
-      c_state = qp_sacct_col(h, n_cols, "State");
-      c_rss = qp_sacct_col(h, n_cols, "MaxRSS");
-      c_task = qp_sacct_col(h, n_cols, "MaxRSSTask");
-      c_node = qp_sacct_col(h, n_cols, "MaxRSSNode");
-      QP_CHECK_GOTO(c_id >= 0 && c_state >= 0 && c_rss >= 0, QP_ERR_INPUT, done,
-                    "%s:%d: the header lacks the column%s%s%s (sacct -o JobID,State,MaxRSS,...; "
-                    "and no -n/--noheader)",
-                    path, lineno, c_id < 0 ? " JobID" : "", c_state < 0 ? " State" : "",
-                    c_rss < 0 ? " MaxRSS" : "");
-      continue;
-    }
-    if (trailing && line[len - 1] == '|') line[--len] = 0;
-    int n = qp_sacct_split(line, f, QP_SACCT_COLS_MAX);
-    QP_CHECK_GOTO(n == n_cols, QP_ERR_INPUT, done,
-                  "%s:%d: %d field(s), the header has %d (not --parsable2 output, or cut off)",
-                  path, lineno, n, n_cols);
-    const char *id = f[c_id], *state = f[c_state];
-    QP_CHECK_GOTO(*id, QP_ERR_INPUT, done, "%s:%d: empty JobID", path, lineno);
-    const char *dot = strchr(id, '.');
-    size_t job_len = dot ? (size_t)(dot - id) : strlen(id);
-    if (!a->job[0])
-      snprintf(a->job, sizeof a->job, "%.*s", (int)job_len, id);
-    else
-      QP_CHECK_GOTO(strlen(a->job) == job_len && strncmp(a->job, id, job_len) == 0, QP_ERR_INPUT,
-                    done,
-                    "%s:%d: job %.*s beside job %s: give the output of sacct -j JOBID for one job",
-                    path, lineno, (int)job_len, id, a->job);
-    int64_t rss = -1;
-    QP_CHECK_GOTO(qp_sacct_bytes(f[c_rss], &rss) == 0, QP_ERR_INPUT, done,
-                  "%s:%d: MaxRSS '%s' of %s is not a size (bytes, or a number with K, M, G, T)",
-                  path, lineno, f[c_rss], id);
-    ++a->n_rows;
-    if (strncmp(state, "COMPLETED", 9) != 0) {
-      if (strncmp(state, "OUT_OF_ME", 9) == 0) a->oom = 1;
-      size_t used = strlen(a->not_completed);
-      snprintf(a->not_completed + used, sizeof a->not_completed - used, "%s%s %s", used ? ", " : "",
-               id, state);
-    }
-    int numeric = dot && dot[1];
-    for (const char *p = dot ? dot + 1 : ""; numeric && *p; ++p)
-      numeric = *p >= '0' && *p <= '9';
-    if (!numeric) continue;
-    ++a->n_numeric;
-    if (a->line_step && rss <= a->max_rss) continue;
-    a->line_step = lineno;
-    a->max_rss = rss;
-    snprintf(a->step, sizeof a->step, "%s", id);
-    snprintf(a->task, sizeof a->task, "%s", c_task >= 0 ? f[c_task] : "");
-    snprintf(a->node, sizeof a->node, "%s", c_node >= 0 ? f[c_node] : "");
-  }
-  QP_CHECK_GOTO(!ferror(in), QP_ERR_INPUT, done, "%s: read error", path);
-  QP_CHECK_GOTO(n_cols, QP_ERR_INPUT, done, "%s: empty: no sacct header line", path);
-  QP_CHECK_GOTO(a->n_rows, QP_ERR_INPUT, done, "%s: a header and no job line (wrong job id?)",
-                path);
-done:
-  fclose(in);
-  return err;
-}
-
-/* --cgroup-peak: a size, or a file of "job step bytes" lines (the fixture's TaskEpilog); the
- * largest bytes. */
-static qp_err qp_cgroup_peak_read(const char *arg, int64_t *peak) {
-  double v = 0;
-  if (qp_parse_bytes(arg, &v) == QP_OK) {
-    *peak = (int64_t)v;
-    return QP_OK;
-  }
-  qp_error_clear();
-  FILE *in = fopen(arg, "r");
-  QP_CHECK(in, QP_ERR_INPUT, "--cgroup-peak '%s': neither a size nor a readable file (%s)", arg,
-           strerror(errno));
-  qp_err err = QP_OK;
-  char line[512];
-  int lineno = 0;
-  *peak = -1;
-  while (fgets(line, sizeof line, in)) {
-    ++lineno;
-    char *tok[4] = {0};
-    int n = 0;
-    for (char *s = strtok(line, " \t\r\n"); s && n < 4; s = strtok(NULL, " \t\r\n"))
-      tok[n++] = s;
-    if (n == 0) continue;
-    int64_t b = -1;
-    QP_CHECK_GOTO(qp_sacct_bytes(tok[n - 1], &b) == 0 && b >= 0, QP_ERR_INPUT, done,
-                  "%s:%d: expected 'job step bytes' (or bytes), got '%s'", arg, lineno, tok[n - 1]);
-    if (b > *peak) *peak = b;
-  }
-  QP_CHECK_GOTO(*peak >= 0, QP_ERR_INPUT, done, "%s: no cgroup peak in it", arg);
-done:
-  fclose(in);
-  return err;
-}
-
-/* The per-rank and per-node predictions of a results file: stage peak + the model's overhead
- * + library buffers, the largest over stages (and ranks); per node, the ranks of a node
- * summed per stage, the largest over stages and nodes (as `qmlpipe plan`). */
-static qp_err qp_sacct_predict(const qp_val_set *set, int file, int64_t *rank_pred,
-                               int64_t *node_pred, int *n_ranks, int *per_node) {
-  static const char *const order[] = {"covariance_setup", "basis_setup", "fisher_run",
-                                      "spectra_run"};
-  qp_err err = QP_OK;
-  const char *path = set->files[file].path;
-  hid_t h5 = -1, budget = -1, ranks = -1, dset = -1, space = -1;
-  double *v = NULL;
-  int64_t overhead = 0;
-  QP_CALL(qp_h5_open_budget(path, &h5, &budget));
-  char where[QP_VAL_WHERE_MAX];
-  snprintf(where, sizeof where, "%s: /budget", path);
-  QP_CALL_GOTO(qp_h5_attr_i64(budget, where, "overhead_predicted_bytes", 1, &overhead), done);
-  int64_t lib[4] = {0, 0, 0, 0}, best = 0;
-  for (int i = 0; i < set->n_stages; ++i) {
-    const qp_val_stage *s = &set->stages[i];
-    if (s->file != file) continue;
-    if (s->pred_peak + overhead > best) best = s->pred_peak + overhead;
-    for (int k = 0; k < 4; ++k)
-      if (strcmp(s->name, order[k]) == 0) lib[k] = s->library;
-  }
-  *rank_pred = *node_pred = best;
-  *n_ranks = *per_node = 1;
-  htri_t has = H5Lexists(budget, "ranks", H5P_DEFAULT);
-  QP_H5_GOTO(has, done, "%s/ranks", where);
-  if (!has) goto done;
-  snprintf(where, sizeof where, "%s: /budget/ranks", path);
-  QP_H5_GOTO(ranks = H5Gopen2(budget, "ranks", H5P_DEFAULT), done, "%s", where);
-  int64_t nr = 0, rpn = 0;
-  QP_CALL_GOTO(qp_h5_attr_i64(ranks, where, "n_ranks", 1, &nr), done);
-  QP_CALL_GOTO(qp_h5_attr_i64(ranks, where, "ranks_per_node", 1, &rpn), done);
-  QP_H5_GOTO(dset = H5Dopen2(ranks, "predicted_peak_bytes", H5P_DEFAULT), done,
-             "%s/predicted_peak_bytes", where);
-  QP_H5_GOTO(space = H5Dget_space(dset), done, "%s/predicted_peak_bytes", where);
-  hsize_t dims[2] = {0, 0};
-  QP_CHECK_GOTO(H5Sget_simple_extent_ndims(space) == 2, QP_ERR_INPUT, done,
-                "%s/predicted_peak_bytes: not [rank][stage]", where);
-  H5Sget_simple_extent_dims(space, dims, NULL);
-  QP_CHECK_GOTO(nr > 0 && dims[0] == (hsize_t)nr && dims[1] >= 1 && dims[1] <= 4 && rpn > 0,
-                QP_ERR_INPUT, done, "%s/predicted_peak_bytes: %llu x %llu for %lld rank(s)", where,
-                (unsigned long long)dims[0], (unsigned long long)dims[1], (long long)nr);
-  v = malloc(sizeof *v * (size_t)(dims[0] * dims[1]));
-  QP_CHECK_GOTO(v, QP_ERR_NOMEM, done, "%s", where);
-  QP_H5_GOTO(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), done,
-             "%s/predicted_peak_bytes", where);
-  int64_t rank_max = 0, node_max = 0, node[4] = {0, 0, 0, 0};
-  for (hsize_t r = 0; r < dims[0]; ++r) {
-    for (hsize_t st = 0; st < dims[1]; ++st) {
-      int64_t peak = (int64_t)v[r * dims[1] + st] + overhead + lib[st];
-      if (peak > rank_max) rank_max = peak;
-      node[st] += peak;
-    }
-    if ((int64_t)(r + 1) % rpn == 0 || r + 1 == dims[0])
-      for (hsize_t st = 0; st < dims[1]; ++st) {
-        if (node[st] > node_max) node_max = node[st];
-        node[st] = 0;
-      }
-  }
-  *rank_pred = rank_max;
-  *node_pred = node_max;
-  *n_ranks = (int)nr;
-  *per_node = (int)rpn;
-done:
-  free(v);
-  if (space >= 0) H5Sclose(space);
-  if (dset >= 0) H5Dclose(dset);
-  if (ranks >= 0) H5Gclose(ranks);
-  if (budget >= 0) H5Gclose(budget);
-  if (h5 >= 0) H5Fclose(h5);
-  return err;
-}
-
-/* Prints the job table; returns the number of failed comparisons (the job's state counts as
- * one when it is OUT_OF_MEMORY). */
-static int qp_sacct_print(FILE *out, const qp_sacct *a, const char *cgroup_arg, int64_t cgroup_peak,
-                          int64_t rank_pred, int64_t node_pred, int n_ranks, int per_node,
-                          double tolerance) {
-  char p[32], m[32];
-  int failed = 0;
-  fprintf(out,
-          "\njob %s (Slurm accounting %s): %d rank(s), %d per node; predicted = stage peak + "
-          "overhead (+ library buffers), per node the ranks of a node summed\n",
-          a->job, a->path, n_ranks, per_node);
-  fprintf(out, "  %-10s %-52s | %10s %10s %8s | %s\n", "peak", "measured", "pred MiB", "meas MiB",
-          "err %", "verdict");
-  char what[512];
-  snprintf(what, sizeof what, "sacct MaxRSS of step %s%s%s%s%s", a->step,
-           a->task[0] ? " (task " : "", a->task, a->node[0] ? ", " : "", a->node);
-  if (a->task[0]) strncat(what, ")", sizeof what - strlen(what) - 1);
-  double e = qp_val_rel_error(a->max_rss, rank_pred);
-  int bad = qp_val_outside(e, tolerance);
-  failed += bad;
-  char et[32];
-  fprintf(out, "  %-10s %-52s | %10s %10s %8s | %s\n", "rank", what,
-          qp_val_mib_text(rank_pred, p, sizeof p), qp_val_mib_text(a->max_rss, m, sizeof m),
-          qp_val_err_text(e, 1, et, sizeof et), bad ? "FAIL" : "ok");
-  if (cgroup_arg) {
-    snprintf(what, sizeof what, "job cgroup peak (%s)", cgroup_arg);
-    e = qp_val_rel_error(cgroup_peak, node_pred);
-    bad = qp_val_outside(e, tolerance);
-    failed += bad;
-    fprintf(out, "  %-10s %-52.52s | %10s %10s %8s | %s\n", "node", what,
-            qp_val_mib_text(node_pred, p, sizeof p), qp_val_mib_text(cgroup_peak, m, sizeof m),
-            qp_val_err_text(e, 1, et, sizeof et), bad ? "FAIL" : "ok");
-  } else {
-    fprintf(out, "  %-10s %-52s | %10s %10s %8s | %s\n", "node", "(no --cgroup-peak: not compared)",
-            qp_val_mib_text(node_pred, p, sizeof p), "n/a", "n/a", "-");
-  }
-  if (a->not_completed[0])
-    fprintf(out, "  not COMPLETED: %s\n", a->not_completed);
-  else
-    fprintf(out, "  every step COMPLETED (%d line(s))\n", a->n_rows);
-  if (a->oom) ++failed;
-  return failed;
-}
-
 /* ---- the command ---- */
 
 int qp_cmd_validate(int argc, char **argv) {
@@ -834,6 +509,7 @@ int qp_cmd_validate(int argc, char **argv) {
   }
   int usage_error = 0, options_done = 0;
   const char *sacct_path = NULL, *cgroup_arg = NULL;
+  int gather_linux = 0; /* --sacct-gather linux */
   for (int i = 1; i < argc && !usage_error; ++i) {
     const char *arg = argv[i];
     if (!options_done && arg[0] == '-' && arg[1]) {
@@ -849,6 +525,18 @@ int qp_cmd_validate(int argc, char **argv) {
       }
       int is_tol = strcmp(arg, "--tolerance") == 0, is_min = strcmp(arg, "--min-bytes") == 0;
       int is_sacct = strcmp(arg, "--sacct") == 0, is_cg = strcmp(arg, "--cgroup-peak") == 0;
+      if (strcmp(arg, "--sacct-gather") == 0 && i + 1 < argc) {
+        const char *val = argv[++i];
+        gather_linux = strcmp(val, "linux") == 0;
+        if (!gather_linux && strcmp(val, "cgroup") != 0) {
+          fprintf(stderr,
+                  "qmlpipe validate: --sacct-gather expects cgroup or linux (Slurm's "
+                  "JobAcctGatherType), got '%s'\n",
+                  val);
+          usage_error = 1;
+        }
+        continue;
+      }
       if ((is_sacct || is_cg) && i + 1 < argc) {
         if (is_sacct)
           sacct_path = argv[++i];
@@ -856,7 +544,7 @@ int qp_cmd_validate(int argc, char **argv) {
           cgroup_arg = argv[++i];
         continue;
       }
-      if (!is_tol && !is_min && !is_sacct && !is_cg) {
+      if (!is_tol && !is_min && !is_sacct && !is_cg && strcmp(arg, "--sacct-gather") != 0) {
         fprintf(stderr, "qmlpipe validate: unknown option '%s'\n", arg);
         usage_error = 1;
       } else if (i + 1 >= argc) {
@@ -949,40 +637,9 @@ int qp_cmd_validate(int argc, char **argv) {
   qp_err job_err = QP_OK;
   int job_failed = 0;
   if (sacct_path && io_err == QP_OK) {
-    qp_sacct acct;
-    int64_t cg = -1, rank_pred = 0, node_pred = 0;
-    int n_ranks = 1, per_node = 1;
-    job_err = qp_sacct_read(sacct_path, &acct);
-    if (job_err == QP_OK && cgroup_arg) job_err = qp_cgroup_peak_read(cgroup_arg, &cg);
-    if (job_err == QP_OK)
-      job_err = qp_sacct_predict(&set, 0, &rank_pred, &node_pred, &n_ranks, &per_node);
-    if (job_err == QP_OK) {
-      job_failed = qp_sacct_print(stdout, &acct, cgroup_arg, cg, rank_pred, node_pred, n_ranks,
-                                  per_node, tolerance);
-      if (!acct.n_numeric) {
-        job_err = QP_ERR_INPUT;
-        qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
-                     "%s: job %s has no srun step (%s.0, ...): the MaxRSS of qmlpipe's ranks is "
-                     "in its srun step (the generated scripts run qmlpipe with srun)",
-                     sacct_path, acct.job, acct.job);
-      } else if (acct.max_rss < 0) {
-        job_err = QP_ERR_INPUT;
-        qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
-                     "%s:%d: step %s has no MaxRSS (accounting not gathered: "
-                     "JobAcctGatherType, or the step ended before the first sample)",
-                     sacct_path, acct.line_step, acct.step);
-      } else if (acct.not_completed[0] && !acct.oom) {
-        job_err = QP_ERR_INPUT;
-        qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
-                     "%s: job %s did not complete (%s): its peaks validate nothing", sacct_path,
-                     acct.job, acct.not_completed);
-      } else if (acct.oom) {
-        qp_error_set(QP_ERR_BUDGET, __FILE__, __LINE__, __func__,
-                     "%s: job %s ran out of memory (%s)", sacct_path, acct.job, acct.not_completed);
-        qp_error_print(stderr, 0);
-        qp_error_clear();
-      }
-    }
+    const qp_sacct_request request = {set.files[0].path, sacct_path, cgroup_arg, gather_linux,
+                                      tolerance};
+    job_err = qp_validate_sacct(&request, stdout, &job_failed);
     if (job_err != QP_OK) {
       qp_error_print(stderr, 0);
       qp_error_clear();

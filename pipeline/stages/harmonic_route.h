@@ -1,5 +1,5 @@
-/* harmonic.h: the harmonic path (QML.md 3): S = V^T Lambda V with V the real harmonic basis
- * at the observed pixels (harmonics.h) for ell_min..lmax, and everything computed on the
+/* harmonic_route.h: the harmonic path (QML.md 3): S = V^T Lambda V with V the real harmonic basis
+ * at the observed pixels (spin_harmonics.h) for ell_min..lmax, and everything computed on the
  * n_modes side:
  *   W = V C^-1 V^T        F_pq = 1/2 tr(W D_p W D_q)       (D_p = dLambda/dp, sparse)
  *   z = V C^-1 x          y_p = 1/2 z^T D_p z

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "flop_rate.h"
+
 void qp_job_format_time(int64_t minutes, char out[32]) {
   const int64_t most = 365 * 24 * 60;
   if (minutes < 1) minutes = 1;
@@ -23,8 +25,10 @@ void qp_job_format_time(int64_t minutes, char out[32]) {
     snprintf(out, 32, "%02lld:%02lld:00", (long long)hours, (long long)mins);
 }
 
-void qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_job_figures *f) {
+qp_err qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_job_figures *f) {
   memset(f, 0, sizeof *f);
+  QP_CALL(qp_job_flop_rate(&p->calibration, &f->flops_per_core, f->rate_source,
+                           sizeof f->rate_source));
   f->mpi = job->ranks > 0;
   f->tasks = f->mpi ? job->ranks : 1;
   f->tasks_per_node = f->mpi ? (job->per_node < f->tasks ? job->per_node : f->tasks) : 1;
@@ -35,12 +39,13 @@ void qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_job_
       margin > (double)QP_JOB_MEM_MARGIN_MIN ? (size_t)ceil(margin) : QP_JOB_MEM_MARGIN_MIN;
   f->mem_mib = (int64_t)ceil(((double)job->node_peak + (double)f->margin_bytes) / 1048576.0);
   const double cores = (double)f->cpus_per_task * (double)f->tasks;
-  f->compute_seconds = p->plan_flops / (QP_JOB_FLOPS_PER_CORE * cores);
+  f->compute_seconds = p->plan_flops / (f->flops_per_core * cores);
   const double minutes =
       ceil(f->compute_seconds * QP_JOB_TIME_FACTOR / 60.0) + QP_JOB_STARTUP_MINUTES;
   f->minutes = minutes < 1e9 ? (int64_t)minutes : (int64_t)1e9;
   qp_job_format_time(f->minutes, f->time);
   if (f->minutes > 365 * 24 * 60) f->minutes = 365 * 24 * 60;
+  return QP_OK;
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped. */
@@ -115,7 +120,7 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
           qp_job_route(p));
   qp_json_string(out, p->path_reason);
   fprintf(out, ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld},\n  \"flops\": %.6e,\n",
-          (long long)m->dims.fisher_chunk, (long long)m->dims.spectra_chunk, p->plan_flops);
+          (long long)p->model_dims.fisher_chunk, (long long)p->model_dims.spectra_chunk, p->plan_flops);
   if (job->ranks > 0)
     fprintf(out,
             "  \"grid\": {\"rows\": %d, \"cols\": %d, \"block\": %d, \"ranks\": %d, "
@@ -145,12 +150,14 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
   fprintf(out,
           "  \"sbatch\": {\"mem_mib\": %lld, \"margin_bytes\": %zu, \"nodes\": %d, \"ntasks\": %d, "
           "\"ntasks_per_node\": %d, \"cpus_per_task\": %d, \"time\": \"%s\", \"time_minutes\": "
-          "%lld, \"compute_seconds\": %.6g, \"flops_per_core\": %.6g, \"time_factor\": %g, "
-          "\"startup_minutes\": %d, \"srun_mpi\": \"%s\", \"run_args\": [",
+          "%lld, \"compute_seconds\": %.6g, \"flops_per_core\": %.6g, \"rate_source\": ",
           (long long)f->mem_mib, f->margin_bytes, f->nodes, f->tasks, f->tasks_per_node,
           f->cpus_per_task, f->time, (long long)f->minutes, f->compute_seconds,
-          QP_JOB_FLOPS_PER_CORE, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES,
-          f->mpi ? "pmix" : "none");
+          f->flops_per_core);
+  qp_json_string(out, f->rate_source);
+  fprintf(out, ", \"time_factor\": %g, \"startup_minutes\": %d, \"srun_mpi\": \"%s\", "
+               "\"run_args\": [",
+          QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES, f->mpi ? "pmix" : "none");
   if (f->mpi)
     fprintf(out, "\"--grid\", \"%dx%d\", \"--block\", \"%d\"", job->rows, job->cols, job->block);
   fprintf(out, "], \"script\": ");
@@ -202,12 +209,12 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
           (double)job->node_peak / mib, 100.0 * QP_JOB_MEM_MARGIN, QP_JOB_MEM_MARGIN_MIN >> 20,
           (double)f->margin_bytes / mib);
   fprintf(out,
-          "# --time:  the route's leading cost, %.3e flop, at %.0f GFLOP/s per core x %d cpu(s)\n"
+          "# --time:  the route's leading cost, %.3e flop, at %.1f GFLOP/s per core x %d cpu(s)\n"
           "#          per task x %d task(s) = %.0f s; times %.0f (safety), plus %d minutes of\n"
-          "#          start-up, rounded up to minutes. Measure the rate of your site with a first\n"
-          "#          job (`qmlpipe report` prints each stage's seconds) and edit --time to it.\n",
-          p->plan_flops, QP_JOB_FLOPS_PER_CORE * 1e-9, f->cpus_per_task, f->tasks,
-          f->compute_seconds, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES);
+          "#          start-up, rounded up to minutes. The rate: %s.\n"
+          "#          `qmlpipe report` of a first job prints each stage's seconds.\n",
+          p->plan_flops, f->flops_per_core * 1e-9, f->cpus_per_task, f->tasks,
+          f->compute_seconds, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES, f->rate_source);
   if (keep)
     fprintf(out, "# results: the config's output, %s (each job overwrites it)\n", keep);
   else

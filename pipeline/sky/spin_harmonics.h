@@ -1,4 +1,4 @@
-/* harmonics.h: the real spherical-harmonic basis of temperature (spin 0) and polarisation
+/* spin_harmonics.h: the real spherical-harmonic basis of temperature (spin 0) and polarisation
  * (spin 2, E and B patterns in Q and U), in healpy's convention, at one direction.
  *
  * The basis is DEFINED by healpy (COSMO polarisation convention). Real coefficients r_lm map to

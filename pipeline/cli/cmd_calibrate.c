@@ -2,16 +2,22 @@
  * (the RSS of a qmlpipe process after the BLAS warm-up a run does) and writes the calibration
  * file that `budget`, `plan` and `run` read (calibration.h). Run it where the jobs run, with
  * the same OMP_NUM_THREADS / OPENBLAS_NUM_THREADS: the BLAS buffers are per thread. */
+#include <getopt.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "calibration.h"
+#include "cmd_common.h"
 #include "commands.h"
 #include "driver.h"
+#include "flop_rate.h"
 #include "h5_matrix.h"
 #include "timeline.h"
+
+/* The dgemm timed for the rate: ~17 GFLOP, at the large-matrix rate of OpenBLAS. */
+enum { QP_CALIBRATE_DGEMM_N = 2048 };
 
 static void qp_calibrate_usage(FILE *out) {
   fprintf(out, "usage: qmlpipe calibrate [--output FILE] [--size N]\n"
@@ -21,27 +27,35 @@ static void qp_calibrate_usage(FILE *out) {
                "  of a run above n_pix 2048 (2048^2 kernels, 512 x 16384 panels) whose widest\n"
                "  BLAS call is N columns; OpenBLAS's buffers grow with that width (about 2 KiB\n"
                "  per column and thread, up to 128 MiB a thread), so give the n_pix of the jobs.\n"
-               "  Use it with memory: {calibration: FILE} or QMLPIPE_CALIBRATION=FILE.\n");
+               "  Also times a dgemm of order %d with every thread busy and records the rate per\n"
+               "  core, which `plan --sbatch` turns into the job's --time.\n"
+               "  Use it with memory: {calibration: FILE} or QMLPIPE_CALIBRATION=FILE.\n",
+          QP_CALIBRATE_DGEMM_N);
 }
 
 int qp_cmd_calibrate(int argc, char **argv) {
   const char *output = "qmlpipe-calibration.txt";
-  long size = 16384;
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+  int size = 16384;
+  static const struct option options[] = {{"help", no_argument, NULL, 'h'},
+                                          {"output", required_argument, NULL, 'o'},
+                                          {"size", required_argument, NULL, 's'},
+                                          {NULL, 0, NULL, 0}};
+  optind = 1;
+  for (int c; (c = getopt_long(argc, argv, "h", options, NULL)) != -1;) {
+    if (c == 'h') {
       qp_calibrate_usage(stdout);
       return 0;
-    } else if (strcmp(argv[i], "--output") == 0 && i + 1 < argc) {
-      output = argv[++i];
-    } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
-      size = strtol(argv[++i], NULL, 10);
-    } else {
+    }
+    if (c == 'o') {
+      output = optarg;
+    } else if (c != 's' || !qp_cmd_parse_count("--size", optarg, 1, 1 << 20, &size)) {
       qp_calibrate_usage(stderr);
       return 2;
     }
   }
-  if (size < 1) {
-    fprintf(stderr, "qmlpipe calibrate: --size must be >= 1\n");
+  if (optind < argc) {
+    fprintf(stderr, "qmlpipe calibrate: unexpected argument '%s'\n", argv[optind]);
+    qp_calibrate_usage(stderr);
     return 2;
   }
   /* The parts: HDF5 first (the warm-up initialises it too, and would hide it among the BLAS
@@ -60,19 +74,29 @@ int qp_cmd_calibrate(int argc, char **argv) {
     qp_error_print(stderr, 0);
     return qp_err_exit_status(err);
   }
+  /* The dgemm rate comes after the baseline: its matrices are not part of the overhead. */
+  double rate = 0, per_core = 0;
+  err = qp_dgemm_rate(QP_CALIBRATE_DGEMM_N, &rate, &per_core);
+  if (err != QP_OK) {
+    qp_error_print(stderr, 0);
+    return qp_err_exit_status(err);
+  }
   qp_calibration cal = {.overhead_bytes = (size_t)baseline.rss,
                         .program_bytes = (size_t)(start.rss + baseline.rss - warm.rss),
                         .blas_bytes = (size_t)(warm.rss - h5.rss),
                         .hdf5_bytes = (size_t)(h5.rss - start.rss),
-                        .threads = omp_get_max_threads()};
+                        .threads = omp_get_max_threads(),
+                        .dgemm_mflops_per_core = (size_t)(per_core * 1e-6)};
   err = qp_calibration_write(output, &cal);
   if (err != QP_OK) {
     qp_error_print(stderr, 0);
     return qp_err_exit_status(err);
   }
   printf("qmlpipe calibrate: overhead %zu bytes (%.2f MiB) = program %.2f MiB + BLAS buffers "
-         "%.2f MiB + HDF5 %.2f MiB, with %d thread(s), warm-up %ld; written to %s\n",
+         "%.2f MiB + HDF5 %.2f MiB, with %d thread(s), warm-up %d; dgemm %.1f GFLOP/s per core "
+         "(order %d); written to %s\n",
          cal.overhead_bytes, cal.overhead_bytes / 1048576.0, cal.program_bytes / 1048576.0,
-         cal.blas_bytes / 1048576.0, cal.hdf5_bytes / 1048576.0, cal.threads, size, output);
+         cal.blas_bytes / 1048576.0, cal.hdf5_bytes / 1048576.0, cal.threads, size,
+         cal.dgemm_mflops_per_core * 1e-3, QP_CALIBRATE_DGEMM_N, output);
   return 0;
 }

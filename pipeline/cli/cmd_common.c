@@ -22,6 +22,19 @@ int qp_cmd_parse_count(const char *option, const char *text, long lo, long hi, i
   return 1;
 }
 
+int qp_cmd_parse_real(const char *option, const char *text, double lo, double hi, double *out) {
+  char *end = NULL;
+  errno = 0;
+  const double v = strtod(text, &end);
+  /* NaN fails the comparisons */
+  if (end == text || *end != '\0' || errno == ERANGE || !(v >= lo && v <= hi)) {
+    fprintf(stderr, "qmlpipe: %s '%s' is not a number from %g to %g\n", option, text, lo, hi);
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
 int qp_cmd_parse_grid(const char *option, const char *text, int *rows, int *cols) {
   char r[32], c[32], name[64];
   const char *x = strchr(text, 'x');

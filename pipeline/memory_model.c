@@ -1,0 +1,276 @@
+/* memory_model.c: qmlpipe's memory model: the terms of every route and stage (memory_model.h).
+ *
+ * One function lists every term with its exact bytes; the pipeline allocates the same names
+ * (terms.h) with the same sizes, and tests/pipeline/test_budget_exact.c fails on any drift. */
+#include "memory_model.h"
+
+#include <string.h>
+
+#include "block_cyclic.h"
+#include "checked_size.h"
+#include "terms.h"
+
+const char *const qp_stage_names[QP_STAGE_COUNT] = {"covariance_setup", "basis_setup",
+                                                    "fisher_run", "spectra_run"};
+
+/* Bytes of a rows x cols matrix of doubles on this rank: all of it, or its block-cyclic part
+ * (whose local counts are at most rows and cols: block_cyclic.h). */
+static qp_model_bytes qp_matrix_bytes(const qp_model_dims *d, int64_t rows, int64_t cols) {
+  qp_model_bytes b;
+  size_t elements = 0;
+  qp_size_bytes(rows, 1, &elements);
+  qp_size_bytes(cols, elements, &elements);
+  qp_size_mul(elements, sizeof(double), &b.whole);
+  b.approx = (double)rows * (double)cols * (double)sizeof(double);
+  b.here = b.whole;
+  if (d->grid_rows > 0) {
+    qp_size_bytes(qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows), 1, &elements);
+    qp_size_bytes(qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols), elements,
+                  &elements);
+    qp_size_mul(elements, sizeof(double), &b.here);
+  }
+  return b;
+}
+
+/* PBLAS's panels for a rows x cols operand on this rank (see the pblas_panels term); the whole
+ * is the bound (rows + cols) x block x 8 that no rank's panels exceed. */
+static qp_model_bytes qp_panel_bytes(const qp_model_dims *d, int64_t rows, int64_t cols) {
+  qp_model_bytes b;
+  size_t per_block = 0;
+  qp_size_mul((size_t)d->block, sizeof(double), &per_block);
+  size_t span = 0;
+  qp_size_add((size_t)rows, (size_t)cols, &span);
+  qp_size_mul(span, per_block, &b.whole);
+  b.approx = ((double)rows + (double)cols) * (double)d->block * (double)sizeof(double);
+  qp_size_bytes(qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows) +
+                    qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols),
+                per_block, &b.here);
+  return b;
+}
+
+qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
+  qp_model_init(m, QP_STAGE_COUNT, qp_stage_names);
+  QP_CHECK(d->n_positions > 0 && d->n_positions <= d->n_pix, QP_ERR_INPUT,
+           "budget model: n_positions (%lld) must be in 1..n_pix (%lld)", (long long)d->n_positions,
+           (long long)d->n_pix);
+  QP_CHECK(d->n_pix > 0 && d->n_sky >= 0 && d->n_maps > 0 && d->n_params > 0, QP_ERR_INPUT,
+           "budget model: n_pix (%lld), n_maps (%lld) and n_params (%lld) must be positive, "
+           "n_sky (%lld) not negative",
+           (long long)d->n_pix, (long long)d->n_maps, (long long)d->n_params, (long long)d->n_sky);
+  QP_CHECK(d->path == QP_MODEL_PIXEL_DIRECT || d->n_modes > 0, QP_ERR_INPUT,
+           "budget model: the harmonic path needs n_modes > 0 (got %lld)", (long long)d->n_modes);
+  QP_CHECK(d->fisher_chunk >= 1 && d->fisher_chunk <= d->n_params, QP_ERR_INPUT,
+           "budget model: fisher chunk %lld outside 1..%lld", (long long)d->fisher_chunk,
+           (long long)d->n_params);
+  QP_CHECK(d->spectra_chunk >= 1 && d->spectra_chunk <= d->n_params, QP_ERR_INPUT,
+           "budget model: spectra chunk %lld outside 1..%lld", (long long)d->spectra_chunk,
+           (long long)d->n_params);
+  QP_CHECK(d->grid_rows <= 0 || (d->block > 0 && d->grid_cols > 0 && d->grid_row >= 0 &&
+                                   d->grid_row < d->grid_rows && d->grid_col >= 0 &&
+                                   d->grid_col < d->grid_cols),
+           QP_ERR_INPUT, "budget model: rank (%d, %d) outside a %d x %d grid of block %d",
+           d->grid_row, d->grid_col, d->grid_rows, d->grid_cols, d->block);
+  m->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
+  QP_CHECK(d->n_modes >= 0 && d->n_fields >= 0 && d->n_lm >= 0, QP_ERR_INPUT,
+           "budget model: n_modes (%lld), n_fields (%d) and n_lm (%lld) must not be negative",
+           (long long)d->n_modes, d->n_fields, (long long)d->n_lm);
+  const int dist = d->grid_rows > 0;
+  const size_t w = sizeof(double);
+  const qp_model_bytes pix_sq = qp_matrix_bytes(d, d->n_pix, d->n_pix);
+  const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, fis = QP_STAGE_FISHER_RUN,
+                    spe = QP_STAGE_SPECTRA_RUN;
+
+  /* The reader alone holds the sky buffer; every rank checks its size all the same. */
+  const qp_model_bytes sky = qp_model_vector_bytes(d->n_sky, w);
+  const char *sky_formula = dist ? "n_sky x 8 (rank 0 reads)" : "n_sky x 8";
+  if (!dist || d->reader)
+    qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, sky, cov, cov, sky_formula);
+  else
+    qp_model_size_ok(m, QP_TERM_SKY_BUFFER, sky, sky_formula);
+  qp_model_add(m, QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT,
+               qp_model_vector_bytes(d->n_positions, sizeof(int64_t)), cov, spe, "n_positions x 8");
+  qp_model_add(m, QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT,
+               qp_model_bytes_times(3, qp_model_vector_bytes(d->n_positions, w)), cov, spe,
+               "3 n_positions x 8");
+  /* The maps are whole on every rank (replicated), so is every n_params buffer. */
+  const qp_model_bytes maps = qp_model_bytes_times((size_t)d->n_maps, qp_model_vector_bytes(d->n_pix, w));
+  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, maps, cov, spe, "n_pix n_maps x 8");
+  const qp_stage_id bas = QP_STAGE_BASIS_SETUP;
+  const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
+  const qp_model_bytes mode_sq = qp_matrix_bytes(d, d->n_modes, d->n_modes),
+                 mode_pix = qp_matrix_bytes(d, d->n_pix, d->n_modes);
+  const qp_model_bytes pix_maps = qp_matrix_bytes(d, d->n_pix, d->n_maps),
+                 mode_maps = qp_matrix_bytes(d, d->n_modes, d->n_maps);
+  /* The noise lives until the noise bias on the pixel-direct and projection routes. SMW is
+   * done with it in basis_setup: the maps are whitened there, and N_eff (26 GiB at the
+   * calibration case of docs/memory-model.md) goes as soon as Y = L_N^-1 V^T exists; V goes
+   * once K = Y^T Y does. basis_setup's phases: 0 V, Y, V N^-1 x; 1 K; 2 the LU. */
+  qp_model_term *t;
+  if (d->noise_dense) {
+    t = qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, smw ? bas : fis,
+                     smw ? "n_pix^2 x 8 (N, then N_eff, then its Cholesky factor)"
+                         : "n_pix^2 x 8");
+    if (smw) t->phase_free = 0;
+  } else {
+    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, qp_model_vector_bytes(d->n_pix, w), cov,
+                 smw ? bas : fis, "n_pix x 8");
+  }
+  if (!smw) {
+    qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
+                 pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
+                       : "n_pix^2 x 8 (C, then L in place)");
+  } else if (d->switched && !d->noise_dense) {
+    t = qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, bas,
+                     "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)");
+    t->phase_free = 0;
+  }
+
+  if (!pixel) {
+    t = qp_model_add(m, QP_TERM_V, smw ? QP_TERM_TRANSIENT : QP_TERM_PERSISTENT, mode_pix, bas,
+                     smw ? bas : spe, "n_pix n_modes x 8 (V^T, then Y in place)");
+    if (smw) {
+      t->phase_free = 1;
+      qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, bas, bas,
+                   "n_pix n_maps x 8 (N_eff^-1/2 x)")
+          ->phase_free = 0;
+      qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas, spe,
+                   "n_modes n_maps x 8 (V N_eff^-1 x, then z in place)");
+    }
+    t = qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, spe,
+                     smw ? "n_modes^2 x 8 (K, then W in place)" : "n_modes^2 x 8 (W)");
+    if (smw) {
+      t->phase_alloc = 1;
+      qp_model_add(m, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, mode_sq, bas, spe,
+                   "n_modes^2 x 8 (I + K Lambda, LU)")
+          ->phase_alloc = 2;
+      /* ScaLAPACK's pdgetrf wants LOCr(n_modes) + MB pivots; the whole is n_modes + MB. */
+      qp_model_bytes pivots = qp_model_vector_bytes(d->n_modes + (dist ? d->block : 0), sizeof(int));
+      if (dist)
+        qp_size_bytes(qp_bc_local_count(d->n_modes, d->block, d->grid_row, d->grid_rows) + d->block,
+                      sizeof(int), &pivots.here);
+      qp_model_add(m, QP_TERM_PIVOTS, QP_TERM_PERSISTENT, pivots, bas, spe,
+                   dist ? "(local n_modes + block) x 4" : "n_modes x 4")
+          ->phase_alloc = 2;
+      if (dist)
+        qp_model_add(m, QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, mode_sq, bas, bas,
+                     "n_modes^2 x 8 (K's columns of one field, redistributed)")
+            ->phase_alloc = 2;
+    }
+  }
+
+  if (pixel) {
+    /* k products, the whitened noise, and a streaming slot when k < n_params. */
+    const size_t k = (size_t)d->fisher_chunk, slots = k + 1 + (d->fisher_chunk < d->n_params);
+    qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, qp_model_bytes_times(slots, pix_sq), fis, fis,
+                 d->fisher_chunk < d->n_params ? "(fisher_chunk + 2) n_pix^2 x 8"
+                                               : "(n_params + 1) n_pix^2 x 8");
+    qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT,
+                 qp_model_bytes_times(k + 1, qp_model_vector_bytes(d->fisher_chunk + 2, w)), fis, fis,
+                 "(fisher_chunk + 1)(fisher_chunk + 2) x 8");
+  } else {
+    /* Distributed, fisher_run has phases: 0 W's field blocks for F; then 1, 2 the bias. */
+    const int ph = dist ? 1 : 0;
+    if (dist) {
+      const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
+      qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
+                   qp_model_bytes_times(blocks, qp_matrix_bytes(d, d->n_lm, d->n_lm)), fis, fis,
+                   "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)")
+          ->phase_free = 0;
+    }
+    if (smw) {
+      qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis,
+                   "n_modes^2 x 8")
+          ->phase_alloc = ph;
+    } else {
+      qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
+                   "n_pix n_modes x 8")
+          ->phase_alloc = ph;
+      /* Distributed, N_eff Z is formed even for a diagonal N, and G = Z^T N_eff Z whole. */
+      if (d->switched || d->noise_dense || dist)
+        qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
+                     "n_pix n_modes x 8")
+            ->phase_alloc = ph;
+      if (d->switched || d->noise_dense) {
+        t = qp_model_add(m, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, pix_sq, fis, fis,
+                         "n_pix^2 x 8");
+        t->phase_alloc = ph;
+        if (dist) t->phase_free = 1;
+      }
+      if (dist)
+        qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis,
+                     "n_modes^2 x 8 (Z^T N_eff Z)")
+            ->phase_alloc = 2;
+    }
+  }
+  const qp_model_bytes params = qp_model_vector_bytes(d->n_params, w),
+                 params_sq = qp_model_bytes_times((size_t)d->n_params, params),
+                 per_map = qp_model_bytes_times((size_t)d->n_maps, params);
+  qp_model_add(m, QP_TERM_FISHER, QP_TERM_PERSISTENT, params_sq, fis, spe, "n_params^2 x 8");
+  qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, params, fis, spe, "n_params x 8");
+
+  if (pixel) {
+    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe, spe,
+                 "n_pix n_maps x 8");
+    qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT,
+                 qp_model_bytes_times((size_t)d->spectra_chunk, pix_sq), spe, spe,
+                 "spectra_chunk n_pix^2 x 8");
+    qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, pix_maps, spe, spe,
+                 "n_pix n_maps x 8");
+  } else if (!smw) {
+    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe, spe,
+                 "n_pix n_maps x 8");
+    qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, mode_maps, spe, spe,
+                 "n_modes n_maps x 8");
+  }
+  if (!pixel && dist)
+    qp_model_add(m, QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT,
+                 qp_model_bytes_times((size_t)d->n_maps, qp_model_vector_bytes(d->n_modes, w)), spe, spe,
+                 "n_modes n_maps x 8 (z whole on every rank)");
+  qp_model_add(m, QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, params_sq, spe, spe,
+               "n_params^2 x 8");
+  qp_model_add(m, QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, per_map, spe, spe,
+               "n_maps n_params x 8");
+  qp_model_add(m, QP_TERM_SPECTRA, QP_TERM_PERSISTENT, per_map, spe, spe, "n_maps n_params x 8");
+  qp_model_add(m, QP_TERM_ERRORS, QP_TERM_PERSISTENT, params, spe, spe, "n_params x 8");
+  if (dist) {
+    /* PBLAS copies a panel of block columns of its operands and one of block rows per step
+     * (PB_Cmalloc, freed before it returns): (LOCr + LOCc) x block doubles for the largest
+     * operand of the stage, within 2% of a rank's C at n_pix 4480-8064 on 1 x 2 and 2 x 2
+     * grids (docs/distributed.md). SMW's largest after basis_setup's V is K (n_modes^2). */
+    const int64_t big_rows = d->n_pix, big_cols = smw ? d->n_modes : d->n_pix;
+    const int64_t later = smw ? d->n_modes : d->n_pix;
+    const qp_model_bytes basis_panels = qp_panel_bytes(d, big_rows, big_cols),
+                   later_panels = qp_panel_bytes(d, later, later);
+    const char *formula = "(LOCr + LOCc) x block x 8 (inside PBLAS; seen in RSS only)";
+    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, basis_panels, bas, bas, formula);
+    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, fis, fis, formula);
+    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, spe, spe, formula);
+  }
+  QP_CHECK(!m->too_many_terms, QP_ERR_INTERNAL, "budget model: more than %d terms", QP_TERMS_MAX);
+  QP_CHECK(!m->oversize_term[0], QP_ERR_INPUT,
+           "budget model: term '%s' (%s) would need %.3g bytes (%.3g PiB), more than the 2^56 "
+           "bytes (64 PiB) the model accepts for one term: impossible dimensions "
+           "(n_pix=%lld n_positions=%lld n_sky=%lld n_modes=%lld n_maps=%lld n_params=%lld "
+           "fisher_chunk=%lld spectra_chunk=%lld)",
+           m->oversize_term, m->oversize_formula, m->oversize_bytes,
+           m->oversize_bytes / 1125899906842624.0, (long long)d->n_pix, (long long)d->n_positions,
+           (long long)d->n_sky, (long long)d->n_modes, (long long)d->n_maps, (long long)d->n_params,
+           (long long)d->fisher_chunk, (long long)d->spectra_chunk);
+  return QP_OK;
+}
+
+void qp_model_print(FILE *out, const qp_model_dims *d, const qp_model *m) {
+  static const char *const path_names[] = {"pixel_direct", "harmonic (SMW)",
+                                           "harmonic (projection)"};
+  fprintf(out, "qmlpipe memory budget [%s]%s\n", path_names[d->path],
+          d->switched ? " with the switch (S_fixed in N_eff)" : "");
+  if (d->path != QP_MODEL_PIXEL_DIRECT) fprintf(out, "  n_modes=%lld\n", (long long)d->n_modes);
+  fprintf(out,
+          "  n_positions=%lld n_pix=%lld n_sky=%lld n_maps=%lld n_params=%lld noise=%s "
+          "fisher_chunk=%lld "
+          "spectra_chunk=%lld\n\n",
+          (long long)d->n_positions, (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps,
+          (long long)d->n_params, d->noise_dense ? "dense" : "diagonal", (long long)d->fisher_chunk,
+          (long long)d->spectra_chunk);
+  qp_model_print_stages(out, m);
+}

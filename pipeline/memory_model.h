@@ -1,0 +1,84 @@
+/* memory_model.h: qmlpipe's memory model: its four stages and, for each route, every term it
+ * allocates with its exact bytes, declared through the generic model of budget/model.h.
+ *
+ * The names are those of terms.h, which the stages allocate under. Most stages have one
+ * phase; basis_setup of the harmonic SMW route frees N_eff and V as soon as it is done with
+ * them, and the distributed fisher_run has three (docs/memory-model.md). */
+#ifndef QP_MEMORY_MODEL_H
+#define QP_MEMORY_MODEL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+
+typedef enum qp_stage_id {
+  QP_STAGE_COVARIANCE_SETUP = 0,
+  QP_STAGE_BASIS_SETUP,
+  QP_STAGE_FISHER_RUN,
+  QP_STAGE_SPECTRA_RUN,
+  QP_STAGE_COUNT
+} qp_stage_id;
+
+/** "covariance_setup", "basis_setup", "fisher_run", "spectra_run": the budget stages. */
+extern const char *const qp_stage_names[QP_STAGE_COUNT];
+static inline const char *qp_stage_name(qp_stage_id stage) {
+  return stage >= 0 && stage < QP_STAGE_COUNT ? qp_stage_names[stage] : "?";
+}
+
+typedef enum qp_model_path {
+  QP_MODEL_PIXEL_DIRECT = 0,
+  QP_MODEL_HARMONIC_SMW = 1,
+  QP_MODEL_HARMONIC_PROJECTED = 2
+} qp_model_path;
+
+typedef struct qp_model_dims {
+  qp_model_path path;
+  int64_t n_modes;       /* harmonic: modes of V (all fields) */
+  int switched;          /* lmax < lmax_signal: S_fixed joins the noise (QML.md 3) */
+  int64_t n_sky;         /* pixels of one full-sky map, 12 nside^2 */
+  int64_t n_positions;   /* observed pixels: of T plus of Q/U (each position has a vector) */
+  int64_t n_pix;         /* length of the data vector (observed pixels x fields) */
+  int64_t n_maps;        /* maps analysed together */
+  int64_t n_params;      /* spectra x bins */
+  int64_t fisher_chunk;  /* pixel-direct: products held at once in fisher_run */
+  int64_t spectra_chunk; /* pixel-direct: bin matrices held at once in spectra_run */
+  int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
+  /* The distributed backend (grid_rows = 0: one process holds everything). The model is then
+   * of one rank, (grid_row, grid_col) of the grid: its block-cyclic share of every big matrix
+   * (budget/block_cyclic.h), the replicated small buffers whole, the sky buffer on the reader
+   * (rank 0) only. */
+  int grid_rows, grid_cols, grid_row, grid_col, block;
+  int reader;            /* 1: this rank reads the inputs (always 1 without a grid) */
+  int n_fields;          /* harmonic: fields with modes (T, E, B): W's field blocks */
+  int64_t n_lm;          /* harmonic: (lmax + 1)^2, the (l, m) of one padded field block */
+} qp_model_dims;
+
+/** The default overhead (bytes) when none was measured: the RSS of `qmlpipe run` at its
+ *  baseline (BLAS kernels, OpenMP pool and the threads' heaps, the libraries' first use, HDF5,
+ *  the memory timeline) on the project's 2-core Debian 12 machine (31.4 MiB, OpenBLAS 0.3.21
+ *  with 2 threads), rounded up; see docs/memory-model.md. */
+#define QP_MODEL_DEFAULT_OVERHEAD ((size_t)32 << 20)
+/** The same for problems above n_pix 2048, whose warm-up also runs the BLAS kernels on wide
+ *  panels (driver.c): 55.6-55.8 MiB there (`qmlpipe calibrate`, without inputs: 53.8), rounded
+ *  up. */
+#define QP_MODEL_DEFAULT_OVERHEAD_LARGE ((size_t)57 << 20)
+/** Added to the default overhead of a rank of a distributed run: Open MPI, BLACS and
+ *  ScaLAPACK's code and buffers after the distributed warm-up (driver.c); 7.1-7.4 MiB measured
+ *  per rank on 1-4 ranks here (docs/distributed.md), rounded up. */
+#define QP_MODEL_DEFAULT_OVERHEAD_MPI ((size_t)8 << 20)
+
+/** Predicts every term of the route of `dims` (the model's overhead: the built-in default;
+ *  the caller sets the calibrated one). QP_ERR_INPUT on nonsense dims, and on dims that make
+ *  any term exceed QP_SIZE_TERM_MAX = 2^56 bytes (checked_size.h): the message names the
+ *  term, its formula and the dims, and model->oversize_term the term. The bound is checked on
+ *  each term's whole size, the same on every rank of a grid, so every rank accepts or refuses
+ *  alike. With every term (and the overhead) at most 2^56 bytes, the model's sums (stage
+ *  peaks, lifetime peak plus overhead) stay below 2^63 and need no check. */
+qp_err qp_model_predict(const qp_model_dims *dims, qp_model *model);
+
+/** Prints the table of `qmlpipe budget`: the route and dimensions, then per stage the
+ *  persistent and transient terms and the peak, the overhead and the lifetime peak. */
+void qp_model_print(FILE *out, const qp_model_dims *dims, const qp_model *model);
+
+#endif
