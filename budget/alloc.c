@@ -11,6 +11,7 @@
 
 #include "checked_size.h"
 #include "fault.h"
+#include "interrupt.h"
 #include "qp_config.h"
 #include "timeline.h"
 #if QP_HAVE_CUDA
@@ -347,6 +348,7 @@ void qp_budget_reset(void) {
   for (int s = 0; s < 2; ++s) qp_budget_state.peak[s] = qp_budget_state.current[s];
   qp_budget_state.depth = 0;
   qp_budget_state.n_records = 0;
+  qp_interrupt_reset();
   /* Written whole, not just forgotten: the records are ~190 KB of static storage whose pages
    * a run would otherwise touch one stage at a time (8 KB per push and per pop), untracked
    * growth inside its stages; after this they are resident, in the run's baseline. */
@@ -387,6 +389,7 @@ qp_err qp_stage_push(const char *name) {
   pthread_mutex_unlock(&qp_budget_state.lock);
   qp_timeline_mark(name, 1); /* an event and a sample, when the sampler runs (timeline.h) */
   clock_gettime(CLOCK_MONOTONIC, &s->start);
+  qp_interrupt_stage_enter(name); /* a signal now names this stage (interrupt.h) */
   return QP_OK;
 }
 
@@ -412,6 +415,7 @@ qp_err qp_stage_pop(void) {
     }
   }
   qp_budget_state.depth--;
+  qp_interrupt_stage_leave();
   int stored = qp_budget_state.n_records < QP_STAGES_MAX;
   if (stored) qp_budget_state.records[qp_budget_state.n_records++] = *r;
   pthread_mutex_unlock(&qp_budget_state.lock);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "checked_size.h"
 
 qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
@@ -78,24 +79,26 @@ qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
 }
 
 qp_err qp_calibration_write(const char *path, const qp_calibration *cal) {
-  char tmp[600];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  QP_CHECK(f, QP_ERR_IO, "cannot write calibration file '%s': %s", tmp, strerror(errno));
-  fprintf(f,
-          "# qmlpipe calibration: the process's RSS after the BLAS warm-up of a run, measured by\n"
-          "# `qmlpipe calibrate` on this machine; the memory model's overhead term\n"
-          "overhead_bytes %zu\nprogram_bytes %zu\nblas_bytes %zu\nhdf5_bytes %zu\nthreads %d\n",
-          cal->overhead_bytes, cal->program_bytes, cal->blas_bytes, cal->hdf5_bytes,
-          cal->threads);
-  if (cal->dgemm_mflops_per_core > 0)
-    fprintf(f, "# the dgemm rate per core with every thread busy, MFLOP/s: plan's job --time\n"
-               "dgemm_mflops_per_core %zu\n",
-            cal->dgemm_mflops_per_core);
-  int ok = fclose(f) == 0;
-  if (!ok || rename(tmp, path) != 0) {
-    remove(tmp);
-    QP_FAIL(QP_ERR_IO, "cannot write calibration file '%s'", path);
+  qp_atomic_file tmp;
+  FILE *f = NULL;
+  QP_CALL(qp_atomic_begin(path, &tmp));
+  qp_err err = qp_atomic_fopen(&tmp, 0666, &f);
+  if (err == QP_OK) {
+    fprintf(f,
+            "# qmlpipe calibration: the process's RSS after the BLAS warm-up of a run, measured "
+            "by\n# `qmlpipe calibrate` on this machine; the memory model's overhead term\n"
+            "overhead_bytes %zu\nprogram_bytes %zu\nblas_bytes %zu\nhdf5_bytes %zu\nthreads %d\n",
+            cal->overhead_bytes, cal->program_bytes, cal->blas_bytes, cal->hdf5_bytes,
+            cal->threads);
+    if (cal->dgemm_mflops_per_core > 0)
+      fprintf(f, "# the dgemm rate per core with every thread busy, MFLOP/s: plan's job --time\n"
+                 "dgemm_mflops_per_core %zu\n",
+              cal->dgemm_mflops_per_core);
+    err = qp_atomic_fcommit(&tmp, f, 1);
   }
-  return QP_OK;
+  if (err != QP_OK) {
+    qp_atomic_abort(&tmp);
+    qp_error_trace(__FILE__, __LINE__, __func__);
+  }
+  return err;
 }

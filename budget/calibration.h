@@ -35,7 +35,8 @@ typedef struct qp_calibration {
  *  file that cannot be opened, QP_ERR_INPUT (naming file and line) for a malformed one: a
  *  value that is not a whole number from 0 to 2^56 (QP_SIZE_TERM_MAX), or threads beyond int. */
 qp_err qp_calibration_load(const char *path, qp_calibration *cal);
-/** Writes a calibration file atomically (temporary name, then rename). */
+/** Writes a calibration file atomically (a private temporary beside it, then rename:
+ *  atomic_file.h). */
 qp_err qp_calibration_write(const char *path, const qp_calibration *cal);
 
 #endif

@@ -3,6 +3,8 @@
 
 #include "cls_text.h"
 
+#include "atomic_file.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -150,7 +152,7 @@ done:
 qp_err qp_cls_write(const char *path, const qp_cls *cls) {
   qp_err err = QP_OK;
   FILE *file = NULL;
-  char tmp[4096 + 32];
+  qp_atomic_file tmp;
 
   QP_CHECK(path != NULL && cls != NULL, QP_ERR_INTERNAL, "qp_cls_write: NULL argument");
   QP_CHECK(cls->n_columns == 4 || cls->n_columns == 6, QP_ERR_INPUT,
@@ -159,11 +161,8 @@ qp_err qp_cls_write(const char *path, const qp_cls *cls) {
   for (int s = 0; s < cls->n_columns; ++s)
     QP_CHECK(cls->cl[s] != NULL, QP_ERR_INTERNAL, "writing C_ell file '%s': no %s values", path,
              qp_cls_names[s]);
-  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  QP_CHECK(n > 0 && (size_t)n < sizeof tmp, QP_ERR_INPUT, "C_ell path '%s' is too long", path);
-
-  file = fopen(tmp, "w");
-  QP_CHECK(file != NULL, QP_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+  QP_CALL(qp_atomic_begin(path, &tmp));
+  QP_CALL_GOTO(qp_atomic_fopen(&tmp, 0666, &file), done);
   fprintf(file, "# C_ell (not D_ell). columns: ell TT EE BB TE%s\n",
           cls->n_columns == 6 ? " TB EB" : "");
   for (int ell = 0; ell <= cls->lmax; ++ell) {
@@ -173,16 +172,9 @@ qp_err qp_cls_write(const char *path, const qp_cls *cls) {
       fprintf(file, " %.16e", cls->cl[s][ell]);
     fputc('\n', file);
   }
-  int write_failed = ferror(file);
-  int write_errno = errno;
-  int close_failed = fclose(file) != 0;
-  file = NULL;
-  QP_CHECK_GOTO(!write_failed && !close_failed, QP_ERR_IO, done, "writing '%s': %s", tmp,
-                strerror(write_failed ? write_errno : errno));
-  QP_CHECK_GOTO(rename(tmp, path) == 0, QP_ERR_IO, done, "cannot rename '%s' to '%s': %s", tmp,
-                path, strerror(errno));
+  QP_CALL_GOTO(qp_atomic_fcommit(&tmp, file, 1), done);
 
 done:
-  if (err != QP_OK) unlink(tmp); /* never leave a half-written file behind */
+  if (err != QP_OK) qp_atomic_abort(&tmp); /* never leave a half-written file behind */
   return err;
 }

@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "checked_size.h"
 
 enum {
@@ -287,7 +288,7 @@ qp_err qp_fits_map_write(const char *path, int64_t nside, int n_columns,
   qp_err err = QP_OK;
   fitsfile *f = NULL;
   int status = 0;
-  char tmp[4096 + 32];
+  qp_atomic_file tmp;
   char names[QP_FITS_COLUMNS_MAX][FLEN_VALUE];
   char *ttype[QP_FITS_COLUMNS_MAX], *tform[QP_FITS_COLUMNS_MAX];
 
@@ -311,14 +312,10 @@ qp_err qp_fits_map_write(const char *path, int64_t nside, int n_columns,
     ttype[c] = names[c];
     tform[c] = form;
   }
-  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  QP_CHECK(n > 0 && (size_t)n < sizeof tmp, QP_ERR_INPUT, "map path '%s' is too long", path);
-
+  QP_CALL(qp_atomic_begin(path, &tmp));
   fits_clear_errmsg();
-  /* fits_create_diskfile refuses an existing file: a stale temporary of this pid goes first. */
-  if (unlink(tmp) != 0 && errno != ENOENT)
-    QP_FAIL(QP_ERR_IO, "cannot remove stale temporary file '%s': %s", tmp, strerror(errno));
-  fits_create_diskfile(&f, tmp, &status);
+  /* By name, inside the private directory (atomic_file.h): cfitsio follows symlinks. */
+  fits_create_diskfile(&f, tmp.path, &status);
   QP_CALL_GOTO(QP_FITS_STATUS(status, path, "creating the temporary file"), done);
   fits_create_img(f, BYTE_IMG, 0, NULL, &status); /* empty primary HDU, as healpy writes */
   fits_create_tbl(f, BINARY_TBL, n_sky / per_row, n_columns, ttype, tform, NULL, "xtension",
@@ -343,8 +340,7 @@ qp_err qp_fits_map_write(const char *path, int64_t nside, int n_columns,
   fits_close_file(f, &status);
   f = NULL;
   QP_CALL_GOTO(QP_FITS_STATUS(status, path, "closing"), done);
-  QP_CHECK_GOTO(rename(tmp, path) == 0, QP_ERR_IO, done, "cannot rename '%s' to '%s': %s", tmp,
-                path, strerror(errno));
+  QP_CALL_GOTO(qp_atomic_commit(&tmp, 1), done);
 
 done:
   if (err != QP_OK) {
@@ -352,7 +348,7 @@ done:
       int close_status = 0;
       fits_close_file(f, &close_status);
     }
-    unlink(tmp); /* never leave a half-written file behind */
+    qp_atomic_abort(&tmp); /* never leave a half-written file behind */
   }
   return err;
 }

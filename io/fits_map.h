@@ -29,7 +29,7 @@ qp_err qp_fits_map_info(const char *path, qp_healpix_info *info);
  *  not checked (the caller checks the observed pixels for NaN / UNSEEN). */
 qp_err qp_fits_map_read(const char *path, const qp_healpix_info *info, int column, double *sky);
 /** Writes a map file in healpy's layout (RING, float64, one column per field, COORDSYS G),
- *  to a temporary name that is renamed to `path` when complete. */
+ *  to a private temporary beside `path` (atomic_file.h) that is renamed to it when complete. */
 qp_err qp_fits_map_write(const char *path, int64_t nside, int n_columns,
                          const char *const *column_names, const double *const *columns);
 

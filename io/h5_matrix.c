@@ -21,6 +21,7 @@
 
 #include "fault.h"
 #include "h5_error.h"
+#include "h5_image.h"
 
 /* In functions with a `done:` exit and a local `err`: when an HDF5 call returned < 0, records
  * `code` with "HDF5 file 'path': what: <HDF5's innermost description>" (clearing HDF5's
@@ -233,10 +234,6 @@ qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, i
   QP_CHECK(rows >= 1 && cols >= 1, QP_ERR_INPUT,
            "writing HDF5 file '%s': a %lld x %lld matrix is empty", path, (long long)rows,
            (long long)cols);
-  char tmp[4096 + 32];
-  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  QP_CHECK(n > 0 && (size_t)n < sizeof tmp, QP_ERR_INPUT, "HDF5 path '%s' is too long", path);
-
   qp_err err = QP_OK;
   qp_h5_quiet quiet;
   qp_h5_quiet_begin(&quiet);
@@ -245,8 +242,8 @@ qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, i
   char what[512];
   snprintf(what, sizeof what, "creating dataset '%s'", dataset);
 
-  file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  QP_H5_CHECK_GOTO(file, QP_ERR_IO, path, "cannot create the temporary file");
+  /* Built in memory, then written whole beside `path` and renamed (budget/h5_image.h). */
+  QP_CALL_GOTO(qp_h5_image_create(path, &file), done);
   /* Dataset names like "/noise/covariance" get their groups made on the way. */
   lcpl = H5Pcreate(H5P_LINK_CREATE);
   QP_H5_CHECK_GOTO(lcpl, QP_ERR_IO, path, what);
@@ -261,19 +258,15 @@ qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, i
                    QP_ERR_IO, path, what);
   H5Dclose(dset);
   dset = H5I_INVALID_HID;
-  /* The data reach the disk when the file is closed: only then may it get its real name. */
-  herr_t closed = H5Fclose(file);
-  file = H5I_INVALID_HID;
-  QP_H5_CHECK_GOTO(closed, QP_ERR_IO, path, "closing");
-  QP_CHECK_GOTO(rename(tmp, path) == 0, QP_ERR_IO, done, "cannot rename '%s' to '%s': %s", tmp,
-                path, strerror(errno));
+  hid_t saved = file;
+  file = H5I_INVALID_HID; /* closed by the save, whatever its outcome */
+  QP_CALL_GOTO(qp_h5_image_save(saved, path), done);
 
 done:
   if (dset >= 0) H5Dclose(dset);
   if (space >= 0) H5Sclose(space);
   if (lcpl >= 0) H5Pclose(lcpl);
-  if (file >= 0) H5Fclose(file);
-  if (err != QP_OK) unlink(tmp); /* never leave a half-written file behind */
+  if (file >= 0) H5Fclose(file); /* in memory: nothing reaches the disk */
   qp_h5_quiet_end(&quiet);
   return err;
 }

@@ -24,7 +24,8 @@ qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, in
 qp_err qp_h5_matrix_read_block_cyclic(const char *path, const char *dataset, int64_t n,
                                       int64_t block, int nprow, int npcol, int myrow, int mycol,
                                       double *out, int64_t ld);
-/** Writes a matrix (for tests and simulate), atomically (temporary name, then rename). */
+/** Writes a matrix (for tests and simulate), atomically: built in memory, written to a private
+ *  temporary beside `path`, renamed (budget/h5_image.h, atomic_file.h). */
 qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, int64_t cols,
                           const double *data);
 

@@ -1,22 +1,22 @@
 /* results_h5.c: the results file of `qmlpipe run` (results_h5.h; layout in QML.md 6).
  *
- * Everything goes to "<path>.tmp.<pid>", which is renamed to <path> only once the file is
- * complete and closed; on any failure the temporary file is removed, so a failed run never
- * leaves a partial (or a stale-looking) results file. */
+ * The file is built in memory and written whole to a private temporary beside <path>, which
+ * is renamed to <path> only once complete and flushed (budget/h5_image.h, atomic_file.h); on
+ * any failure the temporary is removed, so a failed run never leaves a partial (or a
+ * stale-looking) results file, and an existing one stays as it was. */
 #define _POSIX_C_SOURCE 200809L
 #include "results_h5.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "fault.h"
 #include "h5_error.h"
+#include "h5_image.h"
 #include "qp_config.h"
 #include "report_h5.h"
 
@@ -316,34 +316,16 @@ static qp_err qp_results_datasets(const qp_h5_out *o, const qp_results *r) {
   return QP_OK;
 }
 
-/* Flushes the closed temporary file to disk before it takes the final name. */
-static qp_err qp_results_sync(const char *tmp, const char *path) {
-  int fd = open(tmp, O_RDONLY);
-  QP_CHECK(fd >= 0, QP_ERR_IO, "%s: cannot reopen '%s': %s", path, tmp, strerror(errno));
-  int ok = fsync(fd) == 0;
-  int saved = errno;
-  close(fd);
-  QP_CHECK(ok, QP_ERR_IO, "%s: cannot flush '%s' to disk: %s", path, tmp, strerror(saved));
-  return QP_OK;
-}
-
 qp_err qp_results_write(const char *path, const qp_results *results) {
   qp_err err = QP_OK;
-  hid_t fapl = -1, file = -1;
-  char tmp[QP_PATH_MAX + 32];
+  hid_t file = H5I_INVALID_HID;
   qp_h5_out o = {-1, path};
   QP_CHECK(path && path[0], QP_ERR_INTERNAL, "qp_results_write: no path");
   QP_CALL(qp_results_check(path, results));
-  int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  QP_CHECK(len > 0 && (size_t)len < sizeof tmp, QP_ERR_IO, "results path '%s' is too long", path);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 
-  /* STRONG close: H5Fclose closes every object still open, so a failure path never leaves
-   * the file open (and undeletable on some file systems) behind. */
-  QP_H5_GOTO(fapl = H5Pcreate(H5P_FILE_ACCESS), done, "%s: file access list", path);
-  QP_H5_GOTO(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG), done, "%s: file access list", path);
-  QP_H5_GOTO(file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), done,
-             "cannot create results file '%s' (written first as '%s')", path, tmp);
+  /* Built in memory, then written whole beside the target and renamed (h5_image.h). */
+  QP_CALL_GOTO(qp_h5_image_create(path, &file), done);
   o.file = file;
   QP_CALL_GOTO(qp_results_root_attrs(&o, results), done);
   QP_CALL_GOTO(qp_results_datasets(&o, results), done);
@@ -352,18 +334,11 @@ qp_err qp_results_write(const char *path, const qp_results *results) {
     QP_CALL_GOTO(
         qp_report_write_limit(file, results->memory_limit, results->memory_limit_source), done);
   if (results->ranks) QP_CALL_GOTO(qp_report_write_ranks(file, results->ranks), done);
-  herr_t closed = H5Fclose(file);
-  file = -1;
-  QP_H5_GOTO(closed, done, "%s: cannot close '%s'", path, tmp);
-  QP_CALL_GOTO(qp_results_sync(tmp, path), done);
-  QP_CHECK_GOTO(rename(tmp, path) == 0, QP_ERR_IO, done, "cannot rename '%s' to '%s': %s", tmp,
-                path, strerror(errno));
+  hid_t saved = file;
+  file = H5I_INVALID_HID; /* closed by the save, whatever its outcome */
+  QP_CALL_GOTO(qp_h5_image_save(saved, path), done);
 done:
-  if (file >= 0) H5Fclose(file);
-  if (fapl >= 0) H5Pclose(fapl);
-  if (err != QP_OK) {
-    remove(tmp); /* nothing partial stays behind (absent already when the create failed) */
-    H5Eclear2(H5E_DEFAULT);
-  }
+  if (file >= 0) H5Fclose(file); /* in memory: nothing reaches the disk */
+  if (err != QP_OK) H5Eclear2(H5E_DEFAULT);
   return err;
 }

@@ -1,7 +1,7 @@
 /* results_h5.h: the results file of `qmlpipe run` (layout in docs/output.md and QML.md 6).
  *
- * Written to "<path>.tmp.<pid>" and renamed to <path> only when complete, so a failed run
- * never leaves a partial results file. */
+ * Written to a private temporary beside <path> (budget/atomic_file.h) and renamed to <path>
+ * only when complete, so a failed run never leaves a partial results file. */
 #ifndef QP_RESULTS_H5_H
 #define QP_RESULTS_H5_H
 
@@ -49,7 +49,8 @@ typedef struct qp_results {
 } qp_results;
 
 /** Writes the results file (with the /budget report of every stage recorded so far).
- *  QP_ERR_IO naming the file on any HDF5 failure; nothing is left under `path` then. */
+ *  QP_ERR_IO naming the file on any HDF5 or disk failure (a full disk included); nothing new
+ *  is left under `path` then and an existing file there is untouched. */
 qp_err qp_results_write(const char *path, const qp_results *results);
 
 #endif

@@ -3,10 +3,12 @@
 #ifndef QP_TEST_UTIL_H
 #define QP_TEST_UTIL_H
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "qp_error.h"
 
 static int qp_test_failures = 0;
@@ -127,6 +129,42 @@ static inline void qp_test_write_text(const char *path, const char *text) {
   if (!f) return;
   fputs(text, f);
   TEST_ASSERT(fclose(f) == 0, "cannot write the test file '%s'", path);
+}
+
+/** The temporaries of budget/atomic_file.h (names holding QP_ATOMIC_TEMP_MARK) in `dir`: their
+ *  number (-1 when `dir` cannot be read) and, when `names` is not NULL, their names
+ *  comma-separated into it. Writers must leave none behind, whatever happened. */
+static inline int qp_test_find_temps(const char *dir, char *names, size_t size) {
+  if (names && size) names[0] = '\0';
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (!strstr(e->d_name, QP_ATOMIC_TEMP_MARK)) continue;
+    if (names && size) {
+      const size_t len = strlen(names);
+      snprintf(names + len, size - len, "%s%s", n ? ", " : "", e->d_name);
+    }
+    ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+/** The temporaries of `target` made on this host (atomic_file.h) left in its directory: their
+ *  number. Unlike qp_test_find_temps, blind to other tests' files in a shared directory. */
+static inline int qp_test_temps_of(const char *target) {
+  char prefix[QP_ATOMIC_PATH_MAX];
+  if (!qp_atomic_temp_prefix(target, prefix, sizeof prefix)) return -1;
+  char *slash = strrchr(prefix, '/'); /* "<dir>/.<name>.qmlpipe-tmp.<host>." */
+  *slash = '\0';
+  DIR *d = opendir(prefix);
+  if (!d) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    n += strncmp(e->d_name, slash + 1, strlen(slash + 1)) == 0;
+  closedir(d);
+  return n;
 }
 
 #define TEST_RETURN() (qp_test_failures == 0 ? 0 : 1)

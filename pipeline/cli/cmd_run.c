@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "comm.h"
 #include "cmd_common.h"
 #include "commands.h"
@@ -20,9 +21,11 @@ static void qp_run_usage(FILE *out) {
           "  (relative to the config file's directory).\n"
           "  --output PATH  write the results to PATH instead of the config's 'output'; a\n"
           "                 relative PATH is relative to the current directory, like any\n"
-          "                 command-line path. Its directory must exist; this is checked\n"
-          "                 before the run starts. One name per job keeps the jobs of a Monte\n"
-          "                 Carlo campaign on one config from overwriting each other, e.g.\n"
+          "                 command-line path. Its directory must exist and be writable, and\n"
+          "                 an existing PATH must be a regular file and none of the run's\n"
+          "                 inputs; this is checked before the run starts (exit %d). One\n"
+          "                 name per job keeps the jobs of a Monte Carlo campaign on one\n"
+          "                 config from overwriting each other, e.g.\n"
           "                 --output \"mc/results-$SLURM_JOB_ID.h5\" (jobs/*.sbatch: '%%j')\n"
           "  --grid RxC     the process grid of the distributed backend (R x C must be the\n"
           "                 number of ranks), overriding the config's grid: {rows, cols}; the\n"
@@ -41,9 +44,11 @@ static void qp_run_usage(FILE *out) {
           "  --quiet        no progress lines on stderr\n"
           "  --verbose      a traceback with errors\n"
           "  Started as several processes (mpiexec -n N, srun -n N) without MPI running, it\n"
-          "  refuses with exit status %d rather than run N copies onto one results file.\n",
-          QP_GRID_BLOCK_MAX, qp_err_exit_status(QP_ERR_INPUT), qp_err_exit_status(QP_ERR_IO),
-          qp_err_exit_status(QP_ERR_MPI));
+          "  refuses with exit status %d rather than run N copies onto one results file.\n"
+          "  SIGINT, SIGTERM, SIGUSR1 (Slurm's --signal) and SIGXCPU end it with exit status\n"
+          "  128 + the signal after removing its temporary files and saying which stage ran.\n",
+          qp_err_exit_status(QP_ERR_IO), QP_GRID_BLOCK_MAX, qp_err_exit_status(QP_ERR_INPUT),
+          qp_err_exit_status(QP_ERR_IO), qp_err_exit_status(QP_ERR_MPI));
 }
 
 static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline) {
@@ -166,8 +171,11 @@ int qp_cmd_run(int argc, char **argv) {
   } else {
     snprintf(source, sizeof source, "config '%s' key 'output'", config_path);
   }
-  /* The results file's directory is checked now, not after hours of work (rank 0 writes). */
-  err = qp_comm_rank() == 0 ? qp_results_path_check_writable(cfg.output, source) : QP_OK;
+  /* The results file is checked now, not after hours of work (rank 0 writes): its directory,
+   * what it is, that it is no input, and a temporary made and removed beside it. What a run
+   * killed outright (SIGKILL) left there goes first, with a note. */
+  if (qp_comm_rank() == 0) qp_atomic_remove_stale(cfg.output, stderr);
+  err = qp_comm_rank() == 0 ? qp_results_path_check_output(&cfg, source) : QP_OK;
   /* And the checkpoint directory (made when missing), before the first stage. */
   if (err == QP_OK && cfg.checkpoint[0] && qp_comm_rank() == 0)
     err = qp_results_path_make_dir(cfg.checkpoint,

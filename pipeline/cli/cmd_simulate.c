@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "atomic_file.h"
 #include "budget.h"
 #include "checked_size.h"
 #include "commands.h"
@@ -119,8 +120,14 @@ static qp_err qp_write_example(qp_sim_cli *cli, qp_cls *cls) {
   snprintf(prefix, sizeof prefix, "%s/map", dir);
   QP_CALL(qp_write_maps(cli, cls, prefix));
   snprintf(path, sizeof path, "%s/config.yaml", dir);
-  FILE *f = fopen(path, "w");
-  QP_CHECK(f, QP_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+  qp_atomic_file tmp;
+  FILE *f = NULL;
+  QP_CALL(qp_atomic_begin(path, &tmp));
+  qp_err err = qp_atomic_fopen(&tmp, 0666, &f);
+  if (err != QP_OK) {
+    qp_atomic_abort(&tmp);
+    QP_CALL(err);
+  }
   fprintf(f,
           "# qmlpipe example written by `qmlpipe simulate --example`; paths are relative to\n"
           "# this file. Run it with: qmlpipe run %s\n",
@@ -134,7 +141,7 @@ static qp_err qp_write_example(qp_sim_cli *cli, qp_cls *cls) {
           "beam_fwhm_arcmin: 0\npath: pixel_direct\nbackend: cpu\noutput: results.h5\n"
           "memory: {host_limit: 8GiB}\n",
           cli->sim.noise_variance, cli->sim.ell_min, cli->sim.lmax, cli->sim.lmax);
-  QP_CHECK(fclose(f) == 0, QP_ERR_IO, "cannot write '%s'", path);
+  QP_CALL(qp_atomic_fcommit(&tmp, f, 1));
   printf("qmlpipe simulate: example written to %s (run: qmlpipe run %s)\n", dir, path);
   return QP_OK;
 }

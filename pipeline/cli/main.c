@@ -6,6 +6,7 @@
 #include "comm.h"
 #include "commands.h"
 #include "fault.h"
+#include "interrupt.h"
 #include "qp_config.h"
 
 static void qp_usage(FILE *out) {
@@ -73,6 +74,9 @@ int main(int argc, char **argv) {
     qp_comm_finalize();
     return qp_err_exit_status(QP_ERR_INPUT);
   }
+  /* SIGINT, SIGTERM, SIGUSR1, SIGXCPU: temporaries removed, the stage said, exit 128 + signal
+   * (budget/interrupt.h). */
+  qp_interrupt_install(qp_comm_rank());
   int status = qp_dispatch(argc, argv);
   qp_fault_report(stderr);
   qp_comm_finalize();

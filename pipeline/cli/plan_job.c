@@ -1,6 +1,8 @@
 /* plan_job.c: see plan_job.h. */
 #include "plan_job.h"
 
+#include "atomic_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -297,46 +299,19 @@ qp_err qp_job_write_sbatch(const qp_problem *p, const qp_plan_job *job, const qp
   QP_CHECK(job->force || access(script, F_OK) != 0, QP_ERR_IO,
            "the job script '%s' exists (--force replaces it)", script);
 
-  /* The temporary file next to the script (same file system): O_EXCL, then made executable. */
-  char temp[PATH_MAX + 16];
-  snprintf(temp, sizeof temp, "%s.XXXXXX", script);
-  const int fd = mkstemp(temp);
-  QP_CHECK(fd >= 0, QP_ERR_IO, "cannot write the job script '%s': %s", script, strerror(errno));
-  qp_err err = QP_OK;
-  FILE *out = fdopen(fd, "w");
-  if (!out) {
-    err = qp_error_set(QP_ERR_IO, __FILE__, __LINE__, __func__,
-                       "cannot write the job script '%s': %s", script, strerror(errno));
-    close(fd);
-    goto done;
-  }
+  /* A private temporary beside the script (atomic_file.h), executable like a script made by
+   * hand (0777 less the umask, at most 0755); linked into place unless --force. */
+  qp_atomic_file temp;
+  FILE *out = NULL;
+  QP_CALL(qp_atomic_begin(script, &temp));
+  qp_err err = qp_atomic_fopen(&temp, 0755, &out);
+  if (err != QP_OK) goto done;
   qp_job_script(out, p, job, f, exe, config, results_dir, job->keep_output ? keep : NULL, script);
-  int failed = ferror(out) || fflush(out) != 0 || fsync(fd) != 0;
-  int saved = errno;
-  mode_t mask = umask(0);
-  umask(mask);
-  failed = failed || fchmod(fd, 0777 & ~mask & 0755) != 0;
-  if (failed) saved = errno;
-  if (fclose(out) != 0 && !failed) {
-    failed = 1;
-    saved = errno;
-  }
-  QP_CHECK_GOTO(!failed, QP_ERR_IO, done, "cannot write the job script '%s': %s", script,
-                strerror(saved));
-  if (job->force) {
-    QP_CHECK_GOTO(rename(temp, script) == 0, QP_ERR_IO, done,
-                  "cannot put the job script in place as '%s': %s", script, strerror(errno));
-  } else {
-    /* link() refuses an existing name, atomically (no race with another writer). */
-    const int linked = link(temp, script);
-    const int why = errno;
-    QP_CHECK_GOTO(linked == 0, QP_ERR_IO, done, "%s '%s'%s: %s",
-                  why == EEXIST ? "the job script" : "cannot put the job script in place as",
-                  script, why == EEXIST ? " exists (--force replaces it)" : "", strerror(why));
-    unlink(temp);
-  }
-  temp[0] = '\0';
+  err = qp_atomic_fcommit(&temp, out, job->force);
+  if (err != QP_OK && !job->force && access(script, F_OK) == 0) /* made meanwhile */
+    err = qp_error_set(QP_ERR_IO, __FILE__, __LINE__, __func__,
+                       "the job script '%s' exists (--force replaces it)", script);
 done:
-  if (temp[0]) unlink(temp);
+  if (err != QP_OK) qp_atomic_abort(&temp);
   return err;
 }

@@ -50,7 +50,7 @@ void qp_job_format_time(int64_t minutes, char out[32]);
 void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
                        const qp_job_figures *f, const char *script);
 
-/** Writes the job script `job->sbatch`: a temporary file (O_EXCL) in its directory, made
+/** Writes the job script `job->sbatch`: a private temporary beside it (atomic_file.h), made
  *  executable, then linked (no --force: QP_ERR_IO when the file exists) or renamed (--force)
  *  into place. `script` (PATH_MAX bytes) gets the absolute path written. QP_ERR_IO naming the
  *  file and the system's reason; QP_ERR_INPUT for paths a script cannot hold (control

@@ -28,5 +28,13 @@ qp_err qp_results_path_check_writable(const char *path, const char *source);
  *  that it is a directory this process can write (the checkpoints of `run`). QP_ERR_IO naming
  *  `source` and the directory otherwise. */
 qp_err qp_results_path_make_dir(const char *dir, const char *source);
+/** Everything checked before a run about its results file (rank 0 writes it): as
+ *  qp_results_path_check_writable; an existing `output` must be a regular file (not a device
+ *  such as /dev/null, a FIFO, a socket or a directory) and must not be any of the run's inputs
+ *  (the config file itself, maps, mask, mask_pol, cls, the noise file, the bins file, the calibration
+ *  file: the same device and inode, also through a symlink or a hard link); and a temporary
+ *  is created and removed beside it the way the results will be written (atomic_file.h), so a
+ *  read-only file system is found now. QP_ERR_IO naming the path, the input and the reason. */
+qp_err qp_results_path_check_output(const qp_config *cfg, const char *source);
 
 #endif

@@ -74,9 +74,7 @@ static void test_roundtrip(int n_columns) {
     }
   }
   TEST_OK(qp_cls_write(path, &out));
-  char tmp[160];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  TEST_ASSERT(access(tmp, F_OK) != 0, "temporary file %s left behind", tmp);
+  TEST_ASSERT(qp_test_temps_of(path) == 0, "temporaries of %s left behind", path);
   qp_cls in;
   TEST_OK(qp_cls_read(path, &in));
   TEST_ASSERT(in.lmax == 40 && in.n_columns == n_columns, "lmax %d n_columns %d", in.lmax,

@@ -21,8 +21,6 @@ static const char *file_name(char *buf, size_t size, const char *name) {
   return buf;
 }
 
-static int file_exists(const char *path) { return access(path, F_OK) == 0; }
-
 /* A map file written by hand. nside < 0 leaves NSIDE out; indxschm NULL leaves it out.
  * Each column holds n_values floats (TFORM "<per_row>E"), column c's value k is
  * value(c, k). */
@@ -62,7 +60,7 @@ static void write_custom(const char *path, long long nside, const char *ordering
 
 /* Round trip of qp_fits_map_write / qp_fits_map_read, and the layout written. */
 static void test_roundtrip(int64_t nside, const char *want_tform) {
-  char path[128], key_path[160];
+  char path[128];
   char name[32];
   snprintf(name, sizeof name, "rt_%lld.fits", (long long)nside);
   file_name(path, sizeof path, name);
@@ -77,8 +75,7 @@ static void test_roundtrip(int64_t nside, const char *want_tform) {
     cols[c][n_sky / 2] = -1.6375e30;
   }
   TEST_OK(qp_fits_map_write(path, nside, 3, names, (const double *const *)cols));
-  snprintf(key_path, sizeof key_path, "%s.tmp.%ld", path, (long)getpid());
-  TEST_ASSERT(!file_exists(key_path), "temporary file %s left behind", key_path);
+  TEST_ASSERT(qp_test_temps_of(path) == 0, "temporaries of %s left behind", path);
 
   qp_healpix_info info;
   TEST_OK(qp_fits_map_info(path, &info));

@@ -40,9 +40,7 @@ static void test_roundtrip(void) {
   for (int i = 0; i < 15; ++i)
     data[i] = 1.0 / (i + 3) - 0.25 * i;
   TEST_OK(qp_h5_matrix_write(path, "/noise/covariance", rows, cols, data));
-  char tmp[160];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  TEST_ASSERT(access(tmp, F_OK) != 0, "temporary file %s left behind", tmp);
+  TEST_ASSERT(qp_test_temps_of(path) == 0, "temporaries of %s left behind", path);
 
   int64_t r = 0, c = 0;
   TEST_OK(qp_h5_matrix_info(path, "/noise/covariance", &r, &c));

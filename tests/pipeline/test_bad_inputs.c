@@ -1,7 +1,7 @@
 /* test_bad_inputs: the real qmlpipe binary (argv[1]), run as a child process on bad inputs,
  * fails with the documented exit status (qp_err_exit_status of the expected code), says on
  * stderr what is wrong in words a user can act on, and leaves neither a results file nor a
- * '*.tmp.*' file behind. A positive control first proves that the harness sees a success.
+ * temporary (QP_ATOMIC_TEMP_MARK, budget/atomic_file.h) behind. A positive control first proves that the harness sees a success.
  * The polarisation cases (10-15) use a TQU fixture and end with a positive control of their
  * own: TQU, all six spectra, mask_pol narrower than mask, noise {variance_t, variance_p}.
  *
@@ -44,22 +44,8 @@ static int64_t first_observed; /* RING index of the first observed pixel */
 /* ---------------------------------------------------------------------------------------- */
 /* Files */
 
-/* Names of the files in the cwd containing ".tmp." (comma-separated into out); their count. */
-static int find_tmp_files(char *out, size_t size) {
-  out[0] = '\0';
-  DIR *d = opendir(".");
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (!strstr(e->d_name, ".tmp.")) continue;
-    size_t len = strlen(out);
-    snprintf(out + len, size - len, "%s%s", n ? ", " : "", e->d_name);
-    ++n;
-  }
-  closedir(d);
-  return n;
-}
+/* Names of the temporaries in the cwd (comma-separated into out); their count. */
+static int find_tmp_files(char *out, size_t size) { return qp_test_find_temps(".", out, size); }
 
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
 
@@ -137,7 +123,7 @@ static void run_qmlpipe(const char *tag, const char *const *args, run_result *r)
 }
 
 /* (a) exit status qp_err_exit_status(code); (b) stderr contains every word; (c) no results
- * file at `output` (NULL: none expected to be checked) and no '*.tmp.*' file in the cwd. */
+ * file at `output` (NULL: none expected to be checked) and no temporary in the cwd. */
 static void expect_failure(const char *tag, const run_result *r, qp_err code,
                            const char *const *words, const char *output) {
   const int want = qp_err_exit_status(code);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "budget.h"
 #include "config.h"
 #include "meter.h"
@@ -38,7 +39,8 @@ static void add_term(qp_model *m, const char *name, qp_term_kind kind, size_t by
   qp_model_add(m, name, kind, qp_model_vector_bytes((int64_t)bytes, 1), from, to, "test");
 }
 
-/* Number of entries of `dir` (other than . and ..); *tmp_found counts names with ".tmp.". */
+/* Number of entries of `dir` (other than . and ..); *tmp_found counts temporaries
+ * (QP_ATOMIC_TEMP_MARK). */
 static int count_entries(const char *dir, int *tmp_found) {
   DIR *d = opendir(dir);
   int n = 0;
@@ -47,7 +49,7 @@ static int count_entries(const char *dir, int *tmp_found) {
   for (struct dirent *e; (e = readdir(d));) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
     ++n;
-    if (strstr(e->d_name, ".tmp.")) ++*tmp_found;
+    if (strstr(e->d_name, QP_ATOMIC_TEMP_MARK)) ++*tmp_found;
   }
   closedir(d);
   return n;

@@ -1,0 +1,215 @@
+/* interrupt.c: see interrupt.h. Everything the handler reads is static memory, written
+ * before it is published (a signal fence, then the count or flag that makes it visible). */
+#include "interrupt.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+
+enum { QP_INT_DEPTH = 8, QP_INT_NAME = 64, QP_INT_DONE = 512, QP_INT_HINT = 512 };
+
+static char qp_int_names[QP_INT_DEPTH][QP_INT_NAME];
+static struct timespec qp_int_starts[QP_INT_DEPTH];
+static volatile sig_atomic_t qp_int_depth = 0;
+static int qp_int_overflow = 0; /* pushes beyond QP_INT_DEPTH, not recorded */
+static char qp_int_done[QP_INT_DONE];  /* finished top-level stages, ", "-separated */
+static char qp_int_hint[2][QP_INT_HINT]; /* two buffers: one is written while the other shows */
+static volatile sig_atomic_t qp_int_hint_at = -1; /* the one shown; -1: the default */
+static struct timespec qp_int_t0;
+static volatile sig_atomic_t qp_int_rank = 0;
+static volatile sig_atomic_t qp_int_installed = 0;
+static atomic_int qp_int_handling = 0;
+
+static const int qp_int_signals[] = {SIGINT, SIGTERM, SIGUSR1, SIGXCPU};
+
+/* ---- async-signal-safe text ---- */
+
+typedef struct qp_int_text {
+  char buf[4096];
+  size_t len;
+} qp_int_text;
+
+static void qp_int_put(qp_int_text *t, const char *s) {
+  while (s && *s && t->len + 1 < sizeof t->buf) t->buf[t->len++] = *s++;
+}
+
+static void qp_int_put_u(qp_int_text *t, unsigned long v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v && n < (int)sizeof digits);
+  while (n > 0 && t->len + 1 < sizeof t->buf) t->buf[t->len++] = digits[--n];
+}
+
+/* Seconds from `from` to now, with one decimal. */
+static void qp_int_put_seconds(qp_int_text *t, const struct timespec *from) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  long long tenths = (long long)(now.tv_sec - from->tv_sec) * 10 +
+                     (now.tv_nsec - from->tv_nsec) / 100000000;
+  if (tenths < 0) tenths = 0;
+  qp_int_put_u(t, (unsigned long)(tenths / 10));
+  qp_int_put(t, ".");
+  qp_int_put_u(t, (unsigned long)(tenths % 10));
+  qp_int_put(t, " s");
+}
+
+static const char *qp_int_signal_name(int sig) {
+  switch (sig) {
+  case SIGINT: return "SIGINT";
+  case SIGTERM: return "SIGTERM";
+  case SIGUSR1: return "SIGUSR1";
+  case SIGXCPU: return "SIGXCPU";
+  }
+  return "a signal";
+}
+
+static void qp_int_handler(int sig) {
+  /* One thread handles; a second signal (or the same one in another thread) waits for the
+   * first to _exit. */
+  if (atomic_exchange(&qp_int_handling, 1)) {
+    for (;;) pause();
+  }
+  const int saved = errno;
+  const char *writing = NULL;
+  const int removed = qp_atomic_remove_registered(&writing);
+  if (qp_int_rank == 0) {
+    qp_int_text t = {.len = 0};
+    qp_int_put(&t, "qmlpipe: interrupted by ");
+    qp_int_put(&t, qp_int_signal_name(sig));
+    qp_int_put(&t, " (signal ");
+    qp_int_put_u(&t, (unsigned long)sig);
+    qp_int_put(&t, ")");
+    const int depth = qp_int_depth;
+    if (depth > 0) {
+      qp_int_put(&t, " in stage ");
+      qp_int_put(&t, qp_int_names[depth - 1]);
+      qp_int_put(&t, " after ");
+      qp_int_put_seconds(&t, &qp_int_starts[depth - 1]);
+      qp_int_put(&t, " in it");
+    } else if (writing) {
+      qp_int_put(&t, " while writing '");
+      qp_int_put(&t, writing);
+      qp_int_put(&t, "'");
+    } else if (!qp_int_done[0]) {
+      qp_int_put(&t, " before the first stage");
+    } else {
+      qp_int_put(&t, " between stages");
+    }
+    qp_int_put(&t, "; ");
+    qp_int_put_seconds(&t, &qp_int_t0);
+    qp_int_put(&t, " since qmlpipe started\nqmlpipe: finished stages: ");
+    qp_int_put(&t, qp_int_done[0] ? qp_int_done : "none");
+    if (removed > 0) {
+      qp_int_put(&t, "; removed the unfinished temporary file of '");
+      qp_int_put(&t, writing);
+      qp_int_put(&t, "' (an existing file of that name is untouched)");
+    }
+    qp_int_put(&t, "\nqmlpipe: ");
+    const int hint = qp_int_hint_at;
+    qp_int_put(&t, hint >= 0 ? qp_int_hint[hint]
+                             : "checkpoint: not configured, nothing can be resumed; run again "
+                               "from the start");
+    qp_int_put(&t, "\n");
+    ssize_t w = write(STDERR_FILENO, t.buf, t.len);
+    (void)w;
+  }
+  errno = saved;
+  _exit(128 + sig);
+}
+
+void qp_interrupt_install(int rank) {
+  qp_int_rank = rank;
+  if (qp_int_installed) return;
+  clock_gettime(CLOCK_MONOTONIC, &qp_int_t0);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = qp_int_handler;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof qp_int_signals / sizeof qp_int_signals[0]; ++i)
+    sigaddset(&sa.sa_mask, qp_int_signals[i]);
+  for (size_t i = 0; i < sizeof qp_int_signals / sizeof qp_int_signals[0]; ++i) {
+    struct sigaction old;
+    /* A signal ignored when qmlpipe started (nohup) stays ignored, as POSIX shells expect. */
+    if (sigaction(qp_int_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    sigaction(qp_int_signals[i], &sa, NULL);
+  }
+  qp_int_installed = 1;
+}
+
+void qp_interrupt_stage_enter(const char *name) {
+  const int depth = qp_int_depth;
+  if (depth >= QP_INT_DEPTH) {
+    ++qp_int_overflow;
+    return;
+  }
+  snprintf(qp_int_names[depth], QP_INT_NAME, "%s", name);
+  clock_gettime(CLOCK_MONOTONIC, &qp_int_starts[depth]);
+  atomic_signal_fence(memory_order_seq_cst);
+  qp_int_depth = depth + 1;
+  qp_interrupt_test_pause(name);
+}
+
+void qp_interrupt_stage_leave(void) {
+  if (qp_int_overflow > 0) {
+    --qp_int_overflow;
+    return;
+  }
+  const int depth = qp_int_depth;
+  if (depth <= 0) return;
+  qp_int_depth = depth - 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  if (depth == 1) {
+    /* Appended behind the terminating NUL, which is replaced last: the handler sees the old
+     * list or the new one, never a part. */
+    char add[QP_INT_NAME + 2];
+    const size_t len = strlen(qp_int_done);
+    const int n = snprintf(add, sizeof add, "%s%s", len ? ", " : "", qp_int_names[0]);
+    if (n > 0 && len + (size_t)n + 1 < sizeof qp_int_done) {
+      memcpy(qp_int_done + len + 1, add + 1, (size_t)n); /* with add's NUL */
+      atomic_signal_fence(memory_order_seq_cst);
+      qp_int_done[len] = add[0];
+    }
+  }
+}
+
+void qp_interrupt_reset(void) {
+  /* Written whole: their pages resident before the run's baseline, not first touched inside
+   * covariance_setup (the stages' RSS is measured; budget.h). */
+  qp_int_done[0] = '\0';
+  atomic_signal_fence(memory_order_seq_cst);
+  memset(qp_int_done + 1, 0, sizeof qp_int_done - 1);
+  if (qp_int_depth == 0) {
+    memset(qp_int_names, 0, sizeof qp_int_names);
+    memset(qp_int_starts, 0, sizeof qp_int_starts);
+  }
+}
+
+void qp_interrupt_set_resume_hint(const char *text) {
+  if (!text || !text[0]) {
+    qp_int_hint_at = -1;
+    return;
+  }
+  const int next = qp_int_hint_at == 0 ? 1 : 0;
+  snprintf(qp_int_hint[next], QP_INT_HINT, "%s", text);
+  atomic_signal_fence(memory_order_seq_cst);
+  qp_int_hint_at = next;
+}
+
+void qp_interrupt_test_pause(const char *where) {
+  const char *want = getenv("QP_TEST_PAUSE");
+  if (!want || !where || strcmp(want, where) != 0) return;
+  fprintf(stderr, "[qmlpipe] test hook QP_TEST_PAUSE: paused in %s\n", where);
+  fflush(stderr);
+  struct timespec left = {60, 0};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) continue;
+}
