@@ -84,3 +84,9 @@ void qp_h5_quiet_end(const qp_h5_quiet *q) {
   H5Eclear2(H5E_DEFAULT);
   H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
 }
+
+static int qp_h5_close_failures;
+
+void qp_h5_mark_close_failed(void) { qp_h5_close_failures = 1; }
+
+int qp_h5_close_failed(void) { return qp_h5_close_failures; }

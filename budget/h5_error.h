@@ -75,4 +75,11 @@ void qp_h5_quiet_begin(qp_h5_quiet *q);
  *  @param q  the setting that qp_h5_quiet_begin saved */
 void qp_h5_quiet_end(const qp_h5_quiet *q);
 
+/** Records that an H5Fclose failed (a full disk): HDF5 1.10 then keeps a freed file in its
+ *  table, and its exit handler crashes on it (h5_image.h). qmlpipe's main ends without the
+ *  libraries' exit handlers when this was recorded (qp_h5_close_failed). */
+void qp_h5_mark_close_failed(void);
+/** 1 when an H5Fclose has failed in this process. */
+int qp_h5_close_failed(void);
+
 #endif

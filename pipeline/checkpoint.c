@@ -15,7 +15,9 @@
 
 #include "comm.h"
 #include "h5_attr.h"
+#include "atomic_file.h"
 #include "checkpoint_inputs.h"
+#include "interrupt.h"
 #include "h5_error.h"
 #include "terms.h"
 
@@ -90,18 +92,6 @@ static void *qp_ck_buffer(const qp_problem *p, const qp_ck_slot *s, int64_t *cou
 
 static void qp_ck_path(const qp_checkpoint *ck, qp_stage_id id, char *out, size_t size) {
   snprintf(out, size, "%s/stage-%s.rank%d.h5", ck->dir, qp_stage_name(id), qp_comm_rank());
-}
-
-/* The temporary file a checkpoint is written to before its rename: the one place that names
- * it, created exclusively (an existing file or link there is an error, never followed). */
-static qp_err qp_ck_create_temp(const char *path, char *tmp, size_t size, hid_t fapl,
-                                hid_t *file) {
-  int len = snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
-  QP_CHECK(len > 0 && (size_t)len < size, QP_ERR_IO, "checkpoint path '%s' is too long", path);
-  *file = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
-  if (*file < 0) QP_H5_FAIL(QP_ERR_IO, "cannot create checkpoint '%s' (written first as '%s')",
-                            path, tmp);
-  return QP_OK;
 }
 
 /* ---- small HDF5 helpers ---- */
@@ -218,39 +208,36 @@ static qp_err qp_ck_write_state(hid_t file, const char *where, const qp_problem 
   return QP_OK;
 }
 
-static qp_err qp_ck_sync(const char *tmp) {
-  int fd = open(tmp, O_RDONLY);
-  QP_CHECK(fd >= 0, QP_ERR_IO, "cannot reopen checkpoint '%s': %s", tmp, strerror(errno));
-  const int ok = fsync(fd) == 0;
-  const int saved = errno;
-  close(fd);
-  QP_CHECK(ok, QP_ERR_IO, "cannot flush checkpoint '%s' to disk: %s", tmp, strerror(saved));
-  return QP_OK;
-}
-
-/* A checkpoint file at `path`; with_state 0: the header alone (the probe). */
+/* A checkpoint is written where it will stay, through a private temporary beside it
+ * (budget/atomic_file.h: exclusive, unpredictable, removed by the signal handler), then fsync
+ * and rename. HDF5 writes the file itself, straight from the tracked buffers: a checkpoint can
+ * hold GiB, which the in-memory image of the results (h5_image.h) would double. An H5Fclose
+ * that fails here leaves HDF5's table broken for its exit handler (h5_image.h): it is marked,
+ * and qmlpipe then ends without the libraries' exit handlers (qp_h5_close_failed). */
 static qp_err qp_ck_write(const qp_checkpoint *ck, const qp_problem *p, qp_stage_id done,
                           const char *path, int with_state, size_t *bytes) {
   qp_err err = QP_OK;
   hid_t fapl = -1, file = -1;
-  char tmp[QP_PATH_MAX + 64];
-  tmp[0] = '\0';
+  qp_atomic_file temp;
+  int begun = 0;
   QP_H5_GOTO(fapl = H5Pcreate(H5P_FILE_ACCESS), done, "%s: file access list", path);
   QP_H5_GOTO(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG), done, "%s: file access list", path);
-  QP_CALL_GOTO(qp_ck_create_temp(path, tmp, sizeof tmp, fapl, &file), done);
+  QP_CALL_GOTO(qp_atomic_begin(path, &temp), done);
+  begun = 1;
+  QP_H5_GOTO(file = H5Fcreate(temp.path, H5F_ACC_EXCL, H5P_DEFAULT, fapl), done,
+             "cannot create checkpoint '%s'", path);
   QP_CALL_GOTO(qp_ck_write_header(file, path, ck, p, done), done);
   if (with_state) QP_CALL_GOTO(qp_ck_write_state(file, path, p, bytes), done);
   herr_t closed = H5Fclose(file);
   file = -1;
-  QP_H5_GOTO(closed, done, "cannot close checkpoint '%s'", tmp);
-  QP_CALL_GOTO(qp_ck_sync(tmp), done);
-  QP_CHECK_GOTO(rename(tmp, path) == 0, QP_ERR_IO, done, "cannot rename '%s' to '%s': %s", tmp,
-                path, strerror(errno));
-  tmp[0] = '\0';
+  if (closed < 0) qp_h5_mark_close_failed();
+  QP_H5_GOTO(closed, done, "cannot close checkpoint '%s'", path);
+  QP_CALL_GOTO(qp_atomic_commit(&temp, 1), done);
+  begun = 0;
 done:
-  if (file >= 0) H5Fclose(file);
+  if (file >= 0 && H5Fclose(file) < 0) qp_h5_mark_close_failed();
   if (fapl >= 0) H5Pclose(fapl);
-  if (tmp[0]) unlink(tmp);
+  if (begun) qp_atomic_abort(&temp);
   return err;
 }
 
@@ -258,6 +245,22 @@ static double qp_ck_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* What the signal handler says can be resumed (budget/interrupt.h). */
+static void qp_ck_resume_hint(const qp_checkpoint *ck, int after) {
+  char hint[512];
+  if (after < 0)
+    snprintf(hint, sizeof hint,
+             "checkpoints in '%.300s', none written yet: the same command with --resume starts "
+             "from the first stage",
+             ck->dir);
+  else
+    snprintf(hint, sizeof hint,
+             "the checkpoint after %s is in '%.300s': the same command with --resume continues "
+             "from there",
+             qp_stage_name((qp_stage_id)after), ck->dir);
+  qp_interrupt_set_resume_hint(hint);
 }
 
 void qp_checkpoint_save(const qp_checkpoint *ck, const qp_problem *p, qp_stage_id done) {
@@ -283,6 +286,7 @@ void qp_checkpoint_save(const qp_checkpoint *ck, const qp_problem *p, qp_stage_i
     qp_ck_path(ck, (qp_stage_id)s, path, sizeof path);
     unlink(path);
   }
+  qp_ck_resume_hint(ck, (int)done);
   if (p->progress)
     fprintf(stderr, "[qmlpipe] checkpoint after %s: %.2f MiB in %.2f s (%s)\n",
             qp_stage_name(done), (double)bytes / 1048576.0, qp_ck_now() - t0, ck->dir);
@@ -417,6 +421,7 @@ qp_err qp_checkpoint_open(qp_checkpoint *ck, const char *dir, int resume, const 
   QP_CALL(qp_comm_agree(qp_ck_probe(ck, p)));
   if (!resume) {
     qp_ck_remove_files(ck);
+    qp_ck_resume_hint(ck, -1);
     return QP_OK;
   }
   /* The newest stage whose file every rank has: a file goes only once every rank has written
@@ -430,6 +435,7 @@ qp_err qp_checkpoint_open(qp_checkpoint *ck, const char *dir, int resume, const 
   newest = -newest;
   QP_CALL(qp_comm_max(&newest, 1));
   ck->resume_after = (int)-newest;
+  qp_ck_resume_hint(ck, ck->resume_after);
   if (ck->resume_after < 0) {
     if (p->progress)
       fprintf(stderr, "[qmlpipe] --resume: no checkpoint in '%s', starting from the first stage\n",
@@ -527,6 +533,7 @@ void qp_checkpoint_remove(const qp_checkpoint *ck) {
 }
 
 void qp_checkpoint_close(qp_checkpoint *ck) {
+  if (ck->dir[0]) qp_interrupt_set_resume_hint(NULL);
   free(ck->inputs);
   ck->inputs = NULL;
 }

@@ -6,6 +6,7 @@
 #include "comm.h"
 #include "commands.h"
 #include "fault.h"
+#include "h5_error.h"
 #include "interrupt.h"
 #include "qp_config.h"
 
@@ -84,7 +85,9 @@ int main(int argc, char **argv) {
    * limit (RLIMIT_AS, `ulimit -v`) an OpenBLAS worker thread whose buffer was refused at load
    * retries forever, and OpenBLAS's handler joins it, so a refused run (exit 4 in 0.1 s)
    * never ended. Nothing of a failed command needs them: no results file is open. */
-  if (status != 0) {
+  /* Nor after an H5Fclose that failed (a checkpoint on a full disk): HDF5's exit handler
+   * would crash on the file it freed (budget/h5_error.h). */
+  if (status != 0 || qp_h5_close_failed()) {
     fflush(stdout);
     fflush(stderr);
     _exit(status);
