@@ -141,3 +141,22 @@ done:
   if (type >= 0) H5Tclose(type);
   return err;
 }
+
+qp_err qp_h5_read_array(hid_t loc, const char *where, const char *name, hid_t type,
+                        void *data, int64_t count) {
+  qp_err err = QP_OK;
+  hid_t dset = -1, space = -1;
+  QP_H5_GOTO(dset = H5Dopen2(loc, name, H5P_DEFAULT), done, "%s: dataset '%s'", where, name);
+  QP_H5_GOTO(space = H5Dget_space(dset), done, "%s: dataset '%s'", where, name);
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  QP_CHECK_GOTO(n == count, QP_ERR_IO, done,
+                "%s: dataset '%s' has %lld elements where %lld are expected", where, name,
+                (long long)n, (long long)count);
+  if (count > 0)
+    QP_H5_GOTO(H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), done,
+               "%s: cannot read dataset '%s'", where, name);
+done:
+  if (space >= 0) H5Sclose(space);
+  if (dset >= 0) H5Dclose(dset);
+  return err;
+}

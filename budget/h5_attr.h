@@ -26,6 +26,11 @@ qp_err qp_h5_attr_write(hid_t obj, const char *where, const char *name, hid_t ty
  *  the dataset is left open there (for its attributes; the caller closes it). */
 qp_err qp_h5_write_array(hid_t loc, const char *where, const char *name, hid_t type, hsize_t n,
                          const void *values, hid_t *out);
+/** Reads dataset `name` of `loc`, which must hold exactly `count` elements, as `type` into
+ *  `data`. QP_ERR_IO naming `where` and the dataset when it is missing, of another size, or
+ *  unreadable. */
+qp_err qp_h5_read_array(hid_t loc, const char *where, const char *name, hid_t type, void *data,
+                        int64_t count);
 /** Writes a scalar int64 attribute. */
 qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int64_t v);
 /** Writes a scalar UTF-8 string attribute (variable length). */

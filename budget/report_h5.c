@@ -22,19 +22,9 @@
 
 /* ---- writing ---- */
 
-
-static qp_err qp_report_attr(hid_t obj, const char *where, const char *name, hid_t type,
-                             const void *value) {
-  return qp_h5_attr_write(obj, where, name, type, value);
-}
-
-static qp_err qp_report_attr_i64(hid_t obj, const char *where, const char *name, int64_t v) {
-  return qp_h5_attr_write_i64(obj, where, name, v);
-}
-
+/* A scalar double attribute. */
 static qp_err qp_report_attr_f64(hid_t obj, const char *where, const char *name, double v) {
-  QP_CALL(qp_report_attr(obj, where, name, H5T_NATIVE_DOUBLE, &v));
-  return QP_OK;
+  return qp_h5_attr_write(obj, where, name, H5T_NATIVE_DOUBLE, &v);
 }
 
 /* The model's index of the stage named `name`; 0 when the model has no such stage. */
@@ -195,7 +185,7 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
        known && id != model->n_stages - 1 ? qp_i64(persistent) : 0},
   };
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
-    QP_CALL_GOTO(qp_report_attr_i64(group, gwhere, ints[i].name, ints[i].value), done);
+    QP_CALL_GOTO(qp_h5_attr_write_i64(group, gwhere, ints[i].name, ints[i].value), done);
   QP_CALL_GOTO(qp_h5_attr_write_string(group, gwhere, "stage", r->name), done);
   QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "seconds", r->seconds), done);
   QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "flops", r->flops), done);
@@ -260,10 +250,10 @@ static qp_err qp_report_timeline(hid_t budget, const char *bwhere) {
   QP_CALL_GOTO(qp_report_attr_f64(group, where, "interval_ms", tl.interval_ms), done);
   QP_CALL_GOTO(qp_report_attr_f64(group, where, "initial_interval_ms", tl.initial_interval_ms),
                done);
-  QP_CALL_GOTO(qp_report_attr_i64(group, where, "n_samples", tl.n_samples), done);
-  QP_CALL_GOTO(qp_report_attr_i64(group, where, "capacity", tl.capacity), done);
-  QP_CALL_GOTO(qp_report_attr_i64(group, where, "n_events", tl.n_events), done);
-  QP_CALL_GOTO(qp_report_attr_i64(group, where, "n_events_dropped", tl.n_events_dropped), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(group, where, "n_samples", tl.n_samples), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(group, where, "capacity", tl.capacity), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(group, where, "n_events", tl.n_events), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(group, where, "n_events_dropped", tl.n_events_dropped), done);
 done:
   free(rows);
   if (etype >= 0) H5Tclose(etype);
@@ -293,26 +283,26 @@ qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample 
     if (!qp_stage_record_get(i)->meter_start.hwm_reset) hwm_reset = 0;
   char bwhere[QP_REPORT_WHERE_MAX + 16];
   snprintf(bwhere, sizeof bwhere, "%s: /budget", where);
-  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "overhead_predicted_bytes",
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "overhead_predicted_bytes",
                                   model ? qp_i64(model->overhead_bytes) : 0),
                done);
-  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "predicted_lifetime_peak_bytes",
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "predicted_lifetime_peak_bytes",
                                   model ? qp_i64(qp_model_peak(model)) : 0),
                done);
-  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_rss_bytes",
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "baseline_rss_bytes",
                                   baseline ? baseline->rss : -1),
                done);
-  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_rss_shared_bytes",
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "baseline_rss_shared_bytes",
                                   baseline ? baseline->rss_shared : -1),
                done);
-  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "baseline_cgroup_bytes",
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "baseline_cgroup_bytes",
                                   baseline ? baseline->cgroup_current : -1),
                done);
-  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "cgroup_version", qp_meter_cgroup_version()),
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "cgroup_version", qp_meter_cgroup_version()),
                done);
-  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "hwm_reset", hwm_reset), done);
-  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "n_stages", n_stages), done);
-  QP_CALL_GOTO(qp_report_attr_i64(budget, bwhere, "host_tracked_peak_bytes",
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "hwm_reset", hwm_reset), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "n_stages", n_stages), done);
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "host_tracked_peak_bytes",
                                   qp_i64(qp_budget_peak(QP_SPACE_HOST))),
                done);
   /* The timeline first: a stage that happens to be named "timeline" becomes timeline_2. */
@@ -329,7 +319,7 @@ qp_err qp_report_write_limit(hid_t file, double bytes, const char *source) {
   qp_err err = QP_OK;
   hid_t budget = -1;
   QP_H5_GOTO(budget = H5Gopen2(file, "budget", H5P_DEFAULT), done, "cannot open /budget");
-  QP_CALL_GOTO(qp_report_attr_i64(budget, "/budget", "memory_limit",
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, "/budget", "memory_limit",
                                   bytes > 0 && bytes < 9.2e18 ? (int64_t)bytes : 0),
                done);
   QP_CALL_GOTO(qp_h5_attr_write_string(budget, "/budget", "memory_limit_source",

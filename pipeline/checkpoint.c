@@ -96,26 +96,6 @@ static void qp_ck_path(const qp_checkpoint *ck, qp_stage_id id, char *out, size_
 
 /* ---- small HDF5 helpers ---- */
 
-/* A 1-D dataset of exactly `count` elements of `type` into `data`. */
-static qp_err qp_ck_read_array(hid_t file, const char *where, const char *name, hid_t type,
-                               void *data, int64_t count) {
-  qp_err err = QP_OK;
-  hid_t dset = -1, space = -1;
-  QP_H5_GOTO(dset = H5Dopen2(file, name, H5P_DEFAULT), done, "%s: dataset '%s'", where, name);
-  QP_H5_GOTO(space = H5Dget_space(dset), done, "%s: dataset '%s'", where, name);
-  const hssize_t n = H5Sget_simple_extent_npoints(space);
-  QP_CHECK_GOTO(n == count, QP_ERR_IO, done,
-                "%s: dataset '%s' has %lld elements where this run needs %lld", where, name,
-                (long long)n, (long long)count);
-  if (count > 0)
-    QP_H5_GOTO(H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), done,
-               "%s: cannot read dataset '%s'", where, name);
-done:
-  if (space >= 0) H5Sclose(space);
-  if (dset >= 0) H5Dclose(dset);
-  return err;
-}
-
 static qp_err qp_ck_attr_u64(hid_t obj, const char *where, const char *name, uint64_t *v) {
   int64_t x = 0;
   QP_CALL(qp_h5_attr_i64(obj, where, name, 1, &x));
@@ -338,7 +318,7 @@ static qp_err qp_ck_check_header(const qp_checkpoint *ck, const qp_problem *p, q
   QP_H5_GOTO(n, done, "%s: dataset 'inputs'", path);
   inputs = calloc((size_t)n + 1, 1);
   QP_CHECK_GOTO(inputs, QP_ERR_NOMEM, done, "no memory for checkpoint '%s'", path);
-  QP_CALL_GOTO(qp_ck_read_array(file, path, "inputs", H5T_NATIVE_CHAR, inputs, n), done);
+  QP_CALL_GOTO(qp_h5_read_array(file, path, "inputs", H5T_NATIVE_CHAR, inputs, n), done);
   QP_CALL_GOTO(qp_checkpoint_compare_inputs(path, inputs, ck->inputs, ck->dir), done);
   /* The route: a run that left SMW inside covariance_setup (qp_plan_reroute_smw) resumes
    * on another route than its plan's; not supported. */
@@ -480,7 +460,7 @@ static qp_err qp_ck_restore_slot(hid_t file, const char *where, qp_problem *p,
   }
   H5Dclose(dset);
   dset = -1;
-  QP_CALL_GOTO(qp_ck_read_array(file, where, s->name, qp_ck_h5_type(s->type), data, count), done);
+  QP_CALL_GOTO(qp_h5_read_array(file, where, s->name, qp_ck_h5_type(s->type), data, count), done);
   const uint64_t got = qp_hash_bytes(QP_HASH_BASIS, data, (size_t)count * qp_ck_elem(s->type));
   QP_CHECK_GOTO(got == hash, QP_ERR_IO, done,
                 "checkpoint '%s' is damaged: dataset '%s' does not have the hash it was written "
@@ -501,7 +481,7 @@ static qp_err qp_ck_restore_file(qp_problem *p, const char *path) {
   QP_CALL_GOTO(qp_h5_attr_string(file, path, "smw_refused", p->smw_refused,
                                   sizeof p->smw_refused),
                done);
-  QP_CALL_GOTO(qp_ck_read_array(file, path, "rcond", H5T_NATIVE_DOUBLE, p->rcond, QP_RCOND_COUNT),
+  QP_CALL_GOTO(qp_h5_read_array(file, path, "rcond", H5T_NATIVE_DOUBLE, p->rcond, QP_RCOND_COUNT),
                done);
   int64_t view = 0;
   QP_CALL_GOTO(qp_h5_attr_i64(file, path, "noise_factor_is_noise", 1, &view), done);
