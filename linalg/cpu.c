@@ -165,6 +165,19 @@ static qp_err qp_cpu_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, in
   return QP_OK;
 }
 
+/* Tile by tile, so that both the reads and the writes stay in cache. */
+static qp_err qp_cpu_transpose(const qp_matrix *a, qp_matrix *b) {
+  const int64_t tile = 64;
+  for (int64_t jb = 0; jb < a->cols; jb += tile)
+    for (int64_t ib = 0; ib < a->rows; ib += tile) {
+      const int64_t j_end = jb + tile < a->cols ? jb + tile : a->cols;
+      const int64_t i_end = ib + tile < a->rows ? ib + tile : a->rows;
+      for (int64_t j = jb; j < j_end; ++j)
+        for (int64_t i = ib; i < i_end; ++i) b->data[j + i * b->ld] = a->data[i + j * a->ld];
+    }
+  return QP_OK;
+}
+
 static qp_err qp_cpu_norm1(const qp_matrix *a, double *out) {
   int m, n, lda;
   QP_BLAS_INT(a->rows, &m, "rows");
@@ -223,6 +236,8 @@ static const qp_linalg_ops qp_cpu_ops_table = {
     .norm1 = qp_cpu_norm1,
     .pocon = qp_cpu_pocon,
     .gecon = qp_cpu_gecon,
+    .transpose = qp_cpu_transpose,
+    /* sum_partials NULL: one process holds every matrix; moves_data 0. */
 };
 
 const qp_linalg_ops *qp_linalg_cpu_ops(void) { return &qp_cpu_ops_table; }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm.h"
 #include "fault.h"
 #include "matrix.h"
 #include "qp_config.h"
@@ -117,6 +118,17 @@ static qp_err qp_dist_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, i
   return QP_OK;
 }
 
+static qp_err qp_dist_transpose(const qp_matrix *a, qp_matrix *b) {
+  int m = (int)b->rows, n = (int)b->cols;
+  const double one = 1.0, zero = 0.0;
+  pdtran_(&m, &n, &one, a->data, &qp_one, &qp_one, a->desc, &zero, b->data, &qp_one, &qp_one,
+          b->desc);
+  return QP_OK;
+}
+
+/* The grid spans every rank (grid.h), so the matrices' partial sums are summed over all. */
+static qp_err qp_dist_sum_partials(double *x, int64_t count) { return qp_comm_sum(x, count); }
+
 /* pdlange's '1' work is LOCc(N) doubles: this rank's columns (plus a block, to be safe). */
 static qp_err qp_dist_norm1(const qp_matrix *a, double *out) {
   int m = (int)a->rows, n = (int)a->cols;
@@ -182,6 +194,9 @@ static const qp_linalg_ops qp_dist_ops_table = {
     .norm1 = qp_dist_norm1,
     .pocon = qp_dist_pocon,
     .gecon = qp_dist_gecon,
+    .transpose = qp_dist_transpose,
+    .sum_partials = qp_dist_sum_partials,
+    .moves_data = 1,
 };
 
 const qp_linalg_ops *qp_linalg_dist_ops(void) { return &qp_dist_ops_table; }

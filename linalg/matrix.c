@@ -238,6 +238,60 @@ qp_err qp_linalg_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_
   return QP_OK;
 }
 
+qp_err qp_linalg_transpose(const qp_matrix *a, qp_matrix *b) {
+  QP_NEED_OP(b, transpose);
+  QP_CHECK(a->rows == b->cols && a->cols == b->rows, QP_ERR_INTERNAL,
+           "transpose of '%s' into '%s': shapes do not agree", a->name, b->name);
+  QP_CALL(b->ops->transpose(a, b));
+  return QP_OK;
+}
+
+qp_err qp_linalg_sum_partials(const qp_linalg_ops *ops, double *x, int64_t count) {
+  if (ops && ops->sum_partials) QP_CALL(ops->sum_partials(x, count));
+  return QP_OK;
+}
+
+int qp_linalg_moves_data(const qp_linalg_ops *ops) { return ops && ops->moves_data; }
+
+qp_err qp_linalg_align(const qp_matrix *a, int64_t ai, int64_t aj, int64_t rows, int64_t cols,
+                       const qp_matrix *layout, int64_t bi, int64_t bj, qp_matrix *work,
+                       qp_aligned *out) {
+  QP_CHECK(ai >= 0 && aj >= 0 && bi >= 0 && bj >= 0 && ai + rows <= a->rows &&
+               aj + cols <= a->cols && bi + rows <= layout->rows && bj + cols <= layout->cols,
+           QP_ERR_INTERNAL, "window of %lldx%lld of '%s' out of bounds of '%s'", (long long)rows,
+           (long long)cols, a->name, layout->name);
+  if (!qp_linalg_moves_data(a->ops)) {
+    /* Every entry is here: layout position (li, lj) = (gi, gj) reads A at the shifted index. */
+    *out = (qp_aligned){a->data, a->ld, ai - bi, aj - bj};
+    return QP_OK;
+  }
+  QP_CHECK(work && work->rows == layout->rows && work->cols == layout->cols, QP_ERR_INTERNAL,
+           "aligning '%s' with '%s' needs a work matrix of its shape", a->name, layout->name);
+  QP_CALL(qp_linalg_copy_sub(rows, cols, a, ai, aj, work, bi, bj));
+  *out = (qp_aligned){work->data, work->ld, 0, 0};
+  return QP_OK;
+}
+
+qp_err qp_linalg_replicate(const qp_matrix *a, qp_matrix *work, const double **whole) {
+  if (!qp_linalg_moves_data(a->ops)) {
+    QP_CHECK(a->ld == a->rows || a->cols <= 1, QP_ERR_INTERNAL,
+             "'%s' is a view with a leading dimension of its own: copy it first", a->name);
+    *whole = a->data;
+    return QP_OK;
+  }
+  QP_CHECK(work && !work->grid && work->rows == a->rows && work->cols == a->cols, QP_ERR_INTERNAL,
+           "making '%s' whole needs a local work matrix of its shape", a->name);
+  /* Each rank puts its entries in place (zeros elsewhere); one sum makes the whole. */
+  memset(work->data, 0, (size_t)(work->rows * work->cols) * sizeof(double));
+  for (int64_t lj = 0; lj < a->local_cols; ++lj)
+    for (int64_t li = 0; li < a->local_rows; ++li)
+      work->data[qp_matrix_global_row(a, li) + qp_matrix_global_col(a, lj) * work->ld] =
+          a->data[li + lj * a->ld];
+  QP_CALL(qp_linalg_sum_partials(a->ops, work->data, work->rows * work->cols));
+  *whole = work->data;
+  return QP_OK;
+}
+
 qp_err qp_linalg_trace_product(const qp_matrix *a, const qp_matrix *b, double *out) {
   QP_NEED_OP(a, trace_product);
   QP_CHECK(a->rows == b->cols && a->cols == b->rows, QP_ERR_INTERNAL,

@@ -73,6 +73,16 @@ struct qp_linalg_ops {
    * factors (gecon) and anorm = |A|_1: O(n^2), next to the factorisation's O(n^3). */
   qp_err (*pocon)(const qp_matrix *l, double anorm, double *rcond);
   qp_err (*gecon)(const qp_matrix *lu, double anorm, double *rcond);
+  /* B <- A^T (B is cols x rows of A; pdtran). */
+  qp_err (*transpose)(const qp_matrix *a, qp_matrix *b);
+  /* x <- the sum over the ranks that share this backend's matrices of their partial x (each
+   * rank summed over the elements it holds): a no-op where one process holds everything. */
+  qp_err (*sum_partials)(double *x, int64_t count);
+  /* 1: entries at different positions may live on different ranks, so lining a window of one
+   * matrix up with positions of another (qp_linalg_align), or making a matrix whole on every
+   * rank (qp_linalg_replicate), moves data into a work matrix; 0: every entry is addressable
+   * here and both are index arithmetic. */
+  int moves_data;
 };
 
 /** The backend by name: "cpu" (this build may add "cuda", "dist"). QP_ERR_UNSUPPORTED for a
@@ -95,6 +105,14 @@ static inline int64_t qp_matrix_local_row(const qp_matrix *m, int64_t gi) {
   const qp_grid *g = m->grid;
   return qp_bc_owner(gi, g->block, g->nprow) == g->myrow
              ? qp_bc_local_index(gi, g->block, g->nprow)
+             : -1;
+}
+/** The local column of global column gj, or -1 when another rank holds it. */
+static inline int64_t qp_matrix_local_col(const qp_matrix *m, int64_t gj) {
+  if (!m->grid) return gj;
+  const qp_grid *g = m->grid;
+  return qp_bc_owner(gj, g->block, g->npcol) == g->mycol
+             ? qp_bc_local_index(gj, g->block, g->npcol)
              : -1;
 }
 /** 1 and *local (li + lj ld) when this rank holds global entry (gi, gj). */
@@ -166,6 +184,40 @@ qp_err qp_linalg_norm1(const qp_matrix *a, double *out);
 qp_err qp_linalg_pocon(const qp_matrix *l, double anorm, double *rcond);
 /** The same for a general A from qp_linalg_getrf's factors (dgecon / pdgecon). */
 qp_err qp_linalg_gecon(const qp_matrix *lu, double anorm, double *rcond);
+
+/** B <- A^T (b: A's cols x rows, same backend). */
+qp_err qp_linalg_transpose(const qp_matrix *a, qp_matrix *b);
+/** x <- sum over the ranks of each rank's partial x (collective where matrices are shared
+ *  among ranks, a no-op otherwise): what turns sums over a matrix's local entries, such as
+ *  the Frobenius product of two matrices of one layout, into sums over the whole matrix. */
+qp_err qp_linalg_sum_partials(const qp_linalg_ops *ops, double *x, int64_t count);
+
+/* A window of one matrix lined up with positions of another layout (qp_linalg_align): read
+ * with qp_aligned_at at the layout's local (li, lj). */
+typedef struct qp_aligned {
+  const double *base;
+  int64_t ld, row_shift, col_shift;
+} qp_aligned;
+static inline double qp_aligned_at(const qp_aligned *w, int64_t li, int64_t lj) {
+  return w->base[(li + w->row_shift) + (lj + w->col_shift) * w->ld];
+}
+/** 1 when qp_linalg_align and qp_linalg_replicate need a work matrix on this backend. */
+int qp_linalg_moves_data(const qp_linalg_ops *ops);
+/** *whole <- the whole of A (rows x cols, leading dimension A's rows), on every rank: A's
+ *  own buffer where this process holds it all, else `work` (a local rows x cols matrix of
+ *  the cpu backend, needed when qp_linalg_moves_data) filled from every rank's part
+ *  (collective). For small matrices. */
+qp_err qp_linalg_replicate(const qp_matrix *a, qp_matrix *work, const double **whole);
+/** Lines the window A[ai.., aj..] (rows x cols) up with positions [bi.., bj..] of `layout`:
+ *  afterwards qp_aligned_at(out, li, lj) is A[ai + gi - bi, aj + gj - bj] for every local
+ *  position (li, lj) of `layout` whose global (gi, gj) lies in the window, so that entries of
+ *  two matrices that belong together are at one local position whatever the backend. Where
+ *  the backend moves data to align (qp_linalg_moves_data) the window is copied into
+ *  `work` (layout's shape; collective); otherwise `out` points into A and work may be NULL.
+ *  Positions outside the window must not be read. */
+qp_err qp_linalg_align(const qp_matrix *a, int64_t ai, int64_t aj, int64_t rows, int64_t cols,
+                       const qp_matrix *layout, int64_t bi, int64_t bj, qp_matrix *work,
+                       qp_aligned *out);
 
 /** Flop counts of the operations (for GFLOP/s): standard LAPACK working-note figures. */
 double qp_flops_potrf(int64_t n);

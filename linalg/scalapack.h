@@ -38,6 +38,10 @@ void pdgemm_(const char *transa, const char *transb, const int *m, const int *n,
              const int *desca, const double *b, const int *ib, const int *jb, const int *descb,
              const double *beta, double *c, const int *ic, const int *jc, const int *descc,
              size_t transa_len, size_t transb_len);
+/* C <- beta C + alpha A^T (PBLAS); C is m x n, A is n x m. */
+void pdtran_(const int *m, const int *n, const double *alpha, const double *a, const int *ia,
+             const int *ja, const int *desca, const double *beta, double *c, const int *ic,
+             const int *jc, const int *descc);
 void pdgemr2d_(const int *m, const int *n, const double *a, const int *ia, const int *ja,
                const int *desca, double *b, const int *ib, const int *jb, const int *descb,
                const int *context);

@@ -185,8 +185,7 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
       qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
                    "n_pix n_modes x 8")
           ->phase_alloc = ph;
-      /* Distributed, N_eff Z is formed even for a diagonal N, and G = Z^T N_eff Z whole. */
-      if (d->switched || d->noise_dense || dist)
+      if (d->switched || d->noise_dense)
         qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
                      "n_pix n_modes x 8")
             ->phase_alloc = ph;
@@ -196,9 +195,10 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
         t->phase_alloc = ph;
         if (dist) t->phase_free = 1;
       }
+      /* Distributed, Z's columns of one field are lined up with another's for the bias. */
       if (dist)
-        qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis,
-                     "n_modes^2 x 8 (Z^T N_eff Z)")
+        qp_model_add(m, QP_TERM_ALIGNED_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
+                     "n_pix n_modes x 8 (Z's columns of one field, aligned)")
             ->phase_alloc = 2;
     }
   }

@@ -39,6 +39,7 @@
 /* Distributed backend only (docs/distributed.md): */
 #define QP_TERM_SMW_COLUMNS "K_columns"         /* SMW: K's columns of one field, redistributed */
 #define QP_TERM_FIELD_BLOCKS "W_field_blocks"   /* harmonic: W per field pair, aligned by (l, m) */
+#define QP_TERM_ALIGNED_MODES "Z_aligned"       /* projection: Z's columns of one field, aligned */
 #define QP_TERM_MODE_MAPS_ALL "mode_maps_all"   /* harmonic: z whole on every rank */
 #define QP_TERM_PBLAS_PANELS "pblas_panels"     /* PBLAS/ScaLAPACK's own panel buffers (library) */
 #endif

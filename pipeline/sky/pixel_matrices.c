@@ -156,96 +156,62 @@ static qp_pair_values qp_pair_target(const qp_target *t, const qp_pair_geometry 
   return v;
 }
 
-/* The lower-triangle entries of the pair (column position j, row position i >= j in their
- * block order) in every target. */
-static void qp_pair(const qp_problem *p, const qp_target *targets, int n_targets, int64_t i,
-                    int64_t j, int lmax, qp_wigner *w) {
-  const int64_t n = p->n_pix, np = p->n_obs_p;
+/* The entries of a pair of positions i >= j (in block order: T positions first), as (row,
+ * column, value index) in the lower triangle: positions at or above n_obs_t are polarised,
+ * their Q row at the position's index and their U row n_obs_p further (so U rows come after
+ * every Q row, and each entry listed is on or below the diagonal). */
+enum { QP_V_TT, QP_V_QT, QP_V_UT, QP_V_QQ, QP_V_UU, QP_V_UQ, QP_V_QU };
+typedef struct qp_pair_entries {
+  int count;
+  int64_t row[4], col[4];
+  int value[4];
+} qp_pair_entries;
+
+static qp_pair_entries qp_pair_list(const qp_problem *p, int64_t i, int64_t j) {
+  const int64_t nt = p->n_obs_t, np = p->n_obs_p;
+  qp_pair_entries e = {0};
+#define QP_ENTRY(r, c, v) (e.row[e.count] = (r), e.col[e.count] = (c), e.value[e.count++] = (v))
+  if (i < nt) {
+    QP_ENTRY(i, j, QP_V_TT);
+  } else if (j < nt) { /* i polarised, j T */
+    QP_ENTRY(i, j, QP_V_QT);
+    QP_ENTRY(i + np, j, QP_V_UT);
+  } else {
+    QP_ENTRY(i, j, QP_V_QQ);
+    QP_ENTRY(i + np, j + np, QP_V_UU);
+    QP_ENTRY(i + np, j, QP_V_UQ);
+    if (i != j) QP_ENTRY(j + np, i, QP_V_QU); /* <U_j Q_i> = <Q_i U_j> */
+  }
+#undef QP_ENTRY
+  return e;
+}
+
+/* 1 when this rank holds an entry of the pair or its mirror image. */
+static int qp_pair_here(const qp_matrix *layout, const qp_pair_entries *e) {
+  int64_t at;
+  for (int k = 0; k < e->count; ++k)
+    if (qp_matrix_local_offset(layout, e->row[k], e->col[k], &at) ||
+        qp_matrix_local_offset(layout, e->col[k], e->row[k], &at))
+      return 1;
+  return 0;
+}
+
+/* Every target's entries of the pair (i, j) that this rank holds, and their mirror images. */
+static void qp_pair(const qp_problem *p, const qp_matrix *layout, const qp_target *targets,
+                    int n_targets, int64_t i, int64_t j, int lmax, qp_wigner *w) {
+  const qp_pair_entries e = qp_pair_list(p, i, j);
+  if (!qp_pair_here(layout, &e)) return;
   const qp_pair_geometry g = qp_pair_setup(p, i, j, lmax, w);
   for (int k = 0; k < n_targets; ++k) {
     const qp_target *t = &targets[k];
     const qp_pair_values v = qp_pair_target(t, &g, w);
-    if (g.tt) {
-      qp_put(t, i + j * n, v.tt);
-    } else if (g.tp) {
-      qp_put(t, i + j * n, v.qt); /* position i >= nt holds Q at index i, U at i + np */
-      qp_put(t, i + np + j * n, v.ut);
-    } else {
-      int64_t qi = i, ui = i + np, qj = j, uj = j + np;
-      qp_put(t, qi + qj * n, v.qq);             /* <Q_i Q_j> */
-      qp_put(t, ui + uj * n, v.uu);             /* <U_i U_j> */
-      qp_put(t, ui + qj * n, v.uq);             /* <U_i Q_j> */
-      if (i != j) qp_put(t, uj + qi * n, v.qu); /* <U_j Q_i> = <Q_i U_j> */
-    }
-  }
-}
-
-/* The position of data-vector index r and its component (0 T, 1 Q, 2 U). */
-static int64_t qp_row_position(const qp_problem *p, int64_t r, int *component) {
-  if (r < p->n_obs_t) {
-    *component = 0;
-    return r;
-  }
-  if (r < p->n_obs_t + p->n_obs_p) {
-    *component = 1;
-    return r;
-  }
-  *component = 2;
-  return r - p->n_obs_p;
-}
-
-/* The value of the entry (row position a with component ca, column b with cb), a >= b. */
-static double qp_pick(const qp_pair_values *v, int ca, int cb) {
-  static const int index[3][3] = {{0, -1, -1}, {1, 3, 6}, {2, 5, 4}};
-  const double all[7] = {v->tt, v->qt, v->ut, v->qq, v->uu, v->uq, v->qu};
-  return all[index[ca][cb]];
-}
-
-/* Distributed targets: each rank computes the entries of its own blocks (every entry, both
- * triangles: mirroring would need the transposed block, which lives on another rank). */
-static void qp_build_distributed(const qp_problem *p, const qp_target *targets, int n_targets,
-                                 int lmax) {
-  qp_matrix layout;
-  (void)qp_matrix_view(p->ops, "layout", NULL, p->n_pix, p->n_pix, 0, &layout);
-#pragma omp parallel
-  {
-    double *scratch = malloc((size_t)(4 * (lmax + 1)) * sizeof *scratch);
-    qp_wigner w = {scratch, scratch + (lmax + 1), scratch + 2 * (lmax + 1),
-                   scratch + 3 * (lmax + 1)};
-#pragma omp for schedule(dynamic, 4)
-    for (int64_t lj = 0; lj < layout.local_cols; ++lj) {
-      int cc, cr;
-      const int64_t pc = qp_row_position(p, qp_matrix_global_col(&layout, lj), &cc);
-      for (int64_t li = 0; li < layout.local_rows; ++li) {
-        const int64_t pr = qp_row_position(p, qp_matrix_global_row(&layout, li), &cr);
-        /* The pair in block order (row position >= column position); the transposed entry
-         * of the other order is the same number (the matrices are symmetric). */
-        const int swap = pr < pc;
-        const int64_t a = swap ? pc : pr, b = swap ? pr : pc;
-        const int ca = swap ? cc : cr, cb = swap ? cr : cc;
-        if (a < p->n_obs_t && ca != 0) continue; /* cannot happen: T positions have T rows */
-        const qp_pair_geometry g = qp_pair_setup(p, a, b, lmax, &w);
-        for (int k = 0; k < n_targets; ++k) {
-          const qp_pair_values v = qp_pair_target(&targets[k], &g, &w);
-          double value = a == b && ca == 1 && cb == 2 ? v.uq : qp_pick(&v, ca, cb);
-          qp_put(&targets[k], li + lj * layout.ld, value);
-        }
-      }
-    }
-    free(scratch);
-  }
-}
-
-/* a[j + i n] = a[i + j n] for i > j, tile by tile. */
-static void qp_mirror_lower(double *a, int64_t n) {
-  const int64_t tile = 64;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t jb = 0; jb < n; jb += tile) {
-    for (int64_t ib = jb; ib < n; ib += tile) {
-      int64_t j_end = jb + tile < n ? jb + tile : n, i_end = ib + tile < n ? ib + tile : n;
-      for (int64_t i = ib; i < i_end; ++i)
-        for (int64_t j = jb; j < j_end && j < i; ++j)
-          a[j + i * n] = a[i + j * n];
+    const double all[7] = {v.tt, v.qt, v.ut, v.qq, v.uu, v.uq, v.qu};
+    for (int x = 0; x < e.count; ++x) {
+      int64_t at;
+      const double value = all[e.value[x]];
+      if (qp_matrix_local_offset(layout, e.row[x], e.col[x], &at)) qp_put(t, at, value);
+      if (e.row[x] != e.col[x] && qp_matrix_local_offset(layout, e.col[x], e.row[x], &at))
+        qp_put(t, at, value);
     }
   }
 }
@@ -290,12 +256,13 @@ void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo,
     targets[k].coeff[x] = unit;
     if (p->bin_hi[b] > lmax) lmax = p->bin_hi[b];
   }
-  if (p->ops && p->ops->distributed) {
-    qp_build_distributed(p, targets, n_targets, lmax);
-    free(weights);
-    free(targets);
-    return;
-  }
+  /* Where the targets' entries live: this rank's part of an n_pix x n_pix matrix of the run's
+   * backend (all of it on one process). Every pair of positions is visited once (i >= j;
+   * positions are ordered T then polarised, so this covers the T-T pairs once, every
+   * (polarised, T) pair, and the polarised pairs once), computed where this rank holds one of
+   * its entries, and written to both triangles. */
+  qp_matrix layout;
+  (void)qp_matrix_view(p->ops, "pixel matrix", NULL, p->n_pix, p->n_pix, p->n_pix, &layout);
   const int64_t n_pos = p->n_observed;
 #pragma omp parallel
   {
@@ -303,16 +270,11 @@ void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo,
     qp_wigner w = {scratch, scratch + (lmax + 1), scratch + 2 * (lmax + 1),
                    scratch + 3 * (lmax + 1)};
 #pragma omp for schedule(dynamic, 8)
-    for (int64_t j = 0; j < n_pos; ++j) {
-      /* Positions are ordered T then polarised, so i >= j covers the T-T pairs once, every
-       * (polarised, T) pair, and the polarised pairs once. */
+    for (int64_t j = 0; j < n_pos; ++j)
       for (int64_t i = j; i < n_pos; ++i)
-        qp_pair(p, targets, n_targets, i, j, lmax, &w);
-    }
+        qp_pair(p, &layout, targets, n_targets, i, j, lmax, &w);
     free(scratch);
   }
-  for (k = 0; k < n_targets; ++k)
-    qp_mirror_lower(targets[k].m, p->n_pix);
   free(weights);
   free(targets);
 }

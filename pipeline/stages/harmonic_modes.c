@@ -46,10 +46,11 @@ qp_err qp_param_entries(const qp_problem *p, qp_entry **entries, int64_t **start
         const double v = qp_beam2(p, l);
         for (int m = -l; m <= l; ++m) {
           int64_t a = qp_mode(p, f1, l, m), b = qp_mode(p, f2, l, m);
-          if (pass) (*entries)[k] = (qp_entry){a, b, v};
+          const int64_t lm = qp_harmonic_index(l, m, 0);
+          if (pass) (*entries)[k] = (qp_entry){a, b, v, lm, f1, f2};
           ++k;
           if (f1 != f2) {
-            if (pass) (*entries)[k] = (qp_entry){b, a, v};
+            if (pass) (*entries)[k] = (qp_entry){b, a, v, lm, f2, f1};
             ++k;
           }
         }

@@ -11,8 +11,10 @@
 
 /** One entry (a, b, v) of a D_p. */
 typedef struct qp_entry {
-  int64_t a, b;
+  int64_t a, b; /* the modes (fa, l, m) and (fb, l, m) */
   double v;
+  int64_t lm;   /* l^2 + l + m: the entry's (l, m) among all (l, m) up to lmax */
+  int fa, fb;   /* the fields (T = 0, E = 1, B = 2) of a and b */
 } qp_entry;
 
 /** The fields (T = 0, E = 1, B = 2) each spectrum couples, in QML.md 6 order. */

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
 #include "harmonic_modes.h"
 #include "conditioning.h"
 #include "spin_harmonics.h"
@@ -89,43 +88,20 @@ static qp_err qp_build_vt(qp_problem *p) {
   return QP_OK;
 }
 
-/* M = I + K Lambda: column b of K Lambda is sum over the fields f of K[:, (f, l, m)] times
- * C_l^{f fb} B_l^2, (l, m) and fb being mode b's. */
-static void qp_build_smw_matrix(qp_problem *p) {
+/* M = I + K Lambda: column b of K Lambda is the sum over the fields f of K[:, (f, l, m)] times
+ * C_l^{f fb} B_l^2, (l, m) and fb being mode b's. For every pair of fields (f, fb), K's columns
+ * of field f are lined up with M's columns of fb where (l, m) agree (qp_linalg_align: a copy
+ * where the backend moves data) and each rank adds them into its own columns; the identity
+ * last. */
+static qp_err qp_build_smw_matrix(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   const int64_t nm = p->n_modes;
-  const double *k = p->kernel.data;
-  double *mm = p->smw_lu.data;
-  memset(mm, 0, (size_t)(nm * nm) * sizeof *mm);
-  for (int fb = 0; fb < 3; ++fb) {
-    if (p->field_offset[fb] < 0) continue;
-    for (int l = p->field_ell_min[fb]; l <= cfg->lmax; ++l)
-      for (int m = -l; m <= l; ++m) {
-        const int64_t b = qp_mode(p, fb, l, m);
-        double *col = mm + b * nm;
-        for (int f = 0; f < 3; ++f) {
-          if (p->field_offset[f] < 0 || l < p->field_ell_min[f]) continue;
-          const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_beam2(p, l);
-          if (c == 0.0) continue;
-          const double *kc = k + qp_mode(p, f, l, m) * nm;
-          for (int64_t i = 0; i < nm; ++i)
-            col[i] += c * kc[i];
-        }
-        col[b] += 1.0;
-      }
-  }
-}
-
-/* The same, distributed: M = I, then for every pair of fields (f, fb) K's columns of field
- * f are redistributed to the columns of fb (where (l, m) agree) and added, scaled by
- * C_l^{f fb} B_l^2, each rank on its own columns. */
-static qp_err qp_build_smw_matrix_distributed(qp_problem *p) {
-  const qp_config *cfg = p->cfg;
-  const int64_t nm = p->n_modes;
-  qp_matrix *mm = &p->smw_lu, cols = {0};
+  qp_matrix *mm = &p->smw_lu, work = {0};
   qp_err err = QP_OK;
-  qp_matrix_set_identity(mm, 1.0);
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, nm, nm, &cols));
+  memset(mm->data, 0, (size_t)qp_matrix_local_size(mm) * sizeof(double));
+  const int moves = qp_linalg_moves_data(p->ops);
+  if (moves)
+    QP_CALL(qp_matrix_create(p->ops, QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, nm, nm, &work));
   for (int fb = 0; fb < 3; ++fb)
     for (int f = 0; f < 3; ++f) {
       if (p->field_offset[fb] < 0 || p->field_offset[f] < 0) continue;
@@ -137,18 +113,27 @@ static qp_err qp_build_smw_matrix_distributed(qp_problem *p) {
       if (!nonzero) continue;
       const int64_t count = qp_harmonic_count(lo, cfg->lmax);
       const int64_t from = qp_mode(p, f, lo, -lo), to = qp_mode(p, fb, lo, -lo);
-      QP_CALL_GOTO(qp_linalg_copy_sub(nm, count, &p->kernel, 0, from, &cols, 0, to), done);
+      qp_aligned k;
+      QP_CALL_GOTO(qp_linalg_align(&p->kernel, 0, from, nm, count, mm, 0, to, moves ? &work : NULL,
+                                   &k),
+                   done);
       for (int64_t lj = 0; lj < mm->local_cols; ++lj) {
         const int64_t b = qp_matrix_global_col(mm, lj);
         if (b < to || b >= to + count) continue;
         const int l = qp_harmonic_ell(b - to, lo);
         const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_beam2(p, l);
-        for (int64_t li = 0; li < mm->local_rows; ++li)
-          mm->data[li + lj * mm->ld] += c * cols.data[li + lj * cols.ld];
+        if (c == 0.0) continue;
+        double *col = mm->data + lj * mm->ld;
+        for (int64_t li = 0; li < mm->local_rows; ++li) col[li] += c * qp_aligned_at(&k, li, lj);
       }
     }
+  for (int64_t lj = 0; lj < mm->local_cols; ++lj) {
+    int64_t at;
+    const int64_t b = qp_matrix_global_col(mm, lj);
+    if (qp_matrix_local_offset(mm, b, b, &at)) mm->data[at] += 1.0;
+  }
 done:
-  qp_matrix_destroy(&cols);
+  qp_matrix_destroy(&work);
   return err;
 }
 
@@ -219,10 +204,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   QP_CALL(qp_budget_alloc_array(QP_TERM_PIVOTS, QP_TERM_PERSISTENT,
                                 (size_t)qp_linalg_pivot_count(&p->smw_lu), sizeof(int),
                                 (void **)&p->pivots));
-  if (p->smw_lu.grid)
-    QP_CALL(qp_build_smw_matrix_distributed(p));
-  else
-    qp_build_smw_matrix(p);
+  QP_CALL(qp_build_smw_matrix(p));
   double anorm = 0.0, rcond = 0.0;
   QP_CALL(qp_linalg_norm1(&p->smw_lu, &anorm));
   err = qp_linalg_getrf(&p->smw_lu, p->pivots);

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
 #include "conditioning.h"
 #include "harmonic_route.h"
 #include "pixel_matrices.h"
@@ -15,18 +14,23 @@
 /* slot <- L^-1 N_eff L^-T, N_eff = N + S_fixed: with lmax < lmax_signal the multipoles
  * (lmax, lmax_signal] are in C but not estimated, so <y_p> = sum_q F_pq C_q + tr(N_eff E_p)
  * and the bias removes them with the noise (QML.md 3, the switch). For a diagonal N and no
- * switch, D L^-T is written directly (entry (i,j) is d_i L^-1_ji), leaving one triangular
+ * switch, D L^-T is made from the transpose of L^-1 (entry (i,j) is d_i L^-1_ji), leaving one triangular
  * product; otherwise N_eff is formed in the slot and takes two. */
 static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
   const qp_config *cfg = p->cfg;
-  const int64_t n = p->n_pix;
-  const double *linv = p->cov.data;
   const int switched = cfg->lmax < cfg->lmax_signal;
-  /* (Distributed: entry (i, j) of D L^-T is on another rank than L^-1_ji; two products.) */
-  if (p->noise_variance && !switched && !slot->grid) {
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < n; ++i)
-        slot->data[i + j * n] = j >= i ? p->noise_variance[i] * linv[j + i * n] : 0.0;
+  if (p->noise_variance && !switched) {
+    /* D L^-T from the transpose of L^-1 (the strictly lower part of that transpose is C's
+     * untouched upper triangle: zeroed), row i scaled by d_i. */
+    QP_CALL(qp_linalg_transpose(&p->cov, slot));
+    for (int64_t lj = 0; lj < slot->local_cols; ++lj) {
+      const int64_t j = qp_matrix_global_col(slot, lj);
+      for (int64_t li = 0; li < slot->local_rows; ++li) {
+        const int64_t i = qp_matrix_global_row(slot, li);
+        double *x = slot->data + li + lj * slot->ld;
+        *x = j >= i ? p->noise_variance[i] * *x : 0.0;
+      }
+    }
     QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
     return QP_OK;
   }
@@ -82,8 +86,8 @@ static void qp_product_dots_unblas(int64_t rows, const double *a, int64_t cols, 
  * summed without it (qp_product_dots_unblas). Distributed, each rank dots its own elements
  * and one sum over the ranks gives the Frobenius products: the distributed trace of a product
  * is this one reduction. */
-static qp_err qp_product_dots(int64_t rows, double *a, int64_t cols, double *b, int64_t b_cols,
-                              qp_matrix *out) {
+static qp_err qp_product_dots(const qp_linalg_ops *ops, int64_t rows, double *a, int64_t cols,
+                              double *b, int64_t b_cols, qp_matrix *out) {
   const qp_linalg_ops *local = qp_linalg_cpu_ops();
   const int symmetric = a == b && cols == b_cols;
   if (rows > qp_blas_ld_max()) {
@@ -101,7 +105,7 @@ static qp_err qp_product_dots(int64_t rows, double *a, int64_t cols, double *b, 
       QP_CALL(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &va, &vb, 0.0, out));
     }
   }
-  QP_CALL(qp_comm_sum(out->data, out->rows * out->cols));
+  QP_CALL(qp_linalg_sum_partials(ops, out->data, out->rows * out->cols));
   return QP_OK;
 }
 
@@ -178,7 +182,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
     QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data, count + 1, count + 1, count + 1,
                                 &cross),
                  done);
-    QP_CALL_GOTO(qp_product_dots((int64_t)stride, products, count + 1, products, count + 1,
+    QP_CALL_GOTO(qp_product_dots(p->ops, (int64_t)stride, products, count + 1, products, count + 1,
                                  &cross),
                  done);
     for (int64_t a = 0; a < count; ++a) {
@@ -192,7 +196,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
       QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data + (k + 1) * (k + 1), count, 1,
                                   count, &dots),
                    done);
-      QP_CALL_GOTO(qp_product_dots((int64_t)stride, products, count, stream, 1, &dots), done);
+      QP_CALL_GOTO(qp_product_dots(p->ops, (int64_t)stride, products, count, stream, 1, &dots), done);
       qp_progress_step(&progress, ++formed);
       for (int64_t a = 0; a < count; ++a)
         p->fisher[(first + a) + q * np] = p->fisher[q + (first + a) * np] = 0.5 * dots.data[a];

@@ -3,7 +3,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "comm.h"
 #include "conditioning.h"
 #include "harmonic_route.h"
 #include "pixel_matrices.h"
@@ -74,7 +73,7 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
       qp_progress_step(&progress, (long)(first + k + 1));
     }
   }
-  QP_CALL_GOTO(qp_comm_sum(p->yb, n_maps * np), done);
+  QP_CALL_GOTO(qp_linalg_sum_partials(p->ops, p->yb, n_maps * np), done);
 done:
   qp_budget_free(bins);
   qp_matrix_destroy(&pz);
