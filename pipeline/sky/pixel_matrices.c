@@ -3,70 +3,14 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "wigner.h"
 
 /* The 3x3 covariance of (T, Q, U) at two positions in the frame of their great circle. */
 typedef struct qp_local {
   double tt, tq, tu, qq, uu, qu;
 } qp_local;
-
-/* Wigner d^l(beta) for l = 0..lmax, z = cos beta: d00 = P_l, and d20, d22, d2m2 (= d^l_2,-2)
- * by the three-term recursion in l from their closed forms at l = 2; 0 below l = 2. */
-typedef struct qp_wigner {
-  double *d00, *d20, *d22, *d2m2;
-} qp_wigner;
-
-static void qp_wigner_spin(int lmax, double z, int m1, int m2, double start, double *d) {
-  for (int l = 0; l <= lmax && l < 2; ++l)
-    d[l] = 0.0;
-  if (lmax < 2) return;
-  d[2] = start;
-  /* Every factor in double: the products of squares pass INT_MAX from l ~ 216 (they were ints,
-   * which turned the spin-2 covariance into NaN for any Q/U run at nside >= 73). The
-   * recursion in l at fixed (m1, m2) is the stable direction (like Legendre's); the
-   * sqrt(a) sqrt(b) split keeps each factor near l^2 rather than l^4. */
-  const double mm = (double)m1 * (double)m2, m1s = (double)m1 * m1, m2s = (double)m2 * m2;
-  for (int l = 3; l <= lmax; ++l) {
-    const double dl = (double)l, lp = dl - 1.0;
-    const double a = (2.0 * dl - 1.0) * (dl * lp * z - mm) * d[l - 1];
-    const double b = dl * sqrt(lp * lp - m1s) * sqrt(lp * lp - m2s) * d[l - 2];
-    d[l] = (a - b) / (lp * sqrt(dl * dl - m1s) * sqrt(dl * dl - m2s));
-  }
-}
-
-static void qp_wigner_eval(int lmax, double z, int tt, int tp, int pp, qp_wigner *w) {
-  if (tt) {
-    w->d00[0] = 1.0;
-    if (lmax >= 1) w->d00[1] = z;
-    for (int l = 2; l <= lmax; ++l)
-      w->d00[l] = ((2.0 * l - 1.0) * z * w->d00[l - 1] - (l - 1.0) * w->d00[l - 2]) / l;
-  }
-  if (tp) qp_wigner_spin(lmax, z, 2, 0, sqrt(6.0) / 4.0 * (1.0 - z * z), w->d20);
-  if (pp) {
-    qp_wigner_spin(lmax, z, 2, 2, 0.25 * (1.0 + z) * (1.0 + z), w->d22);
-    qp_wigner_spin(lmax, z, 2, -2, 0.25 * (1.0 - z) * (1.0 - z), w->d2m2);
-  }
-}
-
-/* coeff[s][l]: the weight of spectrum s (QP_TT..QP_EB) at multipole l in the block. */
-static qp_local qp_local_block(int lo, int hi, double *const coeff[6], const qp_wigner *w, int tt,
-                               int tp, int pp) {
-  qp_local b = {0, 0, 0, 0, 0, 0};
-  for (int l = lo; l <= hi; ++l) {
-    if (tt && coeff[QP_TT]) b.tt += coeff[QP_TT][l] * w->d00[l];
-    if (tp) {
-      if (coeff[QP_TE]) b.tq -= coeff[QP_TE][l] * w->d20[l];
-      if (coeff[QP_TB]) b.tu -= coeff[QP_TB][l] * w->d20[l];
-    }
-    if (pp) {
-      double a = 0.5 * (w->d22[l] + w->d2m2[l]), bb = 0.5 * (w->d22[l] - w->d2m2[l]);
-      double ee = coeff[QP_EE] ? coeff[QP_EE][l] : 0, bm = coeff[QP_BB] ? coeff[QP_BB][l] : 0;
-      b.qq += ee * a + bm * bb;
-      b.uu += bm * a + ee * bb;
-      if (coeff[QP_EB]) b.qu += coeff[QP_EB][l] * w->d2m2[l];
-    }
-  }
-  return b;
-}
 
 /* cos 2 alpha, sin 2 alpha of the angle at position a (unit vector ra) from its meridian
  * (e_theta) to the great circle towards rb; (1, 0) when the circle is not unique. */
@@ -107,14 +51,12 @@ typedef struct qp_pair_values {
   double tt, qt, ut, qq, uu, uq, qu; /* first letter: row (position i), second: column (j) */
 } qp_pair_values;
 
-/* The geometry of a pair, shared by every target: Wigner d of its angle and the rotations. */
+/* The geometry of a pair: z = cos of its angle and the rotations at both ends. */
 typedef struct qp_pair_geometry {
-  int tt, tp, pp;
-  double ci, si, cj, sj;
+  double z, ci, si, cj, sj;
 } qp_pair_geometry;
 
-static qp_pair_geometry qp_pair_setup(const qp_problem *p, int64_t i, int64_t j, int lmax,
-                                      qp_wigner *w) {
+static qp_pair_geometry qp_pair_setup(const qp_problem *p, int64_t i, int64_t j) {
   const int64_t nt = p->n_obs_t;
   const double *ri = p->vectors + 3 * i, *rj = p->vectors + 3 * j;
   double z = ri[0] * rj[0] + ri[1] * rj[1] + ri[2] * rj[2];
@@ -130,24 +72,68 @@ static qp_pair_geometry qp_pair_setup(const qp_problem *p, int64_t i, int64_t j,
     z = 1.0;
   else if (dp[0] * dp[0] + dp[1] * dp[1] + dp[2] * dp[2] < 1e-24)
     z = -1.0;
-  const int i_pol = i >= nt, j_pol = j >= nt;
-  qp_pair_geometry g = {!i_pol && !j_pol, i_pol != j_pol, i_pol && j_pol, 1, 0, 1, 0};
-  qp_wigner_eval(lmax, z, g.tt, g.tp, g.pp, w);
-  if (i_pol) qp_rotation(ri, rj, z, &g.ci, &g.si);
-  if (g.pp) qp_rotation(rj, ri, z, &g.cj, &g.sj);
+  qp_pair_geometry g = {z, 1, 0, 1, 0};
+  if (i >= nt) qp_rotation(ri, rj, z, &g.ci, &g.si);
+  if (j >= nt) qp_rotation(rj, ri, z, &g.cj, &g.sj);
   return g;
 }
 
-static qp_pair_values qp_pair_target(const qp_target *t, const qp_pair_geometry *g,
-                                     const qp_wigner *w) {
-  qp_local b = qp_local_block(t->lo, t->hi, t->coeff, w, g->tt, g->tp, g->pp);
-  qp_pair_values v = {b.tt, 0, 0, 0, 0, 0, 0};
-  if (g->tp) { /* i is the polarised position (rows Q_i, U_i), j the T one */
-    v.qt = g->ci * b.tq - g->si * b.tu;
-    v.ut = g->si * b.tq + g->ci * b.tu;
-  } else if (g->pp) {
-    double x00 = g->ci * b.qq - g->si * b.qu, x01 = g->ci * b.qu - g->si * b.uu;
-    double x10 = g->si * b.qq + g->ci * b.qu, x11 = g->si * b.qu + g->ci * b.uu;
+/* A target's sums for every lane of a batch: b[k] for the kind's functions d (wigner.h), each
+ * summed in l order as one pair at a time did. */
+static void qp_batch_sums(const qp_target *t, qp_wigner_kind kind, double *const d[2],
+                          qp_local *b) {
+  enum { L = QP_WIGNER_LANES };
+  double s[3][L];
+  memset(s, 0, sizeof s);
+  double *const *c = t->coeff;
+  if (kind == QP_WIGNER_TT && c[QP_TT]) {
+    for (int l = t->lo; l <= t->hi; ++l) {
+      const double *x = d[0] + l * L, w = c[QP_TT][l];
+#pragma omp simd
+      for (int k = 0; k < L; ++k) s[0][k] += w * x[k];
+    }
+  } else if (kind == QP_WIGNER_TP) {
+    for (int l = t->lo; l <= t->hi; ++l) {
+      const double *x = d[0] + l * L;
+      const double te = c[QP_TE] ? c[QP_TE][l] : 0.0, tb = c[QP_TB] ? c[QP_TB][l] : 0.0;
+#pragma omp simd
+      for (int k = 0; k < L; ++k) {
+        s[0][k] -= te * x[k];
+        s[1][k] -= tb * x[k];
+      }
+    }
+  } else if (kind == QP_WIGNER_PP) {
+    for (int l = t->lo; l <= t->hi; ++l) {
+      const double *x = d[0] + l * L, *y = d[1] + l * L;
+      const double ee = c[QP_EE] ? c[QP_EE][l] : 0, bm = c[QP_BB] ? c[QP_BB][l] : 0;
+      const double eb = c[QP_EB] ? c[QP_EB][l] : 0;
+#pragma omp simd
+      for (int k = 0; k < L; ++k) {
+        const double a = 0.5 * (x[k] + y[k]), bb = 0.5 * (x[k] - y[k]);
+        s[0][k] += ee * a + bm * bb;
+        s[1][k] += bm * a + ee * bb;
+        s[2][k] += eb * y[k];
+      }
+    }
+  }
+  for (int k = 0; k < L; ++k) {
+    b[k] = (qp_local){0, 0, 0, 0, 0, 0};
+    if (kind == QP_WIGNER_TT) b[k].tt = s[0][k];
+    if (kind == QP_WIGNER_TP) b[k].tq = s[0][k], b[k].tu = s[1][k];
+    if (kind == QP_WIGNER_PP) b[k].qq = s[0][k], b[k].uu = s[1][k], b[k].qu = s[2][k];
+  }
+}
+
+/* The pair's values from its sums in the great-circle frame, rotated to the meridian frames. */
+static qp_pair_values qp_pair_rotate(qp_wigner_kind kind, const qp_local *b,
+                                     const qp_pair_geometry *g) {
+  qp_pair_values v = {b->tt, 0, 0, 0, 0, 0, 0};
+  if (kind == QP_WIGNER_TP) { /* i is the polarised position (rows Q_i, U_i), j the T one */
+    v.qt = g->ci * b->tq - g->si * b->tu;
+    v.ut = g->si * b->tq + g->ci * b->tu;
+  } else if (kind == QP_WIGNER_PP) {
+    double x00 = g->ci * b->qq - g->si * b->qu, x01 = g->ci * b->qu - g->si * b->uu;
+    double x10 = g->si * b->qq + g->ci * b->qu, x11 = g->si * b->qu + g->ci * b->uu;
     v.qq = x00 * g->cj - x01 * g->sj;
     v.uu = x10 * g->sj + x11 * g->cj;
     v.uq = x10 * g->cj - x11 * g->sj;
@@ -196,42 +182,113 @@ static int qp_pair_here(const qp_matrix *layout, const qp_pair_entries *e) {
   return 0;
 }
 
-/* Every target's entries of the pair (i, j) that this rank holds, and their mirror images. */
-static void qp_pair(const qp_problem *p, const qp_matrix *layout, const qp_target *targets,
-                    int n_targets, int64_t i, int64_t j, int lmax, qp_wigner *w) {
-  const qp_pair_entries e = qp_pair_list(p, i, j);
-  if (!qp_pair_here(layout, &e)) return;
-  const qp_pair_geometry g = qp_pair_setup(p, i, j, lmax, w);
-  for (int k = 0; k < n_targets; ++k) {
-    const qp_target *t = &targets[k];
-    const qp_pair_values v = qp_pair_target(t, &g, w);
-    const double all[7] = {v.tt, v.qt, v.ut, v.qq, v.uu, v.uq, v.qu};
+/* Up to QP_WIGNER_LANES pairs (i_k, j) of one kind, evaluated together. */
+typedef struct qp_batch {
+  int n;
+  qp_wigner_kind kind;
+  int64_t i[QP_WIGNER_LANES];
+  qp_pair_geometry g[QP_WIGNER_LANES];
+  double z[QP_WIGNER_LANES];
+} qp_batch;
+
+/* Scratch of one thread: the functions of a batch, (lmax + 1) x lanes each, and where each
+ * lane's entries and their mirror images sit here (-1: another rank's, or the diagonal's
+ * mirror, which is the entry itself). */
+typedef struct qp_batch_work {
+  double *d[2];
+  qp_local sums[QP_WIGNER_LANES];
+  int count[QP_WIGNER_LANES];
+  int value[QP_WIGNER_LANES][4];
+  int64_t at[QP_WIGNER_LANES][4], mirror[QP_WIGNER_LANES][4];
+} qp_batch_work;
+
+/* Every target's entries of the batch's pairs that this rank holds, and their mirrors. */
+static void qp_batch_run(const qp_problem *p, const qp_matrix *layout, const qp_target *targets,
+                         int n_targets, const qp_wigner_table *table, int lmax, int64_t j,
+                         qp_batch *batch, qp_batch_work *work) {
+  if (batch->n == 0) return;
+  for (int k = batch->n; k < QP_WIGNER_LANES; ++k) batch->z[k] = 0.0; /* unused lanes */
+  qp_wigner_batch(table, lmax, batch->kind, batch->z, work->d);
+  for (int k = 0; k < batch->n; ++k) {
+    const qp_pair_entries e = qp_pair_list(p, batch->i[k], j);
+    work->count[k] = e.count;
     for (int x = 0; x < e.count; ++x) {
       int64_t at;
-      const double value = all[e.value[x]];
-      if (qp_matrix_local_offset(layout, e.row[x], e.col[x], &at)) qp_put(t, at, value);
-      if (e.row[x] != e.col[x] && qp_matrix_local_offset(layout, e.col[x], e.row[x], &at))
-        qp_put(t, at, value);
+      work->value[k][x] = e.value[x];
+      work->at[k][x] = qp_matrix_local_offset(layout, e.row[x], e.col[x], &at) ? at : -1;
+      work->mirror[k][x] =
+          e.row[x] != e.col[x] && qp_matrix_local_offset(layout, e.col[x], e.row[x], &at) ? at
+                                                                                           : -1;
     }
+  }
+  for (int t = 0; t < n_targets; ++t) {
+    qp_batch_sums(&targets[t], batch->kind, work->d, work->sums);
+    for (int k = 0; k < batch->n; ++k) {
+      const qp_pair_values v = qp_pair_rotate(batch->kind, &work->sums[k], &batch->g[k]);
+      const double all[7] = {v.tt, v.qt, v.ut, v.qq, v.uu, v.uq, v.qu};
+      for (int x = 0; x < work->count[k]; ++x) {
+        const double value = all[work->value[k][x]];
+        if (work->at[k][x] >= 0) qp_put(&targets[t], work->at[k][x], value);
+        if (work->mirror[k][x] >= 0) qp_put(&targets[t], work->mirror[k][x], value);
+      }
+    }
+  }
+  batch->n = 0;
+}
+
+/* Pairs of positions go in square tiles of QP_TILE x QP_TILE: the entries of a tile and their
+ * mirror images then fill short runs of QP_TILE consecutive rows in QP_TILE columns, which
+ * stay in cache (one pair at a time along a whole column, each mirror write was a cache and
+ * TLB miss: four times slower for 46 bin matrices at n_pix 1984). */
+enum { QP_TILE = 64 };
+
+/* Tile (ti, tj), ti >= tj: the pairs (i, j), i >= j, with i in row tile ti and j in column
+ * tile tj that have an entry here, in batches of one kind. */
+static void qp_tile(const qp_problem *p, const qp_matrix *layout, const qp_target *targets,
+                    int n_targets, const qp_wigner_table *table, int lmax, int64_t ti, int64_t tj,
+                    qp_batch_work *work) {
+  const int64_t nt = p->n_obs_t, n_pos = p->n_observed;
+  const int64_t j_end = (tj + 1) * QP_TILE < n_pos ? (tj + 1) * QP_TILE : n_pos;
+  const int64_t i_end = (ti + 1) * QP_TILE < n_pos ? (ti + 1) * QP_TILE : n_pos;
+  for (int64_t j = tj * QP_TILE; j < j_end; ++j) {
+    qp_batch batch = {0};
+    for (int64_t i = ti * QP_TILE > j ? ti * QP_TILE : j; i < i_end; ++i) {
+      const qp_pair_entries e = qp_pair_list(p, i, j);
+      if (!qp_pair_here(layout, &e)) continue;
+      const qp_wigner_kind kind = i < nt ? QP_WIGNER_TT : (j < nt ? QP_WIGNER_TP : QP_WIGNER_PP);
+      if (batch.n == QP_WIGNER_LANES || (batch.n > 0 && kind != batch.kind))
+        qp_batch_run(p, layout, targets, n_targets, table, lmax, j, &batch, work);
+      batch.kind = kind;
+      batch.i[batch.n] = i;
+      batch.g[batch.n] = qp_pair_setup(p, i, j);
+      batch.z[batch.n] = batch.g[batch.n].z;
+      ++batch.n;
+    }
+    qp_batch_run(p, layout, targets, n_targets, table, lmax, j, &batch, work);
   }
 }
 
-void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
-                             double *slots, size_t slot_stride) {
-  qp_pixel_matrices_build_range(p, cov, p->cfg->ell_min, p->cfg->lmax_signal, first_param, n_slots,
+qp_err qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
+                               double *slots, size_t slot_stride) {
+  return qp_pixel_matrices_build_range(p, cov, p->cfg->ell_min, p->cfg->lmax_signal, first_param, n_slots,
                                 slots, slot_stride);
 }
 
-void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
-                                   int first_param, int n_slots, double *slots,
-                                   size_t slot_stride) {
+qp_err qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
+                                     int first_param, int n_slots, double *slots,
+                                     size_t slot_stride) {
   const qp_config *cfg = p->cfg;
   const int n_targets = (cov ? 1 : 0) + n_slots;
-  qp_target *targets = calloc((size_t)n_targets, sizeof *targets);
   const int lmax_all = cfg->lmax_signal;
+  qp_err err = QP_OK;
+  qp_wigner_table table = {0};
+  int scratch_missing = 0;
+  qp_target *targets = calloc((size_t)n_targets + 1, sizeof *targets);
   /* One weight array per spectrum, shared by the targets: covariance weights are w_l C_l,
    * a parameter's are w_l on its own spectrum. */
   double *weights = calloc((size_t)(7 * (lmax_all + 1)), sizeof *weights);
+  QP_CHECK_GOTO(targets && weights, QP_ERR_NOMEM, done,
+                "out of memory for the coefficients of %d pixel matrices", n_targets);
   double *cl_weight[6], *unit = weights + 6 * (lmax_all + 1);
   for (int s = 0; s < 6; ++s)
     cl_weight[s] = weights + s * (lmax_all + 1);
@@ -263,20 +320,37 @@ void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo,
    * its entries, and written to both triangles. */
   qp_matrix layout;
   (void)qp_matrix_view(p->ops, "pixel matrix", NULL, p->n_pix, p->n_pix, p->n_pix, &layout);
+  QP_CALL_GOTO(qp_wigner_table_init(&table, lmax), done);
   const int64_t n_pos = p->n_observed;
 #pragma omp parallel
   {
-    double *scratch = malloc((size_t)(4 * (lmax + 1)) * sizeof *scratch);
-    qp_wigner w = {scratch, scratch + (lmax + 1), scratch + 2 * (lmax + 1),
-                   scratch + 3 * (lmax + 1)};
-#pragma omp for schedule(dynamic, 8)
-    for (int64_t j = 0; j < n_pos; ++j)
-      for (int64_t i = j; i < n_pos; ++i)
-        qp_pair(p, &layout, targets, n_targets, i, j, lmax, &w);
+    qp_batch_work work;
+    double *scratch = malloc((size_t)(2 * (lmax + 1) * QP_WIGNER_LANES) * sizeof *scratch);
+    work.d[0] = scratch;
+    work.d[1] = scratch + (lmax + 1) * QP_WIGNER_LANES;
+    if (!scratch) {
+#pragma omp atomic write
+      scratch_missing = 1;
+    }
+    /* The tiles of the lower triangle, numbered row by row: tile t is (ti, tj), tj <= ti. */
+    const int64_t n_tiles = (n_pos + QP_TILE - 1) / QP_TILE;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < n_tiles * (n_tiles + 1) / 2; ++t) {
+      int64_t ti = (int64_t)((sqrt(8.0 * (double)t + 1.0) - 1.0) / 2.0);
+      while (ti * (ti + 1) / 2 > t) --ti; /* sqrt's rounding, either way */
+      while ((ti + 1) * (ti + 2) / 2 <= t) ++ti;
+      if (scratch)
+        qp_tile(p, &layout, targets, n_targets, &table, lmax, ti, t - ti * (ti + 1) / 2, &work);
+    }
     free(scratch);
   }
+  QP_CHECK_GOTO(!scratch_missing, QP_ERR_NOMEM, done,
+                "out of memory for a thread's Wigner scratch (l <= %d)", lmax);
+done:
+  qp_wigner_table_free(&table);
   free(weights);
   free(targets);
+  return err;
 }
 
 void qp_pixel_add_noise(const qp_problem *p, qp_matrix *m) {

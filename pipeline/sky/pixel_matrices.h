@@ -21,15 +21,16 @@
 /** Fills full symmetric n_pix x n_pix matrices (column-major): ADDS S to `cov` (when not
  *  NULL; cov must hold a symmetric matrix, e.g. N or zeros) and, for k = 0..n_slots-1,
  *  OVERWRITES slots + k*slot_stride with P_{first_param + k} (parameter index =
- *  spectrum * n_bins + bin). OpenMP over positions. */
-void qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
-                             double *slots, size_t slot_stride);
+ *  spectrum * n_bins + bin). OpenMP over positions; pairs of positions in batches of
+ *  QP_WIGNER_LANES (wigner.h). QP_ERR_NOMEM if its O(lmax) scratch cannot be had. */
+qp_err qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
+                               double *slots, size_t slot_stride);
 
 /** The same with S (added to cov) summed over cov_lo <= l <= cov_hi only (inside [ell_min, lmax_signal]):
  *  S_fixed of the switch is the range (lmax, lmax_signal]. */
-void qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
-                                   int first_param, int n_slots, double *slots,
-                                   size_t slot_stride);
+qp_err qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
+                                     int first_param, int n_slots, double *slots,
+                                     size_t slot_stride);
 
 /** m += N (diagonal variances or the dense N), on m's local part (local or distributed). */
 void qp_pixel_add_noise(const qp_problem *p, qp_matrix *m);

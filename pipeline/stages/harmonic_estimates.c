@@ -32,7 +32,9 @@ static qp_err qp_noise_modes_dense(qp_problem *p, const qp_matrix *z, qp_matrix 
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, n, n, &neff),
                done);
   if (p->switched)
-    qp_pixel_matrices_build_range(p, neff.data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0);
+    QP_CALL_GOTO(
+        qp_pixel_matrices_build_range(p, neff.data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0),
+        done);
   qp_pixel_add_noise(p, &neff);
   QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &neff, z, 0.0, nz), done);
 done:

@@ -37,8 +37,8 @@ static qp_err qp_smw_noise(qp_problem *p) {
     qp_pixel_add_noise(p, &p->noise_factor);
   }
   if (p->switched)
-    qp_pixel_matrices_build_range(p, p->noise_factor.data, cfg->lmax + 1, cfg->lmax_signal, 0, 0,
-                                  NULL, 0);
+    QP_CALL(qp_pixel_matrices_build_range(p, p->noise_factor.data, cfg->lmax + 1,
+                                          cfg->lmax_signal, 0, 0, NULL, 0));
   return QP_OK;
 }
 
@@ -59,7 +59,7 @@ qp_err qp_stage_covariance_setup(qp_problem *p) {
       memset(p->cov.data, 0, (size_t)qp_matrix_local_size(&p->cov) * sizeof(double));
     }
     qp_pixel_add_noise(p, &p->cov);
-    qp_pixel_matrices_build(p, p->cov.data, 0, 0, NULL, 0);
+    QP_CALL(qp_pixel_matrices_build(p, p->cov.data, 0, 0, NULL, 0));
     qp_progress_note(&progress, "C = S + N built");
   }
   qp_budget_free(p->sky);

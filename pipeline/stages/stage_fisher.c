@@ -36,7 +36,8 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
   }
   memset(slot->data, 0, (size_t)qp_matrix_local_size(slot) * sizeof(double));
   if (switched)
-    qp_pixel_matrices_build_range(p, slot->data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0);
+    QP_CALL(
+        qp_pixel_matrices_build_range(p, slot->data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0));
   qp_pixel_add_noise(p, slot);
   QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
   QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, slot));
@@ -171,7 +172,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   long formed = 0;
   for (int64_t first = 0; first < np; first += k) {
     const int64_t count = np - first < k ? np - first : k;
-    qp_pixel_matrices_build(p, NULL, (int)first, (int)count, products, stride);
+    QP_CALL_GOTO(qp_pixel_matrices_build(p, NULL, (int)first, (int)count, products, stride), done);
     for (int64_t j = 0; j < count; ++j) {
       QP_CALL_GOTO(qp_whiten_product(p, products + j * stride), done);
       qp_progress_step(&progress, ++formed);
@@ -191,7 +192,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
       p->noise_bias[first + a] = 0.5 * cross.data[a + count * (count + 1)];
     }
     for (int64_t q = first + count; q < np; ++q) {
-      qp_pixel_matrices_build(p, NULL, (int)q, 1, stream, stride);
+      QP_CALL_GOTO(qp_pixel_matrices_build(p, NULL, (int)q, 1, stream, stride), done);
       QP_CALL_GOTO(qp_whiten_product(p, stream), done);
       QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data + (k + 1) * (k + 1), count, 1,
                                   count, &dots),

@@ -57,7 +57,8 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
   qp_progress_start(&progress, p->progress, "spectra_run", "parameters", (long)np);
   for (int64_t first = 0; first < np; first += chunk) {
     int64_t count = np - first < chunk ? np - first : chunk;
-    qp_pixel_matrices_build(p, NULL, (int)first, (int)count, bins, slot_stride);
+    QP_CALL_GOTO(qp_pixel_matrices_build(p, NULL, (int)first, (int)count, bins, slot_stride),
+                 done);
     for (int64_t k = 0; k < count; ++k) {
       qp_matrix pb;
       QP_CALL_GOTO(

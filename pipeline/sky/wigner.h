@@ -1,0 +1,41 @@
+/* wigner.h: Wigner d^l_{m1 m2}(beta) for l = 0..lmax at many angles at once: d00 (= P_l),
+ * d20, d22 and d2,-2, the functions of the pixel-space covariance (pixel_matrices.h).
+ *
+ * Each follows its three-term recursion in l (the stable direction), z = cos beta, from its
+ * closed form at l = 2 (l = 0, 1 for P_l). The recursion is a chain of dependent steps (a
+ * multiply, an add and a division each), so one angle at a time runs at the latency of that
+ * chain; QP_WIGNER_LANES angles side by side keep the vector units busy. The square roots of
+ * each step's factors are computed once per lmax, and every step does the very operations, in
+ * the same order, that it did one angle at a time: the functions are bitwise the same. */
+#ifndef QP_WIGNER_H
+#define QP_WIGNER_H
+
+#include "qp_error.h"
+
+/** Angles evaluated side by side (the lanes of one batch). */
+#define QP_WIGNER_LANES 16
+
+/** The factors of each step for l <= lmax, per function (P_l, then d20, d22, d2,-2):
+ *  d_l = (two_l (ll z - mm) d_{l-1} - prev d_{l-2}) / den (P_l: two_l z d_{l-1} ...). */
+enum { QP_W_TWO_L, QP_W_LL, QP_W_MM, QP_W_PREV, QP_W_DEN };
+typedef struct qp_wigner_table {
+  int lmax;
+  double *coef[4][5];
+  double *storage;
+} qp_wigner_table;
+
+/** Which functions a batch needs: P_l (T-T pairs), d20 (T-polarised), d22 and d2,-2
+ *  (polarised pairs). */
+typedef enum qp_wigner_kind { QP_WIGNER_TT = 0, QP_WIGNER_TP = 1, QP_WIGNER_PP = 2 } qp_wigner_kind;
+
+qp_err qp_wigner_table_init(qp_wigner_table *t, int lmax);
+void qp_wigner_table_free(qp_wigner_table *t);
+
+/** For every lane k < QP_WIGNER_LANES: out[f][l * QP_WIGNER_LANES + k] = function f of the
+ *  kind at z[k], l = 0..lmax (lmax <= t->lmax): f = 0 P_l (TT); f = 0 d20 (TP); f = 0 d22,
+ *  f = 1 d2,-2 (PP); zero below l = 2 for the spin functions. out[f] holds
+ *  (lmax + 1) QP_WIGNER_LANES doubles. Unused lanes may hold any z in [-1, 1]. */
+void qp_wigner_batch(const qp_wigner_table *t, int lmax, qp_wigner_kind kind, const double *z,
+                     double *const out[2]);
+
+#endif

@@ -1,0 +1,87 @@
+/* pixel_bench.c: times qp_pixel_matrices_build, the Legendre/Wigner pair sums behind S and the
+ * bin matrices P_p (covariance_setup, fisher_run and spectra_run of the pixel route).
+ *   qp-pixel-bench NSIDE FIELDS(T|QU|TQU) N_BINS [REPEATS]
+ * Full sky, lmax = 3 nside - 1, bins of equal width: prints seconds (best of REPEATS) for S
+ * alone and for S with N_BINS bin matrices of TT (or EE), and the pair rate. */
+#include <chealpix.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pixel_matrices.h"
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s NSIDE T|QU|TQU N_BINS [REPEATS]\n", argv[0]);
+    return 2;
+  }
+  const int64_t nside = atoll(argv[1]);
+  const int n_bins = atoi(argv[3]), repeats = argc > 4 ? atoi(argv[4]) : 3;
+  const qp_fields fields = strcmp(argv[2], "T") == 0    ? QP_FIELDS_T
+                           : strcmp(argv[2], "QU") == 0 ? QP_FIELDS_QU
+                                                        : QP_FIELDS_TQU;
+  if (nside < 1 || n_bins < 1 || repeats < 1) return 2;
+  const int lmax = (int)(3 * nside - 1);
+  const int64_t n_sky = 12 * nside * nside;
+  qp_config cfg;
+  qp_config_defaults(&cfg);
+  cfg.fields = fields;
+  cfg.ell_min = 2;
+  cfg.lmax = cfg.lmax_signal = lmax;
+  cfg.n_spectra = 1;
+  cfg.spectra[0] = fields == QP_FIELDS_QU ? QP_EE : QP_TT;
+  qp_problem p;
+  memset(&p, 0, sizeof p);
+  p.cfg = &cfg;
+  p.nside = nside;
+  p.n_sky = n_sky;
+  p.n_obs_t = fields == QP_FIELDS_QU ? 0 : n_sky;
+  p.n_obs_p = fields == QP_FIELDS_T ? 0 : n_sky;
+  p.n_observed = p.n_obs_t + p.n_obs_p;
+  p.n_pix = p.n_obs_t + 2 * p.n_obs_p;
+  p.observed = malloc((size_t)p.n_observed * sizeof(int64_t));
+  p.vectors = malloc((size_t)(3 * p.n_observed) * sizeof(double));
+  for (int64_t k = 0; k < p.n_observed; ++k) {
+    p.observed[k] = k < p.n_obs_t ? k : k - p.n_obs_t;
+    pix2vec_ring64(nside, p.observed[k], p.vectors + 3 * k);
+  }
+  int *lo = malloc((size_t)n_bins * sizeof *lo), *hi = malloc((size_t)n_bins * sizeof *hi);
+  for (int b = 0; b < n_bins; ++b) {
+    lo[b] = 2 + b * (lmax - 1) / n_bins;
+    hi[b] = 2 + (b + 1) * (lmax - 1) / n_bins - 1;
+  }
+  p.n_bins = n_bins;
+  p.bin_lo = lo;
+  p.bin_hi = hi;
+  p.n_params = n_bins;
+  p.ell_weight = malloc((size_t)(lmax + 1) * sizeof(double));
+  p.cls.lmax = lmax;
+  for (int s = 0; s < 6; ++s) p.cls.cl[s] = calloc((size_t)(lmax + 1), sizeof(double));
+  for (int l = 0; l <= lmax; ++l) {
+    p.ell_weight[l] = (2.0 * l + 1.0) / (4.0 * M_PI);
+    p.cls.cl[QP_TT][l] = p.cls.cl[QP_EE][l] = 1.0 / (1.0 + l);
+    p.cls.cl[QP_BB][l] = 0.1 / (1.0 + l);
+  }
+  const int64_t n = p.n_pix;
+  double *cov = calloc((size_t)(n * n), sizeof(double));
+  double *slots = calloc((size_t)(n * n) * (size_t)n_bins, sizeof(double));
+  if (!cov || !slots) return 3;
+  double best_s = 1e300, best_all = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    double t0 = omp_get_wtime();
+    if (qp_pixel_matrices_build(&p, cov, 0, 0, NULL, 0) != QP_OK) return 1;
+    double t1 = omp_get_wtime();
+    if (qp_pixel_matrices_build(&p, cov, 0, n_bins, slots, (size_t)(n * n)) != QP_OK) return 1;
+    double t2 = omp_get_wtime();
+    best_s = fmin(best_s, t1 - t0);
+    best_all = fmin(best_all, t2 - t1);
+  }
+  const double pairs = 0.5 * (double)p.n_observed * (double)(p.n_observed + 1);
+  printf("nside %lld %s n_pix %lld lmax %d threads %d: S %.3f s (%.1f ns per pair), S + %d bin "
+         "matrices %.3f s\n",
+         (long long)nside, argv[2], (long long)n, lmax, omp_get_max_threads(), best_s,
+         1e9 * best_s / pairs, n_bins, best_all);
+  return 0;
+}
