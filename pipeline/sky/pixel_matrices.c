@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "simd_clones.h"
 #include "wigner.h"
 
 /* The 3x3 covariance of (T, Q, U) at two positions in the frame of their great circle. */
@@ -80,7 +81,7 @@ static qp_pair_geometry qp_pair_setup(const qp_problem *p, int64_t i, int64_t j)
 
 /* A target's sums for every lane of a batch: b[k] for the kind's functions d (wigner.h), each
  * summed in l order as one pair at a time did. */
-static void qp_batch_sums(const qp_target *t, qp_wigner_kind kind, double *const d[2],
+QP_WIDEST_VECTORS static void qp_batch_sums(const qp_target *t, qp_wigner_kind kind, double *const d[2],
                           qp_local *b) {
   enum { L = QP_WIGNER_LANES };
   double s[3][L];

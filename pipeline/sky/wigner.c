@@ -1,6 +1,8 @@
 /* wigner.c: Wigner d functions of many angles by their recursions in l (wigner.h). */
 #include "wigner.h"
 
+#include "simd_clones.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -49,8 +51,10 @@ void qp_wigner_table_free(qp_wigner_table *t) {
 }
 
 /* d[l] for l = from..lmax of function f, every lane, from d[from - 1] and d[from - 2]. The
- * lanes are independent chains: the loop over them is what the vector units run. */
-static void qp_recur(const qp_wigner_table *t, int f, int from, int lmax, const double *z,
+ * lanes are independent chains: the loop over them is what the vector units run, in the
+ * widest vectors the processor has (QP_WIDEST_VECTORS; the bits do not depend on the width:
+ * the build does not contract a * b + c into one rounding, CMakeLists.txt). */
+QP_WIDEST_VECTORS static void qp_recur(const qp_wigner_table *t, int f, int from, int lmax, const double *z,
                      double *d) {
   double *const *c = t->coef[f];
   for (int l = from; l <= lmax; ++l) {
