@@ -177,32 +177,34 @@ static qp_err qp_cfg_grid_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key
   return QP_OK;
 }
 
-qp_err qp_cfg_dimensions(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
+/* A section that is a mapping of known keys: `example` shows one in the message otherwise. */
+static qp_err qp_cfg_mapping(qp_cfg_ctx *ctx, const yaml_node_t *node, const char *key,
+                             const char *example, const char *const *keys, int n_keys,
+                             qp_cfg_visit visit, qp_config *cfg) {
   QP_CHECK(node->type == YAML_MAPPING_NODE, QP_ERR_INPUT,
-           "config %s line %d: key 'dimensions' must be a mapping (e.g. dimensions: {n_pix: "
-           "59136, n_modes: 33274, lmax_signal: 256, lmax: 128, n_bins: 127})",
-           ctx->file, qp_node_line(node));
-  QP_CALL(
-      qp_cfg_walk(ctx, node, "dimensions", qp_dimension_keys, D_COUNT, qp_cfg_dims_key, cfg));
+           "config %s line %d: key '%s' must be a mapping (e.g. %s: {%s})", ctx->file,
+           qp_node_line(node), key, key, example);
+  QP_CALL(qp_cfg_walk(ctx, node, key, keys, n_keys, visit, cfg));
+  return QP_OK;
+}
+
+qp_err qp_cfg_dimensions(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
+  QP_CALL(qp_cfg_mapping(ctx, node, "dimensions",
+                         "n_pix: 59136, n_modes: 33274, lmax_signal: 256, lmax: 128, n_bins: 127",
+                         qp_dimension_keys, D_COUNT, qp_cfg_dims_key, cfg));
   cfg->has_dimensions = 1;
   return QP_OK;
 }
 
 qp_err qp_cfg_memory(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
-  QP_CHECK(node->type == YAML_MAPPING_NODE, QP_ERR_INPUT,
-           "config %s line %d: key 'memory' must be a mapping (e.g. memory: {host_limit: "
-           "20GiB})",
-           ctx->file, qp_node_line(node));
-  QP_CALL(qp_cfg_walk(ctx, node, "memory", qp_memory_keys, M_COUNT, qp_cfg_memory_key, cfg));
+  QP_CALL(qp_cfg_mapping(ctx, node, "memory", "host_limit: 20GiB", qp_memory_keys, M_COUNT,
+                         qp_cfg_memory_key, cfg));
   return QP_OK;
 }
 
 qp_err qp_cfg_grid(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
-  QP_CHECK(node->type == YAML_MAPPING_NODE, QP_ERR_INPUT,
-           "config %s line %d: key 'grid' must be a mapping (e.g. grid: {rows: 2, cols: 2, "
-           "block: 64})",
-           ctx->file, qp_node_line(node));
-  QP_CALL(qp_cfg_walk(ctx, node, "grid", qp_grid_keys, G_COUNT, qp_cfg_grid_key, cfg));
+  QP_CALL(qp_cfg_mapping(ctx, node, "grid", "rows: 2, cols: 2, block: 64", qp_grid_keys,
+                         G_COUNT, qp_cfg_grid_key, cfg));
   return QP_OK;
 }
 

@@ -10,11 +10,33 @@
 
 #include "checked_size.h"
 
+/* The operands (not options) gathered so far, at argv[1 .. 1 + qp_operands): a slot there was
+ * read already when an operand is moved into it. */
+static int qp_operands;
+
+void qp_cmd_getopt_begin(void) {
+  optind = 0; /* glibc: re-read the option string */
+  qp_operands = 0;
+}
+
 int qp_cmd_getopt(const char *command, int argc, char **argv, const struct option *options,
                   const char *const *needs) {
   opterr = 0;
-  /* ':' first: a missing value is ':', told apart from an unknown option. */
-  const int c = getopt_long(argc, argv, ":h", options, NULL);
+  /* '-': operands come back in order (1), so that options may follow them even under
+   * POSIXLY_CORRECT; ':': a missing value is ':', told apart from an unknown option. */
+  int c = getopt_long(argc, argv, "-:h", options, NULL);
+  while (c == 1) {
+    argv[1 + qp_operands++] = optarg;
+    c = getopt_long(argc, argv, "-:h", options, NULL);
+  }
+  if (c == -1) {
+    /* The operands after "--", then all of them moved last: argv[optind .. argc). */
+    for (int i = optind; i < argc; ++i)
+      argv[1 + qp_operands++] = argv[i];
+    memmove(argv + argc - qp_operands, argv + 1, (size_t)qp_operands * sizeof *argv);
+    optind = argc - qp_operands;
+    return -1;
+  }
   if (c != '?' && c != ':') return c;
   /* An unknown short option is optopt (a char; optind may still point at its word, "-xh");
    * else the word just read: an unknown long option, or one whose value is wrong or missing. */

@@ -12,12 +12,15 @@
  *  optopt tells an unknown short option (a char) from a long one (qp_cmd_getopt). */
 enum { QP_CMD_OPTION_FIRST = 256 };
 
+/** Starts parsing a command line with qp_cmd_getopt (a command parses its line once). */
+void qp_cmd_getopt_begin(void);
 /** getopt_long(argc, argv, "h", options) with getopt's own messages off: for an unknown
  *  option, a long option without its value or with one it does not take, prints
  *  "qmlpipe COMMAND: unknown option 'X'", "qmlpipe COMMAND: --X needs a value" or "... takes
  *  no value" and returns '?'. `needs` (or NULL): pairs of a long option's name and what its
- *  value is, for that message ({"output", "a path", NULL}). The caller sets optind = 1 before
- *  the first call (a command parses its line once). */
+ *  value is, for that message ({"output", "a path", NULL}). Options may come before or after
+ *  the operands, whatever POSIXLY_CORRECT says; "--" ends the options. When it returns -1
+ *  the operands, in their order, are argv[optind .. argc) (argv is reordered). */
 int qp_cmd_getopt(const char *command, int argc, char **argv, const struct option *options,
                   const char *const *needs);
 

@@ -41,7 +41,7 @@ int qp_cmd_calibrate(int argc, char **argv) {
                                           {"output", required_argument, NULL, QP_CAL_OUTPUT},
                                           {"size", required_argument, NULL, QP_CAL_SIZE},
                                           {NULL, 0, NULL, 0}};
-  optind = 1;
+  qp_cmd_getopt_begin();
   for (int c; (c = qp_cmd_getopt("calibrate", argc, argv, options, NULL)) != -1;) {
     if (c == 'h') {
       qp_calibrate_usage(stdout);

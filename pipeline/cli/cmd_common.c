@@ -95,7 +95,7 @@ static int qp_parse_sizing(int argc, char **argv, int job_options, const char **
   s->per_node = 1;
   s->cpus_per_task = 1;
   *config = NULL;
-  optind = 1;
+  qp_cmd_getopt_begin();
   for (int c; (c = qp_cmd_getopt(argv[0], argc, argv, job_options ? job : sizing, NULL)) != -1;) {
     if (c == 'h') return -1;
     if (!qp_sizing_option(c, optarg, s)) return 0;

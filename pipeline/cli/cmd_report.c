@@ -36,7 +36,7 @@ int qp_cmd_report(int argc, char **argv) {
                                           {"ranks", no_argument, NULL, QP_CMD_OPTION_FIRST},
                                           {NULL, 0, NULL, 0}};
   int ranks = 0;
-  optind = 1;
+  qp_cmd_getopt_begin();
   for (int c; (c = qp_cmd_getopt("report", argc, argv, options, NULL)) != -1;) {
     if (c == 'h') {
       qp_report_usage(stdout);

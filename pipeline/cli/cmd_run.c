@@ -106,7 +106,7 @@ int qp_cmd_run(int argc, char **argv) {
   const char *config_path = NULL, *output = NULL, *checkpoint = NULL;
   qp_run_options options = {.progress = 1, .write_results = 1};
   int verbose = 0, rows = 0, cols = 0, block = 0, ok = 1;
-  optind = 1;
+  qp_cmd_getopt_begin();
   for (int c; ok && (c = qp_cmd_getopt("run", argc, argv, long_options, needs)) != -1;) {
     switch (c) {
     case 'h': qp_run_usage(stdout); return 0;

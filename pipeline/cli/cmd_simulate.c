@@ -29,16 +29,19 @@ static void qp_simulate_usage(FILE *out) {
       "  --lmax L               last multipole drawn (default 3 nside - 1, at most the file's)\n"
       "  --ell-min L            first multipole drawn (default 2)\n"
       "  --fields T|QU|TQU      fields simulated (default T)\n"
-      "  --noise-variance V     white noise variance per pixel in T (default 0)\n"
+      "  --noise-variance V     white noise variance per pixel in T, >= 0 (default 0)\n"
       "  --noise-variance-pol V white noise variance per pixel in Q and U (default: the T one)\n"
-      "  --beam-fwhm A          Gaussian beam FWHM in arcmin (default 0)\n"
+      "  --beam-fwhm A          Gaussian beam FWHM in arcmin, 0 to 10800 (default 0)\n"
       "  --n-maps K             number of maps (default 1)\n"
-      "  --seed S               random seed (default 1)\n"
+      "  --seed S               random seed, a whole number >= 0 (default 1)\n"
       "  --out PREFIX           maps are PREFIX_0000.fits, ... (default sim)\n"
       "  --mask FILE            also write a mask: 1 where |b| > --galactic-cut\n"
-      "  --galactic-cut DEG     Galactic latitude cut of the mask (default 0: full sky)\n"
+      "  --galactic-cut DEG     Galactic latitude cut of the mask, 0 to 90 (default 0: full\n"
+      "                         sky)\n"
       "  --example DIR          write a complete small temperature example into DIR (maps,\n"
-      "                         mask, C_ell, config.yaml) for `qmlpipe run DIR/config.yaml`\n");
+      "                         mask, C_ell, config.yaml) for `qmlpipe run DIR/config.yaml`\n"
+      "  N, L, K and S are whole numbers in digits; a value out of its range is refused\n"
+      "  (exit 2).\n");
 }
 
 /* --fields, in qp_fields order. */
@@ -210,7 +213,7 @@ int qp_cmd_simulate(int argc, char **argv) {
   qp_sim_cli cli = {.prefix = "sim",
                     .sim = {.nside = 0, .ell_min = 2, .lmax = -1, .n_maps = 1, .seed = 1},
                     .pol = {.fields = QP_FIELDS_T, .noise_variance_pol = -1.0}};
-  optind = 1;
+  qp_cmd_getopt_begin();
   for (int c; (c = qp_cmd_getopt("simulate", argc, argv, options, NULL)) != -1;) {
     if (c == 'h') {
       qp_simulate_usage(stdout);

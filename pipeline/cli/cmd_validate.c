@@ -54,7 +54,8 @@ static void qp_validate_usage(FILE *out) {
           "  which file failed.\n"
           "  A CONFIG.yaml (.yaml or .yml) stands for the results file of its 'output'\n"
           "  (relative to the config's directory); other paths are results files.\n"
-          "  --tolerance F   largest |relative error| accepted, a fraction (default 0.02)\n"
+          "  --tolerance F   largest |relative error| accepted, a fraction from 0 to 1e6\n"
+          "                  (default 0.02)\n"
           "  --min-bytes B   stages whose predicted peak is below B are shown but not judged\n"
           "                  (library noise dominates); persistent comparisons likewise when\n"
           "                  the predicted persistent bytes are below B (default 16MiB; units\n"
@@ -117,7 +118,7 @@ int qp_cmd_validate(int argc, char **argv) {
   int usage_error = 0;
   const char *sacct_path = NULL, *cgroup_arg = NULL;
   int gather_linux = 0; /* --sacct-gather linux */
-  optind = 1;
+  qp_cmd_getopt_begin();
   for (int c; !usage_error && (c = qp_cmd_getopt("validate", argc, argv, options, NULL)) != -1;) {
     switch (c) {
     case 'h':

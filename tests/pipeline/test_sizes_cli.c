@@ -211,6 +211,16 @@ int main(int argc, char **argv) {
   };
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; ++i)
     expect(refused[i].tag, refused[i].args, 2, refused[i].words, never);
+  /* Options after the config, as the README writes them, also under POSIXLY_CORRECT (where
+   * getopt_long would stop at the config and take '--ranks' for a second config). */
+  setenv("POSIXLY_CORRECT", "1", 1);
+  const char *posix_args[] = {"plan", "small.yaml", "--ranks", "abc", NULL};
+  const char *posix_words[] = {"--ranks", "'abc'", NULL};
+  expect("plan_posixly_correct", posix_args, 2, posix_words, never);
+  const char *posix_ok[] = {"plan", "small.yaml", "--ranks", "4", "--grid", "2x2", NULL};
+  const char *grid_2x2[] = {"grid 2 x 2", NULL};
+  expect("plan_posixly_correct_ok", posix_ok, 0, grid_2x2, NULL);
+  unsetenv("POSIXLY_CORRECT");
 
   if (qp_test_failures == 0) qp_cli_remove_files(".");
   return TEST_RETURN();
