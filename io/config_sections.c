@@ -208,27 +208,42 @@ qp_err qp_cfg_grid(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
   return QP_OK;
 }
 
-qp_err qp_cfg_maps(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
-  int n = 1;
+/* A key whose value is one scalar or a non-empty list of them (`what` each is, for the
+ * message): *n items; qp_cfg_item gives item i. */
+static qp_err qp_cfg_list(const qp_cfg_ctx *ctx, const char *key, const char *what,
+                          const yaml_node_t *node, int *n) {
+  *n = 1;
   if (node->type == YAML_SEQUENCE_NODE) {
-    n = (int)(node->data.sequence.items.top - node->data.sequence.items.start);
-    QP_CHECK(n > 0, QP_ERR_INPUT, "config %s line %d: key 'maps' is an empty list", ctx->file,
-             qp_node_line(node));
+    *n = (int)(node->data.sequence.items.top - node->data.sequence.items.start);
+    QP_CHECK(*n > 0, QP_ERR_INPUT, "config %s line %d: key '%s' is an empty list", ctx->file,
+             qp_node_line(node), key);
   } else {
     QP_CHECK(node->type == YAML_SCALAR_NODE, QP_ERR_INPUT,
-             "config %s line %d: key 'maps' must be a path or a list of paths, not %s", ctx->file,
-             qp_node_line(node), qp_node_kind(node));
+             "config %s line %d: key '%s' must be a %s or a list of %ss, not %s", ctx->file,
+             qp_node_line(node), key, what, what, qp_node_kind(node));
   }
+  return QP_OK;
+}
+
+static qp_err qp_cfg_item(const qp_cfg_ctx *ctx, const yaml_node_t *node, int i,
+                          const yaml_node_t **item) {
+  *item = node->type == YAML_SEQUENCE_NODE
+              ? yaml_document_get_node(ctx->doc, node->data.sequence.items.start[i])
+              : node;
+  QP_CHECK(*item != NULL, QP_ERR_INTERNAL, "config %s: broken YAML document", ctx->file);
+  return QP_OK;
+}
+
+qp_err qp_cfg_maps(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
+  int n = 0;
+  QP_CALL(qp_cfg_list(ctx, "maps", "path", node, &n));
   free(cfg->maps);
   cfg->n_maps = 0;
   cfg->maps = malloc((size_t)n * sizeof *cfg->maps);
   QP_CHECK(cfg->maps != NULL, QP_ERR_NOMEM, "config %s: no memory for %d map paths", ctx->file, n);
   for (int i = 0; i < n; ++i) {
-    const yaml_node_t *item =
-        node->type == YAML_SEQUENCE_NODE
-            ? yaml_document_get_node(ctx->doc, node->data.sequence.items.start[i])
-            : node;
-    QP_CHECK(item != NULL, QP_ERR_INTERNAL, "config %s: broken YAML document", ctx->file);
+    const yaml_node_t *item = NULL;
+    QP_CALL(qp_cfg_item(ctx, node, i, &item));
     QP_CALL(qp_cfg_path(ctx, "maps", item, cfg->maps[i]));
     cfg->n_maps = i + 1;
   }
@@ -236,24 +251,13 @@ qp_err qp_cfg_maps(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
 }
 
 qp_err qp_cfg_spectra(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
-  int n = 1;
-  if (node->type == YAML_SEQUENCE_NODE) {
-    n = (int)(node->data.sequence.items.top - node->data.sequence.items.start);
-    QP_CHECK(n > 0, QP_ERR_INPUT, "config %s line %d: key 'spectra' is an empty list", ctx->file,
-             qp_node_line(node));
-  } else {
-    QP_CHECK(node->type == YAML_SCALAR_NODE, QP_ERR_INPUT,
-             "config %s line %d: key 'spectra' must be a name or a list of names, not %s",
-             ctx->file, qp_node_line(node), qp_node_kind(node));
-  }
+  int n = 0;
+  QP_CALL(qp_cfg_list(ctx, "spectra", "name", node, &n));
   int requested[QP_SPECTRA_MAX] = {0};
   char list[64];
   for (int i = 0; i < n; ++i) {
-    const yaml_node_t *item =
-        node->type == YAML_SEQUENCE_NODE
-            ? yaml_document_get_node(ctx->doc, node->data.sequence.items.start[i])
-            : node;
-    QP_CHECK(item != NULL, QP_ERR_INTERNAL, "config %s: broken YAML document", ctx->file);
+    const yaml_node_t *item = NULL;
+    QP_CALL(qp_cfg_item(ctx, node, i, &item));
     const char *text = NULL;
     QP_CALL(qp_cfg_scalar(ctx, "spectra", item, &text));
     int s = qp_key_index(text, qp_spectrum_names, QP_SPECTRA_MAX);
