@@ -2,14 +2,13 @@
  * (the RSS of a qmlpipe process after the BLAS warm-up a run does) and writes the calibration
  * file that `budget`, `plan` and `run` read (calibration.h). Run it where the jobs run, with
  * the same OMP_NUM_THREADS / OPENBLAS_NUM_THREADS: the BLAS buffers are per thread. */
-#include <getopt.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "calibration.h"
-#include "cmd_common.h"
+#include "cmd_args.h"
 #include "commands.h"
 #include "driver.h"
 #include "flop_rate.h"
@@ -33,22 +32,24 @@ static void qp_calibrate_usage(FILE *out) {
           QP_CALIBRATE_DGEMM_N);
 }
 
+enum { QP_CAL_OUTPUT = QP_CMD_OPTION_FIRST, QP_CAL_SIZE };
+
 int qp_cmd_calibrate(int argc, char **argv) {
   const char *output = "qmlpipe-calibration.txt";
   int size = 16384;
   static const struct option options[] = {{"help", no_argument, NULL, 'h'},
-                                          {"output", required_argument, NULL, 'o'},
-                                          {"size", required_argument, NULL, 's'},
+                                          {"output", required_argument, NULL, QP_CAL_OUTPUT},
+                                          {"size", required_argument, NULL, QP_CAL_SIZE},
                                           {NULL, 0, NULL, 0}};
-  optind = 1;
-  for (int c; (c = getopt_long(argc, argv, "h", options, NULL)) != -1;) {
+  qp_cmd_getopt_begin();
+  for (int c; (c = qp_cmd_getopt("calibrate", argc, argv, options, NULL)) != -1;) {
     if (c == 'h') {
       qp_calibrate_usage(stdout);
       return 0;
     }
-    if (c == 'o') {
+    if (c == QP_CAL_OUTPUT) {
       output = optarg;
-    } else if (c != 's' || !qp_cmd_parse_count("--size", optarg, 1, 1 << 20, &size)) {
+    } else if (c != QP_CAL_SIZE || !qp_cmd_parse_count("--size", optarg, 1, 1 << 20, &size)) {
       qp_calibrate_usage(stderr);
       return 2;
     }

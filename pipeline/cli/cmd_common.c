@@ -1,64 +1,12 @@
 /* cmd_common.c: see cmd_common.h. */
 #include "cmd_common.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "checked_size.h"
 #include "grid.h"
 #include "inputs.h"
 #include "planner.h"
-
-int qp_cmd_parse_count(const char *option, const char *text, long lo, long hi, int *out) {
-  char *end = NULL;
-  errno = 0;
-  const long v = strtol(text, &end, 10);
-  if (end == text || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
-    fprintf(stderr, "qmlpipe: %s '%s' is not a whole number from %ld to %ld\n", option, text, lo,
-            hi);
-    return 0;
-  }
-  *out = (int)v;
-  return 1;
-}
-
-int qp_cmd_parse_real(const char *option, const char *text, double lo, double hi, double *out) {
-  char *end = NULL;
-  errno = 0;
-  const double v = strtod(text, &end);
-  /* NaN fails the comparisons */
-  if (end == text || *end != '\0' || errno == ERANGE || !(v >= lo && v <= hi)) {
-    fprintf(stderr, "qmlpipe: %s '%s' is not a number from %g to %g\n", option, text, lo, hi);
-    return 0;
-  }
-  *out = v;
-  return 1;
-}
-
-int qp_cmd_parse_grid(const char *option, const char *text, int *rows, int *cols) {
-  char r[32], c[32], name[64];
-  const char *x = strchr(text, 'x');
-  const size_t nr = x ? (size_t)(x - text) : 0;
-  if (!x || nr == 0 || nr >= sizeof r || strlen(x + 1) >= sizeof c) {
-    fprintf(stderr, "qmlpipe: %s '%s' is not RxC (e.g. 2x4)\n", option, text);
-    return 0;
-  }
-  memcpy(r, text, nr);
-  r[nr] = '\0';
-  snprintf(c, sizeof c, "%s", x + 1);
-  snprintf(name, sizeof name, "%s rows", option);
-  if (!qp_cmd_parse_count(name, r, 1, QP_SIZING_RANKS_MAX, rows)) return 0;
-  snprintf(name, sizeof name, "%s cols", option);
-  if (!qp_cmd_parse_count(name, c, 1, QP_SIZING_RANKS_MAX, cols)) return 0;
-  int64_t ranks = 0;
-  if (!qp_i64_mul(*rows, *cols, &ranks) || ranks > QP_SIZING_RANKS_MAX) {
-    fprintf(stderr, "qmlpipe: %s '%s' is %lld ranks, more than %d\n", option, text,
-            (long long)ranks, QP_SIZING_RANKS_MAX);
-    return 0;
-  }
-  return 1;
-}
 
 /* A --partition or --account value: letters, digits and _ - . , (an #SBATCH line holds it). */
 static int qp_parse_slurm_name(const char *option, const char *text) {
@@ -72,73 +20,92 @@ static int qp_parse_slurm_name(const char *option, const char *text) {
   return ok;
 }
 
+/* The options of budget and plan (plan takes the job's too), in getopt_long's table. */
+enum {
+  QP_OPT_RANKS = QP_CMD_OPTION_FIRST,
+  QP_OPT_GRID,
+  QP_OPT_BLOCK,
+  QP_OPT_PER_NODE,
+  QP_OPT_MEM_PER_NODE,
+  QP_OPT_SBATCH,
+  QP_OPT_NODES,
+  QP_OPT_CPUS_PER_TASK,
+  QP_OPT_PARTITION,
+  QP_OPT_ACCOUNT,
+  QP_OPT_FORCE,
+  QP_OPT_JSON,
+  QP_OPT_KEEP_OUTPUT
+};
+#define QP_SIZING_OPTIONS                                                                          \
+  {"help", no_argument, NULL, 'h'}, {"ranks", required_argument, NULL, QP_OPT_RANKS},              \
+      {"grid", required_argument, NULL, QP_OPT_GRID},                                              \
+      {"block", required_argument, NULL, QP_OPT_BLOCK},                                            \
+      {"ranks-per-node", required_argument, NULL, QP_OPT_PER_NODE},                                \
+      {"mem-per-node", required_argument, NULL, QP_OPT_MEM_PER_NODE}
+
+/* One option of budget or plan into `s`; 0 (with a message) when its value is refused. */
+static int qp_sizing_option(int c, const char *v, qp_plan_job *s) {
+  switch (c) {
+  case QP_OPT_RANKS: return qp_cmd_parse_count("--ranks", v, 1, QP_SIZING_RANKS_MAX, &s->ranks);
+  case QP_OPT_GRID: return (s->grid_given = qp_cmd_parse_grid("--grid", v, &s->rows, &s->cols));
+  case QP_OPT_BLOCK: return qp_cmd_parse_count("--block", v, 1, QP_GRID_BLOCK_MAX, &s->block);
+  case QP_OPT_PER_NODE:
+    s->per_node_given = 1;
+    return qp_cmd_parse_count("--ranks-per-node", v, 1, QP_SIZING_RANKS_MAX, &s->per_node);
+  case QP_OPT_MEM_PER_NODE:
+    if (qp_parse_bytes(v, &s->mem_per_node) == QP_OK && s->mem_per_node > 0) return 1;
+    fprintf(stderr, "qmlpipe: --mem-per-node '%s' is not a positive size (e.g. 180GiB)%s%s\n", v,
+            qp_error_message()[0] ? ": " : "", qp_error_message());
+    qp_error_clear();
+    return 0;
+  case QP_OPT_SBATCH:
+    s->sbatch = v;
+    if (v[0] != '\0') return 1;
+    fprintf(stderr, "qmlpipe: --sbatch needs a file name (the job script to write)\n");
+    return 0;
+  case QP_OPT_NODES: return qp_cmd_parse_count("--nodes", v, 1, QP_SIZING_RANKS_MAX, &s->nodes);
+  case QP_OPT_CPUS_PER_TASK:
+    return qp_cmd_parse_count("--cpus-per-task", v, 1, 4096, &s->cpus_per_task);
+  case QP_OPT_PARTITION: s->partition = v; return qp_parse_slurm_name("--partition", v);
+  case QP_OPT_ACCOUNT: s->account = v; return qp_parse_slurm_name("--account", v);
+  case QP_OPT_FORCE: s->force = 1; return 1;
+  case QP_OPT_JSON: s->json = 1; return 1;
+  case QP_OPT_KEEP_OUTPUT: s->keep_output = 1; return 1;
+  default: return 0; /* '?': qp_cmd_getopt said why */
+  }
+}
+
+/* The command line of budget or plan; 1 to go on, 0 for the usage (exit 2), -1 for --help. */
 static int qp_parse_sizing(int argc, char **argv, int job_options, const char **config,
                            qp_plan_job *s) {
+  static const struct option sizing[] = {QP_SIZING_OPTIONS, {NULL, 0, NULL, 0}};
+  static const struct option job[] = {
+      QP_SIZING_OPTIONS,
+      {"sbatch", required_argument, NULL, QP_OPT_SBATCH},
+      {"nodes", required_argument, NULL, QP_OPT_NODES},
+      {"cpus-per-task", required_argument, NULL, QP_OPT_CPUS_PER_TASK},
+      {"partition", required_argument, NULL, QP_OPT_PARTITION},
+      {"account", required_argument, NULL, QP_OPT_ACCOUNT},
+      {"force", no_argument, NULL, QP_OPT_FORCE},
+      {"json", no_argument, NULL, QP_OPT_JSON},
+      {"keep-output", no_argument, NULL, QP_OPT_KEEP_OUTPUT},
+      {NULL, 0, NULL, 0}};
   memset(s, 0, sizeof *s);
   s->block = QP_GRID_DEFAULT_BLOCK;
   s->per_node = 1;
   s->cpus_per_task = 1;
   *config = NULL;
-  for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--ranks") == 0 && v) {
-      if (!qp_cmd_parse_count("--ranks", v, 1, QP_SIZING_RANKS_MAX, &s->ranks)) return 0;
-      ++i;
-    } else if (strcmp(a, "--grid") == 0 && v) {
-      if (!qp_cmd_parse_grid("--grid", v, &s->rows, &s->cols)) return 0;
-      s->grid_given = 1;
-      ++i;
-    } else if (strcmp(a, "--block") == 0 && v) {
-      if (!qp_cmd_parse_count("--block", v, 1, QP_GRID_BLOCK_MAX, &s->block)) return 0;
-      ++i;
-    } else if (strcmp(a, "--ranks-per-node") == 0 && v) {
-      if (!qp_cmd_parse_count("--ranks-per-node", v, 1, QP_SIZING_RANKS_MAX, &s->per_node))
-        return 0;
-      s->per_node_given = 1;
-      ++i;
-    } else if (strcmp(a, "--mem-per-node") == 0 && v) {
-      if (qp_parse_bytes(v, &s->mem_per_node) != QP_OK || !(s->mem_per_node > 0)) {
-        fprintf(stderr, "qmlpipe: --mem-per-node '%s' is not a positive size (e.g. 180GiB)%s%s\n",
-                v, qp_error_message()[0] ? ": " : "", qp_error_message());
-        qp_error_clear();
-        return 0;
-      }
-      ++i;
-    } else if (job_options && strcmp(a, "--sbatch") == 0 && v) {
-      if (v[0] == '\0') {
-        fprintf(stderr, "qmlpipe: --sbatch needs a file name (the job script to write)\n");
-        return 0;
-      }
-      s->sbatch = v;
-      ++i;
-    } else if (job_options && strcmp(a, "--nodes") == 0 && v) {
-      if (!qp_cmd_parse_count("--nodes", v, 1, QP_SIZING_RANKS_MAX, &s->nodes)) return 0;
-      ++i;
-    } else if (job_options && strcmp(a, "--cpus-per-task") == 0 && v) {
-      if (!qp_cmd_parse_count("--cpus-per-task", v, 1, 4096, &s->cpus_per_task)) return 0;
-      ++i;
-    } else if (job_options && strcmp(a, "--partition") == 0 && v) {
-      if (!qp_parse_slurm_name("--partition", v)) return 0;
-      s->partition = v;
-      ++i;
-    } else if (job_options && strcmp(a, "--account") == 0 && v) {
-      if (!qp_parse_slurm_name("--account", v)) return 0;
-      s->account = v;
-      ++i;
-    } else if (job_options && strcmp(a, "--force") == 0) {
-      s->force = 1;
-    } else if (job_options && strcmp(a, "--json") == 0) {
-      s->json = 1;
-    } else if (job_options && strcmp(a, "--keep-output") == 0) {
-      s->keep_output = 1;
-    } else if (a[0] == '-' || *config) {
-      fprintf(stderr, "qmlpipe: unexpected argument '%s'%s\n", a,
-              a[0] == '-' && !v ? " (or its value is missing)" : "");
-      return 0;
-    } else {
-      *config = a;
-    }
+  qp_cmd_getopt_begin();
+  for (int c; (c = qp_cmd_getopt(argv[0], argc, argv, job_options ? job : sizing, NULL)) != -1;) {
+    if (c == 'h') return -1;
+    if (!qp_sizing_option(c, optarg, s)) return 0;
   }
+  if (argc - optind > 1) {
+    fprintf(stderr, "qmlpipe %s: unexpected argument '%s' (one CONFIG.yaml)\n", argv[0],
+            argv[optind + 1]);
+    return 0;
+  }
+  *config = optind < argc ? argv[optind] : NULL;
   if (s->rows > 0 && s->ranks == 0) s->ranks = s->rows * s->cols; /* at most 65536: parsed */
   if (!*config || (s->rows > 0 && s->rows * s->cols != s->ranks)) {
     fprintf(stderr, "qmlpipe: %s\n",
@@ -246,16 +213,12 @@ static qp_err qp_choose_grid(qp_problem *p, qp_plan_job *s) {
 int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
                      void (*print)(const qp_problem *p), int job_options,
                      qp_err (*finish)(const qp_problem *p, qp_plan_job *job, qp_err err)) {
-  for (int i = 1; i < argc; ++i)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    }
   const char *config = NULL;
   qp_plan_job sizing;
-  if (!qp_parse_sizing(argc, argv, job_options, &config, &sizing)) {
-    usage(stderr);
-    return 2;
+  const int parsed = qp_parse_sizing(argc, argv, job_options, &config, &sizing);
+  if (parsed <= 0) {
+    usage(parsed < 0 ? stdout : stderr);
+    return parsed < 0 ? 0 : 2;
   }
   qp_config cfg;
   qp_err err = qp_config_load(config, &cfg);

@@ -1,12 +1,12 @@
 /* cmd_common.h: what `qmlpipe budget` and `qmlpipe plan` share: load the config, plan the run
- * (nothing large is allocated), print, check memory.host_limit; and the strict parsing of
- * counts and grids that `run` shares with them. */
+ * (nothing large is allocated), print, check memory.host_limit. */
 #ifndef QP_CMD_COMMON_H
 #define QP_CMD_COMMON_H
 
 #include <stddef.h>
 #include <stdio.h>
 
+#include "cmd_args.h"
 #include "problem.h"
 
 /** The sizing options both commands take, for their usage text. */
@@ -20,9 +20,6 @@
   "    --ranks-per-node K  consecutive ranks sharing a node (default 1)\n"                         \
   "    --mem-per-node M    a node's memory, e.g. 180GiB: the grid is chosen to fit it, and\n"      \
   "                        without memory.host_limit each rank plans for M / K\n"
-
-/** The most ranks sized or run with --grid. */
-enum { QP_SIZING_RANKS_MAX = 65536 };
 
 /** A plan request (the command line) and, once planned, the figures of the job. */
 typedef struct qp_plan_job {
@@ -53,15 +50,5 @@ typedef struct qp_plan_job {
 int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
                      void (*print)(const qp_problem *p), int job_options,
                      qp_err (*finish)(const qp_problem *p, qp_plan_job *job, qp_err err));
-
-/** A whole number in [lo, hi] from the whole of `text` (strtol, checked); 0 with a message on
- *  stderr naming `option` when it is not one. */
-int qp_cmd_parse_count(const char *option, const char *text, long lo, long hi, int *out);
-/** A finite number in [lo, hi] from the whole of `text` (strtod, checked); 0 with a message
- *  on stderr naming `option` when it is not one. */
-int qp_cmd_parse_real(const char *option, const char *text, double lo, double hi, double *out);
-/** RxC: two counts whose product is at most QP_SIZING_RANKS_MAX ('2x2x2', 'abc', '0x2' are
- *  refused); 0 with a message on stderr naming `option` when it is not one. */
-int qp_cmd_parse_grid(const char *option, const char *text, int *rows, int *cols);
 
 #endif

@@ -1,7 +1,7 @@
 /* cmd_report.c: `qmlpipe report RESULTS.h5`, the memory report of a results file. */
 #include <stdio.h>
-#include <string.h>
 
+#include "cmd_args.h"
 #include "commands.h"
 #include "qp_error.h"
 #include "report_h5.h"
@@ -32,35 +32,32 @@ static void qp_report_usage(FILE *out) {
 }
 
 int qp_cmd_report(int argc, char **argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+  static const struct option options[] = {{"help", no_argument, NULL, 'h'},
+                                          {"ranks", no_argument, NULL, QP_CMD_OPTION_FIRST},
+                                          {NULL, 0, NULL, 0}};
+  int ranks = 0;
+  qp_cmd_getopt_begin();
+  for (int c; (c = qp_cmd_getopt("report", argc, argv, options, NULL)) != -1;) {
+    if (c == 'h') {
       qp_report_usage(stdout);
       return 0;
     }
-  }
-  int ranks = 0;
-  const char *arg = NULL;
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--ranks") == 0) {
-      ranks = 1;
-    } else if (argv[i][0] == '-') {
-      fprintf(stderr, "qmlpipe report: unknown option '%s'\n", argv[i]);
+    if (c != QP_CMD_OPTION_FIRST) {
       qp_report_usage(stderr);
       return 2;
-    } else if (arg) {
-      fprintf(stderr, "qmlpipe report: expected one results file or config, got '%s' and '%s'\n",
-              arg, argv[i]);
-      qp_report_usage(stderr);
-      return 2;
-    } else {
-      arg = argv[i];
     }
+    ranks = 1;
   }
-  if (!arg) {
-    fprintf(stderr, "qmlpipe report: missing the results file (or its config)\n");
+  if (argc - optind != 1) {
+    if (optind >= argc)
+      fprintf(stderr, "qmlpipe report: missing the results file (or its config)\n");
+    else
+      fprintf(stderr, "qmlpipe report: expected one results file or config, got '%s' and '%s'\n",
+              argv[optind], argv[optind + 1]);
     qp_report_usage(stderr);
     return 2;
   }
+  const char *arg = argv[optind];
   char path[QP_PATH_MAX];
   qp_err resolved = qp_results_path_resolve(arg, path);
   if (resolved != QP_OK) {

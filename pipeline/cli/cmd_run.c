@@ -4,7 +4,7 @@
 
 #include "atomic_file.h"
 #include "comm.h"
-#include "cmd_common.h"
+#include "cmd_args.h"
 #include "commands.h"
 #include "grid.h"
 #include "driver.h"
@@ -80,49 +80,60 @@ static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline)
   printf("%s\nresults: %s\n", p->n_params > shown ? " ..." : "", cfg->output);
 }
 
+enum {
+  QP_RUN_OUTPUT = QP_CMD_OPTION_FIRST,
+  QP_RUN_GRID,
+  QP_RUN_BLOCK,
+  QP_RUN_CHECKPOINT,
+  QP_RUN_RESUME,
+  QP_RUN_QUIET,
+  QP_RUN_VERBOSE
+};
+
 int qp_cmd_run(int argc, char **argv) {
+  static const struct option long_options[] = {
+      {"help", no_argument, NULL, 'h'},
+      {"output", required_argument, NULL, QP_RUN_OUTPUT},
+      {"grid", required_argument, NULL, QP_RUN_GRID},
+      {"block", required_argument, NULL, QP_RUN_BLOCK},
+      {"checkpoint", required_argument, NULL, QP_RUN_CHECKPOINT},
+      {"resume", no_argument, NULL, QP_RUN_RESUME},
+      {"quiet", no_argument, NULL, QP_RUN_QUIET},
+      {"verbose", no_argument, NULL, QP_RUN_VERBOSE},
+      {NULL, 0, NULL, 0}};
+  static const char *const needs[] = {"output", "a path (the results file to write)",
+                                      "checkpoint", "a directory", NULL};
   const char *config_path = NULL, *output = NULL, *checkpoint = NULL;
   qp_run_options options = {.progress = 1, .write_results = 1};
-  int verbose = 0, rows = 0, cols = 0, block = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      qp_run_usage(stdout);
-      return 0;
-    } else if (strcmp(argv[i], "--quiet") == 0) {
-      options.progress = 0;
-    } else if (strcmp(argv[i], "--verbose") == 0) {
-      verbose = 1;
-    } else if (strcmp(argv[i], "--resume") == 0) {
-      options.resume = 1;
-    } else if (strcmp(argv[i], "--checkpoint") == 0 || strcmp(argv[i], "--output") == 0) {
-      const int is_output = argv[i][2] == 'o';
-      if (i + 1 >= argc || argv[i + 1][0] == '\0') {
-        fprintf(stderr, "qmlpipe run: %s\n",
-                is_output ? "--output needs a path (the results file to write)"
-                          : "--checkpoint needs a directory");
-        qp_run_usage(stderr);
-        return 2;
-      }
-      *(is_output ? &output : &checkpoint) = argv[++i];
-    } else if (strcmp(argv[i], "--grid") == 0 || strcmp(argv[i], "--block") == 0) {
-      const int grid = argv[i][2] == 'g';
-      if (i + 1 >= argc ||
-          (grid ? !qp_cmd_parse_grid("--grid", argv[i + 1], &rows, &cols)
-                : !qp_cmd_parse_count("--block", argv[i + 1], 1, QP_GRID_BLOCK_MAX, &block))) {
-        if (i + 1 >= argc) fprintf(stderr, "qmlpipe run: %s needs a value\n", argv[i]);
-        qp_run_usage(stderr);
-        return 2;
-      }
-      ++i;
-    } else if (argv[i][0] == '-' || config_path) {
-      fprintf(stderr, "qmlpipe run: unexpected argument '%s'\n", argv[i]);
-      qp_run_usage(stderr);
-      return 2;
-    } else {
-      config_path = argv[i];
+  int verbose = 0, rows = 0, cols = 0, block = 0, ok = 1;
+  qp_cmd_getopt_begin();
+  for (int c; ok && (c = qp_cmd_getopt("run", argc, argv, long_options, needs)) != -1;) {
+    switch (c) {
+    case 'h': qp_run_usage(stdout); return 0;
+    case QP_RUN_QUIET: options.progress = 0; break;
+    case QP_RUN_VERBOSE: verbose = 1; break;
+    case QP_RUN_RESUME: options.resume = 1; break;
+    case QP_RUN_GRID: ok = qp_cmd_parse_grid("--grid", optarg, &rows, &cols); break;
+    case QP_RUN_BLOCK:
+      ok = qp_cmd_parse_count("--block", optarg, 1, QP_GRID_BLOCK_MAX, &block);
+      break;
+    case QP_RUN_OUTPUT: output = optarg; break;
+    case QP_RUN_CHECKPOINT: checkpoint = optarg; break;
+    default: ok = 0; /* qp_cmd_getopt said why */
     }
   }
-  if (!config_path) {
+  /* An empty path (--output ''), as a missing one. */
+  for (int i = 0; ok && i < 2; ++i) {
+    const char *path = i ? checkpoint : output;
+    if (path && !path[0]) {
+      fprintf(stderr, "qmlpipe run: --%s needs %s\n", needs[2 * i], needs[2 * i + 1]);
+      ok = 0;
+    }
+  }
+  if (ok && argc - optind > 1)
+    fprintf(stderr, "qmlpipe run: unexpected argument '%s'\n", argv[optind + 1]);
+  if (ok && argc - optind == 1) config_path = argv[optind];
+  if (!ok || !config_path) {
     qp_run_usage(stderr);
     return 2;
   }

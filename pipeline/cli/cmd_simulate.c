@@ -1,7 +1,7 @@
 /* cmd_simulate.c: `qmlpipe simulate`: Gaussian maps, masks, and a whole small example. */
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +10,7 @@
 #include "atomic_file.h"
 #include "budget.h"
 #include "checked_size.h"
+#include "cmd_args.h"
 #include "commands.h"
 #include "fits_map.h"
 #include "simulate.h"
@@ -28,17 +29,25 @@ static void qp_simulate_usage(FILE *out) {
       "  --lmax L               last multipole drawn (default 3 nside - 1, at most the file's)\n"
       "  --ell-min L            first multipole drawn (default 2)\n"
       "  --fields T|QU|TQU      fields simulated (default T)\n"
-      "  --noise-variance V     white noise variance per pixel in T (default 0)\n"
+      "  --noise-variance V     white noise variance per pixel in T, >= 0 (default 0)\n"
       "  --noise-variance-pol V white noise variance per pixel in Q and U (default: the T one)\n"
-      "  --beam-fwhm A          Gaussian beam FWHM in arcmin (default 0)\n"
+      "  --beam-fwhm A          Gaussian beam FWHM in arcmin, 0 to 10800 (default 0)\n"
       "  --n-maps K             number of maps (default 1)\n"
-      "  --seed S               random seed (default 1)\n"
+      "  --seed S               random seed, a whole number >= 0 (default 1)\n"
       "  --out PREFIX           maps are PREFIX_0000.fits, ... (default sim)\n"
       "  --mask FILE            also write a mask: 1 where |b| > --galactic-cut\n"
-      "  --galactic-cut DEG     Galactic latitude cut of the mask (default 0: full sky)\n"
+      "  --galactic-cut DEG     Galactic latitude cut of the mask, 0 to 90 (default 0: full\n"
+      "                         sky)\n"
       "  --example DIR          write a complete small temperature example into DIR (maps,\n"
-      "                         mask, C_ell, config.yaml) for `qmlpipe run DIR/config.yaml`\n");
+      "                         mask, C_ell, config.yaml) for `qmlpipe run DIR/config.yaml`\n"
+      "  N, L, K and S are whole numbers in digits; a value out of its range is refused\n"
+      "  (exit 2).\n");
 }
+
+/* --fields, in qp_fields order. */
+static const char *const qp_sim_field_names[] = {"T", "QU", "TQU"};
+/* The widest --beam-fwhm, in arcmin: 180 degrees. */
+#define QP_SIM_BEAM_MAX 10800.0
 
 typedef struct qp_sim_cli {
   const char *cls_path, *prefix, *mask_path, *example_dir;
@@ -47,24 +56,61 @@ typedef struct qp_sim_cli {
   qp_sim_pol pol;
 } qp_sim_cli;
 
-static int qp_parse_number(const char *opt, const char *text, double *out) {
-  char *end = NULL;
-  errno = 0;
-  *out = strtod(text, &end);
-  if (errno || end == text || *end) {
-    fprintf(stderr, "qmlpipe simulate: %s expects a number, got '%s'\n", opt, text);
-    return 0;
-  }
-  return 1;
-}
+/* The options, in getopt_long's table. */
+enum {
+  QP_SIM_CLS = QP_CMD_OPTION_FIRST,
+  QP_SIM_NSIDE,
+  QP_SIM_LMAX,
+  QP_SIM_ELL_MIN,
+  QP_SIM_FIELDS,
+  QP_SIM_NOISE,
+  QP_SIM_NOISE_POL,
+  QP_SIM_BEAM,
+  QP_SIM_N_MAPS,
+  QP_SIM_SEED,
+  QP_SIM_OUT,
+  QP_SIM_MASK,
+  QP_SIM_CUT,
+  QP_SIM_EXAMPLE
+};
 
-/* A whole number in [lo, hi] (an option's value, parsed as a double): checked before it is
- * converted, since a double beyond the integer's range does not convert. */
-static int qp_whole_in(const char *opt, double x, double lo, double hi) {
-  if (x >= lo && x <= hi && x == floor(x)) return 1; /* NaN fails the comparisons */
-  fprintf(stderr, "qmlpipe simulate: %s expects a whole number from %.0f to %.0f, got %g\n", opt,
-          lo, hi, x);
-  return 0;
+/* One option into `cli`; 0 (with a message) when its value is refused. Every number goes
+ * through the strict parsers (cmd_args.h), with its range. */
+static int qp_simulate_option(int c, const char *v, qp_sim_cli *cli) {
+  long long n = 0;
+  switch (c) {
+  case QP_SIM_CLS: cli->cls_path = v; return 1;
+  case QP_SIM_OUT: cli->prefix = v; return 1;
+  case QP_SIM_MASK: cli->mask_path = v; return 1;
+  case QP_SIM_EXAMPLE: cli->example_dir = v; return 1;
+  case QP_SIM_FIELDS:
+    for (int f = 0; f < 3; ++f)
+      if (strcmp(v, qp_sim_field_names[f]) == 0) {
+        cli->pol.fields = (qp_fields)f;
+        return 1;
+      }
+    fprintf(stderr, "qmlpipe simulate: --fields expects T, QU or TQU, got '%s'\n", v);
+    return 0;
+  case QP_SIM_NSIDE:
+    if (!qp_cmd_parse_whole("--nside", v, 1, QP_NSIDE_MAX, &n)) return 0;
+    cli->sim.nside = (int64_t)n;
+    return 1;
+  case QP_SIM_LMAX: return qp_cmd_parse_count("--lmax", v, 0, QP_LMAX_MAX, &cli->sim.lmax);
+  case QP_SIM_ELL_MIN: return qp_cmd_parse_count("--ell-min", v, 0, QP_LMAX_MAX, &cli->sim.ell_min);
+  case QP_SIM_N_MAPS: return qp_cmd_parse_count("--n-maps", v, 1, INT_MAX, &cli->sim.n_maps);
+  case QP_SIM_SEED:
+    if (!qp_cmd_parse_whole("--seed", v, 0, LLONG_MAX, &n)) return 0;
+    cli->sim.seed = (uint64_t)n;
+    return 1;
+  case QP_SIM_NOISE:
+    return qp_cmd_parse_real("--noise-variance", v, 0, DBL_MAX, &cli->sim.noise_variance);
+  case QP_SIM_NOISE_POL:
+    return qp_cmd_parse_real("--noise-variance-pol", v, 0, DBL_MAX, &cli->pol.noise_variance_pol);
+  case QP_SIM_BEAM:
+    return qp_cmd_parse_real("--beam-fwhm", v, 0, QP_SIM_BEAM_MAX, &cli->sim.beam_fwhm_arcmin);
+  case QP_SIM_CUT: return qp_cmd_parse_real("--galactic-cut", v, 0, 90, &cli->galactic_cut);
+  default: return 0; /* '?': qp_cmd_getopt said why */
+  }
 }
 
 static qp_err qp_write_maps(const qp_sim_cli *cli, const qp_cls *cls, const char *prefix) {
@@ -147,72 +193,39 @@ static qp_err qp_write_example(qp_sim_cli *cli, qp_cls *cls) {
 }
 
 int qp_cmd_simulate(int argc, char **argv) {
-  static const char *const field_names[] = {"T", "QU", "TQU"};
+  static const struct option options[] = {
+      {"help", no_argument, NULL, 'h'},
+      {"cls", required_argument, NULL, QP_SIM_CLS},
+      {"nside", required_argument, NULL, QP_SIM_NSIDE},
+      {"lmax", required_argument, NULL, QP_SIM_LMAX},
+      {"ell-min", required_argument, NULL, QP_SIM_ELL_MIN},
+      {"fields", required_argument, NULL, QP_SIM_FIELDS},
+      {"noise-variance", required_argument, NULL, QP_SIM_NOISE},
+      {"noise-variance-pol", required_argument, NULL, QP_SIM_NOISE_POL},
+      {"beam-fwhm", required_argument, NULL, QP_SIM_BEAM},
+      {"n-maps", required_argument, NULL, QP_SIM_N_MAPS},
+      {"seed", required_argument, NULL, QP_SIM_SEED},
+      {"out", required_argument, NULL, QP_SIM_OUT},
+      {"mask", required_argument, NULL, QP_SIM_MASK},
+      {"galactic-cut", required_argument, NULL, QP_SIM_CUT},
+      {"example", required_argument, NULL, QP_SIM_EXAMPLE},
+      {NULL, 0, NULL, 0}};
   qp_sim_cli cli = {.prefix = "sim",
                     .sim = {.nside = 0, .ell_min = 2, .lmax = -1, .n_maps = 1, .seed = 1},
                     .pol = {.fields = QP_FIELDS_T, .noise_variance_pol = -1.0}};
-  for (int i = 1; i < argc; ++i) {
-    const char *opt = argv[i];
-    if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+  qp_cmd_getopt_begin();
+  for (int c; (c = qp_cmd_getopt("simulate", argc, argv, options, NULL)) != -1;) {
+    if (c == 'h') {
       qp_simulate_usage(stdout);
       return 0;
     }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "qmlpipe simulate: unknown option or missing value: '%s'\n", opt);
-      qp_simulate_usage(stderr);
-      return 2;
-    }
-    const char *val = argv[++i];
-    double x = 0;
-    int ok = 1;
-    if (strcmp(opt, "--cls") == 0)
-      cli.cls_path = val;
-    else if (strcmp(opt, "--out") == 0)
-      cli.prefix = val;
-    else if (strcmp(opt, "--mask") == 0)
-      cli.mask_path = val;
-    else if (strcmp(opt, "--example") == 0)
-      cli.example_dir = val;
-    else if (strcmp(opt, "--fields") == 0) {
-      if (strcmp(val, "T") == 0)
-        cli.pol.fields = QP_FIELDS_T;
-      else if (strcmp(val, "QU") == 0)
-        cli.pol.fields = QP_FIELDS_QU;
-      else if (strcmp(val, "TQU") == 0)
-        cli.pol.fields = QP_FIELDS_TQU;
-      else {
-        fprintf(stderr, "qmlpipe simulate: --fields expects T, QU or TQU, got '%s'\n", val);
-        ok = 0;
-      }
-    } else if ((ok = qp_parse_number(opt, val, &x))) {
-      if (strcmp(opt, "--nside") == 0 && (ok = qp_whole_in(opt, x, 1, (double)QP_NSIDE_MAX)))
-        cli.sim.nside = (int64_t)x;
-      else if (strcmp(opt, "--lmax") == 0 && (ok = qp_whole_in(opt, x, 0, QP_LMAX_MAX)))
-        cli.sim.lmax = (int)x;
-      else if (strcmp(opt, "--ell-min") == 0 && (ok = qp_whole_in(opt, x, 0, QP_LMAX_MAX)))
-        cli.sim.ell_min = (int)x;
-      else if (strcmp(opt, "--noise-variance") == 0)
-        cli.sim.noise_variance = x;
-      else if (strcmp(opt, "--noise-variance-pol") == 0) {
-        cli.pol.noise_variance_pol = x;
-        if (x < 0) {
-          fprintf(stderr, "qmlpipe simulate: --noise-variance-pol must be >= 0, got %g\n", x);
-          ok = 0;
-        }
-      } else if (strcmp(opt, "--beam-fwhm") == 0)
-        cli.sim.beam_fwhm_arcmin = x;
-      else if (strcmp(opt, "--n-maps") == 0 && (ok = qp_whole_in(opt, x, 1, INT_MAX)))
-        cli.sim.n_maps = (int)x;
-      else if (strcmp(opt, "--seed") == 0)
-        cli.sim.seed = (uint64_t)x;
-      else if (strcmp(opt, "--galactic-cut") == 0)
-        cli.galactic_cut = x;
-      else if (ok) {
-        fprintf(stderr, "qmlpipe simulate: unknown option '%s'\n", opt);
-        ok = 0;
-      }
-    }
-    if (!ok) return 2;
+    if (c == '?') qp_simulate_usage(stderr);
+    if (!qp_simulate_option(c, optarg, &cli)) return 2;
+  }
+  if (optind < argc) {
+    fprintf(stderr, "qmlpipe simulate: unexpected argument '%s'\n", argv[optind]);
+    qp_simulate_usage(stderr);
+    return 2;
   }
   if (cli.example_dir) {
     cli.pol.fields = QP_FIELDS_T; /* the example is a temperature run */
@@ -240,7 +253,8 @@ int qp_cmd_simulate(int argc, char **argv) {
         err = qp_write_mask(cli.sim.nside, cli.galactic_cut, cli.mask_path);
       if (err == QP_OK)
         printf("qmlpipe simulate: %d %s map(s) %s_0000.fits.. (nside %lld, ell %d..%d)\n",
-               cli.sim.n_maps, field_names[cli.pol.fields], cli.prefix, (long long)cli.sim.nside,
+               cli.sim.n_maps, qp_sim_field_names[cli.pol.fields], cli.prefix,
+               (long long)cli.sim.nside,
                cli.sim.ell_min, cli.sim.lmax);
     }
     qp_cls_free(&cls);

@@ -18,7 +18,6 @@
  * far, not the stage's). Below that size the few MiB that the C library, OpenBLAS and HDF5
  * map and unmap on their own dominate the difference. Term drift is judged in every stage the
  * model knows, whatever its size: it is an exact comparison. */
-#include <errno.h>
 #include <hdf5.h>
 #include <inttypes.h>
 #include <math.h>
@@ -29,6 +28,7 @@
 #include <strings.h>
 
 #include "budget.h"
+#include "cmd_args.h"
 #include "commands.h"
 #include "config.h"
 #include "h5_attr.h"
@@ -54,7 +54,8 @@ static void qp_validate_usage(FILE *out) {
           "  which file failed.\n"
           "  A CONFIG.yaml (.yaml or .yml) stands for the results file of its 'output'\n"
           "  (relative to the config's directory); other paths are results files.\n"
-          "  --tolerance F   largest |relative error| accepted, a fraction (default 0.02)\n"
+          "  --tolerance F   largest |relative error| accepted, a fraction from 0 to 1e6\n"
+          "                  (default 0.02)\n"
           "  --min-bytes B   stages whose predicted peak is below B are shown but not judged\n"
           "                  (library noise dominates); persistent comparisons likewise when\n"
           "                  the predicted persistent bytes are below B (default 16MiB; units\n"
@@ -85,6 +86,16 @@ static void qp_validate_usage(FILE *out) {
 
 /* ---- the command ---- */
 
+enum {
+  QP_VAL_TOLERANCE = QP_CMD_OPTION_FIRST,
+  QP_VAL_MIN_BYTES,
+  QP_VAL_SACCT,
+  QP_VAL_SACCT_GATHER,
+  QP_VAL_CGROUP_PEAK
+};
+/* The largest --tolerance: a relative error of 10^6 accepts anything a run can measure. */
+#define QP_VAL_TOLERANCE_MAX 1e6
+
 int qp_cmd_validate(int argc, char **argv) {
   double tolerance = 0.02, min_bytes = 16.0 * 1048576.0; /* 16 MiB */
   qp_val_set set = {0};
@@ -96,76 +107,57 @@ int qp_cmd_validate(int argc, char **argv) {
     fprintf(stderr, "qmlpipe validate: no memory\n");
     return qp_err_exit_status(QP_ERR_NOMEM);
   }
-  int usage_error = 0, options_done = 0;
+  static const struct option options[] = {
+      {"help", no_argument, NULL, 'h'},
+      {"tolerance", required_argument, NULL, QP_VAL_TOLERANCE},
+      {"min-bytes", required_argument, NULL, QP_VAL_MIN_BYTES},
+      {"sacct", required_argument, NULL, QP_VAL_SACCT},
+      {"sacct-gather", required_argument, NULL, QP_VAL_SACCT_GATHER},
+      {"cgroup-peak", required_argument, NULL, QP_VAL_CGROUP_PEAK},
+      {NULL, 0, NULL, 0}};
+  int usage_error = 0;
   const char *sacct_path = NULL, *cgroup_arg = NULL;
   int gather_linux = 0; /* --sacct-gather linux */
-  for (int i = 1; i < argc && !usage_error; ++i) {
-    const char *arg = argv[i];
-    if (!options_done && arg[0] == '-' && arg[1]) {
-      if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-        qp_validate_usage(stdout);
-        free(set.files);
-        free(resolved);
-        return 0;
-      }
-      if (strcmp(arg, "--") == 0) {
-        options_done = 1;
-        continue;
-      }
-      int is_tol = strcmp(arg, "--tolerance") == 0, is_min = strcmp(arg, "--min-bytes") == 0;
-      int is_sacct = strcmp(arg, "--sacct") == 0, is_cg = strcmp(arg, "--cgroup-peak") == 0;
-      if (strcmp(arg, "--sacct-gather") == 0 && i + 1 < argc) {
-        const char *val = argv[++i];
-        gather_linux = strcmp(val, "linux") == 0;
-        if (!gather_linux && strcmp(val, "cgroup") != 0) {
-          fprintf(stderr,
-                  "qmlpipe validate: --sacct-gather expects cgroup or linux (Slurm's "
-                  "JobAcctGatherType), got '%s'\n",
-                  val);
-          usage_error = 1;
-        }
-        continue;
-      }
-      if ((is_sacct || is_cg) && i + 1 < argc) {
-        if (is_sacct)
-          sacct_path = argv[++i];
-        else
-          cgroup_arg = argv[++i];
-        continue;
-      }
-      if (!is_tol && !is_min && !is_sacct && !is_cg && strcmp(arg, "--sacct-gather") != 0) {
-        fprintf(stderr, "qmlpipe validate: unknown option '%s'\n", arg);
+  qp_cmd_getopt_begin();
+  for (int c; !usage_error && (c = qp_cmd_getopt("validate", argc, argv, options, NULL)) != -1;) {
+    switch (c) {
+    case 'h':
+      qp_validate_usage(stdout);
+      free(set.files);
+      free(resolved);
+      return 0;
+    case QP_VAL_TOLERANCE:
+      usage_error = !qp_cmd_parse_real("--tolerance", optarg, 0, QP_VAL_TOLERANCE_MAX, &tolerance);
+      break;
+    case QP_VAL_MIN_BYTES:
+      if (qp_parse_bytes(optarg, &min_bytes) != QP_OK) {
+        fprintf(stderr, "qmlpipe validate: --min-bytes: %s\n", qp_error_message());
+        qp_error_clear();
         usage_error = 1;
-      } else if (i + 1 >= argc) {
-        fprintf(stderr, "qmlpipe validate: %s needs a value\n", arg);
-        usage_error = 1;
-      } else if (is_tol) {
-        const char *val = argv[++i];
-        char *end = NULL;
-        errno = 0;
-        tolerance = strtod(val, &end);
-        if (errno || end == val || *end || !isfinite(tolerance) || tolerance < 0) {
-          fprintf(stderr,
-                  "qmlpipe validate: --tolerance expects a fraction >= 0 (e.g. 0.02), got "
-                  "'%s'\n",
-                  val);
-          usage_error = 1;
-        }
-      } else {
-        const char *val = argv[++i];
-        if (qp_parse_bytes(val, &min_bytes) != QP_OK) {
-          fprintf(stderr, "qmlpipe validate: --min-bytes: %s\n", qp_error_message());
-          qp_error_clear();
-          usage_error = 1;
-        }
       }
-      continue;
+      break;
+    case QP_VAL_SACCT: sacct_path = optarg; break;
+    case QP_VAL_CGROUP_PEAK: cgroup_arg = optarg; break;
+    case QP_VAL_SACCT_GATHER:
+      gather_linux = strcmp(optarg, "linux") == 0;
+      if (!gather_linux && strcmp(optarg, "cgroup") != 0) {
+        fprintf(stderr,
+                "qmlpipe validate: --sacct-gather expects cgroup or linux (Slurm's "
+                "JobAcctGatherType), got '%s'\n",
+                optarg);
+        usage_error = 1;
+      }
+      break;
+    default: usage_error = 1; /* qp_cmd_getopt said why */
     }
-    /* A config stands for its results file; one that cannot be resolved stops here (the
-     * message names the config and the results file it names). */
-    set.files[set.n_files].path = arg;
-    if (qp_results_arg_is_config(arg)) {
-      qp_err err = qp_results_path_resolve(arg, resolved[set.n_files]);
+  }
+  /* The results files (getopt_long put them last; "--" ends the options). A config stands for
+   * its results file; one that cannot be resolved stops here (the message names the config
+   * and the results file it names). */
+  for (int i = optind; i < argc && !usage_error; ++i) {
+    set.files[set.n_files].path = argv[i];
+    if (qp_results_arg_is_config(argv[i])) {
+      qp_err err = qp_results_path_resolve(argv[i], resolved[set.n_files]);
       if (err != QP_OK) {
         qp_error_print(stderr, 0);
         free(set.files);

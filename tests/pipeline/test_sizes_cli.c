@@ -5,6 +5,9 @@
  * quantity and the dimensions (exit 6), or, when it is a real size beyond the limit, refused
  * against the limit (exit 4); never a wrapped number, never "fits".
  *
+ * And every command's option values (section 9): taken whole or refused with exit 2, naming
+ * the option and the value.
+ *
  * Files go to a private directory (sizes_cli.d), removed when every check passed. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +156,71 @@ int main(int argc, char **argv) {
   const char *sim_maps[] = {"simulate", "--cls", "tiny_cls.txt", "--nside", "536870912",
                             "--n-maps", "100",   "--out",        "tiny",    NULL};
   expect("simulate_huge_maps", sim_maps, input, sim_maps_words, NULL);
+
+  /* 9. Every option value is taken whole or refused (exit 2, the option and the value named):
+   *    getopt_long and the strict parsers of cli/cmd_args.h, in every command. A value that
+   *    was read in part ("abc" as 0 ranks, "12abc" as 12) or unchecked (a negative seed). */
+  static const struct {
+    const char *tag;
+    const char *args[8];
+    const char *words[3];
+  } refused[] = {
+      {"plan_ranks_abc", {"plan", "small.yaml", "--ranks", "abc"}, {"--ranks", "'abc'"}},
+      {"plan_ranks_real", {"plan", "small.yaml", "--ranks", "3.5"}, {"--ranks", "'3.5'"}},
+      {"plan_ranks_1e3", {"plan", "small.yaml", "--ranks", "1e3"}, {"--ranks", "(1000)"}},
+      {"plan_ranks_equals", {"plan", "small.yaml", "--ranks=12abc"}, {"--ranks", "'12abc'"}},
+      {"plan_grid_3d", {"plan", "small.yaml", "--grid", "2x2x2"}, {"--grid", "'2x2x2'"}},
+      {"plan_grid_zero", {"plan", "small.yaml", "--grid", "0x4"}, {"--grid rows", "'0'"}},
+      {"plan_block_negative", {"plan", "small.yaml", "--ranks", "4", "--block", "-1"},
+       {"--block", "'-1'"}},
+      {"plan_mem_unit", {"plan", "small.yaml", "--ranks", "2", "--mem-per-node", "12XB"},
+       {"--mem-per-node", "'12XB'"}},
+      {"plan_nodes_junk", {"plan", "small.yaml", "--ranks", "2", "--nodes", "1x"},
+       {"--nodes", "'1x'"}},
+      {"plan_missing_value", {"plan", "small.yaml", "--ranks"}, {"--ranks needs a value"}},
+      {"plan_unknown", {"plan", "small.yaml", "--rank-count", "2"},
+       {"unknown option '--rank-count'"}},
+      {"plan_flag_value", {"plan", "small.yaml", "--json=yes"}, {"'--json=yes' takes no value"}},
+      {"budget_ranks_junk", {"budget", "small.yaml", "--ranks", "12abc"}, {"--ranks", "'12abc'"}},
+      {"run_grid_3d", {"run", "small.yaml", "--grid", "2x2x2"}, {"--grid", "'2x2x2'"}},
+      {"run_grid_zero", {"run", "small.yaml", "--grid", "0x4"}, {"--grid rows", "'0'"}},
+      {"run_block_negative", {"run", "small.yaml", "--block", "-1"}, {"--block", "'-1'"}},
+      {"run_block_real", {"run", "small.yaml", "--block", "3.5"}, {"--block", "'3.5'"}},
+      {"run_checkpoint_missing", {"run", "small.yaml", "--checkpoint"},
+       {"--checkpoint needs a directory"}},
+      {"simulate_nside_real", {"simulate", "--cls", "tiny_cls.txt", "--nside", "16.0"},
+       {"--nside", "'16.0'"}},
+      {"simulate_seed_negative", {"simulate", "--cls", "tiny_cls.txt", "--nside", "4", "--seed",
+                                  "-1"},
+       {"--seed", "'-1'"}},
+      {"simulate_noise_negative", {"simulate", "--cls", "tiny_cls.txt", "--nside", "4",
+                                   "--noise-variance", "-1"},
+       {"--noise-variance", "'-1'"}},
+      {"simulate_cut_range", {"simulate", "--cls", "tiny_cls.txt", "--nside", "4",
+                              "--galactic-cut", "91"},
+       {"--galactic-cut", "'91'"}},
+      {"simulate_beam_nan", {"simulate", "--cls", "tiny_cls.txt", "--nside", "4", "--beam-fwhm",
+                             "nan"},
+       {"--beam-fwhm", "'nan'"}},
+      {"validate_tolerance_negative", {"validate", "--tolerance", "-1", "no.h5"},
+       {"--tolerance", "'-1'"}},
+      {"validate_min_bytes_unit", {"validate", "--min-bytes", "12XB", "no.h5"},
+       {"--min-bytes", "'12XB'"}},
+      {"calibrate_size_junk", {"calibrate", "--size", "12abc"}, {"--size", "'12abc'"}},
+      {"report_ranks_value", {"report", "--ranks=2", "no.h5"}, {"'--ranks=2' takes no value"}},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; ++i)
+    expect(refused[i].tag, refused[i].args, 2, refused[i].words, never);
+  /* Options after the config, as the README writes them, also under POSIXLY_CORRECT (where
+   * getopt_long would stop at the config and take '--ranks' for a second config). */
+  setenv("POSIXLY_CORRECT", "1", 1);
+  const char *posix_args[] = {"plan", "small.yaml", "--ranks", "abc", NULL};
+  const char *posix_words[] = {"--ranks", "'abc'", NULL};
+  expect("plan_posixly_correct", posix_args, 2, posix_words, never);
+  const char *posix_ok[] = {"plan", "small.yaml", "--ranks", "4", "--grid", "2x2", NULL};
+  const char *grid_2x2[] = {"grid 2 x 2", NULL};
+  expect("plan_posixly_correct_ok", posix_ok, 0, grid_2x2, NULL);
+  unsetenv("POSIXLY_CORRECT");
 
   if (qp_test_failures == 0) qp_cli_remove_files(".");
   return TEST_RETURN();
