@@ -1,6 +1,8 @@
 /* stage_fisher.c: fisher_run: M_p = L^-1 P_p L^-T for every parameter, the whitened noise
  * L^-1 N L^-T beside them, and F and b from one Gram matrix of the stacked products. */
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,9 +50,19 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
  * QP_TEST_BLAS_INT_MAX (a test hook, docs/numerical-checks.md) lowers it, so that the path
  * above it runs on problems small enough for CTest. */
 static int64_t qp_blas_ld_max(void) {
+  static int warned = 0;
   const char *hook = getenv("QP_TEST_BLAS_INT_MAX");
-  long long v = hook ? atoll(hook) : 0;
-  return v > 0 && v < INT_MAX ? (int64_t)v : INT_MAX;
+  if (!hook) return INT_MAX;
+  char *end = NULL;
+  errno = 0;
+  const long long v = strtoll(hook, &end, 10);
+  if (errno == 0 && end != hook && *end == '\0' && v > 0 && v < INT_MAX) return (int64_t)v;
+  if (!warned) {
+    warned = 1;
+    fprintf(stderr, "qmlpipe: QP_TEST_BLAS_INT_MAX '%s' is not a whole number from 1 to %d: "
+                    "ignored\n", hook, INT_MAX - 1);
+  }
+  return INT_MAX;
 }
 
 /* out <- A^T B without BLAS, for stacked products whose stride (the leading dimension BLAS
