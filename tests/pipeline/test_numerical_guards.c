@@ -84,6 +84,15 @@ static void check_blas_split(void) {
   TEST_ASSERT(p.model_dims.fisher_chunk < p.n_params, "the run was not chunked");
   TEST_WITHIN(compare(&ref, &p, "dots without BLAS, chunked"), 1e-12, "chunked split");
   qp_problem_free(&p);
+  /* A malformed hook is said and ignored (it was read as 1000 before): the BLAS path, bitwise
+   * the reference (== is false for NaN, so a NaN fails too). */
+  cfg.host_limit = 0;
+  setenv("QP_TEST_BLAS_INT_MAX", "1000abc", 1);
+  TEST_OK(qp_fixture_run(&cfg, &p, &b));
+  const double malformed = compare(&ref, &p, "malformed hook ignored");
+  TEST_ASSERT(malformed == 0.0, "QP_TEST_BLAS_INT_MAX=1000abc changed the results by %.3g",
+              malformed);
+  qp_problem_free(&p);
   unsetenv("QP_TEST_BLAS_INT_MAX");
   kept_free(&ref);
   qp_config_free(&cfg);
