@@ -2,6 +2,7 @@
  * the same matrices: each rank builds the global matrices (same seed everywhere), keeps its
  * block-cyclic part, runs the ScaLAPACK operation, and compares its local entries with the
  * CPU result. Run under mpiexec with -n 1, 2, 4; args: grid rows, cols, block size. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,6 +157,61 @@ int main(int argc, char **argv) {
   TEST_OK(qp_linalg_copy_sub(11, 13, &a.dist, 5, 7, &c.dist, 3, 9));
   EXPECT_CLOSE(&c, 0, "copy_sub");
   pair_destroy(&c);
+
+  /* The operations that carry what differs between a whole and a spread matrix (matrix.h), on
+   * a fresh matrix (A's two copies have been through factorisations that round apart). */
+  pair_destroy(&a);
+  pair_create("W", n, n, 0, &a);
+  pair t;
+  pair_create("A^T", a.cpu.cols, a.cpu.rows, 0, &t);
+  TEST_OK(qp_linalg_transpose(&a.cpu, &t.cpu));
+  TEST_OK(qp_linalg_transpose(&a.dist, &t.dist));
+  EXPECT_CLOSE(&t, 0, "transpose");
+  TEST_ASSERT(t.cpu.data[3 + 5 * t.cpu.ld] == a.cpu.data[5 + 3 * a.cpu.ld], "cpu transpose");
+  pair_destroy(&t);
+  /* align: A's window [5.., 7..] (11 x 13) lined up with positions [3.., 9..] of a 20 x 30
+   * layout; every local position in the window reads A's entry, on every backend. */
+  TEST_ASSERT(!qp_linalg_moves_data(qp_linalg_cpu_ops()) && qp_linalg_moves_data(qp_linalg_dist_ops()),
+              "moves_data: cpu must not need a work matrix, dist must");
+  pair_create("layout", 20, 30, 0, &c);
+  qp_aligned on_cpu, on_dist;
+  TEST_OK(qp_linalg_align(&a.cpu, 5, 7, 11, 13, &c.cpu, 3, 9, NULL, &on_cpu));
+  TEST_OK(qp_linalg_align(&a.dist, 5, 7, 11, 13, &c.dist, 3, 9, &c.dist, &on_dist));
+  double align_worst = 0;
+  for (int64_t lj = 0; lj < c.dist.local_cols; ++lj)
+    for (int64_t li = 0; li < c.dist.local_rows; ++li) {
+      const int64_t gi = qp_matrix_global_row(&c.dist, li), gj = qp_matrix_global_col(&c.dist, lj);
+      if (gi < 3 || gi >= 14 || gj < 9 || gj >= 22) continue;
+      const double want = a.cpu.data[(gi - 3 + 5) + (gj - 9 + 7) * a.cpu.ld];
+      align_worst = qp_test_worst(align_worst, fabs(qp_aligned_at(&on_dist, li, lj) - want));
+      align_worst = qp_test_worst(align_worst, fabs(qp_aligned_at(&on_cpu, gi, gj) - want));
+    }
+  TEST_WITHIN(align_worst, 0.0, "align: an aligned entry differs from A's");
+  TEST_ASSERT(qp_linalg_align(&a.dist, 5, 7, 11, 13, &c.dist, 3, 9, NULL, &on_dist) ==
+                  QP_ERR_INTERNAL,
+              "align on dist without a work matrix must be refused");
+  TEST_ASSERT(qp_linalg_align(&a.cpu, 5, 7, 18, 13, &c.cpu, 3, 9, NULL, &on_cpu) == QP_ERR_INTERNAL,
+              "a window beyond the layout must be refused");
+  pair_destroy(&c);
+  /* replicate: the whole matrix on every rank; sum_partials: each rank's part summed. */
+  qp_matrix whole_work = {0};
+  const double *whole = NULL;
+  TEST_OK(qp_matrix_create(qp_linalg_cpu_ops(), "whole", QP_TERM_TRANSIENT, a.cpu.rows,
+                           a.cpu.cols, &whole_work));
+  TEST_OK(qp_linalg_replicate(&a.dist, &whole_work, &whole));
+  TEST_WITHIN(qp_test_max_rel_diff(a.cpu.data, whole, (size_t)(a.cpu.rows * a.cpu.cols)), 0.0,
+              "replicate: the whole matrix differs");
+  TEST_OK(qp_linalg_replicate(&a.cpu, NULL, &whole));
+  TEST_ASSERT(whole == a.cpu.data, "replicate on cpu must hand back the matrix's own buffer");
+  qp_matrix_destroy(&whole_work);
+  double part = 0, all = 0;
+  for (int64_t k = 0; k < qp_matrix_local_size(&a.dist); ++k) part += a.dist.data[k] * a.dist.data[k];
+  for (int64_t k = 0; k < a.cpu.rows * a.cpu.cols; ++k) all += a.cpu.data[k] * a.cpu.data[k];
+  TEST_OK(qp_linalg_sum_partials(qp_linalg_dist_ops(), &part, 1));
+  TEST_WITHIN(fabs(part - all) / all, 1e-13, "sum_partials: |A|_F^2 over the ranks");
+  double alone = 2.5;
+  TEST_OK(qp_linalg_sum_partials(qp_linalg_cpu_ops(), &alone, 1));
+  TEST_ASSERT(alone == 2.5, "sum_partials on cpu must leave x alone");
   pair_destroy(&a);
 
   /* A singular factorisation is an error on every rank, naming the matrix. */

@@ -462,6 +462,41 @@ static void test_flops(const qp_matrix *a) {
   qp_matrix_destroy(&y);
 }
 
+/* What differs between a whole matrix and a spread one, on the cpu backend: transpose, align
+ * (index arithmetic, no work matrix), replicate (the matrix's own buffer), sum_partials (a
+ * no-op). */
+static void test_layout_ops(void) {
+  qp_matrix a = make("A", 7, 5), t = make("A^T", 5, 7);
+  fill_random(&a);
+  TEST_OK(qp_linalg_transpose(&a, &t));
+  double worst = 0;
+  for (int64_t j = 0; j < 5; ++j)
+    for (int64_t i = 0; i < 7; ++i)
+      worst = qp_test_worst(worst, fabs(AT(&t, j, i) - AT(&a, i, j)));
+  TEST_WITHIN(worst, 0.0, "transpose");
+  TEST_ASSERT(qp_linalg_transpose(&a, &a) == QP_ERR_INTERNAL, "transpose into a wrong shape");
+  TEST_ASSERT(!qp_linalg_moves_data(ops), "cpu: aligning must not need a work matrix");
+  qp_matrix layout;
+  TEST_OK(qp_matrix_view(ops, "layout", NULL, 9, 9, 9, &layout));
+  qp_aligned w;
+  TEST_OK(qp_linalg_align(&a, 2, 1, 4, 3, &layout, 5, 6, NULL, &w));
+  worst = 0;
+  for (int64_t j = 6; j < 9; ++j)
+    for (int64_t i = 5; i < 9; ++i)
+      worst = qp_test_worst(worst, fabs(qp_aligned_at(&w, i, j) - AT(&a, i - 5 + 2, j - 6 + 1)));
+  TEST_WITHIN(worst, 0.0, "align");
+  TEST_ASSERT(qp_linalg_align(&a, 2, 1, 6, 3, &layout, 5, 6, NULL, &w) == QP_ERR_INTERNAL,
+              "a window beyond A must be refused");
+  const double *whole = NULL;
+  TEST_OK(qp_linalg_replicate(&a, NULL, &whole));
+  TEST_ASSERT(whole == a.data, "replicate must hand back the matrix's own buffer");
+  double x[2] = {1.5, -2.0};
+  TEST_OK(qp_linalg_sum_partials(ops, x, 2));
+  TEST_ASSERT(x[0] == 1.5 && x[1] == -2.0, "sum_partials must leave x alone on one process");
+  qp_matrix_destroy(&t);
+  qp_matrix_destroy(&a);
+}
+
 int main(void) {
   test_backend();
   if (!ops) return 1;
@@ -475,6 +510,7 @@ int main(void) {
   test_not_posdef();
   test_blas_int_limit();
   test_flops(&a);
+  test_layout_ops();
   qp_matrix_destroy(&l);
   qp_matrix_destroy(&a);
   qp_matrix_destroy(&a); /* safe twice */
