@@ -249,8 +249,11 @@ qp_err qp_report_print(const char *path, FILE *out) {
   qp_err err = QP_OK;
   hid_t file = -1, budget = -1, stage = -1;
   QP_CHECK(path && out, QP_ERR_INTERNAL, "qp_report_print: no path or stream");
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  QP_CALL(qp_h5_open_budget(path, &file, &budget));
+  /* HDF5 quiet while the file is read: missing attributes and links are expected (files of
+   * older versions), and real failures come back as our messages. */
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
+  QP_CALL_GOTO(qp_h5_open_budget(path, &file, &budget), done);
 
   char version[64], a[32], b[32];
   qp_read_str(file, "qmlpipe_version", version, sizeof version);
@@ -316,5 +319,6 @@ done:
   if (stage >= 0) H5Gclose(stage);
   if (budget >= 0) H5Gclose(budget);
   if (file >= 0) H5Fclose(file);
+  qp_h5_quiet_end(&quiet);
   return err;
 }
