@@ -1,5 +1,6 @@
 /* report_print.c: `qmlpipe report`: the /budget group of a results file read back and printed
  * (report_h5.h). */
+#include <hdf5_hl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -14,23 +15,15 @@
 /* An attribute as int64 (or double); `fallback` when the attribute is missing or unreadable:
  * the report prints what the file holds and "n/a" for the rest. */
 static int64_t qp_read_i64(hid_t obj, const char *name, int64_t fallback) {
-  int64_t v = fallback;
-  if (H5Aexists(obj, name) > 0) {
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &v) < 0) v = fallback;
-    if (a >= 0) H5Aclose(a);
-  }
+  long long v = fallback;
+  if (H5LTget_attribute_long_long(obj, ".", name, &v) < 0) v = fallback;
   H5Eclear2(H5E_DEFAULT);
-  return v;
+  return (int64_t)v;
 }
 
 static double qp_read_f64(hid_t obj, const char *name, double fallback) {
   double v = fallback;
-  if (H5Aexists(obj, name) > 0) {
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) v = fallback;
-    if (a >= 0) H5Aclose(a);
-  }
+  if (H5LTget_attribute_double(obj, ".", name, &v) < 0) v = fallback;
   H5Eclear2(H5E_DEFAULT);
   return v;
 }
