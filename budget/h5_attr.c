@@ -1,21 +1,27 @@
 /* h5_attr.c: reading and writing scalar attributes of qmlpipe's HDF5 files (h5_attr.h).
  *
- * HDF5's high-level API (H5LT) does what it can do here in one call: reading a numeric
- * attribute, making a 1-D dataset. By hand, where H5LT would change the files or cost more:
- *   - writing attributes: H5LTset_attribute_<type> makes a 1-D attribute of n elements where
- *     the files hold scalars, and H5LTset_attribute_string a fixed-length ASCII string where
- *     they hold variable-length UTF-8 (docs/output.md; the tools/ scripts read them as they are);
- *   - reading strings: H5LTget_attribute_string reads with the file's type, into a buffer it
- *     cannot bound (fixed length) or as a pointer to free (variable length), and files of
- *     either kind are read here;
- *   - qp_h5_read_array: the element count is checked before the read, which H5LT would do
- *     by opening the dataset three times (ndims, info, read);
- *   - whether an attribute exists: H5Aexists asks once, H5LTfind_attribute iterates over all
- *     the object's attributes. */
+ * By hand, not with HDF5's high-level API (H5LT), because H5LT would change the files or lose
+ * HDF5's account of a failure:
+ *   - H5LTset_attribute_<type> makes a 1-D attribute of n elements where the files hold
+ *     scalars, and H5LTset_attribute_string a fixed-length ASCII string where they hold
+ *     variable-length UTF-8 (docs/output.md; the tools/ scripts read them as they are);
+ *   - H5LTmake_dataset and H5LTget_attribute_<type>, after a failed call, close what they
+ *     opened with API calls, and every API call clears HDF5's error stack: the message would
+ *     say "HDF5 failed" without HDF5's reason (a full disk's "No space left on device", which
+ *     test_checkpoint_cli's disk_full case asserts);
+ *   - H5LTget_attribute_string reads with the file's type, into a buffer it cannot bound
+ *     (fixed length) or as a pointer to free (variable length), and files of either kind are
+ *     read here;
+ *   - qp_h5_read_array checks the element count before the read, which H5LT would do by
+ *     opening the dataset three times (ndims, info, read);
+ *   - H5Aexists asks once where H5LTfind_attribute iterates over all of an object's
+ *     attributes.
+ * H5LT serves where its failures keep HDF5's stack (H5LTget_dataset_info and _ndims, which
+ * return at once when the dataset cannot be opened: the checkpoint's inputs, the rank table's
+ * shape) and where a failure is only a fallback (report_print.c, report_ranks.c's "resumed"). */
 #include "h5_attr.h"
 
 #include <errno.h>
-#include <hdf5_hl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +30,7 @@
 
 qp_err qp_h5_attr_i64(hid_t obj, const char *where, const char *name, int required, int64_t *v) {
   qp_err err = QP_OK;
+  hid_t a = -1;
   htri_t has = H5Aexists(obj, name);
   QP_H5_GOTO(has, done, "%s: attribute '%s'", where, name);
   if (has == 0) {
@@ -34,11 +41,10 @@ qp_err qp_h5_attr_i64(hid_t obj, const char *where, const char *name, int requir
     *v = -1;
     goto done;
   }
-  long long x = 0; /* H5LT's type; int64_t is long on LP64 */
-  QP_H5_GOTO(H5LTget_attribute_long_long(obj, ".", name, &x), done,
-             "%s: cannot read attribute '%s'", where, name);
-  *v = (int64_t)x;
+  QP_H5_GOTO(a = H5Aopen(obj, name, H5P_DEFAULT), done, "%s: attribute '%s'", where, name);
+  QP_H5_GOTO(H5Aread(a, H5T_NATIVE_INT64, v), done, "%s: cannot read attribute '%s'", where, name);
 done:
+  if (a >= 0) H5Aclose(a);
   return err;
 }
 
@@ -98,14 +104,22 @@ done:
 
 qp_err qp_h5_write_array(hid_t loc, const char *where, const char *name, hid_t type, hsize_t n,
                          const void *values, hid_t *out) {
-  /* H5LTmake_dataset: the same dataspace, creation and write calls as by hand (the same
-   * bytes in the file), straight from `values`; no write for n = 0 (NULL). */
-  const hsize_t dims[1] = {n};
-  if (H5LTmake_dataset(loc, name, 1, dims, type, n > 0 ? values : NULL) < 0)
-    QP_H5_FAIL(QP_ERR_IO, "%s: cannot write dataset '%s'", where, name);
-  if (out && (*out = H5Dopen2(loc, name, H5P_DEFAULT)) < 0)
-    QP_H5_FAIL(QP_ERR_IO, "%s: dataset '%s'", where, name);
-  return QP_OK;
+  qp_err err = QP_OK;
+  hid_t space = -1, dset = -1;
+  hsize_t dims[1] = {n};
+  QP_H5_GOTO(space = H5Screate_simple(1, dims, NULL), done, "%s: dataspace of '%s'", where, name);
+  QP_H5_GOTO(dset = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+             done, "%s: cannot create dataset '%s'", where, name);
+  if (n > 0)
+    QP_H5_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), done,
+               "%s: cannot write dataset '%s'", where, name);
+done:
+  if (space >= 0) H5Sclose(space);
+  if (err == QP_OK && out)
+    *out = dset;
+  else if (dset >= 0)
+    H5Dclose(dset);
+  return err;
 }
 
 qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int64_t v) {

@@ -180,7 +180,7 @@ static int qp_rank_stage_resumed(hid_t file, const char *stage) {
 
 qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   qp_err err = QP_OK;
-  hid_t file = -1, group = -1;
+  hid_t file = -1, group = -1, attr = -1;
   double *v[QP_RANK_FIELDS] = {0};
   *mismatch = 0;
   qp_h5_quiet quiet;
@@ -196,9 +196,12 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   long long n = 0, rows = 0, cols = 0, block = 0;
   const char *names[4] = {"n_ranks", "grid_rows", "grid_cols", "block"};
   long long *dst[4] = {&n, &rows, &cols, &block};
-  for (int i = 0; i < 4; ++i)
-    QP_H5_GOTO(H5LTget_attribute_long_long(group, ".", names[i], dst[i]), done, "%s: %s", path,
-               names[i]);
+  for (int i = 0; i < 4; ++i) { /* by hand: HDF5's reason kept in the message (h5_attr.c) */
+    QP_H5_GOTO(attr = H5Aopen(group, names[i], H5P_DEFAULT), done, "%s: %s", path, names[i]);
+    QP_H5_GOTO(H5Aread(attr, H5T_NATIVE_LLONG, dst[i]), done, "%s: %s", path, names[i]);
+    H5Aclose(attr);
+    attr = -1;
+  }
   /* From the file: checked before it sizes anything. */
   QP_CHECK_GOTO(n >= 1 && n <= QP_RANK_TABLE_MAX, QP_ERR_INPUT, done,
                 "'%s': /budget/ranks n_ranks = %lld is not a rank count (1 to %d)", path, n,
@@ -269,6 +272,7 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   free(base);
 done:
   for (int f = 0; f < QP_RANK_FIELDS; ++f) free(v[f]);
+  if (attr >= 0) H5Aclose(attr);
   if (group >= 0) H5Gclose(group);
   if (file >= 0) H5Fclose(file);
   qp_h5_quiet_end(&quiet);
