@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "checked_size.h"
+#include "clock.h"
 #include "fault.h"
 #include "interrupt.h"
 #include "qp_config.h"
@@ -78,7 +79,7 @@ typedef struct qp_device_block {
 
 typedef struct qp_open_stage {
   qp_stage_record record;
-  struct timespec start;
+  double start; /* qp_clock_seconds */
 } qp_open_stage;
 
 static struct {
@@ -359,10 +360,6 @@ void qp_budget_reset(void) {
 
 /* ---- stages ---- */
 
-static double qp_seconds_between(const struct timespec *a, const struct timespec *b) {
-  return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
-}
-
 qp_err qp_stage_push(const char *name) {
   QP_CHECK(qp_budget_state.depth < QP_STAGE_DEPTH_MAX, QP_ERR_INTERNAL,
            "stage '%s': stages nest deeper than %d", name, QP_STAGE_DEPTH_MAX);
@@ -388,7 +385,7 @@ qp_err qp_stage_push(const char *name) {
   qp_budget_state.depth++;
   pthread_mutex_unlock(&qp_budget_state.lock);
   qp_timeline_mark(name, 1); /* an event and a sample, when the sampler runs (timeline.h) */
-  clock_gettime(CLOCK_MONOTONIC, &s->start);
+  s->start = qp_clock_seconds();
   qp_interrupt_stage_enter(name); /* a signal now names this stage (interrupt.h) */
   return QP_OK;
 }
@@ -396,10 +393,8 @@ qp_err qp_stage_push(const char *name) {
 qp_err qp_stage_pop(void) {
   QP_CHECK(qp_budget_state.depth > 0, QP_ERR_INTERNAL, "qp_stage_pop without a stage");
   qp_open_stage *s = &qp_budget_state.open[qp_budget_state.depth - 1];
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
   qp_stage_record *r = &s->record;
-  r->seconds = qp_seconds_between(&s->start, &now);
+  r->seconds = qp_clock_seconds() - s->start;
   int hwm_reset = r->meter_start.hwm_reset, cg_reset = r->meter_start.cgroup_peak_reset;
   qp_meter_read(&r->meter_end);
   r->meter_end.hwm_reset = hwm_reset;

@@ -2,6 +2,7 @@
 #include "fault.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,11 +55,11 @@ qp_err qp_fault_init(int rank) {
   const char *value = getenv("QP_FAULT");
   memset(&qp_fault, 0, sizeof qp_fault);
   qp_fault_on = 0;
+  qp_fault.rank = rank; /* also for qp_fault_stop_after_stage, with QP_FAULT unset */
   if (!value || !value[0]) return QP_OK;
   QP_CHECK(strlen(value) < sizeof qp_fault.spec, QP_ERR_INPUT, "QP_FAULT is longer than %zu "
            "characters", sizeof qp_fault.spec - 1);
   snprintf(qp_fault.spec, sizeof qp_fault.spec, "%s", value);
-  qp_fault.rank = rank;
   qp_fault.nth = 1;
   if (strcmp(value, "count") == 0) {
     qp_fault.count_only = 1;
@@ -153,6 +154,17 @@ int qp_fault_call_hit(qp_fault_kind kind, const char *name) {
   if (qp_fault.kind != kind || s != qp_fault.site || n != qp_fault.nth) return 0;
   qp_fault_note(name);
   return 1;
+}
+
+void qp_fault_stop_after_stage(const char *stage, qp_err (*agree)(qp_err)) {
+  const char *hook = getenv("QP_TEST_STOP_AFTER_STAGE");
+  if (!hook || strcmp(hook, stage) != 0) return;
+  /* Every rank has written the stage's checkpoint before any is stopped. */
+  if (agree) (void)agree(QP_OK);
+  if (qp_fault.rank == 0)
+    fprintf(stderr, "[qmlpipe] QP_TEST_STOP_AFTER_STAGE: SIGTERM after %s (test hook)\n", stage);
+  fflush(NULL);
+  raise(SIGTERM);
 }
 
 void qp_fault_report(FILE *out) {

@@ -21,7 +21,11 @@
  * With QP_FAULT set, qmlpipe prints at exit (qp_fault_report) whether the fault was reached
  * and the tracked host bytes still alive (0 when every error path freed what it allocated);
  * `count` also prints one line per tracked allocation (term, stage) and the totals. Unset, each
- * site costs one test of a global flag. */
+ * site costs one test of a global flag.
+ *
+ * QP_TEST_STOP_AFTER_STAGE=<stage>, read when a stage ends (qp_fault_stop_after_stage), ends
+ * the run with SIGTERM right after that stage (and its checkpoint), as a time limit or
+ * scancel would there: the tests of checkpoint and restart stop a run at a chosen stage. */
 #ifndef QP_FAULT_H
 #define QP_FAULT_H
 
@@ -51,6 +55,13 @@ int qp_fault_call_hit(qp_fault_kind kind, const char *name);
 /** An HDF5 status: -1 when this call at site `name` must fail. */
 #define QP_FAULT_H5(name, status)                                                              \
   (qp_fault_on && qp_fault_call_hit(QP_FAULT_HDF5, name) ? -1 : (status))
+
+/** QP_TEST_STOP_AFTER_STAGE: when it names `stage`, every rank meets (`agree`: qp_comm_agree,
+ *  whose status is ignored: budget/ knows nothing of MPI; NULL: one process), rank 0 says so on
+ *  stderr, and the process raises SIGTERM: the signal handler (interrupt.h) ends it, exit 143.
+ *  Returns when the variable is unset or names another stage. Call where a stage has ended and
+ *  its checkpoint is written. */
+void qp_fault_stop_after_stage(const char *stage, qp_err (*agree)(qp_err));
 
 /** With QP_FAULT set, prints "qp_fault: rank R: ..." lines to `out`: the counts (mode count),
  *  whether the fault was injected, and the tracked host bytes alive now. Nothing when off. */

@@ -1,4 +1,24 @@
-/* h5_attr.c: reading and writing scalar attributes of qmlpipe's HDF5 files (h5_attr.h). */
+/* h5_attr.c: reading and writing scalar attributes of qmlpipe's HDF5 files (h5_attr.h).
+ *
+ * By hand, not with HDF5's high-level API (H5LT), because H5LT would change the files or lose
+ * HDF5's account of a failure:
+ *   - H5LTset_attribute_<type> makes a 1-D attribute of n elements where the files hold
+ *     scalars, and H5LTset_attribute_string a fixed-length ASCII string where they hold
+ *     variable-length UTF-8 (docs/output.md; the tools/ scripts read them as they are);
+ *   - H5LTmake_dataset and H5LTget_attribute_<type>, after a failed call, close what they
+ *     opened with API calls, and every API call clears HDF5's error stack: the message would
+ *     say "HDF5 failed" without HDF5's reason (a full disk's "No space left on device", which
+ *     test_checkpoint_cli's disk_full case asserts);
+ *   - H5LTget_attribute_string reads with the file's type, into a buffer it cannot bound
+ *     (fixed length) or as a pointer to free (variable length), and files of either kind are
+ *     read here;
+ *   - qp_h5_read_array checks the element count before the read, which H5LT would do by
+ *     opening the dataset three times (ndims, info, read);
+ *   - H5Aexists asks once where H5LTfind_attribute iterates over all of an object's
+ *     attributes.
+ * H5LT serves where its failures keep HDF5's stack (H5LTget_dataset_info and _ndims, which
+ * return at once when the dataset cannot be opened: the checkpoint's inputs, the rank table's
+ * shape) and where a failure is only a fallback (report_print.c, report_ranks.c's "resumed"). */
 #include "h5_attr.h"
 
 #include <errno.h>

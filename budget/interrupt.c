@@ -12,17 +12,18 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "clock.h"
 
 enum { QP_INT_DEPTH = 8, QP_INT_NAME = 64, QP_INT_DONE = 512, QP_INT_HINT = 512 };
 
 static char qp_int_names[QP_INT_DEPTH][QP_INT_NAME];
-static struct timespec qp_int_starts[QP_INT_DEPTH];
+static double qp_int_starts[QP_INT_DEPTH]; /* qp_clock_seconds */
 static volatile sig_atomic_t qp_int_depth = 0;
 static int qp_int_overflow = 0; /* pushes beyond QP_INT_DEPTH, not recorded */
 static char qp_int_done[QP_INT_DONE];  /* finished top-level stages, ", "-separated */
 static char qp_int_hint[2][QP_INT_HINT]; /* two buffers: one is written while the other shows */
 static volatile sig_atomic_t qp_int_hint_at = -1; /* the one shown; -1: the default */
-static struct timespec qp_int_t0;
+static double qp_int_t0;
 static volatile sig_atomic_t qp_int_rank = 0;
 static volatile sig_atomic_t qp_int_installed = 0;
 static atomic_int qp_int_handling = 0;
@@ -50,12 +51,9 @@ static void qp_int_put_u(qp_int_text *t, unsigned long v) {
   while (n > 0 && t->len + 1 < sizeof t->buf) t->buf[t->len++] = digits[--n];
 }
 
-/* Seconds from `from` to now, with one decimal. */
-static void qp_int_put_seconds(qp_int_text *t, const struct timespec *from) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  long long tenths = (long long)(now.tv_sec - from->tv_sec) * 10 +
-                     (now.tv_nsec - from->tv_nsec) / 100000000;
+/* Seconds from `from` (qp_clock_seconds) to now, with one decimal. */
+static void qp_int_put_seconds(qp_int_text *t, double from) {
+  long long tenths = (long long)((qp_clock_seconds() - from) * 10.0);
   if (tenths < 0) tenths = 0;
   qp_int_put_u(t, (unsigned long)(tenths / 10));
   qp_int_put(t, ".");
@@ -94,7 +92,7 @@ static void qp_int_handler(int sig) {
       qp_int_put(&t, " in stage ");
       qp_int_put(&t, qp_int_names[depth - 1]);
       qp_int_put(&t, " after ");
-      qp_int_put_seconds(&t, &qp_int_starts[depth - 1]);
+      qp_int_put_seconds(&t, qp_int_starts[depth - 1]);
       qp_int_put(&t, " in it");
     } else if (writing) {
       qp_int_put(&t, " while writing '");
@@ -106,7 +104,7 @@ static void qp_int_handler(int sig) {
       qp_int_put(&t, " between stages");
     }
     qp_int_put(&t, "; ");
-    qp_int_put_seconds(&t, &qp_int_t0);
+    qp_int_put_seconds(&t, qp_int_t0);
     qp_int_put(&t, " since qmlpipe started\nqmlpipe: finished stages: ");
     qp_int_put(&t, qp_int_done[0] ? qp_int_done : "none");
     if (removed > 0) {
@@ -130,7 +128,7 @@ static void qp_int_handler(int sig) {
 void qp_interrupt_install(int rank) {
   qp_int_rank = rank;
   if (qp_int_installed) return;
-  clock_gettime(CLOCK_MONOTONIC, &qp_int_t0);
+  qp_int_t0 = qp_clock_seconds();
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = qp_int_handler;
@@ -153,7 +151,7 @@ void qp_interrupt_stage_enter(const char *name) {
     return;
   }
   snprintf(qp_int_names[depth], QP_INT_NAME, "%s", name);
-  clock_gettime(CLOCK_MONOTONIC, &qp_int_starts[depth]);
+  qp_int_starts[depth] = qp_clock_seconds();
   atomic_signal_fence(memory_order_seq_cst);
   qp_int_depth = depth + 1;
   qp_interrupt_test_pause(name);

@@ -3,7 +3,7 @@
  * SIGINT (Ctrl-C), SIGTERM (scancel, a time limit, mpiexec/srun forwarding), SIGUSR1 (Slurm's
  * `--signal` warning) and SIGXCPU (a CPU-time limit) end qmlpipe with exit status 128 + the
  * signal (130, 143, 138, 152), after the handler has, with async-signal-safe calls only
- * (write, unlink, rmdir, clock_gettime, _exit):
+ * (write, unlink, rmdir, clock_gettime through clock.h, _exit):
  *   - removed every temporary file of a write in progress (atomic_file.h), so no partial file
  *     stays and the previous results file is left as it was;
  *   - said on stderr (rank 0) which signal, which stage was running (or what was being written,

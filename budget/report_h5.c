@@ -265,7 +265,10 @@ qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample 
   qp_err err = QP_OK;
   hid_t gcpl = -1, budget = -1;
   char where[QP_REPORT_WHERE_MAX];
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  /* HDF5 quiet while /budget is written: a failure (a full image, an injected fault) comes
+   * back as one message naming the object. */
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
   if (H5Fget_name(file, where, sizeof where) < 0) {
     H5Eclear2(H5E_DEFAULT);
     snprintf(where, sizeof where, "%s", "(HDF5 file)");
@@ -312,6 +315,7 @@ qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample 
 done:
   if (budget >= 0) H5Gclose(budget);
   if (gcpl >= 0) H5Pclose(gcpl);
+  qp_h5_quiet_end(&quiet);
   return err;
 }
 

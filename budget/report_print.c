@@ -1,5 +1,6 @@
 /* report_print.c: `qmlpipe report`: the /budget group of a results file read back and printed
  * (report_h5.h). */
+#include <hdf5_hl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -14,23 +15,15 @@
 /* An attribute as int64 (or double); `fallback` when the attribute is missing or unreadable:
  * the report prints what the file holds and "n/a" for the rest. */
 static int64_t qp_read_i64(hid_t obj, const char *name, int64_t fallback) {
-  int64_t v = fallback;
-  if (H5Aexists(obj, name) > 0) {
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &v) < 0) v = fallback;
-    if (a >= 0) H5Aclose(a);
-  }
+  long long v = fallback;
+  if (H5LTget_attribute_long_long(obj, ".", name, &v) < 0) v = fallback;
   H5Eclear2(H5E_DEFAULT);
-  return v;
+  return (int64_t)v;
 }
 
 static double qp_read_f64(hid_t obj, const char *name, double fallback) {
   double v = fallback;
-  if (H5Aexists(obj, name) > 0) {
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) v = fallback;
-    if (a >= 0) H5Aclose(a);
-  }
+  if (H5LTget_attribute_double(obj, ".", name, &v) < 0) v = fallback;
   H5Eclear2(H5E_DEFAULT);
   return v;
 }
@@ -249,8 +242,11 @@ qp_err qp_report_print(const char *path, FILE *out) {
   qp_err err = QP_OK;
   hid_t file = -1, budget = -1, stage = -1;
   QP_CHECK(path && out, QP_ERR_INTERNAL, "qp_report_print: no path or stream");
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  QP_CALL(qp_h5_open_budget(path, &file, &budget));
+  /* HDF5 quiet while the file is read: missing attributes and links are expected (files of
+   * older versions), and real failures come back as our messages. */
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
+  QP_CALL_GOTO(qp_h5_open_budget(path, &file, &budget), done);
 
   char version[64], a[32], b[32];
   qp_read_str(file, "qmlpipe_version", version, sizeof version);
@@ -316,5 +312,6 @@ done:
   if (stage >= 0) H5Gclose(stage);
   if (budget >= 0) H5Gclose(budget);
   if (file >= 0) H5Fclose(file);
+  qp_h5_quiet_end(&quiet);
   return err;
 }

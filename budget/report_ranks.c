@@ -1,6 +1,7 @@
 /* report_ranks.c: /budget/ranks, the per-rank budget of a distributed run (report_ranks.h). */
 #include "report_ranks.h"
 
+#include <hdf5_hl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,21 +105,31 @@ done:
   return err;
 }
 
-/* Reads dataset `name` of /budget/ranks into out[count]: it must hold exactly count values
- * (the file's n_ranks says how many; a dataset of another size would be read past out). */
-static qp_err qp_read_field(const char *path, hid_t group, const char *name, double *out,
-                            long long count) {
+qp_err qp_rank_field_read(hid_t group, const char *where, const char *name, double *out,
+                          long long count, qp_err missing, int *found) {
   qp_err err = QP_OK;
   hid_t set = -1, space = -1;
-  QP_H5_GOTO(set = H5Dopen2(group, name, H5P_DEFAULT), done, "/budget/ranks/%s", name);
-  QP_H5_GOTO(space = H5Dget_space(set), done, "/budget/ranks/%s", name);
+  if (found) *found = 0;
+  const htri_t has = H5Lexists(group, name, H5P_DEFAULT);
+  QP_H5_GOTO(has, done, "%s/%s", where, name);
+  if (!has) {
+    QP_CHECK_GOTO(missing == QP_OK, missing, done,
+                  "%s/%s: missing (not a qmlpipe results file, or one written by a version "
+                  "without it)",
+                  where, name);
+    goto done;
+  }
+  QP_H5_GOTO(set = H5Dopen2(group, name, H5P_DEFAULT), done, "%s/%s", where, name);
+  QP_H5_GOTO(space = H5Dget_space(set), done, "%s/%s", where, name);
   const hssize_t points = H5Sget_simple_extent_npoints(space);
-  QP_H5_GOTO(points, done, "/budget/ranks/%s", name);
+  QP_H5_GOTO(points, done, "%s/%s", where, name);
+  /* The file's n_ranks sized `out`: a dataset of another size would be read past it. */
   QP_CHECK_GOTO(points == count, QP_ERR_INPUT, done,
-                "'%s': /budget/ranks/%s holds %lld values, but n_ranks and the stages say %lld", path, name,
+                "%s/%s holds %lld values, but n_ranks and the stages say %lld", where, name,
                 (long long)points, count);
-  QP_H5_GOTO(H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), done,
-             "/budget/ranks/%s", name);
+  QP_H5_GOTO(H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), done, "%s/%s",
+             where, name);
+  if (found) *found = 1;
 done:
   if (space >= 0) H5Sclose(space);
   if (set >= 0) H5Dclose(set);
@@ -144,23 +155,16 @@ static qp_err qp_rank_stages(const char *path, hid_t group,
       snprintf(names[(*n_stages)++], QP_STAGE_NAME_MAX, "%s", tok);
     return QP_OK;
   }
-  qp_err err = QP_OK;
-  hid_t set = -1, space = -1;
-  hsize_t dims[2] = {0, 0};
-  QP_H5_GOTO(set = H5Dopen2(group, "predicted_peak_bytes", H5P_DEFAULT), done,
-             "%s: /budget/ranks/predicted_peak_bytes", path);
-  QP_H5_GOTO(space = H5Dget_space(set), done, "%s: /budget/ranks/predicted_peak_bytes", path);
-  QP_CHECK_GOTO(H5Sget_simple_extent_ndims(space) == 2 &&
-                    H5Sget_simple_extent_dims(space, dims, NULL) == 2 && dims[1] >= 1 &&
-                    dims[1] <= QP_MODEL_STAGES_MAX,
-                QP_ERR_INPUT, done, "'%s': /budget/ranks/predicted_peak_bytes is not [rank][stage]",
-                path);
+  int ndims = 0;
+  hsize_t dims[H5S_MAX_RANK] = {0}; /* H5LT writes one extent per dimension the file has */
+  if (H5LTget_dataset_ndims(group, "predicted_peak_bytes", &ndims) < 0 ||
+      H5LTget_dataset_info(group, "predicted_peak_bytes", dims, NULL, NULL) < 0)
+    QP_H5_FAIL(QP_ERR_IO, "%s: /budget/ranks/predicted_peak_bytes", path);
+  QP_CHECK(ndims == 2 && dims[1] >= 1 && dims[1] <= QP_MODEL_STAGES_MAX, QP_ERR_INPUT,
+           "'%s': /budget/ranks/predicted_peak_bytes is not [rank][stage]", path);
   *n_stages = (int)dims[1];
   for (int i = 0; i < *n_stages; ++i) snprintf(names[i], QP_STAGE_NAME_MAX, "stage %d", i);
-done:
-  if (space >= 0) H5Sclose(space);
-  if (set >= 0) H5Dclose(set);
-  return err;
+  return QP_OK;
 }
 
 /* 1 when /budget/<stage> says the run restored the stage from a checkpoint (`resumed`): its
@@ -168,13 +172,8 @@ done:
 static int qp_rank_stage_resumed(hid_t file, const char *stage) {
   char name[64];
   snprintf(name, sizeof name, "budget/%s", stage);
-  int64_t resumed = 0;
-  if (H5Lexists(file, name, H5P_DEFAULT) > 0) {
-    hid_t group = H5Gopen2(file, name, H5P_DEFAULT);
-    if (group >= 0 && qp_h5_attr_i64(group, name, "resumed", 0, &resumed) != QP_OK)
-      qp_error_clear();
-    if (group >= 0) H5Gclose(group);
-  }
+  long long resumed = 0; /* stays 0 when the group or the attribute is missing */
+  if (H5LTget_attribute_long_long(file, name, "resumed", &resumed) < 0) resumed = 0;
   H5Eclear2(H5E_DEFAULT);
   return resumed > 0;
 }
@@ -192,14 +191,12 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   QP_CHECK_GOTO(H5Lexists(file, "budget/ranks", H5P_DEFAULT) > 0, QP_ERR_INPUT, done,
                 "'%s' has no /budget/ranks: it is not from a distributed run", path);
   QP_H5_GOTO(group = H5Gopen2(file, "budget/ranks", H5P_DEFAULT), done, "%s: /budget/ranks", path);
+  char where[QP_RANK_WHERE_MAX];
+  snprintf(where, sizeof where, "'%s': /budget/ranks", path);
   long long n = 0, rows = 0, cols = 0, block = 0;
-  QP_H5_GOTO(attr = H5Aopen(group, "n_ranks", H5P_DEFAULT), done, "%s: n_ranks", path);
-  QP_H5_GOTO(H5Aread(attr, H5T_NATIVE_LLONG, &n), done, "%s: n_ranks", path);
-  H5Aclose(attr);
-  attr = -1;
-  const char *names[3] = {"grid_rows", "grid_cols", "block"};
-  long long *dst[3] = {&rows, &cols, &block};
-  for (int i = 0; i < 3; ++i) {
+  const char *names[4] = {"n_ranks", "grid_rows", "grid_cols", "block"};
+  long long *dst[4] = {&n, &rows, &cols, &block};
+  for (int i = 0; i < 4; ++i) { /* by hand: HDF5's reason kept in the message (h5_attr.c) */
     QP_H5_GOTO(attr = H5Aopen(group, names[i], H5P_DEFAULT), done, "%s: %s", path, names[i]);
     QP_H5_GOTO(H5Aread(attr, H5T_NATIVE_LLONG, dst[i]), done, "%s: %s", path, names[i]);
     H5Aclose(attr);
@@ -215,7 +212,9 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   for (int f = 0; f < QP_RANK_FIELDS; ++f) {
     v[f] = malloc((size_t)n * (size_t)n_st * sizeof *v[f]); /* n <= 2^24: 512 MiB at most */
     QP_CHECK_GOTO(v[f], QP_ERR_NOMEM, done, "out of memory for the rank table");
-    QP_CALL_GOTO(qp_read_field(path, group, qp_rank_field_names[f], v[f], n * n_st), done);
+    QP_CALL_GOTO(qp_rank_field_read(group, where, qp_rank_field_names[f], v[f], n * n_st,
+                                    QP_ERR_IO, NULL),
+                 done);
   }
   fprintf(out, "per rank (%lld ranks, grid %lld x %lld, block %lld); MiB above each rank's "
                "baseline; error = (measured - predicted) / measured\n",
@@ -226,7 +225,7 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   const double mib = 1048576.0;
   double *base = malloc((size_t)n * sizeof *base);
   QP_CHECK_GOTO(base, QP_ERR_NOMEM, done, "out of memory for the rank table");
-  err = qp_read_field(path, group, "baseline_rss_bytes", base, n);
+  err = qp_rank_field_read(group, where, "baseline_rss_bytes", base, n, QP_ERR_IO, NULL);
   if (err != QP_OK) {
     free(base);
     goto done;

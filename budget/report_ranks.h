@@ -48,6 +48,17 @@ typedef struct qp_rank_table {
 void qp_rank_row(const qp_model *model, const qp_meter_sample *baseline, double row[QP_RANK_ROW]);
 /** Writes /budget/ranks (the /budget group must exist). */
 qp_err qp_report_write_ranks(hid_t file, const qp_rank_table *table);
+enum { QP_RANK_WHERE_MAX = 4096 + 64 }; /* "'<path>': /budget/ranks" */
+
+/** Reads dataset `name` of a rank table (`group`: /budget/ranks, open), `count` doubles, into
+ *  `out`. `where` names the group in messages ("FILE: /budget/ranks").
+ *  A missing dataset is the caller's choice: `missing` is the error recorded (QP_ERR_IO where
+ *  the file is damaged, QP_ERR_INPUT where it is not the file the command needs: exit 8 or
+ *  6), or, with QP_OK, none (a file from before the dataset existed: *found = 0).
+ *  QP_ERR_INPUT when it holds another number of values (never read past `out`); QP_ERR_IO
+ *  when HDF5 fails. `found` (may be NULL): 1 when read. */
+qp_err qp_rank_field_read(hid_t group, const char *where, const char *name, double *out,
+                          long long count, qp_err missing, int *found);
 /** Prints the per-rank table of a results file; *mismatch = 1 when some rank's tracked peak
  *  differs from its prediction. QP_ERR_INPUT when the file has no /budget/ranks. */
 qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch);

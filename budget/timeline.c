@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "clock.h"
 #include "meter.h"
 
 enum {
@@ -26,7 +27,7 @@ static struct {
   pthread_t thread;
   int running, stopping, have_thread, ready;
   int capacity_next; /* set by qp_timeline_set_capacity; 0: QP_TIMELINE_CAPACITY */
-  struct timespec t0;
+  double t0; /* qp_clock_seconds at the start */
   double interval_ms, initial_interval_ms;
   /* one mapping: the columns, then the events */
   void *block;
@@ -42,11 +43,7 @@ static struct {
   int32_t stack[QP_TIMELINE_DEPTH_MAX]; /* their push rows in events (-1: dropped) */
 } qp_tl = {.lock = PTHREAD_MUTEX_INITIALIZER, .ready_cond = PTHREAD_COND_INITIALIZER};
 
-static double qp_tl_now(void) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (double)(now.tv_sec - qp_tl.t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - qp_tl.t0.tv_nsec);
-}
+static double qp_tl_now(void) { return qp_clock_seconds() - qp_tl.t0; }
 
 static int32_t qp_tl_stage_locked(void) {
   if (qp_tl.depth <= 0) return -1;
@@ -101,21 +98,6 @@ static void qp_tl_sample(int boundary) {
   pthread_mutex_unlock(&qp_tl.lock);
 }
 
-static void qp_tl_add_ms(struct timespec *ts, double ms) {
-  double ns = (double)ts->tv_nsec + ms * 1e6;
-  double sec = floor(ns / 1e9);
-  ts->tv_sec += (time_t)sec;
-  ts->tv_nsec = (long)(ns - sec * 1e9);
-  if (ts->tv_nsec >= 1000000000L) { /* rounding */
-    ts->tv_sec += 1;
-    ts->tv_nsec -= 1000000000L;
-  }
-}
-
-static int qp_tl_before(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
 static void *qp_tl_main(void *arg) {
   (void)arg;
   /* One read of the meters before qp_timeline_start returns: what this thread touches to
@@ -126,18 +108,16 @@ static void *qp_tl_main(void *arg) {
   pthread_mutex_lock(&qp_tl.lock);
   qp_tl.ready = 1;
   pthread_cond_signal(&qp_tl.ready_cond);
-  struct timespec next = qp_tl.t0;
+  double next = qp_tl.t0;
   while (!qp_tl.stopping) {
-    qp_tl_add_ms(&next, qp_tl.interval_ms);
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (qp_tl_before(&next, &now)) { /* fell behind (a stalled machine): no burst of samples */
-      next = now;
-      qp_tl_add_ms(&next, qp_tl.interval_ms);
-    }
+    next += 1e-3 * qp_tl.interval_ms;
+    const double now = qp_clock_seconds();
+    if (next < now) /* fell behind (a stalled machine): no burst of samples */
+      next = now + 1e-3 * qp_tl.interval_ms;
+    const struct timespec deadline = qp_clock_timespec(next); /* wake is on CLOCK_MONOTONIC */
     int rc = 0;
     while (!qp_tl.stopping && rc != ETIMEDOUT)
-      rc = pthread_cond_timedwait(&qp_tl.wake, &qp_tl.lock, &next);
+      rc = pthread_cond_timedwait(&qp_tl.wake, &qp_tl.lock, &deadline);
     if (qp_tl.stopping) break;
     pthread_mutex_unlock(&qp_tl.lock);
     qp_tl_sample(0);
@@ -219,7 +199,7 @@ qp_err qp_timeline_start(double interval_ms) {
   qp_tl.n = qp_tl.n_events = qp_tl.n_events_dropped = qp_tl.depth = 0;
   qp_tl.interval_ms = qp_tl.initial_interval_ms = interval_ms;
   qp_tl.stopping = 0;
-  clock_gettime(CLOCK_MONOTONIC, &qp_tl.t0);
+  qp_tl.t0 = qp_clock_seconds();
   qp_tl_append_locked(0.0, &first, tracked, -1, 1); /* kept by every decimation */
   qp_tl.ready = 0;
   rc = pthread_create(&qp_tl.thread, NULL, qp_tl_main, NULL);

@@ -322,7 +322,10 @@ qp_err qp_results_write(const char *path, const qp_results *results) {
   qp_h5_out o = {-1, path};
   QP_CHECK(path && path[0], QP_ERR_INTERNAL, "qp_results_write: no path");
   QP_CALL(qp_results_check(path, results));
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  /* HDF5 quiet while the file is built and saved: a failure (a full disk, an injected
+   * fault) comes back as one message naming the dataset. */
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
 
   /* Built in memory, then written whole beside the target and renamed (h5_image.h). */
   QP_CALL_GOTO(qp_h5_image_create(path, &file), done);
@@ -339,6 +342,6 @@ qp_err qp_results_write(const char *path, const qp_results *results) {
   QP_CALL_GOTO(qp_h5_image_save(saved, path), done);
 done:
   if (file >= 0) H5Fclose(file); /* in memory: nothing reaches the disk */
-  if (err != QP_OK) H5Eclear2(H5E_DEFAULT);
+  qp_h5_quiet_end(&quiet);       /* and clears what a failure left on HDF5's stack */
   return err;
 }

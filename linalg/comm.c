@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "qp_config.h"
 
 #if QP_HAVE_MPI
@@ -123,17 +124,13 @@ double qp_comm_agree_grace(void) {
  * not all come (some are inside a collective that waits for this rank). */
 static int qp_comm_wait_grace(MPI_Request *request) {
   const double grace = qp_comm_agree_grace();
-  struct timespec start, now;
   const struct timespec pause = {0, 1000000}; /* 1 ms */
-  clock_gettime(CLOCK_MONOTONIC, &start);
+  const double start = qp_clock_seconds();
   for (;;) {
     int done = 0;
     MPI_Test(request, &done, MPI_STATUS_IGNORE);
     if (done) return 1;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if ((double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec) >
-        grace)
-      return 0;
+    if (qp_clock_seconds() - start > grace) return 0;
     nanosleep(&pause, NULL);
   }
 }

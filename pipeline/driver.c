@@ -5,7 +5,6 @@
 #include <malloc.h>
 #include <math.h>
 #include <omp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "checkpoint.h"
 #include "comm.h"
 #include "conditioning.h"
+#include "fault.h"
 #include "h5_matrix.h"
 #include "inputs.h"
 #include "planner.h"
@@ -24,19 +24,6 @@
 #include "timeline.h"
 
 typedef qp_err (*qp_stage_fn)(qp_problem *p);
-
-/* QP_TEST_STOP_AFTER_STAGE=<stage> (a test hook, README): the run stops after that stage and
- * its checkpoint as if SIGTERM'd there (every rank, once all have written). */
-static void qp_test_stop_after(qp_stage_id id) {
-  const char *hook = getenv("QP_TEST_STOP_AFTER_STAGE");
-  if (!hook || strcmp(hook, qp_stage_name(id)) != 0) return;
-  (void)qp_comm_agree(QP_OK);
-  if (qp_comm_rank() == 0)
-    fprintf(stderr, "[qmlpipe] QP_TEST_STOP_AFTER_STAGE: SIGTERM after %s (test hook)\n",
-            qp_stage_name(id));
-  fflush(NULL);
-  raise(SIGTERM);
-}
 
 /* Pushes the budget stage, runs it (or, resumed, restores it from the checkpoint), pops it,
  * whatever the outcome; then writes its checkpoint. */
@@ -62,7 +49,7 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p,
             (double)r->tracked_peak / 1048576.0);
   }
   if (!resumed && id != QP_STAGE_SPECTRA_RUN) qp_checkpoint_save(ck, p, id);
-  if (!resumed) qp_test_stop_after(id);
+  if (!resumed) qp_fault_stop_after_stage(qp_stage_name(id), qp_comm_agree); /* a test hook */
   return QP_OK;
 }
 

@@ -3,14 +3,12 @@
 #ifndef QP_PROGRESS_H
 #define QP_PROGRESS_H
 
-#include <time.h>
-
 typedef struct qp_progress {
   const char *label;
   const char *unit;
   long total;
   int enabled;
-  struct timespec start, last;
+  double start, last; /* qp_clock_seconds */
 } qp_progress;
 
 void qp_progress_start(qp_progress *pr, int enabled, const char *label, const char *unit,

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "budget.h"
+#include "clock.h"
 #include "cuda.h"
 #include "matrix.h"
 #include "meter_device.h"
@@ -34,12 +35,6 @@ typedef struct qp_bench_result {
   double seconds, flops;
   size_t device_peak;
 } qp_bench_result;
-
-static double qp_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int qp_parse_int(const char *text, long long lo, long long hi, long long *out) {
   char *end = NULL;
@@ -182,14 +177,14 @@ static qp_err qp_bench(const qp_bench_options *o) {
   qp_bench_fill(&host_g, 12345);
   for (int64_t i = 0; i < n; ++i)
     host_i.data[i + i * n] = 1.0;
-  double t0 = qp_now();
+  double t0 = qp_clock_seconds();
   QP_CALL_GOTO(qp_cuda_matrix_upload(&host_g, "bench_g", QP_TERM_PERSISTENT, &d.g), done);
-  double h2d = qp_now() - t0;
+  double h2d = qp_clock_seconds() - t0;
   QP_CALL_GOTO(qp_cuda_matrix_upload(&host_i, "bench_a", QP_TERM_PERSISTENT, &d.a), done);
   QP_CALL_GOTO(qp_linalg_syrk(QP_NOTRANS, 1.0 / (double)n, &d.g, 1.0, &d.a), done);
-  t0 = qp_now();
+  t0 = qp_clock_seconds();
   QP_CALL_GOTO(qp_cuda_matrix_copy(&d.g, &host_g), done);
-  double d2h = qp_now() - t0;
+  double d2h = qp_clock_seconds() - t0;
   QP_CALL_GOTO(qp_cuda_matrix_create("bench_work", QP_TERM_PERSISTENT, n, n, &d.work), done);
   QP_CALL_GOTO(qp_cuda_matrix_create("bench_c", QP_TERM_PERSISTENT, n, n, &d.c), done);
   QP_CALL_GOTO(qp_cuda_matrix_create("bench_b", QP_TERM_PERSISTENT, n, o->nrhs, &d.b), done);

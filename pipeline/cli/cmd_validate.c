@@ -219,7 +219,7 @@ int qp_cmd_validate(int argc, char **argv) {
   int job_failed = 0;
   if (sacct_path && io_err == QP_OK) {
     const qp_sacct_request request = {set.files[0].path, sacct_path, cgroup_arg, gather_linux,
-                                      tolerance};
+                                      tolerance, &set};
     job_err = qp_validate_sacct(&request, stdout, &job_failed);
     if (job_err != QP_OK) {
       qp_error_print(stderr, 0);

@@ -3,15 +3,9 @@
 
 #include <omp.h>
 #include <stdio.h>
-#include <time.h>
 
+#include "clock.h"
 #include "matrix.h"
-
-static double qp_seconds(clockid_t clock) {
-  struct timespec t;
-  clock_gettime(clock, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 qp_err qp_dgemm_rate(int64_t n, double *flops_per_second, double *per_core) {
   const qp_linalg_ops *ops = qp_linalg_cpu_ops();
@@ -27,10 +21,10 @@ qp_err qp_dgemm_rate(int64_t n, double *flops_per_second, double *per_core) {
     b.data[k] = 1.0 / (double)(1 + k % 11);
   }
   for (int rep = 0; rep < 3; ++rep) {
-    const double t0 = qp_seconds(CLOCK_MONOTONIC), c0 = qp_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    const double t0 = qp_clock_seconds(), c0 = qp_clock_cpu_seconds();
     QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c), done);
-    const double dt = qp_seconds(CLOCK_MONOTONIC) - t0;
-    const double dc = qp_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    const double dt = qp_clock_seconds() - t0;
+    const double dc = qp_clock_cpu_seconds() - c0;
     const double flops = qp_flops_gemm(n, n, n);
     if (dt > 0 && flops / dt > *flops_per_second) *flops_per_second = flops / dt;
     if (per_core && dc > 0 && flops / dc > *per_core) *per_core = flops / dc;

@@ -20,6 +20,7 @@
 #include "h5_attr.h"
 #include "h5_error.h"
 #include "qp_error.h"
+#include "report_ranks.h"
 #include "validate_figures.h"
 
 enum {
@@ -213,48 +214,20 @@ done:
   return err;
 }
 
-/* One stage's predicted peak (tracked bytes, library buffers included) from /budget/<name>;
- * 0 when the run has no such stage. */
-static qp_err qp_sacct_stage_peak(hid_t budget, const char *where, const char *name,
-                                  int64_t *peak, int64_t *library) {
-  *peak = *library = 0;
-  qp_err err = QP_OK;
-  hid_t g = -1;
-  htri_t has = H5Lexists(budget, name, H5P_DEFAULT);
-  QP_H5_GOTO(has, done, "%s/%s", where, name);
-  if (!has) goto done;
-  QP_H5_GOTO(g = H5Gopen2(budget, name, H5P_DEFAULT), done, "%s/%s", where, name);
-  char at[QP_SACCT_WHERE_MAX + 64];
-  snprintf(at, sizeof at, "%.*s/%s", QP_SACCT_WHERE_MAX, where, name);
-  QP_CALL_GOTO(qp_h5_attr_i64(g, at, "predicted_peak_bytes", 1, peak), done);
-  QP_CALL_GOTO(qp_h5_attr_i64(g, at, "predicted_library_bytes", 0, library), done);
-  if (*library < 0) *library = 0;
-done:
-  if (g >= 0) H5Gclose(g);
-  return err;
-}
-
-/* Reads dataset /budget/ranks/<name> (`count` doubles) into v; *found 0 when absent (files
- * from before it existed). */
-static qp_err qp_sacct_rank_field(hid_t ranks, const char *where, const char *name, double *v,
-                                  hsize_t count, int *found) {
-  qp_err err = QP_OK;
-  hid_t dset = -1, space = -1;
-  htri_t has = H5Lexists(ranks, name, H5P_DEFAULT);
-  *found = has > 0;
-  QP_H5_GOTO(has, done, "%s/%s", where, name);
-  if (!has) goto done;
-  QP_H5_GOTO(dset = H5Dopen2(ranks, name, H5P_DEFAULT), done, "%s/%s", where, name);
-  QP_H5_GOTO(space = H5Dget_space(dset), done, "%s/%s", where, name);
-  hssize_t n = H5Sget_simple_extent_npoints(space);
-  QP_CHECK_GOTO(n == (hssize_t)count, QP_ERR_INPUT, done, "%s/%s: %lld values, expected %llu",
-                where, name, (long long)n, (unsigned long long)count);
-  QP_H5_GOTO(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), done, "%s/%s",
-             where, name);
-done:
-  if (space >= 0) H5Sclose(space);
-  if (dset >= 0) H5Dclose(dset);
-  return err;
+/* The predicted peaks (tracked bytes, library buffers included) and library buffers of the
+ * four stages, as `qmlpipe validate` read them from the file (validate_read.c); 0 for a stage
+ * the run does not have. */
+static void qp_sacct_stage_peaks(const qp_val_set *set, const char *const order[4],
+                                 int64_t peak[4], int64_t library[4]) {
+  for (int k = 0; k < 4; ++k) {
+    peak[k] = library[k] = 0;
+    for (int i = 0; i < set->n_stages; ++i) {
+      const qp_val_stage *s = &set->stages[i];
+      if (s->file != 0 || strcmp(s->name, order[k]) != 0) continue;
+      peak[k] = s->pred_peak;
+      library[k] = s->library;
+    }
+  }
 }
 
 /* The per-rank and per-node predictions of a results file in the terms of Slurm's accounting:
@@ -265,7 +238,8 @@ done:
  * shared-memory segments: /budget baseline_rss_shared_bytes, measured after the warm-up)
  * come off the rank's figure. The node's cgroup peak counts them, but once for all the ranks
  * of the node, which map the same library files and MPI segments. */
-static qp_err qp_sacct_predict(const char *path, int gather_anon, qp_sacct_prediction *out) {
+static qp_err qp_sacct_predict(const char *path, const qp_val_set *set, int gather_anon,
+                               qp_sacct_prediction *out) {
   static const char *const order[4] = {"covariance_setup", "basis_setup", "fisher_run",
                                        "spectra_run"};
   qp_err err = QP_OK;
@@ -278,12 +252,10 @@ static qp_err qp_sacct_predict(const char *path, int gather_anon, qp_sacct_predi
   snprintf(where, sizeof where, "%s: /budget", path);
   QP_CALL_GOTO(qp_h5_attr_i64(budget, where, "overhead_predicted_bytes", 1, &overhead), done);
   QP_CALL_GOTO(qp_h5_attr_i64(budget, where, "baseline_rss_shared_bytes", 0, &shared), done);
-  int64_t lib[4] = {0, 0, 0, 0}, best = 0;
-  for (int k = 0; k < 4; ++k) {
-    int64_t peak = 0;
-    QP_CALL_GOTO(qp_sacct_stage_peak(budget, where, order[k], &peak, &lib[k]), done);
-    if (peak + lib[k] + overhead > best) best = peak + lib[k] + overhead;
-  }
+  int64_t peak[4], lib[4], best = 0;
+  qp_sacct_stage_peaks(set, order, peak, lib);
+  for (int k = 0; k < 4; ++k)
+    if (peak[k] + overhead > best) best = peak[k] + overhead;
   out->shared = gather_anon && shared > 0 ? shared : 0;
   out->shared_known = shared >= 0;
   out->rank = best - out->shared;
@@ -304,10 +276,11 @@ static qp_err qp_sacct_predict(const char *path, int gather_anon, qp_sacct_predi
   QP_CHECK_GOTO(v, QP_ERR_NOMEM, done, "%s", where);
   double *rank_shared = v + count;
   int found = 0;
-  QP_CALL_GOTO(qp_sacct_rank_field(ranks, where, "predicted_peak_bytes", v, count, &found), done);
-  QP_CHECK_GOTO(found, QP_ERR_INPUT, done, "%s: no predicted_peak_bytes", where);
-  QP_CALL_GOTO(qp_sacct_rank_field(ranks, where, "baseline_rss_shared_bytes", rank_shared,
-                                   (hsize_t)nr, &found),
+  QP_CALL_GOTO(qp_rank_field_read(ranks, where, "predicted_peak_bytes", v, (long long)count,
+                                  QP_ERR_INPUT, NULL),
+               done);
+  QP_CALL_GOTO(qp_rank_field_read(ranks, where, "baseline_rss_shared_bytes", rank_shared, nr,
+                                  QP_OK, &found),
                done);
   out->shared_known = found;
   /* Per node: the ranks' peaks less their shared pages, plus the largest rank's shared pages
@@ -406,7 +379,7 @@ qp_err qp_validate_sacct(const qp_sacct_request *req, FILE *out, int *n_failed) 
   const int anon = !req->gather_linux;
   QP_CALL(qp_sacct_read(req->sacct, &acct));
   if (req->cgroup) QP_CALL(qp_cgroup_peak_read(req->cgroup, &cg));
-  QP_CALL(qp_sacct_predict(req->results, anon, &pred));
+  QP_CALL(qp_sacct_predict(req->results, req->set, anon, &pred));
   *n_failed = qp_sacct_print(out, &acct, req->cgroup, cg, &pred, anon, req->tolerance);
   QP_CHECK(acct.n_numeric, QP_ERR_INPUT,
            "%s: job %s has no srun step (%s.0, ...): the MaxRSS of qmlpipe's ranks is in its "

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "qp_error.h"
+#include "validate_set.h"
 
 typedef struct qp_sacct_request {
   const char *results; /* the results file the job wrote */
@@ -15,6 +16,7 @@ typedef struct qp_sacct_request {
   const char *cgroup;  /* --cgroup-peak: bytes, or a file of "job step bytes" lines; or NULL */
   int gather_linux;    /* MaxRSS from jobacct_gather/linux (the tasks' RSS); 0: .../cgroup */
   double tolerance;
+  const qp_val_set *set; /* what validate read of `results` (its file 0): the stages' peaks */
 } qp_sacct_request;
 
 /** Prints the job table to `out`; *n_failed counts the comparisons beyond the tolerance (an

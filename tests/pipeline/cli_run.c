@@ -14,13 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "clock.h"
 
-double qp_cli_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+extern char **environ;
 
 char *qp_cli_slurp(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -59,7 +55,7 @@ void qp_cli_run(const char *program, const char *tag, const char *const *args,
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path,
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;
-  double t0 = qp_cli_now();
+  double t0 = qp_clock_seconds();
   int rc = posix_spawn(&pid, program, &actions, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
@@ -69,7 +65,7 @@ void qp_cli_run(const char *program, const char *tag, const char *const *args,
     int wstatus = 0;
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
       continue;
-    r->seconds = qp_cli_now() - t0;
+    r->seconds = qp_clock_seconds() - t0;
     if (WIFEXITED(wstatus)) {
       r->exited = 1;
       r->status = WEXITSTATUS(wstatus);

@@ -25,7 +25,4 @@ int qp_cli_setup(int argc, char **argv, const char *test_name, const char *work_
                  char *program);
 /** Removes the files of a directory (not recursive). */
 void qp_cli_remove_files(const char *dir);
-/** Monotonic seconds. */
-double qp_cli_now(void);
-
 #endif

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cli_run.h"
+#include "clock.h"
 #include "cls_text.h"
 #include "fits_map.h"
 #include "pixel_matrices.h"
@@ -263,7 +264,7 @@ int main(int argc, char **argv) {
   }
   int rc = qp_cli_setup(argc, argv, "test_highell_routes", "highell_routes", program);
   if (rc != 0) return rc;
-  const double t0 = qp_cli_now();
+  const double t0 = qp_clock_seconds();
   qp_cls cls;
   memset(&cls, 0, sizeof cls);
   TEST_OK(qp_cls_read(cls_path, &cls));
@@ -290,7 +291,7 @@ int main(int argc, char **argv) {
   }
   qp_cls_free(&cls);
   free(pixels);
-  printf("maps and mask written in %.1f s\n", qp_cli_now() - t0);
+  printf("maps and mask written in %.1f s\n", qp_clock_seconds() - t0);
   if (inputs_failed) return TEST_RETURN();
 
   results r[N_ROUTES];
@@ -342,7 +343,7 @@ int main(int argc, char **argv) {
     if (have[0] && have[k]) compare(&r[0], &r[k], route_names[k]);
   for (int k = 0; k < N_ROUTES; ++k)
     if (have[k]) free_results(&r[k]);
-  printf("total %.1f s\n", qp_cli_now() - t0);
+  printf("total %.1f s\n", qp_clock_seconds() - t0);
   if (qp_test_failures == 0) qp_cli_remove_files("."); /* ~17 MB of maps and results */
   return TEST_RETURN();
 }

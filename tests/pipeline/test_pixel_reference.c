@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "cls_text.h"
 #include "pixel_matrices.h"
 #include "test_util.h"
@@ -34,12 +35,6 @@ typedef struct reference {
   int64_t *j, *i; /* RING pixels: column j, row i of each pair */
   double *values; /* n_pairs x N_VALUES: per matrix, M[X_i, Y_j] for XY in xy_names */
 } reference;
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Reads a file of tools/make_pixel_reference.py; 0 on success. */
 static int read_reference(const char *path, reference *r) {
@@ -110,7 +105,7 @@ static int64_t position_of(const int64_t *sorted, int64_t n, int64_t pixel) {
 }
 
 static void run_reference(const reference *r, const qp_cls *cls) {
-  const double t0 = now();
+  const double t0 = qp_clock_seconds();
   /* The observed pixels: the union of every j and i, ascending RING index. */
   int64_t *pixels = malloc((size_t)(2 * r->n_pairs) * sizeof *pixels), n_obs = 0;
   for (int64_t k = 0; k < r->n_pairs; ++k) {
@@ -155,9 +150,9 @@ static void run_reference(const reference *r, const qp_cls *cls) {
 
   const int64_t n = p.n_pix;
   double *m = calloc((size_t)(N_MATRICES * n * n), sizeof(double)); /* S, then P_TT..P_EB */
-  const double t1 = now();
+  const double t1 = qp_clock_seconds();
   qp_pixel_matrices_build(&p, m, 0, 6, m + n * n, (size_t)(n * n));
-  const double t_build = now() - t1;
+  const double t_build = qp_clock_seconds() - t1;
 
   double *mine = malloc((size_t)(9 * r->n_pairs) * sizeof(double));
   double *ref = malloc((size_t)(9 * r->n_pairs) * sizeof(double));
@@ -197,7 +192,7 @@ static void run_reference(const reference *r, const qp_cls *cls) {
   printf("nside %3lld: %lld pixels (n_pix %lld), %lld pairs x 9 entries per matrix; build "
          "%.2f s, all %.2f s\n",
          (long long)r->nside, (long long)n_obs, (long long)n, (long long)r->n_pairs, t_build,
-         now() - t0);
+         qp_clock_seconds() - t0);
   free(mine);
   free(ref);
   free(m);

@@ -1,0 +1,60 @@
+/* checkpoint_file.c: the layout of a checkpoint file (checkpoint_file.h). */
+#include "checkpoint_file.h"
+
+#include <stdio.h>
+
+#include "comm.h"
+#include "terms.h"
+
+/* In restore order: smw_lu before its pivots (their count follows its layout), N before
+ * noise_factor (a view of it when N is dense). */
+const qp_ck_slot qp_ck_slots[QP_CK_SLOTS] = {
+    {"observed", QP_TERM_OBSERVED_INDEX, QP_CK_I64, offsetof(qp_problem, observed)},
+    {"vectors", QP_TERM_PIXEL_VECTORS, QP_CK_F64, offsetof(qp_problem, vectors)},
+    {"maps", QP_TERM_MAPS, QP_CK_F64, offsetof(qp_problem, maps)},
+    {"noise_variance", QP_TERM_NOISE_VARIANCE, QP_CK_F64, offsetof(qp_problem, noise_variance)},
+    {"noise", QP_TERM_NOISE, QP_CK_MATRIX, offsetof(qp_problem, noise)},
+    {"covariance", QP_TERM_COVARIANCE, QP_CK_MATRIX, offsetof(qp_problem, cov)},
+    {"noise_factor", QP_TERM_NOISE_EFF, QP_CK_MATRIX, offsetof(qp_problem, noise_factor)},
+    {"vt", QP_TERM_V, QP_CK_MATRIX, offsetof(qp_problem, vt)},
+    {"kernel", QP_TERM_KERNEL, QP_CK_MATRIX, offsetof(qp_problem, kernel)},
+    {"smw_lu", QP_TERM_SMW_LU, QP_CK_MATRIX, offsetof(qp_problem, smw_lu)},
+    {"pivots", QP_TERM_PIVOTS, QP_CK_INT, offsetof(qp_problem, pivots)},
+    {"mode_maps", QP_TERM_MODE_MAPS, QP_CK_MATRIX, offsetof(qp_problem, mode_maps)},
+    {"fisher", QP_TERM_FISHER, QP_CK_F64, offsetof(qp_problem, fisher)},
+    {"noise_bias", QP_TERM_NOISE_BIAS, QP_CK_F64, offsetof(qp_problem, noise_bias)},
+};
+
+void *qp_ck_field(const qp_problem *p, const qp_ck_slot *s) { return (char *)p + s->offset; }
+
+int64_t qp_ck_count(const qp_problem *p, const qp_ck_slot *s) {
+  if (s->offset == offsetof(qp_problem, observed)) return p->n_observed;
+  if (s->offset == offsetof(qp_problem, vectors)) return 3 * p->n_observed;
+  if (s->offset == offsetof(qp_problem, maps)) return p->n_pix * p->n_maps;
+  if (s->offset == offsetof(qp_problem, noise_variance)) return p->n_pix;
+  if (s->offset == offsetof(qp_problem, pivots)) return qp_linalg_pivot_count(&p->smw_lu);
+  if (s->offset == offsetof(qp_problem, fisher)) return (int64_t)p->n_params * p->n_params;
+  return p->n_params; /* noise_bias */
+}
+
+hid_t qp_ck_h5_type(qp_ck_type t) {
+  return t == QP_CK_I64 ? H5T_NATIVE_INT64 : t == QP_CK_INT ? H5T_NATIVE_INT : H5T_NATIVE_DOUBLE;
+}
+
+size_t qp_ck_elem(qp_ck_type t) {
+  return t == QP_CK_I64 ? sizeof(int64_t) : t == QP_CK_INT ? sizeof(int) : sizeof(double);
+}
+
+void qp_ck_path(const qp_checkpoint *ck, qp_stage_id id, char *out, size_t size) {
+  snprintf(out, size, "%s/stage-%s.rank%d.h5", ck->dir, qp_stage_name(id), qp_comm_rank());
+}
+
+void qp_ck_grid(const qp_problem *p, int64_t g[4]) {
+  const qp_grid *grid = p->ops && p->ops->distributed ? qp_grid_current() : NULL;
+  g[0] = qp_comm_size();
+  g[1] = grid ? grid->nprow : 1;
+  g[2] = grid ? grid->npcol : 1;
+  g[3] = grid ? grid->block : 0;
+}
+
+const char *const qp_ck_grid_names[4] = {"n_ranks", "grid_rows", "grid_cols", "block"};

@@ -1,0 +1,160 @@
+/* checkpoint_read.c: a checkpoint file checked against this run, and the state read back from
+ * it (checkpoint.h, checkpoint_file.h). HDF5's own printing is off while a file is read: its
+ * failures come back as one message naming the file and dataset. */
+#include <hdf5.h>
+#include <hdf5_hl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint_file.h"
+#include "checkpoint_inputs.h"
+#include "h5_attr.h"
+#include "h5_error.h"
+#include "terms.h"
+
+/* An attribute written as int64 (h5_attr.h) taken back as the uint64 it holds: read as int64,
+ * since HDF5 would clamp a negative int64 to 0 when converting to an unsigned type. */
+static qp_err qp_ck_attr_u64(hid_t obj, const char *where, const char *name, uint64_t *v) {
+  int64_t x = 0;
+  QP_CALL(qp_h5_attr_i64(obj, where, name, 1, &x));
+  *v = (uint64_t)x;
+  return QP_OK;
+}
+
+/* The inputs the file records ("<hash> <bytes> <path>\n" lines), into *text (malloc'd). */
+static qp_err qp_ck_read_inputs(hid_t file, const char *path, char **text) {
+  /* H5LT writes one extent per dimension the file has: room for any, dims[0] used (the
+   * element count check of qp_h5_read_array refuses a dataset of another shape). */
+  hsize_t dims[H5S_MAX_RANK] = {0};
+  if (H5LTget_dataset_info(file, "inputs", dims, NULL, NULL) < 0)
+    QP_H5_FAIL(QP_ERR_IO, "%s: dataset 'inputs'", path);
+  *text = calloc((size_t)dims[0] + 1, 1);
+  QP_CHECK(*text, QP_ERR_NOMEM, "no memory for checkpoint '%s'", path);
+  QP_CALL(qp_h5_read_array(file, path, "inputs", H5T_NATIVE_CHAR, *text, (int64_t)dims[0]));
+  return QP_OK;
+}
+
+qp_err qp_ck_check_header(const qp_checkpoint *ck, const qp_problem *p, qp_stage_id id,
+                          const char *path) {
+  qp_err err = QP_OK;
+  char text[256];
+  char *inputs = NULL;
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
+  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  QP_H5_GOTO(file, done,
+             "checkpoint '%s' cannot be read (truncated or damaged?); remove it to resume from "
+             "the stage before, or remove '%s' to start again",
+             path, ck->dir);
+  QP_CALL_GOTO(qp_h5_attr_string(file, path, "format", text, sizeof text), done);
+  QP_CHECK_GOTO(strcmp(text, QP_CHECKPOINT_FORMAT) == 0, QP_ERR_IO, done,
+                "'%s' is not a qmlpipe checkpoint (format '%s', expected '%s')", path, text,
+                QP_CHECKPOINT_FORMAT);
+  QP_CALL_GOTO(qp_h5_attr_string(file, path, "stage", text, sizeof text), done);
+  QP_CHECK_GOTO(strcmp(text, qp_stage_name(id)) == 0, QP_ERR_IO, done,
+                "checkpoint '%s' holds stage '%s'", path, text);
+  int64_t g[4], then[4];
+  qp_ck_grid(p, g);
+  for (int i = 0; i < 4; ++i)
+    QP_CALL_GOTO(qp_h5_attr_i64(file, path, qp_ck_grid_names[i], 1, &then[i]), done);
+  QP_CHECK_GOTO(memcmp(g, then, sizeof g) == 0, QP_ERR_INPUT, done,
+                "checkpoint '%s' was written by %lld rank(s) on a %lld x %lld grid, block %lld; "
+                "this run has %lld on %lld x %lld, block %lld: resume with the same ranks and "
+                "grid, or remove '%s' to start again",
+                path, (long long)then[0], (long long)then[1], (long long)then[2],
+                (long long)then[3], (long long)g[0], (long long)g[1], (long long)g[2],
+                (long long)g[3], ck->dir);
+  QP_CALL_GOTO(qp_ck_read_inputs(file, path, &inputs), done);
+  QP_CALL_GOTO(qp_checkpoint_compare_inputs(path, inputs, ck->inputs, ck->dir), done);
+  /* The route: a run that left SMW inside covariance_setup (qp_plan_reroute_smw) resumes
+   * on another route than its plan's; not supported. */
+  int64_t route[2];
+  QP_CALL_GOTO(qp_h5_attr_i64(file, path, "path_used", 1, &route[0]), done);
+  QP_CALL_GOTO(qp_h5_attr_i64(file, path, "smw", 1, &route[1]), done);
+  QP_CHECK_GOTO(route[0] == p->path_used && route[1] == p->smw, QP_ERR_UNSUPPORTED, done,
+                "checkpoint '%s' continues another route than this run's plan (the run left SMW "
+                "after reading the noise): resuming it is not supported; remove '%s'",
+                path, ck->dir);
+done:
+  free(inputs);
+  if (file >= 0) H5Fclose(file);
+  qp_h5_quiet_end(&quiet);
+  return err;
+}
+
+/* One slot from the file into a newly allocated buffer of its term. */
+static qp_err qp_ck_restore_slot(hid_t file, const char *where, qp_problem *p,
+                                 const qp_ck_slot *s) {
+  qp_err err = QP_OK;
+  hid_t dset = -1;
+  int64_t count = 0, rows = 0, cols = 0;
+  uint64_t hash = 0;
+  QP_H5_GOTO(dset = H5Dopen2(file, s->name, H5P_DEFAULT), done, "%s: dataset '%s'", where,
+             s->name);
+  QP_CALL_GOTO(qp_ck_attr_u64(dset, where, "hash", &hash), done);
+  void *data = NULL;
+  if (s->type == QP_CK_MATRIX) {
+    qp_matrix *m = qp_ck_field(p, s);
+    QP_CALL_GOTO(qp_h5_attr_i64(dset, where, "rows", 1, &rows), done);
+    QP_CALL_GOTO(qp_h5_attr_i64(dset, where, "cols", 1, &cols), done);
+    QP_CALL_GOTO(qp_matrix_create(p->ops, s->term, QP_TERM_PERSISTENT, rows, cols, m), done);
+    data = m->data;
+    count = qp_matrix_local_size(m);
+  } else {
+    count = qp_ck_count(p, s);
+    QP_CALL_GOTO(qp_budget_alloc_array(s->term, QP_TERM_PERSISTENT, (size_t)count,
+                                       qp_ck_elem(s->type), (void **)qp_ck_field(p, s)),
+                 done);
+    data = *(void **)qp_ck_field(p, s);
+  }
+  H5Dclose(dset);
+  dset = -1;
+  QP_CALL_GOTO(qp_h5_read_array(file, where, s->name, qp_ck_h5_type(s->type), data, count), done);
+  const uint64_t got = qp_hash_bytes(QP_HASH_BASIS, data, (size_t)count * qp_ck_elem(s->type));
+  QP_CHECK_GOTO(got == hash, QP_ERR_IO, done,
+                "checkpoint '%s' is damaged: dataset '%s' does not have the hash it was written "
+                "with (%016llx, read %016llx); remove the file to resume from the stage before",
+                where, s->name, (unsigned long long)hash, (unsigned long long)got);
+done:
+  if (dset >= 0) H5Dclose(dset);
+  return err;
+}
+
+static qp_err qp_ck_restore_file(qp_problem *p, const char *path) {
+  qp_err err = QP_OK;
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
+  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  QP_H5_GOTO(file, done, "checkpoint '%s' cannot be read", path);
+  QP_CALL_GOTO(qp_h5_attr_string(file, path, "path_reason", p->path_reason,
+                                  sizeof p->path_reason),
+               done);
+  QP_CALL_GOTO(qp_h5_attr_string(file, path, "smw_refused", p->smw_refused,
+                                  sizeof p->smw_refused),
+               done);
+  QP_CALL_GOTO(qp_h5_read_array(file, path, "rcond", H5T_NATIVE_DOUBLE, p->rcond, QP_RCOND_COUNT),
+               done);
+  int64_t view = 0;
+  QP_CALL_GOTO(qp_h5_attr_i64(file, path, "noise_factor_is_noise", 1, &view), done);
+  for (int i = 0; i < QP_CK_SLOTS; ++i) {
+    const htri_t has = H5Lexists(file, qp_ck_slots[i].name, H5P_DEFAULT);
+    QP_H5_GOTO(has, done, "%s: dataset '%s'", path, qp_ck_slots[i].name);
+    if (has) QP_CALL_GOTO(qp_ck_restore_slot(file, path, p, &qp_ck_slots[i]), done);
+  }
+  if (view)
+    QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_NOISE, p->noise.data, p->n_pix, p->n_pix, p->n_pix,
+                                &p->noise_factor),
+                 done);
+done:
+  if (file >= 0) H5Fclose(file);
+  qp_h5_quiet_end(&quiet);
+  return err;
+}
+
+qp_err qp_checkpoint_restore(const qp_checkpoint *ck, qp_problem *p, qp_stage_id id) {
+  if ((int)id != ck->resume_after) return QP_OK; /* an earlier stage: nothing of its own */
+  char path[QP_CK_PATH_MAX];
+  qp_ck_path(ck, id, path, sizeof path);
+  QP_CALL(qp_ck_restore_file(p, path));
+  return QP_OK;
+}
