@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm.h"
 #include "grid.h"
@@ -158,7 +159,18 @@ static void qp_warm_up_widest(int64_t width) {
   qp_matrix_destroy(&b);
 }
 
+static double qp_warm_up_last_seconds = 0.0;
+
+static double qp_warm_up_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double qp_driver_warm_up_seconds(void) { return qp_warm_up_last_seconds; }
+
 void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) {
+  const double start = qp_warm_up_now();
   /* One run of each BLAS/LAPACK kernel the stages use: OpenBLAS touches its per-thread
    * buffers on first use, the more of them the larger the problem, and they belong to the
    * baseline, not to whichever stage comes first. Up to 2048, never larger than the problem,
@@ -278,4 +290,5 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
   qp_warm_up_stack();
   qp_h5_library_init();
   qp_meter_read(baseline);
+  qp_warm_up_last_seconds = qp_warm_up_now() - start;
 }

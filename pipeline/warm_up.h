@@ -19,5 +19,8 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline);
  *  measured with `qmlpipe calibrate --size` 16384 / 23808 / 40448 on 2 threads (+32, +61,
  *  +126 MiB); 0 when the panel is not wider than 16384 columns. */
 size_t qp_driver_warm_up_panel_bytes(int64_t width);
+/** Wall-clock seconds the last qp_driver_warm_up of this process took (0 before the first):
+ *  the accounting's own cost, printed by `qmlpipe run` and read by qmlpipe-bench. */
+double qp_driver_warm_up_seconds(void);
 
 #endif
