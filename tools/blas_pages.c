@@ -8,8 +8,8 @@
  * once (gemm syrk potrf pocon trtri trmm_l trmm_r trsm_l trsm_r getrf getrs potri) and prints
  * what the call added: anonymous KiB (OpenBLAS's buffers: it keeps them mapped for good),
  * file-backed KiB (library code paged in) and seconds. With --warm S W it first runs a thin
- * warm-up: every routine once at order S, then panels GEMM_Q = 256 rows by W columns per
- * thread, and reports what the routine adds after it (0 = the warm-up covered it).
+ * warm-up: every routine once at order S, then panels GEMM_Q = 256 rows by W + 512 columns
+ * per thread, and reports what the routine adds after it (0 = the warm-up covered it).
  * Thread count from OPENBLAS_NUM_THREADS, one process per figure (the buffers persist). */
 #include <cblas.h>
 #include <lapacke.h>
@@ -88,19 +88,19 @@ static int call(const char *routine, operands *o) {
     LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', n, o->a, n, 2.0, &rcond);
   } else if (strcmp(routine, "trtri") == 0)
     LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, 'L', 'N', n, o->a, n);
-  else if (strcmp(routine, "trmm_l") == 0)
-    cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, n, n, 1.0,
-                o->a, n, o->b, n);
-  else if (strcmp(routine, "trmm_r") == 0)
-    cblas_dtrmm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, n, n, 1.0,
-                o->a, n, o->b, n);
-  else if (strcmp(routine, "trsm_l") == 0)
-    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, n, n, 1.0,
-                o->a, n, o->b, n);
-  else if (strcmp(routine, "trsm_r") == 0)
-    cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, n, n, 1.0,
-                o->a, n, o->b, n);
-  else if (strcmp(routine, "getrf") == 0)
+  else if ((strncmp(routine, "trmm_", 5) == 0 || strncmp(routine, "trsm_", 5) == 0) &&
+           (routine[5] == 'l' || routine[5] == 'r') && routine[6] == '\0') {
+    /* L B from the left, B L^T from the right, as the stages call them */
+    const int left = routine[5] == 'l';
+    const CBLAS_SIDE side = left ? CblasLeft : CblasRight;
+    const CBLAS_TRANSPOSE trans = left ? CblasNoTrans : CblasTrans;
+    if (routine[2] == 'm')
+      cblas_dtrmm(CblasColMajor, side, CblasLower, trans, CblasNonUnit, n, n, 1.0, o->a, n, o->b,
+                  n);
+    else
+      cblas_dtrsm(CblasColMajor, side, CblasLower, trans, CblasNonUnit, n, n, 1.0, o->a, n, o->b,
+                  n);
+  } else if (strcmp(routine, "getrf") == 0)
     LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, o->c, n, o->piv);
   else if (strcmp(routine, "getrs") == 0) {
     LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, o->c, n, o->piv);
@@ -113,7 +113,7 @@ static int call(const char *routine, operands *o) {
 }
 
 /* The thin warm-up measured here: each routine at order s, then a 256 x 256 triangle times a
- * 256 x (threads x w) panel from the left (each thread packs 256 x w of it) and a
+ * 256 x (threads x (w + 512)) panel from the left (each thread packs 256 x w of it) and a
  * (512 threads) x 256 by 256 x 256 gemm (each thread packs a 512 x 256 block of A). */
 static void warm(int s, int w) {
   static const char *all[] = {"gemm",   "syrk",   "potrf", "pocon", "trtri", "trmm_l",
@@ -125,7 +125,7 @@ static void warm(int s, int w) {
   }
   const int t = openblas_get_num_threads(), k = 256;
   const int m = 512 * t;
-  const size_t cols = (size_t)t * (size_t)w;
+  const size_t cols = (size_t)t * ((size_t)w + 512); /* potrf's panel starts 512 columns in */
   double *l = calloc((size_t)k * k, sizeof(double));
   double *p = calloc((size_t)k * cols, sizeof(double));
   double *a = calloc((size_t)m * k, sizeof(double)), *c = calloc((size_t)m * k, sizeof(double));

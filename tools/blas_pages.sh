@@ -13,7 +13,7 @@ bin=$(mktemp "${TMPDIR:-/tmp}/blas_pages.XXXXXX")
 trap 'rm -f "$bin"' EXIT
 cc -O2 -Wall -Wextra -o "$bin" "$repo/tools/blas_pages.c" -lopenblas -llapacke
 echo "KiB added by one call (anon = OpenBLAS's buffers, file = library code); warm = after the"
-echo "thin warm-up (each routine at order $order, panels 256 x n per thread)"
+echo "thin warm-up (each routine at order $order, panels 256 x (n + 512) per thread)"
 printf '%-7s %6s %7s %10s %10s %10s %10s %8s\n' routine n threads cold_anon cold_file \
   warm_anon warm_file warm_s
 for threads in 1 2; do
