@@ -35,18 +35,18 @@ static void qp_warm_up_distributed(int64_t n_pix) {
   /* Every rank runs the collectives below or none does: a rank that skipped them alone
    * (an allocation refused here) would leave the others waiting in pdpotrf, or pair their
    * messages with its stages' (issue 12). */
-  const int ready =
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &a) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, n, &t) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &c) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b2) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &tall) == QP_OK &&
-      (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots));
+  const int ready = qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &a) == QP_OK &&
+                    qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b) == QP_OK &&
+                    qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, n, &t) == QP_OK &&
+                    qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &c) == QP_OK &&
+                    qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b2) == QP_OK &&
+                    qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &tall) == QP_OK &&
+                    (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots));
   if (qp_comm_agree(ready ? QP_OK : QP_ERR_NOMEM) == QP_OK) {
     qp_matrix_set_identity(&a, 2.0);
     qp_matrix_set_identity(&c, 3.0);
-    for (int64_t i = 0; i < qp_matrix_local_size(&b); ++i) b.data[i] = 1.0 / (double)(1 + i % 7);
+    for (int64_t i = 0; i < qp_matrix_local_size(&b); ++i)
+      b.data[i] = 1.0 / (double)(1 + i % 7);
     (void)qp_linalg_potrf(&a);
     (void)qp_linalg_trtri(&a);
     (void)qp_linalg_trsm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
@@ -70,8 +70,7 @@ static void qp_warm_up_distributed(int64_t n_pix) {
      * full-size one. Capped at 4096 (~1 s): above it the rest is < 1% of a rank's C. */
     qp_matrix big = {0};
     const int64_t m = n < 4096 ? n : 4096;
-    if (qp_comm_agree(qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, m, &big)) ==
-        QP_OK) {
+    if (qp_comm_agree(qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, m, &big)) == QP_OK) {
       qp_matrix_set_identity(&big, 2.0);
       (void)qp_linalg_potrf(&big);
       (void)qp_linalg_trtri(&big);
@@ -128,11 +127,13 @@ static __attribute__((noinline)) void qp_warm_up_stack(void) {
  * touched on first use and kept, and which ones a call touches depends on its width, not on
  * its work (tools/blas_pages.sh, docs/memory-model.md "The warm-up"): a left trmm or a gemm
  * splits the columns among the threads, a right trmm or trsm gives each thread the whole
- * width, and potrf's panel starts 512 columns into B's part (on 1 thread a potrf of n touched
- * 512 KiB beyond a panel n wide). So thin panels touch what full-size work would: a 256 x 256
- * triangle times a 256 x (threads x (width + 512)) panel from the left gives each thread
- * width + 512 columns, and a (512 threads) x 256 by 256 x 256 gemm A's block in every thread.
- * Beyond GEMM_R a call loops on the same columns: the width is capped at 65536. */
+ * width, and the single-threaded potrf packs its trailing panel 512 columns into B's part (on
+ * 1 thread a potrf of n touched 512 KiB beyond a panel n wide; on 2 threads potrf splits its
+ * updates among them and touched nothing beyond). So thin panels touch what full-size work
+ * would: a 256 x 256 triangle times a 256 x (threads x width) panel from the left gives each
+ * thread `width` columns (+ 512 on one thread), and a (512 threads) x 256 by 256 x 256 gemm
+ * A's block in every thread. Beyond GEMM_R a call loops on the same columns: the width is
+ * capped at 65536. */
 /* The order of the kernels' one run each (~0.2 GFLOP in all): every kernel's code is paged in
  * at 256 as at 2048 (tools/blas_pages.sh). At 512 the same kernels took 2 s on this 2-core VM
  * under a load of 10, 0.1 s at 256: OpenBLAS's threaded LAPACK synchronises its threads once
@@ -143,7 +144,8 @@ enum { QP_PANEL_ROWS = 256, QP_PANEL_MARGIN = 512, QP_PACK_ROWS = 512, QP_WIDEST
 
 static int64_t qp_warm_up_panel_columns(int64_t width) {
   const int64_t w = width < QP_WIDEST_MAX ? width : QP_WIDEST_MAX;
-  return (int64_t)omp_get_max_threads() * (w + QP_PANEL_MARGIN);
+  const int threads = omp_get_max_threads();
+  return (int64_t)threads * (w + (threads == 1 ? QP_PANEL_MARGIN : 0));
 }
 
 size_t qp_driver_warm_up_panel_bytes(int64_t width) {
@@ -268,7 +270,8 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
 #pragma omp parallel
   {
     volatile char stack_touch[1 << 16];
-    for (size_t i = 0; i < sizeof stack_touch; i += 4096) stack_touch[i] = 0;
+    for (size_t i = 0; i < sizeof stack_touch; i += 4096)
+      stack_touch[i] = 0;
     /* 128 KiB: any block below the mmap threshold fits (larger ones are mapped and given
      * back at free, never left behind); the V build's row of basis values is 67 KiB at
      * lmax 40. */

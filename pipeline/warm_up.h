@@ -11,15 +11,15 @@
  *  columns (n_pix, or n_modes on the SMW route with a diagonal noise), so that its buffers
  *  exist before any stage is measured; also the threads' heaps and stacks (driver.c). Returns
  *  the meter sample taken after it. Thin by design (warm_up.c): each kernel once at order
- *  min(n_pix, 256), then panels 256 rows by threads x (width + 512) columns (width capped at
- *  65536), which touch the same buffer pages as full-size work would. Transient memory: three
- *  256 x 256 matrices and the panels (2 KiB per column and thread), all tracked as term
- *  "warm_up" and freed before it returns. */
+ *  min(n_pix, 256), then panels 256 rows by threads x width columns (width capped at 65536;
+ *  + 512 on one thread), which touch the same buffer pages as full-size work would. Transient
+ * memory: three 256 x 256 matrices and the panels (2 KiB per column and thread), all tracked as
+ * term "warm_up" and freed before it returns. */
 void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline);
 /** What the warm-up's panels leave resident in OpenBLAS's buffers, in bytes, for a run whose
  *  widest call is `width` columns: per thread, A's packed 512 x 256 block (1 MiB) and 2 KiB
- *  per column of min(width, 65536) + 512 (GEMM_Q = 256 doubles). The model's overhead adds it
- *  (planner.c). */
+ *  per column of min(width, 65536) (+ 512 on one thread; GEMM_Q = 256 doubles). The model's
+ * overhead adds it (planner.c). */
 size_t qp_driver_warm_up_panel_bytes(int64_t width);
 /** Wall-clock seconds the last qp_driver_warm_up of this process took (0 before the first):
  *  the accounting's own cost, printed by `qmlpipe run` and read by qmlpipe-bench. */

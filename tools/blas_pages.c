@@ -116,7 +116,7 @@ static int call(const char *routine, operands *o) {
  * 256 x (threads x (w + 512)) panel from the left (each thread packs 256 x w of it) and a
  * (512 threads) x 256 by 256 x 256 gemm (each thread packs a 512 x 256 block of A). */
 static void warm(int s, int w) {
-  static const char *all[] = {"gemm",   "syrk",   "potrf", "pocon", "trtri", "trmm_l",
+  static const char *all[] = {"gemm",   "syrk",   "potrf",  "pocon", "trtri", "trmm_l",
                               "trmm_r", "trsm_l", "trsm_r", "getrf", "getrs", "potri"};
   for (size_t r = 0; r < sizeof all / sizeof *all; ++r) {
     operands o;
@@ -130,9 +130,10 @@ static void warm(int s, int w) {
   double *p = calloc((size_t)k * cols, sizeof(double));
   double *a = calloc((size_t)m * k, sizeof(double)), *c = calloc((size_t)m * k, sizeof(double));
   if (l && p && a && c) {
-    for (int i = 0; i < k; ++i) l[(size_t)i * k + i] = 1.0;
-    cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, k, (int)cols,
-                1.0, l, k, p, k);
+    for (int i = 0; i < k; ++i)
+      l[(size_t)i * k + i] = 1.0;
+    cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, k, (int)cols, 1.0,
+                l, k, p, k);
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, k, k, 1.0, a, m, l, k, 0.0, c, m);
   }
   free(l);

@@ -84,15 +84,20 @@ static qp_err qp_bench_inputs(const char *dir, const qp_bench_problem *b) {
   char path[PATH_MAX];
   QP_CALL_GOTO(QP_ALLOC_DOUBLES("bench_sky", QP_TERM_TRANSIENT, n_sky * n_col * b->n_maps, &sky),
                done);
-  qp_sim_options sim = {.nside = b->nside, .ell_min = 2, .lmax = b->lmax, .noise_variance = 1.0,
-                        .n_maps = b->n_maps, .seed = 7};
+  qp_sim_options sim = {.nside = b->nside,
+                        .ell_min = 2,
+                        .lmax = b->lmax,
+                        .noise_variance = 1.0,
+                        .n_maps = b->n_maps,
+                        .seed = 7};
   qp_sim_pol pol = {.fields = b->fields, .noise_variance_pol = 1.0};
   QP_CALL_GOTO(qp_simulate_sky(&cls, &sim, &pol, sky), done);
   const char *name[] = {"TEMPERATURE", "Q_POLARISATION", "U_POLARISATION"};
   for (int k = 0; k < b->n_maps; ++k) {
     snprintf(path, sizeof path, "%.3900s/map_%04d.fits", dir, k);
     const double *col[3];
-    for (int c = 0; c < n_col; ++c) col[c] = sky + ((int64_t)k * n_col + c) * n_sky;
+    for (int c = 0; c < n_col; ++c)
+      col[c] = sky + ((int64_t)k * n_col + c) * n_sky;
     QP_CALL_GOTO(qp_fits_map_write(path, b->nside, n_col, name, col), done);
   }
   qp_simulate_galactic_mask(b->nside, b->cut, sky);
@@ -118,16 +123,18 @@ static qp_err qp_bench_config(const char *dir, const qp_bench_problem *b, const 
   const char *path = strcmp(route, "auto") == 0    ? "auto"
                      : strcmp(route, "pixel") == 0 ? "pixel_direct"
                                                    : "harmonic";
-  QP_CHECK(strcmp(route, "auto") == 0 || strcmp(route, "pixel") == 0 ||
-               strcmp(route, "smw") == 0 || strcmp(route, "projected") == 0,
+  QP_CHECK(strcmp(route, "auto") == 0 || strcmp(route, "pixel") == 0 || strcmp(route, "smw") == 0 ||
+               strcmp(route, "projected") == 0,
            QP_ERR_INPUT, "qmlpipe-bench: unknown route '%s' (auto, pixel, smw, projected)", route);
   snprintf(config, size, "%.3900s/config-%s.yaml", dir, route);
   FILE *f = fopen(config, "w");
   QP_CHECK(f, QP_ERR_IO, "cannot write '%s': %s", config, strerror(errno));
   fprintf(f, "maps: [");
-  for (int k = 0; k < b->n_maps; ++k) fprintf(f, "%smap_%04d.fits", k ? ", " : "", k);
-  fprintf(f, "]\nmask: mask.fits\nfields: %s\ncls: cls.txt\nnoise: %s\nspectra: %s\n"
-             "ell_min: 2\nlmax: %d\nbin_width: %d\npath: %s\n",
+  for (int k = 0; k < b->n_maps; ++k)
+    fprintf(f, "%smap_%04d.fits", k ? ", " : "", k);
+  fprintf(f,
+          "]\nmask: mask.fits\nfields: %s\ncls: cls.txt\nnoise: %s\nspectra: %s\n"
+          "ell_min: 2\nlmax: %d\nbin_width: %d\npath: %s\n",
           fields[b->fields], noise[b->fields], spectra[b->fields], b->lmax, b->bin_width, path);
   if (strcmp(path, "harmonic") == 0) fprintf(f, "harmonic_method: %s\n", route);
   fprintf(f, "backend: cpu\noutput: results-%s.h5\n", route);
@@ -158,8 +165,8 @@ static qp_err qp_bench_parse(const char *out, const char *err, qp_bench_run *run
         }
   }
   fclose(f);
-  QP_CHECK(stages == QP_STAGE_COUNT, QP_ERR_INTERNAL, "'%s' holds %d of the %d stages' lines",
-           out, stages, QP_STAGE_COUNT);
+  QP_CHECK(stages == QP_STAGE_COUNT, QP_ERR_INTERNAL, "'%s' holds %d of the %d stages' lines", out,
+           stages, QP_STAGE_COUNT);
   run->warm_up = -1;
   f = fopen(err, "r");
   QP_CHECK(f, QP_ERR_IO, "cannot read '%s'", err);
@@ -221,7 +228,8 @@ static qp_err qp_bench_floor_of(const char *config, const qp_bench_run *run, dou
 
 static void qp_bench_print_run(const qp_bench_run *r, int k, int repeat) {
   double stages = 0;
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) stages += r->stage_seconds[s];
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    stages += r->stage_seconds[s];
   char warm[32] = "not printed";
   if (r->warm_up >= 0) snprintf(warm, sizeof warm, "%.3f s", r->warm_up);
   printf("  run %d of %d: wall %.3f s, stages %.3f s, outside %.3f s (warm-up %s), baseline "
@@ -290,10 +298,9 @@ static int qp_bench_fields(const char *text, qp_fields *fields) {
 /* The problem a name stands for: a preset of issue 14, or `custom`; 0 when unknown. */
 static int qp_bench_find_problem(const char *name, const qp_bench_problem *custom,
                                  qp_bench_problem *b) {
-  static const qp_bench_problem presets[3] = {
-      {"t16", 16, 47, 1, 3, 20.0, QP_FIELDS_T},
-      {"qu16", 16, 47, 1, 1, 20.0, QP_FIELDS_QU},
-      {"t32", 32, 95, 1, 3, 20.0, QP_FIELDS_T}};
+  static const qp_bench_problem presets[3] = {{"t16", 16, 47, 1, 3, 20.0, QP_FIELDS_T},
+                                              {"qu16", 16, 47, 1, 1, 20.0, QP_FIELDS_QU},
+                                              {"t32", 32, 95, 1, 3, 20.0, QP_FIELDS_T}};
   for (int k = 0; k < 3; ++k)
     if (strcmp(name, presets[k].name) == 0) {
       *b = presets[k];
@@ -312,14 +319,19 @@ int main(int argc, char **argv) {
   qp_bench_problem custom = {"custom", 16, 47, 1, 1, 20.0, QP_FIELDS_T};
   const char *dir = "/tmp/qmlpipe-bench", *routes = "auto", *problems = "t16,qu16";
   const char *qmlpipe = NULL;
-  static const struct option options[] = {
-      {"nside", required_argument, NULL, 'n'},   {"cut", required_argument, NULL, 'c'},
-      {"lmax", required_argument, NULL, 'l'},    {"bin-width", required_argument, NULL, 'b'},
-      {"n-maps", required_argument, NULL, 'm'},  {"dgemm-n", required_argument, NULL, 'g'},
-      {"dir", required_argument, NULL, 'd'},     {"repeat", required_argument, NULL, 'r'},
-      {"routes", required_argument, NULL, 'R'},  {"fields", required_argument, NULL, 'f'},
-      {"problems", required_argument, NULL, 'P'}, {"qmlpipe", required_argument, NULL, 'q'},
-      {NULL, 0, NULL, 0}};
+  static const struct option options[] = {{"nside", required_argument, NULL, 'n'},
+                                          {"cut", required_argument, NULL, 'c'},
+                                          {"lmax", required_argument, NULL, 'l'},
+                                          {"bin-width", required_argument, NULL, 'b'},
+                                          {"n-maps", required_argument, NULL, 'm'},
+                                          {"dgemm-n", required_argument, NULL, 'g'},
+                                          {"dir", required_argument, NULL, 'd'},
+                                          {"repeat", required_argument, NULL, 'r'},
+                                          {"routes", required_argument, NULL, 'R'},
+                                          {"fields", required_argument, NULL, 'f'},
+                                          {"problems", required_argument, NULL, 'P'},
+                                          {"qmlpipe", required_argument, NULL, 'q'},
+                                          {NULL, 0, NULL, 0}};
   int ok = 1;
   for (int c; ok && (c = getopt_long(argc, argv, "", options, NULL)) != -1;) {
     switch (c) {
@@ -362,8 +374,8 @@ int main(int argc, char **argv) {
   double dgemm = 0;
   QP_CALL_GOTO(qp_dgemm_rate(dgemm_n, &dgemm, NULL), done);
   dgemm *= 1e-9; /* GFLOP/s */
-  printf("qmlpipe-bench: dgemm %d^3 %.2f GFLOP/s (best of 3, this process); %s\n", dgemm_n,
-         dgemm, qmlpipe);
+  printf("qmlpipe-bench: dgemm %d^3 %.2f GFLOP/s (best of 3, this process); %s\n", dgemm_n, dgemm,
+         qmlpipe);
   char plist[256], rlist[256];
   snprintf(plist, sizeof plist, "%s", problems);
   char *psave = NULL, *rsave = NULL;
@@ -374,9 +386,9 @@ int main(int argc, char **argv) {
     char pdir[PATH_MAX];
     snprintf(pdir, sizeof pdir, "%.3800s/%s", dir, b.name);
     QP_CALL_GOTO(qp_bench_inputs(pdir, &b), done);
-    printf("problem %s: %s, nside %d, |b| > %.0f deg, ell 2..%d, bin width %d, %d map(s)\n",
-           b.name, b.fields == QP_FIELDS_T ? "T" : (b.fields == QP_FIELDS_QU ? "QU" : "TQU"),
-           b.nside, b.cut, b.lmax, b.bin_width, b.n_maps);
+    printf("problem %s: %s, nside %d, |b| > %.0f deg, ell 2..%d, bin width %d, %d map(s)\n", b.name,
+           b.fields == QP_FIELDS_T ? "T" : (b.fields == QP_FIELDS_QU ? "QU" : "TQU"), b.nside,
+           b.cut, b.lmax, b.bin_width, b.n_maps);
     snprintf(rlist, sizeof rlist, "%s", routes);
     for (char *route = strtok_r(rlist, ",", &rsave); route; route = strtok_r(NULL, ",", &rsave))
       QP_CALL_GOTO(qp_bench_route(qmlpipe, pdir, &b, route, repeat, dgemm), done);
