@@ -153,6 +153,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   /* Under `ulimit -v`, room for OpenBLAS's buffers, whatever the planner was told. */
   QP_CALL_GOTO(qp_comm_agree(qp_blas_check_address_space()), fail);
   qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->model_dims.path), baseline);
+  if (p->progress) fprintf(stderr, "[qmlpipe] warm-up %.3f s\n", qp_driver_warm_up_seconds());
   /* Each run's report holds its own stages only. */
   qp_budget_reset();
   /* The memory timeline of this run only (budget/timeline.h), stopped before the writing. */

@@ -54,15 +54,13 @@ typedef struct qp_model_dims {
   int64_t n_lm;          /* harmonic: (lmax + 1)^2, the (l, m) of one padded field block */
 } qp_model_dims;
 
-/** The default overhead (bytes) when none was measured: the RSS of `qmlpipe run` at its
- *  baseline (BLAS kernels, OpenMP pool and the threads' heaps, the libraries' first use, HDF5,
- *  the memory timeline) on the project's 2-core Debian 12 machine (31.4 MiB, OpenBLAS 0.3.21
- *  with 2 threads), rounded up; see docs/memory-model.md. */
-#define QP_MODEL_DEFAULT_OVERHEAD ((size_t)32 << 20)
-/** The same for problems above n_pix 2048, whose warm-up also runs the BLAS kernels on wide
- *  panels (driver.c): 55.6-55.8 MiB there (`qmlpipe calibrate`, without inputs: 53.8), rounded
- *  up. */
-#define QP_MODEL_DEFAULT_OVERHEAD_LARGE ((size_t)57 << 20)
+/** The default overhead (bytes) when none was measured, less OpenBLAS's buffers: the RSS of
+ *  `qmlpipe run` at its baseline (BLAS and LAPACK code, OpenMP pool and the threads' heaps,
+ *  the libraries' first use, HDF5, the memory timeline) on the project's 2-core Debian 12
+ *  machine (OpenBLAS 0.3.21 with 2 threads), 23.5-23.6 MiB once the buffer pages the warm-up
+ *  touches (qp_driver_warm_up_panel_bytes, which the planner adds) are taken off, from n_pix
+ *  960 to 8064, rounded up; see docs/memory-model.md. */
+#define QP_MODEL_DEFAULT_OVERHEAD ((size_t)24 << 20)
 /** Added to the default overhead of a rank of a distributed run: Open MPI, BLACS and
  *  ScaLAPACK's code and buffers after the distributed warm-up (driver.c); 7.1-7.4 MiB measured
  *  per rank on 1-4 ranks here (docs/distributed.md), rounded up. */

@@ -50,13 +50,12 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
   dims.n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
   QP_CALL(qp_model_predict(&dims, model));
   if (dims_out) *dims_out = dims;
-  /* At most 2^56 from a calibration file (calibration.h); the built-in one is 57 MiB plus
-   * 2 KiB per column and thread up to 65536 columns, plus 8 MiB: far below. */
+  /* At most 2^56 from a calibration file (calibration.h); the built-in one is 24 MiB plus
+   * OpenBLAS's buffers as the warm-up leaves them (warm_up.h), at most 130 MiB a thread. */
   model->overhead_bytes =
-      p->calibration.builtin ? QP_MODEL_DEFAULT_OVERHEAD : p->calibration.overhead_bytes;
-  if (p->calibration.builtin && p->n_pix > 2048) /* the wide warm-up (driver.c) */
-    model->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD_LARGE +
-                            qp_driver_warm_up_panel_bytes(qp_plan_blas_width(p, path));
+      p->calibration.builtin
+          ? QP_MODEL_DEFAULT_OVERHEAD + qp_driver_warm_up_panel_bytes(qp_plan_blas_width(p, path))
+          : p->calibration.overhead_bytes;
   if (p->calibration.builtin && grid) model->overhead_bytes += QP_MODEL_DEFAULT_OVERHEAD_MPI;
   model->overhead_parts[0] = p->calibration.program_bytes;
   model->overhead_parts[1] = p->calibration.blas_bytes;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm.h"
 #include "grid.h"
@@ -34,18 +35,18 @@ static void qp_warm_up_distributed(int64_t n_pix) {
   /* Every rank runs the collectives below or none does: a rank that skipped them alone
    * (an allocation refused here) would leave the others waiting in pdpotrf, or pair their
    * messages with its stages' (issue 12). */
-  const int ready =
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &a) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, n, &t) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &c) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b2) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &tall) == QP_OK &&
-      (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots));
+  const int ready = qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &a) == QP_OK &&
+                    qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b) == QP_OK &&
+                    qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, n, &t) == QP_OK &&
+                    qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &c) == QP_OK &&
+                    qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &b2) == QP_OK &&
+                    qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &tall) == QP_OK &&
+                    (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots));
   if (qp_comm_agree(ready ? QP_OK : QP_ERR_NOMEM) == QP_OK) {
     qp_matrix_set_identity(&a, 2.0);
     qp_matrix_set_identity(&c, 3.0);
-    for (int64_t i = 0; i < qp_matrix_local_size(&b); ++i) b.data[i] = 1.0 / (double)(1 + i % 7);
+    for (int64_t i = 0; i < qp_matrix_local_size(&b); ++i)
+      b.data[i] = 1.0 / (double)(1 + i % 7);
     (void)qp_linalg_potrf(&a);
     (void)qp_linalg_trtri(&a);
     (void)qp_linalg_trsm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
@@ -69,8 +70,7 @@ static void qp_warm_up_distributed(int64_t n_pix) {
      * full-size one. Capped at 4096 (~1 s): above it the rest is < 1% of a rank's C. */
     qp_matrix big = {0};
     const int64_t m = n < 4096 ? n : 4096;
-    if (qp_comm_agree(qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, m, &big)) ==
-        QP_OK) {
+    if (qp_comm_agree(qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, m, &big)) == QP_OK) {
       qp_matrix_set_identity(&big, 2.0);
       (void)qp_linalg_potrf(&big);
       (void)qp_linalg_trtri(&big);
@@ -121,53 +121,81 @@ static __attribute__((noinline)) void qp_warm_up_stack(void) {
     stack_touch[i] = 0;
 }
 
-/* A trmm on a 256 x (threads x width) panel, once per process and width. OpenBLAS packs, in
- * each thread's buffer (128 MiB here), GEMM_Q = 256 rows by up to GEMM_R (~65k) columns of the
- * matrix it multiplies, and a trmm from the left splits the columns among the threads, one
- * from the right gives each thread the whole width: a call of width w touches ~2 KiB x w of
- * each thread's buffer. After the 16384-wide panels below, potrf, trtri, trmm and syrk of C
- * at n_pix 23808 and 40448 still touched 23-61 MiB inside the stages (sweep of
- * docs/memory-validation.md); after this panel at the run's width, potrf, trtri and a right
- * trmm at n = 20480 touch nothing more. The panel takes what the buffers then hold, at most
- * 128 MiB a thread (beyond GEMM_R a call loops on the same buffer). */
-enum { QP_WIDE_PANEL = 16384, QP_WIDEST_MAX = 65536 };
+/* OpenBLAS's buffers, one per thread (128 MiB of address space each here), hold what a
+ * level-3 call packs: A's GEMM_P x GEMM_Q block (512 x 256 doubles, 1 MiB) first, then
+ * GEMM_Q = 256 rows of B by up to GEMM_R (~65k) columns, 2 KiB per column. Their pages are
+ * touched on first use and kept, and which ones a call touches depends on its width, not on
+ * its work (tools/blas_pages.sh, docs/memory-model.md "The warm-up"): a left trmm or a gemm
+ * splits the columns among the threads, a right trmm or trsm gives each thread the whole
+ * width, and the single-threaded potrf packs its trailing panel 512 columns into B's part (on
+ * 1 thread a potrf of n touched 512 KiB beyond a panel n wide; on 2 threads potrf splits its
+ * updates among them and touched nothing beyond). So thin panels touch what full-size work
+ * would: a 256 x 256 triangle times a 256 x (threads x width) panel from the left gives each
+ * thread `width` columns (+ 512 on one thread), and a (512 threads) x 256 by 256 x 256 gemm
+ * A's block in every thread. Beyond GEMM_R a call loops on the same columns: the width is
+ * capped at 65536. */
+/* The order of the kernels' one run each (~0.2 GFLOP in all): every kernel's code is paged in
+ * at 256 as at 2048 (tools/blas_pages.sh). At 512 the same kernels took 2 s on this 2-core VM
+ * under a load of 10, 0.1 s at 256: OpenBLAS's threaded LAPACK synchronises its threads once
+ * per block, and a descheduled thread makes every synchronisation wait. */
+enum { QP_WARM_UP_ORDER = 256 };
 
-static int64_t qp_warm_up_widest_columns(int64_t width) {
-  return (int64_t)omp_get_max_threads() * (width < QP_WIDEST_MAX ? width : QP_WIDEST_MAX);
+enum { QP_PANEL_ROWS = 256, QP_PANEL_MARGIN = 512, QP_PACK_ROWS = 512, QP_WIDEST_MAX = 65536 };
+
+static int64_t qp_warm_up_panel_columns(int64_t width) {
+  const int64_t w = width < QP_WIDEST_MAX ? width : QP_WIDEST_MAX;
+  const int threads = omp_get_max_threads();
+  return (int64_t)threads * (w + (threads == 1 ? QP_PANEL_MARGIN : 0));
 }
 
 size_t qp_driver_warm_up_panel_bytes(int64_t width) {
-  const int64_t m = qp_warm_up_widest_columns(width);
-  return m > QP_WIDE_PANEL ? (size_t)(m - QP_WIDE_PANEL) * 2048 : 0;
+  /* per thread: A's block and the panel's columns, 8 bytes by 256 rows each */
+  return (size_t)omp_get_max_threads() * QP_PACK_ROWS * QP_PANEL_ROWS * sizeof(double) +
+         (size_t)qp_warm_up_panel_columns(width) * QP_PANEL_ROWS * sizeof(double);
 }
 
-static void qp_warm_up_widest(int64_t width) {
+static void qp_warm_up_panels(int64_t width) {
   static int64_t done = 0;
-  const int64_t k = 256, m = qp_warm_up_widest_columns(width);
-  if (m <= QP_WIDE_PANEL || m <= done) return;
-  qp_matrix l = {0}, b = {0};
+  const int64_t k = QP_PANEL_ROWS, m = qp_warm_up_panel_columns(width);
+  const int64_t rows = (int64_t)omp_get_max_threads() * QP_PACK_ROWS;
+  if (m <= done) return;
+  qp_matrix l = {0}, b = {0}, a = {0}, c = {0};
   const qp_linalg_ops *ops = qp_linalg_cpu_ops();
   if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &l) == QP_OK &&
-      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, m, &b) == QP_OK) {
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, m, &b) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, rows, k, &a) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, rows, k, &c) == QP_OK) {
     for (int64_t i = 0; i < k; ++i)
       l.data[i + i * k] = 1.0;
-    if (qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &l, &b) == QP_OK) done = m;
+    if (qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &l, &b) == QP_OK &&
+        qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &l, 0.0, &c) == QP_OK)
+      done = m;
   }
   qp_error_clear();
   qp_matrix_destroy(&l);
   qp_matrix_destroy(&b);
+  qp_matrix_destroy(&a);
+  qp_matrix_destroy(&c);
 }
 
+static double qp_warm_up_last_seconds = 0.0;
+
+static double qp_warm_up_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double qp_driver_warm_up_seconds(void) { return qp_warm_up_last_seconds; }
+
 void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) {
-  /* One run of each BLAS/LAPACK kernel the stages use: OpenBLAS touches its per-thread
-   * buffers on first use, the more of them the larger the problem, and they belong to the
-   * baseline, not to whichever stage comes first. Up to 2048, never larger than the problem,
-   * and only when this process has not warmed up as far already; then, for problems above
-   * 2048, the same kernels on 512 x 16384 panels (an n = 6000 trmm after a 2048 warm-up still
-   * touched ~10 MB more: sweep of docs/memory-validation.md, 8-24 MiB kept after fisher_run),
-   * and a panel as wide as the run's widest call (qp_warm_up_widest). */
+  const double start = qp_warm_up_now();
+  /* One run of each BLAS/LAPACK kernel the stages use, on matrices of order
+   * QP_WARM_UP_ORDER (never larger than the problem), and only when this process has not
+   * warmed up as far already: their code (and LAPACK's workspace) is then paged in, and no
+   * larger call pages in more (tools/blas_pages.sh); then the thin panels above, which touch
+   * the buffers' pages as wide as the run's widest call. */
   static int64_t warmed = 0;
-  static int wide_done = 0;
 #ifdef M_MMAP_THRESHOLD
   /* glibc raises its mmap threshold to the size of any mmapped block freed (up to 32 MB), after
    * which a library's 0.1-32 MB buffers (cfitsio, our FITS reader's 512 KB chunk) come from the
@@ -177,31 +205,8 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
   /* Above the heap reserve of qp_warm_up_heap, so that glibc keeps it. */
   mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
 #endif
-  if (n_pix > 2048 && !wide_done) {
-    const int64_t k = 512, m = QP_WIDE_PANEL;
-    qp_matrix l = {0}, b = {0}, bt = {0}, c = {0};
-    const qp_linalg_ops *ops = qp_linalg_cpu_ops();
-    if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &l) == QP_OK &&
-        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, m, &b) == QP_OK &&
-        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, k, &bt) == QP_OK &&
-        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, m, &c) == QP_OK) {
-      for (int64_t i = 0; i < k; ++i)
-        l.data[i + i * k] = 2.0;
-      for (int64_t i = 0; i < k * m; ++i)
-        b.data[i] = bt.data[i] = 1.0 / (double)(1 + i % 7);
-      (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &l, &b);
-      (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &l, &bt);
-      (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &l, &b, 0.0, &c);
-      wide_done = 1;
-    }
-    qp_error_clear();
-    qp_matrix_destroy(&l);
-    qp_matrix_destroy(&b);
-    qp_matrix_destroy(&bt);
-    qp_matrix_destroy(&c);
-  }
-  if (n_pix > 2048) qp_warm_up_widest(width);
-  const int64_t n = n_pix < 2048 ? n_pix : 2048;
+  qp_warm_up_panels(width);
+  const int64_t n = n_pix < QP_WARM_UP_ORDER ? n_pix : QP_WARM_UP_ORDER;
   if (n > warmed) {
     qp_matrix a = {0}, b = {0}, c = {0};
     const qp_linalg_ops *ops = qp_linalg_cpu_ops();
@@ -265,7 +270,8 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
 #pragma omp parallel
   {
     volatile char stack_touch[1 << 16];
-    for (size_t i = 0; i < sizeof stack_touch; i += 4096) stack_touch[i] = 0;
+    for (size_t i = 0; i < sizeof stack_touch; i += 4096)
+      stack_touch[i] = 0;
     /* 128 KiB: any block below the mmap threshold fits (larger ones are mapped and given
      * back at free, never left behind); the V build's row of basis values is 67 KiB at
      * lmax 40. */
@@ -278,4 +284,5 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
   qp_warm_up_stack();
   qp_h5_library_init();
   qp_meter_read(baseline);
+  qp_warm_up_last_seconds = qp_warm_up_now() - start;
 }

@@ -1,36 +1,72 @@
-/* bench.c: qmlpipe-bench, the benchmark program (not a test): per stage seconds and GFLOP/s
- * of a simulated temperature analysis, beside this machine's dgemm GFLOP/s measured in the
- * same run. Figures go to docs/benchmarks.md.
+/* bench.c: qmlpipe-bench, the benchmark program (not a test). For each problem and route it
+ * runs `qmlpipe run` (a fresh process each time, as a user would) `--repeat` times and prints
+ * each stage's seconds and GFLOP/s, the time outside the stages (the warm-up, and the rest:
+ * start, plan, inputs, memory timeline, report and results file, exit), the whole run's wall
+ * time and peak RSS, beside the run's BLAS floor (bench_floor.h) and this machine's dgemm
+ * rate, both measured in the benchmark's own process. Figures go to docs/benchmarks.md.
  *
- *   qmlpipe-bench [--nside 16] [--cut 20] [--lmax 47] [--bin-width 1] [--n-maps 1]
- *                 [--fields T|QU|TQU] [--routes pixel,smw,projected]
- *                 [--dgemm-n 3000] [--repeat 2] [--dir /tmp/qmlpipe-bench]
- * QU estimates EE, BB, EB; TQU all six spectra.
+ *   qmlpipe-bench [--problems t16,qu16] [--routes auto] [--repeat 3] [--dgemm-n 3000]
+ *                 [--dir /tmp/qmlpipe-bench] [--qmlpipe PATH]
+ *                 [--nside 16 --cut 20 --lmax 47 --bin-width 1 --n-maps 1 --fields T]
  *
- * Each repetition runs the whole pipeline again in the same process and prints its table.
- * The first run pays for committing fresh pages (on the project's VMs ~2 s per GB the first
- * time memory is touched, ~0.05 s per GB after); later runs show the stages' own speed. */
+ * Problems: the three of issue 14, Galactic cut 20 deg, unbinned: t16 (T, nside 16, ell
+ * 2..47, 3 maps), qu16 (QU with EE BB EB, nside 16, ell 2..47, 1 map), t32 (T, nside 32, ell
+ * 2..95, 3 maps; ~40 s a run, so not in the default list); `custom` is the one the other
+ * options describe (QU estimates EE BB EB, TQU all six spectra). Routes: auto (the config's
+ * `path: auto`), pixel, smw, projected. qmlpipe: PATH, else the `qmlpipe` beside this program.
+ * The best of the repetitions is the run of least wall time; the machine's other load shows
+ * in the spread between them. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "bench_floor.h"
 #include "cls_text.h"
 #include "cmd_common.h"
-#include "driver.h"
 #include "fits_map.h"
 #include "flop_rate.h"
+#include "inputs.h"
 #include "simulate.h"
 
-static qp_err qp_bench_inputs(const char *dir, int64_t nside, double cut, int lmax, int n_maps,
-                              qp_fields fields, qp_config *cfg) {
+extern char **environ;
+
+typedef struct {
+  const char *name;
+  int nside, lmax, bin_width, n_maps;
+  double cut;
+  qp_fields fields;
+} qp_bench_problem;
+
+/* What one `qmlpipe run` printed and took. */
+typedef struct {
+  double wall, warm_up, baseline_mib, peak_mib;
+  double stage_seconds[QP_STAGE_COUNT], stage_rate[QP_STAGE_COUNT];
+  char path[64];
+} qp_bench_run;
+
+static double qp_bench_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The simulated map(s), the mask and the spectrum in `dir` (flat D_ell, white noise of
+ * variance 1, seed 7), named as the config of qp_bench_config expects them. */
+static qp_err qp_bench_inputs(const char *dir, const qp_bench_problem *b) {
   QP_CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, QP_ERR_IO, "cannot create '%s'", dir);
   qp_cls cls = {0};
-  const int cls_lmax = 3 * (int)nside;
+  const int cls_lmax = 3 * b->nside;
   cls.lmax = cls_lmax;
   cls.n_columns = 4;
   for (int s = 0; s < 6; ++s)
@@ -41,66 +77,206 @@ static qp_err qp_bench_inputs(const char *dir, int64_t nside, double cut, int lm
     cls.cl[QP_BB][l] = 0.01 * cls.cl[QP_TT][l];
     cls.cl[QP_TE][l] = 0.3 * sqrt(cls.cl[QP_TT][l] * cls.cl[QP_EE][l]);
   }
-  const int64_t n_sky = 12 * nside * nside;
-  const int n_col = qp_simulate_columns(fields);
+  const int64_t n_sky = 12 * (int64_t)b->nside * b->nside;
+  const int n_col = qp_simulate_columns(b->fields);
   double *sky = NULL;
   qp_err err = QP_OK;
-  QP_CALL_GOTO(QP_ALLOC_DOUBLES("bench_sky", QP_TERM_TRANSIENT, n_sky * n_col * n_maps, &sky),
+  char path[PATH_MAX];
+  QP_CALL_GOTO(QP_ALLOC_DOUBLES("bench_sky", QP_TERM_TRANSIENT, n_sky * n_col * b->n_maps, &sky),
                done);
-  qp_sim_options sim = {.nside = nside, .ell_min = 2, .lmax = lmax, .noise_variance = 1.0,
-                        .n_maps = n_maps, .seed = 7};
-  qp_sim_pol pol = {.fields = fields, .noise_variance_pol = 1.0};
+  qp_sim_options sim = {.nside = b->nside,
+                        .ell_min = 2,
+                        .lmax = b->lmax,
+                        .noise_variance = 1.0,
+                        .n_maps = b->n_maps,
+                        .seed = 7};
+  qp_sim_pol pol = {.fields = b->fields, .noise_variance_pol = 1.0};
   QP_CALL_GOTO(qp_simulate_sky(&cls, &sim, &pol, sky), done);
   const char *name[] = {"TEMPERATURE", "Q_POLARISATION", "U_POLARISATION"};
-  cfg->n_maps = n_maps;
-  cfg->maps = calloc((size_t)n_maps, sizeof *cfg->maps);
-  for (int k = 0; k < n_maps; ++k) {
-    snprintf(cfg->maps[k], sizeof cfg->maps[k], "%s/map_%04d.fits", dir, k);
+  for (int k = 0; k < b->n_maps; ++k) {
+    snprintf(path, sizeof path, "%.3900s/map_%04d.fits", dir, k);
     const double *col[3];
-    for (int c = 0; c < n_col; ++c) col[c] = sky + ((int64_t)k * n_col + c) * n_sky;
-    QP_CALL_GOTO(qp_fits_map_write(cfg->maps[k], nside, n_col, name, col), done);
+    for (int c = 0; c < n_col; ++c)
+      col[c] = sky + ((int64_t)k * n_col + c) * n_sky;
+    QP_CALL_GOTO(qp_fits_map_write(path, b->nside, n_col, name, col), done);
   }
-  qp_simulate_galactic_mask(nside, cut, sky);
-  snprintf(cfg->mask, sizeof cfg->mask, "%s/mask.fits", dir);
+  qp_simulate_galactic_mask(b->nside, b->cut, sky);
+  snprintf(path, sizeof path, "%.3900s/mask.fits", dir);
   const char *mask_name[] = {"MASK"};
   const double *col[] = {sky};
-  QP_CALL_GOTO(qp_fits_map_write(cfg->mask, nside, 1, mask_name, col), done);
-  snprintf(cfg->cls, sizeof cfg->cls, "%s/cls.txt", dir);
-  QP_CALL_GOTO(qp_cls_write(cfg->cls, &cls), done);
+  QP_CALL_GOTO(qp_fits_map_write(path, b->nside, 1, mask_name, col), done);
+  snprintf(path, sizeof path, "%.3900s/cls.txt", dir);
+  QP_CALL_GOTO(qp_cls_write(path, &cls), done);
 done:
   qp_budget_free(sky);
   qp_cls_free(&cls);
   return err;
 }
 
-/* One route, `repeat` times, each printing its table. */
-static qp_err qp_bench_route(qp_config *cfg, const char *route, int repeat, double dgemm) {
-  cfg->path = strcmp(route, "pixel") == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
-  cfg->harmonic_method = strcmp(route, "smw") == 0 ? 1 : (strcmp(route, "projected") == 0 ? 2 : 0);
-  QP_CHECK(cfg->path == QP_PATH_PIXEL_DIRECT || cfg->harmonic_method, QP_ERR_INPUT,
-           "qmlpipe-bench: unknown route '%s' (pixel, smw, projected)", route);
-  qp_run_options options = {.progress = 0, .write_results = 0};
-  for (int run = 1; run <= repeat; ++run) {
-    qp_meter_sample baseline;
-    qp_problem p;
-    QP_CALL(qp_driver_run(cfg, &options, &p, &baseline));
-    printf("route %s, run %d of %d%s: n_pix %lld, n_modes %lld, %d parameters\n", route, run,
-           repeat, run == 1 ? " (fresh pages)" : "", (long long)p.n_pix, (long long)p.n_modes,
-           p.n_params);
-    printf("%-18s %10s %12s %10s %12s %12s\n", "stage", "seconds", "GFLOP", "GFLOP/s",
-           "of dgemm", "peak MiB");
-    double total = 0;
-    for (int s = 0; s < QP_STAGE_COUNT; ++s) {
-      const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
-      double rate = r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0;
-      total += r->seconds;
-      printf("%-18s %10.3f %12.2f %10.2f %11.1f%% %12.1f\n", r->name, r->seconds,
-             r->flops * 1e-9, rate, 100.0 * rate / dgemm,
-             (double)(r->meter_end.hwm - baseline.rss) / 1048576.0);
-    }
-    printf("%-18s %10.3f\n", "total", total);
-    qp_problem_free(&p);
+/* `dir`/config-<route>.yaml for one route (paths relative to the config). */
+static qp_err qp_bench_config(const char *dir, const qp_bench_problem *b, const char *route,
+                              char *config, size_t size) {
+  static const char *spectra[3] = {"[TT]", "[EE, BB, EB]", "[TT, EE, BB, TE, TB, EB]"};
+  static const char *noise[3] = {"{variance: 1}", "{variance_p: 1}",
+                                 "{variance: 1, variance_p: 1}"};
+  static const char *fields[3] = {"T", "QU", "TQU"};
+  const char *path = strcmp(route, "auto") == 0    ? "auto"
+                     : strcmp(route, "pixel") == 0 ? "pixel_direct"
+                                                   : "harmonic";
+  QP_CHECK(strcmp(route, "auto") == 0 || strcmp(route, "pixel") == 0 || strcmp(route, "smw") == 0 ||
+               strcmp(route, "projected") == 0,
+           QP_ERR_INPUT, "qmlpipe-bench: unknown route '%s' (auto, pixel, smw, projected)", route);
+  snprintf(config, size, "%.3900s/config-%s.yaml", dir, route);
+  FILE *f = fopen(config, "w");
+  QP_CHECK(f, QP_ERR_IO, "cannot write '%s': %s", config, strerror(errno));
+  fprintf(f, "maps: [");
+  for (int k = 0; k < b->n_maps; ++k)
+    fprintf(f, "%smap_%04d.fits", k ? ", " : "", k);
+  fprintf(f,
+          "]\nmask: mask.fits\nfields: %s\ncls: cls.txt\nnoise: %s\nspectra: %s\n"
+          "ell_min: 2\nlmax: %d\nbin_width: %d\npath: %s\n",
+          fields[b->fields], noise[b->fields], spectra[b->fields], b->lmax, b->bin_width, path);
+  if (strcmp(path, "harmonic") == 0) fprintf(f, "harmonic_method: %s\n", route);
+  fprintf(f, "backend: cpu\noutput: results-%s.h5\n", route);
+  QP_CHECK(fclose(f) == 0, QP_ERR_IO, "cannot write '%s'", config);
+  return QP_OK;
+}
+
+/* Reads the stage table, path and baseline from `qmlpipe run`'s stdout, the warm-up's seconds
+ * from its progress lines (-1 when it does not print them: a qmlpipe before they existed). */
+static qp_err qp_bench_parse(const char *out, const char *err, qp_bench_run *run) {
+  char line[1024];
+  int stages = 0;
+  FILE *f = fopen(out, "r");
+  QP_CHECK(f, QP_ERR_IO, "cannot read '%s'", out);
+  while (fgets(line, sizeof line, f)) {
+    char name[64];
+    double seconds, rate;
+    const char *path = strstr(line, ", path ");
+    if (strncmp(line, "qmlpipe run:", 12) == 0 && path)
+      snprintf(run->path, sizeof run->path, "%.*s", (int)strcspn(path + 7, "\n"), path + 7);
+    (void)sscanf(line, "baseline RSS %lf MiB", &run->baseline_mib);
+    if (sscanf(line, "%63s %lf %lf", name, &seconds, &rate) == 3)
+      for (int s = 0; s < QP_STAGE_COUNT; ++s)
+        if (strcmp(name, qp_stage_name((qp_stage_id)s)) == 0) {
+          run->stage_seconds[s] = seconds;
+          run->stage_rate[s] = rate;
+          ++stages;
+        }
   }
+  fclose(f);
+  QP_CHECK(stages == QP_STAGE_COUNT, QP_ERR_INTERNAL, "'%s' holds %d of the %d stages' lines", out,
+           stages, QP_STAGE_COUNT);
+  run->warm_up = -1;
+  f = fopen(err, "r");
+  QP_CHECK(f, QP_ERR_IO, "cannot read '%s'", err);
+  while (fgets(line, sizeof line, f))
+    (void)sscanf(line, "[qmlpipe] warm-up %lf s", &run->warm_up);
+  fclose(f);
+  return QP_OK;
+}
+
+/* One `qmlpipe run CONFIG`, its stdout and stderr into files beside the config, timed from the
+ * spawn to the exit; its peak RSS from the kernel's accounting of the child. */
+static qp_err qp_bench_spawn(const char *qmlpipe, const char *config, const char *route, int k,
+                             qp_bench_run *run) {
+  char out[PATH_MAX + 32], err[PATH_MAX + 32];
+  snprintf(out, sizeof out, "%.*s-%d.out", (int)(strlen(config) - 5), config, k);
+  snprintf(err, sizeof err, "%.*s-%d.err", (int)(strlen(config) - 5), config, k);
+  posix_spawn_file_actions_t io;
+  posix_spawn_file_actions_init(&io);
+  posix_spawn_file_actions_addopen(&io, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&io, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  char *argv[] = {(char *)qmlpipe, "run", (char *)config, NULL};
+  pid_t pid;
+  fflush(NULL);
+  const double t0 = qp_bench_now();
+  const int rc = posix_spawn(&pid, qmlpipe, &io, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&io);
+  QP_CHECK(rc == 0, QP_ERR_IO, "cannot start '%s': %s", qmlpipe, strerror(rc));
+  int status = 0;
+  struct rusage usage;
+  QP_CHECK(wait4(pid, &status, 0, &usage) == pid, QP_ERR_IO, "wait for '%s': %s", qmlpipe,
+           strerror(errno));
+  memset(run, 0, sizeof *run);
+  run->wall = qp_bench_now() - t0;
+  run->peak_mib = (double)usage.ru_maxrss / 1024.0;
+  QP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, QP_ERR_INTERNAL,
+           "`%s run %s` (route %s) failed: status %d; see '%s'", qmlpipe, config, route, status,
+           err);
+  return qp_bench_parse(out, err, run);
+}
+
+/* The floor of the problem the config describes, on the route the run took. */
+static qp_err qp_bench_floor_of(const char *config, const qp_bench_run *run, double *seconds,
+                                double *flops, char *detail, size_t size) {
+  qp_config cfg;
+  qp_problem p;
+  memset(&p, 0, sizeof p);
+  p.cfg = &cfg;
+  qp_err err = qp_config_load(config, &cfg);
+  if (err == QP_OK) err = qp_inputs_plan(&p);
+  if (err == QP_OK) {
+    p.path_used = strncmp(run->path, "harmonic", 8) == 0 ? QP_PATH_HARMONIC : QP_PATH_PIXEL_DIRECT;
+    p.smw = strstr(run->path, "smw") != NULL;
+    err = qp_bench_floor(&p, seconds, flops, detail, size);
+  }
+  qp_problem_free(&p);
+  qp_config_free(&cfg);
+  return err;
+}
+
+static void qp_bench_print_run(const qp_bench_run *r, int k, int repeat) {
+  double stages = 0;
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    stages += r->stage_seconds[s];
+  char warm[32] = "not printed";
+  if (r->warm_up >= 0) snprintf(warm, sizeof warm, "%.3f s", r->warm_up);
+  printf("  run %d of %d: wall %.3f s, stages %.3f s, outside %.3f s (warm-up %s), baseline "
+         "RSS %.1f MiB, peak RSS %.1f MiB\n",
+         k, repeat, r->wall, stages, r->wall - stages, warm, r->baseline_mib, r->peak_mib);
+}
+
+/* One problem on one route: `repeat` runs, the best one's table, the floor. */
+static qp_err qp_bench_route(const char *qmlpipe, const char *dir, const qp_bench_problem *b,
+                             const char *route, int repeat, double dgemm) {
+  char config[PATH_MAX];
+  QP_CALL(qp_bench_config(dir, b, route, config, sizeof config));
+  qp_bench_run best = {0}, run;
+  for (int k = 1; k <= repeat; ++k) {
+    QP_CALL(qp_bench_spawn(qmlpipe, config, route, k, &run));
+    qp_bench_print_run(&run, k, repeat);
+    if (k == 1 || run.wall < best.wall) best = run;
+  }
+  double floor = 0, floor_flops = 0;
+  char detail[512];
+  QP_CALL(qp_bench_floor_of(config, &best, &floor, &floor_flops, detail, sizeof detail));
+  printf("  best of %d, route %s (%s):\n", repeat, route, best.path);
+  printf("  %-34s %9s %9s %9s\n", "", "seconds", "GFLOP/s", "of dgemm");
+  double stages = 0;
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    stages += best.stage_seconds[s];
+    printf("  %-34s %9.3f %9.2f %8.1f%%\n", qp_stage_name((qp_stage_id)s), best.stage_seconds[s],
+           best.stage_rate[s], 100.0 * best.stage_rate[s] / dgemm);
+  }
+  const double outside = best.wall - stages;
+  printf("  %-34s %9.3f\n", "stages", stages);
+  if (best.warm_up >= 0) {
+    printf("  %-34s %9.3f %9s %8.1f%% of the wall\n", "warm-up", best.warm_up, "",
+           100.0 * best.warm_up / best.wall);
+    printf("  %-34s %9.3f %9s %8.1f%% of the wall\n", "rest outside the stages (*)",
+           outside - best.warm_up, "", 100.0 * (outside - best.warm_up) / best.wall);
+  }
+  printf("  %-34s %9.3f %9s %8.1f%% of the wall\n", "outside the stages", outside, "",
+         100.0 * outside / best.wall);
+  printf("  %-34s %9.3f\n", "wall (qmlpipe run, spawn to exit)", best.wall);
+  printf("  %-34s %9.3f %9.2f %8.1f%%   %s\n", "BLAS floor", floor,
+         floor > 0 ? floor_flops / floor * 1e-9 : 0.0,
+         floor > 0 ? 100.0 * floor_flops / floor * 1e-9 / dgemm : 0.0, detail);
+  printf("  wall / floor %.2f; baseline RSS %.1f MiB; peak RSS %.1f MiB\n",
+         floor > 0 ? best.wall / floor : 0.0, best.baseline_mib, best.peak_mib);
+  printf("  (*) process start and exit, config, plan, inputs' libraries, memory timeline, "
+         "report and results file\n");
   return QP_OK;
 }
 
@@ -119,31 +295,60 @@ static int qp_bench_fields(const char *text, qp_fields *fields) {
   return 0;
 }
 
+/* The problem a name stands for: a preset of issue 14, or `custom`; 0 when unknown. */
+static int qp_bench_find_problem(const char *name, const qp_bench_problem *custom,
+                                 qp_bench_problem *b) {
+  static const qp_bench_problem presets[3] = {{"t16", 16, 47, 1, 3, 20.0, QP_FIELDS_T},
+                                              {"qu16", 16, 47, 1, 1, 20.0, QP_FIELDS_QU},
+                                              {"t32", 32, 95, 1, 3, 20.0, QP_FIELDS_T}};
+  for (int k = 0; k < 3; ++k)
+    if (strcmp(name, presets[k].name) == 0) {
+      *b = presets[k];
+      return 1;
+    }
+  if (strcmp(name, "custom") == 0) {
+    *b = *custom;
+    return 1;
+  }
+  fprintf(stderr, "qmlpipe-bench: unknown problem '%s' (t16, qu16, t32, custom)\n", name);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int nside = 16, dgemm_n = 3000, lmax = 47, bin_width = 1, n_maps = 1, repeat = 2;
-  double cut = 20.0;
-  const char *dir = "/tmp/qmlpipe-bench", *routes = "pixel";
-  qp_fields fields = QP_FIELDS_T;
-  static const struct option options[] = {
-      {"nside", required_argument, NULL, 'n'},   {"cut", required_argument, NULL, 'c'},
-      {"lmax", required_argument, NULL, 'l'},    {"bin-width", required_argument, NULL, 'b'},
-      {"n-maps", required_argument, NULL, 'm'},  {"dgemm-n", required_argument, NULL, 'g'},
-      {"dir", required_argument, NULL, 'd'},     {"repeat", required_argument, NULL, 'r'},
-      {"routes", required_argument, NULL, 'R'},  {"fields", required_argument, NULL, 'f'},
-      {NULL, 0, NULL, 0}};
+  int dgemm_n = 3000, repeat = 3;
+  qp_bench_problem custom = {"custom", 16, 47, 1, 1, 20.0, QP_FIELDS_T};
+  const char *dir = "/tmp/qmlpipe-bench", *routes = "auto", *problems = "t16,qu16";
+  const char *qmlpipe = NULL;
+  static const struct option options[] = {{"nside", required_argument, NULL, 'n'},
+                                          {"cut", required_argument, NULL, 'c'},
+                                          {"lmax", required_argument, NULL, 'l'},
+                                          {"bin-width", required_argument, NULL, 'b'},
+                                          {"n-maps", required_argument, NULL, 'm'},
+                                          {"dgemm-n", required_argument, NULL, 'g'},
+                                          {"dir", required_argument, NULL, 'd'},
+                                          {"repeat", required_argument, NULL, 'r'},
+                                          {"routes", required_argument, NULL, 'R'},
+                                          {"fields", required_argument, NULL, 'f'},
+                                          {"problems", required_argument, NULL, 'P'},
+                                          {"qmlpipe", required_argument, NULL, 'q'},
+                                          {NULL, 0, NULL, 0}};
   int ok = 1;
   for (int c; ok && (c = getopt_long(argc, argv, "", options, NULL)) != -1;) {
     switch (c) {
-    case 'n': ok = qp_cmd_parse_count("--nside", optarg, 1, 8192, &nside); break;
-    case 'c': ok = qp_cmd_parse_real("--cut", optarg, 0, 90, &cut); break;
-    case 'l': ok = qp_cmd_parse_count("--lmax", optarg, 2, QP_LMAX_MAX, &lmax); break;
-    case 'b': ok = qp_cmd_parse_count("--bin-width", optarg, 1, QP_LMAX_MAX, &bin_width); break;
-    case 'm': ok = qp_cmd_parse_count("--n-maps", optarg, 1, 1 << 20, &n_maps); break;
+    case 'n': ok = qp_cmd_parse_count("--nside", optarg, 1, 8192, &custom.nside); break;
+    case 'c': ok = qp_cmd_parse_real("--cut", optarg, 0, 90, &custom.cut); break;
+    case 'l': ok = qp_cmd_parse_count("--lmax", optarg, 2, QP_LMAX_MAX, &custom.lmax); break;
+    case 'b':
+      ok = qp_cmd_parse_count("--bin-width", optarg, 1, QP_LMAX_MAX, &custom.bin_width);
+      break;
+    case 'm': ok = qp_cmd_parse_count("--n-maps", optarg, 1, 1 << 20, &custom.n_maps); break;
     case 'g': ok = qp_cmd_parse_count("--dgemm-n", optarg, 16, 1 << 15, &dgemm_n); break;
     case 'd': dir = optarg; break;
     case 'r': ok = qp_cmd_parse_count("--repeat", optarg, 1, 1000, &repeat); break;
     case 'R': routes = optarg; break;
-    case 'f': ok = qp_bench_fields(optarg, &fields); break;
+    case 'f': ok = qp_bench_fields(optarg, &custom.fields); break;
+    case 'P': problems = optarg; break;
+    case 'q': qmlpipe = optarg; break;
     default: ok = 0;
     }
   }
@@ -152,36 +357,46 @@ int main(int argc, char **argv) {
             ok ? ": unexpected argument " : "", ok ? argv[optind] : "");
     return 2;
   }
-  qp_config cfg;
-  qp_config_defaults(&cfg);
-  cfg.lmax = cfg.lmax_signal = lmax;
-  cfg.bin_width = bin_width;
-  cfg.fields = fields;
-  static const qp_spectrum spectra[3][6] = {
-      {QP_TT}, {QP_EE, QP_BB, QP_EB}, {QP_TT, QP_EE, QP_BB, QP_TE, QP_TB, QP_EB}};
-  static const int n_spectra[3] = {1, 3, 6};
-  cfg.n_spectra = n_spectra[fields];
-  for (int s = 0; s < cfg.n_spectra; ++s) cfg.spectra[s] = spectra[fields][s];
-  cfg.noise_kind = QP_NOISE_VARIANCE;
-  cfg.noise_variance = cfg.noise_variance_pol = 1.0;
-  qp_err err = qp_bench_inputs(dir, nside, cut, lmax, n_maps, fields, &cfg);
+  /* The qmlpipe beside this program (both are built into build/pipeline/). */
+  char self[PATH_MAX], sibling[PATH_MAX + 16];
+  if (!qmlpipe) {
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[len > 0 ? len : 0] = '\0';
+    char *slash = strrchr(self, '/');
+    snprintf(sibling, sizeof sibling, "%.*s/qmlpipe", slash ? (int)(slash - self) : 1,
+             slash ? self : ".");
+    qmlpipe = sibling;
+  }
+  qp_err err = QP_OK;
+  QP_CHECK_GOTO(strlen(dir) < 3800, QP_ERR_INPUT, done, "qmlpipe-bench: --dir is too long");
+  QP_CHECK_GOTO(mkdir(dir, 0755) == 0 || errno == EEXIST, QP_ERR_IO, done, "cannot create '%s'",
+                dir);
   double dgemm = 0;
-  if (err == QP_OK) err = qp_dgemm_rate(dgemm_n, &dgemm, NULL);
+  QP_CALL_GOTO(qp_dgemm_rate(dgemm_n, &dgemm, NULL), done);
   dgemm *= 1e-9; /* GFLOP/s */
-  if (err == QP_OK)
-    printf("qmlpipe-bench: %s, nside %lld, |b| > %.0f deg, ell 2..%d, bin width %d, %d map(s)\n"
-           "dgemm %lld^3: %.2f GFLOP/s (best of 3, this process)\n",
-           fields == QP_FIELDS_T ? "T" : (fields == QP_FIELDS_QU ? "QU" : "TQU"),
-           (long long)nside, cut, lmax, bin_width, n_maps, (long long)dgemm_n, dgemm);
-  char list[256];
-  snprintf(list, sizeof list, "%s", routes);
-  for (char *route = strtok(list, ","); err == QP_OK && route; route = strtok(NULL, ","))
-    err = qp_bench_route(&cfg, route, repeat, dgemm);
+  printf("qmlpipe-bench: dgemm %d^3 %.2f GFLOP/s (best of 3, this process); %s\n", dgemm_n, dgemm,
+         qmlpipe);
+  char plist[256], rlist[256];
+  snprintf(plist, sizeof plist, "%s", problems);
+  char *psave = NULL, *rsave = NULL;
+  for (char *name = strtok_r(plist, ",", &psave); name; name = strtok_r(NULL, ",", &psave)) {
+    qp_bench_problem b;
+    QP_CHECK_GOTO(qp_bench_find_problem(name, &custom, &b), QP_ERR_INPUT, done,
+                  "qmlpipe-bench: --problems '%s'", problems);
+    char pdir[PATH_MAX];
+    snprintf(pdir, sizeof pdir, "%.3800s/%s", dir, b.name);
+    QP_CALL_GOTO(qp_bench_inputs(pdir, &b), done);
+    printf("problem %s: %s, nside %d, |b| > %.0f deg, ell 2..%d, bin width %d, %d map(s)\n", b.name,
+           b.fields == QP_FIELDS_T ? "T" : (b.fields == QP_FIELDS_QU ? "QU" : "TQU"), b.nside,
+           b.cut, b.lmax, b.bin_width, b.n_maps);
+    snprintf(rlist, sizeof rlist, "%s", routes);
+    for (char *route = strtok_r(rlist, ",", &rsave); route; route = strtok_r(NULL, ",", &rsave))
+      QP_CALL_GOTO(qp_bench_route(qmlpipe, pdir, &b, route, repeat, dgemm), done);
+  }
+done:
   if (err != QP_OK) {
     qp_error_print(stderr, 1);
-    qp_config_free(&cfg);
     return qp_err_exit_status(err);
   }
-  qp_config_free(&cfg);
   return 0;
 }
