@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "comm.h"
 #include "grid.h"
 #include "h5_matrix.h"
@@ -180,16 +181,10 @@ static void qp_warm_up_panels(int64_t width) {
 
 static double qp_warm_up_last_seconds = 0.0;
 
-static double qp_warm_up_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 double qp_driver_warm_up_seconds(void) { return qp_warm_up_last_seconds; }
 
 void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) {
-  const double start = qp_warm_up_now();
+  const double start = qp_clock_seconds();
   /* One run of each BLAS/LAPACK kernel the stages use, on matrices of order
    * QP_WARM_UP_ORDER (never larger than the problem), and only when this process has not
    * warmed up as far already: their code (and LAPACK's workspace) is then paged in, and no
@@ -284,5 +279,5 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
   qp_warm_up_stack();
   qp_h5_library_init();
   qp_meter_read(baseline);
-  qp_warm_up_last_seconds = qp_warm_up_now() - start;
+  qp_warm_up_last_seconds = qp_clock_seconds() - start;
 }

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "bench_floor.h"
+#include "clock.h"
 #include "cls_text.h"
 #include "cmd_common.h"
 #include "fits_map.h"
@@ -54,12 +55,6 @@ typedef struct {
   double stage_seconds[QP_STAGE_COUNT], stage_rate[QP_STAGE_COUNT];
   char path[64];
 } qp_bench_run;
-
-static double qp_bench_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* The simulated map(s), the mask and the spectrum in `dir` (flat D_ell, white noise of
  * variance 1, seed 7), named as the config of qp_bench_config expects them. */
@@ -190,7 +185,7 @@ static qp_err qp_bench_spawn(const char *qmlpipe, const char *config, const char
   char *argv[] = {(char *)qmlpipe, "run", (char *)config, NULL};
   pid_t pid;
   fflush(NULL);
-  const double t0 = qp_bench_now();
+  const double t0 = qp_clock_seconds();
   const int rc = posix_spawn(&pid, qmlpipe, &io, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&io);
   QP_CHECK(rc == 0, QP_ERR_IO, "cannot start '%s': %s", qmlpipe, strerror(rc));
@@ -199,7 +194,7 @@ static qp_err qp_bench_spawn(const char *qmlpipe, const char *config, const char
   QP_CHECK(wait4(pid, &status, 0, &usage) == pid, QP_ERR_IO, "wait for '%s': %s", qmlpipe,
            strerror(errno));
   memset(run, 0, sizeof *run);
-  run->wall = qp_bench_now() - t0;
+  run->wall = qp_clock_seconds() - t0;
   run->peak_mib = (double)usage.ru_maxrss / 1024.0;
   QP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, QP_ERR_INTERNAL,
            "`%s run %s` (route %s) failed: status %d; see '%s'", qmlpipe, config, route, status,

@@ -5,13 +5,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "matrix.h"
-
-static double qp_floor_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Sums each kernel's time and flops, and names it in the detail. */
 typedef struct {
@@ -21,7 +16,7 @@ typedef struct {
 } qp_floor_sum;
 
 static void qp_floor_add(qp_floor_sum *s, const char *what, double t0, double flops, int times) {
-  const double dt = qp_floor_now() - t0;
+  const double dt = qp_clock_seconds() - t0;
   s->seconds += times * dt;
   s->flops += times * flops;
   if (s->used < s->size)
@@ -57,19 +52,19 @@ qp_err qp_bench_floor(const qp_problem *p, double *seconds, double *flops, char 
     QP_CALL_GOTO(qp_matrix_create(ops, "bench_floor", QP_TERM_TRANSIENT, n, n, &c), done);
     qp_floor_fill(&c, 1);
     snprintf(what, sizeof what, "potrf %lld", (long long)n);
-    t0 = qp_floor_now();
+    t0 = qp_clock_seconds();
     QP_CALL_GOTO(qp_linalg_potrf(&c), done);
     qp_floor_add(&s, what, t0, qp_flops_potrf(n), 1);
   }
   if (!harmonic) {
     snprintf(what, sizeof what, "trtri %lld", (long long)n);
-    t0 = qp_floor_now();
+    t0 = qp_clock_seconds();
     QP_CALL_GOTO(qp_linalg_trtri(&c), done);
     qp_floor_add(&s, what, t0, qp_flops_trtri(n), 1);
     QP_CALL_GOTO(qp_matrix_create(ops, "bench_floor", QP_TERM_TRANSIENT, n, n, &k), done);
     qp_floor_fill(&k, 0);
     snprintf(what, sizeof what, "trmm left + right %lld", (long long)n);
-    t0 = qp_floor_now();
+    t0 = qp_clock_seconds();
     QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &c, &k), done);
     QP_CALL_GOTO(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &c, &k), done);
     qp_floor_add(&s, what, t0, qp_flops_trmm(QP_LEFT, n, n) + qp_flops_trmm(QP_RIGHT, n, n),
@@ -81,7 +76,7 @@ qp_err qp_bench_floor(const qp_problem *p, double *seconds, double *flops, char 
   if (c.data) {
     /* Y = L^-1 V^T (n_pix x n_modes) */
     snprintf(what, sizeof what, "trsm %lld^2 x %lld", (long long)n, (long long)nm);
-    t0 = qp_floor_now();
+    t0 = qp_clock_seconds();
     QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &c, &v), done);
     qp_floor_add(&s, what, t0, qp_flops_trmm(QP_LEFT, n, nm), 1);
     qp_matrix_destroy(&c);
@@ -89,7 +84,7 @@ qp_err qp_bench_floor(const qp_problem *p, double *seconds, double *flops, char 
   /* K = Y^T Y (n_modes^2 over n_pix) */
   QP_CALL_GOTO(qp_matrix_create(ops, "bench_floor", QP_TERM_TRANSIENT, nm, nm, &k), done);
   snprintf(what, sizeof what, "syrk %lld^2 x %lld", (long long)nm, (long long)n);
-  t0 = qp_floor_now();
+  t0 = qp_clock_seconds();
   QP_CALL_GOTO(qp_linalg_syrk(QP_TRANS, 1.0, &v, 0.0, &k), done);
   qp_floor_add(&s, what, t0, qp_flops_syrk(nm, n), 1);
   if (p->smw) {
@@ -100,11 +95,11 @@ qp_err qp_bench_floor(const qp_problem *p, double *seconds, double *flops, char 
     pivots = malloc((size_t)nm * sizeof *pivots);
     QP_CHECK_GOTO(pivots, QP_ERR_NOMEM, done, "out of memory for %lld pivots", (long long)nm);
     snprintf(what, sizeof what, "getrf %lld", (long long)nm);
-    t0 = qp_floor_now();
+    t0 = qp_clock_seconds();
     QP_CALL_GOTO(qp_linalg_getrf(&v, pivots), done);
     qp_floor_add(&s, what, t0, 2.0 / 3.0 * (double)nm * (double)nm * (double)nm, 1);
     snprintf(what, sizeof what, "getrs %lld x %lld", (long long)nm, (long long)nm);
-    t0 = qp_floor_now();
+    t0 = qp_clock_seconds();
     QP_CALL_GOTO(qp_linalg_getrs(&v, pivots, &k), done);
     qp_floor_add(&s, what, t0, 2.0 * (double)nm * (double)nm * (double)nm, 1);
   }
