@@ -309,6 +309,20 @@ static int qp_bench_find_problem(const char *name, const qp_bench_problem *custo
   return 0;
 }
 
+static const char qp_bench_usage[] =
+    "usage: qmlpipe-bench [OPTIONS]\n"
+    "  Runs `qmlpipe run` on simulated problems (a fresh process each run) and prints each\n"
+    "  stage's seconds and GFLOP/s, the warm-up and the rest outside the stages, the wall time,\n"
+    "  the peak RSS and wall / BLAS floor (docs/benchmarks.md).\n"
+    "  --problems LIST   t16, qu16, t32 (issue 14's; t32 ~30 s a run) or custom (default t16,qu16)\n"
+    "  --routes LIST     auto, pixel, smw, projected (default auto)\n"
+    "  --repeat K        runs per problem and route; the best is printed (default 3)\n"
+    "  --dgemm-n N       order of the dgemm that measures this machine (default 3000)\n"
+    "  --dir DIR         where the problems are simulated (default /tmp/qmlpipe-bench)\n"
+    "  --qmlpipe PATH    the qmlpipe to run (default: the one beside this program)\n"
+    "  custom problem:   --nside N --cut DEG --lmax L --bin-width W --n-maps K --fields T|QU|TQU\n"
+    "  --help            this text\n";
+
 int main(int argc, char **argv) {
   int dgemm_n = 3000, repeat = 3;
   qp_bench_problem custom = {"custom", 16, 47, 1, 1, 20.0, QP_FIELDS_T};
@@ -326,6 +340,7 @@ int main(int argc, char **argv) {
                                           {"fields", required_argument, NULL, 'f'},
                                           {"problems", required_argument, NULL, 'P'},
                                           {"qmlpipe", required_argument, NULL, 'q'},
+                                          {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   int ok = 1;
   for (int c; ok && (c = getopt_long(argc, argv, "", options, NULL)) != -1;) {
@@ -344,12 +359,13 @@ int main(int argc, char **argv) {
     case 'f': ok = qp_bench_fields(optarg, &custom.fields); break;
     case 'P': problems = optarg; break;
     case 'q': qmlpipe = optarg; break;
+    case 'h': fputs(qp_bench_usage, stdout); return 0;
     default: ok = 0;
     }
   }
   if (!ok || optind < argc) {
-    fprintf(stderr, "qmlpipe-bench: bad usage%s%s (options: see the comment in bench.c)\n",
-            ok ? ": unexpected argument " : "", ok ? argv[optind] : "");
+    fprintf(stderr, "qmlpipe-bench: bad usage%s%s\n%s", ok ? ": unexpected argument " : "",
+            ok ? argv[optind] : "", qp_bench_usage);
     return 2;
   }
   /* The qmlpipe beside this program (both are built into build/pipeline/). */
