@@ -202,9 +202,68 @@ static qp_err qp_bench_spawn(const char *qmlpipe, const char *config, const char
   return qp_bench_parse(out, err, run);
 }
 
+/* What a measurement in a child process hands back. */
+typedef struct qp_bench_measured {
+  double value[2];
+  char detail[512];
+} qp_bench_measured;
+typedef qp_err (*qp_bench_measure)(const void *arg, qp_bench_measured *out);
+
+/* Runs `measure` in a forked child and reads its figures back through a pipe. The dgemm and
+ * the floor allocate hundreds of MiB; done here they would raise this process's resident
+ * high-water mark, which Linux hands on to every child spawned afterwards (exec records the
+ * old address space's high-water mark in the child's ru_maxrss), so each run's "peak RSS"
+ * would have been this process's (227.5 MiB on T nside 16 after the 3000^3 dgemm, where the
+ * run's own is ~140 MiB). This process itself never calls BLAS, so forking is safe. */
+static qp_err qp_bench_in_child(qp_bench_measure measure, const void *arg,
+                                qp_bench_measured *out) {
+  int fd[2];
+  QP_CHECK(pipe(fd) == 0, QP_ERR_IO, "qmlpipe-bench: pipe: %s", strerror(errno));
+  fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    qp_bench_measured m;
+    memset(&m, 0, sizeof m);
+    const qp_err err = measure(arg, &m);
+    if (err != QP_OK) {
+      qp_error_print(stderr, 1);
+      _exit(qp_err_exit_status(err));
+    }
+    _exit(write(fd[1], &m, sizeof m) == (ssize_t)sizeof m ? 0 : 8);
+  }
+  close(fd[1]);
+  QP_CHECK(pid > 0, QP_ERR_IO, "qmlpipe-bench: fork: %s", strerror(errno));
+  ssize_t got = 0, n;
+  while (got < (ssize_t)sizeof *out &&
+         (n = read(fd[0], (char *)out + got, sizeof *out - (size_t)got)) > 0)
+    got += n;
+  close(fd[0]);
+  int status = 0;
+  QP_CHECK(waitpid(pid, &status, 0) == pid, QP_ERR_IO, "qmlpipe-bench: wait: %s",
+           strerror(errno));
+  QP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && got == (ssize_t)sizeof *out,
+           QP_ERR_LIBRARY, "qmlpipe-bench: the measuring child failed (status %d)", status);
+  return QP_OK;
+}
+
+static qp_err qp_bench_dgemm(const void *arg, qp_bench_measured *out) {
+  return qp_dgemm_rate(*(const int *)arg, &out->value[0], NULL);
+}
+
 /* The floor of the problem the config describes, on the route the run took. */
-static qp_err qp_bench_floor_of(const char *config, const qp_bench_run *run, double *seconds,
-                                double *flops, char *detail, size_t size) {
+typedef struct qp_bench_floor_arg {
+  const char *config;
+  const qp_bench_run *run;
+} qp_bench_floor_arg;
+
+static qp_err qp_bench_floor_measure(const void *arg, qp_bench_measured *out) {
+  const qp_bench_floor_arg *a = arg;
+  const qp_bench_run *run = a->run;
+  const char *config = a->config;
+  double *seconds = &out->value[0], *flops = &out->value[1];
+  char *detail = out->detail;
+  const size_t size = sizeof out->detail;
   qp_config cfg;
   qp_problem p;
   memset(&p, 0, sizeof p);
@@ -243,9 +302,11 @@ static qp_err qp_bench_route(const char *qmlpipe, const char *dir, const qp_benc
     qp_bench_print_run(&run, k, repeat);
     if (k == 1 || run.wall < best.wall) best = run;
   }
-  double floor = 0, floor_flops = 0;
-  char detail[512];
-  QP_CALL(qp_bench_floor_of(config, &best, &floor, &floor_flops, detail, sizeof detail));
+  qp_bench_measured measured;
+  const qp_bench_floor_arg floor_arg = {config, &best};
+  QP_CALL(qp_bench_in_child(qp_bench_floor_measure, &floor_arg, &measured));
+  const double floor = measured.value[0], floor_flops = measured.value[1];
+  const char *detail = measured.detail;
   printf("  best of %d, route %s (%s):\n", repeat, route, best.path);
   printf("  %-34s %9s %9s %9s\n", "", "seconds", "GFLOP/s", "of dgemm");
   double stages = 0;
@@ -382,11 +443,11 @@ int main(int argc, char **argv) {
   QP_CHECK_GOTO(strlen(dir) < 3800, QP_ERR_INPUT, done, "qmlpipe-bench: --dir is too long");
   QP_CHECK_GOTO(mkdir(dir, 0755) == 0 || errno == EEXIST, QP_ERR_IO, done, "cannot create '%s'",
                 dir);
-  double dgemm = 0;
-  QP_CALL_GOTO(qp_dgemm_rate(dgemm_n, &dgemm, NULL), done);
-  dgemm *= 1e-9; /* GFLOP/s */
-  printf("qmlpipe-bench: dgemm %d^3 %.2f GFLOP/s (best of 3, this process); %s\n", dgemm_n, dgemm,
-         qmlpipe);
+  qp_bench_measured rate;
+  QP_CALL_GOTO(qp_bench_in_child(qp_bench_dgemm, &dgemm_n, &rate), done);
+  const double dgemm = rate.value[0] * 1e-9; /* GFLOP/s */
+  printf("qmlpipe-bench: dgemm %d^3 %.2f GFLOP/s (best of 3, a child of this process); %s\n",
+         dgemm_n, dgemm, qmlpipe);
   char plist[256], rlist[256];
   snprintf(plist, sizeof plist, "%s", problems);
   char *psave = NULL, *rsave = NULL;
