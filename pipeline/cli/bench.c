@@ -259,21 +259,17 @@ typedef struct qp_bench_floor_arg {
 
 static qp_err qp_bench_floor_measure(const void *arg, qp_bench_measured *out) {
   const qp_bench_floor_arg *a = arg;
-  const qp_bench_run *run = a->run;
-  const char *config = a->config;
-  double *seconds = &out->value[0], *flops = &out->value[1];
-  char *detail = out->detail;
-  const size_t size = sizeof out->detail;
   qp_config cfg;
   qp_problem p;
   memset(&p, 0, sizeof p);
   p.cfg = &cfg;
-  qp_err err = qp_config_load(config, &cfg);
+  qp_err err = qp_config_load(a->config, &cfg);
   if (err == QP_OK) err = qp_inputs_plan(&p);
   if (err == QP_OK) {
-    p.path_used = strncmp(run->path, "harmonic", 8) == 0 ? QP_PATH_HARMONIC : QP_PATH_PIXEL_DIRECT;
-    p.smw = strstr(run->path, "smw") != NULL;
-    err = qp_bench_floor(&p, seconds, flops, detail, size);
+    const char *path = a->run->path;
+    p.path_used = strncmp(path, "harmonic", 8) == 0 ? QP_PATH_HARMONIC : QP_PATH_PIXEL_DIRECT;
+    p.smw = strstr(path, "smw") != NULL;
+    err = qp_bench_floor(&p, &out->value[0], &out->value[1], out->detail, sizeof out->detail);
   }
   qp_problem_free(&p);
   qp_config_free(&cfg);

@@ -187,7 +187,7 @@ static int qp_pair_here(const qp_matrix *layout, const qp_pair_entries *e) {
 typedef struct qp_batch {
   int n;
   qp_wigner_kind kind;
-  int64_t i[QP_WIGNER_LANES];
+  qp_pair_entries e[QP_WIGNER_LANES]; /* each lane's entries, listed once when it joined */
   qp_pair_geometry g[QP_WIGNER_LANES];
   double z[QP_WIGNER_LANES];
 } qp_batch;
@@ -204,14 +204,14 @@ typedef struct qp_batch_work {
 } qp_batch_work;
 
 /* Every target's entries of the batch's pairs that this rank holds, and their mirrors. */
-static void qp_batch_run(const qp_problem *p, const qp_matrix *layout, const qp_target *targets,
-                         int n_targets, const qp_wigner_table *table, int lmax, int64_t j,
-                         qp_batch *batch, qp_batch_work *work) {
+static void qp_batch_run(const qp_matrix *layout, const qp_target *targets, int n_targets,
+                         const qp_wigner_table *table, int lmax, qp_batch *batch,
+                         qp_batch_work *work) {
   if (batch->n == 0) return;
   for (int k = batch->n; k < QP_WIGNER_LANES; ++k) batch->z[k] = 0.0; /* unused lanes */
   qp_wigner_batch(table, lmax, batch->kind, batch->z, work->d);
   for (int k = 0; k < batch->n; ++k) {
-    const qp_pair_entries e = qp_pair_list(p, batch->i[k], j);
+    const qp_pair_entries e = batch->e[k];
     work->count[k] = e.count;
     for (int x = 0; x < e.count; ++x) {
       int64_t at;
@@ -258,14 +258,14 @@ static void qp_tile(const qp_problem *p, const qp_matrix *layout, const qp_targe
       if (!qp_pair_here(layout, &e)) continue;
       const qp_wigner_kind kind = i < nt ? QP_WIGNER_TT : (j < nt ? QP_WIGNER_TP : QP_WIGNER_PP);
       if (batch.n == QP_WIGNER_LANES || (batch.n > 0 && kind != batch.kind))
-        qp_batch_run(p, layout, targets, n_targets, table, lmax, j, &batch, work);
+        qp_batch_run(layout, targets, n_targets, table, lmax, &batch, work);
       batch.kind = kind;
-      batch.i[batch.n] = i;
+      batch.e[batch.n] = e;
       batch.g[batch.n] = qp_pair_setup(p, i, j);
       batch.z[batch.n] = batch.g[batch.n].z;
       ++batch.n;
     }
-    qp_batch_run(p, layout, targets, n_targets, table, lmax, j, &batch, work);
+    qp_batch_run(layout, targets, n_targets, table, lmax, &batch, work);
   }
 }
 
