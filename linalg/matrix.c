@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_window.h"
 #include "qp_config.h"
 #if QP_HAVE_CUDA
 #include "cuda.h"
@@ -45,7 +46,7 @@ static void qp_matrix_layout(const qp_linalg_ops *ops, int64_t rows, int64_t col
   m->rows = rows;
   m->cols = cols;
   m->ops = ops;
-  m->space = QP_SPACE_HOST;
+  m->space = ops ? ops->space : QP_SPACE_HOST;
   const qp_grid *g = ops && ops->distributed ? qp_grid_current() : NULL;
   if (!g) {
     m->local_rows = rows;
@@ -68,6 +69,54 @@ int64_t qp_matrix_local_elements(const qp_linalg_ops *ops, int64_t rows, int64_t
   return m.local_rows * m.local_cols;
 }
 
+#define QP_NEED_OP(m, op)                                                                      \
+  QP_CHECK((m)->ops && (m)->ops->op, QP_ERR_UNSUPPORTED, "backend '%s' has no " #op,            \
+           (m)->ops ? (m)->ops->name : "(none)")
+
+const qp_linalg_ops *qp_linalg_host_ops(const qp_linalg_ops *ops) {
+  return ops && ops->host_table ? ops->host_table() : ops;
+}
+
+int qp_linalg_on_device(const qp_linalg_ops *ops) { return ops && ops->space == QP_SPACE_DEVICE; }
+
+static qp_err qp_check_block(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows,
+                             int64_t cols, int64_t ld) {
+  QP_CHECK(li >= 0 && lj >= 0 && rows >= 0 && cols >= 0 && li + rows <= m->local_rows &&
+               lj + cols <= m->local_cols && ld >= (rows > 0 ? rows : 1),
+           QP_ERR_INTERNAL, "host copy of %lldx%lld at (%lld, %lld) of '%s' (%lldx%lld local, ld %lld)",
+           (long long)rows, (long long)cols, (long long)li, (long long)lj, m->name,
+           (long long)m->local_rows, (long long)m->local_cols, (long long)ld);
+  return QP_OK;
+}
+
+qp_err qp_linalg_download(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows, int64_t cols,
+                          double *host, int64_t ld) {
+  QP_CALL(qp_check_block(m, li, lj, rows, cols, ld));
+  if (rows == 0 || cols == 0) return QP_OK;
+  if (m->space == QP_SPACE_DEVICE) {
+    QP_NEED_OP(m, download);
+    QP_CALL(m->ops->download(m, li, lj, rows, cols, host, ld));
+    return QP_OK;
+  }
+  for (int64_t j = 0; j < cols; ++j)
+    memcpy(host + j * ld, m->data + li + (lj + j) * m->ld, (size_t)rows * sizeof(double));
+  return QP_OK;
+}
+
+qp_err qp_linalg_upload(const double *host, int64_t ld, qp_matrix *m, int64_t li, int64_t lj,
+                        int64_t rows, int64_t cols) {
+  QP_CALL(qp_check_block(m, li, lj, rows, cols, ld));
+  if (rows == 0 || cols == 0) return QP_OK;
+  if (m->space == QP_SPACE_DEVICE) {
+    QP_NEED_OP(m, upload);
+    QP_CALL(m->ops->upload(host, ld, m, li, lj, rows, cols));
+    return QP_OK;
+  }
+  for (int64_t j = 0; j < cols; ++j)
+    memcpy(m->data + li + (lj + j) * m->ld, host + j * ld, (size_t)rows * sizeof(double));
+  return QP_OK;
+}
+
 qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind kind,
                         int64_t rows, int64_t cols, qp_matrix *m) {
   memset(m, 0, sizeof *m);
@@ -75,13 +124,17 @@ qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind
   QP_CHECK(cols == 0 || (uint64_t)rows <= SIZE_MAX / (uint64_t)cols, QP_ERR_NOMEM,
            "matrix '%s': %lld x %lld elements overflow the address space", term, (long long)rows,
            (long long)cols);
+  QP_CHECK(!(ops && ops->distributed && ops->space == QP_SPACE_DEVICE), QP_ERR_UNSUPPORTED,
+           "matrix '%s': backend '%s' would spread device matrices over ranks", term, ops->name);
   QP_CHECK(!(ops && ops->distributed) || (rows <= INT32_MAX && cols <= INT32_MAX),
            QP_ERR_UNSUPPORTED, "matrix '%s': %lld x %lld is beyond ScaLAPACK's 32-bit indices",
            term, (long long)rows, (long long)cols);
   qp_matrix_layout(ops, rows, cols, m);
   void *data = NULL;
-  QP_CALL(qp_budget_alloc_array(term, kind, (size_t)(m->local_rows * m->local_cols),
-                                sizeof(double), &data));
+  const size_t elements = (size_t)(m->local_rows * m->local_cols);
+  QP_CHECK(elements <= SIZE_MAX / sizeof(double), QP_ERR_NOMEM,
+           "matrix '%s': %zu elements overflow the address space", term, elements);
+  QP_CALL(qp_budget_alloc(term, kind, m->space, elements * sizeof(double), &data));
   m->data = data;
   m->owns = 1;
   snprintf(m->name, sizeof m->name, "%s", term);
@@ -102,12 +155,16 @@ qp_err qp_matrix_view(const qp_linalg_ops *ops, const char *name, double *data, 
   return QP_OK;
 }
 
-void qp_matrix_set_identity(qp_matrix *m, double diagonal) {
+qp_err qp_matrix_set_identity(qp_matrix *m, double diagonal) {
+  qp_host_window w;
+  QP_CALL(qp_host_window_open(m, 0, m->local_cols, QP_ACCESS_WRITE, &w));
   for (int64_t lj = 0; lj < m->local_cols; ++lj) {
     const int64_t gj = qp_matrix_global_col(m, lj);
     for (int64_t li = 0; li < m->local_rows; ++li)
-      m->data[li + lj * m->ld] = qp_matrix_global_row(m, li) == gj ? diagonal : 0.0;
+      w.data[li + lj * w.ld] = qp_matrix_global_row(m, li) == gj ? diagonal : 0.0;
   }
+  QP_CALL(qp_host_window_close(&w));
+  return QP_OK;
 }
 
 void qp_matrix_destroy(qp_matrix *m) {
@@ -119,10 +176,6 @@ void qp_matrix_symmetrize_lower(qp_matrix *m) {
   for (int64_t j = 0; j < m->cols; ++j)
     for (int64_t i = 0; i < j; ++i) m->data[i + j * m->ld] = m->data[j + i * m->ld];
 }
-
-#define QP_NEED_OP(m, op)                                                                      \
-  QP_CHECK((m)->ops && (m)->ops->op, QP_ERR_UNSUPPORTED, "backend '%s' has no " #op,            \
-           (m)->ops ? (m)->ops->name : "(none)")
 
 qp_err qp_linalg_potrf(qp_matrix *a) {
   QP_NEED_OP(a, potrf);
@@ -251,7 +304,9 @@ qp_err qp_linalg_sum_partials(const qp_linalg_ops *ops, double *x, int64_t count
   return QP_OK;
 }
 
-int qp_linalg_moves_data(const qp_linalg_ops *ops) { return ops && ops->moves_data; }
+int qp_linalg_moves_data(const qp_linalg_ops *ops) {
+  return ops && (ops->moves_data || ops->space == QP_SPACE_DEVICE);
+}
 
 qp_err qp_linalg_align(const qp_matrix *a, int64_t ai, int64_t aj, int64_t rows, int64_t cols,
                        const qp_matrix *layout, int64_t bi, int64_t bj, qp_matrix *work,
@@ -267,7 +322,14 @@ qp_err qp_linalg_align(const qp_matrix *a, int64_t ai, int64_t aj, int64_t rows,
   }
   QP_CHECK(work && work->rows == layout->rows && work->cols == layout->cols, QP_ERR_INTERNAL,
            "aligning '%s' with '%s' needs a work matrix of its shape", a->name, layout->name);
-  QP_CALL(qp_linalg_copy_sub(rows, cols, a, ai, aj, work, bi, bj));
+  if (a->space == QP_SPACE_DEVICE) {
+    /* A device matrix is local: the window comes down into the host work matrix. */
+    QP_CHECK(work->space == QP_SPACE_HOST && !work->grid, QP_ERR_INTERNAL,
+             "aligning device matrix '%s' needs a local host work matrix", a->name);
+    QP_CALL(qp_linalg_download(a, ai, aj, rows, cols, work->data + bi + bj * work->ld, work->ld));
+  } else {
+    QP_CALL(qp_linalg_copy_sub(rows, cols, a, ai, aj, work, bi, bj));
+  }
   *out = (qp_aligned){work->data, work->ld, 0, 0};
   return QP_OK;
 }
@@ -279,8 +341,15 @@ qp_err qp_linalg_replicate(const qp_matrix *a, qp_matrix *work, const double **w
     *whole = a->data;
     return QP_OK;
   }
-  QP_CHECK(work && !work->grid && work->rows == a->rows && work->cols == a->cols, QP_ERR_INTERNAL,
-           "making '%s' whole needs a local work matrix of its shape", a->name);
+  QP_CHECK(work && !work->grid && work->space == QP_SPACE_HOST && work->rows == a->rows &&
+               work->cols == a->cols,
+           QP_ERR_INTERNAL, "making '%s' whole needs a local host work matrix of its shape",
+           a->name);
+  if (a->space == QP_SPACE_DEVICE) {
+    QP_CALL(qp_linalg_download(a, 0, 0, a->rows, a->cols, work->data, work->ld));
+    *whole = work->data;
+    return QP_OK;
+  }
   /* Each rank puts its entries in place (zeros elsewhere); one sum makes the whole. */
   memset(work->data, 0, (size_t)(work->rows * work->cols) * sizeof(double));
   for (int64_t lj = 0; lj < a->local_cols; ++lj)

@@ -40,6 +40,19 @@ typedef enum qp_trans { QP_NOTRANS = 0, QP_TRANS = 1 } qp_trans;
 struct qp_linalg_ops {
   const char *name;
   int distributed; /* 1: matrices are block-cyclic over qp_grid_current() */
+  /* Where this backend's matrices live. QP_SPACE_DEVICE (cuda, hostdev): their data is not host
+   * memory; host code reaches their entries only through upload/download, i.e. through a host
+   * window (host_window.h), never through m->data. */
+  qp_space space;
+  /* The table of the host matrices that go with this backend's (work matrices of align and
+   * replicate, staging): NULL means this table itself (host backends). */
+  const qp_linalg_ops *(*host_table)(void);
+  /* Device backends: host[.., ld] <-> the local block (li.., lj..) of m, rows x cols.
+   * NULL on host backends (qp_linalg_download/upload copy in host memory there). */
+  qp_err (*download)(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows, int64_t cols,
+                     double *host, int64_t ld);
+  qp_err (*upload)(const double *host, int64_t ld, qp_matrix *m, int64_t li, int64_t lj,
+                   int64_t rows, int64_t cols);
   /* A = L L^T in place (lower). info > 0: QP_ERR_NOT_POSDEF naming the stage, matrix, row. */
   qp_err (*potrf)(qp_matrix *a);
   /* A^-1 from its Cholesky factor L, in place (lower half; the caller mirrors it). */
@@ -135,7 +148,20 @@ static inline int64_t qp_matrix_local_size(const qp_matrix *m) {
   return m->local_rows * m->local_cols;
 }
 
-/** Allocates a rows x cols matrix (zero-filled) under budget term `term`. */
+/** The table for host matrices that work next to `ops`'s: `ops` itself on a host backend, the
+ *  cpu table on a device backend. */
+const qp_linalg_ops *qp_linalg_host_ops(const qp_linalg_ops *ops);
+/** 1 when `ops` keeps its matrices in device memory. */
+int qp_linalg_on_device(const qp_linalg_ops *ops);
+/** host[.., ld] <- the local block (li.., lj..) of m (rows x cols), whatever m's space. */
+qp_err qp_linalg_download(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows, int64_t cols,
+                          double *host, int64_t ld);
+/** The local block (li.., lj..) of m (rows x cols) <- host[.., ld], whatever m's space. */
+qp_err qp_linalg_upload(const double *host, int64_t ld, qp_matrix *m, int64_t li, int64_t lj,
+                        int64_t rows, int64_t cols);
+
+/** Allocates a rows x cols matrix (zero-filled) under budget term `term`, in the backend's
+ *  space (device memory for a device backend). */
 qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind kind,
                         int64_t rows, int64_t cols, qp_matrix *m);
 /** Wraps an existing buffer (not freed by qp_matrix_destroy). With a distributed backend,
@@ -144,11 +170,12 @@ qp_err qp_matrix_view(const qp_linalg_ops *ops, const char *name, double *data, 
                       int64_t cols, int64_t ld, qp_matrix *m);
 /** Local elements of a rows x cols matrix of `ops` on this rank (rows x cols when local). */
 int64_t qp_matrix_local_elements(const qp_linalg_ops *ops, int64_t rows, int64_t cols);
-/** Sets every element to 0 and the diagonal to `diagonal` (local part). */
-void qp_matrix_set_identity(qp_matrix *m, double diagonal);
+/** Sets every element to 0 and the diagonal to `diagonal` (local part; through a host
+ *  window on a device backend). */
+qp_err qp_matrix_set_identity(qp_matrix *m, double diagonal);
 /** Frees an owned buffer; resets the handle. Safe on a zeroed or destroyed handle. */
 void qp_matrix_destroy(qp_matrix *m);
-/** Copies the lower triangle onto the upper one (host, local matrices). */
+/** Copies the lower triangle onto the upper one (host space, local matrices). */
 void qp_matrix_symmetrize_lower(qp_matrix *m);
 /** B[bi.., bj..] <- A[ai.., aj..] (rows x cols), for any two layouts of one backend. */
 qp_err qp_linalg_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,

@@ -44,8 +44,8 @@ static void qp_warm_up_distributed(int64_t n_pix) {
                     qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, k, &tall) == QP_OK &&
                     (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots));
   if (qp_comm_agree(ready ? QP_OK : QP_ERR_NOMEM) == QP_OK) {
-    qp_matrix_set_identity(&a, 2.0);
-    qp_matrix_set_identity(&c, 3.0);
+    (void)qp_matrix_set_identity(&a, 2.0);
+    (void)qp_matrix_set_identity(&c, 3.0);
     for (int64_t i = 0; i < qp_matrix_local_size(&b); ++i)
       b.data[i] = 1.0 / (double)(1 + i % 7);
     (void)qp_linalg_potrf(&a);
@@ -72,7 +72,7 @@ static void qp_warm_up_distributed(int64_t n_pix) {
     qp_matrix big = {0};
     const int64_t m = n < 4096 ? n : 4096;
     if (qp_comm_agree(qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, m, &big)) == QP_OK) {
-      qp_matrix_set_identity(&big, 2.0);
+      (void)qp_matrix_set_identity(&big, 2.0);
       (void)qp_linalg_potrf(&big);
       (void)qp_linalg_trtri(&big);
     }

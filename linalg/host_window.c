@@ -1,0 +1,55 @@
+/* host_window.c: host windows onto matrices of any space (host_window.h). */
+#include "host_window.h"
+
+#include <string.h>
+
+size_t qp_host_window_bytes(const qp_linalg_ops *ops, int64_t local_rows, int64_t cols) {
+  if (!qp_linalg_on_device(ops) || local_rows <= 0 || cols <= 0) return 0;
+  return (size_t)local_rows * (size_t)cols * sizeof(double);
+}
+
+qp_err qp_host_window_open(qp_matrix *m, int64_t col0, int64_t cols, qp_access access,
+                           qp_host_window *w) {
+  memset(w, 0, sizeof *w);
+  QP_CHECK(col0 >= 0 && cols >= 0 && col0 + cols <= m->local_cols, QP_ERR_INTERNAL,
+           "host window of columns %lld..%lld of '%s' (%lld local columns)", (long long)col0,
+           (long long)(col0 + cols), m->name, (long long)m->local_cols);
+  *w = (qp_host_window){.ld = m->ld, .col0 = col0, .cols = cols, .m = m, .access = access};
+  if (m->space == QP_SPACE_HOST) {
+    w->data = m->data ? m->data + col0 * m->ld : NULL;
+    return QP_OK;
+  }
+  w->ld = m->local_rows > 0 ? m->local_rows : 1;
+  w->staged = 1;
+  void *block = NULL;
+  QP_CALL(qp_budget_alloc(QP_TERM_HOST_STAGING, QP_TERM_TRANSIENT, QP_SPACE_HOST,
+                          qp_host_window_bytes(m->ops, m->local_rows, cols), &block));
+  w->data = block;
+  qp_err err = QP_OK;
+  if (access & QP_ACCESS_READ)
+    QP_CALL_GOTO(qp_linalg_download(m, 0, col0, m->local_rows, cols, w->data, w->ld), fail);
+  return QP_OK;
+fail:
+  qp_host_window_discard(w);
+  return err;
+}
+
+qp_err qp_host_window_read(const qp_matrix *m, int64_t col0, int64_t cols, qp_host_window *w) {
+  /* The window never writes back with READ access: the cast does not lose the const. */
+  return qp_host_window_open((qp_matrix *)m, col0, cols, QP_ACCESS_READ, w);
+}
+
+qp_err qp_host_window_close(qp_host_window *w) {
+  qp_err err = QP_OK;
+  if (w->m && w->staged && (w->access & QP_ACCESS_WRITE))
+    QP_CALL_GOTO(qp_linalg_upload(w->data, w->ld, w->m, 0, w->col0, w->m->local_rows, w->cols),
+                 done);
+done:
+  qp_host_window_discard(w);
+  return err;
+}
+
+void qp_host_window_discard(qp_host_window *w) {
+  if (w->staged) qp_budget_free(w->data);
+  memset(w, 0, sizeof *w);
+}

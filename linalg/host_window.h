@@ -1,0 +1,55 @@
+/* host_window.h: host element access to a matrix's local entries, whatever space it lives in.
+ *
+ * Stages build and read some matrices entry by entry (S and P_p from the pair sums, V, the
+ * diagonal of I + K Lambda, the maps). They do it through a window: a host array holding the
+ * local columns [col0, col0 + cols) of a matrix, leading dimension ld. On a host backend (cpu,
+ * dist) the window is the matrix's own buffer, and opening and closing it copy nothing. On a
+ * device backend (cuda, hostdev) opening allocates a host staging block through the budget
+ * (term QP_TERM_HOST_STAGING, transient) and downloads into it when the access reads; closing
+ * uploads it when the access writes, then frees it. So one element loop serves every backend,
+ * and no stage ever holds a device pointer: element loops over a device matrix's own data
+ * have no place to start from, and on hostdev would fault (linalg/hostdev.c).
+ *
+ * A window with QP_ACCESS_WRITE and not READ starts from zeros on a device backend and from
+ * the matrix's entries on a host one: the caller writes every entry it means to keep, or uses
+ * QP_ACCESS_READ_WRITE. */
+#ifndef QP_HOST_WINDOW_H
+#define QP_HOST_WINDOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "matrix.h"
+
+#define QP_TERM_HOST_STAGING "host staging"
+
+typedef enum qp_access {
+  QP_ACCESS_READ = 1,
+  QP_ACCESS_WRITE = 2,
+  QP_ACCESS_READ_WRITE = 3
+} qp_access;
+
+typedef struct qp_host_window {
+  double *data;         /* local entry (li, col0 + k) is data[li + k * ld] */
+  int64_t ld, col0, cols;
+  qp_matrix *m;         /* NULL once closed */
+  qp_access access;
+  int staged;           /* 1: data is a staging block (device matrix), freed at close */
+} qp_host_window;
+
+/** Host staging bytes a window of `cols` local columns of a matrix of `ops` with `local_rows`
+ *  rows takes: 0 on a host backend. What the memory model charges to QP_TERM_HOST_STAGING. */
+size_t qp_host_window_bytes(const qp_linalg_ops *ops, int64_t local_rows, int64_t cols);
+/** Opens local columns [col0, col0 + cols) of m. Errors: QP_ERR_INTERNAL for columns out of
+ *  range, the budget's for the staging block, the backend's for the download. */
+qp_err qp_host_window_open(qp_matrix *m, int64_t col0, int64_t cols, qp_access access,
+                           qp_host_window *w);
+/** The same, read-only, for a matrix the caller may not change. */
+qp_err qp_host_window_read(const qp_matrix *m, int64_t col0, int64_t cols, qp_host_window *w);
+/** Uploads what a writing window holds (device backends), frees its staging and zeroes *w.
+ *  Safe on a zeroed or closed window. */
+qp_err qp_host_window_close(qp_host_window *w);
+/** Frees a window without uploading (error paths). Safe on a zeroed or closed window. */
+void qp_host_window_discard(qp_host_window *w);
+
+#endif
