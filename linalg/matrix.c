@@ -77,6 +77,10 @@ const qp_linalg_ops *qp_linalg_host_ops(const qp_linalg_ops *ops) {
   return ops && ops->host_table ? ops->host_table() : ops;
 }
 
+const qp_linalg_ops *qp_linalg_local_ops(const qp_linalg_ops *ops) {
+  return ops && ops->distributed ? qp_linalg_cpu_ops() : ops;
+}
+
 int qp_linalg_on_device(const qp_linalg_ops *ops) { return ops && ops->space == QP_SPACE_DEVICE; }
 
 static qp_err qp_check_block(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows,
@@ -164,6 +168,33 @@ qp_err qp_matrix_set_identity(qp_matrix *m, double diagonal) {
       w.data[li + lj * w.ld] = qp_matrix_global_row(m, li) == gj ? diagonal : 0.0;
   }
   QP_CALL(qp_host_window_close(&w));
+  return QP_OK;
+}
+
+qp_err qp_matrix_stack_slot(const qp_matrix *stack, int64_t j, const qp_linalg_ops *ops,
+                            const char *name, int64_t rows, int64_t cols, qp_matrix *slot) {
+  QP_CHECK(!stack->grid && j >= 0 && j < stack->cols &&
+               qp_matrix_local_elements(ops, rows, cols) <= stack->rows &&
+               ops->space == stack->space,
+           QP_ERR_INTERNAL, "slot %lld of '%s' (%lld x %lld) cannot hold a %lld x %lld '%s'",
+           (long long)j, stack->name, (long long)stack->rows, (long long)stack->cols,
+           (long long)rows, (long long)cols, name);
+  QP_CALL(qp_matrix_view(ops, name, stack->data + j * stack->ld, rows, cols, rows, slot));
+  return QP_OK;
+}
+
+qp_err qp_matrix_columns(const qp_matrix *m, int64_t j0, int64_t cols, qp_matrix *view) {
+  QP_CHECK(!m->grid && j0 >= 0 && cols >= 0 && j0 + cols <= m->cols, QP_ERR_INTERNAL,
+           "columns %lld..%lld of '%s' (%lld columns%s)", (long long)j0, (long long)(j0 + cols),
+           m->name, (long long)m->cols, m->grid ? ", distributed" : "");
+  QP_CALL(qp_matrix_view(m->ops, m->name, m->data + j0 * m->ld, m->rows, cols, m->ld, view));
+  return QP_OK;
+}
+
+qp_err qp_matrix_alias(const qp_matrix *m, const char *name, qp_matrix *view) {
+  *view = *m;
+  view->owns = 0;
+  snprintf(view->name, sizeof view->name, "%s", name);
   return QP_OK;
 }
 

@@ -143,6 +143,15 @@ static inline int qp_matrix_local_offset(const qp_matrix *m, int64_t gi, int64_t
            qp_bc_local_index(gj, g->block, g->npcol) * m->ld;
   return 1;
 }
+/** Column j of `stack` (a local matrix whose columns each hold the local part of one
+ *  rows x cols matrix of `ops`, e.g. the products of fisher_run), seen as that matrix: a view
+ *  in the stack's space named `name`. */
+qp_err qp_matrix_stack_slot(const qp_matrix *stack, int64_t j, const qp_linalg_ops *ops,
+                            const char *name, int64_t rows, int64_t cols, qp_matrix *slot);
+/** Columns [j0, j0 + cols) of the local matrix m: a view in m's space and table. */
+qp_err qp_matrix_columns(const qp_matrix *m, int64_t j0, int64_t cols, qp_matrix *view);
+/** A view of the whole of m under another name (for error messages), in m's space. */
+qp_err qp_matrix_alias(const qp_matrix *m, const char *name, qp_matrix *view);
 /** Elements this rank holds (local_rows x local_cols). */
 static inline int64_t qp_matrix_local_size(const qp_matrix *m) {
   return m->local_rows * m->local_cols;
@@ -151,6 +160,10 @@ static inline int64_t qp_matrix_local_size(const qp_matrix *m) {
 /** The table for host matrices that work next to `ops`'s: `ops` itself on a host backend, the
  *  cpu table on a device backend. */
 const qp_linalg_ops *qp_linalg_host_ops(const qp_linalg_ops *ops);
+/** The table for matrices of this process alone that live where `ops`'s do (each rank's own
+ *  elements of distributed matrices, stacked; Gram matrices of them): the cpu table for a
+ *  distributed host backend, `ops` itself otherwise (a device backend is never distributed). */
+const qp_linalg_ops *qp_linalg_local_ops(const qp_linalg_ops *ops);
 /** 1 when `ops` keeps its matrices in device memory. */
 int qp_linalg_on_device(const qp_linalg_ops *ops);
 /** host[.., ld] <- the local block (li.., lj..) of m (rows x cols), whatever m's space. */

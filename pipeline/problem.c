@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "host_window.h"
+
 void qp_problem_free(qp_problem *p) {
   double **tracked[] = {&p->sky,    &p->vectors,    &p->maps,           &p->noise_variance,
                         &p->fisher, &p->noise_bias, &p->fisher_inverse, &p->yb,
@@ -30,10 +32,14 @@ void qp_problem_free(qp_problem *p) {
   qp_cls_free(&p->cls);
 }
 
-void qp_maps_to_matrix(const qp_problem *p, qp_matrix *m) {
+qp_err qp_maps_to_matrix(const qp_problem *p, qp_matrix *m) {
+  qp_host_window w;
+  QP_CALL(qp_host_window_open(m, 0, m->local_cols, QP_ACCESS_WRITE, &w));
   for (int64_t lj = 0; lj < m->local_cols; ++lj) {
     const double *map = p->maps + qp_matrix_global_col(m, lj) * p->n_pix;
     for (int64_t li = 0; li < m->local_rows; ++li)
-      m->data[li + lj * m->ld] = map[qp_matrix_global_row(m, li)];
+      w.data[li + lj * w.ld] = map[qp_matrix_global_row(m, li)];
   }
+  QP_CALL(qp_host_window_close(&w));
+  return QP_OK;
 }

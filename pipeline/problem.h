@@ -95,8 +95,9 @@ typedef struct qp_problem {
   double plan_flops;
 } qp_problem;
 
-/** m (n_pix x n_maps, local or distributed) <- the maps, which every rank holds whole. */
-void qp_maps_to_matrix(const qp_problem *p, qp_matrix *m);
+/** m (n_pix x n_maps, any backend) <- the maps, which every rank holds whole (through a host
+ *  window). */
+qp_err qp_maps_to_matrix(const qp_problem *p, qp_matrix *m);
 
 /** Frees every buffer the problem holds (safe at any point, and twice). */
 void qp_problem_free(qp_problem *p);

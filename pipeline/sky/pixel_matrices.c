@@ -354,16 +354,31 @@ done:
   return err;
 }
 
-void qp_pixel_add_noise(const qp_problem *p, qp_matrix *m) {
-  if (p->noise_variance) {
-    for (int64_t lj = 0; lj < m->local_cols; ++lj) {
-      const int64_t gj = qp_matrix_global_col(m, lj);
-      int64_t at;
-      if (qp_matrix_local_offset(m, gj, gj, &at)) m->data[at] += p->noise_variance[gj];
-    }
-    return;
+void qp_pixel_add_noise_variance(const qp_problem *p, qp_host_window *w) {
+  if (!p->noise_variance) return;
+  const qp_matrix *m = w->m;
+  for (int64_t k = 0; k < w->cols; ++k) {
+    const int64_t gj = qp_matrix_global_col(m, w->col0 + k);
+    const int64_t li = qp_matrix_local_row(m, gj);
+    if (li >= 0) w->data[li + k * w->ld] += p->noise_variance[gj];
   }
-  for (int64_t lj = 0; lj < m->local_cols; ++lj)
-    for (int64_t li = 0; li < m->local_rows; ++li)
-      m->data[li + lj * m->ld] += p->noise.data[li + lj * p->noise.ld];
+}
+
+qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int hi) {
+  const int64_t n = p->n_pix;
+  /* A dense N is copied in, unless m is N itself (N_eff = N + S_fixed in N's buffer). */
+  if (p->noise.data && m->data != p->noise.data)
+    QP_CALL(qp_linalg_copy_sub(n, n, &p->noise, 0, 0, m, 0, 0));
+  if (!p->noise_variance && lo > hi) return QP_OK;
+  qp_host_window w;
+  QP_CALL(qp_host_window_open(m, 0, m->local_cols, QP_ACCESS_READ_WRITE, &w));
+  qp_pixel_add_noise_variance(p, &w);
+  qp_err err = QP_OK;
+  if (lo <= hi)
+    QP_CALL_GOTO(qp_pixel_matrices_build_range(p, w.data, lo, hi, 0, 0, NULL, 0), fail);
+  QP_CALL(qp_host_window_close(&w));
+  return QP_OK;
+fail:
+  qp_host_window_discard(&w);
+  return err;
 }

@@ -16,6 +16,7 @@
 #ifndef QP_PIXEL_MATRICES_H
 #define QP_PIXEL_MATRICES_H
 
+#include "host_window.h"
 #include "problem.h"
 
 /** Fills full symmetric n_pix x n_pix matrices (column-major): ADDS S to `cov` (when not
@@ -32,7 +33,12 @@ qp_err qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_l
                                      int first_param, int n_slots, double *slots,
                                      size_t slot_stride);
 
-/** m += N (diagonal variances or the dense N), on m's local part (local or distributed). */
-void qp_pixel_add_noise(const qp_problem *p, qp_matrix *m);
+/** w's diagonal entries += N's variances (a diagonal N; nothing for a dense one). */
+void qp_pixel_add_noise_variance(const qp_problem *p, qp_host_window *w);
+
+/** m (zeros, or N itself) <- N + S summed over lo <= l <= hi (no S when lo > hi), m in the
+ *  run's layout and space: a dense N copied in by the backend, then the variances and S added
+ *  through one host window. */
+qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int hi);
 
 #endif

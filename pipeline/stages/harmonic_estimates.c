@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harmonic_modes.h"
+#include "host_window.h"
 #include "conditioning.h"
 #include "spin_harmonics.h"
 #include "pixel_matrices.h"
@@ -18,7 +19,7 @@
 
 /* G^T into g (n_modes^2): SMW: (I + K Lambda)^-1 W. */
 static qp_err qp_noise_kernel_smw(qp_problem *p, qp_matrix *g) {
-  memcpy(g->data, p->kernel.data, (size_t)qp_matrix_local_size(g) * sizeof(double));
+  QP_CALL(qp_linalg_copy_sub(g->rows, g->cols, &p->kernel, 0, 0, g, 0, 0));
   QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, g));
   return QP_OK;
 }
@@ -31,11 +32,9 @@ static qp_err qp_noise_modes_dense(qp_problem *p, const qp_matrix *z, qp_matrix 
   qp_err err = QP_OK;
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, n, n, &neff),
                done);
-  if (p->switched)
-    QP_CALL_GOTO(
-        qp_pixel_matrices_build_range(p, neff.data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0),
-        done);
-  qp_pixel_add_noise(p, &neff);
+  QP_CALL_GOTO(qp_pixel_noise_plus_signal(p, &neff, p->switched ? cfg->lmax + 1 : 1,
+                                          p->switched ? cfg->lmax_signal : 0),
+               done);
   QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &neff, z, 0.0, nz), done);
 done:
   qp_matrix_destroy(&neff);
@@ -72,8 +71,8 @@ static qp_err qp_field_windows_make(qp_problem *p, const qp_matrix *m, qp_field_
       if (lg > cfg->lmax || lh > cfg->lmax) continue; /* no entry reads it */
       qp_matrix work;
       if (moves)
-        QP_CALL(qp_matrix_view(p->ops, QP_TERM_FIELD_BLOCKS, fw->work + (a * n_fields + b) * local,
-                               n_lm, n_lm, 0, &work));
+        QP_CALL(qp_matrix_view(qp_linalg_host_ops(p->ops), QP_TERM_FIELD_BLOCKS,
+                               fw->work + (a * n_fields + b) * local, n_lm, n_lm, n_lm, &work));
       const int64_t rows = qp_harmonic_count(lg, cfg->lmax), cols = qp_harmonic_count(lh, cfg->lmax);
       QP_CALL(qp_linalg_align(m, p->field_offset[g], p->field_offset[h], rows, cols, &fw->layout,
                               n_lm - rows, n_lm - cols, moves ? &work : NULL, &fw->w[g][h]));
@@ -122,14 +121,17 @@ done:
  * entries it holds, one sum over the ranks gives b. */
 static qp_err qp_bias_from_matrix(qp_problem *p, const qp_matrix *g, const qp_entry *e,
                                   const int64_t *start) {
+  qp_host_window w;
+  QP_CALL(qp_host_window_read(g, 0, g->local_cols, &w));
   for (int q = 0; q < p->n_params; ++q) {
     double sum = 0;
     for (int64_t i = start[q]; i < start[q + 1]; ++i) {
-      int64_t at;
-      if (qp_matrix_local_offset(g, e[i].a, e[i].b, &at)) sum += e[i].v * g->data[at];
+      const int64_t li = qp_matrix_local_row(g, e[i].a), lj = qp_matrix_local_col(g, e[i].b);
+      if (li >= 0 && lj >= 0) sum += e[i].v * w.data[li + lj * w.ld];
     }
     p->noise_bias[q] = 0.5 * sum;
   }
+  qp_host_window_discard(&w);
   QP_CALL(qp_linalg_sum_partials(p->ops, p->noise_bias, p->n_params));
   return QP_OK;
 }
@@ -145,13 +147,16 @@ static qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_mat
   const int64_t n_entries = start[p->n_params];
   const int moves = qp_linalg_moves_data(p->ops);
   qp_matrix work = {0};
+  qp_host_window rw = {0};
   qp_err err = QP_OK;
   double *dots = calloc((size_t)n_entries + 1, sizeof *dots);
   QP_CHECK(dots, QP_ERR_NOMEM, "out of memory for %lld dots", (long long)n_entries);
   if (moves)
-    QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_ALIGNED_MODES, QP_TERM_TRANSIENT, z->rows,
-                                  z->cols, &work),
+    QP_CALL_GOTO(qp_matrix_create(qp_linalg_host_ops(p->ops), QP_TERM_ALIGNED_MODES,
+                                  QP_TERM_TRANSIENT, z->rows, z->cols, &work),
                  done);
+  const qp_matrix *right = nz ? nz : z;
+  QP_CALL_GOTO(qp_host_window_read(right, 0, right->local_cols, &rw), done);
   for (int fa = 0; fa < 3; ++fa)
     for (int fb = 0; fb < 3; ++fb) {
       int used = 0;
@@ -164,13 +169,12 @@ static qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_mat
                                    qp_harmonic_count(lo, cfg->lmax), z, 0, qp_mode(p, fa, lo, -lo),
                                    moves ? &work : NULL, &zb),
                    done);
-      const qp_matrix *right = nz ? nz : z;
 #pragma omp parallel for schedule(dynamic, 64)
       for (int64_t k = 0; k < n_entries; ++k) {
         if (e[k].fa != fa || e[k].fb != fb) continue;
         const int64_t lj = qp_matrix_local_col(z, e[k].a);
         if (lj < 0) continue;
-        const double *ra = right->data + lj * right->ld;
+        const double *ra = rw.data + lj * rw.ld;
         double dot = 0;
         for (int64_t li = 0; li < z->local_rows; ++li)
           dot += qp_aligned_at(&zb, li, lj) * ra[li] *
@@ -185,6 +189,7 @@ static qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_mat
     p->noise_bias[q] = 0.5 * sum;
   }
 done:
+  qp_host_window_discard(&rw);
   qp_matrix_destroy(&work);
   free(dots);
   return err;
@@ -211,14 +216,14 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
     /* Z = C^-1 V^T = L^-T Y; G_ab = Z_b^T N_eff Z_a. */
     QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, n, nm, &z),
                  done);
-    memcpy(z.data, p->vt.data, (size_t)qp_matrix_local_size(&z) * sizeof(double));
+    QP_CALL_GOTO(qp_linalg_copy_sub(n, nm, &p->vt, 0, 0, &z, 0, 0), done);
     QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
     if (p->switched || !p->noise_variance) {
       QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, n, nm, &nz),
                    done);
       QP_CALL_GOTO(qp_noise_modes_dense(p, &z, &nz), done);
     }
-    QP_CALL_GOTO(qp_bias_from_modes(p, &z, nz.data ? &nz : NULL, e, start), done);
+    QP_CALL_GOTO(qp_bias_from_modes(p, &z, nz.ops ? &nz : NULL, e, start), done);
   }
 done:
   qp_matrix_destroy(&nz);
@@ -286,7 +291,7 @@ qp_err qp_harmonic_spectra_y(qp_problem *p) {
                done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, nm, n_maps, &v),
                done);
-  qp_maps_to_matrix(p, &w);
+  QP_CALL_GOTO(qp_maps_to_matrix(p, &w), done);
   QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &w), done);
   QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &w, 0.0, &v), done);
   QP_CALL_GOTO(qp_spectra_from_modes(p, &v), done);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harmonic_modes.h"
+#include "host_window.h"
 #include "conditioning.h"
 #include "spin_harmonics.h"
 #include "pixel_matrices.h"
@@ -39,8 +40,11 @@ static qp_err qp_build_vt(qp_problem *p) {
   /* Per local column: its field and its index among that field's modes. */
   int *field = malloc((size_t)(v->local_cols > 0 ? v->local_cols : 1) * sizeof *field);
   int64_t *index = malloc((size_t)(v->local_cols > 0 ? v->local_cols : 1) * sizeof *index);
-  QP_CHECK(field && index, QP_ERR_NOMEM, "out of memory for %lld mode columns",
-           (long long)v->local_cols);
+  qp_host_window vw = {0};
+  qp_err err = QP_OK;
+  QP_CHECK_GOTO(field && index, QP_ERR_NOMEM, done, "out of memory for %lld mode columns",
+                (long long)v->local_cols);
+  QP_CALL_GOTO(qp_host_window_open(v, 0, v->local_cols, QP_ACCESS_WRITE, &vw), done);
   for (int64_t lj = 0; lj < v->local_cols; ++lj) {
     const int64_t mode = qp_matrix_global_col(v, lj);
     for (int f = 0; f < 3; ++f)
@@ -76,16 +80,19 @@ static qp_err qp_build_vt(qp_problem *p) {
         if (rows[r] < 0) continue;
         for (int64_t lj = 0; lj < v->local_cols; ++lj) {
           const double *x = values[r][field[lj]];
-          if (x) v->data[rows[r] + lj * v->ld] = x[index[lj]];
+          if (x) vw.data[rows[r] + lj * vw.ld] = x[index[lj]];
         }
       }
     }
     free(work);
     free(row);
   }
+  QP_CALL_GOTO(qp_host_window_close(&vw), done);
+done:
+  qp_host_window_discard(&vw);
   free(field);
   free(index);
-  return QP_OK;
+  return err;
 }
 
 /* M = I + K Lambda: column b of K Lambda is the sum over the fields f of K[:, (f, l, m)] times
@@ -97,11 +104,15 @@ static qp_err qp_build_smw_matrix(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   const int64_t nm = p->n_modes;
   qp_matrix *mm = &p->smw_lu, work = {0};
+  qp_host_window w = {0};
   qp_err err = QP_OK;
-  memset(mm->data, 0, (size_t)qp_matrix_local_size(mm) * sizeof(double));
   const int moves = qp_linalg_moves_data(p->ops);
   if (moves)
-    QP_CALL(qp_matrix_create(p->ops, QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, nm, nm, &work));
+    QP_CALL(qp_matrix_create(qp_linalg_host_ops(p->ops), QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT,
+                             nm, nm, &work));
+  QP_CALL_GOTO(qp_host_window_open(mm, 0, mm->local_cols, QP_ACCESS_WRITE, &w), done);
+  for (int64_t lj = 0; lj < mm->local_cols; ++lj)
+    memset(w.data + lj * w.ld, 0, (size_t)mm->local_rows * sizeof(double));
   for (int fb = 0; fb < 3; ++fb)
     for (int f = 0; f < 3; ++f) {
       if (p->field_offset[fb] < 0 || p->field_offset[f] < 0) continue;
@@ -123,16 +134,17 @@ static qp_err qp_build_smw_matrix(qp_problem *p) {
         const int l = qp_harmonic_ell(b - to, lo);
         const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_beam2(p, l);
         if (c == 0.0) continue;
-        double *col = mm->data + lj * mm->ld;
+        double *col = w.data + lj * w.ld;
         for (int64_t li = 0; li < mm->local_rows; ++li) col[li] += c * qp_aligned_at(&k, li, lj);
       }
     }
   for (int64_t lj = 0; lj < mm->local_cols; ++lj) {
-    int64_t at;
-    const int64_t b = qp_matrix_global_col(mm, lj);
-    if (qp_matrix_local_offset(mm, b, b, &at)) mm->data[at] += 1.0;
+    const int64_t li = qp_matrix_local_row(mm, qp_matrix_global_col(mm, lj));
+    if (li >= 0) w.data[li + lj * w.ld] += 1.0;
   }
+  QP_CALL_GOTO(qp_host_window_close(&w), done);
 done:
+  qp_host_window_discard(&w);
   qp_matrix_destroy(&work);
   return err;
 }
@@ -142,9 +154,12 @@ static qp_err qp_whiten_smw(qp_problem *p, qp_matrix *x) {
   if (p->noise_factor.data) {
     QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->noise_factor, x));
   } else {
+    qp_host_window w;
+    QP_CALL(qp_host_window_open(x, 0, x->local_cols, QP_ACCESS_READ_WRITE, &w));
     for (int64_t k = 0; k < x->local_cols; ++k)
       for (int64_t i = 0; i < x->local_rows; ++i)
-        x->data[i + k * x->ld] /= sqrt(p->noise_variance[qp_matrix_global_row(x, i)]);
+        w.data[i + k * w.ld] /= sqrt(p->noise_variance[qp_matrix_global_row(x, i)]);
+    QP_CALL(qp_host_window_close(&w));
   }
   return QP_OK;
 }
@@ -187,7 +202,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm, n_maps,
                                 &p->mode_maps),
                done);
-  qp_maps_to_matrix(p, &w);
+  QP_CALL_GOTO(qp_maps_to_matrix(p, &w), done);
   QP_CALL_GOTO(qp_whiten_smw(p, &w), done);
   QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &w, 0.0, &p->mode_maps), done);
   qp_matrix_destroy(&w);

@@ -13,9 +13,9 @@
  * noise bias would then be wrong): its Cholesky is done in C's buffer before S goes there. */
 static qp_err qp_check_dense_noise(qp_problem *p) {
   const int64_t n = p->n_pix;
-  memcpy(p->cov.data, p->noise.data, (size_t)qp_matrix_local_size(&p->cov) * sizeof(double));
+  QP_CALL(qp_linalg_copy_sub(n, n, &p->noise, 0, 0, &p->cov, 0, 0));
   qp_matrix check;
-  QP_CALL(qp_matrix_view(p->ops, "N (noise covariance)", p->cov.data, n, n, n, &check));
+  QP_CALL(qp_matrix_alias(&p->cov, "N (noise covariance)", &check));
   qp_err err = qp_linalg_potrf(&check);
   /* qp_error_set formats aside first, so the message can wrap the current one. */
   QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF, "noise covariance '%s' (dataset '%s'): %s",
@@ -29,16 +29,13 @@ static qp_err qp_check_dense_noise(qp_problem *p) {
 static qp_err qp_smw_noise(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   const int64_t n = p->n_pix;
-  if (p->noise.data) {
-    QP_CALL(qp_matrix_view(p->ops, QP_TERM_NOISE, p->noise.data, n, n, n, &p->noise_factor));
-  } else if (p->switched) {
+  if (p->noise.data)
+    QP_CALL(qp_matrix_alias(&p->noise, QP_TERM_NOISE, &p->noise_factor));
+  else if (p->switched)
     QP_CALL(
         qp_matrix_create(p->ops, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, n, n, &p->noise_factor));
-    qp_pixel_add_noise(p, &p->noise_factor);
-  }
   if (p->switched)
-    QP_CALL(qp_pixel_matrices_build_range(p, p->noise_factor.data, cfg->lmax + 1,
-                                          cfg->lmax_signal, 0, 0, NULL, 0));
+    QP_CALL(qp_pixel_noise_plus_signal(p, &p->noise_factor, cfg->lmax + 1, cfg->lmax_signal));
   return QP_OK;
 }
 
@@ -54,12 +51,8 @@ qp_err qp_stage_covariance_setup(qp_problem *p) {
   } else {
     const int64_t n = p->n_pix;
     QP_CALL(qp_matrix_create(p->ops, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, n, n, &p->cov));
-    if (p->noise.data) {
-      QP_CALL(qp_check_dense_noise(p));
-      memset(p->cov.data, 0, (size_t)qp_matrix_local_size(&p->cov) * sizeof(double));
-    }
-    qp_pixel_add_noise(p, &p->cov);
-    QP_CALL(qp_pixel_matrices_build(p, p->cov.data, 0, 0, NULL, 0));
+    if (p->noise.data) QP_CALL(qp_check_dense_noise(p));
+    QP_CALL(qp_pixel_noise_plus_signal(p, &p->cov, p->cfg->ell_min, p->cfg->lmax_signal));
     qp_progress_note(&progress, "C = S + N built");
   }
   qp_budget_free(p->sky);

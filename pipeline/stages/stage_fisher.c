@@ -8,6 +8,7 @@
 
 #include "conditioning.h"
 #include "harmonic_route.h"
+#include "host_window.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
@@ -25,22 +26,23 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
     /* D L^-T from the transpose of L^-1 (the strictly lower part of that transpose is C's
      * untouched upper triangle: zeroed), row i scaled by d_i. */
     QP_CALL(qp_linalg_transpose(&p->cov, slot));
+    qp_host_window w;
+    QP_CALL(qp_host_window_open(slot, 0, slot->local_cols, QP_ACCESS_READ_WRITE, &w));
     for (int64_t lj = 0; lj < slot->local_cols; ++lj) {
       const int64_t j = qp_matrix_global_col(slot, lj);
       for (int64_t li = 0; li < slot->local_rows; ++li) {
         const int64_t i = qp_matrix_global_row(slot, li);
-        double *x = slot->data + li + lj * slot->ld;
+        double *x = w.data + li + lj * w.ld;
         *x = j >= i ? p->noise_variance[i] * *x : 0.0;
       }
     }
+    QP_CALL(qp_host_window_close(&w));
     QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
     return QP_OK;
   }
-  memset(slot->data, 0, (size_t)qp_matrix_local_size(slot) * sizeof(double));
-  if (switched)
-    QP_CALL(
-        qp_pixel_matrices_build_range(p, slot->data, cfg->lmax + 1, cfg->lmax_signal, 0, 0, NULL, 0));
-  qp_pixel_add_noise(p, slot);
+  /* The slot is fresh (zeros): N_eff goes in, then the two triangular products. */
+  QP_CALL(qp_pixel_noise_plus_signal(p, slot, switched ? cfg->lmax + 1 : 1,
+                                     switched ? cfg->lmax_signal : 0));
   QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
   QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, slot));
   return QP_OK;
@@ -93,43 +95,62 @@ static void qp_product_dots_unblas(int64_t rows, const double *a, int64_t cols, 
       for (int64_t i = 0; i < j; ++i) out->data[i + j * out->ld] = out->data[j + i * out->ld];
 }
 
-/* out <- A^T B for A = `cols` stacked products (rows x cols: each product's local elements)
- * and B = `b_cols` of them. A == B with b_cols == cols is a syrk (the Gram matrix). BLAS sees
- * the stride between products as the leading dimension: above the 32-bit limit the dots are
- * summed without it (qp_product_dots_unblas). Distributed, each rank dots its own elements
- * and one sum over the ranks gives the Frobenius products: the distributed trace of a product
- * is this one reduction. */
-static qp_err qp_product_dots(const qp_linalg_ops *ops, int64_t rows, double *a, int64_t cols,
-                              double *b, int64_t b_cols, qp_matrix *out) {
-  const qp_linalg_ops *local = qp_linalg_cpu_ops();
-  const int symmetric = a == b && cols == b_cols;
-  if (rows > qp_blas_ld_max()) {
+/* out <- A^T B for A = columns [0, cols) of the stack of products (each column one product's
+ * local elements) and B = `b_cols` columns from b_first. B == A (b_first 0, b_cols == cols) is
+ * a syrk (the Gram matrix). BLAS sees the stride between products as the leading dimension:
+ * above the 32-bit limit of a host BLAS the dots are summed without it
+ * (qp_product_dots_unblas). Distributed, each rank dots its own elements and one sum over the
+ * ranks gives the Frobenius products: the distributed trace of a product is this one
+ * reduction. `out` lives where the stack does. */
+static qp_err qp_product_dots(const qp_linalg_ops *ops, const qp_matrix *stack, int64_t cols,
+                              int64_t b_first, int64_t b_cols, qp_matrix *out) {
+  const int symmetric = b_first == 0 && cols == b_cols;
+  const int64_t rows = stack->rows;
+  if (rows > qp_blas_ld_max() && !qp_linalg_on_device(ops)) {
+    const double *a = stack->data, *b = stack->data + b_first * stack->ld;
     qp_product_dots_unblas(rows, a, cols, b, b_cols, symmetric, out);
     qp_stage_add_flops(2.0 * (double)rows * (double)cols * (double)b_cols);
   } else if (rows == 0) {
-    memset(out->data, 0, (size_t)(out->rows * out->cols) * sizeof(double));
+    QP_CALL(qp_matrix_set_identity(out, 0.0));
   } else {
     qp_matrix va, vb;
-    QP_CALL(qp_matrix_view(local, QP_TERM_PRODUCTS, a, rows, cols, rows, &va));
+    QP_CALL(qp_matrix_columns(stack, 0, cols, &va));
     if (symmetric) {
       QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &va, 0.0, out));
     } else {
-      QP_CALL(qp_matrix_view(local, QP_TERM_PRODUCTS, b, rows, b_cols, rows, &vb));
+      QP_CALL(qp_matrix_columns(stack, b_first, b_cols, &vb));
       QP_CALL(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &va, &vb, 0.0, out));
     }
   }
-  QP_CALL(qp_linalg_sum_partials(ops, out->data, out->rows * out->cols));
+  if (!qp_linalg_on_device(ops))
+    QP_CALL(qp_linalg_sum_partials(ops, out->data, out->rows * out->cols));
   return QP_OK;
 }
 
-/* slot <- M_q = L^-1 P_q L^-T, P_q already in the slot. */
-static qp_err qp_whiten_product(qp_problem *p, double *slot_data) {
+/* Slot j of the stack <- M_q = L^-1 P_q L^-T, P_q already in the slot. */
+static qp_err qp_whiten_product(qp_problem *p, const qp_matrix *stack, int64_t j) {
   const int64_t n = p->n_pix;
   qp_matrix slot;
-  QP_CALL(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, slot_data, n, n, n, &slot));
+  QP_CALL(qp_matrix_stack_slot(stack, j, p->ops, QP_TERM_PRODUCTS, n, n, &slot));
   QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &slot));
   QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, &slot));
   return QP_OK;
+}
+
+/* Slots [0, count) of the stack <- P_first.. P_first+count-1: built on the host (in the stack
+ * itself on a host backend, in a staging window otherwise). */
+static qp_err qp_build_products(qp_problem *p, qp_matrix *stack, int64_t first, int64_t count,
+                                int64_t slot) {
+  qp_host_window w;
+  QP_CALL(qp_host_window_open(stack, slot, count, QP_ACCESS_WRITE, &w));
+  qp_err err = QP_OK;
+  QP_CALL_GOTO(qp_pixel_matrices_build(p, NULL, (int)first, (int)count, w.data, (size_t)w.ld),
+               fail);
+  QP_CALL(qp_host_window_close(&w));
+  return QP_OK;
+fail:
+  qp_host_window_discard(&w);
+  return err;
 }
 
 static qp_err qp_pixel_fisher_run(qp_problem *p);
@@ -157,68 +178,71 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   const int64_t n = p->n_pix, np = p->n_params, k = p->model_dims.fisher_chunk;
   const int streaming = k < np;
   const int64_t slots = k + 1 + streaming;
-  const size_t stride = (size_t)qp_matrix_local_size(&p->cov); /* n^2, or this rank's part */
-  double *products = NULL;
-  qp_matrix gram = {0}, cross = {0};
+  const int64_t stride = qp_matrix_local_size(&p->cov); /* n^2, or this rank's part */
+  const qp_linalg_ops *local = qp_linalg_local_ops(p->ops);
+  qp_matrix products = {0}, gram = {0}, cross, dots;
+  qp_host_window seen = {0};
   long total = 0; /* products formed: each once, plus the streamed ones again */
   for (int64_t first = 0; first < np; first += k) total += (long)(np - first);
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "products", total);
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
-  QP_CALL_GOTO(
-      QP_ALLOC_DOUBLES(QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, (size_t)slots * stride, &products),
-      done);
-  /* The Gram matrix of chunk + noise, and beside it one column of dots with the stream. */
-  /* The Gram matrix is small and whole on every rank (local, whatever the backend). */
-  const qp_linalg_ops *local = qp_linalg_cpu_ops();
+  /* Slot j of the stack holds one product's local elements: the chunk's k, the whitened noise
+   * at k, the streamed one at k + 1. */
+  QP_CALL_GOTO(qp_matrix_create(local, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, stride, slots,
+                                &products),
+               done);
+  /* The Gram matrix of chunk + noise, and beside it one column of dots with the stream: small,
+   * whole on every rank, where the products are. */
   QP_CALL_GOTO(qp_matrix_create(local, QP_TERM_GRAM, QP_TERM_TRANSIENT, k + 1, k + 2, &gram),
                done);
-  QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data, k + 1, k + 1, k + 1, &cross),
-               done);
   qp_progress_note(&progress, "products allocated");
-  double *noise_slot = products + k * stride, *stream = products + (k + 1) * stride;
-  qp_matrix noise_view, dots;
-  QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_PRODUCTS, noise_slot, n, n, n, &noise_view), done);
+  qp_matrix noise_view;
+  QP_CALL_GOTO(qp_matrix_stack_slot(&products, k, p->ops, QP_TERM_PRODUCTS, n, n, &noise_view),
+               done);
   QP_CALL_GOTO(qp_whiten_noise(p, &noise_view), done);
   long formed = 0;
   for (int64_t first = 0; first < np; first += k) {
     const int64_t count = np - first < k ? np - first : k;
-    QP_CALL_GOTO(qp_pixel_matrices_build(p, NULL, (int)first, (int)count, products, stride), done);
+    QP_CALL_GOTO(qp_build_products(p, &products, first, count, 0), done);
     for (int64_t j = 0; j < count; ++j) {
-      QP_CALL_GOTO(qp_whiten_product(p, products + j * stride), done);
+      QP_CALL_GOTO(qp_whiten_product(p, &products, j), done);
       qp_progress_step(&progress, ++formed);
     }
     /* The noise right after the chunk's last product, [M_first.., N_white], for one syrk: a
      * short last chunk takes a copy of it (its old slots are free). */
-    if (count < k) memmove(products + count * stride, noise_slot, stride * sizeof(double));
+    if (count < k) QP_CALL_GOTO(qp_linalg_copy_sub(stride, 1, &products, 0, k, &products, 0, count), done);
     QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data, count + 1, count + 1, count + 1,
                                 &cross),
                  done);
-    QP_CALL_GOTO(qp_product_dots(p->ops, (int64_t)stride, products, count + 1, products, count + 1,
-                                 &cross),
-                 done);
+    QP_CALL_GOTO(qp_product_dots(p->ops, &products, count + 1, 0, count + 1, &cross), done);
+    QP_CALL_GOTO(qp_host_window_read(&cross, 0, cross.cols, &seen), done);
     for (int64_t a = 0; a < count; ++a) {
       for (int64_t b = 0; b < count; ++b)
-        p->fisher[(first + a) + (first + b) * np] = 0.5 * cross.data[a + b * (count + 1)];
-      p->noise_bias[first + a] = 0.5 * cross.data[a + count * (count + 1)];
+        p->fisher[(first + a) + (first + b) * np] = 0.5 * seen.data[a + b * seen.ld];
+      p->noise_bias[first + a] = 0.5 * seen.data[a + count * seen.ld];
     }
+    qp_host_window_discard(&seen);
     for (int64_t q = first + count; q < np; ++q) {
-      QP_CALL_GOTO(qp_pixel_matrices_build(p, NULL, (int)q, 1, stream, stride), done);
-      QP_CALL_GOTO(qp_whiten_product(p, stream), done);
+      QP_CALL_GOTO(qp_build_products(p, &products, q, 1, k + 1), done);
+      QP_CALL_GOTO(qp_whiten_product(p, &products, k + 1), done);
       QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data + (k + 1) * (k + 1), count, 1,
                                   count, &dots),
                    done);
-      QP_CALL_GOTO(qp_product_dots(p->ops, (int64_t)stride, products, count, stream, 1, &dots), done);
+      QP_CALL_GOTO(qp_product_dots(p->ops, &products, count, k + 1, 1, &dots), done);
       qp_progress_step(&progress, ++formed);
+      QP_CALL_GOTO(qp_host_window_read(&dots, 0, 1, &seen), done);
       for (int64_t a = 0; a < count; ++a)
-        p->fisher[(first + a) + q * np] = p->fisher[q + (first + a) * np] = 0.5 * dots.data[a];
+        p->fisher[(first + a) + q * np] = p->fisher[q + (first + a) * np] = 0.5 * seen.data[a];
+      qp_host_window_discard(&seen);
     }
   }
   qp_progress_note(&progress, "Fisher matrix and noise bias");
 done:
+  qp_host_window_discard(&seen);
   qp_matrix_destroy(&gram);
-  qp_budget_free(products);
+  qp_matrix_destroy(&products);
   /* N is not needed after the noise bias (model: freed in fisher_run). */
   qp_budget_free(p->noise_variance);
   p->noise_variance = NULL;

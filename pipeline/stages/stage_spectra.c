@@ -5,6 +5,7 @@
 
 #include "conditioning.h"
 #include "harmonic_route.h"
+#include "host_window.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
@@ -38,45 +39,54 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
   qp_err err = QP_OK;
   const int64_t n = p->n_pix, np = p->n_params, n_maps = p->n_maps;
   const int64_t chunk = p->model_dims.spectra_chunk;
-  const size_t slot_stride = (size_t)qp_matrix_local_size(&p->cov);
-  qp_matrix z = {0}, pz = {0};
-  double *bins = NULL;
+  const int64_t slot_stride = qp_matrix_local_size(&p->cov);
+  qp_matrix z = {0}, pz = {0}, bins = {0};
+  qp_host_window built = {0}, zw = {0}, pzw = {0};
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &z),
                done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n, n_maps, &pz),
                done);
-  QP_CALL_GOTO(
-      QP_ALLOC_DOUBLES(QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT, (size_t)chunk * slot_stride, &bins),
-      done);
+  /* The chunk's bin matrices side by side, each slot one matrix's local part. */
+  QP_CALL_GOTO(qp_matrix_create(qp_linalg_local_ops(p->ops), QP_TERM_BIN_MATRICES,
+                                QP_TERM_TRANSIENT, slot_stride, chunk, &bins),
+               done);
 
-  qp_maps_to_matrix(p, &z);
+  QP_CALL_GOTO(qp_maps_to_matrix(p, &z), done);
   QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &z), done);
   QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
+  QP_CALL_GOTO(qp_host_window_read(&z, 0, z.local_cols, &zw), done);
 
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "spectra_run", "parameters", (long)np);
   for (int64_t first = 0; first < np; first += chunk) {
     int64_t count = np - first < chunk ? np - first : chunk;
-    QP_CALL_GOTO(qp_pixel_matrices_build(p, NULL, (int)first, (int)count, bins, slot_stride),
+    QP_CALL_GOTO(qp_host_window_open(&bins, 0, count, QP_ACCESS_WRITE, &built), done);
+    QP_CALL_GOTO(qp_pixel_matrices_build(p, NULL, (int)first, (int)count, built.data,
+                                         (size_t)built.ld),
                  done);
+    QP_CALL_GOTO(qp_host_window_close(&built), done);
     for (int64_t k = 0; k < count; ++k) {
       qp_matrix pb;
-      QP_CALL_GOTO(
-          qp_matrix_view(p->ops, QP_TERM_BIN_MATRICES, bins + k * slot_stride, n, n, n, &pb), done);
+      QP_CALL_GOTO(qp_matrix_stack_slot(&bins, k, p->ops, QP_TERM_BIN_MATRICES, n, n, &pb), done);
       QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &pb, &z, 0.0, &pz), done);
       /* Each rank's rows of z . P_b z; summed over the ranks below. */
+      QP_CALL_GOTO(qp_host_window_read(&pz, 0, pz.local_cols, &pzw), done);
       for (int64_t lm = 0; lm < z.local_cols; ++lm) {
         double s = 0.0;
         for (int64_t i = 0; i < z.local_rows; ++i)
-          s += z.data[i + lm * z.ld] * pz.data[i + lm * pz.ld];
+          s += zw.data[i + lm * zw.ld] * pzw.data[i + lm * pzw.ld];
         p->yb[qp_matrix_global_col(&z, lm) * np + first + k] = 0.5 * s;
       }
+      qp_host_window_discard(&pzw);
       qp_progress_step(&progress, (long)(first + k + 1));
     }
   }
   QP_CALL_GOTO(qp_linalg_sum_partials(p->ops, p->yb, n_maps * np), done);
 done:
-  qp_budget_free(bins);
+  qp_host_window_discard(&pzw);
+  qp_host_window_discard(&zw);
+  qp_host_window_discard(&built);
+  qp_matrix_destroy(&bins);
   qp_matrix_destroy(&pz);
   qp_matrix_destroy(&z);
   return err;
