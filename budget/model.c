@@ -90,15 +90,16 @@ size_t qp_model_stage_library(const qp_model *m, int stage) {
   return sum;
 }
 
-size_t qp_model_stage_carried(const qp_model *m, int stage) {
+size_t qp_model_stage_carried_in(const qp_model *m, int stage, qp_space space) {
   size_t sum = 0;
   for (int i = 0; i < m->n_terms; ++i)
-    if (m->terms[i].stage_alloc < stage && qp_model_term_alive(&m->terms[i], stage))
+    if (m->terms[i].space == space && m->terms[i].stage_alloc < stage &&
+        qp_model_term_alive(&m->terms[i], stage))
       sum += m->terms[i].bytes;
   return sum;
 }
 
-size_t qp_model_stage_peak(const qp_model *m, int stage) {
+size_t qp_model_stage_peak_in(const qp_model *m, int stage, qp_space space) {
   int phases = 1;
   for (int i = 0; i < m->n_terms; ++i) {
     const qp_model_term *t = &m->terms[i];
@@ -110,31 +111,49 @@ size_t qp_model_stage_peak(const qp_model *m, int stage) {
   for (int ph = 0; ph < phases; ++ph) {
     size_t sum = 0;
     for (int i = 0; i < m->n_terms; ++i)
-      if (qp_term_alive_in(&m->terms[i], stage, ph)) sum += m->terms[i].bytes;
+      if (m->terms[i].space == space && qp_term_alive_in(&m->terms[i], stage, ph))
+        sum += m->terms[i].bytes;
     if (sum > peak) peak = sum;
   }
   return peak;
 }
 
-size_t qp_model_stage_persistent(const qp_model *m, int stage) {
+size_t qp_model_stage_persistent_in(const qp_model *m, int stage, qp_space space) {
   size_t sum = 0;
   for (int i = 0; i < m->n_terms; ++i) {
     const qp_model_term *t = &m->terms[i];
     /* Terms freed in the last stage are results kept to the end of the run. */
     int kept = t->stage_free > stage ||
                (t->stage_free == m->n_stages - 1 && t->kind == QP_TERM_PERSISTENT);
-    if (qp_model_term_alive(t, stage) && kept) sum += t->bytes;
+    if (t->space == space && qp_model_term_alive(t, stage) && kept) sum += t->bytes;
   }
   return sum;
 }
 
-size_t qp_model_peak(const qp_model *m) {
+size_t qp_model_peak_in(const qp_model *m, qp_space space) {
   size_t peak = 0;
   for (int s = 0; s < m->n_stages; ++s) {
-    size_t p = qp_model_stage_peak(m, s);
+    size_t p = qp_model_stage_peak_in(m, s, space);
     if (p > peak) peak = p;
   }
   return peak;
+}
+
+size_t qp_model_stage_carried(const qp_model *m, int stage) {
+  return qp_model_stage_carried_in(m, stage, QP_SPACE_HOST);
+}
+size_t qp_model_stage_peak(const qp_model *m, int stage) {
+  return qp_model_stage_peak_in(m, stage, QP_SPACE_HOST);
+}
+size_t qp_model_stage_persistent(const qp_model *m, int stage) {
+  return qp_model_stage_persistent_in(m, stage, QP_SPACE_HOST);
+}
+size_t qp_model_peak(const qp_model *m) { return qp_model_peak_in(m, QP_SPACE_HOST); }
+
+int qp_model_has_device(const qp_model *m) {
+  for (int i = 0; i < m->n_terms; ++i)
+    if (m->terms[i].space == QP_SPACE_DEVICE) return 1;
+  return 0;
 }
 
 const qp_model_term *qp_model_find(const qp_model *m, const char *name) {
@@ -159,13 +178,18 @@ void qp_model_print_stages(FILE *out, const qp_model *m) {
     }
     fprintf(out, "\n  kept after  ");
     qp_print_bytes(out, qp_model_stage_persistent(m, stage));
+    if (qp_model_has_device(m)) {
+      fprintf(out, "\n  device peak ");
+      qp_print_bytes(out, qp_model_stage_peak_in(m, stage, QP_SPACE_DEVICE));
+    }
     fprintf(out, "\n");
     for (int i = 0; i < m->n_terms; ++i) {
       const qp_model_term *t = &m->terms[i];
       const int library = t->kind == QP_TERM_LIBRARY && t->stage_alloc == stage;
       if (!qp_model_term_alive(t, stage) && !library) continue;
       const char *role = t->stage_alloc < stage ? "carried" : qp_term_kind_name(t->kind);
-      fprintf(out, "    %-16s %-10s ", t->name, role);
+      fprintf(out, "    %-16s %-10s%s ", t->name, role,
+              t->space == QP_SPACE_DEVICE ? " [device]" : "");
       qp_print_bytes(out, t->bytes);
       fprintf(out, "  %s\n", t->formula);
     }
@@ -184,5 +208,9 @@ void qp_model_print_stages(FILE *out, const qp_model *m) {
   qp_print_bytes(out, qp_model_peak(m));
   fprintf(out, "\n               with overhead ");
   qp_print_bytes(out, qp_model_peak(m) + m->overhead_bytes);
+  if (qp_model_has_device(m)) {
+    fprintf(out, "\ndevice peak:   tracked ");
+    qp_print_bytes(out, qp_model_peak_in(m, QP_SPACE_DEVICE));
+  }
   fprintf(out, "\n");
 }

@@ -79,6 +79,14 @@ qp_model_term *qp_model_add(qp_model *model, const char *name, qp_term_kind kind
 
 /** 1 when the term is alive during `stage` (virtual and library terms never are). */
 int qp_model_term_alive(const qp_model_term *term, int stage);
+/* The sums below count the host space's terms; the _in forms one given space (a device
+ * backend's matrices are QP_SPACE_DEVICE terms, summed and limited apart from the host's). */
+size_t qp_model_stage_carried_in(const qp_model *model, int stage, qp_space space);
+size_t qp_model_stage_peak_in(const qp_model *model, int stage, qp_space space);
+size_t qp_model_stage_persistent_in(const qp_model *model, int stage, qp_space space);
+size_t qp_model_peak_in(const qp_model *model, qp_space space);
+/** 1 when any term lives in device memory. */
+int qp_model_has_device(const qp_model *model);
 size_t qp_model_stage_carried(const qp_model *model, int stage);
 /** Bytes of the library terms of a stage (QP_TERM_LIBRARY: allocated inside library calls,
  *  outside the tracked allocator): added to the peak where it is compared with RSS, never

@@ -63,7 +63,7 @@ const char *const qp_cfg_field_names[3] = {"T", "QU", "TQU"};
 static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_node,
                              const yaml_node_t *value, void *state) {
   static const char *const path_names[] = {"auto", "pixel_direct", "harmonic"};
-  static const char *const backend_names[] = {"cpu", "cuda", "dist"};
+  static const char *const backend_names[] = {"cpu", "cuda", "dist", "hostdev"};
   qp_config *cfg = state;
   const char *key = qp_top_keys[index];
   ctx->line[index] = qp_node_line(key_node);
@@ -186,4 +186,8 @@ done:
   if (file) fclose(file);
   if (err != QP_OK) qp_config_free(cfg);
   return err;
+}
+
+int qp_config_device_backend(const qp_config *cfg) {
+  return strcmp(cfg->backend, "cuda") == 0 || strcmp(cfg->backend, "hostdev") == 0;
 }

@@ -62,7 +62,7 @@ typedef struct qp_config {
   /* Relative accuracy asked of F and the spectra (default 1e-6): a route whose key matrix has
    * eps / rcond above it is refused (pipeline/conditioning.h). */
   double accuracy;
-  char backend[16];                  /* "cpu", "cuda", "dist" */
+  char backend[16];                  /* "cpu", "cuda", "dist", "hostdev" (test-only) */
   /* grid: {rows, cols, block}: the process grid of the distributed backend; 0 = chosen */
   int grid_rows, grid_cols, grid_block;
   char output[QP_PATH_MAX];
@@ -77,6 +77,10 @@ typedef struct qp_config {
   char calibration[QP_PATH_MAX];     /* `qmlpipe calibrate` file; "" = $QMLPIPE_CALIBRATION or
                                         the built-in overhead */
 } qp_config;
+
+/** 1 when the config's backend keeps matrices in device memory (cuda; hostdev, its CPU test
+ *  bed): what the memory model and memory.device_limit apply to. */
+int qp_config_device_backend(const qp_config *cfg);
 
 /** Fills *cfg with defaults (ell_min 2, bin_width 1, path auto, backend cpu,
  *  output results.h5, fields T, spectra TT, lmax_signal = lmax, sample_interval_ms 20). */

@@ -1,7 +1,44 @@
 /* host_window.c: host windows onto matrices of any space (host_window.h). */
 #include "host_window.h"
 
+#include <stdint.h>
 #include <string.h>
+
+/* The reserve of a stage: one block, windows stacked in it from the bottom. */
+static struct {
+  char *base;
+  size_t bytes, used;
+} qp_staging;
+
+qp_err qp_host_staging_reserve(size_t bytes) {
+  qp_host_staging_release();
+  if (bytes == 0) return QP_OK;
+  void *block = NULL;
+  QP_CALL(qp_budget_alloc(QP_TERM_HOST_STAGING, QP_TERM_TRANSIENT, QP_SPACE_HOST, bytes, &block));
+  qp_staging.base = block;
+  qp_staging.bytes = bytes;
+  return QP_OK;
+}
+
+void qp_host_staging_release(void) {
+  qp_budget_free(qp_staging.base);
+  memset(&qp_staging, 0, sizeof qp_staging);
+}
+
+/* A staging block of `bytes` for w: the reserve's next free bytes, else a block of its own. */
+static qp_err qp_staging_take(size_t bytes, qp_host_window *w) {
+  if (qp_staging.base && bytes <= qp_staging.bytes - qp_staging.used) {
+    w->arena_at = qp_staging.used;
+    w->data = (double *)(void *)(qp_staging.base + qp_staging.used);
+    qp_staging.used += bytes;
+    return QP_OK;
+  }
+  void *block = NULL;
+  QP_CALL(qp_budget_alloc(QP_TERM_HOST_STAGING, QP_TERM_TRANSIENT, QP_SPACE_HOST, bytes, &block));
+  w->arena_at = SIZE_MAX;
+  w->data = block;
+  return QP_OK;
+}
 
 size_t qp_host_window_bytes(const qp_linalg_ops *ops, int64_t local_rows, int64_t cols) {
   if (!qp_linalg_on_device(ops) || local_rows <= 0 || cols <= 0) return 0;
@@ -21,10 +58,7 @@ qp_err qp_host_window_open(qp_matrix *m, int64_t col0, int64_t cols, qp_access a
   }
   w->ld = m->local_rows > 0 ? m->local_rows : 1;
   w->staged = 1;
-  void *block = NULL;
-  QP_CALL(qp_budget_alloc(QP_TERM_HOST_STAGING, QP_TERM_TRANSIENT, QP_SPACE_HOST,
-                          qp_host_window_bytes(m->ops, m->local_rows, cols), &block));
-  w->data = block;
+  QP_CALL(qp_staging_take(qp_host_window_bytes(m->ops, m->local_rows, cols), w));
   qp_err err = QP_OK;
   if (access & QP_ACCESS_READ)
     QP_CALL_GOTO(qp_linalg_download(m, 0, col0, m->local_rows, cols, w->data, w->ld), fail);
@@ -50,6 +84,14 @@ done:
 }
 
 void qp_host_window_discard(qp_host_window *w) {
-  if (w->staged) qp_budget_free(w->data);
+  if (w->staged && w->arena_at == SIZE_MAX) {
+    qp_budget_free(w->data);
+  } else if (w->staged && w->data) {
+    /* The reserve is a stack: the top window gives its bytes back; one below the top keeps
+     * them until the windows above it close (closing out of order wastes, never overlaps). */
+    const size_t end = (size_t)((char *)w->data - qp_staging.base) +
+                       qp_host_window_bytes(w->m->ops, w->m->local_rows, w->cols);
+    if (end == qp_staging.used) qp_staging.used = w->arena_at;
+  }
   memset(w, 0, sizeof *w);
 }

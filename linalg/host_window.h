@@ -35,7 +35,17 @@ typedef struct qp_host_window {
   qp_matrix *m;         /* NULL once closed */
   qp_access access;
   int staged;           /* 1: data is a staging block (device matrix), freed at close */
+  size_t arena_at;      /* staged from the reserve: its offset there; SIZE_MAX: a block of its own */
 } qp_host_window;
+
+/** Reserves `bytes` of host staging (term QP_TERM_HOST_STAGING) from which the windows
+ *  opened until qp_host_staging_release take their blocks, stack-wise: one block per stage,
+ *  sized by the memory model, rather than one per window, so that the term's bytes are the
+ *  model's exactly (pipeline/driver.c). A window that does not fit what is left gets a block of
+ *  its own under the same term (and the model's check shows the difference). 0: nothing. */
+qp_err qp_host_staging_reserve(size_t bytes);
+/** Frees the reserved staging (windows still open keep nothing from it: close them first). */
+void qp_host_staging_release(void);
 
 /** Host staging bytes a window of `cols` local columns of a matrix of `ops` with `local_rows`
  *  rows takes: 0 on a host backend. What the memory model charges to QP_TERM_HOST_STAGING. */

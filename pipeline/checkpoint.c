@@ -92,10 +92,10 @@ qp_err qp_checkpoint_open(qp_checkpoint *ck, const char *dir, int resume, const 
            dir);
   snprintf(ck->dir, sizeof ck->dir, "%s", dir);
   ck->resume = resume;
-  QP_CHECK(strcmp(p->cfg->backend, "cuda") != 0, QP_ERR_UNSUPPORTED,
-           "checkpoint '%s': the cuda backend keeps its matrices in device memory; checkpoints "
+  QP_CHECK(!qp_linalg_on_device(p->ops), QP_ERR_UNSUPPORTED,
+           "checkpoint '%s': backend '%s' keeps its matrices in device memory; checkpoints "
            "need the cpu or dist backend",
-           dir);
+           dir, p->cfg->backend);
   QP_CALL(qp_checkpoint_share_inputs(p->cfg, &ck->inputs));
   qp_ck_check_space(ck, p);
   QP_CALL(qp_comm_agree(qp_ck_probe(ck, p)));

@@ -68,7 +68,7 @@ static qp_err qp_ck_write_state(hid_t file, const char *where, const qp_problem 
     if (s->type == QP_CK_MATRIX) {
       const qp_matrix *m = qp_ck_field(p, s);
       QP_CHECK(m->space == QP_SPACE_HOST, QP_ERR_UNSUPPORTED,
-               "checkpoint: matrix '%s' is in device memory (backend cuda): checkpoints need "
+               "checkpoint: matrix '%s' is in device memory: checkpoints need "
                "the cpu or dist backend",
                s->name);
       QP_CHECK(m->ld == m->local_rows || m->local_rows == 0, QP_ERR_INTERNAL,

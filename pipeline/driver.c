@@ -16,6 +16,7 @@
 #include "conditioning.h"
 #include "fault.h"
 #include "h5_matrix.h"
+#include "host_window.h"
 #include "inputs.h"
 #include "planner.h"
 #include "job_limit.h"
@@ -37,7 +38,16 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p,
             resumed ? " resumed from the checkpoint" : "");
   /* With MPI every rank leaves the stage with the same status: a rank that failed alone
    * would leave the others waiting in the next collective. */
-  qp_err err = qp_comm_agree(resumed ? qp_checkpoint_restore(ck, p, id) : fn(p));
+  /* A device run's host staging for the stage, as the model sizes it (host_window.h). */
+  const qp_model_term *staging = NULL;
+  for (int i = 0; i < p->model.n_terms; ++i)
+    if (strcmp(p->model.terms[i].name, QP_TERM_HOST_STAGING) == 0 &&
+        p->model.terms[i].stage_alloc == (int)id)
+      staging = &p->model.terms[i];
+  qp_err err = staging && !resumed ? qp_host_staging_reserve(staging->bytes) : QP_OK;
+  if (err == QP_OK) err = resumed ? qp_checkpoint_restore(ck, p, id) : fn(p);
+  qp_host_staging_release();
+  err = qp_comm_agree(err);
   if (err != QP_OK) qp_error_trace(__FILE__, __LINE__, qp_stage_name(id));
   qp_err pop = qp_stage_pop();
   QP_CALL(err);
@@ -55,12 +65,13 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p,
 
 qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
   const int ranks = qp_comm_size();
-  /* The cuda table's operations are tested (tests/gpu), but the stages still build and read
-   * their matrices on the host: refuse rather than hand host buffers to the device. */
-  QP_CHECK(strcmp(cfg->backend, "cuda") != 0, QP_ERR_UNSUPPORTED,
-           "config '%s': backend cuda does not run the stages yet (its operations and device "
-           "budget exist: docs/gpu.md); use backend cpu or dist",
-           cfg->source);
+  /* A device backend (cuda; hostdev, its CPU test bed) holds whole matrices on one device:
+   * on several ranks each would repeat the whole analysis. */
+  const int device = strcmp(cfg->backend, "cuda") == 0 || strcmp(cfg->backend, "hostdev") == 0;
+  QP_CHECK(!device || ranks == 1, QP_ERR_UNSUPPORTED,
+           "config '%s': backend %s runs on one rank (one device); %d ranks would each repeat "
+           "the whole analysis: run one rank per analysis, or use backend dist",
+           cfg->source, cfg->backend, ranks);
   if (ranks == 1 && strcmp(cfg->backend, "dist") != 0) {
     QP_CALL(qp_linalg_backend(cfg->backend, ops));
     return QP_OK;

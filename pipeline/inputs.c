@@ -14,6 +14,7 @@
 #include "driver.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
+#include "host_window.h"
 #include "comm.h"
 #include "harmonic_route.h"
 #include "spin_harmonics.h"
@@ -356,29 +357,9 @@ static qp_err qp_inputs_read_fields(const qp_problem *p, const char *path, const
   return QP_OK;
 }
 
-static qp_err qp_inputs_dense_noise(qp_problem *p) {
-  const qp_config *cfg = p->cfg;
-  int64_t rows, cols;
-  QP_CALL(qp_h5_matrix_info(cfg->noise_file, cfg->noise_dataset, &rows, &cols));
-  QP_CHECK(rows == p->n_pix && cols == p->n_pix, QP_ERR_INPUT,
-           "noise covariance '%s' dataset '%s' is %lld x %lld, but the data vector has %lld "
-           "entries (T at the observed pixels of the mask '%s', then Q and U at those of "
-           "mask_pol)",
-           cfg->noise_file, cfg->noise_dataset, (long long)rows, (long long)cols,
-           (long long)p->n_pix, cfg->mask);
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_NOISE, QP_TERM_PERSISTENT, rows, cols, &p->noise));
-  if (p->noise.grid) {
-    /* Distributed: every rank reads its own blocks (and checks them against their mirror
-     * blocks in the file); nothing of size n_pix^2 goes through one rank. */
-    const qp_grid *g = p->noise.grid;
-    QP_CALL(qp_h5_matrix_read_block_cyclic(cfg->noise_file, cfg->noise_dataset, rows, g->block,
-                                           g->nprow, g->npcol, g->myrow, g->mycol,
-                                           p->noise.data, p->noise.ld));
-    return QP_OK;
-  }
-  QP_CALL(qp_h5_matrix_read(cfg->noise_file, cfg->noise_dataset, rows, cols, p->noise.data));
-  const double *n = p->noise.data;
-  for (int64_t j = 0; j < cols; ++j)
+/* A dense N read whole (n x n, leading dimension n): finite and symmetric. */
+static qp_err qp_check_noise_symmetric(const qp_config *cfg, const double *n, int64_t rows) {
+  for (int64_t j = 0; j < rows; ++j)
     for (int64_t i = j; i < rows; ++i) {
       double a = n[i + j * rows], b = n[j + i * rows];
       QP_CHECK(isfinite(a), QP_ERR_INPUT,
@@ -390,6 +371,41 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
                cfg->noise_file, (long long)i, (long long)j, a, (long long)j, (long long)i, b);
     }
   return QP_OK;
+}
+
+static qp_err qp_inputs_dense_noise(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  int64_t rows, cols;
+  QP_CALL(qp_h5_matrix_info(cfg->noise_file, cfg->noise_dataset, &rows, &cols));
+  QP_CHECK(rows == p->n_pix && cols == p->n_pix, QP_ERR_INPUT,
+           "noise covariance '%s' dataset '%s' is %lld x %lld, but the data vector has %lld "
+           "entries (T at the observed pixels of the mask '%s', then Q and U at those of "
+           "mask_pol)",
+           cfg->noise_file, cfg->noise_dataset, (long long)rows, (long long)cols,
+           (long long)p->n_pix, cfg->mask);
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_NOISE, QP_TERM_PERSISTENT, rows, cols, &p->noise));
+  /* Read on the host (into N itself on a host backend), checked there, then handed over. */
+  qp_host_window w;
+  QP_CALL(qp_host_window_open(&p->noise, 0, p->noise.local_cols, QP_ACCESS_WRITE, &w));
+  qp_err err = QP_OK;
+  if (p->noise.grid) {
+    /* Distributed: every rank reads its own blocks (and checks them against their mirror
+     * blocks in the file); nothing of size n_pix^2 goes through one rank. */
+    const qp_grid *g = p->noise.grid;
+    QP_CALL_GOTO(qp_h5_matrix_read_block_cyclic(cfg->noise_file, cfg->noise_dataset, rows,
+                                                g->block, g->nprow, g->npcol, g->myrow, g->mycol,
+                                                w.data, w.ld),
+                 fail);
+  } else {
+    QP_CALL_GOTO(qp_h5_matrix_read(cfg->noise_file, cfg->noise_dataset, rows, cols, w.data),
+                 fail);
+    QP_CALL_GOTO(qp_check_noise_symmetric(cfg, w.data, rows), fail);
+  }
+  QP_CALL(qp_host_window_close(&w));
+  return QP_OK;
+fail:
+  qp_host_window_discard(&w);
+  return err;
 }
 
 /* The maps and a variance map (rank 0 only with MPI). */

@@ -8,6 +8,7 @@
 
 #include "block_cyclic.h"
 #include "checked_size.h"
+#include "host_window.h"
 #include "terms.h"
 
 const char *const qp_stage_names[QP_STAGE_COUNT] = {"covariance_setup", "basis_setup",
@@ -48,6 +49,57 @@ static qp_model_bytes qp_panel_bytes(const qp_model_dims *d, int64_t rows, int64
   return b;
 }
 
+/* A matrix of the run's backend: in device memory on a device backend. */
+static qp_model_term *qp_on_backend(const qp_model_dims *d, qp_model_term *t) {
+  if (d->device) t->space = QP_SPACE_DEVICE;
+  return t;
+}
+
+static qp_model_bytes qp_bytes_max(qp_model_bytes a, qp_model_bytes b) {
+  return a.approx >= b.approx ? a : b;
+}
+static qp_model_bytes qp_bytes_sum(qp_model_bytes a, qp_model_bytes b) {
+  qp_size_add(a.here, b.here, &a.here);
+  qp_size_add(a.whole, b.whole, &a.whole);
+  a.approx += b.approx;
+  return a;
+}
+
+/* Host staging of a device run, one block per stage (driver.c reserves it, host_window.h):
+ * the most its windows hold open at once; 0 on a host backend. */
+static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE_COUNT]) {
+  const qp_model_bytes none = {0, 0, 0.0};
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) out[s] = none;
+  if (!d->device) return;
+  const int64_t n = d->n_pix, nm = d->n_modes;
+  const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
+  const qp_model_bytes sq = qp_matrix_bytes(d, n, n), modes = qp_matrix_bytes(d, n, nm),
+                       kernel = qp_matrix_bytes(d, nm, nm),
+                       maps = qp_matrix_bytes(d, n, d->n_maps);
+  /* covariance_setup: a dense N read; C (or SMW's N_eff) built: N's variances and S added. */
+  out[QP_STAGE_COVARIANCE_SETUP] = d->noise_dense || !smw || d->switched ? sq : none;
+  /* basis_setup: L^-1's upper triangle cleared; V^T built (SMW: and whitened), the maps
+   * whitened, I + K Lambda built. */
+  out[QP_STAGE_BASIS_SETUP] =
+      pixel ? sq : smw ? qp_bytes_max(qp_bytes_max(modes, maps), kernel) : modes;
+  /* fisher_run: pixel-direct, the whitened noise (unless a dense N without the switch is
+   * copied in), a chunk of P_p, then the Gram matrix read; projection, N_eff with the switch,
+   * then Z or N_eff Z read for the bias; SMW, G read. */
+  const int64_t k = d->fisher_chunk;
+  if (pixel)
+    out[QP_STAGE_FISHER_RUN] =
+        qp_bytes_max(qp_model_bytes_times((size_t)k, sq),
+                     qp_matrix_bytes(d, k + 1, k + 1)); /* k n^2 >= n^2, the noise's */
+  else
+    out[QP_STAGE_FISHER_RUN] = smw ? kernel : qp_bytes_max(modes, d->switched ? sq : none);
+  /* spectra_run: pixel-direct, z read while a chunk of P_b is built, then while P_b z is
+   * read; projection, the maps. */
+  out[QP_STAGE_SPECTRA_RUN] =
+      pixel ? qp_bytes_sum(maps, qp_bytes_max(qp_model_bytes_times((size_t)d->spectra_chunk, sq),
+                                              maps))
+            : smw ? none : maps;
+}
+
 qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   qp_model_init(m, QP_STAGE_COUNT, qp_stage_names);
   QP_CHECK(d->n_positions > 0 && d->n_positions <= d->n_pix, QP_ERR_INPUT,
@@ -75,6 +127,11 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
            "budget model: n_modes (%lld), n_fields (%d) and n_lm (%lld) must not be negative",
            (long long)d->n_modes, d->n_fields, (long long)d->n_lm);
   const int dist = d->grid_rows > 0;
+  QP_CHECK(!(dist && d->device), QP_ERR_INPUT,
+           "budget model: a device backend is not distributed (grid %d x %d)", d->grid_rows,
+           d->grid_cols);
+  /* Where align and replicate copy (qp_linalg_moves_data): over ranks, or device to host. */
+  const int moves = dist || d->device;
   const size_t w = sizeof(double);
   const qp_model_bytes pix_sq = qp_matrix_bytes(d, d->n_pix, d->n_pix);
   const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, fis = QP_STAGE_FISHER_RUN,
@@ -107,41 +164,44 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
    * once K = Y^T Y does. basis_setup's phases: 0 V, Y, V N^-1 x; 1 K; 2 the LU. */
   qp_model_term *t;
   if (d->noise_dense) {
-    t = qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, smw ? bas : fis,
-                     smw ? "n_pix^2 x 8 (N, then N_eff, then its Cholesky factor)"
-                         : "n_pix^2 x 8");
+    t = qp_on_backend(d, qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov,
+                                      smw ? bas : fis,
+                                      smw ? "n_pix^2 x 8 (N, then N_eff, then its Cholesky factor)"
+                                          : "n_pix^2 x 8"));
     if (smw) t->phase_free = 0;
   } else {
     qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, qp_model_vector_bytes(d->n_pix, w), cov,
                  smw ? bas : fis, "n_pix x 8");
   }
   if (!smw) {
-    qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
-                 pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
-                       : "n_pix^2 x 8 (C, then L in place)");
+    qp_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
+                                  pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
+                                        : "n_pix^2 x 8 (C, then L in place)"));
   } else if (d->switched && !d->noise_dense) {
-    t = qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, bas,
-                     "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)");
+    t = qp_on_backend(d, qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, bas,
+                                      "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)"));
     t->phase_free = 0;
   }
 
   if (!pixel) {
-    t = qp_model_add(m, QP_TERM_V, smw ? QP_TERM_TRANSIENT : QP_TERM_PERSISTENT, mode_pix, bas,
-                     smw ? bas : spe, "n_pix n_modes x 8 (V^T, then Y in place)");
+    t = qp_on_backend(d, qp_model_add(m, QP_TERM_V, smw ? QP_TERM_TRANSIENT : QP_TERM_PERSISTENT,
+                                      mode_pix, bas, smw ? bas : spe,
+                                      "n_pix n_modes x 8 (V^T, then Y in place)"));
     if (smw) {
       t->phase_free = 1;
-      qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, bas, bas,
-                   "n_pix n_maps x 8 (N_eff^-1/2 x)")
+      qp_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, bas,
+                                    bas, "n_pix n_maps x 8 (N_eff^-1/2 x)"))
           ->phase_free = 0;
-      qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas, spe,
-                   "n_modes n_maps x 8 (V N_eff^-1 x, then z in place)");
+      qp_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas, spe,
+                                    "n_modes n_maps x 8 (V N_eff^-1 x, then z in place)"));
     }
-    t = qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, spe,
-                     smw ? "n_modes^2 x 8 (K, then W in place)" : "n_modes^2 x 8 (W)");
+    t = qp_on_backend(d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, spe,
+                                      smw ? "n_modes^2 x 8 (K, then W in place)"
+                                          : "n_modes^2 x 8 (W)"));
     if (smw) {
       t->phase_alloc = 1;
-      qp_model_add(m, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, mode_sq, bas, spe,
-                   "n_modes^2 x 8 (I + K Lambda, LU)")
+      qp_on_backend(d, qp_model_add(m, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, mode_sq, bas, spe,
+                                    "n_modes^2 x 8 (I + K Lambda, LU)"))
           ->phase_alloc = 2;
       /* ScaLAPACK's pdgetrf wants LOCr(n_modes) + MB pivots; the whole is n_modes + MB. */
       qp_model_bytes pivots = qp_model_vector_bytes(d->n_modes + (dist ? d->block : 0), sizeof(int));
@@ -151,9 +211,10 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
       qp_model_add(m, QP_TERM_PIVOTS, QP_TERM_PERSISTENT, pivots, bas, spe,
                    dist ? "(local n_modes + block) x 4" : "n_modes x 4")
           ->phase_alloc = 2;
-      if (dist)
+      if (moves)
         qp_model_add(m, QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, mode_sq, bas, bas,
-                     "n_modes^2 x 8 (K's columns of one field, redistributed)")
+                     d->device ? "n_modes^2 x 8 (K's columns of one field, on the host)"
+                               : "n_modes^2 x 8 (K's columns of one field, redistributed)")
             ->phase_alloc = 2;
     }
   }
@@ -161,16 +222,18 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   if (pixel) {
     /* k products, the whitened noise, and a streaming slot when k < n_params. */
     const size_t k = (size_t)d->fisher_chunk, slots = k + 1 + (d->fisher_chunk < d->n_params);
-    qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, qp_model_bytes_times(slots, pix_sq), fis, fis,
-                 d->fisher_chunk < d->n_params ? "(fisher_chunk + 2) n_pix^2 x 8"
-                                               : "(n_params + 1) n_pix^2 x 8");
-    qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT,
-                 qp_model_bytes_times(k + 1, qp_model_vector_bytes(d->fisher_chunk + 2, w)), fis, fis,
-                 "(fisher_chunk + 1)(fisher_chunk + 2) x 8");
+    qp_on_backend(d, qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT,
+                                  qp_model_bytes_times(slots, pix_sq), fis, fis,
+                                  d->fisher_chunk < d->n_params ? "(fisher_chunk + 2) n_pix^2 x 8"
+                                                                : "(n_params + 1) n_pix^2 x 8"));
+    qp_on_backend(d, qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT,
+                                  qp_model_bytes_times(k + 1, qp_model_vector_bytes(d->fisher_chunk + 2, w)),
+                                  fis, fis, "(fisher_chunk + 1)(fisher_chunk + 2) x 8"));
   } else {
-    /* Distributed, fisher_run has phases: 0 W's field blocks for F; then 1, 2 the bias. */
-    const int ph = dist ? 1 : 0;
-    if (dist) {
+    /* Where aligning moves data, fisher_run has phases: 0 W's field blocks for F; then 1, 2
+     * the bias. */
+    const int ph = moves ? 1 : 0;
+    if (moves) {
       const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
       qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
                    qp_model_bytes_times(blocks, qp_matrix_bytes(d, d->n_lm, d->n_lm)), fis, fis,
@@ -178,25 +241,26 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
           ->phase_free = 0;
     }
     if (smw) {
-      qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis,
-                   "n_modes^2 x 8")
+      qp_on_backend(d, qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis,
+                                    fis, "n_modes^2 x 8"))
           ->phase_alloc = ph;
     } else {
-      qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
-                   "n_pix n_modes x 8")
+      qp_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
+                                    fis, "n_pix n_modes x 8"))
           ->phase_alloc = ph;
       if (d->switched || d->noise_dense)
-        qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
-                     "n_pix n_modes x 8")
+        qp_on_backend(d, qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
+                                      fis, "n_pix n_modes x 8"))
             ->phase_alloc = ph;
       if (d->switched || d->noise_dense) {
-        t = qp_model_add(m, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, pix_sq, fis, fis,
-                         "n_pix^2 x 8");
+        t = qp_on_backend(d, qp_model_add(m, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, pix_sq,
+                                          fis, fis, "n_pix^2 x 8"));
         t->phase_alloc = ph;
-        if (dist) t->phase_free = 1;
+        if (moves) t->phase_free = 1;
       }
-      /* Distributed, Z's columns of one field are lined up with another's for the bias. */
-      if (dist)
+      /* Where aligning moves data, Z's columns of one field are lined up with another's for
+       * the bias. */
+      if (moves)
         qp_model_add(m, QP_TERM_ALIGNED_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
                      "n_pix n_modes x 8 (Z's columns of one field, aligned)")
             ->phase_alloc = 2;
@@ -209,20 +273,20 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, params, fis, spe, "n_params x 8");
 
   if (pixel) {
-    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe, spe,
-                 "n_pix n_maps x 8");
-    qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT,
-                 qp_model_bytes_times((size_t)d->spectra_chunk, pix_sq), spe, spe,
-                 "spectra_chunk n_pix^2 x 8");
-    qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, pix_maps, spe, spe,
-                 "n_pix n_maps x 8");
+    qp_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe,
+                                  spe, "n_pix n_maps x 8"));
+    qp_on_backend(d, qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT,
+                                  qp_model_bytes_times((size_t)d->spectra_chunk, pix_sq), spe, spe,
+                                  "spectra_chunk n_pix^2 x 8"));
+    qp_on_backend(d, qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, pix_maps, spe, spe,
+                                  "n_pix n_maps x 8"));
   } else if (!smw) {
-    qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe, spe,
-                 "n_pix n_maps x 8");
-    qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, mode_maps, spe, spe,
-                 "n_modes n_maps x 8");
+    qp_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe,
+                                  spe, "n_pix n_maps x 8"));
+    qp_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, mode_maps, spe, spe,
+                                  "n_modes n_maps x 8"));
   }
-  if (!pixel && dist)
+  if (!pixel && moves)
     qp_model_add(m, QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT,
                  qp_model_bytes_times((size_t)d->n_maps, qp_model_vector_bytes(d->n_modes, w)), spe, spe,
                  "n_modes n_maps x 8 (z whole on every rank)");
@@ -232,6 +296,13 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                "n_maps n_params x 8");
   qp_model_add(m, QP_TERM_SPECTRA, QP_TERM_PERSISTENT, per_map, spe, spe, "n_maps n_params x 8");
   qp_model_add(m, QP_TERM_ERRORS, QP_TERM_PERSISTENT, params, spe, spe, "n_params x 8");
+  /* A device run's host staging (host_window.h): one block per stage, reserved by the driver. */
+  qp_model_bytes staging[QP_STAGE_COUNT];
+  qp_staging_bytes(d, staging);
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    if (staging[s].whole > 0)
+      qp_model_add(m, QP_TERM_HOST_STAGING, QP_TERM_TRANSIENT, staging[s], s, s,
+                   "the most of the stage's device matrices open on the host at once");
   if (dist) {
     /* PBLAS copies a panel of block columns of its operands and one of block rows per step
      * (PB_Cmalloc, freed before it returns): (LOCr + LOCc) x block doubles for the largest

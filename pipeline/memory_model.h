@@ -50,6 +50,9 @@ typedef struct qp_model_dims {
    * (rank 0) only. */
   int grid_rows, grid_cols, grid_row, grid_col, block;
   int reader;            /* 1: this rank reads the inputs (always 1 without a grid) */
+  int device;            /* 1: a device backend (cuda, hostdev): the matrices are device terms, and
+                            the host holds the staging of their windows (host_window.h) and
+                            the work matrices that align and replicate download into */
   int n_fields;          /* harmonic: fields with modes (T, E, B): W's field blocks */
   int64_t n_lm;          /* harmonic: (lmax + 1)^2, the (l, m) of one padded field block */
 } qp_model_dims;

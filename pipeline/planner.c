@@ -33,6 +33,7 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
       .spectra_chunk = spectra_chunk,
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
       .reader = qp_comm_rank() == 0,
+      .device = qp_config_device_backend(cfg),
   };
   const qp_grid *grid = p->ops && p->ops->distributed ? qp_grid_current() : NULL;
   if (p->plan_grid.nprow > 0) {
@@ -77,7 +78,9 @@ static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, qp_s
   }
   QP_CALL(err);
   /* Bounded: a stage peak and the overhead stay below 2^63 (model.h). */
-  *fits = (double)(qp_model_stage_peak(model, stage) + model->overhead_bytes) <= limit;
+  *fits = (limit <= 0 || (double)(qp_model_stage_peak(model, stage) + model->overhead_bytes) <= limit) &&
+          (p->cfg->device_limit <= 0 ||
+           (double)qp_model_stage_peak_in(model, stage, QP_SPACE_DEVICE) <= p->cfg->device_limit);
   return QP_OK;
 }
 
@@ -92,7 +95,7 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t *fisher_chunk,
   const double limit = p->host_limit;
   const int64_t np = p->n_params;
   *fisher_chunk = *spectra_chunk = np;
-  if (limit <= 0) {
+  if (limit <= 0 && p->cfg->device_limit <= 0) {
     QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, np, np, model, NULL));
     return QP_OK;
   }
@@ -137,6 +140,21 @@ static double qp_route_cost(const qp_problem *p, qp_model_path path) {
   case QP_MODEL_HARMONIC_PROJECTED: return n * n * n / 3.0 + 2.0 * nm * n * n + nm * nm * n;
   }
   return 0;
+}
+
+/* "memory.host_limit 1.000 GiB and memory.device_limit 0.500 GiB": the limits the plan keeps to. */
+static const char *qp_plan_limits_text(const qp_problem *p) {
+  static _Thread_local char text[160];
+  int used = 0;
+  text[0] = '\0';
+  if (p->host_limit > 0)
+    used = snprintf(text, sizeof text, "%s %.3f GiB",
+                    p->limit_from_job ? "the job's memory limit" : "memory.host_limit",
+                    p->host_limit / 1073741824.0);
+  if (p->cfg->device_limit > 0)
+    snprintf(text + used, sizeof text - (size_t)used, "%smemory.device_limit %.3f GiB",
+             used ? " and " : "", p->cfg->device_limit / 1073741824.0);
+  return text;
 }
 
 /* Picks the route: the config's, or among those it allows the cheapest whose predicted peak
@@ -185,8 +203,10 @@ qp_err qp_plan_route(qp_problem *p) {
     }
     peak[r] = (double)(qp_model_peak(&p->model) + p->model.overhead_bytes);
     QP_CALL(qp_comm_max(&peak[r], 1)); /* distributed: the largest rank decides */
+    const double device_peak = (double)qp_model_peak_in(&p->model, QP_SPACE_DEVICE);
     if (best < 0 || cost[r] < cost[best]) best = r;
     if ((p->host_limit <= 0 || peak[r] <= p->host_limit) &&
+        (cfg->device_limit <= 0 || device_peak <= cfg->device_limit) &&
         (best_fit < 0 || cost[r] < cost[best_fit]))
       best_fit = r;
   }
@@ -223,10 +243,9 @@ qp_err qp_plan_route(qp_problem *p) {
     if (fisher_chunk < p->n_params || spectra_chunk < p->n_params)
       snprintf(p->path_reason + strlen(p->path_reason),
                sizeof p->path_reason - strlen(p->path_reason),
-               "; chunks for %s %.3f GiB: %lld of %lld products held in fisher_run, %lld "
+               "; chunks for %s: %lld of %lld products held in fisher_run, %lld "
                "bin matrices at a time in spectra_run",
-               p->limit_from_job ? "the job's memory limit" : "memory.host_limit",
-               p->host_limit / 1073741824.0, (long long)fisher_chunk, (long long)p->n_params,
+               qp_plan_limits_text(p), (long long)fisher_chunk, (long long)p->n_params,
                (long long)spectra_chunk);
   } else {
     QP_CALL(qp_plan_model(p, (qp_model_path)chosen, p->n_params, p->n_params, &p->model, &p->model_dims));
@@ -265,7 +284,35 @@ qp_err qp_plan_reroute_smw(qp_problem *p) {
   return QP_OK;
 }
 
+/* memory.device_limit: the device's peak (its matrices; the CUDA context and the libraries'
+ * workspaces are outside the model: docs/gpu.md) within it, or a refusal naming the stage and
+ * its largest device term, before anything is allocated. */
+static qp_err qp_plan_check_device_limit(const qp_problem *p) {
+  const double limit = p->cfg->device_limit;
+  const qp_model *m = &p->model;
+  if (limit <= 0 || (double)qp_model_peak_in(m, QP_SPACE_DEVICE) <= limit) return QP_OK;
+  qp_stage_id worst = QP_STAGE_COVARIANCE_SETUP;
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    if (qp_model_stage_peak_in(m, s, QP_SPACE_DEVICE) >
+        qp_model_stage_peak_in(m, worst, QP_SPACE_DEVICE))
+      worst = (qp_stage_id)s;
+  const qp_model_term *largest = NULL;
+  for (int i = 0; i < m->n_terms; ++i)
+    if (m->terms[i].space == QP_SPACE_DEVICE && qp_model_term_alive(&m->terms[i], worst) &&
+        (!largest || m->terms[i].bytes > largest->bytes))
+      largest = &m->terms[i];
+  const double gib = 1073741824.0, need = (double)qp_model_peak_in(m, QP_SPACE_DEVICE);
+  QP_FAIL(QP_ERR_BUDGET,
+          "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB) exceeds "
+          "memory.device_limit %.3f GiB by %.3f GiB; nothing was allocated for it. The part "
+          "that cannot be chunked does not fit the device: raise the limit, use a device with "
+          "more memory, mask fewer pixels, or use backend cpu or dist",
+          need / gib, qp_stage_name(worst), largest ? largest->name : "?",
+          largest ? (double)largest->bytes / gib : 0.0, limit / gib, (need - limit) / gib);
+}
+
 qp_err qp_plan_check_limit(const qp_problem *p) {
+  QP_CALL(qp_plan_check_device_limit(p));
   const double limit = p->host_limit;
   if (limit <= 0) return QP_OK;
   const qp_model *m = &p->model;
@@ -278,7 +325,7 @@ qp_err qp_plan_check_limit(const qp_problem *p) {
       worst = (qp_stage_id)s;
   const qp_model_term *largest = NULL;
   for (int i = 0; i < m->n_terms; ++i)
-    if (qp_model_term_alive(&m->terms[i], worst) &&
+    if (m->terms[i].space == QP_SPACE_HOST && qp_model_term_alive(&m->terms[i], worst) &&
         (!largest || m->terms[i].bytes > largest->bytes))
       largest = &m->terms[i];
   const double gib = 1073741824.0;
