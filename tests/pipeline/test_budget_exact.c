@@ -21,40 +21,7 @@
 #include "fixture.h"
 #include "h5_matrix.h"
 #include "test_util.h"
-
-static const qp_stage_term *find_term(const qp_stage_record *r, const char *name) {
-  for (int i = 0; i < r->n_terms; ++i)
-    if (strcmp(r->terms[i].name, name) == 0) return &r->terms[i];
-  return NULL;
-}
-
-static void check_exact(const qp_problem *p) {
-  const qp_model *m = &p->model;
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
-    const char *name = qp_stage_name((qp_stage_id)s);
-    const qp_stage_record *r = qp_stage_record_find(name);
-    TEST_ASSERT(r != NULL, "no record of stage %s", name);
-    if (!r) continue;
-    size_t predicted = qp_model_stage_peak(m, (qp_stage_id)s);
-    TEST_ASSERT(r->tracked_peak == predicted, "%s: tracked peak %zu B, predicted %zu B", name,
-                r->tracked_peak, predicted);
-    for (int i = 0; i < m->n_terms; ++i) {
-      const qp_model_term *t = &m->terms[i];
-      if (!qp_model_term_alive(t, (qp_stage_id)s)) continue;
-      const qp_stage_term *st = find_term(r, t->name);
-      TEST_ASSERT(st && st->peak == t->bytes, "%s: term '%s' predicted %zu B, tracked %zu B",
-                  name, t->name, t->bytes, st ? st->peak : 0);
-    }
-    for (int i = 0; i < r->n_terms; ++i) {
-      const qp_stage_term *st = &r->terms[i];
-      if (st->peak == 0) continue;
-      const qp_model_term *t = qp_model_find(m, st->name);
-      TEST_ASSERT(t && qp_model_term_alive(t, (qp_stage_id)s),
-                  "%s: term '%s' (%zu B) is tracked but not predicted in this stage", name,
-                  st->name, st->peak);
-    }
-  }
-}
+#include "budget_check.h"
 
 static void check_rss(const qp_problem *p, const qp_meter_sample *baseline) {
   const qp_model *m = &p->model;
@@ -107,7 +74,7 @@ static void check_routes(qp_config *cfg, int rss, const char *label) {
     TEST_OK(qp_fixture_run(cfg, &p, &baseline));
     printf("%s, %s: n_pix %lld, n_modes %lld, %d parameters, %lld maps\n", label, names[r],
            (long long)p.n_pix, (long long)p.n_modes, p.n_params, (long long)p.n_maps);
-    check_exact(&p);
+    qp_check_budget_exact(&p);
     if (rss && QP_TEST_SANITIZED) {
       printf("sanitizer build: RSS checks skipped (ASan's shadow and quarantine)\n");
     } else if (rss) {

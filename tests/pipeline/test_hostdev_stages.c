@@ -1,0 +1,169 @@
+/* test_hostdev_stages: every stage on the device path, tested on CPU. The hostdev backend
+ * (linalg/hostdev.h) keeps its "device" memory PROT_NONE outside its own operations, so a
+ * stage that touched a device matrix from the host would crash this test; the stages reach
+ * entries only through host windows (linalg/host_window.h). For each route (pixel-direct,
+ * harmonic SMW, harmonic projection) on T with the switch, QU, and TQU with a dense N and the
+ * switch:
+ *  - F, b, y and C_hat equal the cpu backend's to 1e-12 (relative to the largest entry);
+ *  - the memory model holds exactly on both spaces (budget_check.h): the device terms, the
+ *    host staging each stage reserves, the host work matrices of align and replicate.
+ * Then memory.device_limit: a limit that holds only a few products chunks fisher_run and
+ * spectra_run on the device (same results), and one below what cannot be chunked refuses the
+ * run before anything is allocated, naming the device. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget_check.h"
+#include "driver.h"
+#include "fixture.h"
+#include "h5_matrix.h"
+#include "test_util.h"
+
+typedef struct results {
+  double *fisher, *noise_bias, *yb, *cl;
+  int64_t np, n_maps;
+} results;
+
+static void results_keep(const qp_problem *p, results *r) {
+  r->np = p->n_params;
+  r->n_maps = p->n_maps;
+  const size_t np = (size_t)r->np, nm = (size_t)r->n_maps;
+  r->fisher = malloc(np * np * sizeof(double));
+  r->noise_bias = malloc(np * sizeof(double));
+  r->yb = malloc(np * nm * sizeof(double));
+  r->cl = malloc(np * nm * sizeof(double));
+  memcpy(r->fisher, p->fisher, np * np * sizeof(double));
+  memcpy(r->noise_bias, p->noise_bias, np * sizeof(double));
+  memcpy(r->yb, p->yb, np * nm * sizeof(double));
+  memcpy(r->cl, p->cl, np * nm * sizeof(double));
+}
+
+static void results_free(results *r) {
+  free(r->fisher);
+  free(r->noise_bias);
+  free(r->yb);
+  free(r->cl);
+}
+
+static void compare(const results *cpu, const qp_problem *p, const char *what) {
+  TEST_ASSERT(p->n_params == cpu->np && p->n_maps == cpu->n_maps, "%s: dimensions differ", what);
+  const size_t np = (size_t)cpu->np, nm = (size_t)cpu->n_maps;
+  TEST_WITHIN(qp_test_max_rel_diff(cpu->fisher, p->fisher, np * np), 1e-12, "%s: F", what);
+  TEST_WITHIN(qp_test_max_rel_diff(cpu->noise_bias, p->noise_bias, np), 1e-12, "%s: b", what);
+  TEST_WITHIN(qp_test_max_rel_diff(cpu->yb, p->yb, np * nm), 1e-12, "%s: y", what);
+  TEST_WITHIN(qp_test_max_rel_diff(cpu->cl, p->cl, np * nm), 1e-12, "%s: C_hat", what);
+}
+
+/* Runs cfg on cpu, then on hostdev (with `device_limit`), compares and checks the model. */
+static void check_route(qp_config *cfg, qp_path path, int method, double device_limit,
+                        const char *what) {
+  qp_meter_sample baseline;
+  qp_problem p;
+  cfg->path = path;
+  cfg->harmonic_method = method;
+  cfg->device_limit = 0;
+  snprintf(cfg->backend, sizeof cfg->backend, "cpu");
+  TEST_OK(qp_fixture_run(cfg, &p, &baseline));
+  results cpu;
+  results_keep(&p, &cpu);
+  qp_problem_free(&p);
+
+  snprintf(cfg->backend, sizeof cfg->backend, "hostdev");
+  cfg->device_limit = device_limit;
+  TEST_OK(qp_fixture_run(cfg, &p, &baseline));
+  printf("%s: n_pix %lld, n_modes %lld, %d parameters, chunks %lld/%lld, device peak %.3f MiB, "
+         "host staging peak %.3f MiB\n",
+         what, (long long)p.n_pix, (long long)p.n_modes, p.n_params,
+         (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
+         (double)qp_model_peak_in(&p.model, QP_SPACE_DEVICE) / 1048576.0,
+         qp_model_find(&p.model, "host staging")
+             ? (double)qp_model_find(&p.model, "host staging")->bytes / 1048576.0
+             : 0.0);
+  TEST_ASSERT(qp_model_peak_in(&p.model, QP_SPACE_DEVICE) > 0, "%s: no device terms", what);
+  compare(&cpu, &p, what);
+  qp_check_budget_exact(&p);
+  if (device_limit > 0)
+    TEST_ASSERT(p.model_dims.fisher_chunk < p.n_params && p.model_dims.spectra_chunk < p.n_params,
+                "%s: device_limit %.0f B did not chunk (%lld, %lld of %d)", what, device_limit,
+                (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
+                p.n_params);
+  qp_problem_free(&p);
+  results_free(&cpu);
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: %zu device bytes left", what,
+              qp_budget_current(QP_SPACE_DEVICE));
+}
+
+static void check_routes(qp_config *cfg, const char *label) {
+  char what[128];
+  snprintf(what, sizeof what, "%s, pixel_direct", label);
+  check_route(cfg, QP_PATH_PIXEL_DIRECT, 0, 0, what);
+  snprintf(what, sizeof what, "%s, harmonic smw", label);
+  check_route(cfg, QP_PATH_HARMONIC, 1, 0, what);
+  snprintf(what, sizeof what, "%s, harmonic projected", label);
+  check_route(cfg, QP_PATH_HARMONIC, 2, 0, what);
+}
+
+int main(void) {
+  qp_config cfg;
+  qp_meter_sample baseline;
+  qp_problem p;
+
+  qp_fixture t = {.name = "hostdev_t", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
+                  .lmax_signal = 16, .bin_width = 3, .sim_lmax = 16, .n_maps = 2,
+                  .noise_variance = 10.0, .dl_flat = 100.0, .seed = 11};
+  TEST_OK(qp_fixture_write(&t, &cfg));
+  check_routes(&cfg, "T diagonal N, switch");
+
+  /* memory.device_limit of 4.5 n_pix^2 doubles: fisher_run holds C, one product, the noise
+   * and the streaming slot (4 n^2 and the Gram matrix), spectra_run C and 3 bin matrices of
+   * the 4 parameters. */
+  cfg.path = QP_PATH_PIXEL_DIRECT;
+  snprintf(cfg.backend, sizeof cfg.backend, "hostdev");
+  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
+  const double square = (double)p.n_pix * (double)p.n_pix * 8.0;
+  qp_problem_free(&p);
+  check_route(&cfg, QP_PATH_PIXEL_DIRECT, 0, 4.5 * square, "T, pixel_direct, device_limit 4.5 n^2");
+
+  /* Below C and three slots (the least a chunk of one needs): refused before allocating. */
+  cfg.device_limit = 2.5 * square;
+  qp_err err = qp_fixture_run(&cfg, &p, &baseline);
+  TEST_ASSERT(err == QP_ERR_BUDGET, "device_limit 2.5 n^2: got %s", qp_err_name(err));
+  TEST_ASSERT(strstr(qp_error_message(), "memory.device_limit") != NULL,
+              "the refusal names memory.device_limit: %s", qp_error_message());
+  printf("refused: %s\n", qp_error_message());
+  qp_error_clear();
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
+  qp_config_free(&cfg);
+
+  qp_fixture qu = {.name = "hostdev_qu", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
+                   .lmax_signal = 12, .bin_width = 3, .sim_lmax = 12, .n_maps = 2,
+                   .noise_variance = 1.0, .dl_flat = 100.0, .seed = 12, .fields = QP_FIELDS_QU,
+                   .ee_ratio = 0.3, .bb_ratio = 0.1};
+  TEST_OK(qp_fixture_write(&qu, &cfg));
+  check_routes(&cfg, "QU diagonal N");
+  qp_config_free(&cfg);
+
+  /* TQU, a dense N and the switch. */
+  qp_fixture tqu = {.name = "hostdev_tqu", .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
+                    .lmax_signal = 8, .bin_width = 2, .sim_lmax = 8, .n_maps = 2,
+                    .noise_variance = 1.0, .dl_flat = 100.0, .seed = 13,
+                    .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
+  TEST_OK(qp_fixture_write(&tqu, &cfg));
+  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
+  const int64_t m = p.n_pix;
+  qp_problem_free(&p);
+  double *noise = calloc((size_t)(m * m), sizeof *noise);
+  for (int64_t i = 0; i < m; ++i) {
+    noise[i + i * m] = 1.0 + 0.01 * (double)(i % 5);
+    if (i > 0) noise[i + (i - 1) * m] = noise[(i - 1) + i * m] = 0.1;
+  }
+  TEST_OK(qp_h5_matrix_write("hostdev_dense_noise.h5", "/covariance", m, m, noise));
+  free(noise);
+  cfg.noise_kind = QP_NOISE_COVARIANCE;
+  snprintf(cfg.noise_file, sizeof cfg.noise_file, "hostdev_dense_noise.h5");
+  snprintf(cfg.noise_dataset, sizeof cfg.noise_dataset, "/covariance");
+  check_routes(&cfg, "TQU dense N, switch");
+  qp_config_free(&cfg);
+  return TEST_RETURN();
+}
