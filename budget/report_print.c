@@ -132,6 +132,21 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
   fprintf(out, "  %-28s %14s %14s %10s\n", "tracked peak", qp_human(pr_peak, a, sizeof a),
           qp_human(tr_peak, b, sizeof b), c);
 
+  /* The device (a device backend's runs): tracked against the model, and what the device
+   * meter saw above its baseline at the stage's start and end. */
+  int64_t pr_dev = qp_read_i64(stage, "predicted_device_peak_bytes", 0);
+  int64_t tr_dev = qp_read_i64(stage, "device_tracked_peak_bytes", 0);
+  if (pr_dev > 0 || tr_dev > 0) {
+    if (resumed) snprintf(c, sizeof c, "RESUMED");
+    else if (pr_dev == tr_dev) snprintf(c, sizeof c, "EXACT");
+    else snprintf(c, sizeof c, "DRIFT (%+" PRId64 " B)", tr_dev - pr_dev);
+    fprintf(out, "  %-28s %14s %14s %10s\n", "device tracked peak", qp_human(pr_dev, a, sizeof a),
+            qp_human(tr_dev, b, sizeof b), c);
+    fprintf(out, "  %-28s %14s %14s\n", "device meter at start / end",
+            qp_human(qp_read_i64(stage, "device_meter_start_bytes", -1), a, sizeof a),
+            qp_human(qp_read_i64(stage, "device_meter_end_bytes", -1), b, sizeof b));
+  }
+
   int64_t pr_abs = qp_read_i64(stage, "predicted_peak_absolute_bytes", -1);
   ratio = rss_peak > 0 && pr_abs >= 0 ? (double)pr_abs / (double)rss_peak : NAN;
   fprintf(out, "  %-28s %14s %14s %10s\n", "RSS peak (with overhead)",
