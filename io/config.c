@@ -116,7 +116,7 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
     break;
   }
   case K_BACKEND:
-    QP_CALL(qp_cfg_choice(ctx, key, value, backend_names, 3, &choice));
+    QP_CALL(qp_cfg_choice(ctx, key, value, backend_names, 4, &choice));
     snprintf(cfg->backend, sizeof cfg->backend, "%s", backend_names[choice]);
     break;
   case K_OUTPUT: QP_CALL(qp_cfg_path(ctx, key, value, cfg->output)); break;

@@ -77,6 +77,19 @@ static void qp_plan_print(const qp_problem *p) {
            cfg->host_limit / mib, (double)need <= cfg->host_limit ? "fits" : "does not fit");
   else
     printf("  lifetime peak %.2f MiB (no memory.host_limit set)\n", need / mib);
+  if (!qp_model_has_device(m)) return;
+  /* A device backend: its matrices on the device (the CUDA context and the libraries'
+   * workspaces come on top: docs/gpu.md). */
+  printf("  %-18s %16s\n", "stage", "device peak MiB");
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    printf("  %-18s %16.2f\n", qp_stage_name((qp_stage_id)s),
+           qp_model_stage_peak_in(m, s, QP_SPACE_DEVICE) / mib);
+  const size_t device = qp_model_peak_in(m, QP_SPACE_DEVICE);
+  if (cfg->device_limit > 0)
+    printf("  device peak %.2f MiB of memory.device_limit %.2f MiB: %s\n", device / mib,
+           cfg->device_limit / mib, (double)device <= cfg->device_limit ? "fits" : "does not fit");
+  else
+    printf("  device peak %.2f MiB (no memory.device_limit set)\n", device / mib);
 }
 
 /* After the plan: the job's figures, the JSON, the script (only for a plan that fits). */
