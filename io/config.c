@@ -63,7 +63,8 @@ const char *const qp_cfg_field_names[3] = {"T", "QU", "TQU"};
 static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_node,
                              const yaml_node_t *value, void *state) {
   static const char *const path_names[] = {"auto", "pixel_direct", "harmonic"};
-  static const char *const backend_names[] = {"cpu", "cuda", "dist"};
+  /* hostdev: the test-only device emulation (linalg/hostdev.h) */
+  static const char *const backend_names[] = {"cpu", "cuda", "dist", "hostdev"};
   qp_config *cfg = state;
   const char *key = qp_top_keys[index];
   ctx->line[index] = qp_node_line(key_node);
@@ -116,7 +117,7 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
     break;
   }
   case K_BACKEND:
-    QP_CALL(qp_cfg_choice(ctx, key, value, backend_names, 3, &choice));
+    QP_CALL(qp_cfg_choice(ctx, key, value, backend_names, 4, &choice));
     snprintf(cfg->backend, sizeof cfg->backend, "%s", backend_names[choice]);
     break;
   case K_OUTPUT: QP_CALL(qp_cfg_path(ctx, key, value, cfg->output)); break;

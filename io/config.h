@@ -62,7 +62,7 @@ typedef struct qp_config {
   /* Relative accuracy asked of F and the spectra (default 1e-6): a route whose key matrix has
    * eps / rcond above it is refused (pipeline/conditioning.h). */
   double accuracy;
-  char backend[16];                  /* "cpu", "cuda", "dist" */
+  char backend[16];                  /* "cpu", "cuda", "dist", "hostdev" (tests) */
   /* grid: {rows, cols, block}: the process grid of the distributed backend; 0 = chosen */
   int grid_rows, grid_cols, grid_block;
   char output[QP_PATH_MAX];
