@@ -11,13 +11,10 @@
 
 #include "checked_size.h"
 #include "clock.h"
+#include "device_memory.h"
 #include "fault.h"
 #include "interrupt.h"
-#include "qp_config.h"
 #include "timeline.h"
-#if QP_HAVE_CUDA
-#include "alloc_device.h"
-#endif
 
 /* Each host block starts with this header, so that free needs no lookup; the user's data
  * follows at a 64-byte boundary. Live blocks form a list for the leak dump. */
@@ -64,18 +61,17 @@ static void qp_block_poison(qp_block_header *h, int poison) {
 }
 #endif
 
-#if QP_HAVE_CUDA
 /* A device block's record stays on the host: the host cannot read a header in device memory.
  * Device blocks are few (matrices and backend workspaces), so free finds them by walking this
  * list. The records are the allocator's own bookkeeping (malloc, no term), like the host
- * headers. */
+ * headers. Each keeps the provider (device_memory.h) that allocated it, its freer. */
 typedef struct qp_device_block {
   void *ptr;
   size_t bytes;
   int term;
+  const qp_device_memory *provider;
   struct qp_device_block *next;
 } qp_device_block;
-#endif
 
 typedef struct qp_open_stage {
   qp_stage_record record;
@@ -88,9 +84,7 @@ static struct {
   qp_term_stats terms[QP_TERMS_MAX];
   size_t current[2], peak[2];
   qp_block_header *live;
-#if QP_HAVE_CUDA
   qp_device_block *device_live;
-#endif
   int depth;
   qp_open_stage open[QP_STAGE_DEPTH_MAX];
   int n_records;
@@ -178,14 +172,14 @@ static void qp_commit_pages(void *base, size_t bytes) {
   memset(base, 0, bytes);
 }
 
-#if QP_HAVE_CUDA
-/* The device space: cudaMalloc, then the same accounting as a host block. */
-static qp_err qp_budget_alloc_device(const char *term, qp_term_kind kind, size_t bytes,
-                                     void **out) {
+/* The device space: the provider's block (cudaMalloc, hostdev's mapping), then the same
+ * accounting as a host block. */
+static qp_err qp_budget_alloc_device(const qp_device_memory *provider, const char *term,
+                                     qp_term_kind kind, size_t bytes, void **out) {
   qp_device_block *b = malloc(sizeof *b);
   QP_CHECK(b != NULL, QP_ERR_NOMEM, "term '%s': no host memory for a device block's record", term);
   void *ptr = NULL;
-  qp_err err = qp_device_memory_alloc(term, bytes, &ptr);
+  qp_err err = provider->alloc(term, bytes, &ptr);
   if (err != QP_OK) {
     free(b);
     qp_error_trace(__FILE__, __LINE__, __func__);
@@ -195,11 +189,11 @@ static qp_err qp_budget_alloc_device(const char *term, qp_term_kind kind, size_t
   int index = qp_term_index(term, kind, QP_SPACE_DEVICE);
   if (index < 0) {
     pthread_mutex_unlock(&qp_budget_state.lock);
-    qp_device_memory_free(ptr);
+    provider->free(ptr);
     free(b);
     QP_FAIL(QP_ERR_INTERNAL, "more than %d budget terms", QP_TERMS_MAX);
   }
-  *b = (qp_device_block){ptr, bytes, index, qp_budget_state.device_live};
+  *b = (qp_device_block){ptr, bytes, index, provider, qp_budget_state.device_live};
   qp_budget_state.device_live = b;
   qp_account(index, QP_SPACE_DEVICE, bytes, +1);
   pthread_mutex_unlock(&qp_budget_state.lock);
@@ -220,11 +214,10 @@ static int qp_budget_free_device(void *ptr) {
   }
   pthread_mutex_unlock(&qp_budget_state.lock);
   if (!b) return 0;
-  qp_device_memory_free(ptr);
+  b->provider->free(ptr);
   free(b);
   return 1;
 }
-#endif
 
 qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size_t bytes,
                        void **out) {
@@ -232,16 +225,15 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
   QP_CHECK(term && term[0] && strlen(term) < QP_TERM_NAME_MAX, QP_ERR_INPUT,
            "budget term name '%s' is empty or longer than %d characters", term ? term : "",
            QP_TERM_NAME_MAX - 1);
-#if QP_HAVE_CUDA
   if (space == QP_SPACE_DEVICE) {
+    const qp_device_memory *provider = qp_budget_device_memory_get();
+    QP_CHECK(provider != NULL, QP_ERR_UNSUPPORTED,
+             "term '%s': the device space needs a build of qmlpipe with CUDA (-DQP_ENABLE_CUDA=ON)",
+             term);
     if (bytes == 0) return QP_OK;
-    QP_CALL(qp_budget_alloc_device(term, kind, bytes, out));
+    QP_CALL(qp_budget_alloc_device(provider, term, kind, bytes, out));
     return QP_OK;
   }
-#endif
-  QP_CHECK(space == QP_SPACE_HOST, QP_ERR_UNSUPPORTED,
-           "term '%s': the device space needs a build of qmlpipe with CUDA (-DQP_ENABLE_CUDA=ON)",
-           term);
   if (bytes == 0) return QP_OK;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   /* Bounded: header and rounding add less than two pages to a checked byte count. */
@@ -298,9 +290,7 @@ qp_err qp_budget_alloc_doubles(const char *term, qp_term_kind kind, int64_t coun
 
 void qp_budget_free(void *ptr) {
   if (!ptr) return;
-#if QP_HAVE_CUDA
   if (qp_budget_free_device(ptr)) return;
-#endif
   qp_block_header *h = (qp_block_header *)((char *)ptr - QP_HEADER_BYTES);
   if (h->magic != QP_BLOCK_MAGIC) {
     fprintf(stderr, "qmlpipe: internal error: qp_budget_free of a block it did not allocate\n");
@@ -330,11 +320,9 @@ int qp_budget_dump_live(FILE *out) {
   for (const qp_block_header *h = qp_budget_state.live; h; h = h->next, ++n)
     fprintf(out, "  live block: term '%s' %zu bytes (%s)\n",
             qp_budget_state.terms[h->term].name, h->bytes, qp_space_name((qp_space)h->space));
-#if QP_HAVE_CUDA
   for (const qp_device_block *b = qp_budget_state.device_live; b; b = b->next, ++n)
     fprintf(out, "  live block: term '%s' %zu bytes (device)\n",
             qp_budget_state.terms[b->term].name, b->bytes);
-#endif
   pthread_mutex_unlock(&qp_budget_state.lock);
   return n;
 }

@@ -1,4 +1,5 @@
-/* alloc_device.c: cudaMalloc / cudaFree for the tracked allocator (alloc_device.h). */
+/* alloc_device.c: cudaMalloc / cudaFree, the default device-memory provider of a build with
+ * CUDA (alloc_device.h). */
 #include "alloc_device.h"
 
 #include <cuda_runtime_api.h>
@@ -47,4 +48,10 @@ void qp_device_memory_free(void *ptr) {
   if (e != cudaSuccess)
     fprintf(stderr, "qmlpipe: cudaFree failed (%s: %s)\n", cudaGetErrorName(e),
             cudaGetErrorString(e));
+}
+
+const qp_device_memory *qp_device_memory_cuda(void) {
+  static const qp_device_memory provider = {
+      .name = "cuda", .alloc = qp_device_memory_alloc, .free = qp_device_memory_free};
+  return &provider;
 }

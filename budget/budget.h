@@ -37,13 +37,15 @@ const char *qp_term_kind_name(qp_term_kind kind);
 const char *qp_space_name(qp_space space);
 
 /** Allocates `bytes` (zero-filled, pages committed) charged to `term`. bytes may be 0 (then
- *  *out is NULL). QP_SPACE_DEVICE (builds with CUDA): cudaMalloc on the calling thread's
- *  current device, zero-filled; *out is a device pointer, freed by qp_budget_free like a host
- *  block; the bytes are the ones asked for (the driver's rounding shows in the device meter,
- *  meter_device.h, not here). Errors: QP_ERR_NOMEM (naming the term and the bytes; for the
- *  device, out of device memory), QP_ERR_INPUT for a term name too long, QP_ERR_UNSUPPORTED
- *  for the device space in a build without CUDA or on a machine without a CUDA device,
- *  QP_ERR_GPU for another CUDA failure. */
+ *  *out is NULL). QP_SPACE_DEVICE: a block of the device-memory provider (device_memory.h):
+ *  by default in builds with CUDA cudaMalloc on the calling thread's current device, or the
+ *  test backend hostdev's (linalg/hostdev.h) once it is set; zero-filled; *out is a device
+ *  pointer, freed by qp_budget_free like a host block; the bytes are the ones asked for (the
+ *  driver's rounding shows in the device meter, meter_device.h, not here). Errors:
+ *  QP_ERR_NOMEM (naming the term and the bytes; for the device, out of device memory),
+ *  QP_ERR_INPUT for a term name too long, QP_ERR_UNSUPPORTED for the device space with no
+ *  provider (a build without CUDA) or on a machine without a CUDA device, QP_ERR_GPU for
+ *  another CUDA failure. */
 qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size_t bytes,
                        void **out);
 /** Allocates count elements of elem_size bytes each, checking the product for overflow

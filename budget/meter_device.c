@@ -1,5 +1,5 @@
 /* meter_device.c: the device meter from cudaMemGetInfo (meter_device.h). Built with CUDA only;
- * meter_device_none.c stands in for it otherwise. */
+ * meter_device_provider.c stands in for it otherwise. */
 #include "meter_device.h"
 
 #include <cuda_runtime_api.h>

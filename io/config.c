@@ -63,6 +63,7 @@ const char *const qp_cfg_field_names[3] = {"T", "QU", "TQU"};
 static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_node,
                              const yaml_node_t *value, void *state) {
   static const char *const path_names[] = {"auto", "pixel_direct", "harmonic"};
+  /* hostdev: the test-only device emulation (linalg/hostdev.h) */
   static const char *const backend_names[] = {"cpu", "cuda", "dist", "hostdev"};
   qp_config *cfg = state;
   const char *key = qp_top_keys[index];

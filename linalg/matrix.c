@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "host_window.h"
+#include "hostdev.h"
 #include "qp_config.h"
 #if QP_HAVE_CUDA
 #include "cuda.h"
@@ -37,7 +38,12 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
     QP_FAIL(QP_ERR_UNSUPPORTED,
             "backend 'dist' is not available in this build of qmlpipe (configure with "
             "-DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON)");
-  QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: cpu, cuda, dist)", name);
+  if (strcmp(name, "hostdev") == 0) { /* the test-only device emulation (hostdev.h) */
+    QP_CALL(qp_hostdev_init());
+    *ops = qp_linalg_hostdev_ops();
+    return QP_OK;
+  }
+  QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: cpu, cuda, dist, hostdev)", name);
 }
 
 /* The shape fields of a rows x cols matrix of `ops`: local, or this rank's part of a

@@ -98,8 +98,9 @@ struct qp_linalg_ops {
   int moves_data;
 };
 
-/** The backend by name: "cpu" (this build may add "cuda", "dist"). QP_ERR_UNSUPPORTED for a
- *  backend this build lacks, QP_ERR_INPUT for an unknown name. "dist" needs qp_grid_init. */
+/** The backend by name: "cpu" (this build may add "cuda", "dist"), or "hostdev" (test-only:
+ *  the device emulation of hostdev.h, which this sets up). QP_ERR_UNSUPPORTED for a backend
+ *  this build lacks, QP_ERR_INPUT for an unknown name. "dist" needs qp_grid_init. */
 qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops);
 const qp_linalg_ops *qp_linalg_cpu_ops(void);
 /** The ScaLAPACK backend, or NULL in a build without it. */

@@ -133,6 +133,11 @@ static void test_defaults(void) {
   TEST_ASSERT(cfg.host_limit == 0 && cfg.device_limit == 0, "limits %g %g", cfg.host_limit,
               cfg.device_limit);
   qp_config_free(&cfg);
+  /* the test-only device emulation (linalg/hostdev.h) is a backend name too */
+  qp_test_write_text(yaml_path, BASE "lmax: 4\nbackend: hostdev\n");
+  TEST_OK(qp_config_load(yaml_path, &cfg));
+  TEST_ASSERT(strcmp(cfg.backend, "hostdev") == 0, "backend %s", cfg.backend);
+  qp_config_free(&cfg);
 
   /* Without spectra:, QU gets EE BB; a covariance without dataset: gets /covariance. */
   qp_test_write_text(yaml_path, BASE "lmax: 8\nfields: QU\nbin_width: 3\n"
@@ -244,7 +249,7 @@ static void test_errors(void) {
   expect_error(__LINE__, BASE "lmax: 4\npixel_window: maybe\n", QP_ERR_INPUT, "true or false",
                NULL);
   expect_error(__LINE__, BASE "lmax: 4\nbackend: gpu\n", QP_ERR_INPUT, "backend",
-               "cpu, cuda, dist");
+               "cpu, cuda, dist, hostdev");
   expect_error(__LINE__, BASE "lmax: 4\npath: fast\n", QP_ERR_INPUT, "auto, pixel_direct", NULL);
   expect_error(__LINE__, BASE "lmax: 4\nfields: IQU\n", QP_ERR_INPUT, "fields", NULL);
   expect_error(__LINE__, BASE "lmax: 4\nmemory: {host_limit: 20 parsecs}\n", QP_ERR_INPUT,

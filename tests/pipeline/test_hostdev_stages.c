@@ -73,13 +73,11 @@ static void check_route(qp_config *cfg, qp_path path, int method, double device_
   cfg->device_limit = device_limit;
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
   printf("%s: n_pix %lld, n_modes %lld, %d parameters, chunks %lld/%lld, device peak %.3f MiB, "
-         "host staging peak %.3f MiB\n",
+         "host peak %.3f MiB\n",
          what, (long long)p.n_pix, (long long)p.n_modes, p.n_params,
          (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
          (double)qp_model_peak_in(&p.model, QP_SPACE_DEVICE) / 1048576.0,
-         qp_model_find(&p.model, "host staging")
-             ? (double)qp_model_find(&p.model, "host staging")->bytes / 1048576.0
-             : 0.0);
+         (double)qp_model_peak(&p.model) / 1048576.0);
   TEST_ASSERT(qp_model_peak_in(&p.model, QP_SPACE_DEVICE) > 0, "%s: no device terms", what);
   compare(&cpu, &p, what);
   qp_check_budget_exact(&p);

@@ -1,0 +1,377 @@
+/* hostdev.c: the test backend hostdev (hostdev.h): the cpu operations on host memory that is
+ * inaccessible (PROT_NONE) outside them. */
+#include "hostdev.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "device_memory.h"
+#include "meter_device.h"
+#include "qp_config.h"
+
+/* A live block: `bytes` (page-rounded) of data at `base`, followed by one guard page; `asked`
+ * of them were asked for, and operands must lie inside those. */
+typedef struct qp_hostdev_block {
+  char *base;
+  size_t bytes, asked;
+} qp_hostdev_block;
+
+/* The registry of live blocks (the allocator's own bookkeeping, malloc'ed like alloc.c's
+ * device records). `mapped` is the sum of their bytes, what the meter reports; allocations
+ * reserve their bytes there before mapping, so that the capacity holds under any thread. */
+static struct {
+  pthread_mutex_t lock;
+  qp_hostdev_block *blocks;
+  int count, slots;
+  size_t mapped, capacity;
+} qp_hostdev_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t qp_hostdev_page(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+
+/* ---- the device-memory provider (device_memory.h) ---- */
+
+/* Adds a mapped block to the registry; 0 when its record cannot be had. */
+static int qp_hostdev_register(char *base, size_t bytes, size_t asked) {
+  pthread_mutex_lock(&qp_hostdev_state.lock);
+  int ok = 1;
+  if (qp_hostdev_state.count == qp_hostdev_state.slots) {
+    int slots = qp_hostdev_state.slots ? 2 * qp_hostdev_state.slots : 64;
+    qp_hostdev_block *grown =
+        realloc(qp_hostdev_state.blocks, (size_t)slots * sizeof *qp_hostdev_state.blocks);
+    if (grown) {
+      qp_hostdev_state.blocks = grown;
+      qp_hostdev_state.slots = slots;
+    } else {
+      ok = 0;
+    }
+  }
+  if (ok)
+    qp_hostdev_state.blocks[qp_hostdev_state.count++] = (qp_hostdev_block){base, bytes, asked};
+  pthread_mutex_unlock(&qp_hostdev_state.lock);
+  return ok;
+}
+
+/* Reserves (sign > 0) or gives back `bytes` of the capacity; 0 when they do not fit. */
+static int qp_hostdev_reserve(size_t bytes, int sign) {
+  pthread_mutex_lock(&qp_hostdev_state.lock);
+  int ok = 1;
+  if (sign < 0)
+    qp_hostdev_state.mapped -= bytes;
+  else if (qp_hostdev_state.capacity && bytes > qp_hostdev_state.capacity - qp_hostdev_state.mapped)
+    ok = 0;
+  else
+    qp_hostdev_state.mapped += bytes;
+  pthread_mutex_unlock(&qp_hostdev_state.lock);
+  return ok;
+}
+
+/* Maps `bytes` (page-rounded, > 0) of committed zero pages followed by a guard page, all
+ * PROT_NONE on return; NULL with errno when mmap or mprotect refuses. The guard is reserved
+ * only (never committed): the data is mapped over the first part of the reservation. */
+static char *qp_hostdev_map(size_t bytes) {
+  const size_t page = qp_hostdev_page();
+  char *base =
+      mmap(NULL, bytes + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) return NULL;
+  if (mmap(base, bytes, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE, -1, 0) == MAP_FAILED ||
+      mprotect(base, bytes, PROT_NONE) != 0) {
+    const int saved = errno;
+    munmap(base, bytes + page);
+    errno = saved;
+    return NULL;
+  }
+  return base;
+}
+
+static qp_err qp_hostdev_alloc(const char *term, size_t bytes, void **out) {
+  *out = NULL;
+  QP_CHECK(bytes > 0, QP_ERR_INTERNAL, "hostdev: term '%s': a device block of 0 bytes", term);
+  const size_t page = qp_hostdev_page();
+  QP_CHECK(bytes <= SIZE_MAX - 2 * page, QP_ERR_NOMEM,
+           "term '%s': %zu device bytes cannot be addressed", term, bytes);
+  const size_t rounded = (bytes + page - 1) / page * page;
+  QP_CHECK(qp_hostdev_reserve(rounded, +1), QP_ERR_NOMEM,
+           "out of device memory allocating term '%s' (%.3f GiB) in stage '%s': hostdev's "
+           "capacity is %zu bytes, %zu of them in use",
+           term, (double)bytes / 1073741824.0, qp_stage_label(), qp_hostdev_state.capacity,
+           qp_hostdev_mapped_bytes());
+  char *base = qp_hostdev_map(rounded);
+  if (!base) {
+    const int saved = errno;
+    qp_hostdev_reserve(rounded, -1);
+    QP_FAIL(QP_ERR_NOMEM,
+            "out of device memory allocating term '%s' (%.3f GiB) in stage '%s' (hostdev: "
+            "mmap: %s)",
+            term, (double)bytes / 1073741824.0, qp_stage_label(), strerror(saved));
+  }
+  if (!qp_hostdev_register(base, rounded, bytes)) {
+    munmap(base, rounded + page);
+    qp_hostdev_reserve(rounded, -1);
+    QP_FAIL(QP_ERR_NOMEM, "term '%s': no host memory for hostdev's record of its block", term);
+  }
+  *out = base;
+  return QP_OK;
+}
+
+static void qp_hostdev_free(void *ptr) {
+  pthread_mutex_lock(&qp_hostdev_state.lock);
+  size_t bytes = 0;
+  for (int i = 0; i < qp_hostdev_state.count; ++i) {
+    if (qp_hostdev_state.blocks[i].base != ptr) continue;
+    bytes = qp_hostdev_state.blocks[i].bytes;
+    qp_hostdev_state.blocks[i] = qp_hostdev_state.blocks[--qp_hostdev_state.count];
+    qp_hostdev_state.mapped -= bytes;
+    break;
+  }
+  pthread_mutex_unlock(&qp_hostdev_state.lock);
+  if (bytes == 0) {
+    fprintf(stderr, "qmlpipe: internal error: hostdev free of a block it did not allocate\n");
+    return;
+  }
+  munmap(ptr, bytes + qp_hostdev_page());
+}
+
+static void qp_hostdev_meter(int64_t *used, int64_t *total) {
+  pthread_mutex_lock(&qp_hostdev_state.lock);
+  *used = (int64_t)qp_hostdev_state.mapped;
+  size_t capacity = qp_hostdev_state.capacity;
+  pthread_mutex_unlock(&qp_hostdev_state.lock);
+  if (!capacity) capacity = (size_t)sysconf(_SC_PHYS_PAGES) * qp_hostdev_page();
+  *total = (int64_t)capacity;
+}
+
+static const qp_device_memory qp_hostdev_memory = {.name = QP_HOSTDEV_DEVICE_NAME,
+                                                   .alloc = qp_hostdev_alloc,
+                                                   .free = qp_hostdev_free,
+                                                   .meter = qp_hostdev_meter};
+
+void qp_hostdev_set_capacity(size_t bytes) {
+  pthread_mutex_lock(&qp_hostdev_state.lock);
+  qp_hostdev_state.capacity = bytes;
+  pthread_mutex_unlock(&qp_hostdev_state.lock);
+}
+
+size_t qp_hostdev_mapped_bytes(void) {
+  pthread_mutex_lock(&qp_hostdev_state.lock);
+  const size_t mapped = qp_hostdev_state.mapped;
+  pthread_mutex_unlock(&qp_hostdev_state.lock);
+  return mapped;
+}
+
+qp_err qp_hostdev_init(void) {
+  qp_budget_device_memory_set(&qp_hostdev_memory);
+#if !QP_HAVE_CUDA
+  /* With CUDA the device meter is cudaMemGetInfo's, whose baseline needs a CUDA context. */
+  if (strcmp(qp_meter_device_name(), QP_HOSTDEV_DEVICE_NAME) != 0)
+    QP_CALL(qp_meter_device_baseline());
+#endif
+  return QP_OK;
+}
+
+/* ---- operations: the cpu table's, inside a scope where their operands' blocks are open ---- */
+
+enum { QP_HOSTDEV_OPERANDS_MAX = 3 };
+
+/* The blocks an operation opened (each once, however many operands lie in it). */
+typedef struct qp_hostdev_scope {
+  qp_hostdev_block open[QP_HOSTDEV_OPERANDS_MAX];
+  int count;
+} qp_hostdev_scope;
+
+static void qp_hostdev_close(qp_hostdev_scope *s) {
+  for (int i = 0; i < s->count; ++i)
+    if (mprotect(s->open[i].base, s->open[i].bytes, PROT_NONE) != 0)
+      fprintf(stderr, "qmlpipe: hostdev: mprotect(PROT_NONE) failed: %s\n", strerror(errno));
+  s->count = 0;
+}
+
+/* The live block whose asked-for bytes hold every entry of m (local_rows x local_cols at ld),
+ * or 0: a view running past them is refused, even inside the page rounding. */
+static int qp_hostdev_find(const qp_matrix *m, qp_hostdev_block *found) {
+  const uintptr_t first = (uintptr_t)m->data;
+  const uintptr_t end =
+      first + (uintptr_t)((m->local_cols - 1) * m->ld + m->local_rows) * sizeof(double);
+  int ok = 0;
+  pthread_mutex_lock(&qp_hostdev_state.lock);
+  for (int i = 0; i < qp_hostdev_state.count && !ok; ++i) {
+    const qp_hostdev_block *b = &qp_hostdev_state.blocks[i];
+    if (first >= (uintptr_t)b->base && end <= (uintptr_t)b->base + b->asked) {
+      *found = *b;
+      ok = 1;
+    }
+  }
+  pthread_mutex_unlock(&qp_hostdev_state.lock);
+  return ok;
+}
+
+/* Checks that m is a hostdev device matrix and opens its block, unless s has it open. */
+static qp_err qp_hostdev_open_one(const char *op, const qp_matrix *m, qp_hostdev_scope *s) {
+  QP_CHECK(m->space == QP_SPACE_DEVICE, QP_ERR_INTERNAL,
+           "hostdev %s: matrix '%s' is in host memory, not on the device", op, m->name);
+  if (m->local_rows == 0 || m->local_cols == 0) return QP_OK; /* no entry: nothing to open */
+  qp_hostdev_block b;
+  QP_CHECK(m->data && qp_hostdev_find(m, &b), QP_ERR_INTERNAL,
+           "hostdev %s: matrix '%s' (%lldx%lld, ld %lld) does not lie inside a live hostdev "
+           "block (a device address a GPU would call illegal)",
+           op, m->name, (long long)m->local_rows, (long long)m->local_cols, (long long)m->ld);
+  for (int i = 0; i < s->count; ++i)
+    if (s->open[i].base == b.base) return QP_OK;
+  QP_CHECK(mprotect(b.base, b.bytes, PROT_READ | PROT_WRITE) == 0, QP_ERR_INTERNAL,
+           "hostdev %s: mprotect of matrix '%s': %s", op, m->name, strerror(errno));
+  s->open[s->count++] = b;
+  return QP_OK;
+}
+
+/* Opens the blocks of every operand; on an error, none stays open. */
+static qp_err qp_hostdev_open(const char *op, const qp_matrix *const *operands, int n,
+                              qp_hostdev_scope *s) {
+  s->count = 0;
+  qp_err err = QP_OK;
+  for (int k = 0; k < n; ++k)
+    QP_CALL_GOTO(qp_hostdev_open_one(op, operands[k], s), fail);
+  return QP_OK;
+fail:
+  qp_hostdev_close(s);
+  return err;
+}
+
+/* Runs `call` (a qp_err expression on the operands) inside their scope and returns its status. */
+#define QP_HOSTDEV_RUN(op, call, ...)                                                              \
+  do {                                                                                             \
+    const qp_matrix *const operands_[] = {__VA_ARGS__};                                            \
+    qp_hostdev_scope scope_;                                                                       \
+    QP_CALL(qp_hostdev_open(op, operands_, (int)(sizeof operands_ / sizeof *operands_), &scope_)); \
+    const qp_err status_ = (call);                                                                 \
+    qp_hostdev_close(&scope_);                                                                     \
+    if (status_ != QP_OK) qp_error_trace(__FILE__, __LINE__, __func__);                            \
+    return status_;                                                                                \
+  } while (0)
+
+#define QP_CPU (qp_linalg_cpu_ops())
+
+/* A host-space twin of a device matrix: what qp_linalg_download/upload copy through while
+ * its block is open. */
+static qp_matrix qp_hostdev_as_host(const qp_matrix *m) {
+  qp_matrix h = *m;
+  h.space = QP_SPACE_HOST;
+  h.ops = QP_CPU;
+  return h;
+}
+
+static qp_err qp_hostdev_download(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows,
+                                  int64_t cols, double *host, int64_t ld) {
+  const qp_matrix h = qp_hostdev_as_host(m);
+  QP_HOSTDEV_RUN("download", qp_linalg_download(&h, li, lj, rows, cols, host, ld), m);
+}
+
+static qp_err qp_hostdev_upload(const double *host, int64_t ld, qp_matrix *m, int64_t li,
+                                int64_t lj, int64_t rows, int64_t cols) {
+  qp_matrix h = qp_hostdev_as_host(m);
+  QP_HOSTDEV_RUN("upload", qp_linalg_upload(host, ld, &h, li, lj, rows, cols), m);
+}
+
+static qp_err qp_hostdev_potrf(qp_matrix *a) { QP_HOSTDEV_RUN("potrf", QP_CPU->potrf(a), a); }
+
+/* cpu's potri leaves the lower half; a device backend leaves the full inverse (matrix.h). */
+static qp_err qp_hostdev_potri_full(qp_matrix *l) {
+  QP_CALL(QP_CPU->potri(l));
+  qp_matrix_symmetrize_lower(l);
+  return QP_OK;
+}
+static qp_err qp_hostdev_potri(qp_matrix *l) {
+  QP_HOSTDEV_RUN("potri", qp_hostdev_potri_full(l), l);
+}
+
+static qp_err qp_hostdev_trtri(qp_matrix *l) { QP_HOSTDEV_RUN("trtri", QP_CPU->trtri(l), l); }
+
+static qp_err qp_hostdev_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                              qp_matrix *b) {
+  QP_HOSTDEV_RUN("trmm", QP_CPU->trmm(side, trans, alpha, l, b), l, b);
+}
+
+static qp_err qp_hostdev_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                              qp_matrix *b) {
+  QP_HOSTDEV_RUN("trsm", QP_CPU->trsm(side, trans, alpha, l, b), l, b);
+}
+
+static qp_err qp_hostdev_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a,
+                              const qp_matrix *b, double beta, qp_matrix *c) {
+  QP_HOSTDEV_RUN("gemm", QP_CPU->gemm(ta, tb, alpha, a, b, beta, c), a, b, c);
+}
+
+static qp_err qp_hostdev_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
+                              qp_matrix *c) {
+  QP_HOSTDEV_RUN("syrk", QP_CPU->syrk(trans, alpha, a, beta, c), a, c);
+}
+
+static qp_err qp_hostdev_getrf(qp_matrix *a, int *pivots) {
+  QP_HOSTDEV_RUN("getrf", QP_CPU->getrf(a, pivots), a);
+}
+
+static qp_err qp_hostdev_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
+  QP_HOSTDEV_RUN("getrs", QP_CPU->getrs(lu, pivots, b), lu, b);
+}
+
+static qp_err qp_hostdev_potrs(const qp_matrix *l, qp_matrix *b) {
+  QP_HOSTDEV_RUN("potrs", QP_CPU->potrs(l, b), l, b);
+}
+
+static qp_err qp_hostdev_trace_product(const qp_matrix *a, const qp_matrix *b, double *out) {
+  QP_HOSTDEV_RUN("trace_product", QP_CPU->trace_product(a, b, out), a, b);
+}
+
+static qp_err qp_hostdev_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai,
+                                  int64_t aj, qp_matrix *b, int64_t bi, int64_t bj) {
+  QP_HOSTDEV_RUN("copy_sub", QP_CPU->copy_sub(rows, cols, a, ai, aj, b, bi, bj), a, b);
+}
+
+static qp_err qp_hostdev_norm1(const qp_matrix *a, double *out) {
+  QP_HOSTDEV_RUN("norm1", QP_CPU->norm1(a, out), a);
+}
+
+static qp_err qp_hostdev_pocon(const qp_matrix *l, double anorm, double *rcond) {
+  QP_HOSTDEV_RUN("pocon", QP_CPU->pocon(l, anorm, rcond), l);
+}
+
+static qp_err qp_hostdev_gecon(const qp_matrix *lu, double anorm, double *rcond) {
+  QP_HOSTDEV_RUN("gecon", QP_CPU->gecon(lu, anorm, rcond), lu);
+}
+
+static qp_err qp_hostdev_transpose(const qp_matrix *a, qp_matrix *b) {
+  QP_HOSTDEV_RUN("transpose", QP_CPU->transpose(a, b), a, b);
+}
+
+static const qp_linalg_ops qp_hostdev_ops_table = {
+    .name = "hostdev",
+    .space = QP_SPACE_DEVICE,
+    .host_table = qp_linalg_cpu_ops,
+    .download = qp_hostdev_download,
+    .upload = qp_hostdev_upload,
+    .potrf = qp_hostdev_potrf,
+    .potri = qp_hostdev_potri,
+    .trtri = qp_hostdev_trtri,
+    .trmm = qp_hostdev_trmm,
+    .trsm = qp_hostdev_trsm,
+    .gemm = qp_hostdev_gemm,
+    .syrk = qp_hostdev_syrk,
+    .getrf = qp_hostdev_getrf,
+    .getrs = qp_hostdev_getrs,
+    .potrs = qp_hostdev_potrs,
+    .trace_product = qp_hostdev_trace_product,
+    .copy_sub = qp_hostdev_copy_sub,
+    .norm1 = qp_hostdev_norm1,
+    .pocon = qp_hostdev_pocon,
+    .gecon = qp_hostdev_gecon,
+    .transpose = qp_hostdev_transpose,
+    /* sum_partials NULL: one process holds every matrix; align and replicate move data (into
+     * a host work matrix) because the space is the device's. */
+};
+
+const qp_linalg_ops *qp_linalg_hostdev_ops(void) { return &qp_hostdev_ops_table; }

@@ -1,0 +1,52 @@
+/* hostdev.h: the backend "hostdev", a strict device emulation for tests on machines without a
+ * GPU. TEST-ONLY: it computes on the CPU (the cpu backend's operations) and is no faster than
+ * `cpu`; its purpose is to run the device path of qmlpipe (issue 15) in CTest.
+ *
+ * Its matrices live in the device space (QP_SPACE_DEVICE): their "device memory" is host
+ * memory that hostdev maps itself (device_memory.h provider, charged to the budget's device
+ * space like cudaMalloc's blocks) and keeps PROT_NONE except inside its own operations. Any
+ * host access to a device matrix from elsewhere, m->data[i] in a stage say, dies with SIGSEGV
+ * at the faulting instruction, where on a GPU it would read garbage or fault later. Host code
+ * reaches the entries only as it must on a GPU: through qp_linalg_download/upload, i.e. host
+ * windows (host_window.h), align and replicate.
+ *
+ * Each operation checks that every operand is a device matrix lying inside a live hostdev
+ * block (QP_ERR_INTERNAL naming the operation and the matrix otherwise: the bug a GPU would
+ * report as an illegal address), makes those blocks readable and writable, runs the cpu
+ * table's operation on the same handles, makes them PROT_NONE again and returns its status, so
+ * that hostdev gives the cpu results bitwise. As on cuda, potri leaves the full symmetric
+ * inverse (qp_linalg_potri mirrors host matrices only). Each block has a PROT_NONE guard page
+ * after it, so that an operation running past its operand's block faults too.
+ *
+ * Memory: blocks are mapped with their pages committed (so host RSS includes them, as the
+ * budget's host blocks), rounded to pages; the device meter (meter_device.h, builds without
+ * CUDA) reports the bytes mapped, page-rounded, above the baseline qp_hostdev_init takes, to be
+ * compared with the tracked device bytes (budget.h) as a GPU's cudaMemGetInfo would be.
+ *
+ * One thread calls the operations; allocation, free and the meter may come from any thread. */
+#ifndef QP_HOSTDEV_H
+#define QP_HOSTDEV_H
+
+#include <stddef.h>
+
+#include "matrix.h"
+
+/** The name the device meter gives hostdev's memory. */
+#define QP_HOSTDEV_DEVICE_NAME "hostdev (host memory, test-only)"
+
+/** Makes hostdev's memory the budget's device space (qp_budget_device_memory_set) and, in a
+ *  build without CUDA, takes the device meter's baseline unless it is already taken on hostdev.
+ *  Idempotent. qp_linalg_backend("hostdev", ...) calls it. */
+qp_err qp_hostdev_init(void);
+/** The hostdev operation table (name "hostdev", space QP_SPACE_DEVICE, host table cpu). Its
+ *  matrices need qp_hostdev_init first (their memory comes from its provider). */
+const qp_linalg_ops *qp_linalg_hostdev_ops(void);
+/** Limits hostdev's memory to `bytes` in all (page-rounded blocks), as a device's size does:
+ *  an allocation beyond it fails with QP_ERR_NOMEM "out of device memory" naming the term, as
+ *  cudaMalloc's would. 0 (the default): only the host's memory limits it. The device meter's
+ *  total is this capacity, or the host's physical memory when there is none. */
+void qp_hostdev_set_capacity(size_t bytes);
+/** Bytes hostdev has mapped now: its live blocks, each rounded up to pages (no guard pages). */
+size_t qp_hostdev_mapped_bytes(void);
+
+#endif
