@@ -7,6 +7,8 @@ One PNG. Top row, two panels of grouped bars, one group per stage in the order t
   left:  predicted peak rise beside the measured RSS peak rise (MiB)
   right: predicted peak beside the tracked peak (MiB); a stage whose two bars differ has
          terms that drifted between the model and the code (see `qmlpipe report`).
+  third, for a device backend's run (cuda; hostdev in tests): the device's predicted peak
+         beside its tracked peak (MiB).
 Bottom row, when the file has a timeline (/budget/timeline, written when
 memory.sample_interval_ms > 0, the default): RSS and the tracked bytes against time (MiB),
 each stage a shaded span between its push and pop with its name, and a dashed segment over
@@ -135,14 +137,23 @@ def main(argv):
         raise SystemExit(f"plot_budget.py: {path}: /budget holds no stages")
     names = [name for name, _ in stages]
     timeline = read_timeline(path)
-    width = max(8.0, 2.2 * len(names) + 4.0)
+    device = any(int(a.get("predicted_device_peak_bytes", 0)) > 0 or
+                 int(a.get("device_tracked_peak_bytes", 0)) > 0 for _, a in stages)
+    panels = 3 if device else 2
+    width = max(8.0, 2.2 * len(names) + 4.0) * panels / 2.0
     if timeline is None:
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(width, 4.8))
+        fig, axes = plt.subplots(1, panels, figsize=(width, 4.8))
     else:
         fig = plt.figure(figsize=(width, 8.4))
-        grid = fig.add_gridspec(2, 2, height_ratios=(1.0, 0.85))
-        ax1, ax2 = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+        grid = fig.add_gridspec(2, panels, height_ratios=(1.0, 0.85))
+        axes = [fig.add_subplot(grid[0, k]) for k in range(panels)]
         timeline_panel(fig.add_subplot(grid[1, :]), timeline, stages)
+    ax1, ax2 = axes[0], axes[1]
+    if device:
+        bars(axes[2], names,
+             [mib(a.get("predicted_device_peak_bytes", -1)) for _, a in stages],
+             [mib(a.get("device_tracked_peak_bytes", -1)) for _, a in stages],
+             ("predicted", "tracked"), "device: peak of tracked buffers")
     bars(ax1, names,
          [mib(a.get("predicted_peak_rise_bytes", -1)) for _, a in stages],
          [mib(a.get("measured_peak_rise_bytes", -1)) if int(a.get("rss_start_bytes", -1)) >= 0
