@@ -75,6 +75,25 @@ if [[ $mode == bad ]]; then
   echo "exit status $status, file named, no results file"
   exit 0
 fi
+if [[ $mode == device ]]; then
+  # A device backend on 2 ranks: its matrices are whole on one device, so every rank would
+  # repeat the analysis; every rank refuses it before any stage, naming the backend.
+  ranks=$1
+  { cat "$dir/base.yaml"; echo "backend: hostdev"; echo "output: device.h5"; } \
+    >"$dir/device.yaml"
+  rm -f "$dir/device.h5"
+  status=0
+  timeout 120 mpiexec -n "$ranks" --oversubscribe --allow-run-as-root --bind-to none \
+    "$qmlpipe" run "$dir/device.yaml" --quiet >"$dir/device.log" 2>&1 || status=$?
+  cat "$dir/device.log"
+  [[ $status != 124 ]] || { echo "dist_case: the run hung" >&2; exit 1; }
+  [[ $status == 7 ]] || { echo "dist_case: exit $status, not 7 (unsupported)" >&2; exit 1; }
+  grep -q "backend hostdev runs on one rank" "$dir/device.log" ||
+    { echo "dist_case: the error does not say why" >&2; exit 1; }
+  [[ ! -e $dir/device.h5 ]] || { echo "dist_case: a results file was written" >&2; exit 1; }
+  echo "exit status $status, reason given, no results file"
+  exit 0
+fi
 read -r ranks rows cols block compare limit <<<"$*"
 tag=n${ranks}_${rows}x${cols}
 {
