@@ -22,7 +22,7 @@
 #define QP_TERM_CUSOLVER_WORKSPACE "cusolver workspace" /* the largest *_bufferSize so far */
 #define QP_TERM_CUSOLVER_INFO "cusolver info"           /* one int */
 #define QP_TERM_DEVICE_PIVOTS "device pivots"           /* getrf's int64 pivots, the largest n */
-#define QP_TERM_DEVICE_REDUCTION "device reduction"     /* trace_product's column sums + 1 */
+#define QP_TERM_DEVICE_REDUCTION "device reduction" /* trace/norm1 column sums + 1; pocon's vector */
 #define QP_TERM_CUSOLVER_HOST_WORKSPACE "cusolver host workspace" /* host space, often 0 */
 
 #include "matrix.h"
@@ -30,18 +30,29 @@
 /** Creates the context on `device` (once; a second call with the same device does nothing):
  *  the CUDA context, a stream, the cuBLAS and cuSOLVER handles bound to it, then the device
  *  meter's baseline (meter_device.h), then the cuBLAS workspace (cublasSetWorkspace) and the
- *  info word through the budget. qp_linalg_backend("cuda") calls it with device 0.
+ *  info word through the budget. qp_linalg_backend("cuda") calls it through
+ *  qp_cuda_init_for_rank.
  *  Errors: QP_ERR_UNSUPPORTED when there is no usable device (the message says why: "no CUDA
  *  device"), QP_ERR_INPUT for a device index out of range or another device than the first
  *  call's, QP_ERR_GPU for a CUDA/cuBLAS/cuSOLVER failure (with the library's message),
  *  QP_ERR_NOMEM for the workspace. */
 qp_err qp_cuda_init(int device);
+/** qp_cuda_init on this rank's GPU: local rank % visible devices, the local rank from the
+ *  launcher (device_choice.h: OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID;
+ *  device 0 without one; CUDA_VISIBLE_DEVICES applied by the runtime). Errors as
+ *  qp_cuda_init's, and QP_ERR_INPUT for a malformed launcher variable. */
+qp_err qp_cuda_init_for_rank(void);
 /** Frees the context's buffers (through the budget), destroys the handles and the stream and
  *  forgets the meter's baseline. Device matrices are the caller's to destroy, before or after.
  *  Safe to call without a context. */
 void qp_cuda_finalize(void);
 /** 1 once qp_cuda_init succeeded (and until qp_cuda_finalize). */
 int qp_cuda_ready(void);
+/** 1 when this build synchronises and checks after every CUDA, cuBLAS and cuSOLVER call
+ *  (CMAKE_BUILD_TYPE=Debug or -DQP_CUDA_SYNC_CHECK=ON), so that an asynchronous error names
+ *  the operation that caused it; 0 in release builds, whose operations stay asynchronous
+ *  (timings are taken with 0: gpu_bench prints which). */
+int qp_cuda_sync_checking(void);
 
 /** The number of CUDA devices (0 when there are none or no usable driver). `why` (may be NULL)
  *  gets a reason of at most `why_size` bytes when the count is 0. Creates no context. */
