@@ -509,9 +509,11 @@ int main(void) {
   die_on(err, "qp_linalg_backend(\"cuda\")");
   qp_cuda_device_info info;
   die_on(qp_cuda_device_get(&info), "qp_cuda_device_get");
-  printf("test_cuda_linalg: %s (sm_%d%d, %.1f GiB), cuBLAS workspace %zu bytes\n", info.name,
-         info.cc_major, info.cc_minor, (double)info.total_bytes / 1073741824.0,
-         info.cublas_workspace);
+  printf("test_cuda_linalg: device %d: %s (sm_%d%d, %.1f GiB), cuBLAS workspace %zu bytes, "
+         "synchronise after every call: %s\n",
+         info.device, info.name, info.cc_major, info.cc_minor,
+         (double)info.total_bytes / 1073741824.0, info.cublas_workspace,
+         qp_cuda_sync_checking() ? "yes (debug)" : "no (release)");
   TEST_ASSERT(gpu == qp_linalg_cuda_ops() && strcmp(gpu->name, "cuda") == 0, "lookup gave %p",
               (const void *)gpu);
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == info.cublas_workspace + sizeof(int),
