@@ -99,8 +99,8 @@ qp_err qp_cuda_upload(const double *host, int64_t ld, qp_matrix *m, int64_t li, 
 }
 
 /* B[bi.., bj..] <- A[ai.., aj..] on the device (matrix.c has checked the bounds). The two
- * windows must not overlap (cudaMemcpy2D's rule; cpu.c's memmove would allow it): the stages
- * copy between distinct matrices only. */
+ * windows must not overlap (cudaMemcpy2D's rule; cpu.c's memmove would allow it): the stages'
+ * copies never do (fisher_run's, within one stack, moves a column onto an earlier one). */
 qp_err qp_cuda_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,
                         qp_matrix *b, int64_t bi, int64_t bj) {
   QP_CALL(qp_cuda_check_operand(a, "copy_sub"));
