@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "cli_run.h"
 #include "test_util.h"
 
 static const char *qmlpipe;
@@ -17,22 +18,18 @@ static int run(const char *args) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd, "%s %s > plan_gpus_out.txt 2>&1", qmlpipe, args);
   int status = system(cmd);
-  FILE *f = fopen("plan_gpus_out.txt", "r");
-  size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-  text[n] = '\0';
-  if (f) fclose(f);
+  char *out = qp_cli_slurp("plan_gpus_out.txt");
+  snprintf(text, sizeof text, "%s", out);
+  free(out);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* 1 when `path` holds `needle`. */
 static int file_has(const char *path, const char *needle) {
-  static char buf[1 << 16];
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return strstr(buf, needle) != NULL;
+  char *all = qp_cli_slurp(path);
+  const int found = strstr(all, needle) != NULL;
+  free(all);
+  return found;
 }
 
 static void write_config(const char *path, const char *backend) {
