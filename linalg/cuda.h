@@ -2,8 +2,8 @@
  *
  * Its matrices live in device memory: space QP_SPACE_DEVICE, data a device pointer, allocated
  * through the budget in the device space. Its operations (the table of matrix.h) run on one
- * stream of one device and leave their results on the device; host code sees them after
- * qp_cuda_matrix_copy. What the operations need besides their operands (cuSOLVER and cuBLAS
+ * stream of one device and leave their results on the device; host code sees them through
+ * the table's download (host windows, host_window.h) or qp_cuda_matrix_copy. What the operations need besides their operands (cuSOLVER and cuBLAS
  * workspaces, the info word, getrf's pivots, trace_product's sums) is held by one context per
  * process and charged to the terms below (QP_TERM_CUBLAS_WORKSPACE, ...), so that
  * no library allocates device memory behind the budget's back once the context exists.
@@ -86,7 +86,9 @@ qp_err qp_cuda_matrix_copy(const qp_matrix *src, qp_matrix *dst);
 /** A device copy of the host matrix `host`, created under the device term `term`. */
 qp_err qp_cuda_matrix_upload(const qp_matrix *host, const char *term, qp_term_kind kind,
                              qp_matrix *device);
-/** Bytes copied host -> device and device -> host by qp_cuda_matrix_copy since qp_cuda_init. */
+/** Bytes copied host -> device and device -> host since qp_cuda_init by every copy of the
+ *  backend: qp_cuda_matrix_copy, the table's download/upload (host windows), norm1's result
+ *  and the condition estimates' vectors. */
 void qp_cuda_transfer_bytes(uint64_t *to_device, uint64_t *to_host);
 /** Waits for everything queued on the context's stream (for timing: the operations return
  *  before the device is done, except those that read an info word back). */
