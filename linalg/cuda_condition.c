@@ -1,22 +1,15 @@
 /* cuda_condition.c: the cuda backend's 1-norm and condition estimates (norm1, pocon and gecon
  * of the table in matrix.h).
  *
- * cuSOLVER has no pocon or gecon. LAPACK's own estimator (dlacn2, Hager and Higham) asks
- * only for products of A^-1 and A^-T with n-vectors, by reverse communication; so dlacn2 runs
- * on the host on n-vectors, and each product is two triangular solves (cublasDtrsv) with the
- * factors on the device. That is O(n) host memory and about five round trips of one vector,
- * next to the factorisation's O(n^3), and the factor never leaves the device. The vector's
- * device copy is the context's reduction buffer (QP_TERM_DEVICE_REDUCTION); the host vectors
- * are O(n) scratch, as cpu.c's estimator workspaces. What dpocon and dgecon add (dlatrs's
- * scaling against overflow in the solves) is left out: a solve that overflows makes the
- * estimate of |A^-1| infinite or NaN, reported here as rcond 0, i.e. singular to working
- * precision, which is what LAPACK's scaled solve would say too. */
-#include <lapack.h>
-#include <math.h>
+ * norm1 is a kernel (cuda_kernels.cu). cuSOLVER has no pocon or gecon: LAPACK's estimator runs
+ * on the host (condition_estimate.h, tested on CPU), and each product with A^-1 or A^-T it asks
+ * for is the vector to the device, the two triangular solves of qp_condition_solves with the
+ * factor there (cublasDtrsv), and back: O(n) host memory and about five round trips of one
+ * vector, next to the factorisation's O(n^3); the factor never leaves the device. The vector's
+ * device copy is the context's reduction buffer (QP_TERM_DEVICE_REDUCTION). */
 #include <stdio.h>
-#include <stdlib.h>
 
-#include "blas_int.h"
+#include "condition_estimate.h"
 #include "cuda_private.h"
 
 qp_err qp_cuda_norm1(const qp_matrix *a, double *out) {
@@ -33,96 +26,46 @@ qp_err qp_cuda_norm1(const qp_matrix *a, double *out) {
   return QP_OK;
 }
 
-/* The factors the estimator solves with: Cholesky's L (A^-1 = L^-T L^-1, symmetric), or LU's
- * unit lower L and upper U in one matrix (A^-1 = U^-1 L^-1 up to the row permutation, which
- * does not change a 1-norm). */
-typedef enum qp_cuda_factor { QP_CUDA_CHOLESKY, QP_CUDA_LU } qp_cuda_factor;
+typedef struct qp_cuda_factor {
+  qp_factor_kind kind;
+  const qp_matrix *f;
+} qp_cuda_factor;
 
-/* One triangular solve x <- op(T)^-1 x on the device vector. */
-static qp_err qp_cuda_trsv(const qp_matrix *f, cublasFillMode_t fill, cublasOperation_t op,
-                           cublasDiagType_t diag, double *x) {
-  QP_CALL(qp_cublas_status(cublasDtrsv_64(qp_cuda_ctx.blas, fill, op, diag, f->rows, f->data,
-                                          f->ld, x, 1),
-                           "cublasDtrsv (condition estimate)"));
-  return QP_OK;
-}
-
-/* x <- A^-1 x (kase 1) or A^-T x (kase 2), dlacn2's requests, on the device vector x. */
-static qp_err qp_cuda_inverse_apply(qp_cuda_factor factor, const qp_matrix *f, int kase,
-                                    double *x) {
-  const cublasFillMode_t lower = CUBLAS_FILL_MODE_LOWER, upper = CUBLAS_FILL_MODE_UPPER;
-  const cublasOperation_t n = CUBLAS_OP_N, t = CUBLAS_OP_T;
-  if (factor == QP_CUDA_CHOLESKY) {
-    QP_CALL(qp_cuda_trsv(f, lower, n, CUBLAS_DIAG_NON_UNIT, x));
-    QP_CALL(qp_cuda_trsv(f, lower, t, CUBLAS_DIAG_NON_UNIT, x));
-  } else if (kase == 1) {
-    QP_CALL(qp_cuda_trsv(f, lower, n, CUBLAS_DIAG_UNIT, x));
-    QP_CALL(qp_cuda_trsv(f, upper, n, CUBLAS_DIAG_NON_UNIT, x));
-  } else {
-    QP_CALL(qp_cuda_trsv(f, upper, t, CUBLAS_DIAG_NON_UNIT, x));
-    QP_CALL(qp_cuda_trsv(f, lower, t, CUBLAS_DIAG_UNIT, x));
-  }
-  return QP_OK;
-}
-
-/* |A^-1|_1 estimated by dlacn2's loop: host vectors v, x, isgn; each request goes to the
- * device and back. */
-static qp_err qp_cuda_inverse_norm1(qp_cuda_factor factor, const qp_matrix *f, double *est) {
-  int n;
-  QP_BLAS_INT(f->rows, &n, "matrix order (dlacn2)");
+/* qp_inverse_apply for the estimator: x (host, n) <- A^-1 x or A^-T x on the device. */
+static qp_err qp_cuda_inverse_apply(void *context, int kase, double *x) {
+  const qp_cuda_factor *factor = context;
+  const qp_matrix *f = factor->f;
   const qp_cuda_context *c = &qp_cuda_ctx;
-  QP_CALL(qp_cuda_reserve_reduction(n));
-  double *v = malloc((size_t)n * sizeof *v), *x = malloc((size_t)n * sizeof *x);
-  int *isgn = malloc((size_t)n * sizeof *isgn);
-  qp_err err = QP_OK;
-  QP_CHECK_GOTO(v && x && isgn, QP_ERR_NOMEM, done,
-                "condition estimate of '%s' (order %d): no memory for its vectors", f->name, n);
+  const int64_t n = f->rows;
   char what[QP_TERM_NAME_MAX + 48];
   snprintf(what, sizeof what, "condition estimate of '%s'", f->name);
-  int kase = 0, isave[3] = {0, 0, 0};
-  *est = 0.0;
-  for (;;) {
-    LAPACK_dlacn2(&n, v, x, isgn, est, &kase, isave);
-    if (kase == 0) break;
-    QP_CALL_GOTO(qp_cuda_copy_2d(c->reduction, n, x, n, n, 1, cudaMemcpyHostToDevice, what), done);
-    QP_CALL_GOTO(qp_cuda_inverse_apply(factor, f, kase, c->reduction), done);
-    QP_CALL_GOTO(qp_cuda_copy_2d(x, n, c->reduction, n, n, 1, cudaMemcpyDeviceToHost, what), done);
-  }
-done:
-  free(v);
-  free(x);
-  free(isgn);
-  return err;
+  qp_triangular_solve solves[2];
+  qp_condition_solves(factor->kind, kase, solves);
+  QP_CALL(qp_cuda_copy_2d(c->reduction, n, x, n, n, 1, cudaMemcpyHostToDevice, what));
+  for (int k = 0; k < 2; ++k)
+    QP_CALL(qp_cublas_status(
+        cublasDtrsv_64(c->blas, solves[k].upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER,
+                       solves[k].transpose ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       solves[k].unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, n, f->data, f->ld,
+                       c->reduction, 1),
+        what));
+  QP_CALL(qp_cuda_copy_2d(x, n, c->reduction, n, n, 1, cudaMemcpyDeviceToHost, what));
+  return QP_OK;
 }
 
-/* rcond = 1 / (|A|_1 |A^-1|_1), with LAPACK's conventions: 1 for order 0, 0 when anorm or the
- * estimate is 0; and 0 when the estimate is not finite (see the top of the file). */
-static qp_err qp_cuda_condition(qp_cuda_factor factor, const qp_matrix *f, double anorm,
+static qp_err qp_cuda_condition(qp_factor_kind kind, const qp_matrix *f, double anorm,
                                 double *rcond) {
-  const char *routine = factor == QP_CUDA_CHOLESKY ? "pocon" : "gecon";
-  QP_CALL(qp_cuda_check_operand(f, routine));
-  QP_CHECK(!(anorm < 0), QP_ERR_LIBRARY, "%s on '%s' (stage %s): anorm %g is negative", routine,
-           f->name, qp_stage_label(), anorm);
-  *rcond = 0.0;
-  if (f->rows == 0) {
-    *rcond = 1.0;
-    return QP_OK;
-  }
-  if (isnan(anorm)) {
-    *rcond = anorm;
-    return QP_OK;
-  }
-  if (anorm == 0.0) return QP_OK;
-  double est = 0.0;
-  QP_CALL(qp_cuda_inverse_norm1(factor, f, &est));
-  if (est != 0.0 && isfinite(est)) *rcond = (1.0 / est) / anorm;
+  QP_CALL(qp_cuda_check_operand(f, kind == QP_FACTOR_CHOLESKY ? "pocon" : "gecon"));
+  if (f->rows > 0) QP_CALL(qp_cuda_reserve_reduction(f->rows));
+  qp_cuda_factor factor = {kind, f};
+  QP_CALL(qp_condition_estimate(f->rows, anorm, qp_cuda_inverse_apply, &factor, f->name, rcond));
   return QP_OK;
 }
 
 qp_err qp_cuda_pocon(const qp_matrix *l, double anorm, double *rcond) {
-  return qp_cuda_condition(QP_CUDA_CHOLESKY, l, anorm, rcond);
+  return qp_cuda_condition(QP_FACTOR_CHOLESKY, l, anorm, rcond);
 }
 
 qp_err qp_cuda_gecon(const qp_matrix *lu, double anorm, double *rcond) {
-  return qp_cuda_condition(QP_CUDA_LU, lu, anorm, rcond);
+  return qp_cuda_condition(QP_FACTOR_LU, lu, anorm, rcond);
 }
