@@ -48,7 +48,8 @@ static const char qp_bench_usage[] =
     "    --device D   the GPU (default: the launcher's local rank, else 0; docs/gpu.md)\n"
     "  Needs 6 N^2 + N K doubles on the device and 2 N^2 on the host per order (3 GiB of\n"
     "  device memory at N = 8192).\n"
-    "  Exit status 0, 2 for usage, else the error's (README 'exit status').\n";
+    "  Exit status 0, 2 for usage, else the error's (README 'exit status'): 7 (unsupported)\n"
+    "  without a usable GPU, 10 (GPU) instead when QP_REQUIRE_GPU=1.\n";
 
 static int qp_parse_int(const char *text, long long lo, long long hi, long long *out) {
   char *end = NULL;
@@ -322,6 +323,12 @@ int main(int argc, char **argv) {
   qp_err err = qp_bench(&o);
   if (err != QP_OK) {
     qp_error_print(stderr, 1);
+    /* No usable device is "unsupported" (exit 7, a skip for CTest) unless the GPU is required. */
+    const char *require = getenv("QP_REQUIRE_GPU");
+    if (err == QP_ERR_UNSUPPORTED && require && strcmp(require, "1") == 0) {
+      fprintf(stderr, "qmlpipe-gpu-bench: QP_REQUIRE_GPU=1: no usable GPU is a GPU error\n");
+      err = QP_ERR_GPU;
+    }
     return qp_err_exit_status(err);
   }
   return 0;
