@@ -40,7 +40,8 @@ qp_err qp_cuda_init(int device);
 /** qp_cuda_init on this rank's GPU: local rank % visible devices, the local rank from the
  *  launcher (device_choice.h: OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID;
  *  device 0 without one; CUDA_VISIBLE_DEVICES applied by the runtime). Errors as
- *  qp_cuda_init's, and QP_ERR_INPUT for a malformed launcher variable. */
+ *  qp_cuda_init's, and QP_ERR_INPUT for a malformed launcher variable. A context that exists
+ *  already (qp_cuda_init with an explicit device) stays as it is. */
 qp_err qp_cuda_init_for_rank(void);
 /** Frees the context's buffers (through the budget), destroys the handles and the stream and
  *  forgets the meter's baseline. Device matrices are the caller's to destroy, before or after.

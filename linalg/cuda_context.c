@@ -164,6 +164,7 @@ static qp_err qp_cuda_usable_count(int *count) {
 }
 
 qp_err qp_cuda_init_for_rank(void) {
+  if (qp_cuda_ctx.ready) return QP_OK; /* the context's device, however it was chosen */
   int count = 0;
   QP_CALL(qp_cuda_usable_count(&count));
   qp_device_choice choice;
