@@ -46,8 +46,10 @@ done:
 
 qp_err qp_condition_estimate(int64_t n, double anorm, qp_inverse_apply apply, void *context,
                              const char *name, double *rcond) {
-  QP_CHECK(!(anorm < 0), QP_ERR_LIBRARY, "condition estimate of '%s' (stage %s): anorm %g is "
-           "negative", name, qp_stage_label(), anorm);
+  QP_CHECK(!(anorm < 0), QP_ERR_LIBRARY,
+           "condition estimate of '%s' (stage %s): anorm %g is "
+           "negative",
+           name, qp_stage_label(), anorm);
   *rcond = 0.0;
   if (n == 0) {
     *rcond = 1.0;

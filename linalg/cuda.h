@@ -3,10 +3,11 @@
  * Its matrices live in device memory: space QP_SPACE_DEVICE, data a device pointer, allocated
  * through the budget in the device space. Its operations (the table of matrix.h) run on one
  * stream of one device and leave their results on the device; host code sees them through
- * the table's download (host windows, host_window.h) or qp_cuda_matrix_copy. What the operations need besides their operands (cuSOLVER and cuBLAS
- * workspaces, the info word, getrf's pivots, trace_product's sums) is held by one context per
- * process and charged to the terms below (QP_TERM_CUBLAS_WORKSPACE, ...), so that
- * no library allocates device memory behind the budget's back once the context exists.
+ * the table's download (host windows, host_window.h) or qp_cuda_matrix_copy. What the
+ * operations need besides their operands (cuSOLVER and cuBLAS workspaces, the info word,
+ * getrf's pivots, the reductions' sums) is held by one context per process and charged to the
+ * terms below (QP_TERM_CUBLAS_WORKSPACE, ...), so that no library allocates device memory
+ * behind the budget's back once the context exists.
  *
  * Not thread-safe: one thread drives the context. Not collective over MPI (one device per
  * rank: each rank calls qp_cuda_init with its own device). */
@@ -22,7 +23,7 @@
 #define QP_TERM_CUSOLVER_WORKSPACE "cusolver workspace" /* the largest *_bufferSize so far */
 #define QP_TERM_CUSOLVER_INFO "cusolver info"           /* one int */
 #define QP_TERM_DEVICE_PIVOTS "device pivots"           /* getrf's int64 pivots, the largest n */
-#define QP_TERM_DEVICE_REDUCTION "device reduction" /* trace/norm1 column sums + 1; pocon's vector */
+#define QP_TERM_DEVICE_REDUCTION "device reduction" /* column sums + 1; pocon's vector */
 #define QP_TERM_CUSOLVER_HOST_WORKSPACE "cusolver host workspace" /* host space, often 0 */
 
 #include "matrix.h"

@@ -1,8 +1,8 @@
 /* cuda_kernels.cu: the kernels the cuda backend needs that cuBLAS and cuSOLVER lack
  * (cuda_kernels.h): mirroring a lower triangle onto the upper one (syrk and potri write one
  * half only, and matrix.h promises full results), the trace of a product and the 1-norm, each
- * in a fixed summation order. The only CUDA C++ file of qmlpipe; everything else calls the libraries'
- * C APIs from C. */
+ * in a fixed summation order. The only CUDA C++ file of qmlpipe; everything else calls the
+ * libraries' C APIs from C. */
 #include "cuda_kernels.h"
 
 namespace {

@@ -1,6 +1,7 @@
 /* cuda_private.h: what the cuda backend's files share (cuda_context.c, cuda.c, cuda_copy.c,
- * cuda_condition.c, cuda_kernels.cu): the context, the wrappers that turn CUDA/cuBLAS/cuSOLVER statuses into
- * qp_err, the growing buffers, and the kernels' launchers. Not for use outside linalg/. */
+ * cuda_condition.c, cuda_kernels.cu): the context, the wrappers that turn CUDA/cuBLAS/cuSOLVER
+ * statuses into qp_err, the growing buffers, and the kernels' launchers. Not for use outside
+ * linalg/. */
 #ifndef QP_CUDA_PRIVATE_H
 #define QP_CUDA_PRIVATE_H
 

@@ -6,15 +6,14 @@
 #include <stdlib.h>
 
 /* In the order the first set one wins: the launchers that export a node-local rank. */
-static const char *const qp_local_rank_variables[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
-                                                      "SLURM_LOCALID", "MPI_LOCALRANKID"};
+static const char *const qp_local_rank_variables[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                                      "MPI_LOCALRANKID"};
 
 qp_err qp_device_choose(int device_count, qp_device_choice *choice) {
   *choice = (qp_device_choice){.device = 0, .local_rank = -1, .source = NULL};
   QP_CHECK(device_count >= 1, QP_ERR_UNSUPPORTED, "no CUDA device to choose from (count %d)",
            device_count);
-  for (size_t k = 0; k < sizeof qp_local_rank_variables / sizeof qp_local_rank_variables[0];
-       ++k) {
+  for (size_t k = 0; k < sizeof qp_local_rank_variables / sizeof qp_local_rank_variables[0]; ++k) {
     const char *name = qp_local_rank_variables[k], *text = getenv(name);
     if (!text) continue;
     char *end = NULL;

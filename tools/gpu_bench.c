@@ -108,9 +108,9 @@ typedef enum qp_bench_op {
 } qp_bench_op;
 
 static const char *const qp_bench_names[QP_BENCH_COUNT] = {
-    "gemm",  "syrk",  "potrf", "potrs",         "trtri",     "potri",    "trmm",
-    "trsm",  "getrf", "getrs", "norm1",         "pocon",     "gecon",    "trace_product",
-    "transpose", "copy_sub", "upload", "download"};
+    "gemm",  "syrk",          "potrf",     "potrs",    "trtri",  "potri",
+    "trmm",  "trsm",          "getrf",     "getrs",    "norm1",  "pocon",
+    "gecon", "trace_product", "transpose", "copy_sub", "upload", "download"};
 
 typedef struct qp_bench_data {
   int64_t n, nrhs;
@@ -163,8 +163,8 @@ static qp_err qp_bench_run(qp_bench_op op, qp_bench_data *d) {
   case QP_BENCH_POTRI: return qp_linalg_potri(&d->work);
   case QP_BENCH_TRMM:
   case QP_BENCH_TRSM:
-    QP_CALL(qp_cuda_matrix_view("bench_panel", d->work.data, n, d->nrhs < n ? d->nrhs : n, n,
-                                &panel));
+    QP_CALL(
+        qp_cuda_matrix_view("bench_panel", d->work.data, n, d->nrhs < n ? d->nrhs : n, n, &panel));
     return op == QP_BENCH_TRMM ? qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &d->l, &panel)
                                : qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &d->l, &panel);
   case QP_BENCH_GETRF: return qp_linalg_getrf(&d->work, d->pivots);
@@ -232,8 +232,7 @@ static qp_err qp_bench_setup(int64_t n, int64_t nrhs, qp_bench_data *d) {
   d->nrhs = nrhs;
   const qp_linalg_ops *gpu = qp_linalg_cuda_ops();
   QP_CHECK(gpu != NULL, QP_ERR_INTERNAL, "the cuda backend is not initialised");
-  QP_CALL(qp_matrix_create(qp_linalg_cpu_ops(), "bench_host", QP_TERM_PERSISTENT, n, n,
-                           &d->host));
+  QP_CALL(qp_matrix_create(qp_linalg_cpu_ops(), "bench_host", QP_TERM_PERSISTENT, n, n, &d->host));
   const char *names[] = {"bench_a", "bench_g", "bench_work", "bench_c", "bench_l", "bench_lu"};
   qp_matrix *square[] = {&d->a, &d->g, &d->work, &d->c, &d->l, &d->lu};
   for (size_t k = 0; k < sizeof square / sizeof square[0]; ++k)
@@ -269,8 +268,8 @@ static qp_err qp_bench_order(int64_t n, const qp_bench_options *o) {
     const double dgemm = r[QP_BENCH_GEMM].flops / r[QP_BENCH_GEMM].seconds;
     printf("\norder N = %lld, right-hand sides %lld, best of %d: cublasDgemm %.1f GFLOP/s\n",
            (long long)n, (long long)nrhs, o->repeat, dgemm * 1e-9);
-    printf("%-14s %10s %10s %9s %9s %16s\n", "operation", "seconds", "GFLOP/s", "GB/s",
-           "vs dgemm", "device peak MiB");
+    printf("%-14s %10s %10s %9s %9s %16s\n", "operation", "seconds", "GFLOP/s", "GB/s", "vs dgemm",
+           "device peak MiB");
     for (int op = 0; op < QP_BENCH_COUNT; ++op) {
       const double s = r[op].seconds > 0 ? r[op].seconds : 1e-12;
       const double bytes = qp_bench_bytes((qp_bench_op)op, &d);

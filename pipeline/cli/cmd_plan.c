@@ -44,7 +44,8 @@ static void qp_plan_usage(FILE *out) {
           "    --gpus N            GPUs per node, one rank each (docs/gpu.md): N ranks per node\n"
           "                        (--ranks at least N; N = 1 without --ranks) and\n"
           "                        #SBATCH --gpus-per-node=N. A config with backend: cuda gets\n"
-          "                        one GPU per rank (--gpus-per-node = ranks per node) without it\n",
+          "                        one GPU per rank (--gpus-per-node = ranks per node)\n"
+          "                        without it\n",
           qp_err_exit_status(QP_ERR_BUDGET), qp_err_exit_status(QP_ERR_IO),
           QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES,
           QP_JOB_VALIDATE_TOLERANCE);

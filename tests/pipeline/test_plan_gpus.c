@@ -34,8 +34,9 @@ static int file_has(const char *path, const char *needle) {
 
 static void write_config(const char *path, const char *backend) {
   FILE *f = fopen(path, "w");
-  fprintf(f, "fields: T\nspectra: [TT]\nnoise: {variance: 1.0}\nlmax: 16\nbackend: %s\n"
-             "dimensions: {n_pix: 600, n_modes: 289, lmax_signal: 16, lmax: 16, n_bins: 15}\n",
+  fprintf(f,
+          "fields: T\nspectra: [TT]\nnoise: {variance: 1.0}\nlmax: 16\nbackend: %s\n"
+          "dimensions: {n_pix: 600, n_modes: 289, lmax_signal: 16, lmax: 16, n_bins: 15}\n",
           backend);
   fclose(f);
 }

@@ -92,8 +92,8 @@ int main(void) {
   TEST_ASSERT(r == 0.0, "anorm 0: rcond %g, expected 0", r);
   TEST_OK(qp_condition_estimate(N, NAN, failing_apply, NULL, "nan", &r));
   TEST_ASSERT(isnan(r), "anorm NaN: rcond %g, expected NaN", r);
-  EXPECT_ERROR(qp_condition_estimate(N, -1.0, failing_apply, NULL, "negative", &r),
-               QP_ERR_LIBRARY, "negative", "anorm");
+  EXPECT_ERROR(qp_condition_estimate(N, -1.0, failing_apply, NULL, "negative", &r), QP_ERR_LIBRARY,
+               "negative", "anorm");
 
   /* A singular Cholesky factor (a zero on the diagonal): the solve overflows, rcond 0, as
    * dpocon says with its scaled solves. */
