@@ -330,8 +330,27 @@ static qp_err qp_cuda_trace_product(const qp_matrix *a, const qp_matrix *b, doub
   return QP_OK;
 }
 
+/* B <- A^T with cublasDgeam (C = alpha op(A) + beta op(B), alpha 1, beta 0): B is passed as
+ * geam's B too, untransposed with its own ld, which is cuBLAS's documented in-place form
+ * (C = B); with beta 0 its entries are not used. */
+static qp_err qp_cuda_transpose(const qp_matrix *a, qp_matrix *b) {
+  QP_CALL(qp_cuda_check_operand(a, "transpose"));
+  QP_CALL(qp_cuda_check_operand(b, "transpose"));
+  if (b->rows == 0 || b->cols == 0) return QP_OK;
+  const double one = 1.0, zero = 0.0;
+  QP_CALL(qp_cublas_status(cublasDgeam_64(qp_cuda_ctx.blas, CUBLAS_OP_T, CUBLAS_OP_N, b->rows,
+                                          b->cols, &one, a->data, a->ld, &zero, b->data, b->ld,
+                                          b->data, b->ld),
+                           qp_what_of("cublasDgeam (transpose)", b).text));
+  return QP_OK;
+}
+
 static const qp_linalg_ops qp_cuda_ops_table = {
     .name = "cuda",
+    .space = QP_SPACE_DEVICE,
+    .host_table = qp_linalg_cpu_ops, /* work and staging matrices */
+    .download = qp_cuda_download,
+    .upload = qp_cuda_upload,
     .potrf = qp_cuda_potrf,
     .potri = qp_cuda_potri,
     .trtri = qp_cuda_trtri,
@@ -343,6 +362,13 @@ static const qp_linalg_ops qp_cuda_ops_table = {
     .getrf = qp_cuda_getrf,
     .getrs = qp_cuda_getrs,
     .trace_product = qp_cuda_trace_product,
+    .copy_sub = qp_cuda_copy_sub,
+    .norm1 = qp_cuda_norm1,
+    .pocon = qp_cuda_pocon,
+    .gecon = qp_cuda_gecon,
+    .transpose = qp_cuda_transpose,
+    /* sum_partials NULL: one process holds every matrix. moves_data 0: matrix.c treats a
+     * device backend as one that moves data (align and replicate download). */
 };
 
 const qp_linalg_ops *qp_linalg_cuda_ops(void) {

@@ -2,11 +2,12 @@
  *
  * Its matrices live in device memory: space QP_SPACE_DEVICE, data a device pointer, allocated
  * through the budget in the device space. Its operations (the table of matrix.h) run on one
- * stream of one device and leave their results on the device; host code sees them after
- * qp_cuda_matrix_copy. What the operations need besides their operands (cuSOLVER and cuBLAS
- * workspaces, the info word, getrf's pivots, trace_product's sums) is held by one context per
- * process and charged to the terms below (QP_TERM_CUBLAS_WORKSPACE, ...), so that
- * no library allocates device memory behind the budget's back once the context exists.
+ * stream of one device and leave their results on the device; host code sees them through
+ * the table's download (host windows, host_window.h) or qp_cuda_matrix_copy. What the
+ * operations need besides their operands (cuSOLVER and cuBLAS workspaces, the info word,
+ * getrf's pivots, the reductions' sums) is held by one context per process and charged to the
+ * terms below (QP_TERM_CUBLAS_WORKSPACE, ...), so that no library allocates device memory
+ * behind the budget's back once the context exists.
  *
  * Not thread-safe: one thread drives the context. Not collective over MPI (one device per
  * rank: each rank calls qp_cuda_init with its own device). */
@@ -22,7 +23,7 @@
 #define QP_TERM_CUSOLVER_WORKSPACE "cusolver workspace" /* the largest *_bufferSize so far */
 #define QP_TERM_CUSOLVER_INFO "cusolver info"           /* one int */
 #define QP_TERM_DEVICE_PIVOTS "device pivots"           /* getrf's int64 pivots, the largest n */
-#define QP_TERM_DEVICE_REDUCTION "device reduction"     /* trace_product's column sums + 1 */
+#define QP_TERM_DEVICE_REDUCTION "device reduction" /* column sums + 1; pocon's vector */
 #define QP_TERM_CUSOLVER_HOST_WORKSPACE "cusolver host workspace" /* host space, often 0 */
 
 #include "matrix.h"
@@ -30,18 +31,30 @@
 /** Creates the context on `device` (once; a second call with the same device does nothing):
  *  the CUDA context, a stream, the cuBLAS and cuSOLVER handles bound to it, then the device
  *  meter's baseline (meter_device.h), then the cuBLAS workspace (cublasSetWorkspace) and the
- *  info word through the budget. qp_linalg_backend("cuda") calls it with device 0.
+ *  info word through the budget. qp_linalg_backend("cuda") calls it through
+ *  qp_cuda_init_for_rank.
  *  Errors: QP_ERR_UNSUPPORTED when there is no usable device (the message says why: "no CUDA
  *  device"), QP_ERR_INPUT for a device index out of range or another device than the first
  *  call's, QP_ERR_GPU for a CUDA/cuBLAS/cuSOLVER failure (with the library's message),
  *  QP_ERR_NOMEM for the workspace. */
 qp_err qp_cuda_init(int device);
+/** qp_cuda_init on this rank's GPU: local rank % visible devices, the local rank from the
+ *  launcher (device_choice.h: OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID;
+ *  device 0 without one; CUDA_VISIBLE_DEVICES applied by the runtime). Errors as
+ *  qp_cuda_init's, and QP_ERR_INPUT for a malformed launcher variable. A context that exists
+ *  already (qp_cuda_init with an explicit device) stays as it is. */
+qp_err qp_cuda_init_for_rank(void);
 /** Frees the context's buffers (through the budget), destroys the handles and the stream and
  *  forgets the meter's baseline. Device matrices are the caller's to destroy, before or after.
  *  Safe to call without a context. */
 void qp_cuda_finalize(void);
 /** 1 once qp_cuda_init succeeded (and until qp_cuda_finalize). */
 int qp_cuda_ready(void);
+/** 1 when this build synchronises and checks after every CUDA, cuBLAS and cuSOLVER call
+ *  (CMAKE_BUILD_TYPE=Debug or -DQP_CUDA_SYNC_CHECK=ON), so that an asynchronous error names
+ *  the operation that caused it; 0 in release builds, whose operations stay asynchronous
+ *  (timings are taken with 0: gpu_bench prints which). */
+int qp_cuda_sync_checking(void);
 
 /** The number of CUDA devices (0 when there are none or no usable driver). `why` (may be NULL)
  *  gets a reason of at most `why_size` bytes when the count is 0. Creates no context. */
@@ -75,7 +88,9 @@ qp_err qp_cuda_matrix_copy(const qp_matrix *src, qp_matrix *dst);
 /** A device copy of the host matrix `host`, created under the device term `term`. */
 qp_err qp_cuda_matrix_upload(const qp_matrix *host, const char *term, qp_term_kind kind,
                              qp_matrix *device);
-/** Bytes copied host -> device and device -> host by qp_cuda_matrix_copy since qp_cuda_init. */
+/** Bytes copied host -> device and device -> host since qp_cuda_init by every copy of the
+ *  backend: qp_cuda_matrix_copy, the table's download/upload (host windows), norm1's result
+ *  and the condition estimates' vectors. */
 void qp_cuda_transfer_bytes(uint64_t *to_device, uint64_t *to_host);
 /** Waits for everything queued on the context's stream (for timing: the operations return
  *  before the device is done, except those that read an info word back). */

@@ -5,7 +5,13 @@
 #include <string.h>
 
 #include "cuda_private.h"
+#include "device_choice.h"
 #include "meter_device.h"
+
+/* Debug builds define it to 1 (linalg/CMakeLists.txt); 0 otherwise. */
+#ifndef QP_CUDA_SYNC_CHECK
+#define QP_CUDA_SYNC_CHECK 0
+#endif
 
 qp_cuda_context qp_cuda_ctx;
 
@@ -14,8 +20,25 @@ enum { QP_CUBLAS_WORKSPACE_HOPPER = 32 << 20, QP_CUBLAS_WORKSPACE_OTHER = 4 << 2
 
 /* ---- statuses ---- */
 
+int qp_cuda_sync_checking(void) { return QP_CUDA_SYNC_CHECK; }
+
+/* After a call that succeeded: with QP_CUDA_SYNC_CHECK, wait for the stream and collect the
+ * error of any work it queued (a kernel's bad access, a library's failed execution), so that
+ * it is reported by the call that queued it, not by a later one; without, nothing (release
+ * builds stay asynchronous). Before the stream exists (context creation) there is nothing
+ * queued to wait for. */
+static qp_err qp_cuda_sync_check(const char *what) {
+  if (!QP_CUDA_SYNC_CHECK || !qp_cuda_ctx.stream) return QP_OK;
+  cudaError_t e = cudaStreamSynchronize(qp_cuda_ctx.stream);
+  if (e == cudaSuccess) e = cudaGetLastError();
+  if (e == cudaSuccess) return QP_OK;
+  (void)cudaGetLastError();
+  QP_FAIL(QP_ERR_GPU, "%s (stage %s): CUDA error %s after it (debug synchronisation): %s", what,
+          qp_stage_label(), cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
 qp_err qp_cuda_status(cudaError_t status, const char *what) {
-  if (status == cudaSuccess) return QP_OK;
+  if (status == cudaSuccess) return qp_cuda_sync_check(what);
   (void)cudaGetLastError(); /* clear a non-sticky error so that later calls start clean */
   QP_FAIL(QP_ERR_GPU, "%s (stage %s): CUDA error %s: %s", what,
           qp_stage_label(), cudaGetErrorName(status),
@@ -23,7 +46,7 @@ qp_err qp_cuda_status(cudaError_t status, const char *what) {
 }
 
 qp_err qp_cublas_status(cublasStatus_t status, const char *what) {
-  if (status == CUBLAS_STATUS_SUCCESS) return QP_OK;
+  if (status == CUBLAS_STATUS_SUCCESS) return qp_cuda_sync_check(what);
   QP_FAIL(QP_ERR_GPU, "%s (stage %s): cuBLAS error %s: %s", what,
           qp_stage_label(), cublasGetStatusName(status),
           cublasGetStatusString(status));
@@ -51,7 +74,7 @@ static const char *qp_cusolver_status_name(cusolverStatus_t status) {
 }
 
 qp_err qp_cusolver_status(cusolverStatus_t status, const char *what) {
-  if (status == CUSOLVER_STATUS_SUCCESS) return QP_OK;
+  if (status == CUSOLVER_STATUS_SUCCESS) return qp_cuda_sync_check(what);
   QP_FAIL(QP_ERR_GPU, "%s (stage %s): cuSOLVER error %s (%d)", what,
           qp_stage_label(), qp_cusolver_status_name(status),
           (int)status);
@@ -132,6 +155,24 @@ static qp_err qp_cuda_create(int device) {
   return QP_OK;
 }
 
+/* The device count, QP_ERR_UNSUPPORTED "no CUDA device (why)" when it is 0. */
+static qp_err qp_cuda_usable_count(int *count) {
+  char why[256] = "";
+  *count = qp_cuda_device_count(why, sizeof why);
+  QP_CHECK(*count > 0, QP_ERR_UNSUPPORTED, "backend 'cuda': no CUDA device (%s)", why);
+  return QP_OK;
+}
+
+qp_err qp_cuda_init_for_rank(void) {
+  if (qp_cuda_ctx.ready) return QP_OK; /* the context's device, however it was chosen */
+  int count = 0;
+  QP_CALL(qp_cuda_usable_count(&count));
+  qp_device_choice choice;
+  QP_CALL(qp_device_choose(count, &choice));
+  QP_CALL(qp_cuda_init(choice.device));
+  return QP_OK;
+}
+
 qp_err qp_cuda_init(int device) {
   if (qp_cuda_ctx.ready) {
     QP_CHECK(device == qp_cuda_ctx.info.device, QP_ERR_INPUT,
@@ -139,9 +180,8 @@ qp_err qp_cuda_init(int device) {
              qp_cuda_ctx.info.device, device);
     return QP_OK;
   }
-  char why[256] = "";
-  int count = qp_cuda_device_count(why, sizeof why);
-  QP_CHECK(count > 0, QP_ERR_UNSUPPORTED, "backend 'cuda': no CUDA device (%s)", why);
+  int count = 0;
+  QP_CALL(qp_cuda_usable_count(&count));
   QP_CHECK(device >= 0 && device < count, QP_ERR_INPUT,
            "backend 'cuda': device %d does not exist (this machine has %d)", device, count);
   memset(&qp_cuda_ctx, 0, sizeof qp_cuda_ctx);

@@ -40,6 +40,24 @@ qp_err qp_cuda_matrix_view(const char *name, double *device_data, int64_t rows, 
   return QP_OK;
 }
 
+qp_err qp_cuda_copy_2d(double *dst, int64_t dld, const double *src, int64_t sld, int64_t rows,
+                       int64_t cols, enum cudaMemcpyKind kind, const char *what) {
+  if (rows == 0 || cols == 0) return QP_OK;
+  size_t width = (size_t)rows * sizeof(double);
+  /* One strided copy (cudaMemcpy2D) whatever the leading dimensions: columns are the rows of
+   * the 2-D copy. From and to pageable host memory the runtime stages it: the stream is
+   * synchronised before this returns, so the host side may be reused at once. */
+  QP_CALL(qp_cuda_status(cudaMemcpy2DAsync(dst, (size_t)dld * sizeof(double), src,
+                                           (size_t)sld * sizeof(double), width, (size_t)cols, kind,
+                                           qp_cuda_ctx.stream),
+                         what));
+  QP_CALL(qp_cuda_status(cudaStreamSynchronize(qp_cuda_ctx.stream), what));
+  uint64_t bytes = (uint64_t)width * (uint64_t)cols;
+  if (kind == cudaMemcpyHostToDevice) qp_cuda_ctx.to_device += bytes;
+  if (kind == cudaMemcpyDeviceToHost) qp_cuda_ctx.to_host += bytes;
+  return QP_OK;
+}
+
 qp_err qp_cuda_matrix_copy(const qp_matrix *src, qp_matrix *dst) {
   QP_CHECK(qp_cuda_ctx.ready, QP_ERR_INTERNAL,
            "copy of '%s' to '%s': the cuda backend is not initialised", src->name, dst->name);
@@ -47,25 +65,50 @@ qp_err qp_cuda_matrix_copy(const qp_matrix *src, qp_matrix *dst) {
            "copy of '%s' (%lld x %lld) to '%s' (%lld x %lld): shapes differ", src->name,
            (long long)src->rows, (long long)src->cols, dst->name, (long long)dst->rows,
            (long long)dst->cols);
-  if (src->rows == 0 || src->cols == 0) return QP_OK;
   int from_device = src->space == QP_SPACE_DEVICE, to_device = dst->space == QP_SPACE_DEVICE;
   enum cudaMemcpyKind kind = from_device
                                  ? (to_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
                                  : (to_device ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
   char what[2 * QP_TERM_NAME_MAX + 32];
   snprintf(what, sizeof what, "copying '%s' to '%s'", src->name, dst->name);
-  size_t width = (size_t)src->rows * sizeof(double);
-  /* One strided copy (cudaMemcpy2D) whatever the leading dimensions: columns are the rows of
-   * the 2-D copy. From and to pageable host memory the runtime stages it: the stream is
-   * synchronised before this returns, so the host side may be reused at once. */
-  QP_CALL(qp_cuda_status(cudaMemcpy2DAsync(dst->data, (size_t)dst->ld * sizeof(double), src->data,
-                                           (size_t)src->ld * sizeof(double), width,
-                                           (size_t)src->cols, kind, qp_cuda_ctx.stream),
-                         what));
-  QP_CALL(qp_cuda_status(cudaStreamSynchronize(qp_cuda_ctx.stream), what));
-  uint64_t bytes = (uint64_t)width * (uint64_t)src->cols;
-  if (!from_device && to_device) qp_cuda_ctx.to_device += bytes;
-  if (from_device && !to_device) qp_cuda_ctx.to_host += bytes;
+  QP_CALL(qp_cuda_copy_2d(dst->data, dst->ld, src->data, src->ld, src->rows, src->cols, kind,
+                          what));
+  return QP_OK;
+}
+
+/* The table's download/upload: a block of a device matrix to or from a host array. matrix.c
+ * has checked the block against the matrix and the host leading dimension. */
+qp_err qp_cuda_download(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows, int64_t cols,
+                        double *host, int64_t ld) {
+  QP_CALL(qp_cuda_check_operand(m, "download"));
+  char what[QP_TERM_NAME_MAX + 32];
+  snprintf(what, sizeof what, "downloading '%s'", m->name);
+  QP_CALL(qp_cuda_copy_2d(host, ld, m->data + li + lj * m->ld, m->ld, rows, cols,
+                          cudaMemcpyDeviceToHost, what));
+  return QP_OK;
+}
+
+qp_err qp_cuda_upload(const double *host, int64_t ld, qp_matrix *m, int64_t li, int64_t lj,
+                      int64_t rows, int64_t cols) {
+  QP_CALL(qp_cuda_check_operand(m, "upload"));
+  char what[QP_TERM_NAME_MAX + 32];
+  snprintf(what, sizeof what, "uploading '%s'", m->name);
+  QP_CALL(qp_cuda_copy_2d(m->data + li + lj * m->ld, m->ld, host, ld, rows, cols,
+                          cudaMemcpyHostToDevice, what));
+  return QP_OK;
+}
+
+/* B[bi.., bj..] <- A[ai.., aj..] on the device (matrix.c has checked the bounds). The two
+ * windows must not overlap (cudaMemcpy2D's rule; cpu.c's memmove would allow it): the stages'
+ * copies never do (fisher_run's, within one stack, moves a column onto an earlier one). */
+qp_err qp_cuda_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,
+                        qp_matrix *b, int64_t bi, int64_t bj) {
+  QP_CALL(qp_cuda_check_operand(a, "copy_sub"));
+  QP_CALL(qp_cuda_check_operand(b, "copy_sub"));
+  char what[2 * QP_TERM_NAME_MAX + 32];
+  snprintf(what, sizeof what, "copying part of '%s' to '%s'", a->name, b->name);
+  QP_CALL(qp_cuda_copy_2d(b->data + bi + bj * b->ld, b->ld, a->data + ai + aj * a->ld, a->ld, rows,
+                          cols, cudaMemcpyDeviceToDevice, what));
   return QP_OK;
 }
 

@@ -1,8 +1,8 @@
-/* cuda_kernels.cu: the two kernels the cuda backend needs that cuBLAS and cuSOLVER lack
+/* cuda_kernels.cu: the kernels the cuda backend needs that cuBLAS and cuSOLVER lack
  * (cuda_kernels.h): mirroring a lower triangle onto the upper one (syrk and potri write one
- * half only, and matrix.h promises full results), and the trace of a product in a fixed
- * summation order. The only CUDA C++ file of qmlpipe; everything else calls the libraries'
- * C APIs from C. */
+ * half only, and matrix.h promises full results), the trace of a product and the 1-norm, each
+ * in a fixed summation order. The only CUDA C++ file of qmlpipe; everything else calls the
+ * libraries' C APIs from C. */
 #include "cuda_kernels.h"
 
 namespace {
@@ -33,13 +33,23 @@ __global__ void mirror_lower_kernel(double *a, int64_t n, int64_t lda) {
   }
 }
 
-/* Sums the block's kReduce partial values in a fixed tree order; thread 0 gets the total. */
-__device__ double block_sum(double value) {
+/* The two reductions: a sum, and a maximum through which a NaN propagates (as LAPACK's
+ * dlange: a NaN entry makes the norm NaN). */
+struct Sum {
+  __device__ double operator()(double x, double y) const { return x + y; }
+};
+struct NanMax {
+  __device__ double operator()(double x, double y) const { return (y > x || y != y) ? y : x; }
+};
+
+/* Reduces the block's kReduce values in a fixed tree order; thread 0 gets the result. */
+template <class Op> __device__ double block_reduce(double value, Op op) {
   __shared__ double partial[kReduce];
   partial[threadIdx.x] = value;
   __syncthreads();
   for (int half = kReduce / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    if (threadIdx.x < half)
+      partial[threadIdx.x] = op(partial[threadIdx.x], partial[threadIdx.x + half]);
     __syncthreads();
   }
   return partial[0];
@@ -52,16 +62,27 @@ __global__ void trace_columns_kernel(const double *a, int64_t lda, const double 
   double s = 0.0;
   for (int64_t i = threadIdx.x; i < rows; i += kReduce)
     s += a[i + j * lda] * b[j + i * ldb];
-  s = block_sum(s);
+  s = block_reduce(s, Sum());
   if (threadIdx.x == 0) sums[j] = s;
 }
 
-/* One block: sums[count] = the sum of sums[0..count). */
-__global__ void sum_kernel(double *sums, int64_t count) {
+/* One block per column j of A: sums[j] = sum_i |A(i, j)|. */
+__global__ void abs_columns_kernel(const double *a, int64_t lda, int64_t rows, double *sums) {
+  const int64_t j = blockIdx.x;
+  double s = 0.0;
+  for (int64_t i = threadIdx.x; i < rows; i += kReduce)
+    s += fabs(a[i + j * lda]);
+  s = block_reduce(s, Sum());
+  if (threadIdx.x == 0) sums[j] = s;
+}
+
+/* One block: sums[count] = op over sums[0..count), starting from 0 (both reductions here
+ * are of sums of products or of absolute values: 0 is the identity of the max as well). */
+template <class Op> __global__ void reduce_kernel(double *sums, int64_t count, Op op) {
   double s = 0.0;
   for (int64_t k = threadIdx.x; k < count; k += kReduce)
-    s += sums[k];
-  s = block_sum(s);
+    s = op(s, sums[k]);
+  s = block_reduce(s, op);
   if (threadIdx.x == 0) sums[count] = s;
 }
 
@@ -84,6 +105,16 @@ extern "C" cudaError_t qp_cuda_launch_trace_product(const double *a, int64_t lda
   trace_columns_kernel<<<(unsigned)cols, kReduce, 0, stream>>>(a, lda, b, ldb, rows, sums);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  sum_kernel<<<1, kReduce, 0, stream>>>(sums, cols);
+  reduce_kernel<<<1, kReduce, 0, stream>>>(sums, cols, Sum());
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t qp_cuda_launch_norm1(const double *a, int64_t lda, int64_t rows,
+                                            int64_t cols, double *sums, cudaStream_t stream) {
+  if (cols < 1 || cols > 2147483647) return cudaErrorInvalidValue;
+  abs_columns_kernel<<<(unsigned)cols, kReduce, 0, stream>>>(a, lda, rows, sums);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  reduce_kernel<<<1, kReduce, 0, stream>>>(sums, cols, NanMax());
   return cudaGetLastError();
 }

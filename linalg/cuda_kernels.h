@@ -1,4 +1,4 @@
-/* cuda_kernels.h: the launchers of the cuda backend's two kernels (cuda_kernels.cu), callable
+/* cuda_kernels.h: the launchers of the cuda backend's kernels (cuda_kernels.cu), callable
  * from C. Each queues its kernel on `stream` and returns the launch's status. */
 #ifndef QP_CUDA_KERNELS_H
 #define QP_CUDA_KERNELS_H
@@ -20,6 +20,11 @@ cudaError_t qp_cuda_launch_mirror_lower(double *a, int64_t n, int64_t lda, cudaS
 cudaError_t qp_cuda_launch_trace_product(const double *a, int64_t lda, const double *b, int64_t ldb,
                                          int64_t rows, int64_t cols, double *sums,
                                          cudaStream_t stream);
+
+/** sums[j] = sum_i |A(i, j)| for j < cols, then sums[cols] = their maximum (a NaN anywhere
+ *  makes it NaN, as LAPACK's dlange): |A|_1. sums holds cols + 1 doubles; cols >= 1. */
+cudaError_t qp_cuda_launch_norm1(const double *a, int64_t lda, int64_t rows, int64_t cols,
+                                 double *sums, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* cuda_private.h: what the cuda backend's files share (cuda_context.c, cuda.c, cuda_copy.c,
- * cuda_kernels.cu): the context, the wrappers that turn CUDA/cuBLAS/cuSOLVER statuses into
- * qp_err, the growing buffers, and the kernels' launchers. Not for use outside linalg/. */
+ * cuda_condition.c, cuda_kernels.cu): the context, the wrappers that turn CUDA/cuBLAS/cuSOLVER
+ * statuses into qp_err, the growing buffers, and the kernels' launchers. Not for use outside
+ * linalg/. */
 #ifndef QP_CUDA_PRIVATE_H
 #define QP_CUDA_PRIVATE_H
 
@@ -36,7 +37,10 @@ typedef struct qp_cuda_context {
 extern qp_cuda_context qp_cuda_ctx;
 
 /* Each wrapper returns QP_OK for success, else QP_ERR_GPU with `what` (the routine and the
- * matrix) and the library's own name for the status. */
+ * matrix) and the library's own name for the status. Built with QP_CUDA_SYNC_CHECK (Debug
+ * builds, or -DQP_CUDA_SYNC_CHECK=ON), a success also waits for the stream and collects any
+ * asynchronous error of the work just queued, reported under the same `what`: every call of
+ * the backend goes through one of these, so an error names the operation that caused it. */
 qp_err qp_cuda_status(cudaError_t status, const char *what);
 qp_err qp_cublas_status(cublasStatus_t status, const char *what);
 qp_err qp_cusolver_status(cusolverStatus_t status, const char *what);
@@ -52,5 +56,22 @@ qp_err qp_cuda_reserve_reduction(int64_t n);
 qp_err qp_cuda_read_info(int *info);
 /** QP_ERR_INTERNAL unless the context exists and `m` is a device matrix. */
 qp_err qp_cuda_check_operand(const qp_matrix *m, const char *routine);
+
+/** dst[.., dld] <- src[.., sld], rows x cols doubles, in the direction `kind`, on the
+ *  context's stream; returns when the copy is done, with the host <-> device bytes counted
+ *  (qp_cuda_transfer_bytes). What every copy of the backend goes through (cuda_copy.c). */
+qp_err qp_cuda_copy_2d(double *dst, int64_t dld, const double *src, int64_t sld, int64_t rows,
+                       int64_t cols, enum cudaMemcpyKind kind, const char *what);
+
+/* Table operations defined outside cuda.c (see matrix.h for what each does). */
+qp_err qp_cuda_download(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows, int64_t cols,
+                        double *host, int64_t ld); /* cuda_copy.c */
+qp_err qp_cuda_upload(const double *host, int64_t ld, qp_matrix *m, int64_t li, int64_t lj,
+                      int64_t rows, int64_t cols);
+qp_err qp_cuda_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,
+                        qp_matrix *b, int64_t bi, int64_t bj);
+qp_err qp_cuda_norm1(const qp_matrix *a, double *out); /* cuda_condition.c */
+qp_err qp_cuda_pocon(const qp_matrix *l, double anorm, double *rcond);
+qp_err qp_cuda_gecon(const qp_matrix *lu, double anorm, double *rcond);
 
 #endif

@@ -19,7 +19,8 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
   }
   if (strcmp(name, "cuda") == 0) {
 #if QP_HAVE_CUDA
-    QP_CALL(qp_cuda_init(0)); /* QP_ERR_UNSUPPORTED "no CUDA device" on a machine without one */
+    /* One GPU per rank; QP_ERR_UNSUPPORTED "no CUDA device" on a machine without one. */
+    QP_CALL(qp_cuda_init_for_rank());
     *ops = qp_linalg_cuda_ops();
     return QP_OK;
 #else

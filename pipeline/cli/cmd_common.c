@@ -34,7 +34,8 @@ enum {
   QP_OPT_ACCOUNT,
   QP_OPT_FORCE,
   QP_OPT_JSON,
-  QP_OPT_KEEP_OUTPUT
+  QP_OPT_KEEP_OUTPUT,
+  QP_OPT_GPUS
 };
 #define QP_SIZING_OPTIONS                                                                          \
   {"help", no_argument, NULL, 'h'}, {"ranks", required_argument, NULL, QP_OPT_RANKS},              \
@@ -71,6 +72,7 @@ static int qp_sizing_option(int c, const char *v, qp_plan_job *s) {
   case QP_OPT_FORCE: s->force = 1; return 1;
   case QP_OPT_JSON: s->json = 1; return 1;
   case QP_OPT_KEEP_OUTPUT: s->keep_output = 1; return 1;
+  case QP_OPT_GPUS: return qp_cmd_parse_count("--gpus", v, 1, 64, &s->gpus);
   default: return 0; /* '?': qp_cmd_getopt said why */
   }
 }
@@ -89,6 +91,7 @@ static int qp_parse_sizing(int argc, char **argv, int job_options, const char **
       {"force", no_argument, NULL, QP_OPT_FORCE},
       {"json", no_argument, NULL, QP_OPT_JSON},
       {"keep-output", no_argument, NULL, QP_OPT_KEEP_OUTPUT},
+      {"gpus", required_argument, NULL, QP_OPT_GPUS},
       {NULL, 0, NULL, 0}};
   memset(s, 0, sizeof *s);
   s->block = QP_GRID_DEFAULT_BLOCK;
@@ -113,6 +116,11 @@ static int qp_parse_sizing(int argc, char **argv, int job_options, const char **
                      : "bad sizing options (--grid RxC must have R*C = --ranks)");
     return 0;
   }
+  /* One rank per GPU: --gpus N is the node's ranks, unless --ranks-per-node says it. */
+  if (s->gpus > 0 && s->ranks > 0 && !s->per_node_given) {
+    s->per_node = s->gpus;
+    s->per_node_given = 1;
+  }
   if (s->nodes > 0) {
     const int ranks = s->ranks > 0 ? s->ranks : 1;
     /* Nodes of --ranks-per-node consecutive ranks, the last one possibly partial. */
@@ -131,6 +139,14 @@ static int qp_parse_sizing(int argc, char **argv, int job_options, const char **
   }
   if (s->ranks == 0 && (s->per_node > 1 || s->nodes > 1)) {
     fprintf(stderr, "qmlpipe: --ranks-per-node and --nodes need --ranks\n");
+    return 0;
+  }
+  if (s->gpus > 0 && (s->ranks > 0 ? s->per_node != s->gpus || s->ranks < s->gpus
+                                   : s->gpus > 1)) {
+    fprintf(stderr,
+            "qmlpipe: --gpus %d runs one rank per GPU: it needs --ranks (at least %d) with %d "
+            "ranks per node, not %d rank(s) at %d per node\n",
+            s->gpus, s->gpus, s->gpus, s->ranks > 0 ? s->ranks : 1, s->per_node);
     return 0;
   }
   return 1;

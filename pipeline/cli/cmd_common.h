@@ -33,6 +33,7 @@ typedef struct qp_plan_job {
   int force, json, keep_output;
   int nodes;           /* --nodes (0: from ranks and --ranks-per-node) */
   int cpus_per_task;   /* --cpus-per-task (default 1) */
+  int gpus;            /* --gpus: GPUs per node, one rank each (0: not given) */
   const char *partition, *account;
   /* figures, filled after planning: peaks with the overhead, in bytes; for one process
    * without --ranks the node is the process */

@@ -15,6 +15,7 @@ static void qp_plan_usage(FILE *out) {
           "usage: qmlpipe plan CONFIG.yaml [--ranks P [--grid RxC] [--block B] [--ranks-per-node K]\n"
           "       [--nodes N]] [--mem-per-node M] [--json] [--sbatch FILE [--force]\n"
           "       [--cpus-per-task C] [--partition NAME] [--account NAME] [--keep-output]]\n"
+          "       [--gpus N]\n"
           "  Prints the route the planner picks (path, harmonic method, chunks of the\n"
           "  pixel-direct products and bin matrices under memory.host_limit), why, and the\n"
           "  predicted peak of each stage. `qmlpipe budget` prints the terms of that plan.\n"
@@ -39,7 +40,12 @@ static void qp_plan_usage(FILE *out) {
           "    --cpus-per-task C   cores (BLAS/OpenMP threads) of each task (default 1)\n"
           "    --partition NAME, --account NAME   #SBATCH lines for the site\n"
           "    --keep-output       write the config's `output:` (each job overwrites it) in place\n"
-          "                        of results-$SLURM_JOB_ID.h5 next to the config (the default)\n",
+          "                        of results-$SLURM_JOB_ID.h5 next to the config (the default)\n"
+          "    --gpus N            GPUs per node, one rank each (docs/gpu.md): N ranks per node\n"
+          "                        (--ranks at least N; N = 1 without --ranks) and\n"
+          "                        #SBATCH --gpus-per-node=N. A config with backend: cuda gets\n"
+          "                        one GPU per rank (--gpus-per-node = ranks per node)\n"
+          "                        without it\n",
           qp_err_exit_status(QP_ERR_BUDGET), qp_err_exit_status(QP_ERR_IO),
           QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES,
           QP_JOB_VALIDATE_TOLERANCE);
@@ -108,8 +114,10 @@ static qp_err qp_plan_finish(const qp_problem *p, qp_plan_job *job, qp_err limit
   if (job->json) {
     qp_job_print_json(stdout, p, job, &f, written ? script : NULL);
   } else if (job->sbatch || limit == QP_OK) {
-    printf("\nSlurm job: --nodes=%d --ntasks=%d --cpus-per-task=%d --mem=%lldM --time=%s\n",
-           f.nodes, f.tasks, f.cpus_per_task, (long long)f.mem_mib, f.time);
+    printf("\nSlurm job: --nodes=%d --ntasks=%d --cpus-per-task=%d --mem=%lldM --time=%s", f.nodes,
+           f.tasks, f.cpus_per_task, (long long)f.mem_mib, f.time);
+    if (f.gpus_per_node > 0) printf(" --gpus-per-node=%d", f.gpus_per_node);
+    printf("\n");
     if (written) printf("job script: %s (submit: sbatch %s)\n", script, script);
   }
   return err;

@@ -34,6 +34,9 @@ qp_err qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_jo
   f->tasks_per_node = f->mpi ? (job->per_node < f->tasks ? job->per_node : f->tasks) : 1;
   f->nodes = job->nodes > 0 ? job->nodes : (f->tasks + f->tasks_per_node - 1) / f->tasks_per_node;
   f->cpus_per_task = job->cpus_per_task > 0 ? job->cpus_per_task : 1;
+  /* One GPU per rank (linalg/device_choice.h picks it from the local rank): --gpus, which
+   * cmd_common.c has made the ranks per node, or the config's backend cuda. */
+  if (job->gpus > 0 || strcmp(p->cfg->backend, "cuda") == 0) f->gpus_per_node = f->tasks_per_node;
   const double margin = QP_JOB_MEM_MARGIN * (double)job->node_peak;
   f->margin_bytes =
       margin > (double)QP_JOB_MEM_MARGIN_MIN ? (size_t)ceil(margin) : QP_JOB_MEM_MARGIN_MIN;
@@ -149,10 +152,11 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
   fprintf(out, "  \"fits\": %s,\n", job->fits ? "true" : "false");
   fprintf(out,
           "  \"sbatch\": {\"mem_mib\": %lld, \"margin_bytes\": %zu, \"nodes\": %d, \"ntasks\": %d, "
-          "\"ntasks_per_node\": %d, \"cpus_per_task\": %d, \"time\": \"%s\", \"time_minutes\": "
+          "\"ntasks_per_node\": %d, \"cpus_per_task\": %d, \"gpus_per_node\": %d, \"time\": "
+          "\"%s\", \"time_minutes\": "
           "%lld, \"compute_seconds\": %.6g, \"flops_per_core\": %.6g, \"rate_source\": ",
           (long long)f->mem_mib, f->margin_bytes, f->nodes, f->tasks, f->tasks_per_node,
-          f->cpus_per_task, f->time, (long long)f->minutes, f->compute_seconds,
+          f->cpus_per_task, f->gpus_per_node, f->time, (long long)f->minutes, f->compute_seconds,
           f->flops_per_core);
   qp_json_string(out, f->rate_source);
   fprintf(out, ", \"time_factor\": %g, \"startup_minutes\": %d, \"srun_mpi\": \"%s\", "
@@ -215,6 +219,11 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
           "#          `qmlpipe report` of a first job prints each stage's seconds.\n",
           p->plan_flops, f->flops_per_core * 1e-9, f->cpus_per_task, f->tasks,
           f->compute_seconds, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES, f->rate_source);
+  if (f->gpus_per_node > 0)
+    fprintf(out,
+            "# gpus:    %d per node, one per rank: each rank takes GPU (SLURM_LOCALID %% the GPUs\n"
+            "#          it sees), docs/gpu.md; --time is still the CPU estimate (an upper bound)\n",
+            f->gpus_per_node);
   if (keep)
     fprintf(out, "# results: the config's output, %s (each job overwrites it)\n", keep);
   else
@@ -225,6 +234,8 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
   if (f->mpi) fprintf(out, "#SBATCH --ntasks-per-node=%d\n", f->tasks_per_node);
   fprintf(out, "#SBATCH --cpus-per-task=%d\n#SBATCH --mem=%lldM\n#SBATCH --time=%s\n",
           f->cpus_per_task, (long long)f->mem_mib, f->time);
+  if (f->gpus_per_node > 0)
+    fprintf(out, "#SBATCH --gpus-per-node=%d\n", f->gpus_per_node);
   if (job->partition) fprintf(out, "#SBATCH --partition=%s\n", job->partition);
   if (job->account) fprintf(out, "#SBATCH --account=%s\n", job->account);
   fprintf(out, "#SBATCH --output=qmlpipe-%%j.out\nset -euo pipefail\n\nqmlpipe=");

@@ -34,6 +34,8 @@ typedef struct qp_job_figures {
   int64_t minutes;        /* --time in whole minutes */
   char time[32];          /* --time as HH:MM:SS or D-HH:MM:SS */
   int mpi;                /* 1: srun --mpi=pmix with --grid; 0: one task, --mpi=none */
+  int gpus_per_node;      /* --gpus-per-node: one per task on a node (backend cuda or --gpus);
+                           * 0: a job without GPUs */
 } qp_job_figures;
 
 /** The figures of `job` (planned: its node peak filled) for problem `p`, its --time from the

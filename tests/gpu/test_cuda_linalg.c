@@ -13,7 +13,8 @@
  * allocation, copies are counted, and everything returns to zero at the end.
  *
  * Without a device (or without a driver) it prints why and returns 77, which CTest reports as
- * skipped (SKIP_RETURN_CODE in tests/gpu/CMakeLists.txt). */
+ * skipped (SKIP_RETURN_CODE in tests/gpu/CMakeLists.txt); with QP_REQUIRE_GPU=1 in the
+ * environment it fails instead, so that on a GPU node a broken driver is not read as a skip. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
@@ -25,7 +26,6 @@
 #include "cuda.h"
 #include "matrix.h"
 #include "meter_device.h"
-#include "cuda.h"
 #include "test_util.h"
 
 enum { QP_TEST_SKIP = 77, N = 203, M = 37, NRHS = 5 };
@@ -253,6 +253,11 @@ static void test_lu(void) {
       AT(&a, perm[i], j) = AT(&g, i, j);
   qp_matrix da = upload("lu", &a);
   int piv_host[N], piv_dev[N];
+  double anorm = 0, anorm_dev = 0;
+  TEST_OK(qp_linalg_norm1(&a, &anorm));
+  TEST_OK(qp_linalg_norm1(&da, &anorm_dev));
+  TEST_WITHIN(qp_test_rel_diff(anorm_dev, anorm), QP_TOLERANCE, "norm1: cuda %.17g, cpu %.17g",
+              anorm_dev, anorm);
   TEST_OK(qp_linalg_getrf(&a, piv_host));
   note_solver(QP_CUDA_GETRF, N);
   pivots_max = N;
@@ -265,6 +270,12 @@ static void test_lu(void) {
   }
   TEST_ASSERT(same, "getrf: the cuda pivots differ from the cpu ones");
   TEST_ASSERT(swaps > N / 2, "getrf: only %d row swaps; the test matrix should need many", swaps);
+  double rcond = 0, rcond_dev = 0;
+  TEST_OK(qp_linalg_gecon(&a, anorm, &rcond));
+  TEST_OK(qp_linalg_gecon(&da, anorm, &rcond_dev));
+  TEST_WITHIN(qp_test_rel_diff(rcond_dev, rcond), QP_TOLERANCE, "gecon: cuda %.17g, cpu %.17g",
+              rcond_dev, rcond);
+  fprintf(stderr, "  %-34s cuda %.6g, cpu %.6g\n", "gecon (rcond)", rcond_dev, rcond);
 
   qp_matrix b = host_random("lu_rhs", N, NRHS), db = upload("lu_rhs", &b);
   TEST_OK(qp_linalg_getrs(&a, piv_host, &b));
@@ -289,6 +300,72 @@ static void test_trace(void) {
   fprintf(stderr, "  %-34s relative difference %.3g\n", "trace_product",
           qp_test_rel_diff(got, ref));
   qp_matrix *all[] = {&a, &b, &da, &db};
+  for (size_t k = 0; k < sizeof all / sizeof all[0]; ++k)
+    qp_matrix_destroy(all[k]);
+}
+
+/* The table's host <-> device blocks (download, upload), copy_sub and transpose move entries
+ * without arithmetic: exact. norm1 and pocon against the cpu backend; a NaN reaches the norm. */
+static void test_moves_and_estimates(const qp_matrix *l, const qp_matrix *dl) {
+  qp_matrix h = host_random("moves", M, N), d = upload("moves", &h);
+  uint64_t to_device0, to_host0, to_device1, to_host1;
+  qp_cuda_transfer_bytes(&to_device0, &to_host0);
+  enum { LI = 3, LJ = 5, R = 20, C = 30, LD = 25 };
+  double block[LD * C];
+  TEST_OK(qp_linalg_download(&d, LI, LJ, R, C, block, LD));
+  int same = 1;
+  for (int j = 0; j < C; ++j)
+    for (int i = 0; i < R; ++i)
+      same = same && block[i + j * LD] == AT(&h, LI + i, LJ + j);
+  TEST_ASSERT(same, "download: the block differs from the host matrix");
+  for (int j = 0; j < C; ++j)
+    for (int i = 0; i < R; ++i)
+      block[i + j * LD] = -1000.0 - i - 100.0 * j;
+  TEST_OK(qp_linalg_upload(block, LD, &d, 1, 2, R, C));
+  for (int j = 0; j < C; ++j)
+    for (int i = 0; i < R; ++i)
+      AT(&h, 1 + i, 2 + j) = block[i + j * LD];
+  qp_cuda_transfer_bytes(&to_device1, &to_host1);
+  const uint64_t block_bytes = (uint64_t)R * C * sizeof(double);
+  TEST_ASSERT(to_device1 - to_device0 == block_bytes && to_host1 - to_host0 == block_bytes,
+              "blocks counted %llu up and %llu down, expected %llu each",
+              (unsigned long long)(to_device1 - to_device0),
+              (unsigned long long)(to_host1 - to_host0), (unsigned long long)block_bytes);
+  expect_close(&d, &h, 0, "upload of a block");
+  TEST_ASSERT(qp_linalg_host_ops(d.ops) == cpu && qp_linalg_on_device(d.ops),
+              "the cuda table's host table or space is wrong");
+
+  qp_matrix hs = host("sub", N, M), ds = upload("sub", &hs);
+  TEST_OK(qp_linalg_copy_sub(R, C / 2, &h, 4, 7, &hs, 9, 2));
+  TEST_OK(qp_linalg_copy_sub(R, C / 2, &d, 4, 7, &ds, 9, 2));
+  expect_close(&ds, &hs, 0, "copy_sub");
+
+  qp_matrix ht = host("transposed", N, M), dt = upload("transposed", &ht);
+  TEST_OK(qp_linalg_transpose(&h, &ht));
+  TEST_OK(qp_linalg_transpose(&d, &dt));
+  expect_close(&dt, &ht, 0, "transpose");
+
+  double norm = 0, norm_dev = 0;
+  TEST_OK(qp_linalg_norm1(&h, &norm));
+  TEST_OK(qp_linalg_norm1(&d, &norm_dev));
+  TEST_WITHIN(qp_test_rel_diff(norm_dev, norm), QP_TOLERANCE, "norm1: cuda %.17g, cpu %.17g",
+              norm_dev, norm);
+  const double nan = NAN;
+  TEST_OK(qp_linalg_upload(&nan, 1, &d, M - 1, N - 1, 1, 1));
+  TEST_OK(qp_linalg_norm1(&d, &norm_dev));
+  TEST_ASSERT(isnan(norm_dev), "norm1 of a matrix with a NaN: %g, expected NaN", norm_dev);
+
+  /* pocon with the Cholesky factor of test_cholesky's A (anorm: any positive value serves
+   * the comparison; the same on both). */
+  double rcond = 0, rcond_dev = 0;
+  TEST_OK(qp_linalg_pocon(l, 3.0 * N, &rcond));
+  TEST_OK(qp_linalg_pocon(dl, 3.0 * N, &rcond_dev));
+  TEST_WITHIN(qp_test_rel_diff(rcond_dev, rcond), QP_TOLERANCE, "pocon: cuda %.17g, cpu %.17g",
+              rcond_dev, rcond);
+  fprintf(stderr, "  %-34s cuda %.6g, cpu %.6g\n", "pocon (rcond)", rcond_dev, rcond);
+  TEST_OK(qp_linalg_pocon(dl, 0.0, &rcond_dev));
+  TEST_ASSERT(rcond_dev == 0.0, "pocon with anorm 0: %g, expected 0", rcond_dev);
+  qp_matrix *all[] = {&h, &d, &hs, &ds, &ht, &dt};
   for (size_t k = 0; k < sizeof all / sizeof all[0]; ++k)
     qp_matrix_destroy(all[k]);
 }
@@ -318,8 +395,11 @@ static void test_errors(void) {
   qp_matrix_destroy(&dz);
 
   /* A host buffer behind the cuda table is refused before any library sees it. */
-  qp_matrix wrong;
-  TEST_OK(qp_matrix_view(qp_linalg_cuda_ops(), "host_behind_cuda", h.data, 3, 3, 3, &wrong));
+  /* (A handle whose space says host: the table's own views and matrices say device.) */
+  qp_matrix wrong = h;
+  wrong.owns = 0;
+  wrong.ops = qp_linalg_cuda_ops();
+  snprintf(wrong.name, sizeof wrong.name, "host_behind_cuda");
   EXPECT_ERROR(qp_linalg_potrf(&wrong), QP_ERR_INTERNAL, "host_behind_cuda", "host memory");
   qp_matrix_destroy(&h);
   qp_matrix_destroy(&z);
@@ -416,15 +496,24 @@ int main(void) {
   const qp_linalg_ops *gpu = NULL;
   qp_err err = qp_linalg_backend("cuda", &gpu);
   if (err == QP_ERR_UNSUPPORTED) {
+    /* On a GPU node a broken driver must not read as "skipped" (docs/gpu.md). */
+    const char *require = getenv("QP_REQUIRE_GPU");
+    if (require && strcmp(require, "1") == 0) {
+      fprintf(stderr, "test_cuda_linalg: FAILED: QP_REQUIRE_GPU=1 and the cuda backend cannot "
+                      "start: %s\n", qp_error_message());
+      return 1;
+    }
     printf("test_cuda_linalg: skipped: %s\n", qp_error_message());
     return QP_TEST_SKIP;
   }
   die_on(err, "qp_linalg_backend(\"cuda\")");
   qp_cuda_device_info info;
   die_on(qp_cuda_device_get(&info), "qp_cuda_device_get");
-  printf("test_cuda_linalg: %s (sm_%d%d, %.1f GiB), cuBLAS workspace %zu bytes\n", info.name,
-         info.cc_major, info.cc_minor, (double)info.total_bytes / 1073741824.0,
-         info.cublas_workspace);
+  printf("test_cuda_linalg: device %d: %s (sm_%d%d, %.1f GiB), cuBLAS workspace %zu bytes, "
+         "synchronise after every call: %s\n",
+         info.device, info.name, info.cc_major, info.cc_minor,
+         (double)info.total_bytes / 1073741824.0, info.cublas_workspace,
+         qp_cuda_sync_checking() ? "yes (debug)" : "no (release)");
   TEST_ASSERT(gpu == qp_linalg_cuda_ops() && strcmp(gpu->name, "cuda") == 0, "lookup gave %p",
               (const void *)gpu);
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == info.cublas_workspace + sizeof(int),
@@ -434,6 +523,7 @@ int main(void) {
   qp_matrix l, dl;
   test_cholesky(&l, &dl);
   test_triangular(&l, &dl);
+  test_moves_and_estimates(&l, &dl);
   test_gemm_syrk();
   test_lu();
   test_trace();
