@@ -284,6 +284,21 @@ qp_err qp_plan_reroute_smw(qp_problem *p) {
   return QP_OK;
 }
 
+/* The stage of a space's peak and its largest term there: what the user would have to shrink. */
+static qp_stage_id qp_plan_worst(const qp_model *m, qp_space space,
+                                 const qp_model_term **largest) {
+  qp_stage_id worst = QP_STAGE_COVARIANCE_SETUP;
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    if (qp_model_stage_peak_in(m, s, space) > qp_model_stage_peak_in(m, worst, space))
+      worst = (qp_stage_id)s;
+  *largest = NULL;
+  for (int i = 0; i < m->n_terms; ++i)
+    if (m->terms[i].space == space && qp_model_term_alive(&m->terms[i], worst) &&
+        (!*largest || m->terms[i].bytes > (*largest)->bytes))
+      *largest = &m->terms[i];
+  return worst;
+}
+
 /* memory.device_limit: the device's peak (its matrices; the CUDA context and the libraries'
  * workspaces are outside the model: docs/gpu.md) within it, or a refusal naming the stage and
  * its largest device term, before anything is allocated. */
@@ -291,16 +306,8 @@ static qp_err qp_plan_check_device_limit(const qp_problem *p) {
   const double limit = p->cfg->device_limit;
   const qp_model *m = &p->model;
   if (limit <= 0 || (double)qp_model_peak_in(m, QP_SPACE_DEVICE) <= limit) return QP_OK;
-  qp_stage_id worst = QP_STAGE_COVARIANCE_SETUP;
-  for (int s = 0; s < QP_STAGE_COUNT; ++s)
-    if (qp_model_stage_peak_in(m, s, QP_SPACE_DEVICE) >
-        qp_model_stage_peak_in(m, worst, QP_SPACE_DEVICE))
-      worst = (qp_stage_id)s;
   const qp_model_term *largest = NULL;
-  for (int i = 0; i < m->n_terms; ++i)
-    if (m->terms[i].space == QP_SPACE_DEVICE && qp_model_term_alive(&m->terms[i], worst) &&
-        (!largest || m->terms[i].bytes > largest->bytes))
-      largest = &m->terms[i];
+  const qp_stage_id worst = qp_plan_worst(m, QP_SPACE_DEVICE, &largest);
   const double gib = 1073741824.0, need = (double)qp_model_peak_in(m, QP_SPACE_DEVICE);
   QP_FAIL(QP_ERR_BUDGET,
           "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB) exceeds "
@@ -318,16 +325,8 @@ qp_err qp_plan_check_limit(const qp_problem *p) {
   const qp_model *m = &p->model;
   const size_t need = qp_model_peak(m) + m->overhead_bytes; /* below 2^63: model.h */
   if ((double)need <= limit) return QP_OK;
-  /* Name the stage of the peak and its largest term: what the user would have to shrink. */
-  qp_stage_id worst = QP_STAGE_COVARIANCE_SETUP;
-  for (int s = 0; s < QP_STAGE_COUNT; ++s)
-    if (qp_model_stage_peak(m, (qp_stage_id)s) > qp_model_stage_peak(m, worst))
-      worst = (qp_stage_id)s;
   const qp_model_term *largest = NULL;
-  for (int i = 0; i < m->n_terms; ++i)
-    if (m->terms[i].space == QP_SPACE_HOST && qp_model_term_alive(&m->terms[i], worst) &&
-        (!largest || m->terms[i].bytes > largest->bytes))
-      largest = &m->terms[i];
+  const qp_stage_id worst = qp_plan_worst(m, QP_SPACE_HOST, &largest);
   const double gib = 1073741824.0;
   if (p->limit_from_job)
     QP_FAIL(QP_ERR_BUDGET,

@@ -56,42 +56,37 @@ if [[ $mode == ref ]]; then
   "$qmlpipe" run "$dir/reference.yaml" --quiet >"$dir/reference.log"
   exit 0
 fi
+# refused RANKS TAG EXPECT PATTERN WHY: runs $dir/TAG.yaml on RANKS ranks and checks that
+# every rank stops with the same clear error (exit EXPECT, or any failure when EXPECT is
+# "any"; no hang in a collective), its message matching PATTERN, and no results file.
+refused() {
+  local ranks=$1 tag=$2 expect=$3 pattern=$4 why=$5 status=0
+  rm -f "$dir/$tag.h5"
+  timeout 120 mpiexec -n "$ranks" --oversubscribe --allow-run-as-root --bind-to none \
+    "$qmlpipe" run "$dir/$tag.yaml" --quiet >"$dir/$tag.log" 2>&1 || status=$?
+  cat "$dir/$tag.log"
+  [[ $status != 124 ]] || { echo "dist_case: the run hung" >&2; exit 1; }
+  [[ $status != 0 ]] || { echo "dist_case: $why was not an error" >&2; exit 1; }
+  [[ $expect == any || $status == "$expect" ]] ||
+    { echo "dist_case: exit $status, not $expect" >&2; exit 1; }
+  grep -q "$pattern" "$dir/$tag.log" ||
+    { echo "dist_case: the error does not match '$pattern'" >&2; exit 1; }
+  [[ ! -e $dir/$tag.h5 ]] || { echo "dist_case: a results file was written" >&2; exit 1; }
+  echo "exit status $status, '$pattern' said, no results file"
+}
 if [[ $mode == bad ]]; then
-  # A missing map on 2 ranks: rank 0 fails to read it; every rank must stop with the same
-  # clear error and exit status (no hang in a collective), and no results file appear.
-  ranks=$1
+  # A missing map on 2 ranks: rank 0 fails to read it.
   { sed 's/map_0001.fits/missing_map.fits/' "$dir/base.yaml"; echo "output: bad.h5"; } \
     >"$dir/bad.yaml"
-  rm -f "$dir/bad.h5"
-  status=0
-  timeout 120 mpiexec -n "$ranks" --oversubscribe --allow-run-as-root --bind-to none \
-    "$qmlpipe" run "$dir/bad.yaml" --quiet >"$dir/bad.log" 2>&1 || status=$?
-  cat "$dir/bad.log"
-  [[ $status != 124 ]] || { echo "dist_case: the run hung" >&2; exit 1; }
-  [[ $status != 0 ]] || { echo "dist_case: a missing map was not an error" >&2; exit 1; }
-  grep -q "missing_map.fits" "$dir/bad.log" ||
-    { echo "dist_case: the error does not name the file" >&2; exit 1; }
-  [[ ! -e $dir/bad.h5 ]] || { echo "dist_case: a results file was written" >&2; exit 1; }
-  echo "exit status $status, file named, no results file"
+  refused "$1" bad any missing_map.fits "a missing map"
   exit 0
 fi
 if [[ $mode == device ]]; then
   # A device backend on 2 ranks: its matrices are whole on one device, so every rank would
-  # repeat the analysis; every rank refuses it before any stage, naming the backend.
-  ranks=$1
+  # repeat the analysis; refused (unsupported, 7) before any stage, saying why.
   { cat "$dir/base.yaml"; echo "backend: hostdev"; echo "output: device.h5"; } \
     >"$dir/device.yaml"
-  rm -f "$dir/device.h5"
-  status=0
-  timeout 120 mpiexec -n "$ranks" --oversubscribe --allow-run-as-root --bind-to none \
-    "$qmlpipe" run "$dir/device.yaml" --quiet >"$dir/device.log" 2>&1 || status=$?
-  cat "$dir/device.log"
-  [[ $status != 124 ]] || { echo "dist_case: the run hung" >&2; exit 1; }
-  [[ $status == 7 ]] || { echo "dist_case: exit $status, not 7 (unsupported)" >&2; exit 1; }
-  grep -q "backend hostdev runs on one rank" "$dir/device.log" ||
-    { echo "dist_case: the error does not say why" >&2; exit 1; }
-  [[ ! -e $dir/device.h5 ]] || { echo "dist_case: a results file was written" >&2; exit 1; }
-  echo "exit status $status, reason given, no results file"
+  refused "$1" device 7 "backend hostdev runs on one rank" "a device backend on 2 ranks"
   exit 0
 fi
 read -r ranks rows cols block compare limit <<<"$*"
