@@ -63,7 +63,9 @@ static int qp_hostdev_reserve(size_t bytes, int sign) {
   int ok = 1;
   if (sign < 0)
     qp_hostdev_state.mapped -= bytes;
-  else if (qp_hostdev_state.capacity && bytes > qp_hostdev_state.capacity - qp_hostdev_state.mapped)
+  else if (qp_hostdev_state.capacity && /* a capacity set below what is mapped admits nothing */
+           (qp_hostdev_state.mapped > qp_hostdev_state.capacity ||
+            bytes > qp_hostdev_state.capacity - qp_hostdev_state.mapped))
     ok = 0;
   else
     qp_hostdev_state.mapped += bytes;
@@ -98,10 +100,10 @@ static qp_err qp_hostdev_alloc(const char *term, size_t bytes, void **out) {
            "term '%s': %zu device bytes cannot be addressed", term, bytes);
   const size_t rounded = (bytes + page - 1) / page * page;
   QP_CHECK(qp_hostdev_reserve(rounded, +1), QP_ERR_NOMEM,
-           "out of device memory allocating term '%s' (%.3f GiB) in stage '%s': hostdev's "
-           "capacity is %zu bytes, %zu of them in use",
-           term, (double)bytes / 1073741824.0, qp_stage_label(), qp_hostdev_state.capacity,
-           qp_hostdev_mapped_bytes());
+           "out of device memory allocating term '%s' (%zu bytes, %.3f GiB) in stage '%s': "
+           "hostdev's capacity is %zu bytes and %zu are in use",
+           term, bytes, (double)bytes / 1073741824.0, qp_stage_label(),
+           qp_hostdev_state.capacity, qp_hostdev_mapped_bytes());
   char *base = qp_hostdev_map(rounded);
   if (!base) {
     const int saved = errno;
@@ -165,7 +167,28 @@ size_t qp_hostdev_mapped_bytes(void) {
   return mapped;
 }
 
+/* QP_HOSTDEV_CAPACITY: bytes, with an optional K, M or G (1024-based); unset leaves it be. */
+static qp_err qp_hostdev_capacity_from_env(void) {
+  const char *text = getenv("QP_HOSTDEV_CAPACITY");
+  if (!text) return QP_OK;
+  char *end = NULL;
+  errno = 0;
+  const unsigned long long value = strtoull(text, &end, 10);
+  const char *units = "KMG";
+  const char *unit = end && *end ? strchr(units, *end) : NULL;
+  const int shift = unit ? 10 * (int)(unit - units + 1) : 0;
+  QP_CHECK(text[0] >= '0' && text[0] <= '9' && errno == 0 && end != text &&
+               (*end == '\0' || (unit && end[1] == '\0')) && value <= (SIZE_MAX >> shift),
+           QP_ERR_INPUT,
+           "QP_HOSTDEV_CAPACITY='%s': expected the emulated device's bytes, e.g. 268435456 or "
+           "256M (K, M, G: 1024-based)",
+           text);
+  qp_hostdev_set_capacity((size_t)value << shift);
+  return QP_OK;
+}
+
 qp_err qp_hostdev_init(void) {
+  QP_CALL(qp_hostdev_capacity_from_env());
   qp_budget_device_memory_set(&qp_hostdev_memory);
 #if !QP_HAVE_CUDA
   /* With CUDA the device meter is cudaMemGetInfo's, whose baseline needs a CUDA context. */

@@ -36,7 +36,10 @@
 
 /** Makes hostdev's memory the budget's device space (qp_budget_device_memory_set) and, in a
  *  build without CUDA, takes the device meter's baseline unless it is already taken on hostdev.
- *  Idempotent. qp_linalg_backend("hostdev", ...) calls it. */
+ *  Idempotent. qp_linalg_backend("hostdev", ...) calls it. A TEST HOOK: the environment
+ *  variable QP_HOSTDEV_CAPACITY (bytes, or with K, M, G: 1024-based), when set, is the
+ *  emulated device's size (qp_hostdev_set_capacity), so that a `qmlpipe run` on hostdev can be
+ *  given a device of a chosen size; a value that does not parse is QP_ERR_INPUT naming it. */
 qp_err qp_hostdev_init(void);
 /** The hostdev operation table (name "hostdev", space QP_SPACE_DEVICE, host table cpu). Its
  *  matrices need qp_hostdev_init first (their memory comes from its provider). */

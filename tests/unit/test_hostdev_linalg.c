@@ -10,8 +10,9 @@
  * The device space: tracked device bytes equal the matrices' bytes exactly, the device meter
  * (builds without CUDA) reads hostdev's page-rounded mapped bytes; a block is freed by its own
  * provider after another is set; zero, unaddressable, unmappable and over-capacity requests
- * fail naming the term. A forked child that reads a device matrix's entry from the host dies
- * with SIGSEGV: fresh, after an operation, after a failed one, through a view. */
+ * fail naming the term (the capacity set by the test hook QP_HOSTDEV_CAPACITY too, whose bad
+ * values are refused naming it). A forked child that reads a device matrix's entry from the host
+ * dies with SIGSEGV: fresh, after an operation, after a failed one, through a view. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
@@ -455,7 +456,21 @@ static void test_device_space(void) {
       qp_budget_alloc("beyond mmap", QP_TERM_TRANSIENT, QP_SPACE_DEVICE, (size_t)1 << 60, &p),
       QP_ERR_NOMEM, "out of device memory", "'beyond mmap'", "mmap");
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  qp_hostdev_set_capacity(qp_hostdev_mapped_bytes() + page);
+  /* The capacity from the test hook QP_HOSTDEV_CAPACITY (read by qp_hostdev_init) */
+  const char *bad[] = {"12x", "-5", "", "4KK", "99999999999999G"};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; ++k) {
+    setenv("QP_HOSTDEV_CAPACITY", bad[k], 1);
+    EXPECT_ERROR(qp_hostdev_init(), QP_ERR_INPUT, "QP_HOSTDEV_CAPACITY", bad[k]);
+  }
+  setenv("QP_HOSTDEV_CAPACITY", "3K", 1); /* below what is mapped already */
+  TEST_OK(qp_hostdev_init());
+  EXPECT_ERROR(qp_budget_alloc("past 3K", QP_TERM_TRANSIENT, QP_SPACE_DEVICE, 1, &p), QP_ERR_NOMEM,
+               "'past 3K'", "capacity is 3072 bytes");
+  char capacity[32];
+  snprintf(capacity, sizeof capacity, "%zu", qp_hostdev_mapped_bytes() + page);
+  setenv("QP_HOSTDEV_CAPACITY", capacity, 1);
+  TEST_OK(qp_hostdev_init());
+  unsetenv("QP_HOSTDEV_CAPACITY");
   EXPECT_ERROR(qp_budget_alloc("over capacity", QP_TERM_TRANSIENT, QP_SPACE_DEVICE, page + 1, &p),
                QP_ERR_NOMEM, "out of device memory", "'over capacity'", "capacity");
   TEST_OK(qp_budget_alloc("at capacity", QP_TERM_TRANSIENT, QP_SPACE_DEVICE, page, &p));
