@@ -238,6 +238,12 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
   }
   qp_config cfg;
   qp_err err = qp_config_load(config, &cfg);
+  /* As `run` does (driver.c): a device backend's matrices are whole on one device. */
+  if (err == QP_OK && qp_config_device_backend(&cfg) && sizing.ranks > 1)
+    err = qp_error_set(QP_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__,
+                       "config '%s': backend %s runs on one rank (one device); %d ranks would "
+                       "each repeat the whole analysis: plan one rank, or use backend dist",
+                       config, cfg.backend, sizing.ranks);
   qp_problem p;
   memset(&p, 0, sizeof p);
   p.cfg = &cfg;

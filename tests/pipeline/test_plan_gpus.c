@@ -1,5 +1,5 @@
-/* test_plan_gpus: `qmlpipe plan --gpus N` and a config with backend: cuda, one GPU per rank in
- * the job: `#SBATCH --gpus-per-node`, the ranks per node it implies, the text and JSON
+/* test_plan_gpus: `qmlpipe plan --gpus N` and a config with backend: cuda (one process on one
+ * GPU; several ranks refused), one GPU per rank in the job: `#SBATCH --gpus-per-node`, the ranks per node it implies, the text and JSON
  * figures, a job without GPUs left without the line, and the refusals of --gpus that cannot
  * give one rank per GPU. Plans only (no data, no GPU, no Slurm): a `dimensions:` config. */
 #include <stdio.h>
@@ -62,10 +62,13 @@ int main(int argc, char **argv) {
   expect_script("gpus_cuda.yaml", "gpus_one.sh", one);
   TEST_ASSERT(strstr(text, "--gpus-per-node=1") != NULL, "plan's text lacks the GPUs:\n%s", text);
 
-  /* backend cuda with ranks: as many GPUs per node as ranks per node. */
-  const char *cuda_ranks[] = {"#SBATCH --gpus-per-node=2\n", "#SBATCH --nodes=2\n",
-                              "#SBATCH --ntasks-per-node=2\n", NULL};
-  expect_script("gpus_cuda.yaml --ranks 4 --ranks-per-node 2", "gpus_ranks.sh", cuda_ranks);
+  /* backend cuda with ranks: refused (unsupported, 7), as `run` refuses it: the stages'
+   * matrices are whole on one device, so each rank would repeat the analysis. */
+  TEST_ASSERT(run("plan gpus_cuda.yaml --ranks 4 --ranks-per-node 2 --sbatch gpus_ranks.sh") == 7 &&
+                  strstr(text, "runs on one rank"),
+              "backend cuda on 4 ranks not refused with its reason:\n%s", text);
+  TEST_ASSERT(run("plan gpus_cuda.yaml --ranks 2 --gpus 2") == 7 && strstr(text, "runs on one rank"),
+              "backend cuda with --gpus 2 not refused:\n%s", text);
 
   /* --gpus N: N ranks per node, whatever the backend; --nodes agrees. */
   const char *four[] = {"#SBATCH --gpus-per-node=4\n", "#SBATCH --nodes=2\n",
