@@ -8,8 +8,9 @@
  *  - the memory model holds exactly on both spaces (budget_check.h): the device terms, the
  *    host staging each stage reserves, the host work matrices of align and replicate.
  * Then memory.device_limit: a limit that holds only a few products chunks fisher_run and
- * spectra_run on the device (same results), and one below what cannot be chunked refuses the
- * run before anything is allocated, naming the device. */
+ * spectra_run on the device (same results) and fits an emulated device of that size
+ * (qp_hostdev_set_capacity), where the unplanned run runs out of device memory; and a limit
+ * below what cannot be chunked refuses the run before anything is allocated, naming it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "driver.h"
 #include "fixture.h"
 #include "h5_matrix.h"
+#include "hostdev.h"
 #include "test_util.h"
 
 typedef struct results {
@@ -121,7 +123,19 @@ int main(void) {
   TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   const double square = (double)p.n_pix * (double)p.n_pix * 8.0;
   qp_problem_free(&p);
+  /* On an emulated device of that size (and a few pages for the blocks' rounding), the
+   * planned run fits; without the limit the plan holds every product and runs out of it. */
+  qp_hostdev_set_capacity((size_t)(4.5 * square) + 64 * 4096);
   check_route(&cfg, QP_PATH_PIXEL_DIRECT, 0, 4.5 * square, "T, pixel_direct, device_limit 4.5 n^2");
+  cfg.device_limit = 0;
+  qp_err full = qp_fixture_run(&cfg, &p, &baseline);
+  TEST_ASSERT(full == QP_ERR_NOMEM && strstr(qp_error_message(), "out of device memory"),
+              "no device_limit on a device of 4.5 n^2: got %s: %s", qp_err_name(full),
+              qp_error_message());
+  printf("unplanned: %s\n", qp_error_message());
+  qp_error_clear();
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after running out");
+  qp_hostdev_set_capacity(0);
 
   /* Below C and three slots (the least a chunk of one needs): refused before allocating. */
   cfg.device_limit = 2.5 * square;
