@@ -211,8 +211,9 @@ void qp_matrix_destroy(qp_matrix *m) {
 }
 
 /* Tile by tile (as qp_cpu_transpose), so that the reads along the lower triangle's rows stay
- * in cache: column by column, every read was a cache miss, 1.2-2.0 s at order 9212 (the W of
- * T nside 32) against 0.3 s tiled on this project's VM (docs/benchmarks.md). */
+ * in cache: column by column, every read was a cache miss. At order 9212 (the W of T nside
+ * 32) on this project's VM: 0.39 s against 0.12 s tiled inside `qmlpipe run`, 1.2-2.3 s
+ * against 0.1-0.4 s alone (docs/benchmarks.md). */
 void qp_matrix_symmetrize_lower(qp_matrix *m) {
   const int64_t tile = 64, n = m->cols;
   for (int64_t jb = 0; jb < n; jb += tile) {
