@@ -195,8 +195,11 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
       qp_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas, spe,
                                     "n_modes n_maps x 8 (V N_eff^-1 x, then z in place)"));
     }
-    t = qp_on_backend(d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, spe,
+    t = qp_on_backend(d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas,
+                                      smw ? spe : fis,
                                       smw ? "n_modes^2 x 8 (K, then W in place)"
+                                      : qp_model_modes_in_kernel(d->n_pix, d->n_modes)
+                                          ? "n_modes^2 x 8 (W, then Z = C^-1 V^T in its place)"
                                           : "n_modes^2 x 8 (W)"));
     if (smw) {
       t->phase_alloc = 1;
@@ -245,9 +248,10 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                                     fis, "n_modes^2 x 8"))
           ->phase_alloc = ph;
     } else {
-      qp_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
-                                    fis, "n_pix n_modes x 8"))
-          ->phase_alloc = ph;
+      if (!qp_model_modes_in_kernel(d->n_pix, d->n_modes))
+        qp_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
+                                      fis, "n_pix n_modes x 8"))
+            ->phase_alloc = ph;
       if (d->switched || d->noise_dense)
         qp_on_backend(d, qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
                                       fis, "n_pix n_modes x 8"))

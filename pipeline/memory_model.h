@@ -57,6 +57,14 @@ typedef struct qp_model_dims {
   int64_t n_lm;          /* harmonic: (lmax + 1)^2, the (l, m) of one padded field block */
 } qp_model_dims;
 
+/** 1 when the projection route's fisher_run forms Z = C^-1 V^T (n_pix x n_modes, for the
+ *  noise bias) in W's buffer (n_modes^2), which it is done with once F is summed, rather than
+ *  in a buffer of its own (the C_inv_V term): whenever Z fits, n_pix <= n_modes (on a grid
+ *  too: a rank's block-cyclic share of n_pix rows is at most its share of n_modes rows). */
+static inline int qp_model_modes_in_kernel(int64_t n_pix, int64_t n_modes) {
+  return n_pix <= n_modes;
+}
+
 /** The default overhead (bytes) when none was measured, less OpenBLAS's buffers: the RSS of
  *  `qmlpipe run` at its baseline (BLAS and LAPACK code, OpenMP pool and the threads' heaps,
  *  the libraries' first use, HDF5, the memory timeline) on the project's 2-core Debian 12

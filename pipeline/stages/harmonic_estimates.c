@@ -213,9 +213,15 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
     QP_CALL_GOTO(qp_noise_kernel_smw(p, &g), done);
     QP_CALL_GOTO(qp_bias_from_matrix(p, &g, e, start), done);
   } else {
-    /* Z = C^-1 V^T = L^-T Y; G_ab = Z_b^T N_eff Z_a. */
-    QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, n, nm, &z),
-                 done);
+    /* Z = C^-1 V^T = L^-T Y; G_ab = Z_b^T N_eff Z_a. Z takes W's buffer, done with once F
+     * is summed, wherever it fits (memory_model.h): its pages are resident, where a fresh
+     * buffer's are committed first, 0.1-0.5 s for QU nside 16's 139 MiB on this project's
+     * VM (docs/benchmarks.md); W goes at the end of the stage either way. */
+    if (qp_model_modes_in_kernel(n, nm))
+      QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_KERNEL, p->kernel.data, n, nm, n, &z), done);
+    else
+      QP_CALL_GOTO(
+          qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, n, nm, &z), done);
     QP_CALL_GOTO(qp_linalg_copy_sub(n, nm, &p->vt, 0, 0, &z, 0, 0), done);
     QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
     if (p->switched || !p->noise_variance) {
@@ -231,8 +237,9 @@ done:
   qp_matrix_destroy(&g);
   free(e);
   free(start);
-  /* Projection: the noise bias was the last use of N (model: freed in fisher_run). */
+  /* Projection: the noise bias was the last use of N and of W (model: freed in fisher_run). */
   if (!p->smw) {
+    qp_matrix_destroy(&p->kernel);
     qp_budget_free(p->noise_variance);
     p->noise_variance = NULL;
     qp_matrix_destroy(&p->noise);

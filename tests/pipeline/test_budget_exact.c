@@ -10,9 +10,10 @@
  *  - at every stage's end, RSS above the baseline exceeds the tracked bytes by at most
  *    256 KiB (the blocks' page rounding and headers): nothing else grows RSS in a stage.
  * Checked on all three routes (pixel-direct, harmonic SMW, harmonic projection): T with the
- * switch (n_pix 3072) and QU (n_pix 3968) with the meters, TQU with a dense N and the switch
- * for the terms. The sanitizer build (QP_TEST_SANITIZED, test_util.h) keeps every check of the
- * terms and skips the RSS ones: ASan's shadow memory and quarantine are resident and untracked. */
+ * switch (n_pix 3072) and QU (n_pix 3968) with the meters, T with n_pix <= n_modes (the
+ * projection's Z in W's buffer) and TQU with a dense N and the switch for the terms. The
+ * sanitizer build (QP_TEST_SANITIZED, test_util.h) keeps every check of the terms and skips the
+ * RSS ones: ASan's shadow memory and quarantine are resident and untracked. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,15 @@ int main(void) {
                     .ee_ratio = 0.3, .bb_ratio = 0.1};
   TEST_OK(qp_fixture_write(&pol, &cfg));
   check_routes(&cfg, 1, "QU diagonal N");
+  qp_config_free(&cfg);
+
+  /* T with the switch, n_pix 480 <= n_modes 525: the projection forms Z = C^-1 V^T in W's
+   * buffer (no C_inv_V term, W freed in fisher_run), exact terms only. */
+  qp_fixture wide = {.name = "budget_wide", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 22,
+                     .lmax_signal = 23, .bin_width = 4, .sim_lmax = 23, .n_maps = 2,
+                     .noise_variance = 10.0, .dl_flat = 100.0, .seed = 8};
+  TEST_OK(qp_fixture_write(&wide, &cfg));
+  check_routes(&cfg, 0, "T diagonal N, switch, n_pix <= n_modes");
   qp_config_free(&cfg);
 
   /* Dense N (term N instead of noise_variance), TQU with the switch, exact terms only. */

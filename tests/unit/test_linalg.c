@@ -350,6 +350,30 @@ static void test_syrk(void) {
   }
 }
 
+/* The tiled mirror (tiles of 64): several tiles, a partial last one, and ld > rows; the
+ * lower triangle and the diagonal untouched. */
+static void test_symmetrize_tiles(void) {
+  enum { NT = 150, LD = 157 };
+  double *data = calloc((size_t)LD * NT, sizeof *data);
+  TEST_ASSERT(data != NULL, "out of memory");
+  if (!data) return;
+  for (int64_t j = 0; j < NT; ++j)
+    for (int64_t i = 0; i < LD; ++i)
+      data[i + j * LD] = i >= j && i < NT ? (double)(i * 1000 + j) : -1.0;
+  qp_matrix m;
+  TEST_OK(qp_matrix_view(ops, "symmetrize", data, NT, NT, LD, &m));
+  qp_matrix_symmetrize_lower(&m);
+  int wrong = 0;
+  for (int64_t j = 0; j < NT; ++j)
+    for (int64_t i = 0; i < LD; ++i) {
+      const double want = i >= NT ? -1.0 : i >= j ? (double)(i * 1000 + j) : (double)(j * 1000 + i);
+      wrong += data[i + j * LD] != want;
+    }
+  TEST_ASSERT(wrong == 0, "symmetrize_lower: %d entries wrong (or rows beyond the matrix written)",
+              wrong);
+  free(data);
+}
+
 static void test_trace_product(void) {
   enum { R = 8, C = 5 };
   qp_matrix a = make("trace_a", R, C), b = make("trace_b", C, R);
@@ -506,6 +530,7 @@ int main(void) {
   test_triangular(&l);
   test_gemm();
   test_syrk();
+  test_symmetrize_tiles();
   test_trace_product();
   test_not_posdef();
   test_blas_int_limit();
