@@ -10,7 +10,8 @@
  * Then memory.device_limit: a limit that holds only a few products chunks fisher_run and
  * spectra_run on the device (same results) and fits an emulated device of that size
  * (qp_hostdev_set_capacity), where the unplanned run runs out of device memory; and a limit
- * below what cannot be chunked refuses the run before anything is allocated, naming it. */
+ * below what cannot be chunked refuses the run before anything is allocated, naming it; a
+ * checkpoint directory is refused too (checkpoints write host buffers). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,18 @@ int main(void) {
   printf("refused: %s\n", qp_error_message());
   qp_error_clear();
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
+
+  /* Checkpoints write host buffers: refused on a device backend, before any stage. */
+  cfg.device_limit = 0;
+  snprintf(cfg.checkpoint, sizeof cfg.checkpoint, "hostdev_checkpoints");
+  err = qp_fixture_run(&cfg, &p, &baseline);
+  TEST_ASSERT(err == QP_ERR_UNSUPPORTED && strstr(qp_error_message(), "device memory") &&
+                  strstr(qp_error_message(), "hostdev"),
+              "a checkpoint on hostdev: got %s: %s", qp_err_name(err), qp_error_message());
+  printf("checkpoint refused: %s\n", qp_error_message());
+  qp_error_clear();
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
+  cfg.checkpoint[0] = '\0';
   qp_config_free(&cfg);
 
   qp_fixture qu = {.name = "hostdev_qu", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
