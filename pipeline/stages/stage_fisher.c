@@ -122,8 +122,9 @@ static qp_err qp_product_dots(const qp_linalg_ops *ops, const qp_matrix *stack, 
       QP_CALL(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &va, &vb, 0.0, out));
     }
   }
-  if (!qp_linalg_on_device(ops))
-    QP_CALL(qp_linalg_sum_partials(ops, out->data, out->rows * out->cols));
+  /* A no-op where one process holds the whole matrices (cpu, and the device backends, whose
+   * `out` is on the device). */
+  QP_CALL(qp_linalg_sum_partials(ops, out->data, out->rows * out->cols));
   return QP_OK;
 }
 
