@@ -367,8 +367,8 @@ static const qp_linalg_ops qp_cuda_ops_table = {
     .pocon = qp_cuda_pocon,
     .gecon = qp_cuda_gecon,
     .transpose = qp_cuda_transpose,
-    /* sum_partials NULL: one process holds every matrix. moves_data 0: matrix.c treats a
-     * device backend as one that moves data (align and replicate download). */
+    /* sum_partials NULL: one process holds every matrix. */
+    .moves_data = 1, /* align and replicate download into host work matrices */
 };
 
 const qp_linalg_ops *qp_linalg_cuda_ops(void) {

@@ -25,12 +25,15 @@ void qp_host_staging_release(void) {
   memset(&qp_staging, 0, sizeof qp_staging);
 }
 
-/* A staging block of `bytes` for w: the reserve's next free bytes, else a block of its own. */
+/* A staging block of `bytes` for w: the reserve's next free bytes (zeroed: an earlier window
+ * of the stage left its entries there), else a block of its own (zero-filled by the budget). */
 static qp_err qp_staging_take(size_t bytes, qp_host_window *w) {
+  w->bytes = bytes;
   if (qp_staging.base && bytes <= qp_staging.bytes - qp_staging.used) {
     w->arena_at = qp_staging.used;
     w->data = (double *)(void *)(qp_staging.base + qp_staging.used);
     qp_staging.used += bytes;
+    if (!(w->access & QP_ACCESS_READ)) memset(w->data, 0, bytes);
     return QP_OK;
   }
   void *block = NULL;
@@ -89,9 +92,7 @@ void qp_host_window_discard(qp_host_window *w) {
   } else if (w->staged && w->data) {
     /* The reserve is a stack: the top window gives its bytes back; one below the top keeps
      * them until the windows above it close (closing out of order wastes, never overlaps). */
-    const size_t end = (size_t)((char *)w->data - qp_staging.base) +
-                       qp_host_window_bytes(w->m->ops, w->m->local_rows, w->cols);
-    if (end == qp_staging.used) qp_staging.used = w->arena_at;
+    if (w->arena_at + w->bytes == qp_staging.used) qp_staging.used = w->arena_at;
   }
   memset(w, 0, sizeof *w);
 }

@@ -35,6 +35,7 @@ typedef struct qp_host_window {
   qp_matrix *m;         /* NULL once closed */
   qp_access access;
   int staged;           /* 1: data is a staging block (device matrix), freed at close */
+  size_t bytes;         /* of the staging block */
   size_t arena_at;      /* staged from the reserve: its offset there; SIZE_MAX: a block of its own */
 } qp_host_window;
 

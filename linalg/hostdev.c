@@ -375,6 +375,7 @@ static const qp_linalg_ops qp_hostdev_ops_table = {
     .name = "hostdev",
     .space = QP_SPACE_DEVICE,
     .host_table = qp_linalg_cpu_ops,
+    .moves_data = 1, /* align and replicate download into host work matrices */
     .download = qp_hostdev_download,
     .upload = qp_hostdev_upload,
     .potrf = qp_hostdev_potrf,

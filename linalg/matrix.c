@@ -100,6 +100,13 @@ static qp_err qp_check_block(const qp_matrix *m, int64_t li, int64_t lj, int64_t
   return QP_OK;
 }
 
+/* dst[.., ldd] <- src[.., lds], rows x cols, column by column (host memory). */
+static void qp_copy_columns(const double *src, int64_t lds, double *dst, int64_t ldd,
+                            int64_t rows, int64_t cols) {
+  for (int64_t j = 0; j < cols; ++j)
+    memcpy(dst + j * ldd, src + j * lds, (size_t)rows * sizeof(double));
+}
+
 qp_err qp_linalg_download(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows, int64_t cols,
                           double *host, int64_t ld) {
   QP_CALL(qp_check_block(m, li, lj, rows, cols, ld));
@@ -109,8 +116,7 @@ qp_err qp_linalg_download(const qp_matrix *m, int64_t li, int64_t lj, int64_t ro
     QP_CALL(m->ops->download(m, li, lj, rows, cols, host, ld));
     return QP_OK;
   }
-  for (int64_t j = 0; j < cols; ++j)
-    memcpy(host + j * ld, m->data + li + (lj + j) * m->ld, (size_t)rows * sizeof(double));
+  qp_copy_columns(m->data + li + lj * m->ld, m->ld, host, ld, rows, cols);
   return QP_OK;
 }
 
@@ -123,8 +129,7 @@ qp_err qp_linalg_upload(const double *host, int64_t ld, qp_matrix *m, int64_t li
     QP_CALL(m->ops->upload(host, ld, m, li, lj, rows, cols));
     return QP_OK;
   }
-  for (int64_t j = 0; j < cols; ++j)
-    memcpy(m->data + li + (lj + j) * m->ld, host + j * ld, (size_t)rows * sizeof(double));
+  qp_copy_columns(host, ld, m->data + li + lj * m->ld, m->ld, rows, cols);
   return QP_OK;
 }
 
@@ -353,9 +358,7 @@ qp_err qp_linalg_sum_partials(const qp_linalg_ops *ops, double *x, int64_t count
   return QP_OK;
 }
 
-int qp_linalg_moves_data(const qp_linalg_ops *ops) {
-  return ops && (ops->moves_data || ops->space == QP_SPACE_DEVICE);
-}
+int qp_linalg_moves_data(const qp_linalg_ops *ops) { return ops && ops->moves_data; }
 
 qp_err qp_linalg_align(const qp_matrix *a, int64_t ai, int64_t aj, int64_t rows, int64_t cols,
                        const qp_matrix *layout, int64_t bi, int64_t bj, qp_matrix *work,

@@ -91,10 +91,11 @@ struct qp_linalg_ops {
   /* x <- the sum over the ranks that share this backend's matrices of their partial x (each
    * rank summed over the elements it holds): a no-op where one process holds everything. */
   qp_err (*sum_partials)(double *x, int64_t count);
-  /* 1: entries at different positions may live on different ranks, so lining a window of one
-   * matrix up with positions of another (qp_linalg_align), or making a matrix whole on every
-   * rank (qp_linalg_replicate), moves data into a work matrix; 0: every entry is addressable
-   * here and both are index arithmetic. */
+  /* 1: entries at different positions may live on different ranks (dist), or on a device
+   * (cuda, hostdev), so lining a window of one matrix up with positions of another
+   * (qp_linalg_align), or making a matrix whole on every rank (qp_linalg_replicate), moves
+   * data into a host work matrix; 0: every entry is addressable here and both are index
+   * arithmetic. */
   int moves_data;
 };
 

@@ -10,6 +10,7 @@
 #include "cls_text.h"
 #include "driver.h"
 #include "fits_map.h"
+#include "h5_matrix.h"
 #include "simulate.h"
 
 double qp_fixture_cl(const qp_fixture *f, int l) {
@@ -94,5 +95,27 @@ qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg) {
 qp_err qp_fixture_run(const qp_config *cfg, qp_problem *p, qp_meter_sample *baseline) {
   qp_run_options options = {.progress = 0, .write_results = 0};
   QP_CALL(qp_driver_run(cfg, &options, p, baseline));
+  return QP_OK;
+}
+
+qp_err qp_fixture_dense_noise(qp_config *cfg, const char *path, double off_diagonal) {
+  qp_problem p;
+  qp_meter_sample baseline;
+  QP_CALL(qp_fixture_run(cfg, &p, &baseline));
+  const int64_t n = p.n_pix;
+  qp_problem_free(&p);
+  double *noise = calloc((size_t)(n * n), sizeof *noise);
+  QP_CHECK(noise, QP_ERR_NOMEM, "fixture: no memory for a %lld x %lld noise", (long long)n,
+           (long long)n);
+  for (int64_t i = 0; i < n; ++i) {
+    noise[i + i * n] = 1.0 + 0.01 * (double)(i % 5);
+    if (i > 0) noise[i + (i - 1) * n] = noise[(i - 1) + i * n] = off_diagonal;
+  }
+  qp_err err = qp_h5_matrix_write(path, "/covariance", n, n, noise);
+  free(noise);
+  QP_CALL(err);
+  cfg->noise_kind = QP_NOISE_COVARIANCE;
+  snprintf(cfg->noise_file, sizeof cfg->noise_file, "%s", path);
+  snprintf(cfg->noise_dataset, sizeof cfg->noise_dataset, "/covariance");
   return QP_OK;
 }

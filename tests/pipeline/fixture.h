@@ -34,6 +34,10 @@ typedef struct qp_fixture {
 qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg);
 /** Runs every stage on cfg, quietly and without a results file (qp_driver_run). */
 qp_err qp_fixture_run(const qp_config *cfg, qp_problem *p, qp_meter_sample *baseline);
+/** Makes cfg's noise a dense covariance written to `path` (dataset /covariance): diagonal
+ *  1 + 0.01 (i % 5), and `off_diagonal` beside the diagonal (0: none), of the n_pix that a run
+ *  of cfg finds (the run is done here, on cfg's backend). */
+qp_err qp_fixture_dense_noise(qp_config *cfg, const char *path, double off_diagonal);
 /** C_l^TT of the fixture. */
 double qp_fixture_cl(const qp_fixture *f, int l);
 /** C_l of spectrum s (QP_TT..QP_EB) of the fixture. */

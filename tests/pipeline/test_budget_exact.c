@@ -20,7 +20,6 @@
 
 #include "driver.h"
 #include "fixture.h"
-#include "h5_matrix.h"
 #include "test_util.h"
 #include "budget_check.h"
 
@@ -87,8 +86,6 @@ static void check_routes(qp_config *cfg, int rss, const char *label) {
 }
 
 int main(void) {
-  qp_meter_sample baseline;
-  qp_problem p;
   qp_config cfg;
 
   /* T, n_pix = 3072 (full sky at nside 16), with the switch: RSS checks on every route. */
@@ -123,16 +120,7 @@ int main(void) {
                       .noise_variance = 1.0, .dl_flat = 100.0, .seed = 6,
                       .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
   TEST_OK(qp_fixture_write(&small, &cfg));
-  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
-  const int64_t n = p.n_pix;
-  qp_problem_free(&p);
-  double *noise = calloc((size_t)(n * n), sizeof *noise);
-  for (int64_t i = 0; i < n; ++i) noise[i + i * n] = 1.0 + 0.01 * (double)(i % 5);
-  TEST_OK(qp_h5_matrix_write("budget_dense_noise.h5", "/covariance", n, n, noise));
-  free(noise);
-  cfg.noise_kind = QP_NOISE_COVARIANCE;
-  snprintf(cfg.noise_file, sizeof cfg.noise_file, "budget_dense_noise.h5");
-  snprintf(cfg.noise_dataset, sizeof cfg.noise_dataset, "/covariance");
+  TEST_OK(qp_fixture_dense_noise(&cfg, "budget_dense_noise.h5", 0.0));
   check_routes(&cfg, 0, "TQU dense N, switch");
   qp_config_free(&cfg);
 

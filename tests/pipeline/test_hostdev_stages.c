@@ -19,7 +19,6 @@
 #include "budget_check.h"
 #include "driver.h"
 #include "fixture.h"
-#include "h5_matrix.h"
 #include "hostdev.h"
 #include "test_util.h"
 
@@ -175,19 +174,7 @@ int main(void) {
                     .noise_variance = 1.0, .dl_flat = 100.0, .seed = 13,
                     .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
   TEST_OK(qp_fixture_write(&tqu, &cfg));
-  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
-  const int64_t m = p.n_pix;
-  qp_problem_free(&p);
-  double *noise = calloc((size_t)(m * m), sizeof *noise);
-  for (int64_t i = 0; i < m; ++i) {
-    noise[i + i * m] = 1.0 + 0.01 * (double)(i % 5);
-    if (i > 0) noise[i + (i - 1) * m] = noise[(i - 1) + i * m] = 0.1;
-  }
-  TEST_OK(qp_h5_matrix_write("hostdev_dense_noise.h5", "/covariance", m, m, noise));
-  free(noise);
-  cfg.noise_kind = QP_NOISE_COVARIANCE;
-  snprintf(cfg.noise_file, sizeof cfg.noise_file, "hostdev_dense_noise.h5");
-  snprintf(cfg.noise_dataset, sizeof cfg.noise_dataset, "/covariance");
+  TEST_OK(qp_fixture_dense_noise(&cfg, "hostdev_dense_noise.h5", 0.1));
   check_routes(&cfg, "TQU dense N, switch");
   qp_config_free(&cfg);
   return TEST_RETURN();
