@@ -15,6 +15,8 @@ double qp_clock_seconds(void) { return qp_clock_read(CLOCK_MONOTONIC); }
 
 double qp_clock_cpu_seconds(void) { return qp_clock_read(CLOCK_PROCESS_CPUTIME_ID); }
 
+double qp_clock_thread_cpu_seconds(void) { return qp_clock_read(CLOCK_THREAD_CPUTIME_ID); }
+
 struct timespec qp_clock_timespec(double seconds) {
   const double whole = floor(seconds);
   struct timespec t = {(time_t)whole, (long)((seconds - whole) * 1e9)};

@@ -19,6 +19,10 @@ double qp_clock_seconds(void);
  *  (CLOCK_PROCESS_CPUTIME_ID). Async-signal-safe. */
 double qp_clock_cpu_seconds(void);
 
+/** Seconds of CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID): the memory
+ *  timeline's sampler, its own cost. Async-signal-safe. */
+double qp_clock_thread_cpu_seconds(void);
+
 /** The CLOCK_MONOTONIC time `seconds` (as qp_clock_seconds gives it) as a timespec: the
  *  deadline of a pthread_cond_timedwait on a condition set to the monotonic clock
  *  (pthread_condattr_setclock). */

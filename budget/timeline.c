@@ -28,6 +28,7 @@ static struct {
   int running, stopping, have_thread, ready;
   int capacity_next; /* set by qp_timeline_set_capacity; 0: QP_TIMELINE_CAPACITY */
   double t0; /* qp_clock_seconds at the start */
+  double sampler_cpu; /* the sampler thread's CPU seconds, set as it ends */
   double interval_ms, initial_interval_ms;
   /* one mapping: the columns, then the events */
   void *block;
@@ -123,6 +124,7 @@ static void *qp_tl_main(void *arg) {
     qp_tl_sample(0);
     pthread_mutex_lock(&qp_tl.lock);
   }
+  qp_tl.sampler_cpu = qp_clock_thread_cpu_seconds();
   pthread_mutex_unlock(&qp_tl.lock);
   return NULL;
 }
@@ -200,6 +202,7 @@ qp_err qp_timeline_start(double interval_ms) {
   qp_tl.interval_ms = qp_tl.initial_interval_ms = interval_ms;
   qp_tl.stopping = 0;
   qp_tl.t0 = qp_clock_seconds();
+  qp_tl.sampler_cpu = 0.0;
   qp_tl_append_locked(0.0, &first, tracked, -1, 1); /* kept by every decimation */
   qp_tl.ready = 0;
   rc = pthread_create(&qp_tl.thread, NULL, qp_tl_main, NULL);
@@ -231,6 +234,13 @@ void qp_timeline_stop(void) {
   pthread_mutex_lock(&qp_tl.lock);
   qp_tl.running = 0;
   pthread_mutex_unlock(&qp_tl.lock);
+}
+
+double qp_timeline_sampler_cpu_seconds(void) {
+  pthread_mutex_lock(&qp_tl.lock);
+  const double seconds = qp_tl.sampler_cpu;
+  pthread_mutex_unlock(&qp_tl.lock);
+  return seconds;
 }
 
 void qp_timeline_clear(void) {

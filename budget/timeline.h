@@ -88,6 +88,10 @@ qp_err qp_timeline_start(double interval_ms);
  *  (qp_timeline_get) until the next start or clear. A no-op when it is not running. */
 void qp_timeline_stop(void);
 
+/** The CPU seconds the sampler thread of the last start used, once stopped (0 while it runs,
+ *  or before any start): the timeline's own cost (self_cost.h). */
+double qp_timeline_sampler_cpu_seconds(void);
+
 /** Stops the sampler if it runs, forgets the timeline and unmaps its stores. */
 void qp_timeline_clear(void);
 

@@ -19,6 +19,7 @@
 #include "h5_image.h"
 #include "qp_config.h"
 #include "report_h5.h"
+#include "self_cost.h"
 
 /* ---- attributes and datasets ---- */
 
@@ -332,11 +333,13 @@ qp_err qp_results_write(const char *path, const qp_results *results) {
   o.file = file;
   QP_CALL_GOTO(qp_results_root_attrs(&o, results), done);
   QP_CALL_GOTO(qp_results_datasets(&o, results), done);
+  const double cost = qp_self_cost_begin(); /* the budget's part of the file */
   QP_CALL_GOTO(qp_report_write(file, results->model, results->baseline), done);
   if (results->memory_limit_source)
     QP_CALL_GOTO(
         qp_report_write_limit(file, results->memory_limit, results->memory_limit_source), done);
   if (results->ranks) QP_CALL_GOTO(qp_report_write_ranks(file, results->ranks), done);
+  qp_self_cost_end(cost);
   hid_t saved = file;
   file = H5I_INVALID_HID; /* closed by the save, whatever its outcome */
   QP_CALL_GOTO(qp_h5_image_save(saved, path), done);

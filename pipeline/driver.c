@@ -21,6 +21,7 @@
 #include "planner.h"
 #include "job_limit.h"
 #include "results_h5.h"
+#include "self_cost.h"
 #include "stages.h"
 #include "timeline.h"
 
@@ -31,7 +32,9 @@ typedef qp_err (*qp_stage_fn)(qp_problem *p);
 static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p,
                            const qp_checkpoint *ck) {
   const int resumed = (int)id <= ck->resume_after;
+  double cost = qp_self_cost_begin();
   QP_CALL(qp_stage_push(qp_stage_name(id)));
+  qp_self_cost_end(cost);
   if (resumed) qp_stage_mark_resumed();
   if (p->progress)
     fprintf(stderr, "[qmlpipe] %s ...%s\n", qp_stage_name(id),
@@ -49,7 +52,9 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p,
   qp_host_staging_release();
   err = qp_comm_agree(err);
   if (err != QP_OK) qp_error_trace(__FILE__, __LINE__, qp_stage_name(id));
+  cost = qp_self_cost_begin();
   qp_err pop = qp_stage_pop();
+  qp_self_cost_end(cost);
   QP_CALL(err);
   QP_CALL(pop);
   if (p->progress) {
@@ -146,6 +151,8 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   p->progress = options->progress;
   qp_err err = QP_OK;
   qp_checkpoint ck = {.resume_after = -1};
+  qp_self_cost_reset();
+  QP_CALL_GOTO(qp_driver_warm_up_check_env(), fail);
   QP_CHECK_GOTO(!cfg->has_dimensions, QP_ERR_INPUT, fail,
                 "config '%s' gives dimensions, not maps: it sizes a job for `qmlpipe budget` and "
                 "`qmlpipe plan`, it cannot run",
@@ -164,8 +171,13 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   /* Under `ulimit -v`, room for OpenBLAS's buffers, whatever the planner was told. */
   QP_CALL_GOTO(qp_comm_agree(qp_blas_check_address_space()), fail);
   qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->model_dims.path), baseline);
-  if (p->progress) fprintf(stderr, "[qmlpipe] warm-up %.3f s\n", qp_driver_warm_up_seconds());
+  if (p->progress && qp_driver_warm_up_wanted())
+    fprintf(stderr, "[qmlpipe] warm-up %.3f s\n", qp_driver_warm_up_seconds());
+  else if (p->progress)
+    fprintf(stderr, "[qmlpipe] warm-up skipped (QP_WARM_UP=0): the libraries' first use lands "
+                    "in the stages' measured memory\n");
   /* Each run's report holds its own stages only. */
+  double cost = qp_self_cost_begin();
   qp_budget_reset();
   /* The memory timeline of this run only (budget/timeline.h), stopped before the writing. */
   qp_timeline_clear();
@@ -174,10 +186,12 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
    * timeline's store and thread are the run's own bookkeeping, in the baseline like the
    * libraries, not growth inside covariance_setup (~0.15 MiB, docs/memory-validation.md). */
   qp_meter_read(baseline);
+  qp_self_cost_end(cost);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_COVARIANCE_SETUP, qp_stage_covariance_setup, p, &ck), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_BASIS_SETUP, qp_stage_basis_setup, p, &ck), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_FISHER_RUN, qp_stage_fisher_run, p, &ck), fail);
   QP_CALL_GOTO(qp_run_stage(QP_STAGE_SPECTRA_RUN, qp_stage_spectra_run, p, &ck), fail);
+  cost = qp_self_cost_begin();
   qp_timeline_stop();
   /* Distributed: every rank's predicted and measured figures, gathered for the report. */
   double *rank_rows = NULL;
@@ -198,6 +212,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
                             .model = &p->model,
                             .rows = rank_rows};
   }
+  qp_self_cost_end(cost);
   const char *rcond_names[QP_RCOND_COUNT];
   if (options->write_results && qp_comm_rank() == 0) {
     qp_results results = {

@@ -181,6 +181,20 @@ static void qp_warm_up_panels(int64_t width) {
 
 static double qp_warm_up_last_seconds = 0.0;
 
+qp_err qp_driver_warm_up_check_env(void) {
+  const char *text = getenv("QP_WARM_UP");
+  QP_CHECK(!text || strcmp(text, "0") == 0 || strcmp(text, "1") == 0, QP_ERR_INPUT,
+           "QP_WARM_UP='%s': expected 1 (warm up, the default) or 0 (skip it, to measure its "
+           "cost: the stages' measured memory then includes the libraries' first use)",
+           text);
+  return QP_OK;
+}
+
+int qp_driver_warm_up_wanted(void) {
+  const char *text = getenv("QP_WARM_UP");
+  return !text || strcmp(text, "0") != 0;
+}
+
 double qp_driver_warm_up_seconds(void) { return qp_warm_up_last_seconds; }
 
 void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) {
@@ -200,6 +214,11 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
   /* Above the heap reserve of qp_warm_up_heap, so that glibc keeps it. */
   mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
 #endif
+  if (!qp_driver_warm_up_wanted()) { /* QP_WARM_UP=0: to measure what the warm-up costs */
+    qp_meter_read(baseline);
+    qp_warm_up_last_seconds = 0.0;
+    return;
+  }
   qp_warm_up_panels(width);
   const int64_t n = n_pix < QP_WARM_UP_ORDER ? n_pix : QP_WARM_UP_ORDER;
   if (n > warmed) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "meter.h"
+#include "qp_error.h"
 
 /** Warms up the BLAS library for problems of order n_pix whose widest BLAS call is `width`
  *  columns (n_pix, or n_modes on the SMW route with a diagonal noise), so that its buffers
@@ -16,6 +17,13 @@
  * memory: three 256 x 256 matrices and the panels (2 KiB per column and thread), all tracked as
  * term "warm_up" and freed before it returns. */
 void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline);
+/** 0 when the environment says QP_WARM_UP=0: qp_driver_warm_up then only reads the baseline.
+ *  A switch for measuring the warm-up's cost (qmlpipe-bench runs each problem both ways), not
+ *  for users: without the warm-up the libraries' first use (OpenBLAS's buffers, code pages)
+ *  lands in the stages' measured memory, and `validate` may find drift there. */
+int qp_driver_warm_up_wanted(void);
+/** QP_ERR_INPUT, naming the variable, when QP_WARM_UP is set to anything but 0 or 1. */
+qp_err qp_driver_warm_up_check_env(void);
 /** What the warm-up's panels leave resident in OpenBLAS's buffers, in bytes, for a run whose
  *  widest call is `width` columns: per thread, A's packed 512 x 256 block (1 MiB) and 2 KiB
  *  per column of min(width, 65536) (+ 512 on one thread; GEMM_Q = 256 doubles). The model's

@@ -5,7 +5,7 @@
  * time and peak RSS, beside the run's BLAS floor (bench_floor.h) and this machine's dgemm
  * rate, both measured in the benchmark's own process. Figures go to docs/benchmarks.md.
  *
- *   qmlpipe-bench [--problems t16,qu16] [--routes auto] [--repeat 3] [--dgemm-n 3000]
+ *   qmlpipe-bench [--problems t16,qu16] [--routes auto] [--repeat 3] [--no-ab] [--dgemm-n 3000]
  *                 [--dir /tmp/qmlpipe-bench] [--qmlpipe PATH]
  *                 [--nside 16 --cut 20 --lmax 47 --bin-width 1 --n-maps 1 --fields T]
  *
@@ -52,6 +52,7 @@ typedef struct {
 /* What one `qmlpipe run` printed and took. */
 typedef struct {
   double wall, warm_up, baseline_mib, peak_mib;
+  double accounting, sampler_cpu; /* its "[qmlpipe] accounting" line; -1 when not printed */
   double stage_seconds[QP_STAGE_COUNT], stage_rate[QP_STAGE_COUNT];
   char path[64];
 } qp_bench_run;
@@ -162,22 +163,39 @@ static qp_err qp_bench_parse(const char *out, const char *err, qp_bench_run *run
   fclose(f);
   QP_CHECK(stages == QP_STAGE_COUNT, QP_ERR_INTERNAL, "'%s' holds %d of the %d stages' lines", out,
            stages, QP_STAGE_COUNT);
-  run->warm_up = -1;
+  run->warm_up = run->accounting = run->sampler_cpu = -1;
   f = fopen(err, "r");
   QP_CHECK(f, QP_ERR_IO, "cannot read '%s'", err);
-  while (fgets(line, sizeof line, f))
+  while (fgets(line, sizeof line, f)) {
     (void)sscanf(line, "[qmlpipe] warm-up %lf s", &run->warm_up);
+    const char *sampler = strstr(line, "timeline sampler ");
+    if (sscanf(line, "[qmlpipe] accounting %lf s", &run->accounting) == 1 && sampler)
+      (void)sscanf(sampler, "timeline sampler %lf s CPU", &run->sampler_cpu);
+  }
   fclose(f);
   return QP_OK;
 }
 
 /* One `qmlpipe run CONFIG`, its stdout and stderr into files beside the config, timed from the
- * spawn to the exit; its peak RSS from the kernel's accounting of the child. */
+ * spawn to the exit; its peak RSS from the kernel's accounting of the child. `warm_up` 0 runs
+ * it with QP_WARM_UP=0 (warm_up.h): the run without the warm-up, whose wall time against the
+ * default run's is what the warm-up costs. */
 static qp_err qp_bench_spawn(const char *qmlpipe, const char *config, const char *route, int k,
-                             qp_bench_run *run) {
+                             int warm_up, qp_bench_run *run) {
   char out[PATH_MAX + 32], err[PATH_MAX + 32];
-  snprintf(out, sizeof out, "%.*s-%d.out", (int)(strlen(config) - 5), config, k);
-  snprintf(err, sizeof err, "%.*s-%d.err", (int)(strlen(config) - 5), config, k);
+  const char *tag = warm_up ? "" : "-nowarm";
+  snprintf(out, sizeof out, "%.*s%s-%d.out", (int)(strlen(config) - 5), config, tag, k);
+  snprintf(err, sizeof err, "%.*s%s-%d.err", (int)(strlen(config) - 5), config, tag, k);
+  /* This environment less any QP_WARM_UP, plus QP_WARM_UP=0 when asked. */
+  int n_env = 0;
+  while (environ[n_env]) ++n_env;
+  char **env = malloc((size_t)(n_env + 2) * sizeof *env);
+  QP_CHECK(env, QP_ERR_NOMEM, "qmlpipe-bench: out of memory for the environment");
+  int kept = 0;
+  for (int i = 0; i < n_env; ++i)
+    if (strncmp(environ[i], "QP_WARM_UP=", 11) != 0) env[kept++] = environ[i];
+  if (!warm_up) env[kept++] = "QP_WARM_UP=0";
+  env[kept] = NULL;
   posix_spawn_file_actions_t io;
   posix_spawn_file_actions_init(&io);
   posix_spawn_file_actions_addopen(&io, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -186,8 +204,9 @@ static qp_err qp_bench_spawn(const char *qmlpipe, const char *config, const char
   pid_t pid;
   fflush(NULL);
   const double t0 = qp_clock_seconds();
-  const int rc = posix_spawn(&pid, qmlpipe, &io, NULL, argv, environ);
+  const int rc = posix_spawn(&pid, qmlpipe, &io, NULL, argv, env);
   posix_spawn_file_actions_destroy(&io);
+  free(env);
   QP_CHECK(rc == 0, QP_ERR_IO, "cannot start '%s': %s", qmlpipe, strerror(rc));
   int status = 0;
   struct rusage usage;
@@ -276,40 +295,77 @@ static qp_err qp_bench_floor_measure(const void *arg, qp_bench_measured *out) {
   return err;
 }
 
-static void qp_bench_print_run(const qp_bench_run *r, int k, int repeat) {
+static void qp_bench_print_run(const qp_bench_run *r, int k, int repeat, int warm_up) {
   double stages = 0;
   for (int s = 0; s < QP_STAGE_COUNT; ++s)
     stages += r->stage_seconds[s];
-  char warm[32] = "not printed";
+  char warm[32] = "skipped";
+  if (warm_up) snprintf(warm, sizeof warm, "not printed");
   if (r->warm_up >= 0) snprintf(warm, sizeof warm, "%.3f s", r->warm_up);
-  printf("  run %d of %d: wall %.3f s, stages %.3f s, outside %.3f s (warm-up %s), baseline "
+  printf("  run %d of %d%s: wall %.3f s, stages %.3f s, outside %.3f s (warm-up %s), baseline "
          "RSS %.1f MiB, peak RSS %.1f MiB\n",
-         k, repeat, r->wall, stages, r->wall - stages, warm, r->baseline_mib, r->peak_mib);
+         k, repeat, warm_up ? "" : " (QP_WARM_UP=0)", r->wall, stages, r->wall - stages, warm,
+         r->baseline_mib, r->peak_mib);
 }
 
-/* One problem on one route: `repeat` runs, the best one's table, the floor. */
+/* What the accounting costs the best run: the warm-up, by the difference of the best walls
+ * with and without it (the stages pay the libraries' first use themselves without it, so its
+ * own seconds overstate it), and what the run timed of its meters, stage records, timeline and
+ * report, with the sampler thread's CPU seconds. */
+static void qp_bench_print_accounting(const qp_bench_run *best, const qp_bench_run *bare,
+                                      int repeat) {
+  if (best->accounting < 0) return; /* a qmlpipe before the line existed */
+  const double inside = best->accounting + (best->sampler_cpu > 0 ? best->sampler_cpu : 0.0);
+  printf("  %-34s %9.3f %9s %8.1f%% of the wall (meters, stage records, timeline start and "
+         "stop, report)\n",
+         "accounting inside the run", best->accounting, "", 100.0 * best->accounting / best->wall);
+  printf("  %-34s %9.3f %9s %8.1f%% of the wall (CPU seconds of its thread)\n",
+         "timeline sampler", best->sampler_cpu, "", 100.0 * best->sampler_cpu / best->wall);
+  if (!bare) return;
+  const double warm = best->wall - bare->wall;
+  printf("  %-34s %9.3f %9s %8.1f%% of the wall (best of %d with it %.3f s, without %.3f s)\n",
+         "warm-up, its cost in the wall", warm, "", 100.0 * warm / best->wall, repeat, best->wall,
+         bare->wall);
+  printf("  %-34s %9.3f %9s %8.1f%% of the wall (the three above)\n", "accounting's own cost",
+         warm + inside, "", 100.0 * (warm + inside) / best->wall);
+}
+
+/* One problem on one route: `repeat` runs (each followed by one without the warm-up when
+ * `ab`, so that both see the same load), the best one's table, the floor. */
 static qp_err qp_bench_route(const char *qmlpipe, const char *dir, const qp_bench_problem *b,
-                             const char *route, int repeat, double dgemm) {
+                             const char *route, int repeat, int ab, double dgemm) {
   char config[PATH_MAX];
   QP_CALL(qp_bench_config(dir, b, route, config, sizeof config));
-  qp_bench_run best = {0}, run;
+  qp_bench_run best = {0}, bare = {0}, run;
   for (int k = 1; k <= repeat; ++k) {
-    QP_CALL(qp_bench_spawn(qmlpipe, config, route, k, &run));
-    qp_bench_print_run(&run, k, repeat);
+    QP_CALL(qp_bench_spawn(qmlpipe, config, route, k, 1, &run));
+    qp_bench_print_run(&run, k, repeat, 1);
     if (k == 1 || run.wall < best.wall) best = run;
+    if (!ab) continue;
+    QP_CALL(qp_bench_spawn(qmlpipe, config, route, k, 0, &run));
+    qp_bench_print_run(&run, k, repeat, 0);
+    if (k == 1 || run.wall < bare.wall) bare = run;
   }
-  qp_bench_measured measured;
+  /* The floor's best of `repeat` too, each in a fresh child: the same load shows in both. */
+  qp_bench_measured measured, trial;
   const qp_bench_floor_arg floor_arg = {config, &best};
-  QP_CALL(qp_bench_in_child(qp_bench_floor_measure, &floor_arg, &measured));
+  for (int k = 1; k <= repeat; ++k) {
+    QP_CALL(qp_bench_in_child(qp_bench_floor_measure, &floor_arg, &trial));
+    if (k == 1 || trial.value[0] < measured.value[0]) measured = trial;
+  }
   const double floor = measured.value[0], floor_flops = measured.value[1];
   const char *detail = measured.detail;
-  printf("  best of %d, route %s (%s):\n", repeat, route, best.path);
-  printf("  %-34s %9s %9s %9s\n", "", "seconds", "GFLOP/s", "of dgemm");
+  printf("  best of %d (runs and floor), route %s (%s):\n", repeat, route, best.path);
+  /* "of floor": of the floor kernels' own rate at this run's sizes, the most the BLAS gives
+   * at them (below the dgemm of --dgemm-n on small problems). */
+  const double floor_rate = floor > 0 ? floor_flops / floor * 1e-9 : 0.0;
+  printf("  %-34s %9s %9s %9s %9s\n", "", "seconds", "GFLOP/s", "of dgemm", "of floor");
   double stages = 0;
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     stages += best.stage_seconds[s];
-    printf("  %-34s %9.3f %9.2f %8.1f%%\n", qp_stage_name((qp_stage_id)s), best.stage_seconds[s],
-           best.stage_rate[s], 100.0 * best.stage_rate[s] / dgemm);
+    printf("  %-34s %9.3f %9.2f %8.1f%% %8.1f%%\n", qp_stage_name((qp_stage_id)s),
+           best.stage_seconds[s], best.stage_rate[s], 100.0 * best.stage_rate[s] / dgemm,
+           floor_rate > 0 ? 100.0 * best.stage_rate[s] / floor_rate : 0.0);
   }
   const double outside = best.wall - stages;
   printf("  %-34s %9.3f\n", "stages", stages);
@@ -322,9 +378,9 @@ static qp_err qp_bench_route(const char *qmlpipe, const char *dir, const qp_benc
   printf("  %-34s %9.3f %9s %8.1f%% of the wall\n", "outside the stages", outside, "",
          100.0 * outside / best.wall);
   printf("  %-34s %9.3f\n", "wall (qmlpipe run, spawn to exit)", best.wall);
-  printf("  %-34s %9.3f %9.2f %8.1f%%   %s\n", "BLAS floor", floor,
-         floor > 0 ? floor_flops / floor * 1e-9 : 0.0,
-         floor > 0 ? 100.0 * floor_flops / floor * 1e-9 / dgemm : 0.0, detail);
+  printf("  %-34s %9.3f %9.2f %8.1f%%   %s\n", "BLAS floor", floor, floor_rate,
+         100.0 * floor_rate / dgemm, detail);
+  qp_bench_print_accounting(&best, ab ? &bare : NULL, repeat);
   printf("  wall / floor %.2f; baseline RSS %.1f MiB; peak RSS %.1f MiB\n",
          floor > 0 ? best.wall / floor : 0.0, best.baseline_mib, best.peak_mib);
   printf("  (*) process start and exit, config, plan, inputs' libraries, memory timeline, "
@@ -374,6 +430,8 @@ static const char qp_bench_usage[] =
     "  --problems LIST   t16, qu16, t32 (issue 14's; t32 ~30 s a run) or custom (default t16,qu16)\n"
     "  --routes LIST     auto, pixel, smw, projected (default auto)\n"
     "  --repeat K        runs per problem and route; the best is printed (default 3)\n"
+    "  --no-ab           no runs without the warm-up (by default each run is followed by one\n"
+    "                    with QP_WARM_UP=0, and the best walls' difference is the warm-up's cost)\n"
     "  --dgemm-n N       order of the dgemm that measures this machine (default 3000)\n"
     "  --dir DIR         where the problems are simulated (default /tmp/qmlpipe-bench)\n"
     "  --qmlpipe PATH    the qmlpipe to run (default: the one beside this program)\n"
@@ -381,7 +439,7 @@ static const char qp_bench_usage[] =
     "  --help            this text\n";
 
 int main(int argc, char **argv) {
-  int dgemm_n = 3000, repeat = 3;
+  int dgemm_n = 3000, repeat = 3, ab = 1;
   qp_bench_problem custom = {"custom", 16, 47, 1, 1, 20.0, QP_FIELDS_T};
   const char *dir = "/tmp/qmlpipe-bench", *routes = "auto", *problems = "t16,qu16";
   const char *qmlpipe = NULL;
@@ -397,6 +455,7 @@ int main(int argc, char **argv) {
                                           {"fields", required_argument, NULL, 'f'},
                                           {"problems", required_argument, NULL, 'P'},
                                           {"qmlpipe", required_argument, NULL, 'q'},
+                                          {"no-ab", no_argument, NULL, 'A'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   int ok = 1;
@@ -416,6 +475,7 @@ int main(int argc, char **argv) {
     case 'f': ok = qp_bench_fields(optarg, &custom.fields); break;
     case 'P': problems = optarg; break;
     case 'q': qmlpipe = optarg; break;
+    case 'A': ab = 0; break;
     case 'h': fputs(qp_bench_usage, stdout); return 0;
     default: ok = 0;
     }
@@ -459,7 +519,7 @@ int main(int argc, char **argv) {
            b.cut, b.lmax, b.bin_width, b.n_maps);
     snprintf(rlist, sizeof rlist, "%s", routes);
     for (char *route = strtok_r(rlist, ",", &rsave); route; route = strtok_r(NULL, ",", &rsave))
-      QP_CALL_GOTO(qp_bench_route(qmlpipe, pdir, &b, route, repeat, dgemm), done);
+      QP_CALL_GOTO(qp_bench_route(qmlpipe, pdir, &b, route, repeat, ab, dgemm), done);
   }
 done:
   if (err != QP_OK) {

@@ -11,6 +11,8 @@
 #include "launch_check.h"
 #include "qp_config.h"
 #include "results_path.h"
+#include "self_cost.h"
+#include "timeline.h"
 
 static void qp_run_usage(FILE *out) {
   fprintf(out,
@@ -206,7 +208,18 @@ int qp_cmd_run(int argc, char **argv) {
     qp_config_free(&cfg);
     return qp_err_exit_status(err);
   }
-  if (qp_comm_rank() == 0) qp_run_summary(&problem, &baseline);
+  if (qp_comm_rank() == 0) {
+    const double cost = qp_self_cost_begin();
+    qp_run_summary(&problem, &baseline);
+    fflush(stdout);
+    qp_self_cost_end(cost);
+    /* What the accounting cost this run beside the warm-up (read by qmlpipe-bench). */
+    if (options.progress)
+      fprintf(stderr,
+              "[qmlpipe] accounting %.4f s (meters and stage records, timeline start and stop, "
+              "budget report), timeline sampler %.4f s CPU\n",
+              qp_self_cost_seconds(), qp_timeline_sampler_cpu_seconds());
+  }
   qp_problem_free(&problem);
   qp_config_free(&cfg);
   if (qp_budget_current(QP_SPACE_HOST) != 0) {

@@ -7,7 +7,8 @@
  *    any working directory) or a results path; a config whose results file does not exist yet
  *    is refused (8) naming both files; a config that does not parse, with its own status;
  *  - run started as one of several Slurm tasks without MPI is refused (9) naming the variable,
- *    before writing anything.
+ *    before writing anything; so is QP_WARM_UP set to anything but 0 or 1 (6); QP_WARM_UP=0
+ *    skips the warm-up and says so, and every run prints what its accounting cost.
  * Everything happens in run_output_cli.d. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,7 +150,48 @@ int main(int argc, char **argv) {
   }
   unsetenv("OMPI_COMM_WORLD_SIZE");
 #endif
+  /* QP_WARM_UP (warm_up.h, the benchmark's switch): a value other than 0 or 1 is refused
+   * before anything is written; 0 skips the warm-up and says so, and every run says what its
+   * accounting cost (the line qmlpipe-bench reads). */
+  setenv("QP_WARM_UP", "yes", 1);
+  {
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/refused.h5",
+                          NULL};
+    const char *words[] = {"QP_WARM_UP='yes'", "expected 1", NULL};
+    expect("refused_warm_up", args, 6, words);
+  }
   TEST_ASSERT(!exists("sub/refused.h5"), "a refused run wrote sub/refused.h5");
+  {
+    FILE *f = fopen("sub/fast.yaml", "w");
+    if (f) {
+      fputs("maps: [../ex/map_0000.fits]\nmask: ../ex/mask.fits\ncls: ../ex/cls.txt\n"
+            "noise: {variance: 100}\nlmax: 12\npath: harmonic\nharmonic_method: projected\n"
+            "output: fast.h5\n",
+            f);
+      fclose(f);
+    }
+    setenv("QP_WARM_UP", "0", 1);
+    const char *args[] = {"run", "sub/fast.yaml", NULL};
+    qp_cli_result r;
+    qp_cli_run(qmlpipe, "run_no_warm_up", args, &r);
+    TEST_ASSERT(r.exited && r.status == 0, "QP_WARM_UP=0: exit status %d; stderr:\n%s", r.status,
+                r.err ? r.err : "");
+    TEST_ASSERT(r.err && strstr(r.err, "warm-up skipped (QP_WARM_UP=0)") &&
+                    !strstr(r.err, "[qmlpipe] warm-up 0"),
+                "QP_WARM_UP=0 did not skip the warm-up, or did not say so:\n%s", r.err);
+    TEST_ASSERT(r.err && strstr(r.err, "[qmlpipe] accounting ") &&
+                    strstr(r.err, "timeline sampler "),
+                "no accounting line on stderr:\n%s", r.err);
+    qp_cli_free(&r);
+    unsetenv("QP_WARM_UP");
+    qp_cli_run(qmlpipe, "run_warm_up", args, &r);
+    TEST_ASSERT(r.exited && r.status == 0 && r.err && strstr(r.err, "[qmlpipe] warm-up ") &&
+                    strstr(r.err, "[qmlpipe] accounting "),
+                "the default run: status %d, no warm-up or accounting line:\n%s", r.status,
+                r.err ? r.err : "");
+    qp_cli_free(&r);
+  }
+  unsetenv("QP_WARM_UP");
 
   /* --output writes there (relative to the current directory), not the config's output. */
   {
