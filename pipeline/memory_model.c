@@ -233,9 +233,9 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                                   qp_model_bytes_times(k + 1, qp_model_vector_bytes(d->fisher_chunk + 2, w)),
                                   fis, fis, "(fisher_chunk + 1)(fisher_chunk + 2) x 8"));
   } else {
-    /* Where aligning moves data, fisher_run has phases: 0 W's field blocks for F; then 1, 2
-     * the bias. */
-    const int ph = moves ? 1 : 0;
+    /* fisher_run's phases: 0 F, from W's block sums (and W's field blocks where aligning
+     * moves data); then 1, 2 the bias. */
+    const int ph = 1;
     if (moves) {
       const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
       qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
@@ -243,6 +243,11 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                    "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)")
           ->phase_free = 0;
     }
+    qp_model_add(m, QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT,
+                 qp_model_bytes_times((size_t)d->fisher_block_slots,
+                                      qp_model_vector_bytes(d->n_lm, w)),
+                 fis, fis, "block slots (lmax+1)^2 x 8 (W's (l, l') block sums, every rank)")
+        ->phase_free = 0;
     if (smw) {
       qp_on_backend(d, qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis,
                                     fis, "n_modes^2 x 8"))

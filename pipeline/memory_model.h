@@ -55,6 +55,8 @@ typedef struct qp_model_dims {
                             the work matrices that align and replicate download into */
   int n_fields;          /* harmonic: fields with modes (T, E, B): W's field blocks */
   int64_t n_lm;          /* harmonic: (lmax + 1)^2, the (l, m) of one padded field block */
+  int fisher_block_slots; /* harmonic: the quadruples of fields whose (l, l') block sums F
+                             is made of (qp_fisher_block_slots, harmonic_modes.h) */
 } qp_model_dims;
 
 /** 1 when the projection route's fisher_run forms Z = C^-1 V^T (n_pix x n_modes, for the

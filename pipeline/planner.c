@@ -9,6 +9,7 @@
 #include "comm.h"
 #include "conditioning.h"
 #include "driver.h"
+#include "harmonic_modes.h"
 
 int64_t qp_plan_blas_width(const qp_problem *p, qp_model_path path) {
   const int dense = p->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
@@ -49,6 +50,8 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
   }
   for (int f = 0; f < 3; ++f) dims.n_fields += p->field_offset[f] >= 0;
   dims.n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
+  int slot[81];
+  dims.fisher_block_slots = qp_fisher_block_slots(cfg, slot);
   QP_CALL(qp_model_predict(&dims, model));
   if (dims_out) *dims_out = dims;
   /* At most 2^56 from a calibration file (calibration.h); the built-in one is 24 MiB plus

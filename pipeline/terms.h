@@ -32,6 +32,7 @@
 #define QP_TERM_BIN_MATRICES "bin_matrices"     /* P_b for a chunk of parameters */
 #define QP_TERM_BIN_PRODUCT "bin_product"       /* P_b z */
 #define QP_TERM_MODE_MAPS "mode_maps"           /* harmonic: V N^-1 x, then z */
+#define QP_TERM_FISHER_BLOCK_SUMS "F_block_sums" /* harmonic: W's (l, l') block sums for F */
 #define QP_TERM_FISHER_INVERSE "fisher_inverse"
 #define QP_TERM_RAW_SPECTRA "yb"                /* y_p per map */
 #define QP_TERM_SPECTRA "cl"                    /* C_hat per map */

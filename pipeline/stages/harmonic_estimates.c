@@ -80,40 +80,154 @@ static qp_err qp_field_windows_make(qp_problem *p, const qp_matrix *m, qp_field_
   return QP_OK;
 }
 
+/* The runs of equal l among the local rows (or columns) of the field windows' layout: run r
+ * is local indices [first[r], first[r + 1]) of multipole l[r]. Local indices keep the global
+ * order, so the (l, m) of one l form one run on every backend. */
+typedef struct qp_ell_runs {
+  int64_t *first;
+  int *l;
+  int64_t n;
+} qp_ell_runs;
+
+static qp_err qp_ell_runs_make(const qp_matrix *layout, int rows, qp_ell_runs *runs) {
+  const int64_t count = rows ? layout->local_rows : layout->local_cols;
+  runs->n = 0;
+  runs->first = malloc((size_t)(count + 1) * sizeof *runs->first);
+  runs->l = malloc((size_t)(count > 0 ? count : 1) * sizeof *runs->l);
+  QP_CHECK(runs->first && runs->l, QP_ERR_NOMEM, "out of memory for %lld (l, m) positions",
+           (long long)count);
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t global = rows ? qp_matrix_global_row(layout, k) : qp_matrix_global_col(layout, k);
+    const int l = qp_harmonic_ell(global, 0);
+    if (runs->n == 0 || runs->l[runs->n - 1] != l) {
+      runs->first[runs->n] = k;
+      runs->l[runs->n++] = l;
+    }
+  }
+  runs->first[runs->n] = count;
+  return QP_OK;
+}
+
+static void qp_ell_runs_free(qp_ell_runs *runs) {
+  free(runs->first);
+  free(runs->l);
+}
+
+/* A term of D_q: its entries of multipole l and fields (fa, fb), m = -l..l, all of value v. */
+typedef struct qp_entry_group {
+  int l, fa, fb;
+  double v;
+} qp_entry_group;
+
+/* D_q's entries as groups (qp_param_entries lists them l by l, m by m, the pair (fb, fa)
+ * after (fa, fb) where the fields differ): groups[gstart[q] .. gstart[q + 1]). Checked: the
+ * groups hold every entry, all of one value. */
+static qp_err qp_entry_groups(const qp_problem *p, const qp_entry *e, const int64_t *start,
+                              qp_entry_group **groups, int64_t **gstart) {
+  const int np = p->n_params;
+  *groups = malloc((size_t)(start[np] > 0 ? start[np] : 1) * sizeof **groups);
+  *gstart = malloc((size_t)(np + 1) * sizeof **gstart);
+  QP_CHECK(*groups && *gstart, QP_ERR_NOMEM, "out of memory for %lld entry groups",
+           (long long)start[np]);
+  int64_t n = 0;
+  for (int q = 0; q < np; ++q) {
+    (*gstart)[q] = n;
+    int64_t covered = 0;
+    for (int64_t k = start[q]; k < start[q + 1]; ++k) {
+      const int l = qp_harmonic_ell(e[k].lm, 0);
+      int64_t found = -1; /* the group of k: one of this q's last two */
+      for (int64_t g = n - 1; found < 0 && g >= (*gstart)[q] && g >= n - 2; --g)
+        if ((*groups)[g].l == l && (*groups)[g].fa == e[k].fa && (*groups)[g].fb == e[k].fb)
+          found = g;
+      if (found < 0) {
+        (*groups)[n++] = (qp_entry_group){l, e[k].fa, e[k].fb, e[k].v};
+        covered += 2 * l + 1;
+      } else {
+        QP_CHECK((*groups)[found].v == e[k].v, QP_ERR_INTERNAL,
+                 "fisher_run: D_%d's entries of l = %d differ in value", q, l);
+      }
+    }
+    QP_CHECK(covered == start[q + 1] - start[q], QP_ERR_INTERNAL,
+             "fisher_run: D_%d's %lld entries do not form whole m = -l..l groups", q,
+             (long long)(start[q + 1] - start[q]));
+  }
+  (*gstart)[np] = n;
+  return QP_OK;
+}
+
 /* F_pq = 1/2 sum over D_p's entries (a, b, v) and D_q's (c, d, u) of v u W_bc W_da, with
  * W_da = W_ad (W is symmetric): both factors sit at the position (lm of a, lm of c) of their
- * field windows, so every rank sums the terms at the positions it holds and one sum over the
- * ranks gives F. */
+ * field windows. The values of D_p depend on l only, so F is a sum over (l, l') of block sums
+ * B(l, l') = sum over m, m' of the two windows' products at (lm, l'm'), one per quadruple of
+ * fields (qp_fisher_block_slots). They are summed column by column of the windows, each column
+ * read once while in cache for every quadruple (where the entry-pair sum read W at random, two
+ * loads per pair of entries); every rank sums the positions it holds and one sum over the ranks
+ * gives F. */
 static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int64_t *start) {
-  const int np = p->n_params;
-  const int64_t n_entries = start[np];
+  const int np = p->n_params, L = p->cfg->lmax + 1;
+  const int64_t block = (int64_t)L * L;
+  int slot[81], quad[81];
+  const int n_slots = qp_fisher_block_slots(p->cfg, slot);
+  for (int k = 80; k >= 0; --k)
+    if (slot[k] >= 0) quad[slot[k]] = k; /* the smaller key of each pair */
   qp_field_windows fw;
+  qp_ell_runs rows = {0}, cols = {0};
+  qp_entry_group *groups = NULL;
+  int64_t *gstart = NULL;
+  double *sums = NULL;
   qp_err err = QP_OK;
-  int64_t *row = malloc((size_t)(2 * n_entries + 1) * sizeof *row), *col = row + n_entries;
-  QP_CHECK(row, QP_ERR_NOMEM, "out of memory for %lld entries' positions", (long long)n_entries);
   QP_CALL_GOTO(qp_field_windows_make(p, &p->kernel, &fw), done);
-  for (int64_t k = 0; k < n_entries; ++k) {
-    row[k] = qp_matrix_local_row(&fw.layout, e[k].lm);
-    col[k] = qp_matrix_local_col(&fw.layout, e[k].lm);
+  QP_CALL_GOTO(qp_entry_groups(p, e, start, &groups, &gstart), done);
+  QP_CALL_GOTO(qp_ell_runs_make(&fw.layout, 1, &rows), done);
+  QP_CALL_GOTO(qp_ell_runs_make(&fw.layout, 0, &cols), done);
+  QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT, n_slots * block,
+                                &sums),
+               done);
+  memset(sums, 0, (size_t)(n_slots * block) * sizeof *sums);
+  /* Run c holds the columns of one l' (its own B(., l') entries: no two threads write one). */
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < cols.n; ++c) {
+    const int lc = cols.l[c];
+    for (int64_t lj = cols.first[c]; lj < cols.first[c + 1]; ++lj)
+      for (int s = 0; s < n_slots; ++s) {
+        const int k = quad[s], fa = k / 27, fb = k / 9 % 3, fc = k / 3 % 3, fd = k % 3;
+        const int *lo = p->field_ell_min;
+        /* the positions both windows hold (no other may be read) */
+        const int row_lo = lo[fa] > lo[fc] ? lo[fa] : lo[fc],
+                  col_lo = lo[fb] > lo[fd] ? lo[fb] : lo[fd];
+        if (lc < col_lo || row_lo > L - 1) continue;
+        const qp_aligned *x = &fw.w[fa][fb], *y = &fw.w[fc][fd];
+        const double *xc = x->base + x->row_shift + (lj + x->col_shift) * x->ld,
+                     *yc = y->base + y->row_shift + (lj + y->col_shift) * y->ld;
+        double *out = sums + s * block + lc;
+        for (int64_t r = 0; r < rows.n; ++r) {
+          if (rows.l[r] < row_lo) continue;
+          double dot = 0;
+          for (int64_t li = rows.first[r]; li < rows.first[r + 1]; ++li) dot += xc[li] * yc[li];
+          out[(int64_t)rows.l[r] * L] += dot;
+        }
+      }
   }
 #pragma omp parallel for schedule(dynamic, 1)
   for (int q = 0; q < np; ++q)
     for (int r = q; r < np; ++r) {
       double sum = 0;
-      for (int64_t i = start[q]; i < start[q + 1]; ++i) {
-        if (row[i] < 0) continue;
-        for (int64_t j = start[r]; j < start[r + 1]; ++j) {
-          if (col[j] < 0) continue;
-          sum += e[i].v * e[j].v * qp_aligned_at(&fw.w[e[i].fb][e[j].fa], row[i], col[j]) *
-                 qp_aligned_at(&fw.w[e[i].fa][e[j].fb], row[i], col[j]);
+      for (int64_t i = gstart[q]; i < gstart[q + 1]; ++i)
+        for (int64_t j = gstart[r]; j < gstart[r + 1]; ++j) {
+          const qp_entry_group *g = &groups[i], *h = &groups[j];
+          const int s = slot[qp_fisher_block_key(g->fb, h->fa, g->fa, h->fb)];
+          sum += g->v * h->v * sums[s * block + (int64_t)g->l * L + h->l];
         }
-      }
       p->fisher[q + r * np] = p->fisher[r + q * np] = 0.5 * sum;
     }
   QP_CALL_GOTO(qp_linalg_sum_partials(p->ops, p->fisher, (int64_t)np * np), done);
 done:
+  qp_budget_free(sums);
   qp_budget_free(fw.work);
-  free(row);
+  qp_ell_runs_free(&rows);
+  qp_ell_runs_free(&cols);
+  free(groups);
+  free(gstart);
   return err;
 }
 
@@ -204,8 +318,11 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
   qp_matrix g = {0}, z = {0}, nz = {0};
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
+  qp_progress progress;
+  qp_progress_start(&progress, p->progress, "fisher_run", "", 0);
   QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);
   QP_CALL_GOTO(qp_fisher_from_kernel(p, e, start), done);
+  qp_progress_note(&progress, "F summed over W's blocks");
   if (p->smw) {
     /* G = (I + K Lambda)^-1 W: b_p = 1/2 tr(D_p G). */
     QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, nm, nm, &g),
@@ -229,8 +346,10 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
                    done);
       QP_CALL_GOTO(qp_noise_modes_dense(p, &z, &nz), done);
     }
+    qp_progress_note(&progress, "Z = L^-T Y");
     QP_CALL_GOTO(qp_bias_from_modes(p, &z, nz.ops ? &nz : NULL, e, start), done);
   }
+  qp_progress_note(&progress, "noise bias b");
 done:
   qp_matrix_destroy(&nz);
   qp_matrix_destroy(&z);
