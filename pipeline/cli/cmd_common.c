@@ -201,7 +201,7 @@ static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *wor
     printf("\n  largest rank %.2f MiB; largest node (%d ranks per node) %.2f MiB\n",
            (double)rank_max / mib, s->per_node, (double)worst_node / mib);
   if (print && device)
-    printf("  largest device peak of a rank (its GPU) %.2f MiB\n", (double)device_max / mib);
+    printf("  largest device peak of a rank (each rank its own device) %.2f MiB\n", (double)device_max / mib);
   /* Leave the model of rank 0 (the largest share and the reader) in place. */
   p->plan_grid.myrow = p->plan_grid.mycol = 0;
   QP_CALL(qp_plan_remodel(p));
