@@ -13,6 +13,7 @@
 #include "host_window.h"
 #include "hostdev.h"
 #include "matrix.h"
+#include "mpi_check.h"
 #include "test_util.h"
 
 /* A rows x cols matrix on dist and its twin on hostdev-dist, entries a function of the global
@@ -52,9 +53,7 @@ static double twin_diff(const twin *t) {
     worst = qp_test_worst(worst, qp_test_max_diff(w.data + lj * w.ld, t->dist.data + lj * t->dist.ld,
                                                   (size_t)t->dist.local_rows, 1.0));
   qp_host_window_discard(&w);
-  double reduced[2] = {isnan(worst) ? 0.0 : worst, isnan(worst) ? 1.0 : 0.0};
-  TEST_OK(qp_comm_max(reduced, 2));
-  return reduced[1] > 0 ? NAN : reduced[0];
+  return qp_mpi_worst(worst);
 }
 
 static void twin_free(twin *t) {
@@ -63,11 +62,8 @@ static void twin_free(twin *t) {
 }
 
 int main(int argc, char **argv) {
-  TEST_OK(qp_comm_init(&argc, &argv));
-  int rows = argc > 1 ? atoi(argv[1]) : 0, cols = argc > 2 ? atoi(argv[2]) : 0;
-  int block = argc > 3 ? atoi(argv[3]) : 8;
   qp_grid grid;
-  TEST_OK(qp_grid_init(rows, cols, block, &grid));
+  qp_mpi_start(&argc, &argv, &grid);
   const qp_linalg_ops *dev = NULL;
   TEST_OK(qp_linalg_backend("hostdev-dist", &dev));
   if (qp_test_failures) qp_comm_abort(1);
@@ -158,12 +154,5 @@ int main(int argc, char **argv) {
 
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0 && qp_hostdev_mapped_bytes() == 0,
               "%zu device bytes still tracked", qp_budget_current(QP_SPACE_DEVICE));
-  double failures = qp_test_failures;
-  qp_comm_sum(&failures, 1);
-  if (qp_comm_rank() == 0)
-    printf("hostdev-dist on %d x %d ranks, block %d: %s\n", grid.nprow, grid.npcol, block,
-           failures == 0 ? "every operation equals dist's bitwise" : "FAILED");
-  qp_grid_exit(&grid);
-  qp_comm_finalize();
-  return failures == 0 ? 0 : 1;
+  return qp_mpi_finish(&grid, "hostdev-dist", "every operation equals dist's bitwise");
 }
