@@ -1,5 +1,5 @@
-/* hostdev.c: the test backend hostdev (hostdev.h): the cpu operations on host memory that is
- * inaccessible (PROT_NONE) outside them. */
+/* hostdev.c: the test backend hostdev (hostdev.h): the cpu operations (one rank) or the dist
+ * operations (several) on host memory that is inaccessible (PROT_NONE) outside them. */
 #include "hostdev.h"
 
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "comm.h"
 #include "device_memory.h"
 #include "meter_device.h"
 #include "qp_config.h"
@@ -198,7 +199,15 @@ qp_err qp_hostdev_init(void) {
   return QP_OK;
 }
 
-/* ---- operations: the cpu table's, inside a scope where their operands' blocks are open ---- */
+/* ---- operations: the inner table's, inside a scope where their operands' blocks are open ---- */
+
+/* Two tables share the wrappers below: "hostdev" on one rank runs the cpu table's operations,
+ * "hostdev-dist" on several runs the dist table's (PBLAS/ScaLAPACK) on each rank's
+ * block-cyclic local part, as a cuSOLVERMp/cuBLASMp backend would: which one is the operands'
+ * layout (a distributed matrix has a grid). */
+static const qp_linalg_ops *qp_hostdev_inner(const qp_matrix *m) {
+  return m->grid ? qp_linalg_dist_ops() : qp_linalg_cpu_ops();
+}
 
 enum { QP_HOSTDEV_OPERANDS_MAX = 3 };
 
@@ -252,150 +261,176 @@ static qp_err qp_hostdev_open_one(const char *op, const qp_matrix *m, qp_hostdev
   return QP_OK;
 }
 
-/* Opens the blocks of every operand; on an error, none stays open. */
-static qp_err qp_hostdev_open(const char *op, const qp_matrix *const *operands, int n,
-                              qp_hostdev_scope *s) {
+/* Opens the blocks of every operand; on an error, none stays open. Where an operand is
+ * distributed the operation is collective (PBLAS/ScaLAPACK): the ranks agree on the opening
+ * first (qp_comm_agree), so that a rank whose operand is refused makes every rank return its
+ * error instead of leaving the others waiting inside the collective call. */
+static qp_err qp_hostdev_open(const char *op, int collective, const qp_matrix *const *operands,
+                              int n, qp_hostdev_scope *s) {
   s->count = 0;
   qp_err err = QP_OK;
-  for (int k = 0; k < n; ++k)
-    QP_CALL_GOTO(qp_hostdev_open_one(op, operands[k], s), fail);
-  return QP_OK;
-fail:
-  qp_hostdev_close(s);
+  int distributed = 0;
+  for (int k = 0; k < n; ++k) distributed |= operands[k]->grid != NULL;
+  for (int k = 0; k < n && err == QP_OK; ++k) err = qp_hostdev_open_one(op, operands[k], s);
+  if (collective && distributed) err = qp_comm_agree(err);
+  if (err != QP_OK) qp_hostdev_close(s);
   return err;
 }
 
-/* Runs `call` (a qp_err expression on the operands) inside their scope and returns its status. */
-#define QP_HOSTDEV_RUN(op, call, ...)                                                              \
-  do {                                                                                             \
-    const qp_matrix *const operands_[] = {__VA_ARGS__};                                            \
-    qp_hostdev_scope scope_;                                                                       \
-    QP_CALL(qp_hostdev_open(op, operands_, (int)(sizeof operands_ / sizeof *operands_), &scope_)); \
-    const qp_err status_ = (call);                                                                 \
-    qp_hostdev_close(&scope_);                                                                     \
-    if (status_ != QP_OK) qp_error_trace(__FILE__, __LINE__, __func__);                            \
-    return status_;                                                                                \
+/* Runs `call` (a qp_err expression on the operands) inside their scope and returns its status;
+ * `collective`: the inner operation is collective where the operands are distributed. */
+#define QP_HOSTDEV_SCOPED(op, collective, call, ...)                                             \
+  do {                                                                                           \
+    const qp_matrix *const operands_[] = {__VA_ARGS__};                                          \
+    qp_hostdev_scope scope_;                                                                     \
+    QP_CALL(qp_hostdev_open(op, collective, operands_,                                           \
+                            (int)(sizeof operands_ / sizeof *operands_), &scope_));              \
+    const qp_err status_ = (call);                                                               \
+    qp_hostdev_close(&scope_);                                                                   \
+    if (status_ != QP_OK) qp_error_trace(__FILE__, __LINE__, __func__);                          \
+    return status_;                                                                              \
   } while (0)
 
-#define QP_CPU (qp_linalg_cpu_ops())
+/* The inner table's operation `member` on the operands (the first one's layout chooses it). */
+#define QP_HOSTDEV_RUN(member, args, ...)                                                        \
+  QP_HOSTDEV_SCOPED(#member, 1, qp_hostdev_inner(operands_[0])->member args, __VA_ARGS__)
 
 /* A host-space twin of a device matrix: what qp_linalg_download/upload copy through while
- * its block is open. */
+ * its block is open (local entries only: no rank's download or upload is collective). */
 static qp_matrix qp_hostdev_as_host(const qp_matrix *m) {
   qp_matrix h = *m;
   h.space = QP_SPACE_HOST;
-  h.ops = QP_CPU;
+  h.ops = qp_hostdev_inner(m);
   return h;
 }
 
 static qp_err qp_hostdev_download(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows,
                                   int64_t cols, double *host, int64_t ld) {
   const qp_matrix h = qp_hostdev_as_host(m);
-  QP_HOSTDEV_RUN("download", qp_linalg_download(&h, li, lj, rows, cols, host, ld), m);
+  QP_HOSTDEV_SCOPED("download", 0, qp_linalg_download(&h, li, lj, rows, cols, host, ld), m);
 }
 
 static qp_err qp_hostdev_upload(const double *host, int64_t ld, qp_matrix *m, int64_t li,
                                 int64_t lj, int64_t rows, int64_t cols) {
   qp_matrix h = qp_hostdev_as_host(m);
-  QP_HOSTDEV_RUN("upload", qp_linalg_upload(host, ld, &h, li, lj, rows, cols), m);
+  QP_HOSTDEV_SCOPED("upload", 0, qp_linalg_upload(host, ld, &h, li, lj, rows, cols), m);
 }
 
-static qp_err qp_hostdev_potrf(qp_matrix *a) { QP_HOSTDEV_RUN("potrf", QP_CPU->potrf(a), a); }
+static qp_err qp_hostdev_potrf(qp_matrix *a) { QP_HOSTDEV_RUN(potrf, (a), a); }
 
-/* cpu's potri leaves the lower half; a device backend leaves the full inverse (matrix.h). */
+/* cpu's potri leaves the lower half; a device backend leaves the full inverse (matrix.h). The
+ * dist table has no potri, nor hostdev-dist. */
 static qp_err qp_hostdev_potri_full(qp_matrix *l) {
-  QP_CALL(QP_CPU->potri(l));
+  QP_CALL(qp_linalg_cpu_ops()->potri(l));
   qp_matrix_symmetrize_lower(l);
   return QP_OK;
 }
 static qp_err qp_hostdev_potri(qp_matrix *l) {
-  QP_HOSTDEV_RUN("potri", qp_hostdev_potri_full(l), l);
+  QP_HOSTDEV_SCOPED("potri", 0, qp_hostdev_potri_full(l), l);
 }
 
-static qp_err qp_hostdev_trtri(qp_matrix *l) { QP_HOSTDEV_RUN("trtri", QP_CPU->trtri(l), l); }
+static qp_err qp_hostdev_trtri(qp_matrix *l) { QP_HOSTDEV_RUN(trtri, (l), l); }
 
 static qp_err qp_hostdev_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
                               qp_matrix *b) {
-  QP_HOSTDEV_RUN("trmm", QP_CPU->trmm(side, trans, alpha, l, b), l, b);
+  QP_HOSTDEV_RUN(trmm, (side, trans, alpha, l, b), l, b);
 }
 
 static qp_err qp_hostdev_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
                               qp_matrix *b) {
-  QP_HOSTDEV_RUN("trsm", QP_CPU->trsm(side, trans, alpha, l, b), l, b);
+  QP_HOSTDEV_RUN(trsm, (side, trans, alpha, l, b), l, b);
 }
 
 static qp_err qp_hostdev_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a,
                               const qp_matrix *b, double beta, qp_matrix *c) {
-  QP_HOSTDEV_RUN("gemm", QP_CPU->gemm(ta, tb, alpha, a, b, beta, c), a, b, c);
+  QP_HOSTDEV_RUN(gemm, (ta, tb, alpha, a, b, beta, c), a, b, c);
 }
 
 static qp_err qp_hostdev_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
                               qp_matrix *c) {
-  QP_HOSTDEV_RUN("syrk", QP_CPU->syrk(trans, alpha, a, beta, c), a, c);
+  QP_HOSTDEV_RUN(syrk, (trans, alpha, a, beta, c), a, c);
 }
 
 static qp_err qp_hostdev_getrf(qp_matrix *a, int *pivots) {
-  QP_HOSTDEV_RUN("getrf", QP_CPU->getrf(a, pivots), a);
+  QP_HOSTDEV_RUN(getrf, (a, pivots), a);
 }
 
 static qp_err qp_hostdev_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
-  QP_HOSTDEV_RUN("getrs", QP_CPU->getrs(lu, pivots, b), lu, b);
+  QP_HOSTDEV_RUN(getrs, (lu, pivots, b), lu, b);
 }
 
 static qp_err qp_hostdev_potrs(const qp_matrix *l, qp_matrix *b) {
-  QP_HOSTDEV_RUN("potrs", QP_CPU->potrs(l, b), l, b);
+  QP_HOSTDEV_RUN(potrs, (l, b), l, b);
 }
 
+/* The dist table has no trace_product, nor hostdev-dist (stages sum partial products). */
 static qp_err qp_hostdev_trace_product(const qp_matrix *a, const qp_matrix *b, double *out) {
-  QP_HOSTDEV_RUN("trace_product", QP_CPU->trace_product(a, b, out), a, b);
+  QP_HOSTDEV_RUN(trace_product, (a, b, out), a, b);
 }
 
+/* A host destination is accepted: on several ranks qp_linalg_align redistributes a window of
+ * a device matrix into a host work matrix of another layout with it (on a GPU: a device
+ * gemr2d, then a download). */
 static qp_err qp_hostdev_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai,
                                   int64_t aj, qp_matrix *b, int64_t bi, int64_t bj) {
-  QP_HOSTDEV_RUN("copy_sub", QP_CPU->copy_sub(rows, cols, a, ai, aj, b, bi, bj), a, b);
+  if (b->space == QP_SPACE_HOST) QP_HOSTDEV_RUN(copy_sub, (rows, cols, a, ai, aj, b, bi, bj), a);
+  QP_HOSTDEV_RUN(copy_sub, (rows, cols, a, ai, aj, b, bi, bj), a, b);
 }
 
 static qp_err qp_hostdev_norm1(const qp_matrix *a, double *out) {
-  QP_HOSTDEV_RUN("norm1", QP_CPU->norm1(a, out), a);
+  QP_HOSTDEV_RUN(norm1, (a, out), a);
 }
 
 static qp_err qp_hostdev_pocon(const qp_matrix *l, double anorm, double *rcond) {
-  QP_HOSTDEV_RUN("pocon", QP_CPU->pocon(l, anorm, rcond), l);
+  QP_HOSTDEV_RUN(pocon, (l, anorm, rcond), l);
 }
 
 static qp_err qp_hostdev_gecon(const qp_matrix *lu, double anorm, double *rcond) {
-  QP_HOSTDEV_RUN("gecon", QP_CPU->gecon(lu, anorm, rcond), lu);
+  QP_HOSTDEV_RUN(gecon, (lu, anorm, rcond), lu);
 }
 
 static qp_err qp_hostdev_transpose(const qp_matrix *a, qp_matrix *b) {
-  QP_HOSTDEV_RUN("transpose", QP_CPU->transpose(a, b), a, b);
+  QP_HOSTDEV_RUN(transpose, (a, b), a, b);
 }
 
+/* The wrappers every hostdev table has; the tables differ in their layout, the host table
+ * that goes with them, how partial sums are completed, and the two operations dist lacks. */
+#define QP_HOSTDEV_SHARED_OPS                                                                    \
+  .space = QP_SPACE_DEVICE, .moves_data = 1, .download = qp_hostdev_download,                    \
+  .upload = qp_hostdev_upload, .potrf = qp_hostdev_potrf, .trtri = qp_hostdev_trtri,             \
+  .trmm = qp_hostdev_trmm, .trsm = qp_hostdev_trsm, .gemm = qp_hostdev_gemm,                     \
+  .syrk = qp_hostdev_syrk, .getrf = qp_hostdev_getrf, .getrs = qp_hostdev_getrs,                 \
+  .potrs = qp_hostdev_potrs, .copy_sub = qp_hostdev_copy_sub, .norm1 = qp_hostdev_norm1,         \
+  .pocon = qp_hostdev_pocon, .gecon = qp_hostdev_gecon, .transpose = qp_hostdev_transpose
+
+/* One rank: align and replicate download into host work matrices of the cpu table (moves_data
+ * because the space is the device's); sum_partials NULL: one process holds every matrix. */
 static const qp_linalg_ops qp_hostdev_ops_table = {
+    QP_HOSTDEV_SHARED_OPS,
     .name = "hostdev",
-    .space = QP_SPACE_DEVICE,
     .host_table = qp_linalg_cpu_ops,
-    .moves_data = 1, /* align and replicate download into host work matrices */
-    .download = qp_hostdev_download,
-    .upload = qp_hostdev_upload,
-    .potrf = qp_hostdev_potrf,
     .potri = qp_hostdev_potri,
-    .trtri = qp_hostdev_trtri,
-    .trmm = qp_hostdev_trmm,
-    .trsm = qp_hostdev_trsm,
-    .gemm = qp_hostdev_gemm,
-    .syrk = qp_hostdev_syrk,
-    .getrf = qp_hostdev_getrf,
-    .getrs = qp_hostdev_getrs,
-    .potrs = qp_hostdev_potrs,
     .trace_product = qp_hostdev_trace_product,
-    .copy_sub = qp_hostdev_copy_sub,
-    .norm1 = qp_hostdev_norm1,
-    .pocon = qp_hostdev_pocon,
-    .gecon = qp_hostdev_gecon,
-    .transpose = qp_hostdev_transpose,
-    /* sum_partials NULL: one process holds every matrix; align and replicate move data (into
-     * a host work matrix) because the space is the device's. */
 };
 
 const qp_linalg_ops *qp_linalg_hostdev_ops(void) { return &qp_hostdev_ops_table; }
+
+/* The local parts of block-cyclic matrices, each rank's in its own emulated device: the host
+ * matrices beside them are dist's (work matrices of align and replicate, staging is their
+ * local parts), a rank's partial sums are completed over the ranks as dist's are. */
+static qp_err qp_hostdev_sum_partials(double *x, int64_t count) {
+  return qp_linalg_sum_partials(qp_linalg_dist_ops(), x, count);
+}
+
+static const qp_linalg_ops qp_hostdev_dist_ops_table = {
+    QP_HOSTDEV_SHARED_OPS,
+    .name = "hostdev-dist",
+    .distributed = 1,
+    .host_table = qp_linalg_dist_ops,
+    .local_table = qp_linalg_hostdev_ops,
+    .sum_partials = qp_hostdev_sum_partials,
+};
+
+const qp_linalg_ops *qp_linalg_hostdev_dist_ops(void) {
+  return qp_linalg_dist_ops() ? &qp_hostdev_dist_ops_table : NULL;
+}

@@ -23,6 +23,9 @@
  * CUDA) reports the bytes mapped, page-rounded, above the baseline qp_hostdev_init takes, to be
  * compared with the tracked device bytes (budget.h) as a GPU's cudaMemGetInfo would be.
  *
+ * On several MPI ranks (qp_linalg_hostdev_dist_ops, "hostdev-dist") each rank's block-cyclic
+ * local part lives in that rank's emulated device and the operations are the dist table's.
+ *
  * One thread calls the operations; allocation, free and the meter may come from any thread. */
 #ifndef QP_HOSTDEV_H
 #define QP_HOSTDEV_H
@@ -44,6 +47,15 @@ qp_err qp_hostdev_init(void);
 /** The hostdev operation table (name "hostdev", space QP_SPACE_DEVICE, host table cpu). Its
  *  matrices need qp_hostdev_init first (their memory comes from its provider). */
 const qp_linalg_ops *qp_linalg_hostdev_ops(void);
+/** The distributed hostdev table (name "hostdev-dist"; NULL in a build without ScaLAPACK):
+ *  matrices block-cyclic over qp_grid_current() as dist's, each rank's local part in its own
+ *  emulated device, the dist table's operations (PBLAS/ScaLAPACK) run on them with every
+ *  rank's operands open. Its host table is dist (align's and replicate's work matrices,
+ *  staging of local parts), its local table hostdev (a rank's stacks of local parts),
+ *  sum_partials dist's. Collective operations agree on their operands first (qp_comm_agree):
+ *  a rank whose operand is refused returns its error on every rank, none waits in PBLAS.
+ *  The shape of a cuSOLVERMp/cuBLASMp backend, which is not built (docs/gpu.md). */
+const qp_linalg_ops *qp_linalg_hostdev_dist_ops(void);
 /** Limits hostdev's memory to `bytes` in all (page-rounded blocks), as a device's size does:
  *  an allocation beyond it fails with QP_ERR_NOMEM "out of device memory" naming the term, as
  *  cudaMalloc's would. 0 (the default): only the host's memory limits it. The device meter's

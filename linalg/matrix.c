@@ -44,7 +44,19 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
     *ops = qp_linalg_hostdev_ops();
     return QP_OK;
   }
-  QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: cpu, cuda, dist, hostdev)", name);
+  if (strcmp(name, "hostdev-dist") == 0) { /* the same, block-cyclic over the ranks */
+    QP_CHECK(qp_linalg_hostdev_dist_ops(), QP_ERR_UNSUPPORTED,
+             "backend 'hostdev-dist' is not available in this build of qmlpipe (configure with "
+             "-DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON)");
+    QP_CHECK(qp_grid_current(), QP_ERR_MPI,
+             "backend 'hostdev-dist' needs its MPI process grid (qmlpipe sets it up when "
+             "started with mpiexec or srun)");
+    QP_CALL(qp_hostdev_init());
+    *ops = qp_linalg_hostdev_dist_ops();
+    return QP_OK;
+  }
+  QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: cpu, cuda, dist, hostdev, hostdev-dist)",
+          name);
 }
 
 /* The shape fields of a rows x cols matrix of `ops`: local, or this rank's part of a
@@ -85,7 +97,8 @@ const qp_linalg_ops *qp_linalg_host_ops(const qp_linalg_ops *ops) {
 }
 
 const qp_linalg_ops *qp_linalg_local_ops(const qp_linalg_ops *ops) {
-  return ops && ops->distributed ? qp_linalg_cpu_ops() : ops;
+  if (!ops || !ops->distributed) return ops;
+  return ops->local_table ? ops->local_table() : qp_linalg_cpu_ops();
 }
 
 int qp_linalg_on_device(const qp_linalg_ops *ops) { return ops && ops->space == QP_SPACE_DEVICE; }
@@ -140,8 +153,6 @@ qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind
   QP_CHECK(cols == 0 || (uint64_t)rows <= SIZE_MAX / (uint64_t)cols, QP_ERR_NOMEM,
            "matrix '%s': %lld x %lld elements overflow the address space", term, (long long)rows,
            (long long)cols);
-  QP_CHECK(!(ops && ops->distributed && ops->space == QP_SPACE_DEVICE), QP_ERR_UNSUPPORTED,
-           "matrix '%s': backend '%s' would spread device matrices over ranks", term, ops->name);
   QP_CHECK(!(ops && ops->distributed) || (rows <= INT32_MAX && cols <= INT32_MAX),
            QP_ERR_UNSUPPORTED, "matrix '%s': %lld x %lld is beyond ScaLAPACK's 32-bit indices",
            term, (long long)rows, (long long)cols);
@@ -335,13 +346,16 @@ qp_err qp_linalg_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
 
 qp_err qp_linalg_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,
                           qp_matrix *b, int64_t bi, int64_t bj) {
-  QP_NEED_OP(b, copy_sub);
+  /* B's table copies, unless A alone is on the device (a distributed device window into a
+   * host work matrix: qp_linalg_align), whose table must open it. */
+  const qp_matrix *by = a->space == QP_SPACE_DEVICE && b->space == QP_SPACE_HOST ? a : b;
+  QP_NEED_OP(by, copy_sub);
   QP_CHECK(ai >= 0 && aj >= 0 && bi >= 0 && bj >= 0 && ai + rows <= a->rows &&
                aj + cols <= a->cols && bi + rows <= b->rows && bj + cols <= b->cols,
            QP_ERR_INTERNAL, "copy of %lldx%lld from '%s' to '%s' out of bounds", (long long)rows,
            (long long)cols, a->name, b->name);
   if (rows == 0 || cols == 0) return QP_OK;
-  QP_CALL(b->ops->copy_sub(rows, cols, a, ai, aj, b, bi, bj));
+  QP_CALL(by->ops->copy_sub(rows, cols, a, ai, aj, b, bi, bj));
   return QP_OK;
 }
 
@@ -374,15 +388,34 @@ qp_err qp_linalg_align(const qp_matrix *a, int64_t ai, int64_t aj, int64_t rows,
   }
   QP_CHECK(work && work->rows == layout->rows && work->cols == layout->cols, QP_ERR_INTERNAL,
            "aligning '%s' with '%s' needs a work matrix of its shape", a->name, layout->name);
-  if (a->space == QP_SPACE_DEVICE) {
-    /* A device matrix is local: the window comes down into the host work matrix. */
+  if (a->space == QP_SPACE_DEVICE && !a->grid) {
+    /* A local device matrix: the window comes down into the host work matrix. */
     QP_CHECK(work->space == QP_SPACE_HOST && !work->grid, QP_ERR_INTERNAL,
              "aligning device matrix '%s' needs a local host work matrix", a->name);
     QP_CALL(qp_linalg_download(a, ai, aj, rows, cols, work->data + bi + bj * work->ld, work->ld));
   } else {
+    /* Over the ranks (from the device into the host work matrix on a distributed device
+     * backend: qp_linalg_copy_sub). */
+    QP_CHECK(work->space == QP_SPACE_HOST, QP_ERR_INTERNAL,
+             "aligning '%s' needs a host work matrix", a->name);
     QP_CALL(qp_linalg_copy_sub(rows, cols, a, ai, aj, work, bi, bj));
   }
   *out = (qp_aligned){work->data, work->ld, 0, 0};
+  return QP_OK;
+}
+
+/* work <- this rank's entries of the distributed device matrix a, each at its global place:
+ * a block-cyclic tile (block x block locally) is one contiguous tile globally, so one
+ * download per tile. */
+static qp_err qp_replicate_tiles(const qp_matrix *a, qp_matrix *work) {
+  const int64_t nb = a->grid->block;
+  for (int64_t lj = 0; lj < a->local_cols; lj += nb)
+    for (int64_t li = 0; li < a->local_rows; li += nb) {
+      const int64_t rows = a->local_rows - li < nb ? a->local_rows - li : nb;
+      const int64_t cols = a->local_cols - lj < nb ? a->local_cols - lj : nb;
+      double *at = work->data + qp_matrix_global_row(a, li) + qp_matrix_global_col(a, lj) * work->ld;
+      QP_CALL(qp_linalg_download(a, li, lj, rows, cols, at, work->ld));
+    }
   return QP_OK;
 }
 
@@ -397,17 +430,21 @@ qp_err qp_linalg_replicate(const qp_matrix *a, qp_matrix *work, const double **w
                work->cols == a->cols,
            QP_ERR_INTERNAL, "making '%s' whole needs a local host work matrix of its shape",
            a->name);
-  if (a->space == QP_SPACE_DEVICE) {
+  if (a->space == QP_SPACE_DEVICE && !a->grid) {
     QP_CALL(qp_linalg_download(a, 0, 0, a->rows, a->cols, work->data, work->ld));
     *whole = work->data;
     return QP_OK;
   }
   /* Each rank puts its entries in place (zeros elsewhere); one sum makes the whole. */
   memset(work->data, 0, (size_t)(work->rows * work->cols) * sizeof(double));
-  for (int64_t lj = 0; lj < a->local_cols; ++lj)
-    for (int64_t li = 0; li < a->local_rows; ++li)
-      work->data[qp_matrix_global_row(a, li) + qp_matrix_global_col(a, lj) * work->ld] =
-          a->data[li + lj * a->ld];
+  if (a->space == QP_SPACE_DEVICE) {
+    QP_CALL(qp_replicate_tiles(a, work));
+  } else {
+    for (int64_t lj = 0; lj < a->local_cols; ++lj)
+      for (int64_t li = 0; li < a->local_rows; ++li)
+        work->data[qp_matrix_global_row(a, li) + qp_matrix_global_col(a, lj) * work->ld] =
+            a->data[li + lj * a->ld];
+  }
   QP_CALL(qp_linalg_sum_partials(a->ops, work->data, work->rows * work->cols));
   *whole = work->data;
   return QP_OK;

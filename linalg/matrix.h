@@ -47,6 +47,10 @@ struct qp_linalg_ops {
   /* The table of the host matrices that go with this backend's (work matrices of align and
    * replicate, staging): NULL means this table itself (host backends). */
   const qp_linalg_ops *(*host_table)(void);
+  /* The table of matrices of this process alone that live where this backend's do (each
+   * rank's local parts stacked, their Gram matrices): NULL means cpu for a distributed
+   * backend, this table itself for a local one (qp_linalg_local_ops). */
+  const qp_linalg_ops *(*local_table)(void);
   /* Device backends: host[.., ld] <-> the local block (li.., lj..) of m, rows x cols.
    * NULL on host backends (qp_linalg_download/upload copy in host memory there). */
   qp_err (*download)(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows, int64_t cols,
@@ -100,8 +104,9 @@ struct qp_linalg_ops {
 };
 
 /** The backend by name: "cpu" (this build may add "cuda", "dist"), or "hostdev" (test-only:
- *  the device emulation of hostdev.h, which this sets up). QP_ERR_UNSUPPORTED for a backend
- *  this build lacks, QP_ERR_INPUT for an unknown name. "dist" needs qp_grid_init. */
+ *  the device emulation of hostdev.h, which this sets up) and "hostdev-dist" (the same on
+ *  several ranks, block-cyclic as dist). QP_ERR_UNSUPPORTED for a backend this build lacks,
+ *  QP_ERR_INPUT for an unknown name. "dist" and "hostdev-dist" need qp_grid_init. */
 qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops);
 const qp_linalg_ops *qp_linalg_cpu_ops(void);
 /** The ScaLAPACK backend, or NULL in a build without it. */
@@ -160,11 +165,12 @@ static inline int64_t qp_matrix_local_size(const qp_matrix *m) {
 }
 
 /** The table for host matrices that work next to `ops`'s: `ops` itself on a host backend, the
- *  cpu table on a device backend. */
+ *  cpu table on a device backend (dist's on a distributed one, hostdev-dist). */
 const qp_linalg_ops *qp_linalg_host_ops(const qp_linalg_ops *ops);
 /** The table for matrices of this process alone that live where `ops`'s do (each rank's own
  *  elements of distributed matrices, stacked; Gram matrices of them): the cpu table for a
- *  distributed host backend, `ops` itself otherwise (a device backend is never distributed). */
+ *  distributed host backend, the one-rank device table for a distributed device backend
+ *  (hostdev for hostdev-dist), `ops` itself otherwise. */
 const qp_linalg_ops *qp_linalg_local_ops(const qp_linalg_ops *ops);
 /** 1 when `ops` keeps its matrices in device memory. */
 int qp_linalg_on_device(const qp_linalg_ops *ops);

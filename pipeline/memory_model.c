@@ -55,8 +55,9 @@ static qp_model_term *qp_on_backend(const qp_model_dims *d, qp_model_term *t) {
   return t;
 }
 
+/* The larger on this rank (its local parts, which a grid may order unlike the wholes). */
 static qp_model_bytes qp_bytes_max(qp_model_bytes a, qp_model_bytes b) {
-  return a.approx >= b.approx ? a : b;
+  return a.here != b.here ? (a.here > b.here ? a : b) : a.approx >= b.approx ? a : b;
 }
 static qp_model_bytes qp_bytes_sum(qp_model_bytes a, qp_model_bytes b) {
   qp_size_add(a.here, b.here, &a.here);
@@ -83,13 +84,14 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   out[QP_STAGE_BASIS_SETUP] =
       pixel ? sq : smw ? qp_bytes_max(qp_bytes_max(modes, maps), kernel) : modes;
   /* fisher_run: pixel-direct, the whitened noise (unless a dense N without the switch is
-   * copied in), a chunk of P_p, then the Gram matrix read; projection, N_eff with the switch,
-   * then Z or N_eff Z read for the bias; SMW, G read. */
+   * copied in), a chunk of P_p, then the Gram matrix read (whole on every rank); projection,
+   * N_eff with the switch, then Z or N_eff Z read for the bias; SMW, G read. */
   const int64_t k = d->fisher_chunk;
   if (pixel)
     out[QP_STAGE_FISHER_RUN] =
-        qp_bytes_max(qp_model_bytes_times((size_t)k, sq),
-                     qp_matrix_bytes(d, k + 1, k + 1)); /* k n^2 >= n^2, the noise's */
+        qp_bytes_max(qp_model_bytes_times((size_t)k, sq), /* k n^2 >= n^2, the noise's */
+                     qp_model_bytes_times((size_t)k + 1,
+                                          qp_model_vector_bytes(k + 1, sizeof(double))));
   else
     out[QP_STAGE_FISHER_RUN] = smw ? kernel : qp_bytes_max(modes, d->switched ? sq : none);
   /* spectra_run: pixel-direct, z read while a chunk of P_b is built, then while P_b z is
@@ -126,10 +128,9 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   QP_CHECK(d->n_modes >= 0 && d->n_fields >= 0 && d->n_lm >= 0, QP_ERR_INPUT,
            "budget model: n_modes (%lld), n_fields (%d) and n_lm (%lld) must not be negative",
            (long long)d->n_modes, d->n_fields, (long long)d->n_lm);
+  /* Distributed and on the device (hostdev-dist): each rank's device holds its local parts,
+   * so the device terms are per rank as the host ones. */
   const int dist = d->grid_rows > 0;
-  QP_CHECK(!(dist && d->device), QP_ERR_INPUT,
-           "budget model: a device backend is not distributed (grid %d x %d)", d->grid_rows,
-           d->grid_cols);
   /* Where align and replicate copy (qp_linalg_moves_data): over ranks, or device to host. */
   const int moves = dist || d->device;
   const size_t w = sizeof(double);

@@ -206,7 +206,9 @@ qp_err qp_plan_route(qp_problem *p) {
     }
     peak[r] = (double)(qp_model_peak(&p->model) + p->model.overhead_bytes);
     QP_CALL(qp_comm_max(&peak[r], 1)); /* distributed: the largest rank decides */
-    const double device_peak = (double)qp_model_peak_in(&p->model, QP_SPACE_DEVICE);
+    /* Each rank's device holds its own part: the largest rank decides, as for the host. */
+    double device_peak = (double)qp_model_peak_in(&p->model, QP_SPACE_DEVICE);
+    QP_CALL(qp_comm_max(&device_peak, 1));
     if (best < 0 || cost[r] < cost[best]) best = r;
     if ((p->host_limit <= 0 || peak[r] <= p->host_limit) &&
         (cfg->device_limit <= 0 || device_peak <= cfg->device_limit) &&

@@ -166,6 +166,10 @@ static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *wor
            p->plan_grid.nprow, p->plan_grid.npcol, p->plan_grid.block, "rank");
   for (int st = 0; print && st < QP_STAGE_COUNT; ++st)
     printf(" %17s", qp_stage_name((qp_stage_id)st));
+  /* A device backend: each rank's device holds its local parts (docs/gpu.md). */
+  const int device = qp_config_device_backend(p->cfg);
+  if (print && device) printf(" %17s", "device peak");
+  size_t device_max = 0;
   for (int r = 0; r < n; ++r) {
     p->plan_grid.myrow = r / p->plan_grid.npcol;
     p->plan_grid.mycol = r % p->plan_grid.npcol;
@@ -182,6 +186,9 @@ static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *wor
       if (peak > s->rank_stage[st]) s->rank_stage[st] = peak;
       if (print) printf(" %17.2f", (double)peak / mib);
     }
+    const size_t device_peak = qp_model_peak_in(&p->model, QP_SPACE_DEVICE);
+    if (device_peak > device_max) device_max = device_peak;
+    if (print && device) printf(" %17.2f", (double)device_peak / mib);
     if ((r + 1) % s->per_node == 0 || r == n - 1) {
       for (int st = 0; st < QP_STAGE_COUNT; ++st) {
         if (node[st] > worst_node) worst_node = node[st];
@@ -193,6 +200,8 @@ static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *wor
   if (print)
     printf("\n  largest rank %.2f MiB; largest node (%d ranks per node) %.2f MiB\n",
            (double)rank_max / mib, s->per_node, (double)worst_node / mib);
+  if (print && device)
+    printf("  largest device peak of a rank (each rank its own device) %.2f MiB\n", (double)device_max / mib);
   /* Leave the model of rank 0 (the largest share and the reader) in place. */
   p->plan_grid.myrow = p->plan_grid.mycol = 0;
   QP_CALL(qp_plan_remodel(p));
@@ -238,12 +247,14 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
   }
   qp_config cfg;
   qp_err err = qp_config_load(config, &cfg);
-  /* As `run` does (driver.c): a device backend's matrices are whole on one device. */
-  if (err == QP_OK && qp_config_device_backend(&cfg) && sizing.ranks > 1)
+  /* As `run` does (driver.c): cuda's matrices are whole on one GPU (hostdev's are
+   * block-cyclic over the ranks' emulated devices). */
+  if (err == QP_OK && strcmp(cfg.backend, "cuda") == 0 && sizing.ranks > 1)
     err = qp_error_set(QP_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__,
-                       "config '%s': backend %s runs on one rank (one device); %d ranks would "
-                       "each repeat the whole analysis: plan one rank, or use backend dist",
-                       config, cfg.backend, sizing.ranks);
+                       "config '%s': backend cuda runs on one rank (one GPU): a distributed "
+                       "cuda backend (cuSOLVERMp) is not built, and %d ranks would each repeat "
+                       "the whole analysis: plan one rank, or use backend dist",
+                       config, sizing.ranks);
   qp_problem p;
   memset(&p, 0, sizeof p);
   p.cfg = &cfg;

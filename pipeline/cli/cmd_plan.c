@@ -21,7 +21,10 @@ static void qp_plan_usage(FILE *out) {
           "  predicted peak of each stage. `qmlpipe budget` prints the terms of that plan.\n"
           "  A config may give `dimensions: {n_pix, n_modes, lmax_signal, lmax, n_bins}` in\n"
           "  place of maps and mask to size a job before having data. Exit status 0 when the\n"
-          "  plan fits memory.host_limit (and --mem-per-node), else %d.\n" QP_SIZING_HELP
+          "  plan fits memory.host_limit (and --mem-per-node), else %d. backend: cuda is\n"
+          "  refused with --ranks above 1 (one process on one GPU); backend: hostdev prints\n"
+          "  each rank's device peak (block-cyclic over the ranks' devices, docs/gpu.md).\n"
+          QP_SIZING_HELP
           "    --nodes N           the job's nodes (default: P / K rounded up; alone, K = P / N\n"
           "                        rounded up)\n"
           "  The job (docs/plan-json.md, README 'Slurm in three commands'):\n"

@@ -100,8 +100,8 @@ static void qp_product_dots_unblas(int64_t rows, const double *a, int64_t cols, 
  * a syrk (the Gram matrix). BLAS sees the stride between products as the leading dimension:
  * above the 32-bit limit of a host BLAS the dots are summed without it
  * (qp_product_dots_unblas). Distributed, each rank dots its own elements and one sum over the
- * ranks gives the Frobenius products: the distributed trace of a product is this one
- * reduction. `out` lives where the stack does. */
+ * ranks gives the Frobenius products (qp_gram_read): the distributed trace of a product is
+ * this one reduction. `out` lives where the stack does. */
 static qp_err qp_product_dots(const qp_linalg_ops *ops, const qp_matrix *stack, int64_t cols,
                               int64_t b_first, int64_t b_cols, qp_matrix *out) {
   const int symmetric = b_first == 0 && cols == b_cols;
@@ -122,9 +122,14 @@ static qp_err qp_product_dots(const qp_linalg_ops *ops, const qp_matrix *stack, 
       QP_CALL(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &va, &vb, 0.0, out));
     }
   }
-  /* A no-op where one process holds the whole matrices (cpu, and the device backends, whose
-   * `out` is on the device). */
-  QP_CALL(qp_linalg_sum_partials(ops, out->data, out->rows * out->cols));
+  return QP_OK;
+}
+
+/* A host window on the dots `out` of qp_product_dots, summed over the ranks (a no-op where one
+ * process holds the whole matrices): in the window, since `out` may be on the device. */
+static qp_err qp_gram_read(const qp_linalg_ops *ops, const qp_matrix *out, qp_host_window *w) {
+  QP_CALL(qp_host_window_read(out, 0, out->cols, w));
+  QP_CALL(qp_linalg_sum_partials(ops, w->data, w->ld * out->cols));
   return QP_OK;
 }
 
@@ -218,7 +223,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
                                 &cross),
                  done);
     QP_CALL_GOTO(qp_product_dots(p->ops, &products, count + 1, 0, count + 1, &cross), done);
-    QP_CALL_GOTO(qp_host_window_read(&cross, 0, cross.cols, &seen), done);
+    QP_CALL_GOTO(qp_gram_read(p->ops, &cross, &seen), done);
     for (int64_t a = 0; a < count; ++a) {
       for (int64_t b = 0; b < count; ++b)
         p->fisher[(first + a) + (first + b) * np] = 0.5 * seen.data[a + b * seen.ld];
@@ -233,7 +238,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
                    done);
       QP_CALL_GOTO(qp_product_dots(p->ops, &products, count, k + 1, 1, &dots), done);
       qp_progress_step(&progress, ++formed);
-      QP_CALL_GOTO(qp_host_window_read(&dots, 0, 1, &seen), done);
+      QP_CALL_GOTO(qp_gram_read(p->ops, &dots, &seen), done);
       for (int64_t a = 0; a < count; ++a)
         p->fisher[(first + a) + q * np] = p->fisher[q + (first + a) * np] = 0.5 * seen.data[a];
       qp_host_window_discard(&seen);

@@ -8,6 +8,7 @@
 
 #include "comm.h"
 #include "matrix.h"
+#include "mpi_check.h"
 #include "test_util.h"
 
 static uint64_t qp_seed = 12345;
@@ -52,10 +53,7 @@ static double pair_diff(const pair *p, int lower_only) {
                                                     &p->cpu.data[gi + gj * p->cpu.rows], 1,
                                                     scale == 0 ? 1.0 : scale));
     }
-  /* MPI_MAX need not keep a NaN: reduce "some rank saw one" beside the largest difference. */
-  double reduced[2] = {isnan(worst) ? 0.0 : worst, isnan(worst) ? 1.0 : 0.0};
-  qp_comm_max(reduced, 2);
-  return reduced[1] > 0 ? NAN : reduced[0];
+  return qp_mpi_worst(worst);
 }
 
 static void pair_destroy(pair *p) {
@@ -70,12 +68,8 @@ static void pair_destroy(pair *p) {
   } while (0)
 
 int main(int argc, char **argv) {
-  TEST_OK(qp_comm_init(&argc, &argv));
-  int rows = argc > 1 ? atoi(argv[1]) : 0, cols = argc > 2 ? atoi(argv[2]) : 0;
-  int block = argc > 3 ? atoi(argv[3]) : 8;
   qp_grid grid;
-  TEST_OK(qp_grid_init(rows, cols, block, &grid));
-  if (qp_test_failures) qp_comm_abort(1);
+  qp_mpi_start(&argc, &argv, &grid);
   const int64_t n = 53, k = 29; /* not multiples of the block: ragged edges */
   char what[64];
 
@@ -225,12 +219,5 @@ int main(int argc, char **argv) {
 
   TEST_ASSERT(qp_budget_current(QP_SPACE_HOST) == 0, "%zu bytes still tracked",
               qp_budget_current(QP_SPACE_HOST));
-  double failures = qp_test_failures;
-  qp_comm_sum(&failures, 1);
-  if (qp_comm_rank() == 0)
-    printf("dist linalg on %d x %d ranks, block %d: %s\n", grid.nprow, grid.npcol, block,
-           failures == 0 ? "all operations agree with the cpu backend" : "FAILED");
-  qp_grid_exit(&grid);
-  qp_comm_finalize();
-  return failures == 0 ? 0 : 1;
+  return qp_mpi_finish(&grid, "dist linalg", "all operations agree with the cpu backend");
 }

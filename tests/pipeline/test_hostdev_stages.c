@@ -11,12 +11,20 @@
  * spectra_run on the device (same results) and fits an emulated device of that size
  * (qp_hostdev_set_capacity), where the unplanned run runs out of device memory; and a limit
  * below what cannot be chunked refuses the run before anything is allocated, naming it; a
- * checkpoint directory is refused too (checkpoints write host buffers). */
+ * checkpoint directory is refused too (checkpoints write host buffers).
+ *
+ * Under mpiexec (tests/mpi/CMakeLists.txt: 2 ranks, and 4 with the argument "T") the same
+ * checks run on backend hostdev-dist against the dist backend: every rank's block-cyclic part
+ * in its own emulated device, each rank's tracked peaks equal to its own model, the device
+ * limit per rank (each rank its device), a refusal on every rank with nothing allocated on
+ * any. Each rank writes its own copy of the fixture's files (same content), so that no two
+ * ranks write one file. The argument "T" runs the T routes alone. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "budget_check.h"
+#include "comm.h"
 #include "driver.h"
 #include "fixture.h"
 #include "hostdev.h"
@@ -74,9 +82,10 @@ static void check_route(qp_config *cfg, qp_path path, int method, double device_
   snprintf(cfg->backend, sizeof cfg->backend, "hostdev");
   cfg->device_limit = device_limit;
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
-  printf("%s: n_pix %lld, n_modes %lld, %d parameters, chunks %lld/%lld, device peak %.3f MiB, "
+  if (qp_comm_rank() == 0)
+    printf("%s on %d rank(s): backend %s, n_pix %lld, n_modes %lld, %d parameters, chunks %lld/%lld, device peak %.3f MiB, "
          "host peak %.3f MiB\n",
-         what, (long long)p.n_pix, (long long)p.n_modes, p.n_params,
+         what, qp_comm_size(), p.ops ? p.ops->name : "?", (long long)p.n_pix, (long long)p.n_modes, p.n_params,
          (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
          (double)qp_model_peak_in(&p.model, QP_SPACE_DEVICE) / 1048576.0,
          (double)qp_model_peak(&p.model) / 1048576.0);
@@ -104,24 +113,47 @@ static void check_routes(qp_config *cfg, const char *label) {
   check_route(cfg, QP_PATH_HARMONIC, 2, 0, what);
 }
 
-int main(void) {
+/* This rank's copy of a fixture file name: `name` alone on one rank. */
+static const char *rank_name(char *buf, size_t size, const char *name) {
+  if (qp_comm_size() == 1) return name;
+  snprintf(buf, size, "%s_r%d", name, qp_comm_rank());
+  return buf;
+}
+
+/* The largest rank's local part of an n_pix^2 matrix, in bytes (n^2 x 8 on one rank). */
+static double largest_local_square(const qp_problem *p) {
+  double bytes = (double)qp_matrix_local_elements(p->ops, p->n_pix, p->n_pix) * 8.0;
+  TEST_OK(qp_comm_max(&bytes, 1));
+  return bytes;
+}
+
+int main(int argc, char **argv) {
   qp_config cfg;
   qp_meter_sample baseline;
   qp_problem p;
+  char name[64];
+  TEST_OK(qp_comm_init(&argc, &argv));
+  const int only_t = argc > 1 && strcmp(argv[1], "T") == 0;
 
-  qp_fixture t = {.name = "hostdev_t", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
+  qp_fixture t = {.name = rank_name(name, sizeof name, "hostdev_t"), .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
                   .lmax_signal = 16, .bin_width = 3, .sim_lmax = 16, .n_maps = 2,
                   .noise_variance = 10.0, .dl_flat = 100.0, .seed = 11};
   TEST_OK(qp_fixture_write(&t, &cfg));
   check_routes(&cfg, "T diagonal N, switch");
+  if (only_t) {
+    qp_config_free(&cfg);
+    qp_comm_finalize();
+    return TEST_RETURN();
+  }
 
-  /* memory.device_limit of 4.5 n_pix^2 doubles: fisher_run holds C, one product, the noise
-   * and the streaming slot (4 n^2 and the Gram matrix), spectra_run C and 3 bin matrices of
-   * the 4 parameters. */
+  /* memory.device_limit of 4.5 n_pix^2 doubles (of the largest rank's local parts on several
+   * ranks: the limit is each rank's device): fisher_run holds C, one product, the noise and
+   * the streaming slot (4 n^2 and the Gram matrix), spectra_run C and 3 bin matrices of the 4
+   * parameters. */
   cfg.path = QP_PATH_PIXEL_DIRECT;
   snprintf(cfg.backend, sizeof cfg.backend, "hostdev");
   TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
-  const double square = (double)p.n_pix * (double)p.n_pix * 8.0;
+  const double square = largest_local_square(&p);
   qp_problem_free(&p);
   /* On an emulated device of that size (and a few pages for the blocks' rounding), the
    * planned run fits; without the limit the plan holds every product and runs out of it. */
@@ -132,7 +164,7 @@ int main(void) {
   TEST_ASSERT(full == QP_ERR_NOMEM && strstr(qp_error_message(), "out of device memory"),
               "no device_limit on a device of 4.5 n^2: got %s: %s", qp_err_name(full),
               qp_error_message());
-  printf("unplanned: %s\n", qp_error_message());
+  if (qp_comm_rank() == 0) printf("unplanned: %s\n", qp_error_message());
   qp_error_clear();
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after running out");
   qp_hostdev_set_capacity(0);
@@ -143,7 +175,7 @@ int main(void) {
   TEST_ASSERT(err == QP_ERR_BUDGET, "device_limit 2.5 n^2: got %s", qp_err_name(err));
   TEST_ASSERT(strstr(qp_error_message(), "memory.device_limit") != NULL,
               "the refusal names memory.device_limit: %s", qp_error_message());
-  printf("refused: %s\n", qp_error_message());
+  if (qp_comm_rank() == 0) printf("refused: %s\n", qp_error_message());
   qp_error_clear();
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
 
@@ -154,13 +186,13 @@ int main(void) {
   TEST_ASSERT(err == QP_ERR_UNSUPPORTED && strstr(qp_error_message(), "device memory") &&
                   strstr(qp_error_message(), "hostdev"),
               "a checkpoint on hostdev: got %s: %s", qp_err_name(err), qp_error_message());
-  printf("checkpoint refused: %s\n", qp_error_message());
+  if (qp_comm_rank() == 0) printf("checkpoint refused: %s\n", qp_error_message());
   qp_error_clear();
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
   cfg.checkpoint[0] = '\0';
   qp_config_free(&cfg);
 
-  qp_fixture qu = {.name = "hostdev_qu", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
+  qp_fixture qu = {.name = rank_name(name, sizeof name, "hostdev_qu"), .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
                    .lmax_signal = 12, .bin_width = 3, .sim_lmax = 12, .n_maps = 2,
                    .noise_variance = 1.0, .dl_flat = 100.0, .seed = 12, .fields = QP_FIELDS_QU,
                    .ee_ratio = 0.3, .bb_ratio = 0.1};
@@ -169,13 +201,16 @@ int main(void) {
   qp_config_free(&cfg);
 
   /* TQU, a dense N and the switch. */
-  qp_fixture tqu = {.name = "hostdev_tqu", .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
+  qp_fixture tqu = {.name = rank_name(name, sizeof name, "hostdev_tqu"), .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
                     .lmax_signal = 8, .bin_width = 2, .sim_lmax = 8, .n_maps = 2,
                     .noise_variance = 1.0, .dl_flat = 100.0, .seed = 13,
                     .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
   TEST_OK(qp_fixture_write(&tqu, &cfg));
-  TEST_OK(qp_fixture_dense_noise(&cfg, "hostdev_dense_noise.h5", 0.1));
+  char noise[64];
+  TEST_OK(qp_fixture_dense_noise(&cfg, rank_name(noise, sizeof noise, "hostdev_dense_noise.h5"),
+                                 0.1));
   check_routes(&cfg, "TQU dense N, switch");
   qp_config_free(&cfg);
+  qp_comm_finalize();
   return TEST_RETURN();
 }

@@ -1,5 +1,6 @@
 /* test_plan_gpus: `qmlpipe plan --gpus N` and a config with backend: cuda (one process on one
- * GPU; several ranks refused), one GPU per rank in the job: `#SBATCH --gpus-per-node`, the ranks per node it implies, the text and JSON
+ * GPU; several ranks refused: no distributed cuda backend is built), backend: hostdev on
+ * several ranks (planned: each rank's device peak printed), one GPU per rank in the job: `#SBATCH --gpus-per-node`, the ranks per node it implies, the text and JSON
  * figures, a job without GPUs left without the line, and the refusals of --gpus that cannot
  * give one rank per GPU. Plans only (no data, no GPU, no Slurm): a `dimensions:` config. */
 #include <stdio.h>
@@ -65,8 +66,17 @@ int main(int argc, char **argv) {
   /* backend cuda with ranks: refused (unsupported, 7), as `run` refuses it: the stages'
    * matrices are whole on one device, so each rank would repeat the analysis. */
   TEST_ASSERT(run("plan gpus_cuda.yaml --ranks 4 --ranks-per-node 2 --sbatch gpus_ranks.sh") == 7 &&
-                  strstr(text, "runs on one rank"),
+                  strstr(text, "runs on one rank") &&
+                  strstr(text, "distributed cuda backend (cuSOLVERMp) is not built"),
               "backend cuda on 4 ranks not refused with its reason:\n%s", text);
+  /* backend hostdev with ranks: block-cyclic over the ranks' devices, planned; each rank's
+   * device peak (its part of C and the products) is below the one-rank plan's. */
+  write_config("gpus_hostdev.yaml", "hostdev");
+  TEST_ASSERT(run("plan gpus_hostdev.yaml") == 0, "hostdev, one rank:\n%s", text);
+  TEST_ASSERT(run("plan gpus_hostdev.yaml --ranks 2") == 0 &&
+                  strstr(text, "device peak") && strstr(text, "largest device peak of a rank"),
+              "backend hostdev on 2 ranks not planned with its device peaks:\n%s", text);
+  printf("%s", text);
   TEST_ASSERT(run("plan gpus_cuda.yaml --ranks 2 --gpus 2") == 7 && strstr(text, "runs on one rank"),
               "backend cuda with --gpus 2 not refused:\n%s", text);
 
