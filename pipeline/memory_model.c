@@ -76,11 +76,11 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
   const qp_model_bytes sq = qp_matrix_bytes(d, n, n), modes = qp_matrix_bytes(d, n, nm),
                        kernel = qp_matrix_bytes(d, nm, nm),
-                       maps = qp_matrix_bytes(d, n, d->n_maps);
+                       maps = qp_matrix_bytes(d, n, qp_model_map_batch(d));
   /* covariance_setup: a dense N read; C (or SMW's N_eff) built: N's variances and S added. */
   out[QP_STAGE_COVARIANCE_SETUP] = d->noise_dense || !smw || d->switched ? sq : none;
-  /* basis_setup: L^-1's upper triangle cleared; V^T built (SMW: and whitened), the maps
-   * whitened, I + K Lambda built. */
+  /* basis_setup: L^-1's upper triangle cleared; V^T built (SMW: and whitened), a batch of
+   * maps whitened, I + K Lambda built. */
   out[QP_STAGE_BASIS_SETUP] =
       pixel ? sq : smw ? qp_bytes_max(qp_bytes_max(modes, maps), kernel) : modes;
   /* fisher_run: pixel-direct, the whitened noise (unless a dense N without the switch is
@@ -94,8 +94,8 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
                                           qp_model_vector_bytes(k + 1, sizeof(double))));
   else
     out[QP_STAGE_FISHER_RUN] = smw ? kernel : qp_bytes_max(modes, d->switched ? sq : none);
-  /* spectra_run: pixel-direct, z read while a chunk of P_b is built, then while P_b z is
-   * read; projection, the maps. */
+  /* spectra_run: pixel-direct, a batch's z read while a chunk of P_b is built, then while
+   * P_b z is read; projection, a batch of maps. */
   out[QP_STAGE_SPECTRA_RUN] =
       pixel ? qp_bytes_sum(maps, qp_bytes_max(qp_model_bytes_times((size_t)d->spectra_chunk, sq),
                                               maps))
@@ -119,6 +119,9 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   QP_CHECK(d->spectra_chunk >= 1 && d->spectra_chunk <= d->n_params, QP_ERR_INPUT,
            "budget model: spectra chunk %lld outside 1..%lld", (long long)d->spectra_chunk,
            (long long)d->n_params);
+  QP_CHECK(d->map_batch >= 0 && d->map_batch <= d->n_maps, QP_ERR_INPUT,
+           "budget model: map batch %lld outside 1..%lld", (long long)d->map_batch,
+           (long long)d->n_maps);
   QP_CHECK(d->grid_rows <= 0 || (d->block > 0 && d->grid_cols > 0 && d->grid_row >= 0 &&
                                    d->grid_row < d->grid_rows && d->grid_col >= 0 &&
                                    d->grid_col < d->grid_cols),
@@ -157,8 +160,10 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
   const qp_model_bytes mode_sq = qp_matrix_bytes(d, d->n_modes, d->n_modes),
                  mode_pix = qp_matrix_bytes(d, d->n_pix, d->n_modes);
-  const qp_model_bytes pix_maps = qp_matrix_bytes(d, d->n_pix, d->n_maps),
-                 mode_maps = qp_matrix_bytes(d, d->n_modes, d->n_maps);
+  /* The per-map matrices hold one batch of maps (planner.c); the host keeps every map. */
+  const int64_t batch = qp_model_map_batch(d);
+  const qp_model_bytes pix_maps = qp_matrix_bytes(d, d->n_pix, batch),
+                 mode_maps = qp_matrix_bytes(d, d->n_modes, batch);
   /* The noise lives until the noise bias on the pixel-direct and projection routes. SMW is
    * done with it in basis_setup: the maps are whitened there, and N_eff (26 GiB at the
    * calibration case of docs/memory-model.md) goes as soon as Y = L_N^-1 V^T exists; V goes
@@ -191,10 +196,16 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
     if (smw) {
       t->phase_free = 1;
       qp_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, bas,
-                                    bas, "n_pix n_maps x 8 (N_eff^-1/2 x)"))
+                                    bas, "n_pix map_batch x 8 (N_eff^-1/2 x)"))
           ->phase_free = 0;
       qp_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas, spe,
-                                    "n_modes n_maps x 8 (V N_eff^-1 x, then z in place)"));
+                                    "n_modes map_batch x 8 (V N_eff^-1 x, then z in place)"));
+      /* In batches, every map's V N_eff^-1 x waits on the host for spectra_run. */
+      if (batch < d->n_maps)
+        qp_model_add(m, QP_TERM_MODE_MAPS_HOST, QP_TERM_PERSISTENT,
+                     qp_model_bytes_times((size_t)d->n_maps,
+                                          qp_model_vector_bytes(d->n_modes, w)),
+                     bas, spe, "n_modes n_maps x 8 (V N_eff^-1 x of every map)");
     }
     t = qp_on_backend(d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas,
                                       smw ? spe : fis,
@@ -284,22 +295,22 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
 
   if (pixel) {
     qp_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe,
-                                  spe, "n_pix n_maps x 8"));
+                                  spe, "n_pix map_batch x 8"));
     qp_on_backend(d, qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT,
                                   qp_model_bytes_times((size_t)d->spectra_chunk, pix_sq), spe, spe,
                                   "spectra_chunk n_pix^2 x 8"));
     qp_on_backend(d, qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, pix_maps, spe, spe,
-                                  "n_pix n_maps x 8"));
+                                  "n_pix map_batch x 8"));
   } else if (!smw) {
     qp_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe,
-                                  spe, "n_pix n_maps x 8"));
+                                  spe, "n_pix map_batch x 8"));
     qp_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, mode_maps, spe, spe,
-                                  "n_modes n_maps x 8"));
+                                  "n_modes map_batch x 8"));
   }
   if (!pixel && moves)
     qp_model_add(m, QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT,
-                 qp_model_bytes_times((size_t)d->n_maps, qp_model_vector_bytes(d->n_modes, w)), spe, spe,
-                 "n_modes n_maps x 8 (z whole on every rank)");
+                 qp_model_bytes_times((size_t)batch, qp_model_vector_bytes(d->n_modes, w)), spe,
+                 spe, "n_modes map_batch x 8 (a batch's z whole on every rank)");
   qp_model_add(m, QP_TERM_FISHER_INVERSE, QP_TERM_PERSISTENT, params_sq, spe, spe,
                "n_params^2 x 8");
   qp_model_add(m, QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, per_map, spe, spe,
@@ -332,11 +343,11 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
            "budget model: term '%s' (%s) would need %.3g bytes (%.3g PiB), more than the 2^56 "
            "bytes (64 PiB) the model accepts for one term: impossible dimensions "
            "(n_pix=%lld n_positions=%lld n_sky=%lld n_modes=%lld n_maps=%lld n_params=%lld "
-           "fisher_chunk=%lld spectra_chunk=%lld)",
+           "fisher_chunk=%lld spectra_chunk=%lld map_batch=%lld)",
            m->oversize_term, m->oversize_formula, m->oversize_bytes,
            m->oversize_bytes / 1125899906842624.0, (long long)d->n_pix, (long long)d->n_positions,
            (long long)d->n_sky, (long long)d->n_modes, (long long)d->n_maps, (long long)d->n_params,
-           (long long)d->fisher_chunk, (long long)d->spectra_chunk);
+           (long long)d->fisher_chunk, (long long)d->spectra_chunk, (long long)batch);
   return QP_OK;
 }
 
@@ -349,9 +360,12 @@ void qp_model_print(FILE *out, const qp_model_dims *d, const qp_model *m) {
   fprintf(out,
           "  n_positions=%lld n_pix=%lld n_sky=%lld n_maps=%lld n_params=%lld noise=%s "
           "fisher_chunk=%lld "
-          "spectra_chunk=%lld\n\n",
+          "spectra_chunk=%lld",
           (long long)d->n_positions, (long long)d->n_pix, (long long)d->n_sky, (long long)d->n_maps,
           (long long)d->n_params, d->noise_dense ? "dense" : "diagonal", (long long)d->fisher_chunk,
           (long long)d->spectra_chunk);
+  if (qp_model_map_batch(d) < d->n_maps)
+    fprintf(out, " map_batch=%lld", (long long)qp_model_map_batch(d));
+  fprintf(out, "\n\n");
   qp_model_print_stages(out, m);
 }

@@ -43,6 +43,8 @@ typedef struct qp_model_dims {
   int64_t n_params;      /* spectra x bins */
   int64_t fisher_chunk;  /* pixel-direct: products held at once in fisher_run */
   int64_t spectra_chunk; /* pixel-direct: bin matrices held at once in spectra_run */
+  int64_t map_batch;     /* maps on the device at once (1..n_maps; 0: n_maps): every per-map
+                            device matrix has map_batch columns (planner.c, memory.device_limit) */
   int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
   /* The distributed backend (grid_rows = 0: one process holds everything). The model is then
    * of one rank, (grid_row, grid_col) of the grid: its block-cyclic share of every big matrix
@@ -65,6 +67,11 @@ typedef struct qp_model_dims {
  *  too: a rank's block-cyclic share of n_pix rows is at most its share of n_modes rows). */
 static inline int qp_model_modes_in_kernel(int64_t n_pix, int64_t n_modes) {
   return n_pix <= n_modes;
+}
+
+/** The maps a device matrix holds at once: map_batch, or n_maps where it is 0. */
+static inline int64_t qp_model_map_batch(const qp_model_dims *d) {
+  return d->map_batch > 0 ? d->map_batch : d->n_maps;
 }
 
 /** The default overhead (bytes) when none was measured, less OpenBLAS's buffers: the RSS of

@@ -19,7 +19,8 @@ int64_t qp_plan_blas_width(const qp_problem *p, qp_model_path path) {
 /* The model of one route: pixel-direct, SMW or projection; its dimensions to *dims_out when
  * that is not NULL. */
 static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
-                              int64_t spectra_chunk, qp_model *model, qp_model_dims *dims_out) {
+                            int64_t spectra_chunk, int64_t map_batch, qp_model *model,
+                            qp_model_dims *dims_out) {
   const qp_config *cfg = p->cfg;
   qp_model_dims dims = {
       .path = path,
@@ -32,6 +33,7 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
       .n_params = p->n_params,
       .fisher_chunk = fisher_chunk,
       .spectra_chunk = spectra_chunk,
+      .map_batch = map_batch,
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
       .reader = qp_comm_rank() == 0,
       .device = qp_config_device_backend(cfg),
@@ -71,9 +73,9 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
  * term beyond 2^56 bytes (the model refuses it, model->oversize_term) does not, and its error
  * is forgotten: smaller chunks may do. The model decides that on each term's whole size, the
  * same on every rank. */
-static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, qp_stage_id stage,
-                                   double limit, qp_model *model, int *fits) {
-  qp_err err = qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, f, s, model, NULL);
+static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, int64_t batch,
+                                 qp_stage_id stage, double limit, qp_model *model, int *fits) {
+  qp_err err = qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, f, s, batch, model, NULL);
   if (err == QP_ERR_INPUT && model->oversize_term[0]) {
     qp_error_clear();
     *fits = 0;
@@ -93,13 +95,13 @@ static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, qp_s
  * product per chunk does not fit, the chunks stay 1 and the limit check refuses the run,
  * naming the term that does not fit; when even that plan cannot be sized (a term beyond 2^56
  * bytes), the model's error names the term. */
-static qp_err qp_plan_chunks(const qp_problem *p, int64_t *fisher_chunk,
-                               int64_t *spectra_chunk, qp_model *model) {
+static qp_err qp_plan_chunks(const qp_problem *p, int64_t batch, int64_t *fisher_chunk,
+                             int64_t *spectra_chunk, qp_model *model) {
   const double limit = p->host_limit;
   const int64_t np = p->n_params;
   *fisher_chunk = *spectra_chunk = np;
   if (limit <= 0 && p->cfg->device_limit <= 0) {
-    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, np, np, model, NULL));
+    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, np, np, batch, model, NULL));
     return QP_OK;
   }
   /* fisher_run's peak does not depend on spectra_run's chunk: it is searched with the bin
@@ -111,8 +113,8 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t *fisher_chunk,
     if (s == 1) *spectra_chunk = np;
     int fits = 0;
     while (*chunk[s] > 1) {
-      QP_CALL(
-          qp_plan_chunk_fits(p, *fisher_chunk, *spectra_chunk, stage[s], limit, model, &fits));
+      QP_CALL(qp_plan_chunk_fits(p, *fisher_chunk, *spectra_chunk, batch, stage[s], limit, model,
+                                 &fits));
       if (fits) break;
       --*chunk[s];
     }
@@ -122,13 +124,76 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t *fisher_chunk,
   QP_CALL(qp_comm_max(smallest, 2));
   *fisher_chunk = (int64_t)-smallest[0];
   *spectra_chunk = (int64_t)-smallest[1];
-  QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, model, NULL));
+  QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, batch, model,
+                        NULL));
+  return QP_OK;
+}
+
+/* Whether route `path` with `batch` maps on the device at once (and the pixel-direct chunks at
+ * their least, 1, which the chunk search then raises: maps are batched only where no chunking
+ * keeps them whole) keeps every stage's device peak inside memory.device_limit and, with
+ * memory.host_limit, the host peak inside that; a plan that cannot be sized does not fit. */
+static qp_err qp_plan_batch_fits(const qp_problem *p, qp_model_path path, int64_t batch,
+                                 int host_too, qp_model *model, int *fits) {
+  const int64_t chunk = path == QP_MODEL_PIXEL_DIRECT ? 1 : p->n_params;
+  qp_err err = qp_plan_model(p, path, chunk, chunk, batch, model, NULL);
+  if (err == QP_ERR_INPUT && model->oversize_term[0]) {
+    qp_error_clear();
+    *fits = 0;
+    return QP_OK;
+  }
+  QP_CALL(err);
+  *fits = (double)qp_model_peak_in(model, QP_SPACE_DEVICE) <= p->cfg->device_limit &&
+          (!host_too || p->host_limit <= 0 ||
+           (double)(qp_model_peak(model) + model->overhead_bytes) <= p->host_limit);
+  return QP_OK;
+}
+
+/* The largest batch in 1..most that qp_plan_batch_fits accepts (0: none). The device peak
+ * falls with the batch, and so does the host peak below n_maps (SMW keeps every map's
+ * V N^-1 x on the host once the maps are batched): a bisection finds it. */
+static qp_err qp_plan_largest_batch(const qp_problem *p, qp_model_path path, int64_t most,
+                                    int host_too, int64_t *batch) {
+  qp_model model;
+  int64_t lo = 0, hi = most; /* lo: the largest batch known to fit (0: none yet) */
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    int fits = 0;
+    QP_CALL(qp_plan_batch_fits(p, path, mid, host_too, &model, &fits));
+    if (fits)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  *batch = lo;
+  return QP_OK;
+}
+
+/* The map batch of route `path`: the maps a device matrix holds at once (docs/memory-model.md,
+ * "Maps in batches"). n_maps on a host backend, on a grid, without memory.device_limit, and
+ * whenever all maps fit both limits; else the largest batch that fits both, or failing that
+ * the device limit alone (the host limit check then names what does not fit), or 1 (the
+ * device limit check then refuses the run, naming its stage and term). */
+static qp_err qp_plan_map_batch(const qp_problem *p, qp_model_path path, int64_t *batch) {
+  const int64_t n_maps = p->n_maps;
+  *batch = n_maps;
+  if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0 ||
+      (p->ops && p->ops->distributed) || p->plan_grid.nprow > 0)
+    return QP_OK;
+  qp_model model;
+  int fits = 0;
+  QP_CALL(qp_plan_batch_fits(p, path, n_maps, 1, &model, &fits));
+  if (fits) return QP_OK;
+  QP_CALL(qp_plan_largest_batch(p, path, n_maps - 1, 1, batch));
+  if (*batch == 0) QP_CALL(qp_plan_largest_batch(p, path, n_maps, 0, batch));
+  if (*batch == 0) *batch = 1;
   return QP_OK;
 }
 
 qp_err qp_plan_remodel(qp_problem *p) {
   const qp_model_dims d = p->model_dims;
-  QP_CALL(qp_plan_model(p, d.path, d.fisher_chunk, d.spectra_chunk, &p->model, &p->model_dims));
+  QP_CALL(qp_plan_model(p, d.path, d.fisher_chunk, d.spectra_chunk, d.map_batch, &p->model,
+                        &p->model_dims));
   return QP_OK;
 }
 
@@ -178,15 +243,18 @@ qp_err qp_plan_route(qp_problem *p) {
   if (p->smw_refused[0] && allowed[1] && (allowed[0] || allowed[2])) allowed[1] = 0;
   double cost[3], peak[3];
   int best = -1, best_fit = -1;
-  int64_t fisher_chunk = p->n_params, spectra_chunk = p->n_params;
+  int64_t fisher_chunk = p->n_params, spectra_chunk = p->n_params, batch[3] = {0, 0, 0};
   /* A route whose model has a term beyond 2^56 bytes cannot be sized: it is left out (the
    * same on every rank: the model decides on whole sizes); when no route is left, the first
    * one's error is the plan's. */
   char unsized[3][128] = {"", "", ""}, first_unsized[1024] = "";
   for (int r = 0; r < 3; ++r) {
     if (!allowed[r]) continue;
-    qp_err err = r == 0 ? qp_plan_chunks(p, &fisher_chunk, &spectra_chunk, &p->model)
-                        : qp_plan_model(p, (qp_model_path)r, p->n_params, p->n_params, &p->model, &p->model_dims);
+    qp_err err = qp_plan_map_batch(p, (qp_model_path)r, &batch[r]);
+    if (err == QP_OK)
+      err = r == 0 ? qp_plan_chunks(p, batch[r], &fisher_chunk, &spectra_chunk, &p->model)
+                   : qp_plan_model(p, (qp_model_path)r, p->n_params, p->n_params, batch[r],
+                                   &p->model, &p->model_dims);
     if (err == QP_ERR_INPUT && p->model.oversize_term[0]) {
       snprintf(unsized[r], sizeof unsized[r], "term '%s' needs %.3g bytes", p->model.oversize_term,
                p->model.oversize_bytes);
@@ -244,7 +312,8 @@ qp_err qp_plan_route(qp_problem *p) {
   p->smw = chosen == 1;
   p->plan_flops = cost[chosen];
   if (chosen == 0) {
-    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, &p->model, &p->model_dims));
+    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, batch[0],
+                          &p->model, &p->model_dims));
     if (fisher_chunk < p->n_params || spectra_chunk < p->n_params)
       snprintf(p->path_reason + strlen(p->path_reason),
                sizeof p->path_reason - strlen(p->path_reason),
@@ -253,8 +322,14 @@ qp_err qp_plan_route(qp_problem *p) {
                qp_plan_limits_text(p), (long long)fisher_chunk, (long long)p->n_params,
                (long long)spectra_chunk);
   } else {
-    QP_CALL(qp_plan_model(p, (qp_model_path)chosen, p->n_params, p->n_params, &p->model, &p->model_dims));
+    QP_CALL(qp_plan_model(p, (qp_model_path)chosen, p->n_params, p->n_params, batch[chosen],
+                          &p->model, &p->model_dims));
   }
+  if (batch[chosen] < p->n_maps)
+    snprintf(p->path_reason + strlen(p->path_reason),
+             sizeof p->path_reason - strlen(p->path_reason),
+             "; maps in batches of %lld of %lld on the device for %s", (long long)batch[chosen],
+             (long long)p->n_maps, qp_plan_limits_text(p));
   return QP_OK;
 }
 
@@ -315,12 +390,15 @@ static qp_err qp_plan_check_device_limit(const qp_problem *p) {
   const qp_stage_id worst = qp_plan_worst(m, QP_SPACE_DEVICE, &largest);
   const double gib = 1073741824.0, need = (double)qp_model_peak_in(m, QP_SPACE_DEVICE);
   QP_FAIL(QP_ERR_BUDGET,
-          "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB) exceeds "
-          "memory.device_limit %.3f GiB by %.3f GiB; nothing was allocated for it. The part "
-          "that cannot be chunked does not fit the device: raise the limit, use a device with "
-          "more memory, mask fewer pixels, or use backend cpu or dist",
+          "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB, maps "
+          "in batches of %lld of %lld) exceeds memory.device_limit %.3f GiB by %.3f GiB; "
+          "nothing was allocated for it. The part that cannot be chunked does not fit the "
+          "device: raise the limit, use a device with more memory, mask fewer pixels, or use "
+          "backend cpu or dist",
           need / gib, qp_stage_name(worst), largest ? largest->name : "?",
-          largest ? (double)largest->bytes / gib : 0.0, limit / gib, (need - limit) / gib);
+          largest ? (double)largest->bytes / gib : 0.0,
+          (long long)qp_model_map_batch(&p->model_dims), (long long)p->n_maps, limit / gib,
+          (need - limit) / gib);
 }
 
 qp_err qp_plan_check_limit(const qp_problem *p) {

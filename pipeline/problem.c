@@ -8,7 +8,7 @@
 void qp_problem_free(qp_problem *p) {
   double **tracked[] = {&p->sky,    &p->vectors,    &p->maps,           &p->noise_variance,
                         &p->fisher, &p->noise_bias, &p->fisher_inverse, &p->yb,
-                        &p->cl,     &p->error};
+                        &p->cl,     &p->error,      &p->mode_maps_host};
   for (size_t i = 0; i < sizeof tracked / sizeof *tracked; ++i) {
     qp_budget_free(*tracked[i]);
     *tracked[i] = NULL;
@@ -32,14 +32,23 @@ void qp_problem_free(qp_problem *p) {
   qp_cls_free(&p->cls);
 }
 
-qp_err qp_maps_to_matrix(const qp_problem *p, qp_matrix *m) {
+qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m) {
+  QP_CHECK(first >= 0 && first + m->cols <= p->n_maps, QP_ERR_INTERNAL,
+           "maps %lld..%lld into '%s' (%lld maps)", (long long)first,
+           (long long)(first + m->cols), m->name, (long long)p->n_maps);
   qp_host_window w;
   QP_CALL(qp_host_window_open(m, 0, m->local_cols, QP_ACCESS_WRITE, &w));
   for (int64_t lj = 0; lj < m->local_cols; ++lj) {
-    const double *map = p->maps + qp_matrix_global_col(m, lj) * p->n_pix;
+    const double *map = p->maps + (first + qp_matrix_global_col(m, lj)) * p->n_pix;
     for (int64_t li = 0; li < m->local_rows; ++li)
       w.data[li + lj * w.ld] = map[qp_matrix_global_row(m, li)];
   }
   QP_CALL(qp_host_window_close(&w));
+  return QP_OK;
+}
+
+qp_err qp_map_batch_view(const qp_matrix *m, int64_t count, qp_matrix *view) {
+  if (count == m->cols) return qp_matrix_alias(m, m->name, view);
+  QP_CALL(qp_matrix_columns(m, 0, count, view));
   return QP_OK;
 }

@@ -59,7 +59,10 @@ typedef struct qp_problem {
   qp_matrix smw_lu;        /* QP_TERM_SMW_LU: I + K Lambda, then its LU factors (SMW) */
   int *pivots;             /* QP_TERM_PIVOTS: of smw_lu */
   qp_matrix noise_factor;  /* QP_TERM_NOISE_EFF: N_eff then its Cholesky factor (SMW, dense) */
-  qp_matrix mode_maps;     /* QP_TERM_MODE_MAPS (SMW): V N_eff^-1 x from basis_setup, then z */
+  qp_matrix mode_maps;     /* QP_TERM_MODE_MAPS (SMW): V N_eff^-1 x from basis_setup, then z
+                              (a batch of maps: qp_map_batch columns) */
+  double *mode_maps_host;  /* QP_TERM_MODE_MAPS_HOST (SMW, maps in batches): V N_eff^-1 x of
+                              every map, n_modes x n_maps, between basis_setup and spectra_run */
 
   /* parameters */
   int n_bins, n_params;
@@ -95,9 +98,24 @@ typedef struct qp_problem {
   double plan_flops;
 } qp_problem;
 
-/** m (n_pix x n_maps, any backend) <- the maps, which every rank holds whole (through a host
- *  window). */
-qp_err qp_maps_to_matrix(const qp_problem *p, qp_matrix *m);
+/** m (n_pix x cols, any backend) <- maps first .. first + cols - 1, which every rank holds
+ *  whole (through a host window): one batch of maps. */
+qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m);
+/** Maps a per-map matrix holds at once: the plan's map batch (memory_model.h), n_maps unless
+ *  memory.device_limit made the planner batch them. The stages loop over the maps in batches
+ *  of it, one batch when all fit. */
+static inline int64_t qp_map_batch(const qp_problem *p) {
+  return qp_model_map_batch(&p->model_dims);
+}
+/** The maps of the batch that starts at map `first`: at most qp_map_batch, fewer in the last. */
+static inline int64_t qp_map_batch_count(const qp_problem *p, int64_t first) {
+  const int64_t batch = qp_map_batch(p);
+  return p->n_maps - first < batch ? p->n_maps - first : batch;
+}
+/** The `count` columns one batch uses of a per-map matrix m (qp_map_batch columns): a view of
+ *  all of m when count is all of them, on any backend; of its first `count` otherwise (a
+ *  local matrix: batched plans are never distributed, planner.c). */
+qp_err qp_map_batch_view(const qp_matrix *m, int64_t count, qp_matrix *view);
 
 /** Frees every buffer the problem holds (safe at any point, and twice). */
 void qp_problem_free(qp_problem *p);

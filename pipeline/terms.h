@@ -33,6 +33,7 @@
 #define QP_TERM_BIN_PRODUCT "bin_product"       /* P_b z */
 #define QP_TERM_MODE_MAPS "mode_maps"           /* harmonic: V N^-1 x, then z */
 #define QP_TERM_FISHER_BLOCK_SUMS "F_block_sums" /* harmonic: W's (l, l') block sums for F */
+#define QP_TERM_MODE_MAPS_HOST "mode_maps_host" /* SMW in map batches: V N^-1 x of every map */
 #define QP_TERM_FISHER_INVERSE "fisher_inverse"
 #define QP_TERM_RAW_SPECTRA "yb"                /* y_p per map */
 #define QP_TERM_SPECTRA "cl"                    /* C_hat per map */

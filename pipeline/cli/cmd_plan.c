@@ -17,7 +17,9 @@ static void qp_plan_usage(FILE *out) {
           "       [--cpus-per-task C] [--partition NAME] [--account NAME] [--keep-output]]\n"
           "       [--gpus N]\n"
           "  Prints the route the planner picks (path, harmonic method, chunks of the\n"
-          "  pixel-direct products and bin matrices under memory.host_limit), why, and the\n"
+          "  pixel-direct products and bin matrices under memory.host_limit and\n"
+          "  memory.device_limit; on a device backend, the maps held on the device at once\n"
+          "  when memory.device_limit cannot hold all of them), why, and the\n"
           "  predicted peak of each stage. `qmlpipe budget` prints the terms of that plan.\n"
           "  A config may give `dimensions: {n_pix, n_modes, lmax_signal, lmax, n_bins}` in\n"
           "  place of maps and mask to size a job before having data. Exit status 0 when the\n"
@@ -67,6 +69,9 @@ static void qp_plan_print(const qp_problem *p) {
     printf("  fisher_run holds %lld of %d products; spectra_run builds %lld bin matrices at a "
            "time\n",
            (long long)p->model_dims.fisher_chunk, p->n_params, (long long)p->model_dims.spectra_chunk);
+  if (qp_model_map_batch(&p->model_dims) < p->n_maps)
+    printf("  maps in batches of %lld of %lld on the device (memory.device_limit)\n",
+           (long long)qp_model_map_batch(&p->model_dims), (long long)p->n_maps);
   /* A checkpoint after a stage (run --checkpoint) holds every buffer alive at its end: the
    * stage's persistent bytes (pipeline/checkpoint.h), per rank; spectra_run writes none. */
   printf("  %-18s %16s %16s %16s\n", "stage", "peak MiB", "with overhead", "checkpoint MiB");

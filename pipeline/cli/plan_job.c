@@ -122,8 +122,11 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
           (long long)p->n_pix, (long long)p->n_modes, p->n_params, (long long)p->n_maps,
           qp_job_route(p));
   qp_json_string(out, p->path_reason);
-  fprintf(out, ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld},\n  \"flops\": %.6e,\n",
-          (long long)p->model_dims.fisher_chunk, (long long)p->model_dims.spectra_chunk, p->plan_flops);
+  fprintf(out,
+          ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld, \"maps\": %lld},\n"
+          "  \"flops\": %.6e,\n",
+          (long long)p->model_dims.fisher_chunk, (long long)p->model_dims.spectra_chunk,
+          (long long)qp_model_map_batch(&p->model_dims), p->plan_flops);
   if (job->ranks > 0)
     fprintf(out,
             "  \"grid\": {\"rows\": %d, \"cols\": %d, \"block\": %d, \"ranks\": %d, "

@@ -164,14 +164,45 @@ static qp_err qp_whiten_smw(qp_problem *p, qp_matrix *x) {
   return QP_OK;
 }
 
+/* V N_eff^-1 x = Y^T N_eff^-1/2 x for the maps, a batch at a time (qp_map_batch), into
+ * p->mode_maps; with several batches each is kept on the host (p->mode_maps_host), from which
+ * spectra_run takes it back. */
+static qp_err qp_smw_mode_maps(qp_problem *p) {
+  const int64_t n = p->n_pix, nm = p->n_modes, n_maps = p->n_maps, batch = qp_map_batch(p);
+  qp_err err = QP_OK;
+  qp_matrix w = {0}, wb, mb;
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, batch, &w),
+               done);
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm, batch,
+                                &p->mode_maps),
+               done);
+  if (batch < n_maps)
+    QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_MODE_MAPS_HOST, QP_TERM_PERSISTENT, nm * n_maps,
+                                  &p->mode_maps_host),
+                 done);
+  for (int64_t first = 0; first < n_maps; first += batch) {
+    const int64_t count = qp_map_batch_count(p, first);
+    QP_CALL_GOTO(qp_map_batch_view(&w, count, &wb), done);
+    QP_CALL_GOTO(qp_map_batch_view(&p->mode_maps, count, &mb), done);
+    QP_CALL_GOTO(qp_maps_to_matrix(p, first, &wb), done);
+    QP_CALL_GOTO(qp_whiten_smw(p, &wb), done);
+    QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &wb, 0.0, &mb), done);
+    if (p->mode_maps_host)
+      QP_CALL_GOTO(qp_linalg_download(&mb, 0, 0, nm, count, p->mode_maps_host + first * nm, nm),
+                   done);
+  }
+done:
+  qp_matrix_destroy(&w);
+  return err;
+}
+
 /* SMW, in three phases that free what they are done with (the model's phases):
- *  0: V^T, Y = N_eff^-1/2 V^T, and V N_eff^-1 x for the maps; then N_eff goes;
+ *  0: V^T, Y = N_eff^-1/2 V^T, and V N_eff^-1 x for the maps (in batches); then N_eff goes;
  *  1: K = Y^T Y; then V goes;
  *  2: M = I + K Lambda, its LU, W = M^-1 K in place of K. */
 static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
-  const int64_t n = p->n_pix, nm = p->n_modes, n_maps = p->n_maps;
+  const int64_t n = p->n_pix, nm = p->n_modes;
   qp_err err = QP_OK;
-  qp_matrix w = {0};
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_TRANSIENT, n, nm, &p->vt));
   QP_CALL(qp_build_vt(p));
   qp_progress_note(progress, "harmonic basis V built");
@@ -197,15 +228,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
       "the covariance C = S + N (SMW's bound: rcond(N) / (1 + lambda_max(S) / lambda_max(N)))",
       QP_RCOND_COVARIANCE_ADVICE));
   QP_CALL(qp_whiten_smw(p, &p->vt));
-  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &w),
-               done);
-  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm, n_maps,
-                                &p->mode_maps),
-               done);
-  QP_CALL_GOTO(qp_maps_to_matrix(p, &w), done);
-  QP_CALL_GOTO(qp_whiten_smw(p, &w), done);
-  QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &w, 0.0, &p->mode_maps), done);
-  qp_matrix_destroy(&w);
+  QP_CALL(qp_smw_mode_maps(p));
   /* N_eff (or the dense N it was made in) is not needed any more. */
   qp_matrix_destroy(&p->noise_factor);
   qp_matrix_destroy(&p->noise);
@@ -235,9 +258,6 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   qp_budget_free(p->noise_variance);
   p->noise_variance = NULL;
   return QP_OK;
-done:
-  qp_matrix_destroy(&w);
-  return err;
 }
 
 qp_err qp_harmonic_basis_setup(qp_problem *p) {

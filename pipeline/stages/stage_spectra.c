@@ -1,5 +1,6 @@
-/* stage_spectra.c: spectra_run: z = C^-1 x for all maps at once, y_p = 1/2 z^T P_p z with the
- * bin matrices built a chunk at a time, then C_hat = F^-1 (y - b). */
+/* stage_spectra.c: spectra_run: z = C^-1 x for a batch of maps at a time (all of them unless
+ * memory.device_limit batches them), y_p = 1/2 z^T P_p z with the bin matrices built a chunk
+ * at a time, then C_hat = F^-1 (y - b). */
 #include <math.h>
 #include <string.h>
 
@@ -33,31 +34,40 @@ static qp_err qp_invert_fisher(qp_problem *p) {
   return QP_OK;
 }
 
-/* y for every map on the pixel-direct path: z = C^-1 x = L^-T L^-1 x, then P_b z with the bin
- * matrices built a chunk at a time. */
+/* z = C^-1 x = L^-T L^-1 x for the batch of maps from `first` into z (its columns), read into
+ * zw. */
+static qp_err qp_pixel_weigh_batch(qp_problem *p, int64_t first, qp_matrix *z,
+                                   qp_host_window *zw) {
+  QP_CALL(qp_maps_to_matrix(p, first, z));
+  QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, z));
+  QP_CALL(qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &p->cov, z));
+  QP_CALL(qp_host_window_read(z, 0, z->local_cols, zw));
+  return QP_OK;
+}
+
+/* y for every map on the pixel-direct path: z = C^-1 x, then P_b z with the bin matrices built
+ * a chunk at a time, for each batch of maps (qp_map_batch). One batch (all maps, the rule) is
+ * weighed once; several are weighed again for every chunk: the bin matrices, costlier to
+ * build than z (O(n_pix^2 lmax) against O(n_pix^2) a map), are built once. */
 static qp_err qp_pixel_spectra_y(qp_problem *p) {
   qp_err err = QP_OK;
-  const int64_t n = p->n_pix, np = p->n_params, n_maps = p->n_maps;
+  const int64_t n = p->n_pix, np = p->n_params, n_maps = p->n_maps, batch = qp_map_batch(p);
   const int64_t chunk = p->model_dims.spectra_chunk;
   const int64_t slot_stride = qp_matrix_local_size(&p->cov);
-  qp_matrix z = {0}, pz = {0}, bins = {0};
+  qp_matrix z = {0}, pz = {0}, bins = {0}, zb = {0}, pzb = {0};
   qp_host_window built = {0}, zw = {0}, pzw = {0};
-  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, n_maps, &z),
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, batch, &z),
                done);
-  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n, n_maps, &pz),
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n, batch, &pz),
                done);
   /* The chunk's bin matrices side by side, each slot one matrix's local part. */
   QP_CALL_GOTO(qp_matrix_create(qp_linalg_local_ops(p->ops), QP_TERM_BIN_MATRICES,
                                 QP_TERM_TRANSIENT, slot_stride, chunk, &bins),
                done);
 
-  QP_CALL_GOTO(qp_maps_to_matrix(p, &z), done);
-  QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &z), done);
-  QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
-  QP_CALL_GOTO(qp_host_window_read(&z, 0, z.local_cols, &zw), done);
-
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "spectra_run", "parameters", (long)np);
+  int64_t weighed = -1; /* the first map of the batch z holds */
   for (int64_t first = 0; first < np; first += chunk) {
     int64_t count = np - first < chunk ? np - first : chunk;
     QP_CALL_GOTO(qp_host_window_open(&bins, 0, count, QP_ACCESS_WRITE, &built), done);
@@ -65,21 +75,32 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
                                          (size_t)built.ld),
                  done);
     QP_CALL_GOTO(qp_host_window_close(&built), done);
-    for (int64_t k = 0; k < count; ++k) {
-      qp_matrix pb;
-      QP_CALL_GOTO(qp_matrix_stack_slot(&bins, k, p->ops, QP_TERM_BIN_MATRICES, n, n, &pb), done);
-      QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &pb, &z, 0.0, &pz), done);
-      /* Each rank's rows of z . P_b z; summed over the ranks below. */
-      QP_CALL_GOTO(qp_host_window_read(&pz, 0, pz.local_cols, &pzw), done);
-      for (int64_t lm = 0; lm < z.local_cols; ++lm) {
-        double s = 0.0;
-        for (int64_t i = 0; i < z.local_rows; ++i)
-          s += zw.data[i + lm * zw.ld] * pzw.data[i + lm * pzw.ld];
-        p->yb[qp_matrix_global_col(&z, lm) * np + first + k] = 0.5 * s;
+    for (int64_t map0 = 0; map0 < n_maps; map0 += batch) {
+      const int64_t maps = qp_map_batch_count(p, map0);
+      QP_CALL_GOTO(qp_map_batch_view(&z, maps, &zb), done);
+      QP_CALL_GOTO(qp_map_batch_view(&pz, maps, &pzb), done);
+      if (weighed != map0) {
+        qp_host_window_discard(&zw);
+        QP_CALL_GOTO(qp_pixel_weigh_batch(p, map0, &zb, &zw), done);
+        weighed = map0;
       }
-      qp_host_window_discard(&pzw);
-      qp_progress_step(&progress, (long)(first + k + 1));
+      for (int64_t k = 0; k < count; ++k) {
+        qp_matrix pb;
+        QP_CALL_GOTO(qp_matrix_stack_slot(&bins, k, p->ops, QP_TERM_BIN_MATRICES, n, n, &pb),
+                     done);
+        QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &pb, &zb, 0.0, &pzb), done);
+        /* Each rank's rows of z . P_b z; summed over the ranks below. */
+        QP_CALL_GOTO(qp_host_window_read(&pzb, 0, pzb.local_cols, &pzw), done);
+        for (int64_t lm = 0; lm < zb.local_cols; ++lm) {
+          double s = 0.0;
+          for (int64_t i = 0; i < zb.local_rows; ++i)
+            s += zw.data[i + lm * zw.ld] * pzw.data[i + lm * pzw.ld];
+          p->yb[(map0 + qp_matrix_global_col(&zb, lm)) * np + first + k] = 0.5 * s;
+        }
+        qp_host_window_discard(&pzw);
+      }
     }
+    qp_progress_step(&progress, (long)(first + count));
   }
   QP_CALL_GOTO(qp_linalg_sum_partials(p->ops, p->yb, n_maps * np), done);
 done:

@@ -3,7 +3,9 @@
  * n_modes 33274, lmax_signal 256, lmax 128) is planned (SMW, lifetime peak under 45 GiB),
  * refused against a 30 GiB host_limit before anything is allocated, and refused by `run`;
  * `calibrate` writes a calibration file whose overhead `budget` then reports, and whose dgemm
- * rate per core `plan --json` uses for the job's --time (without one, plan times a dgemm). */
+ * rate per core `plan --json` uses for the job's --time (without one, plan times a dgemm).
+ * On a device backend with many maps, plan and budget print the map batch memory.device_limit
+ * calls for, and refuse a limit that not even one map's batch fits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,5 +116,27 @@ int main(int argc, char **argv) {
   TEST_ASSERT(run("budget plan_badcal.yaml") == qp_err_exit_status(QP_ERR_IO) &&
                   output_has("no_such_calibration.txt"),
               "a missing calibration file is not named");
+
+  /* 1000 maps on a device backend: memory.device_limit 41 GiB holds SMW's N_eff and V and a
+   * batch of 413 maps (0.74 MiB each) in basis_setup; plan, the JSON and budget say so. 27 GiB
+   * does not hold even one map's: refused, naming the batch. */
+  const char *const maps_dims =
+      "fields: QU\nspectra: [EE, BB]\nnoise: {variance: 1.0}\nlmax: 128\npath: harmonic\n"
+      "harmonic_method: smw\nbackend: hostdev\ndimensions: {n_pix: 59136, n_modes: 33274, "
+      "lmax_signal: 256, lmax: 128, n_bins: 127, n_maps: 1000}\nmemory: {device_limit: %s}\n";
+  f = fopen("plan_maps.yaml", "w");
+  fprintf(f, maps_dims, "41GiB");
+  fclose(f);
+  TEST_ASSERT(run("plan plan_maps.yaml") == 0 &&
+                  output_has("maps in batches of 413 of 1000 on the device (memory.device_limit)"),
+              "plan does not print the map batch");
+  TEST_ASSERT(run("budget plan_maps.yaml") == 0 && output_has("map_batch=413"),
+              "budget does not print the map batch");
+  f = fopen("plan_maps.yaml", "w");
+  fprintf(f, maps_dims, "27GiB");
+  fclose(f);
+  TEST_ASSERT(run("plan plan_maps.yaml") == qp_err_exit_status(QP_ERR_BUDGET) &&
+                  output_has("stage basis_setup") && output_has("maps in batches of 1 of 1000"),
+              "a device_limit below one map's batch is not refused naming it");
   return TEST_RETURN();
 }

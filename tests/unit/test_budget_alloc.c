@@ -557,6 +557,20 @@ static void test_model(void) {
   d.fisher_chunk = 2; /* chunked: 2 products, the noise and a streaming slot */
   TEST_OK(qp_model_predict(&d, &m));
   check_bytes(&m, QP_TERM_PRODUCTS, 4 * (size_t)(d.n_pix * d.n_pix) * 8);
+  d = good;
+  d.map_batch = -1;
+  TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_INPUT);
+  d = good;
+  d.map_batch = 2; /* more maps on the device than there are */
+  TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_INPUT);
+  d = good;
+  d.n_maps = 5;
+  d.map_batch = 2; /* the per-map device matrices hold a batch of 2 maps; the host all 5 */
+  d.device = 1;
+  TEST_OK(qp_model_predict(&d, &m));
+  check_bytes(&m, QP_TERM_WEIGHTED_MAPS, 2 * (size_t)d.n_pix * 8);
+  check_bytes(&m, QP_TERM_BIN_PRODUCT, 2 * (size_t)d.n_pix * 8);
+  check_bytes(&m, QP_TERM_MAPS, 5 * (size_t)d.n_pix * 8);
   TEST_OK(qp_model_predict(&good, &m));
 }
 

@@ -1,0 +1,49 @@
+/* results_compare.h: a run's estimates kept (F, b, y, C_hat) and compared with another run's to
+ * 1e-12 (relative to the largest entry, NaN-aware: test_util.h), for the tests that run one
+ * problem on two backends or plans (test_hostdev_stages, test_hostdev_map_batches).
+ * Header-only: its checks count in the including test's failures. */
+#ifndef QP_TEST_RESULTS_COMPARE_H
+#define QP_TEST_RESULTS_COMPARE_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "problem.h"
+#include "test_util.h"
+
+typedef struct results {
+  double *fisher, *noise_bias, *yb, *cl;
+  int64_t np, n_maps;
+} results;
+
+static void results_keep(const qp_problem *p, results *r) {
+  r->np = p->n_params;
+  r->n_maps = p->n_maps;
+  const size_t np = (size_t)r->np, nm = (size_t)r->n_maps;
+  r->fisher = malloc(np * np * sizeof(double));
+  r->noise_bias = malloc(np * sizeof(double));
+  r->yb = malloc(np * nm * sizeof(double));
+  r->cl = malloc(np * nm * sizeof(double));
+  memcpy(r->fisher, p->fisher, np * np * sizeof(double));
+  memcpy(r->noise_bias, p->noise_bias, np * sizeof(double));
+  memcpy(r->yb, p->yb, np * nm * sizeof(double));
+  memcpy(r->cl, p->cl, np * nm * sizeof(double));
+}
+
+static void results_free(results *r) {
+  free(r->fisher);
+  free(r->noise_bias);
+  free(r->yb);
+  free(r->cl);
+}
+
+static void compare(const results *cpu, const qp_problem *p, const char *what) {
+  TEST_ASSERT(p->n_params == cpu->np && p->n_maps == cpu->n_maps, "%s: dimensions differ", what);
+  const size_t np = (size_t)cpu->np, nm = (size_t)cpu->n_maps;
+  TEST_WITHIN(qp_test_max_rel_diff(cpu->fisher, p->fisher, np * np), 1e-12, "%s: F", what);
+  TEST_WITHIN(qp_test_max_rel_diff(cpu->noise_bias, p->noise_bias, np), 1e-12, "%s: b", what);
+  TEST_WITHIN(qp_test_max_rel_diff(cpu->yb, p->yb, np * nm), 1e-12, "%s: y", what);
+  TEST_WITHIN(qp_test_max_rel_diff(cpu->cl, p->cl, np * nm), 1e-12, "%s: C_hat", what);
+}
+
+#endif

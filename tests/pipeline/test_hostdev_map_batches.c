@@ -1,0 +1,154 @@
+/* test_hostdev_map_batches: the maps in batches under memory.device_limit (planner.c,
+ * docs/memory-model.md "Maps in batches"), on the hostdev device emulation (linalg/hostdev.h).
+ * A problem with more maps than pixels or modes (120 maps of 48 pixels, 21 modes), where the
+ * per-map device matrices outgrow the rest:
+ *  - for each route (pixel-direct, harmonic SMW, harmonic projection), a device_limit equal to
+ *    the device peak the model predicts at a chosen batch makes the planner pick that batch,
+ *    with a last batch smaller than the others; F, b, y and C_hat equal the unbatched cpu
+ *    run's to 1e-12, and both spaces' tracked peaks and terms equal the model's exactly
+ *    (budget_check.h); the route's reason, which the results file records, names the batch;
+ *  - SMW whitening 7 maps by a dense N_eff's factor (TQU, the switch) in batches of 3, 3, 1;
+ *  - on an emulated device of that size (qp_hostdev_set_capacity) the batched plan fits where
+ *    the unbatched run runs out of device memory;
+ *  - a limit below what a batch of one map needs refuses the run before anything is
+ *    allocated, naming the stage, its largest term and the batch. */
+#include <string.h>
+
+#include "budget_check.h"
+#include "driver.h"
+#include "fixture.h"
+#include "hostdev.h"
+#include "results_compare.h"
+#include "test_util.h"
+
+/* The device peak of the hostdev plan of cfg (no limit) had it `batch` maps on the device at
+ * once, with the pixel-direct chunks at their least (what the planner's batch search tries). */
+static double device_peak_at(qp_config *cfg, int64_t batch) {
+  qp_problem p;
+  qp_meter_sample baseline;
+  cfg->device_limit = 0;
+  TEST_OK(qp_fixture_run(cfg, &p, &baseline));
+  qp_model_dims dims = p.model_dims;
+  qp_problem_free(&p);
+  dims.map_batch = batch;
+  if (dims.path == QP_MODEL_PIXEL_DIRECT) dims.fisher_chunk = dims.spectra_chunk = 1;
+  qp_model model;
+  TEST_OK(qp_model_predict(&dims, &model));
+  return (double)qp_model_peak_in(&model, QP_SPACE_DEVICE);
+}
+
+static void set_route(qp_config *cfg, qp_path path, int method, const char *backend) {
+  cfg->path = path;
+  cfg->harmonic_method = method;
+  snprintf(cfg->backend, sizeof cfg->backend, "%s", backend);
+}
+
+/* Runs cfg unbatched on cpu, then on hostdev with the device_limit of `batch` maps; compares
+ * and checks the model. Returns that limit. */
+static double check_batched(qp_config *cfg, qp_path path, int method, int64_t batch,
+                            const char *what) {
+  qp_meter_sample baseline;
+  qp_problem p;
+  set_route(cfg, path, method, "cpu");
+  cfg->device_limit = 0;
+  TEST_OK(qp_fixture_run(cfg, &p, &baseline));
+  results cpu;
+  results_keep(&p, &cpu);
+  qp_problem_free(&p);
+
+  set_route(cfg, path, method, "hostdev");
+  const double limit = device_peak_at(cfg, batch);
+  cfg->device_limit = limit;
+  TEST_OK(qp_fixture_run(cfg, &p, &baseline));
+  printf("%s: %lld maps, n_pix %lld, n_modes %lld, device_limit %.0f B: batch %lld, chunks "
+         "%lld/%lld, device peak %zu B, host peak %zu B\n  route: %s\n",
+         what, (long long)p.n_maps, (long long)p.n_pix, (long long)p.n_modes, limit,
+         (long long)p.model_dims.map_batch, (long long)p.model_dims.fisher_chunk,
+         (long long)p.model_dims.spectra_chunk, qp_model_peak_in(&p.model, QP_SPACE_DEVICE),
+         qp_model_peak(&p.model), p.path_reason);
+  TEST_ASSERT(p.model_dims.map_batch == batch, "%s: planned batch %lld, expected %lld", what,
+              (long long)p.model_dims.map_batch, (long long)batch);
+  TEST_ASSERT(p.n_maps % batch != 0 && p.n_maps > batch,
+              "%s: %lld maps in batches of %lld: want several, the last smaller", what,
+              (long long)p.n_maps, (long long)batch);
+  TEST_ASSERT((double)qp_model_peak_in(&p.model, QP_SPACE_DEVICE) <= limit,
+              "%s: device peak over the limit", what);
+  char text[64];
+  snprintf(text, sizeof text, "maps in batches of %lld of %lld", (long long)batch,
+           (long long)p.n_maps);
+  TEST_ASSERT(strstr(p.path_reason, text) != NULL, "%s: the route's reason lacks '%s': %s", what,
+              text, p.path_reason);
+  compare(&cpu, &p, what);
+  qp_check_budget_exact(&p);
+  qp_problem_free(&p);
+  results_free(&cpu);
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: %zu device bytes left", what,
+              qp_budget_current(QP_SPACE_DEVICE));
+  return limit;
+}
+
+int main(void) {
+  qp_config cfg;
+  qp_meter_sample baseline;
+  qp_problem p;
+  /* 48 pixels (nside 2, full sky), 21 modes (ell 2..4), 3 parameters, 120 maps. */
+  qp_fixture t = {.name = "map_batches_t", .nside = 2, .cut_deg = 0, .ell_min = 2, .lmax = 4,
+                  .lmax_signal = 4, .bin_width = 1, .sim_lmax = 4, .n_maps = 120,
+                  .noise_variance = 10.0, .dl_flat = 100.0, .seed = 21};
+  TEST_OK(qp_fixture_write(&t, &cfg));
+
+  /* The batches: where each route's per-map matrices outweigh the rest of its device peak
+   * (pixel-direct: 2 n_pix batch against fisher_run's 2 n_pix^2 more; projection: the batch's
+   * n_pix + n_modes columns against fisher_run's K and C^-1 V^T), the last batch smaller. */
+  check_batched(&cfg, QP_PATH_PIXEL_DIRECT, 0, 55, "pixel_direct");
+  check_batched(&cfg, QP_PATH_HARMONIC, 1, 50, "harmonic smw");
+  check_batched(&cfg, QP_PATH_HARMONIC, 2, 70, "harmonic projected");
+
+  /* An emulated device of a batch of 10 (and a page per live block for their rounding): the
+   * batched plan fits it; unbatched, the run runs out of device memory. */
+  set_route(&cfg, QP_PATH_HARMONIC, 1, "hostdev");
+  const double limit10 = device_peak_at(&cfg, 10);
+  qp_hostdev_set_capacity((size_t)limit10 + 8 * 4096);
+  cfg.device_limit = limit10;
+  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
+  TEST_ASSERT(p.model_dims.map_batch == 10, "capacity: planned batch %lld, expected 10",
+              (long long)p.model_dims.map_batch);
+  qp_check_budget_exact(&p);
+  qp_problem_free(&p);
+  cfg.device_limit = 0;
+  qp_err full = qp_fixture_run(&cfg, &p, &baseline);
+  TEST_ASSERT(full == QP_ERR_NOMEM && strstr(qp_error_message(), "out of device memory"),
+              "unbatched on a device of a batch of 10: got %s: %s", qp_err_name(full),
+              qp_error_message());
+  printf("unbatched: %s\n", qp_error_message());
+  qp_error_clear();
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after running out");
+  qp_hostdev_set_capacity(0);
+
+  /* Below a batch of one map: refused before anything is allocated, naming the stage, its
+   * largest device term and the batch. */
+  cfg.device_limit = device_peak_at(&cfg, 1) - 8;
+  qp_err err = qp_fixture_run(&cfg, &p, &baseline);
+  TEST_ASSERT(err == QP_ERR_BUDGET, "device_limit below a batch of 1: got %s", qp_err_name(err));
+  TEST_ASSERT(strstr(qp_error_message(), "memory.device_limit") &&
+                  strstr(qp_error_message(), "stage basis_setup") &&
+                  strstr(qp_error_message(), "maps in batches of 1 of 120"),
+              "the refusal names the limit, the stage and the batch: %s", qp_error_message());
+  printf("refused: %s\n", qp_error_message());
+  qp_error_clear();
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
+  qp_config_free(&cfg);
+
+  /* SMW whitens the maps by the Cholesky factor of a dense N_eff (TQU, dense N, the switch):
+   * 7 maps in batches of 3, 3 and 1. */
+  qp_fixture tqu = {.name = "map_batches_tqu", .nside = 2, .cut_deg = 0, .ell_min = 2,
+                    .lmax = 4, .lmax_signal = 5, .bin_width = 1, .sim_lmax = 5, .n_maps = 7,
+                    .noise_variance = 1.0, .dl_flat = 100.0, .seed = 22,
+                    .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
+  TEST_OK(qp_fixture_write(&tqu, &cfg));
+  set_route(&cfg, QP_PATH_HARMONIC, 1, "cpu");
+  TEST_OK(qp_fixture_dense_noise(&cfg, "map_batches_dense_noise.h5", 0.1));
+  check_batched(&cfg, QP_PATH_HARMONIC, 1, 3, "TQU dense N, switch, harmonic smw");
+  qp_config_free(&cfg);
+  return TEST_RETURN();
+}
