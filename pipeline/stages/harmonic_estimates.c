@@ -184,24 +184,30 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
                                 &sums),
                done);
   memset(sums, 0, (size_t)(n_slots * block) * sizeof *sums);
+  /* Per slot, its two windows and the positions both hold (no other may be read). */
+  const qp_aligned *win_x[81], *win_y[81];
+  int row_lo[81], col_lo[81];
+  for (int s = 0; s < n_slots; ++s) {
+    const int k = quad[s], fa = k / 27, fb = k / 9 % 3, fc = k / 3 % 3, fd = k % 3;
+    const int *lo = p->field_ell_min;
+    win_x[s] = &fw.w[fa][fb];
+    win_y[s] = &fw.w[fc][fd];
+    row_lo[s] = lo[fa] > lo[fc] ? lo[fa] : lo[fc];
+    col_lo[s] = lo[fb] > lo[fd] ? lo[fb] : lo[fd];
+  }
   /* Run c holds the columns of one l' (its own B(., l') entries: no two threads write one). */
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t c = 0; c < cols.n; ++c) {
     const int lc = cols.l[c];
     for (int64_t lj = cols.first[c]; lj < cols.first[c + 1]; ++lj)
       for (int s = 0; s < n_slots; ++s) {
-        const int k = quad[s], fa = k / 27, fb = k / 9 % 3, fc = k / 3 % 3, fd = k % 3;
-        const int *lo = p->field_ell_min;
-        /* the positions both windows hold (no other may be read) */
-        const int row_lo = lo[fa] > lo[fc] ? lo[fa] : lo[fc],
-                  col_lo = lo[fb] > lo[fd] ? lo[fb] : lo[fd];
-        if (lc < col_lo || row_lo > L - 1) continue;
-        const qp_aligned *x = &fw.w[fa][fb], *y = &fw.w[fc][fd];
+        if (lc < col_lo[s] || row_lo[s] > L - 1) continue;
+        const qp_aligned *x = win_x[s], *y = win_y[s];
         const double *xc = x->base + x->row_shift + (lj + x->col_shift) * x->ld,
                      *yc = y->base + y->row_shift + (lj + y->col_shift) * y->ld;
         double *out = sums + s * block + lc;
         for (int64_t r = 0; r < rows.n; ++r) {
-          if (rows.l[r] < row_lo) continue;
+          if (rows.l[r] < row_lo[s]) continue;
           double dot = 0;
           for (int64_t li = rows.first[r]; li < rows.first[r + 1]; ++li) dot += xc[li] * yc[li];
           out[(int64_t)rows.l[r] * L] += dot;
