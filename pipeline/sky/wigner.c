@@ -14,10 +14,10 @@ static const int qp_spin[4][2] = {{0, 0}, {2, 0}, {2, 2}, {2, -2}};
 qp_err qp_wigner_table_init(qp_wigner_table *t, int lmax) {
   const size_t n = (size_t)(lmax + 1);
   t->lmax = lmax;
-  t->storage = calloc(20 * n, sizeof *t->storage);
+  t->storage = calloc(24 * n, sizeof *t->storage);
   QP_CHECK(t->storage, QP_ERR_NOMEM, "out of memory for the Wigner recursion up to l = %d", lmax);
   for (int f = 0; f < 4; ++f)
-    for (int x = 0; x < 5; ++x) t->coef[f][x] = t->storage + (5 * f + x) * n;
+    for (int x = 0; x < 6; ++x) t->coef[f][x] = t->storage + (6 * f + x) * n;
   /* The factors of each step exactly as a step computes them one angle at a time, so that a
    * batch gives the same bits: P_l = ((2l-1) z P_{l-1} - (l-1) P_{l-2}) / l, and for spin
    * (m1, m2) d_l = ((2l-1)(l(l-1) z - m1 m2) d_{l-1} - l sqrt((l-1)^2 - m1^2)
@@ -28,6 +28,7 @@ qp_err qp_wigner_table_init(qp_wigner_table *t, int lmax) {
     t->coef[0][QP_W_TWO_L][l] = 2.0 * l - 1.0;
     t->coef[0][QP_W_PREV][l] = l - 1.0;
     t->coef[0][QP_W_DEN][l] = l;
+    t->coef[0][QP_W_INV_DEN][l] = 1.0 / l;
   }
   for (int f = 1; f < 4; ++f) {
     const double mm = (double)qp_spin[f][0] * qp_spin[f][1];
@@ -40,6 +41,7 @@ qp_err qp_wigner_table_init(qp_wigner_table *t, int lmax) {
       t->coef[f][QP_W_MM][l] = mm;
       t->coef[f][QP_W_PREV][l] = dl * sqrt(lp * lp - m1s) * sqrt(lp * lp - m2s);
       t->coef[f][QP_W_DEN][l] = lp * sqrt(dl * dl - m1s) * sqrt(dl * dl - m2s);
+      t->coef[f][QP_W_INV_DEN][l] = 1.0 / t->coef[f][QP_W_DEN][l];
     }
   }
   return QP_OK;
@@ -61,14 +63,14 @@ QP_WIDEST_VECTORS static void qp_recur(const qp_wigner_table *t, int f, int from
     double *restrict dl = d + l * QP_L;
     const double *d1 = dl - QP_L, *d2 = dl - 2 * QP_L;
     const double two_l = c[QP_W_TWO_L][l], ll = c[QP_W_LL][l], mm = c[QP_W_MM][l];
-    const double prev = c[QP_W_PREV][l], den = c[QP_W_DEN][l];
+    const double prev = c[QP_W_PREV][l], den = c[QP_W_INV_DEN][l];
     if (f == 0) {
 #pragma omp simd
-      for (int k = 0; k < QP_L; ++k) dl[k] = (two_l * z[k] * d1[k] - prev * d2[k]) / den;
+      for (int k = 0; k < QP_L; ++k) dl[k] = (two_l * z[k] * d1[k] - prev * d2[k]) * den;
     } else {
 #pragma omp simd
       for (int k = 0; k < QP_L; ++k)
-        dl[k] = (two_l * (ll * z[k] - mm) * d1[k] - prev * d2[k]) / den;
+        dl[k] = (two_l * (ll * z[k] - mm) * d1[k] - prev * d2[k]) * den;
     }
   }
 }

@@ -3,7 +3,7 @@
  *
  * Each follows its three-term recursion in l (the stable direction), z = cos beta, from its
  * closed form at l = 2 (l = 0, 1 for P_l). The recursion is a chain of dependent steps (a
- * multiply, an add and a division each), so one angle at a time runs at the latency of that
+ * few multiplies and an add each), so one angle at a time runs at the latency of that
  * chain; QP_WIGNER_LANES angles side by side keep the vector units busy. The square roots of
  * each step's factors are computed once per lmax, and every step does the very operations, in
  * the same order, that it did one angle at a time: the functions are bitwise the same. */
@@ -16,11 +16,14 @@
 #define QP_WIGNER_LANES 16
 
 /** The factors of each step for l <= lmax, per function (P_l, then d20, d22, d2,-2):
- *  d_l = (two_l (ll z - mm) d_{l-1} - prev d_{l-2}) / den (P_l: two_l z d_{l-1} ...). */
-enum { QP_W_TWO_L, QP_W_LL, QP_W_MM, QP_W_PREV, QP_W_DEN };
+ *  d_l = (two_l (ll z - mm) d_{l-1} - prev d_{l-2}) inv_den (P_l: two_l z d_{l-1} ...), with
+ *  inv_den = 1 / den once per l: a division per step and lane was a third of the S build's time
+ *  (T nside 16: 58 -> 40 ms of CPU in the recursion; S moves by ~1 ulp per step, F by 6e-14 of
+ *  its largest entry on QU nside 16, docs/benchmarks.md). */
+enum { QP_W_TWO_L, QP_W_LL, QP_W_MM, QP_W_PREV, QP_W_DEN, QP_W_INV_DEN };
 typedef struct qp_wigner_table {
   int lmax;
-  double *coef[4][5];
+  double *coef[4][6];
   double *storage;
 } qp_wigner_table;
 
