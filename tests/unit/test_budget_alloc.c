@@ -404,6 +404,14 @@ static void test_rss_follows_allocation(void) {
   TEST_ASSERT(during.rss - before.rss >= 60 * MIB,
               "RSS rose by %.1f MiB for a 64 MiB block (pages not committed at allocation?)",
               (double)(during.rss - before.rss) / (double)MIB);
+  /* Committed by several threads (alloc.c) on a mapping that starts on a huge-page boundary
+   * (its 64-byte header first): every part zero, the last threads' parts included. */
+  TEST_ASSERT(((uintptr_t)p - 64) % (2 * MIB) == 0, "a 64 MiB block's mapping at %p is not "
+              "2 MiB-aligned", (void *)((char *)p - 64));
+  size_t nonzero = 0;
+  for (size_t i = 0; i < bytes; i += 4096)
+    nonzero += ((const unsigned char *)p)[i] != 0 || ((const unsigned char *)p)[bytes - 1 - i] != 0;
+  TEST_ASSERT(nonzero == 0, "%zu pages of a fresh 64 MiB block are not zero", nonzero);
   qp_budget_free(p);
   TEST_OK(qp_stage_pop());
   qp_meter_read(&after);
