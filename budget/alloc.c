@@ -93,6 +93,8 @@ static struct {
   qp_open_stage open[QP_STAGE_DEPTH_MAX];
   int n_records;
   qp_stage_record records[QP_STAGES_MAX];
+  double commit_seconds; /* host blocks' page commits since the last reset */
+  size_t commit_bytes;
 } qp_budget_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 const char *qp_term_kind_name(qp_term_kind kind) {
@@ -310,9 +312,13 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
   QP_CHECK(base != MAP_FAILED, QP_ERR_NOMEM,
            "out of memory allocating term '%s' (%.3f GiB) in stage '%s'", term,
            (double)bytes / 1073741824.0, qp_stage_label());
+  const double commit_start = qp_clock_seconds();
   qp_commit_pages(base, mapped);
+  const double commit_seconds = qp_clock_seconds() - commit_start;
   qp_block_header *h = base;
   pthread_mutex_lock(&qp_budget_state.lock);
+  qp_budget_state.commit_seconds += commit_seconds;
+  qp_budget_state.commit_bytes += mapped;
   int index = qp_term_index(term, kind, space);
   if (index < 0) {
     pthread_mutex_unlock(&qp_budget_state.lock);
@@ -377,6 +383,12 @@ const qp_term_stats *qp_budget_term(int index) {
 }
 size_t qp_budget_current(qp_space space) { return qp_budget_state.current[space]; }
 size_t qp_budget_peak(qp_space space) { return qp_budget_state.peak[space]; }
+void qp_budget_commit_totals(double *seconds, size_t *bytes) {
+  pthread_mutex_lock(&qp_budget_state.lock);
+  *seconds = qp_budget_state.commit_seconds;
+  *bytes = qp_budget_state.commit_bytes;
+  pthread_mutex_unlock(&qp_budget_state.lock);
+}
 
 int qp_budget_dump_live(FILE *out) {
   int n = 0;
@@ -399,6 +411,8 @@ void qp_budget_reset(void) {
     t->total_blocks = t->live_blocks;
   }
   for (int s = 0; s < 2; ++s) qp_budget_state.peak[s] = qp_budget_state.current[s];
+  qp_budget_state.commit_seconds = 0.0;
+  qp_budget_state.commit_bytes = 0;
   qp_budget_state.depth = 0;
   qp_budget_state.n_records = 0;
   qp_interrupt_reset();

@@ -78,6 +78,12 @@ const qp_term_stats *qp_budget_term(int index);
 /** Tracked bytes live now in a space, and their peak over the run. */
 size_t qp_budget_current(qp_space space);
 size_t qp_budget_peak(qp_space space);
+/** The seconds spent committing host blocks' pages at their allocation (alloc.c), and the
+ *  bytes committed, since the last qp_budget_reset. Not the accounting's cost: a program that
+ *  did not commit at allocation would fault the same pages in at first touch; printed by
+ *  `qmlpipe run` so that a benchmark can tell fresh memory's cost (on a VM whose host takes
+ *  freed pages back, 0.6 GB/s) from the kernels'. */
+void qp_budget_commit_totals(double *seconds, size_t *bytes);
 /** Prints every block still alive (term, bytes); returns how many. */
 int qp_budget_dump_live(FILE *out);
 /** Forgets all statistics and stage records (blocks still alive stay counted), and writes the

@@ -14,10 +14,12 @@
  *    noise, or lmax < lmax_signal, also potrf of n_pix and trsm of n_pix^2 x n_modes);
  *  - pixel-direct: potrf and trtri of n_pix, and n_params + 1 times the two n_pix^3 trmm that
  *    form one L^-1 P_p L^-T (timed once).
+ *  `bias_solve`: on the projection route, the seconds of the trsm L^-T Y that fisher_run adds
+ *  for the noise bias (not in the floor, as the issue defines it); 0 on the other routes.
  *  Each kernel once, its operands filled before the clock starts (fresh pages are not the
  *  kernel's time). `detail` gets each kernel's seconds. Matrices tracked as term
- *  "bench_floor", at most two at a time, freed before it returns. Errors: QP_ERR_NOMEM. */
-qp_err qp_bench_floor(const qp_problem *p, double *seconds, double *flops, char *detail,
-                      size_t size);
+ *  "bench_floor", at most three at a time, freed before it returns. Errors: QP_ERR_NOMEM. */
+qp_err qp_bench_floor(const qp_problem *p, double *seconds, double *flops, double *bias_solve,
+                      char *detail, size_t size);
 
 #endif

@@ -214,11 +214,15 @@ int qp_cmd_run(int argc, char **argv) {
     fflush(stdout);
     qp_self_cost_end(cost);
     /* What the accounting cost this run beside the warm-up (read by qmlpipe-bench). */
+    double commit_seconds = 0.0;
+    size_t commit_bytes = 0;
+    qp_budget_commit_totals(&commit_seconds, &commit_bytes);
     if (options.progress)
       fprintf(stderr,
               "[qmlpipe] accounting %.4f s (meters and stage records, timeline start and stop, "
-              "budget report), timeline sampler %.4f s CPU\n",
-              qp_self_cost_seconds(), qp_timeline_sampler_cpu_seconds());
+              "budget report), timeline sampler %.4f s CPU; page commits %.4f s for %.1f MiB\n",
+              qp_self_cost_seconds(), qp_timeline_sampler_cpu_seconds(), commit_seconds,
+              (double)commit_bytes / 1048576.0);
   }
   qp_problem_free(&problem);
   qp_config_free(&cfg);

@@ -180,8 +180,8 @@ int main(int argc, char **argv) {
                     !strstr(r.err, "[qmlpipe] warm-up 0"),
                 "QP_WARM_UP=0 did not skip the warm-up, or did not say so:\n%s", r.err);
     TEST_ASSERT(r.err && strstr(r.err, "[qmlpipe] accounting ") &&
-                    strstr(r.err, "timeline sampler "),
-                "no accounting line on stderr:\n%s", r.err);
+                    strstr(r.err, "timeline sampler ") && strstr(r.err, "; page commits "),
+                "no accounting line (with the page commits) on stderr:\n%s", r.err);
     qp_cli_free(&r);
     unsetenv("QP_WARM_UP");
     qp_cli_run(qmlpipe, "run_warm_up", args, &r);
