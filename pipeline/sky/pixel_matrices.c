@@ -183,11 +183,13 @@ static int qp_pair_here(const qp_matrix *layout, const qp_pair_entries *e) {
   return 0;
 }
 
-/* Up to QP_WIGNER_LANES pairs (i_k, j) of one kind, evaluated together. */
+/* Up to QP_WIGNER_LANES pairs (i_k, j) of one kind, evaluated together. A lane keeps its
+ * pair's indices, not its entries (88 bytes copied per pair, whose store and reload stalled
+ * the S build: a fifth of its time at n_pix 1984). */
 typedef struct qp_batch {
   int n;
   qp_wigner_kind kind;
-  qp_pair_entries e[QP_WIGNER_LANES]; /* each lane's entries, listed once when it joined */
+  int64_t i[QP_WIGNER_LANES], j[QP_WIGNER_LANES];
   qp_pair_geometry g[QP_WIGNER_LANES];
   double z[QP_WIGNER_LANES];
 } qp_batch;
@@ -204,14 +206,14 @@ typedef struct qp_batch_work {
 } qp_batch_work;
 
 /* Every target's entries of the batch's pairs that this rank holds, and their mirrors. */
-static void qp_batch_run(const qp_matrix *layout, const qp_target *targets, int n_targets,
-                         const qp_wigner_table *table, int lmax, qp_batch *batch,
+static void qp_batch_run(const qp_problem *p, const qp_matrix *layout, const qp_target *targets,
+                         int n_targets, const qp_wigner_table *table, int lmax, qp_batch *batch,
                          qp_batch_work *work) {
   if (batch->n == 0) return;
   for (int k = batch->n; k < QP_WIGNER_LANES; ++k) batch->z[k] = 0.0; /* unused lanes */
   qp_wigner_batch(table, lmax, batch->kind, batch->z, work->d);
   for (int k = 0; k < batch->n; ++k) {
-    const qp_pair_entries e = batch->e[k];
+    const qp_pair_entries e = qp_pair_list(p, batch->i[k], batch->j[k]);
     work->count[k] = e.count;
     for (int x = 0; x < e.count; ++x) {
       int64_t at;
@@ -254,18 +256,21 @@ static void qp_tile(const qp_problem *p, const qp_matrix *layout, const qp_targe
   for (int64_t j = tj * QP_TILE; j < j_end; ++j) {
     qp_batch batch = {0};
     for (int64_t i = ti * QP_TILE > j ? ti * QP_TILE : j; i < i_end; ++i) {
-      const qp_pair_entries e = qp_pair_list(p, i, j);
-      if (!qp_pair_here(layout, &e)) continue;
+      if (layout->grid) { /* distributed: only the pairs with an entry on this rank */
+        const qp_pair_entries e = qp_pair_list(p, i, j);
+        if (!qp_pair_here(layout, &e)) continue;
+      }
       const qp_wigner_kind kind = i < nt ? QP_WIGNER_TT : (j < nt ? QP_WIGNER_TP : QP_WIGNER_PP);
       if (batch.n == QP_WIGNER_LANES || (batch.n > 0 && kind != batch.kind))
-        qp_batch_run(layout, targets, n_targets, table, lmax, &batch, work);
+        qp_batch_run(p, layout, targets, n_targets, table, lmax, &batch, work);
       batch.kind = kind;
-      batch.e[batch.n] = e;
+      batch.i[batch.n] = i;
+      batch.j[batch.n] = j;
       batch.g[batch.n] = qp_pair_setup(p, i, j);
       batch.z[batch.n] = batch.g[batch.n].z;
       ++batch.n;
     }
-    qp_batch_run(layout, targets, n_targets, table, lmax, &batch, work);
+    qp_batch_run(p, layout, targets, n_targets, table, lmax, &batch, work);
   }
 }
 
