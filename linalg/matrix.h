@@ -159,6 +159,11 @@ qp_err qp_matrix_stack_slot(const qp_matrix *stack, int64_t j, const qp_linalg_o
 qp_err qp_matrix_columns(const qp_matrix *m, int64_t j0, int64_t cols, qp_matrix *view);
 /** A view of the whole of m under another name (for error messages), in m's space. */
 qp_err qp_matrix_alias(const qp_matrix *m, const char *name, qp_matrix *view);
+/** 1 when this process holds every element (a local matrix, or a grid of one process). */
+static inline int qp_matrix_held_whole(const qp_matrix *m) {
+  return m->local_rows == m->rows && m->local_cols == m->cols;
+}
+
 /** Elements this rank holds (local_rows x local_cols). */
 static inline int64_t qp_matrix_local_size(const qp_matrix *m) {
   return m->local_rows * m->local_cols;

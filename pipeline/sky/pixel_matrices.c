@@ -253,10 +253,11 @@ static void qp_tile(const qp_problem *p, const qp_matrix *layout, const qp_targe
   const int64_t nt = p->n_obs_t, n_pos = p->n_observed;
   const int64_t j_end = (tj + 1) * QP_TILE < n_pos ? (tj + 1) * QP_TILE : n_pos;
   const int64_t i_end = (ti + 1) * QP_TILE < n_pos ? (ti + 1) * QP_TILE : n_pos;
+  const int whole = qp_matrix_held_whole(layout);
   for (int64_t j = tj * QP_TILE; j < j_end; ++j) {
     qp_batch batch = {0};
     for (int64_t i = ti * QP_TILE > j ? ti * QP_TILE : j; i < i_end; ++i) {
-      if (layout->grid) { /* distributed: only the pairs with an entry on this rank */
+      if (!whole) { /* distributed: only the pairs with an entry on this rank */
         const qp_pair_entries e = qp_pair_list(p, i, j);
         if (!qp_pair_here(layout, &e)) continue;
       }
