@@ -337,3 +337,19 @@ done:
   if (budget >= 0) H5Gclose(budget);
   return err;
 }
+
+qp_err qp_report_write_device_context(hid_t file, double predicted, int64_t measured,
+                                      const char *source) {
+  qp_err err = QP_OK;
+  hid_t budget = -1;
+  QP_H5_GOTO(budget = H5Gopen2(file, "budget", H5P_DEFAULT), done, "cannot open /budget");
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, "/budget", "device_context_predicted_bytes",
+                                    predicted > 0 && predicted < 9.2e18 ? (int64_t)predicted : 0),
+               done);
+  QP_CALL_GOTO(
+      qp_h5_attr_write_i64(budget, "/budget", "device_context_measured_bytes", measured), done);
+  QP_CALL_GOTO(qp_h5_attr_write_string(budget, "/budget", "device_context_source", source), done);
+done:
+  if (budget >= 0) H5Gclose(budget);
+  return err;
+}

@@ -143,6 +143,14 @@ static int qp_backend_calls(const qp_model_dims *d, qp_backend_call out[QP_BACKE
   return k;
 }
 
+static const char qp_backend_init_formula[] = "the backend's, from its start";
+static const char qp_backend_ops_formula[] =
+    "the backend's own for its operations, the largest so far";
+
+int qp_model_backend_term(const qp_model_term *t) {
+  return t->formula == qp_backend_init_formula || t->formula == qp_backend_ops_formula;
+}
+
 /* A backend term held now: its size and its model entry (the last one declared). */
 typedef struct qp_backend_held {
   const char *term;
@@ -166,7 +174,7 @@ static qp_err qp_model_backend_terms(const qp_model_dims *d, qp_model *m) {
     if (need[i].bytes > 0)
       qp_model_add(m, need[i].term, QP_TERM_PERSISTENT,
                    qp_model_vector_bytes((int64_t)need[i].bytes, 1), first, last,
-                   "the backend's, from its start")
+                   qp_backend_init_formula)
           ->space = need[i].space;
   qp_backend_call calls[QP_BACKEND_CALLS_MAX];
   const int n_calls = qp_backend_calls(d, calls);
@@ -198,7 +206,7 @@ static qp_err qp_model_backend_terms(const qp_model_dims *d, qp_model *m) {
         t->entry->phase_free = call->phase > 0 ? call->phase - 1 : QP_PHASE_END;
       }
       t->entry = qp_model_add(m, t->term, QP_TERM_PERSISTENT, bytes, call->stage, last,
-                              "the backend's own for its operations, the largest so far");
+                              qp_backend_ops_formula);
       t->entry->space = t->space;
       t->entry->phase_alloc = call->phase;
     }

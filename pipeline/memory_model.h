@@ -100,6 +100,10 @@ static inline int64_t qp_model_map_batch(const qp_model_dims *d) {
  *  peaks, lifetime peak plus overhead) stay below 2^63 and need no check. */
 qp_err qp_model_predict(const qp_model_dims *dims, qp_model *model);
 
+/** 1 when t is one of the device backend's own buffers (dims.backend's workspaces), not a
+ *  matrix of the stages. */
+int qp_model_backend_term(const qp_model_term *t);
+
 /** Prints the table of `qmlpipe budget`: the route and dimensions, then per stage the
  *  persistent and transient terms and the peak, the overhead and the lifetime peak. */
 void qp_model_print(FILE *out, const qp_model_dims *dims, const qp_model *model);

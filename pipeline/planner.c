@@ -37,6 +37,10 @@ double qp_plan_device_overhead(const qp_problem *p) {
   return strcmp(p->cfg->backend, "cuda") == 0 ? (double)QP_DEVICE_OVERHEAD_CUDA : 0.0;
 }
 
+const char *qp_plan_device_overhead_source(const qp_problem *p) {
+  return p->cfg->device_overhead >= 0 ? "memory.device_overhead" : "the backend's default";
+}
+
 /* The device bytes the tracked terms may use: memory.device_limit less the device context
  * (0: no limit; negative when the context alone does not fit: nothing does). */
 static double qp_plan_device_room(const qp_problem *p) {
@@ -421,20 +425,32 @@ static qp_err qp_plan_check_device_limit(const qp_problem *p) {
            "memory.device_limit %.3f GiB does not even hold the device context (%.3f GiB, %s: "
            "the CUDA context and library handles, outside the tracked bytes); nothing was "
            "allocated. Raise the limit, or measure the context and set memory.device_overhead",
-           limit / gib, context / gib,
-           p->cfg->device_overhead >= 0 ? "memory.device_overhead" : "the backend's default");
+           limit / gib, context / gib, qp_plan_device_overhead_source(p));
   const qp_model_term *largest = NULL;
   const qp_stage_id worst = qp_plan_worst(m, QP_SPACE_DEVICE, &largest);
+  /* The backend's own buffers in that stage (library workspaces, pivots), the largest named. */
+  const qp_model_term *own = NULL;
+  double own_bytes = 0;
+  for (int i = 0; i < m->n_terms; ++i) {
+    const qp_model_term *t = &m->terms[i];
+    if (t->space != QP_SPACE_DEVICE || !qp_model_backend_term(t) ||
+        !qp_model_term_alive(t, worst))
+      continue;
+    own_bytes += (double)t->bytes;
+    if (!own || t->bytes > own->bytes) own = t;
+  }
   QP_FAIL(QP_ERR_BUDGET,
-          "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB, maps "
-          "in batches of %lld of %lld) plus the device context %.3f GiB exceeds "
-          "memory.device_limit %.3f GiB by %.3f GiB; nothing was allocated for it. The part "
-          "that cannot be chunked does not fit the device: raise the limit, use a device with "
-          "more memory, mask fewer pixels, or use backend cpu or dist",
+          "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB; the "
+          "backend's own buffers %.3f MiB, largest '%s'; maps in batches of %lld of %lld) plus "
+          "the device context %.3f GiB (%s) exceeds memory.device_limit %.3f GiB by %.3f GiB; "
+          "nothing was allocated for it. The part that cannot be chunked does not fit the "
+          "device: raise the limit, use a device with more memory, mask fewer pixels, or use "
+          "backend cpu or dist",
           need / gib, qp_stage_name(worst), largest ? largest->name : "?",
-          largest ? (double)largest->bytes / gib : 0.0,
-          (long long)qp_model_map_batch(&p->model_dims), (long long)p->n_maps, context / gib,
-          limit / gib, (need + context - limit) / gib);
+          largest ? (double)largest->bytes / gib : 0.0, own_bytes / 1048576.0,
+          own ? own->name : "none", (long long)qp_model_map_batch(&p->model_dims),
+          (long long)p->n_maps, context / gib, qp_plan_device_overhead_source(p), limit / gib,
+          (need + context - limit) / gib);
 }
 
 qp_err qp_plan_check_limit(const qp_problem *p) {

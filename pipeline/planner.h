@@ -38,6 +38,9 @@ int64_t qp_plan_blas_width(const qp_problem *p, qp_model_path path);
  *  else the backend's default; 0 on a host backend. memory.device_limit less it is what the
  *  tracked device terms may use. */
 double qp_plan_device_overhead(const qp_problem *p);
+/** Where qp_plan_device_overhead's figure comes from: "memory.device_overhead" or "the
+ *  backend's default". */
+const char *qp_plan_device_overhead_source(const qp_problem *p);
 /** The device table whose own buffers the model predicts (memory_model.h, dims.backend): the
  *  run's device table once it answers (cuda: after its context exists), hostdev's for `plan`
  *  on hostdev; NULL on a host backend and where the sizes cannot be known here (cuda in

@@ -105,8 +105,7 @@ static void qp_plan_print(const qp_problem *p) {
            cfg->backend);
   const double context = qp_plan_device_overhead(p);
   printf("  device context %.2f MiB (%s; untracked, the device meter's baseline)\n",
-         context / mib,
-         cfg->device_overhead >= 0 ? "memory.device_overhead" : "the backend's default");
+         context / mib, qp_plan_device_overhead_source(p));
   const double device = (double)qp_model_peak_in(m, QP_SPACE_DEVICE) + context;
   if (cfg->device_limit > 0)
     printf("  device peak with the context %.2f MiB of memory.device_limit %.2f MiB: %s\n",
