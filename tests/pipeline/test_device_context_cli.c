@@ -9,7 +9,7 @@
  *    it;
  *  - `run` with an emulated context (QP_HOSTDEV_CONTEXT) of the configured size: `report`
  *    prints the workspace terms per stage, predicted and tracked (EXACT), and the context
- *    predicted beside the device meter's measured baseline, equal.
+ *    predicted beside the device meter's measured baseline, equal; so does `validate`.
  * Everything happens in device_context_cli.d. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +148,18 @@ int main(int argc, char **argv) {
     char *out = expect("report", args, 0, words);
     TEST_ASSERT(strstr(out, "DRIFT") == NULL, "report shows a drift:\n%s", out);
     free(out);
+  }
+  {
+    /* validate judges the RSS (which on hostdev holds the device's blocks too: its verdict is
+     * not this test's), and shows the context of each device run. */
+    const char *args[] = {"validate", "r.h5", NULL};
+    qp_cli_result r;
+    qp_cli_run(qmlpipe, "validate", args, &r);
+    TEST_ASSERT(r.started && r.exited && r.out &&
+                    strstr(r.out, "device context predicted 5.00 MiB, measured 5.00 MiB"),
+                "validate does not show the context:\n%s\n%s", r.out ? r.out : "",
+                r.err ? r.err : "");
+    qp_cli_free(&r);
   }
   return TEST_RETURN();
 }
