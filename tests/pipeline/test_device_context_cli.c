@@ -21,24 +21,30 @@
 
 static char qmlpipe[4096];
 
-/* Runs qmlpipe with args; expects `status` and every word (NULL-terminated) on stdout and
- * stderr together; returns stdout (the caller frees it). */
+/* Every word (NULL-terminated) in what r printed, on stdout or stderr. */
+static void says(const char *tag, const qp_cli_result *r, const char *const *words) {
+  for (int i = 0; words && words[i]; ++i) {
+    const int found = (r->out && strstr(r->out, words[i])) || (r->err && strstr(r->err, words[i]));
+    TEST_ASSERT(found, "%s: the output lacks '%s':\n%s\n%s", tag, words[i], r->out ? r->out : "",
+                r->err ? r->err : "");
+  }
+}
+
+/* Runs qmlpipe with args and wants exit `status` and `words` (says); returns its stdout (the
+ * caller frees it). */
 static char *expect(const char *tag, const char *const *args, int status,
                     const char *const *words) {
   qp_cli_result r;
   qp_cli_run(qmlpipe, tag, args, &r);
-  TEST_ASSERT(r.started && r.exited && r.status == status,
-              "%s: exit status %d (signal %d), expected %d; stderr:\n%s", tag, r.status,
+  const int ok = r.started && r.exited && r.status == status;
+  TEST_ASSERT(ok, "%s: exit status %d (signal %d), expected %d; stderr:\n%s", tag, r.status,
               r.signal, status, r.err ? r.err : "");
-  for (int i = 0; words && words[i]; ++i)
-    TEST_ASSERT((r.out && strstr(r.out, words[i])) || (r.err && strstr(r.err, words[i])),
-                "%s: the output lacks '%s':\n%s\n%s", tag, words[i], r.out ? r.out : "",
-                r.err ? r.err : "");
+  says(tag, &r, words);
   if (status != 0 && r.err) fprintf(stderr, "  %s: %s", tag, r.err);
-  char *out = r.out;
+  char *out = r.out ? r.out : calloc(1, 1);
   r.out = NULL;
   qp_cli_free(&r);
-  return out ? out : calloc(1, 1);
+  return out;
 }
 
 static void write_config(const char *limit) {
@@ -68,16 +74,9 @@ static void budget_figures(const char *out, long long *device_peak, long long *n
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: test_device_context_cli QMLPIPE CLS.txt\n");
-    return 2;
-  }
   char cls[4096];
-  if (!realpath(argv[2], cls)) {
-    fprintf(stderr, "test_device_context_cli: cannot resolve '%s'\n", argv[2]);
-    return 1;
-  }
-  int setup = qp_cli_setup(argc, argv, "test_device_context_cli", "device_context_cli.d", qmlpipe);
+  int setup = qp_cli_setup_with_file(argc, argv, "test_device_context_cli",
+                                     "device_context_cli.d", qmlpipe, cls);
   if (setup != 0) return setup;
   char copy[4200];
   snprintf(copy, sizeof copy, "cp '%s' cls.txt", cls);
