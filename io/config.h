@@ -3,7 +3,8 @@
  * Keys (README "Config reference"): maps, mask, mask_pol, fields, cls, noise, spectra, ell_min, lmax,
  * lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, path, harmonic_method,
  * backend, output, checkpoint,
- * memory {host_limit, device_limit, device_overhead, sample_interval_ms, calibration}. An unknown key, a wrong type or an
+ * memory {host_limit, device_limit, device_overhead, sample_interval_ms, calibration}.
+ * An unknown key, a wrong type or an
  * out-of-range value is QP_ERR_INPUT naming the file, the key and (when known) the line. Relative file paths are
  * taken relative to the directory of the config file. */
 #ifndef QP_CONFIG_IO_H

@@ -111,7 +111,8 @@ static qp_err qp_cuda_workspaces(qp_linalg_op op, int64_t n, int64_t nrhs, qp_wo
         (qp_workspace){QP_TERM_CUSOLVER_HOST_WORKSPACE, QP_SPACE_HOST, host_bytes};
   }
   if (op == QP_OP_GETRF || op == QP_OP_GETRS)
-    out[(*count)++] = (qp_workspace){QP_TERM_DEVICE_PIVOTS, QP_SPACE_DEVICE, rows * sizeof(int64_t)};
+    out[(*count)++] =
+        (qp_workspace){QP_TERM_DEVICE_PIVOTS, QP_SPACE_DEVICE, rows * sizeof(int64_t)};
   /* norm1 sums n columns and one more; the estimates solve with one n-vector */
   if (op == QP_OP_NORM1)
     out[(*count)++] = (qp_workspace){QP_TERM_DEVICE_REDUCTION, QP_SPACE_DEVICE, (rows + 1) * 8};

@@ -177,7 +177,8 @@ void qp_val_print(FILE *out, const qp_val_set *set, double tolerance, int64_t mi
   fprintf(out,
           "  (under>1%%: predictions below the measurement by more than 1%%; over>1%%: above "
           "it by more than 1%%;\n   within: |error| <= %.4g%%)\n",
-          100.0 * tolerance);  /* Device runs: the context the plan reserved beside the device meter's baseline (shown, not
+          100.0 * tolerance);
+  /* Device runs: the context the plan reserved beside the device meter's baseline (shown, not
    * judged: the default on cuda is an upper bound until a GPU measures it, docs/gpu.md). */
   for (int i = 0; i < set->n_files; ++i) {
     const qp_val_file *f = &set->files[i];

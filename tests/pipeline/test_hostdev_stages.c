@@ -130,9 +130,10 @@ int main(int argc, char **argv) {
    * N_eff's Cholesky (n_pix) in basis_setup's first phase, grows for the LU of I + K Lambda
    * (n_modes) in its last: the model's two entries of the term, each exact in its phases. */
   char few_name[64];
-  qp_fixture few = {.name = rank_name(few_name, sizeof few_name, "hostdev_few"), .nside = 8, .cut_deg = 60, .ell_min = 2, .lmax = 12,
-                    .lmax_signal = 16, .bin_width = 3, .sim_lmax = 16, .n_maps = 2,
-                    .noise_variance = 10.0, .dl_flat = 100.0, .seed = 14};
+  qp_fixture few = {.name = rank_name(few_name, sizeof few_name, "hostdev_few"),
+                    .nside = 8, .cut_deg = 60, .ell_min = 2, .lmax = 12, .lmax_signal = 16,
+                    .bin_width = 3, .sim_lmax = 16, .n_maps = 2, .noise_variance = 10.0,
+                    .dl_flat = 100.0, .seed = 14};
   TEST_OK(qp_fixture_write(&few, &cfg));
   check_route(&cfg, QP_PATH_HARMONIC, 1, 0, "T few pixels, harmonic smw");
   qp_config_free(&cfg);
