@@ -33,9 +33,8 @@ static const char *const qp_dimension_keys[D_COUNT] = {"n_pix",  "n_modes", "lma
                                                        "lmax",   "n_bins",  "n_maps", "nside"};
 
 enum { M_HOST = 0, M_DEVICE, M_INTERVAL, M_CALIBRATION, M_DEVICE_OVERHEAD, M_COUNT };
-static const char *const qp_memory_keys[M_COUNT] = {"host_limit", "device_limit",
-                                                    "sample_interval_ms", "calibration",
-                                                    "device_overhead"};
+static const char *const qp_memory_keys[M_COUNT] = {
+    "host_limit", "device_limit", "sample_interval_ms", "calibration", "device_overhead"};
 
 enum { G_ROWS = 0, G_COLS, G_BLOCK, G_COUNT };
 static const char *const qp_grid_keys[G_COUNT] = {"rows", "cols", "block"};

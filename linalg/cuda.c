@@ -107,8 +107,7 @@ static qp_err qp_cuda_workspaces(qp_linalg_op op, int64_t n, int64_t nrhs, qp_wo
     QP_CALL(qp_cuda_solver_workspace((qp_cuda_solver_op)(solver[op] - 1), n, &device_bytes,
                                      &host_bytes));
     out[(*count)++] = (qp_workspace){QP_TERM_CUSOLVER_WORKSPACE, QP_SPACE_DEVICE, device_bytes};
-    out[(*count)++] =
-        (qp_workspace){QP_TERM_CUSOLVER_HOST_WORKSPACE, QP_SPACE_HOST, host_bytes};
+    out[(*count)++] = (qp_workspace){QP_TERM_CUSOLVER_HOST_WORKSPACE, QP_SPACE_HOST, host_bytes};
   }
   if (op == QP_OP_GETRF || op == QP_OP_GETRS)
     out[(*count)++] =

@@ -31,7 +31,7 @@ static struct {
   qp_hostdev_block *blocks;
   int count, slots;
   size_t mapped, capacity;
-  char *context;         /* QP_HOSTDEV_CONTEXT's block (never freed), or NULL */
+  char *context; /* QP_HOSTDEV_CONTEXT's block (never freed), or NULL */
   size_t context_bytes;
 } qp_hostdev_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -185,9 +185,8 @@ static qp_err qp_hostdev_bytes_from_env(const char *name, const char *what, size
   const int shift = unit ? 10 * (int)(unit - units + 1) : 0;
   QP_CHECK(text[0] >= '0' && text[0] <= '9' && errno == 0 && end != text &&
                (*end == '\0' || (unit && end[1] == '\0')) && value <= (SIZE_MAX >> shift),
-           QP_ERR_INPUT,
-           "%s='%s': expected %s, e.g. 268435456 or 256M (K, M, G: 1024-based)", name, text,
-           what);
+           QP_ERR_INPUT, "%s='%s': expected %s, e.g. 268435456 or 256M (K, M, G: 1024-based)", name,
+           text, what);
   *bytes = (size_t)value << shift;
   return QP_OK;
 }

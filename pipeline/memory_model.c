@@ -186,7 +186,8 @@ static qp_err qp_model_backend_terms(const qp_model_dims *d, qp_model *m) {
     QP_CALL(qp_linalg_workspaces(d->backend, call->op, call->n, call->nrhs, need, &count));
     for (int i = 0; i < count; ++i) {
       int h = 0;
-      while (h < n_held && strcmp(held[h].term, need[i].term) != 0) ++h;
+      while (h < n_held && strcmp(held[h].term, need[i].term) != 0)
+        ++h;
       if (h == n_held) {
         QP_CHECK(n_held < HELD_MAX, QP_ERR_INTERNAL, "budget model: more than %d backend terms",
                  HELD_MAX);

@@ -117,7 +117,8 @@ static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, int6
   }
   QP_CALL(err);
   /* Bounded: a stage peak and the overhead stay below 2^63 (model.h). */
-  *fits = (limit <= 0 || (double)(qp_model_stage_peak(model, stage) + model->overhead_bytes) <= limit) &&
+  *fits = (limit <= 0 ||
+           (double)(qp_model_stage_peak(model, stage) + model->overhead_bytes) <= limit) &&
           (p->cfg->device_limit <= 0 ||
            (double)qp_model_stage_peak_in(model, stage, QP_SPACE_DEVICE) <= qp_plan_device_room(p));
   return QP_OK;
@@ -433,8 +434,7 @@ static qp_err qp_plan_check_device_limit(const qp_problem *p) {
   double own_bytes = 0;
   for (int i = 0; i < m->n_terms; ++i) {
     const qp_model_term *t = &m->terms[i];
-    if (t->space != QP_SPACE_DEVICE || !qp_model_backend_term(t) ||
-        !qp_model_term_alive(t, worst))
+    if (t->space != QP_SPACE_DEVICE || !qp_model_backend_term(t) || !qp_model_term_alive(t, worst))
       continue;
     own_bytes += (double)t->bytes;
     if (!own || t->bytes > own->bytes) own = t;

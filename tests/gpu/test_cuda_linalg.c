@@ -129,8 +129,8 @@ static void note_solver(qp_cuda_solver_op op, int64_t n) {
   die_on(qp_linalg_workspaces(qp_linalg_cuda_ops(), table_op[op], n, 0, w, &count),
          "the table's workspaces");
   TEST_ASSERT(count >= 2 && w[0].bytes == device_bytes && w[1].bytes == host_bytes,
-              "the table's workspaces of operation %d at order %lld differ from the query",
-              (int)op, (long long)n);
+              "the table's workspaces of operation %d at order %lld differ from the query", (int)op,
+              (long long)n);
   if (device_bytes > solver_max) solver_max = device_bytes;
   if (host_bytes > host_solver_max) host_solver_max = host_bytes;
 }

@@ -86,16 +86,17 @@ static void budget_figures(const char *out, long long *device_peak, long long *n
 
 int main(int argc, char **argv) {
   char cls[4096];
-  int setup = qp_cli_setup_with_file(argc, argv, "test_device_context_cli",
-                                     "device_context_cli.d", qmlpipe, cls);
+  int setup = qp_cli_setup_with_file(argc, argv, "test_device_context_cli", "device_context_cli.d",
+                                     qmlpipe, cls);
   if (setup != 0) return setup;
   char copy[4200];
   snprintf(copy, sizeof copy, "cp '%s' cls.txt", cls);
   TEST_ASSERT(system(copy) == 0, "cannot copy the C_ell file");
   {
-    const char *args[] = {"simulate", "--cls",     "cls.txt",        "--nside", "8",
-                          "--noise-variance", "10", "--mask", "mask.fits", "--galactic-cut",
-                          "20",       "--out",     "m",              NULL};
+    const char *args[] = {
+        "simulate", "--cls",  "cls.txt",   "--nside",        "8",  "--noise-variance",
+        "10",       "--mask", "mask.fits", "--galactic-cut", "20", "--out",
+        "m",        NULL};
     free(expect("simulate", args, 0, NULL));
   }
   write_config(NULL);

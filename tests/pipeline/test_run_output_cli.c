@@ -47,8 +47,8 @@ static void expect(const char *tag, const char *const *args, int status,
 
 int main(int argc, char **argv) {
   char cls[4096];
-  int setup = qp_cli_setup_with_file(argc, argv, "test_run_output_cli", "run_output_cli.d",
-                                     qmlpipe, cls);
+  int setup =
+      qp_cli_setup_with_file(argc, argv, "test_run_output_cli", "run_output_cli.d", qmlpipe, cls);
   if (setup != 0) return setup;
   if (system("rm -rf ex sub") != 0) return 1;
   {
