@@ -3,7 +3,9 @@
  * argv[2]: a C_ell file). The projection route with one map, which nothing chunks, so that
  * a device_limit between "the matrices and the context" and "the matrices, hostdev's emulated
  * solver workspace and the context" can be set from `budget`'s exact figures:
- *  - `plan` prints the context (memory.device_overhead) and the device peak with it;
+ *  - `plan` prints the context (memory.device_overhead) and the device peak with it; with
+ *    backend cuda (no GPU needed) the default context and that cuSOLVER's workspaces are left
+ *    out of its figures;
  *  - `plan` and `run` refuse that limit (exit 4) before anything is allocated, naming the
  *    backend's workspace and the context; a limit below the context alone is refused naming
  *    it;
@@ -141,6 +143,24 @@ int main(int argc, char **argv) {
     const char *args[] = {"plan", "c.yaml", NULL};
     const char *words[] = {"does not even hold the device context", NULL};
     free(expect("plan_context", args, 4, words));
+  }
+
+  /* backend cuda without a GPU: its workspaces cannot be asked for (cuSOLVER's queries need a
+   * handle), so plan says they are left out; the context is the documented default. */
+  {
+    FILE *f = fopen("cu.yaml", "w");
+    TEST_ASSERT(f != NULL, "cannot write cu.yaml");
+    if (f) {
+      fprintf(f,
+              "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
+              "noise: {variance: 10}\nspectra: [TT]\nlmax: 12\nbin_width: 3\n"
+              "path: harmonic\nharmonic_method: projected\nbackend: cuda\n");
+      fclose(f);
+    }
+    const char *args[] = {"plan", "cu.yaml", NULL};
+    const char *words[] = {"the backend's own workspaces are not in these figures: backend cuda",
+                           "device context 640.00 MiB (the backend's default", NULL};
+    free(expect("plan_cuda", args, 0, words));
   }
 
   /* A run on an emulated device whose context is what the config predicts. */
