@@ -134,8 +134,8 @@ struct qp_linalg_ops {
    * the backend holds none. QP_ERR_UNSUPPORTED where the sizes cannot be known here (cuda
    * without a context: cuSOLVER's queries need a handle). */
   qp_err (*workspaces)(qp_linalg_op op, int64_t n, int64_t nrhs, qp_workspace *out, int *count);
-  /* Frees the growing workspaces (not QP_OP_INIT's); NULL: nothing to free. The driver calls it
-   * once the last stage is done. */
+  /* Frees the growing workspaces (not QP_OP_INIT's); NULL: nothing to free. qp_problem_free
+   * calls it once the run is done with its matrices (after the last stage and the report). */
   void (*release_workspaces)(void);
 };
 
