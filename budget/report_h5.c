@@ -323,17 +323,36 @@ done:
   return err;
 }
 
-qp_err qp_report_write_limit(hid_t file, double bytes, const char *source) {
+/* Bytes as an int64 attribute: 0 for none (or beyond int64). */
+static int64_t qp_report_bytes(double bytes) {
+  return bytes > 0 && bytes < 9.2e18 ? (int64_t)bytes : 0;
+}
+
+/* Attributes of /budget (written first by qp_report_write): n int64 ones, then a string. */
+static qp_err qp_report_budget_attrs(hid_t file, int n, const char *const *names,
+                                     const int64_t *values, const char *text_name,
+                                     const char *text) {
   qp_err err = QP_OK;
   hid_t budget = -1;
   QP_H5_GOTO(budget = H5Gopen2(file, "budget", H5P_DEFAULT), done, "cannot open /budget");
-  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, "/budget", "memory_limit",
-                                  bytes > 0 && bytes < 9.2e18 ? (int64_t)bytes : 0),
-               done);
-  QP_CALL_GOTO(qp_h5_attr_write_string(budget, "/budget", "memory_limit_source",
-                                  source && source[0] ? source : "none"),
-               done);
+  for (int i = 0; i < n; ++i)
+    QP_CALL_GOTO(qp_h5_attr_write_i64(budget, "/budget", names[i], values[i]), done);
+  QP_CALL_GOTO(qp_h5_attr_write_string(budget, "/budget", text_name, text), done);
 done:
   if (budget >= 0) H5Gclose(budget);
   return err;
+}
+
+qp_err qp_report_write_limit(hid_t file, double bytes, const char *source) {
+  const char *const names[] = {"memory_limit"};
+  const int64_t values[] = {qp_report_bytes(bytes)};
+  return qp_report_budget_attrs(file, 1, names, values, "memory_limit_source",
+                                source && source[0] ? source : "none");
+}
+
+qp_err qp_report_write_device_context(hid_t file, double predicted, int64_t measured,
+                                      const char *source) {
+  const char *const names[] = {"device_context_predicted_bytes", "device_context_measured_bytes"};
+  const int64_t values[] = {qp_report_bytes(predicted), measured};
+  return qp_report_budget_attrs(file, 2, names, values, "device_context_source", source);
 }

@@ -27,6 +27,13 @@ qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample 
  *  "memory.host_limit", the cgroup, Slurm variable or RLIMIT_AS it came from, or "none").
  *  QP_ERR_IO on HDF5 failures. */
 qp_err qp_report_write_limit(hid_t file, double bytes, const char *source);
+/** Writes a device run's context as attributes of /budget (written first by qp_report_write):
+ *  device_context_predicted_bytes (what the plan reserved: memory.device_overhead or the
+ *  backend's default) and device_context_measured_bytes (the device meter's baseline, taken
+ *  after the context and the library handles exist; -1 without a metered device), and
+ *  device_context_source. QP_ERR_IO on HDF5 failures. */
+qp_err qp_report_write_device_context(hid_t file, double predicted, int64_t measured,
+                                      const char *source);
 /** Prints the report of a results file: per stage, predicted beside measured, and one line
  *  about the timeline when the file has one (samples, final interval, largest RSS seen). */
 qp_err qp_report_print(const char *path, FILE *out);

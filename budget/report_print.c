@@ -284,6 +284,17 @@ qp_err qp_report_print(const char *path, FILE *out) {
     else
       fprintf(out, "  memory limit: none\n");
   }
+  /* A device run's context: what the plan reserved beside what the device meter's baseline
+   * measured (files of host runs and of older versions say nothing). */
+  if (H5Aexists(budget, "device_context_predicted_bytes") > 0) {
+    char source[256];
+    qp_read_str(budget, "device_context_source", source, sizeof source);
+    const int64_t measured = qp_read_i64(budget, "device_context_measured_bytes", -1);
+    fprintf(out, "  device context: predicted %s (%s), measured %s (the device meter's baseline)\n",
+            qp_human(qp_read_i64(budget, "device_context_predicted_bytes", -1), a, sizeof a),
+            source[0] ? source : "source not recorded",
+            measured >= 0 ? qp_human(measured, b, sizeof b) : "- (no device meter)");
+  }
   H5Eclear2(H5E_DEFAULT);
   if (H5Lexists(budget, "timeline", H5P_DEFAULT) > 0 &&
       (stage = H5Gopen2(budget, "timeline", H5P_DEFAULT)) >= 0 &&

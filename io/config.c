@@ -39,6 +39,7 @@ void qp_config_defaults(qp_config *cfg) {
    * directory, as any command-line tool's default output would. */
   snprintf(cfg->output, sizeof cfg->output, "%s", "results.h5");
   cfg->sample_interval_ms = QP_TIMELINE_DEFAULT_INTERVAL_MS;
+  cfg->device_overhead = -1;
 }
 
 void qp_config_free(qp_config *cfg) {

@@ -3,7 +3,8 @@
  * Keys (README "Config reference"): maps, mask, mask_pol, fields, cls, noise, spectra, ell_min, lmax,
  * lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, path, harmonic_method,
  * backend, output, checkpoint,
- * memory {host_limit, device_limit, sample_interval_ms, calibration}. An unknown key, a wrong type or an
+ * memory {host_limit, device_limit, device_overhead, sample_interval_ms, calibration}.
+ * An unknown key, a wrong type or an
  * out-of-range value is QP_ERR_INPUT naming the file, the key and (when known) the line. Relative file paths are
  * taken relative to the directory of the config file. */
 #ifndef QP_CONFIG_IO_H
@@ -73,6 +74,9 @@ typedef struct qp_config {
   int64_t dim_n_pix, dim_n_modes, dim_n_bins, dim_n_maps, dim_nside;
   double host_limit;                 /* bytes; 0 = no limit */
   double device_limit;               /* bytes; 0 = no limit */
+  double device_overhead;            /* bytes of the device context and library handles
+                                        (untracked, the device meter's baseline); -1 = the
+                                        backend's default (planner.h) */
   double sample_interval_ms;         /* memory timeline sampling (budget/timeline.h); 0 = off */
   char calibration[QP_PATH_MAX];     /* `qmlpipe calibrate` file; "" = $QMLPIPE_CALIBRATION or
                                         the built-in overhead */

@@ -32,9 +32,9 @@ enum { D_N_PIX = 0, D_N_MODES, D_LMAX_SIGNAL, D_LMAX, D_N_BINS, D_N_MAPS, D_NSID
 static const char *const qp_dimension_keys[D_COUNT] = {"n_pix",  "n_modes", "lmax_signal",
                                                        "lmax",   "n_bins",  "n_maps", "nside"};
 
-enum { M_HOST = 0, M_DEVICE, M_INTERVAL, M_CALIBRATION, M_COUNT };
-static const char *const qp_memory_keys[M_COUNT] = {"host_limit", "device_limit",
-                                                    "sample_interval_ms", "calibration"};
+enum { M_HOST = 0, M_DEVICE, M_INTERVAL, M_CALIBRATION, M_DEVICE_OVERHEAD, M_COUNT };
+static const char *const qp_memory_keys[M_COUNT] = {
+    "host_limit", "device_limit", "sample_interval_ms", "calibration", "device_overhead"};
 
 enum { G_ROWS = 0, G_COLS, G_BLOCK, G_COUNT };
 static const char *const qp_grid_keys[G_COUNT] = {"rows", "cols", "block"};
@@ -149,6 +149,8 @@ static qp_err qp_cfg_memory_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *k
     QP_CALL(qp_cfg_bytes(ctx, "memory.host_limit", value, &cfg->host_limit));
   } else if (index == M_DEVICE) {
     QP_CALL(qp_cfg_bytes(ctx, "memory.device_limit", value, &cfg->device_limit));
+  } else if (index == M_DEVICE_OVERHEAD) {
+    QP_CALL(qp_cfg_bytes(ctx, "memory.device_overhead", value, &cfg->device_overhead));
   } else if (index == M_CALIBRATION) {
     QP_CALL(qp_cfg_path(ctx, "memory.calibration", value, cfg->calibration));
   } else {

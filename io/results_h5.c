@@ -338,6 +338,11 @@ qp_err qp_results_write(const char *path, const qp_results *results) {
   if (results->memory_limit_source)
     QP_CALL_GOTO(
         qp_report_write_limit(file, results->memory_limit, results->memory_limit_source), done);
+  if (results->device_context_source)
+    QP_CALL_GOTO(qp_report_write_device_context(file, results->device_context_predicted,
+                                                results->device_context_measured,
+                                                results->device_context_source),
+                 done);
   if (results->ranks) QP_CALL_GOTO(qp_report_write_ranks(file, results->ranks), done);
   qp_self_cost_end(cost);
   hid_t saved = file;

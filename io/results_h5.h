@@ -38,6 +38,11 @@ typedef struct qp_results {
    * memory_limit_source of /budget when memory_limit_source is not NULL. */
   double memory_limit;
   const char *memory_limit_source;
+  /* A device run's context: predicted (bytes) and where from, measured (the device meter's
+   * baseline, -1 without one); written to /budget when device_context_source is not NULL. */
+  double device_context_predicted;
+  int64_t device_context_measured;
+  const char *device_context_source;
   const qp_meter_sample *baseline; /* meters before the first stage, or NULL (then -1) */
   const qp_rank_table *ranks;     /* distributed runs: every rank's budget, or NULL */
   /* /diagnostics: reciprocal condition numbers of the route's key matrices (NaN: not formed

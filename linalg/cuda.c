@@ -81,6 +81,45 @@ qp_err qp_cuda_solver_workspace(qp_cuda_solver_op op, int64_t n, size_t *device_
   return QP_OK;
 }
 
+/* The table's workspaces (matrix.h): what the operations below hold besides their operands,
+ * term by term as cuda_context.c grows them; the solver's from cuSOLVER's own queries (with
+ * ld = n, as the stages' matrices have), so that the model has them exactly. */
+static qp_err qp_cuda_workspaces(qp_linalg_op op, int64_t n, int64_t nrhs, qp_workspace *out,
+                                 int *count) {
+  (void)nrhs;
+  *count = 0;
+  QP_CHECK(qp_cuda_ctx.ready, QP_ERR_UNSUPPORTED,
+           "the cuda backend's workspaces are known only on a GPU, after its start (cuSOLVER's "
+           "queries need a handle)");
+  const size_t rows = n > 0 ? (size_t)n : 0;
+  if (op == QP_OP_INIT) {
+    out[(*count)++] = (qp_workspace){QP_TERM_CUBLAS_WORKSPACE, QP_SPACE_DEVICE,
+                                     qp_cuda_ctx.info.cublas_workspace};
+    out[(*count)++] = (qp_workspace){QP_TERM_CUSOLVER_INFO, QP_SPACE_DEVICE, sizeof(int)};
+    return QP_OK;
+  }
+  static const int solver[QP_OP_COUNT] = {[QP_OP_POTRF] = QP_CUDA_POTRF + 1,
+                                          [QP_OP_POTRI] = QP_CUDA_POTRI + 1,
+                                          [QP_OP_TRTRI] = QP_CUDA_TRTRI + 1,
+                                          [QP_OP_GETRF] = QP_CUDA_GETRF + 1};
+  if (op >= 0 && op < QP_OP_COUNT && solver[op] && rows > 0) {
+    size_t device_bytes = 0, host_bytes = 0;
+    QP_CALL(qp_cuda_solver_workspace((qp_cuda_solver_op)(solver[op] - 1), n, &device_bytes,
+                                     &host_bytes));
+    out[(*count)++] = (qp_workspace){QP_TERM_CUSOLVER_WORKSPACE, QP_SPACE_DEVICE, device_bytes};
+    out[(*count)++] = (qp_workspace){QP_TERM_CUSOLVER_HOST_WORKSPACE, QP_SPACE_HOST, host_bytes};
+  }
+  if (op == QP_OP_GETRF || op == QP_OP_GETRS)
+    out[(*count)++] =
+        (qp_workspace){QP_TERM_DEVICE_PIVOTS, QP_SPACE_DEVICE, rows * sizeof(int64_t)};
+  /* norm1 sums n columns and one more; the estimates solve with one n-vector */
+  if (op == QP_OP_NORM1)
+    out[(*count)++] = (qp_workspace){QP_TERM_DEVICE_REDUCTION, QP_SPACE_DEVICE, (rows + 1) * 8};
+  if ((op == QP_OP_POCON || op == QP_OP_GECON) && rows > 0)
+    out[(*count)++] = (qp_workspace){QP_TERM_DEVICE_REDUCTION, QP_SPACE_DEVICE, rows * 8};
+  return QP_OK;
+}
+
 /* Queries and reserves the workspace of `op` on `a`. */
 static qp_err qp_cuda_solver_prepare(qp_cuda_solver_op op, qp_matrix *a) {
   size_t device_bytes = 0, host_bytes = 0;
@@ -367,6 +406,8 @@ static const qp_linalg_ops qp_cuda_ops_table = {
     .pocon = qp_cuda_pocon,
     .gecon = qp_cuda_gecon,
     .transpose = qp_cuda_transpose,
+    .workspaces = qp_cuda_workspaces,
+    .release_workspaces = qp_cuda_release_workspaces,
     /* sum_partials NULL: one process holds every matrix. */
     .moves_data = 1, /* align and replicate download into host work matrices */
 };

@@ -31,6 +31,8 @@ static struct {
   qp_hostdev_block *blocks;
   int count, slots;
   size_t mapped, capacity;
+  char *context; /* QP_HOSTDEV_CONTEXT's block (never freed), or NULL */
+  size_t context_bytes;
 } qp_hostdev_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static size_t qp_hostdev_page(void) { return (size_t)sysconf(_SC_PAGESIZE); }
@@ -168,9 +170,12 @@ size_t qp_hostdev_mapped_bytes(void) {
   return mapped;
 }
 
-/* QP_HOSTDEV_CAPACITY: bytes, with an optional K, M or G (1024-based); unset leaves it be. */
-static qp_err qp_hostdev_capacity_from_env(void) {
-  const char *text = getenv("QP_HOSTDEV_CAPACITY");
+/* A byte count from the environment variable `name` ("what": what it gives, for the message):
+ * bytes, with an optional K, M or G (1024-based); *set 0 when it is unset. */
+static qp_err qp_hostdev_bytes_from_env(const char *name, const char *what, size_t *bytes,
+                                        int *set) {
+  const char *text = getenv(name);
+  *set = text != NULL;
   if (!text) return QP_OK;
   char *end = NULL;
   errno = 0;
@@ -180,16 +185,42 @@ static qp_err qp_hostdev_capacity_from_env(void) {
   const int shift = unit ? 10 * (int)(unit - units + 1) : 0;
   QP_CHECK(text[0] >= '0' && text[0] <= '9' && errno == 0 && end != text &&
                (*end == '\0' || (unit && end[1] == '\0')) && value <= (SIZE_MAX >> shift),
-           QP_ERR_INPUT,
-           "QP_HOSTDEV_CAPACITY='%s': expected the emulated device's bytes, e.g. 268435456 or "
-           "256M (K, M, G: 1024-based)",
-           text);
-  qp_hostdev_set_capacity((size_t)value << shift);
+           QP_ERR_INPUT, "%s='%s': expected %s, e.g. 268435456 or 256M (K, M, G: 1024-based)", name,
+           text, what);
+  *bytes = (size_t)value << shift;
+  return QP_OK;
+}
+
+/* QP_HOSTDEV_CAPACITY: the emulated device's size; unset leaves it be. */
+static qp_err qp_hostdev_capacity_from_env(void) {
+  size_t bytes = 0;
+  int set = 0;
+  QP_CALL(qp_hostdev_bytes_from_env("QP_HOSTDEV_CAPACITY", "the emulated device's bytes", &bytes,
+                                    &set));
+  if (set) qp_hostdev_set_capacity(bytes);
+  return QP_OK;
+}
+
+/* QP_HOSTDEV_CONTEXT: the emulated context, mapped once (the first init) and never freed, as
+ * a CUDA context lives as long as the process; not tracked (cudaMalloc does not see a
+ * context), only metered. */
+static qp_err qp_hostdev_context_from_env(void) {
+  size_t bytes = 0;
+  int set = 0;
+  if (qp_hostdev_state.context) return QP_OK;
+  QP_CALL(qp_hostdev_bytes_from_env("QP_HOSTDEV_CONTEXT", "the emulated context's bytes", &bytes,
+                                    &set));
+  if (!set || bytes == 0) return QP_OK;
+  void *block = NULL;
+  QP_CALL(qp_hostdev_alloc("device context (QP_HOSTDEV_CONTEXT)", bytes, &block));
+  qp_hostdev_state.context = block;
+  qp_hostdev_state.context_bytes = bytes;
   return QP_OK;
 }
 
 qp_err qp_hostdev_init(void) {
   QP_CALL(qp_hostdev_capacity_from_env());
+  QP_CALL(qp_hostdev_context_from_env());
   qp_budget_device_memory_set(&qp_hostdev_memory);
 #if !QP_HAVE_CUDA
   /* With CUDA the device meter is cudaMemGetInfo's, whose baseline needs a CUDA context. */
@@ -197,6 +228,65 @@ qp_err qp_hostdev_init(void) {
     QP_CALL(qp_meter_device_baseline());
 #endif
   return QP_OK;
+}
+
+/* ---- the emulated library's own buffers (hostdev.h): what the memory model predicts ---- */
+
+/* The buffers hostdev holds for `op` at order n (the table's workspaces, matrix.h): a panel of
+ * QP_HOSTDEV_WORKSPACE_COLUMNS doubles per row for the factorisations, 8 n of pivots for the
+ * LU's two operations; nothing for the rest. Sizes of whole matrices' orders: no overflow
+ * below 2^52 rows, far beyond any term the model accepts (2^56 bytes). */
+static qp_err qp_hostdev_workspaces(qp_linalg_op op, int64_t n, int64_t nrhs, qp_workspace *out,
+                                    int *count) {
+  (void)nrhs;
+  *count = 0;
+  const size_t rows = n > 0 ? (size_t)n : 0;
+  if (op == QP_OP_POTRF || op == QP_OP_POTRI || op == QP_OP_TRTRI || op == QP_OP_GETRF)
+    out[(*count)++] = (qp_workspace){QP_TERM_HOSTDEV_WORKSPACE, QP_SPACE_DEVICE,
+                                     rows * QP_HOSTDEV_WORKSPACE_COLUMNS * sizeof(double)};
+  if (op == QP_OP_GETRF || op == QP_OP_GETRS)
+    out[(*count)++] = (qp_workspace){QP_TERM_HOSTDEV_PIVOTS, QP_SPACE_DEVICE, rows * 8};
+  return QP_OK;
+}
+
+/* The blocks held now, one per term of qp_hostdev_workspaces (the calling thread's: one thread
+ * calls the operations). */
+enum { QP_HOSTDEV_HELD = 2 };
+static struct {
+  void *block;
+  size_t bytes;
+} qp_hostdev_held[QP_HOSTDEV_HELD];
+
+static int qp_hostdev_held_slot(const char *term) {
+  return strcmp(term, QP_TERM_HOSTDEV_WORKSPACE) == 0 ? 0 : 1;
+}
+
+/* Holds what `op` on m needs, growing a term as cuda's workspaces grow: the old block is freed
+ * before the larger one is taken. Distributed operands (hostdev-dist's) hold nothing. */
+static qp_err qp_hostdev_hold(qp_linalg_op op, const qp_matrix *m) {
+  if (m->grid) return QP_OK;
+  qp_workspace need[QP_WORKSPACES_MAX];
+  int count = 0;
+  QP_CALL(qp_hostdev_workspaces(op, m->rows, 0, need, &count));
+  for (int i = 0; i < count; ++i) {
+    const int slot = qp_hostdev_held_slot(need[i].term);
+    if (need[i].bytes <= qp_hostdev_held[slot].bytes) continue;
+    qp_budget_free(qp_hostdev_held[slot].block);
+    qp_hostdev_held[slot].block = NULL;
+    qp_hostdev_held[slot].bytes = 0;
+    QP_CALL(qp_budget_alloc(need[i].term, QP_TERM_PERSISTENT, QP_SPACE_DEVICE, need[i].bytes,
+                            &qp_hostdev_held[slot].block));
+    qp_hostdev_held[slot].bytes = need[i].bytes;
+  }
+  return QP_OK;
+}
+
+static void qp_hostdev_release_workspaces(void) {
+  for (int slot = 0; slot < QP_HOSTDEV_HELD; ++slot) {
+    qp_budget_free(qp_hostdev_held[slot].block);
+    qp_hostdev_held[slot].block = NULL;
+    qp_hostdev_held[slot].bytes = 0;
+  }
 }
 
 /* ---- operations: the inner table's, inside a scope where their operands' blocks are open ---- */
@@ -316,7 +406,10 @@ static qp_err qp_hostdev_upload(const double *host, int64_t ld, qp_matrix *m, in
   QP_HOSTDEV_SCOPED("upload", 0, qp_linalg_upload(host, ld, &h, li, lj, rows, cols), m);
 }
 
-static qp_err qp_hostdev_potrf(qp_matrix *a) { QP_HOSTDEV_RUN(potrf, (a), a); }
+static qp_err qp_hostdev_potrf(qp_matrix *a) {
+  QP_CALL(qp_hostdev_hold(QP_OP_POTRF, a));
+  QP_HOSTDEV_RUN(potrf, (a), a);
+}
 
 /* cpu's potri leaves the lower half; a device backend leaves the full inverse (matrix.h). The
  * dist table has no potri, nor hostdev-dist. */
@@ -326,10 +419,14 @@ static qp_err qp_hostdev_potri_full(qp_matrix *l) {
   return QP_OK;
 }
 static qp_err qp_hostdev_potri(qp_matrix *l) {
+  QP_CALL(qp_hostdev_hold(QP_OP_POTRI, l));
   QP_HOSTDEV_SCOPED("potri", 0, qp_hostdev_potri_full(l), l);
 }
 
-static qp_err qp_hostdev_trtri(qp_matrix *l) { QP_HOSTDEV_RUN(trtri, (l), l); }
+static qp_err qp_hostdev_trtri(qp_matrix *l) {
+  QP_CALL(qp_hostdev_hold(QP_OP_TRTRI, l));
+  QP_HOSTDEV_RUN(trtri, (l), l);
+}
 
 static qp_err qp_hostdev_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
                               qp_matrix *b) {
@@ -352,10 +449,12 @@ static qp_err qp_hostdev_syrk(qp_trans trans, double alpha, const qp_matrix *a, 
 }
 
 static qp_err qp_hostdev_getrf(qp_matrix *a, int *pivots) {
+  QP_CALL(qp_hostdev_hold(QP_OP_GETRF, a));
   QP_HOSTDEV_RUN(getrf, (a, pivots), a);
 }
 
 static qp_err qp_hostdev_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
+  QP_CALL(qp_hostdev_hold(QP_OP_GETRS, lu));
   QP_HOSTDEV_RUN(getrs, (lu, pivots, b), lu, b);
 }
 
@@ -411,6 +510,8 @@ static const qp_linalg_ops qp_hostdev_ops_table = {
     .host_table = qp_linalg_cpu_ops,
     .potri = qp_hostdev_potri,
     .trace_product = qp_hostdev_trace_product,
+    .workspaces = qp_hostdev_workspaces,
+    .release_workspaces = qp_hostdev_release_workspaces,
 };
 
 const qp_linalg_ops *qp_linalg_hostdev_ops(void) { return &qp_hostdev_ops_table; }

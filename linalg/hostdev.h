@@ -34,6 +34,18 @@
 
 #include "matrix.h"
 
+/* hostdev's own buffers, EMULATING a cuSOLVER-like library (the cuda backend's "cusolver
+ * workspace" and "device pivots", linalg/cuda.h) so that the memory model's prediction of a
+ * backend's workspaces is checked exactly on CPU: blocks of its device memory that it never
+ * reads, held from first need and grown as cuda's are (matrix.h, qp_workspace), freed by the
+ * table's release_workspaces. One rank only: hostdev-dist's distributed operations hold none. */
+#define QP_TERM_HOSTDEV_WORKSPACE "hostdev solver workspace" /* potrf, potri, trtri, getrf */
+#define QP_TERM_HOSTDEV_PIVOTS "hostdev pivots"              /* getrf, getrs */
+/** The emulated workspace's panel: potrf, potri, trtri and getrf of order n hold
+ *  n x QP_HOSTDEV_WORKSPACE_COLUMNS doubles (a blocked factorisation's panel); getrf and getrs
+ *  8 n bytes of pivots (cuSOLVER's int64 ones). */
+#define QP_HOSTDEV_WORKSPACE_COLUMNS 64
+
 /** The name the device meter gives hostdev's memory. */
 #define QP_HOSTDEV_DEVICE_NAME "hostdev (host memory, test-only)"
 
@@ -44,6 +56,10 @@
  *  emulated device's size (qp_hostdev_set_capacity), so that a `qmlpipe run` on hostdev can be
  *  given a device of a chosen size; a value that does not parse is QP_ERR_INPUT naming it. */
 qp_err qp_hostdev_init(void);
+/* A second TEST HOOK: QP_HOSTDEV_CONTEXT (bytes, K, M, G as above), when set at the first
+ * qp_hostdev_init, maps that many bytes of untracked emulated device memory before the meter's
+ * baseline, as a CUDA context and library handles are (what memory.device_overhead predicts):
+ * the baseline is then that context, and it takes its share of the capacity. */
 /** The hostdev operation table (name "hostdev", space QP_SPACE_DEVICE, host table cpu). Its
  *  matrices need qp_hostdev_init first (their memory comes from its provider). */
 const qp_linalg_ops *qp_linalg_hostdev_ops(void);

@@ -103,6 +103,21 @@ const qp_linalg_ops *qp_linalg_local_ops(const qp_linalg_ops *ops) {
 
 int qp_linalg_on_device(const qp_linalg_ops *ops) { return ops && ops->space == QP_SPACE_DEVICE; }
 
+qp_err qp_linalg_workspaces(const qp_linalg_ops *ops, qp_linalg_op op, int64_t n, int64_t nrhs,
+                            qp_workspace out[QP_WORKSPACES_MAX], int *count) {
+  *count = 0;
+  if (!ops || !ops->workspaces) return QP_OK;
+  QP_CALL(ops->workspaces(op, n, nrhs, out, count));
+  QP_CHECK(*count >= 0 && *count <= QP_WORKSPACES_MAX, QP_ERR_INTERNAL,
+           "backend %s: %d workspaces for one operation (at most %d)", ops->name, *count,
+           QP_WORKSPACES_MAX);
+  return QP_OK;
+}
+
+void qp_linalg_release_workspaces(const qp_linalg_ops *ops) {
+  if (ops && ops->release_workspaces) ops->release_workspaces();
+}
+
 static qp_err qp_check_block(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows,
                              int64_t cols, int64_t ld) {
   QP_CHECK(li >= 0 && lj >= 0 && rows >= 0 && cols >= 0 && li + rows <= m->local_rows &&

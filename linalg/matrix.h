@@ -17,6 +17,33 @@
 
 typedef struct qp_linalg_ops qp_linalg_ops;
 
+/* The operations whose backend holds buffers of its own besides the operands (a device
+ * backend's library workspaces, its pivots): what the table's `workspaces` is asked about.
+ * QP_OP_INIT: the buffers the backend holds from its start, whatever runs. */
+typedef enum qp_linalg_op {
+  QP_OP_INIT = 0,
+  QP_OP_POTRF,
+  QP_OP_POTRI,
+  QP_OP_TRTRI,
+  QP_OP_GETRF,
+  QP_OP_GETRS,
+  QP_OP_NORM1, /* n columns */
+  QP_OP_POCON,
+  QP_OP_GECON,
+  QP_OP_COUNT
+} qp_linalg_op;
+
+enum { QP_WORKSPACES_MAX = 4 };
+/* One buffer a backend holds for an operation: its budget term, space and bytes. The backend
+ * keeps each term (the name and space) at the largest size any operation asked for so far,
+ * growing it by freeing the old block before taking the new one, until the table's
+ * release_workspaces (QP_OP_INIT's terms: until the backend is finalised). */
+typedef struct qp_workspace {
+  const char *term;
+  qp_space space;
+  size_t bytes;
+} qp_workspace;
+
 /* A matrix is local (grid NULL: this process holds all of it) or distributed block-cyclic over
  * a process grid (linalg/grid.h): rows and cols are then the global shape, data holds this
  * rank's local_rows x local_cols (leading dimension ld), and desc is its ScaLAPACK
@@ -101,6 +128,15 @@ struct qp_linalg_ops {
    * data into a host work matrix; 0: every entry is addressable here and both are index
    * arithmetic. */
   int moves_data;
+  /* Device backends: the buffers of their own the backend will hold for `op` on an n x n
+   * operand (nrhs right-hand sides for getrs), *count of them into out (0 when none; each at
+   * most QP_WORKSPACES_MAX), so that the memory model predicts them (memory_model.c). NULL:
+   * the backend holds none. QP_ERR_UNSUPPORTED where the sizes cannot be known here (cuda
+   * without a context: cuSOLVER's queries need a handle). */
+  qp_err (*workspaces)(qp_linalg_op op, int64_t n, int64_t nrhs, qp_workspace *out, int *count);
+  /* Frees the growing workspaces (not QP_OP_INIT's); NULL: nothing to free. qp_problem_free
+   * calls it once the run is done with its matrices (after the last stage and the report). */
+  void (*release_workspaces)(void);
 };
 
 /** The backend by name: "cpu" (this build may add "cuda", "dist"), or "hostdev" (test-only:
@@ -177,6 +213,12 @@ const qp_linalg_ops *qp_linalg_host_ops(const qp_linalg_ops *ops);
  *  distributed host backend, the one-rank device table for a distributed device backend
  *  (hostdev for hostdev-dist), `ops` itself otherwise. */
 const qp_linalg_ops *qp_linalg_local_ops(const qp_linalg_ops *ops);
+/** The buffers `ops`'s backend holds for `op` (the table's workspaces; *count 0 when it has
+ *  none). */
+qp_err qp_linalg_workspaces(const qp_linalg_ops *ops, qp_linalg_op op, int64_t n, int64_t nrhs,
+                            qp_workspace out[QP_WORKSPACES_MAX], int *count);
+/** Frees the growing workspaces of `ops`'s backend (a no-op where it has none). */
+void qp_linalg_release_workspaces(const qp_linalg_ops *ops);
 /** 1 when `ops` keeps its matrices in device memory. */
 int qp_linalg_on_device(const qp_linalg_ops *ops);
 /** host[.., ld] <- the local block (li.., lj..) of m (rows x cols), whatever m's space. */

@@ -18,8 +18,9 @@
 #include "h5_matrix.h"
 #include "host_window.h"
 #include "inputs.h"
-#include "planner.h"
 #include "job_limit.h"
+#include "meter_device.h"
+#include "planner.h"
 #include "results_h5.h"
 #include "self_cost.h"
 #include "stages.h"
@@ -217,6 +218,8 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   }
   qp_self_cost_end(cost);
   const char *rcond_names[QP_RCOND_COUNT];
+  qp_device_sample device; /* its baseline: the device context, measured */
+  qp_meter_device_read(&device);
   if (options->write_results && qp_comm_rank() == 0) {
     qp_results results = {
         .config = cfg,
@@ -245,6 +248,10 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
         .model = &p->model,
         .memory_limit = p->host_limit,
         .memory_limit_source = p->limit_source,
+        .device_context_predicted = qp_plan_device_overhead(p),
+        .device_context_measured = device.baseline,
+        .device_context_source =
+            qp_linalg_on_device(p->ops) ? qp_plan_device_overhead_source(p) : NULL,
         .baseline = baseline,
         .ranks = grid ? &ranks : NULL,
         .n_rcond = QP_RCOND_COUNT,

@@ -102,6 +102,119 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
             : smw ? none : maps;
 }
 
+/* An operation with buffers of the backend's own that a stage runs on the device (one rank:
+ * a distributed device backend runs its library's distributed operations, hostdev-dist's
+ * hold none): in the stage's phase `phase`, on an n x n operand, nrhs right-hand sides. */
+typedef struct qp_backend_call {
+  qp_stage_id stage;
+  int phase;
+  qp_linalg_op op;
+  int64_t n, nrhs;
+} qp_backend_call;
+
+enum { QP_BACKEND_CALLS_MAX = 16 };
+
+/* The device operations of the stages, in their order (stage_covariance.c, stage_basis.c,
+ * harmonic_route.c, harmonic_estimates.c; a conditioned Cholesky is norm1, potrf, pocon). */
+static int qp_backend_calls(const qp_model_dims *d, qp_backend_call out[QP_BACKEND_CALLS_MAX]) {
+  const int64_t n = d->n_pix, nm = d->n_modes, batch = qp_model_map_batch(d);
+  const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, bas = QP_STAGE_BASIS_SETUP;
+  int k = 0;
+  const int smw = d->path == QP_MODEL_HARMONIC_SMW;
+  /* covariance_setup: a dense N's own Cholesky in C's buffer (not on SMW). */
+  if (d->noise_dense && !smw) out[k++] = (qp_backend_call){cov, 0, QP_OP_POTRF, n, 0};
+  /* basis_setup, phase 0: C's (or SMW's dense N_eff's) conditioned Cholesky. */
+  if (!smw || d->noise_dense || d->switched) {
+    out[k++] = (qp_backend_call){bas, 0, QP_OP_NORM1, n, 0};
+    out[k++] = (qp_backend_call){bas, 0, QP_OP_POTRF, n, 0};
+    out[k++] = (qp_backend_call){bas, 0, QP_OP_POCON, n, 0};
+  }
+  if (d->path == QP_MODEL_PIXEL_DIRECT) out[k++] = (qp_backend_call){bas, 0, QP_OP_TRTRI, n, 0};
+  if (smw) {
+    /* phase 2: I + K Lambda's LU, W = (I + K Lambda)^-1 K; then G in fisher_run (phase 1)
+     * and z a batch of maps at a time in spectra_run. */
+    out[k++] = (qp_backend_call){bas, 2, QP_OP_NORM1, nm, 0};
+    out[k++] = (qp_backend_call){bas, 2, QP_OP_GETRF, nm, 0};
+    out[k++] = (qp_backend_call){bas, 2, QP_OP_GECON, nm, 0};
+    out[k++] = (qp_backend_call){bas, 2, QP_OP_GETRS, nm, nm};
+    out[k++] = (qp_backend_call){QP_STAGE_FISHER_RUN, 1, QP_OP_GETRS, nm, nm};
+    out[k++] = (qp_backend_call){QP_STAGE_SPECTRA_RUN, 0, QP_OP_GETRS, nm, batch};
+  }
+  return k;
+}
+
+static const char qp_backend_init_formula[] = "the backend's, from its start";
+static const char qp_backend_ops_formula[] =
+    "the backend's own for its operations, the largest so far";
+
+int qp_model_backend_term(const qp_model_term *t) {
+  return t->formula == qp_backend_init_formula || t->formula == qp_backend_ops_formula;
+}
+
+/* A backend term held now: its size and its model entry (the last one declared). */
+typedef struct qp_backend_held {
+  const char *term;
+  qp_space space;
+  size_t bytes;
+  qp_model_term *entry;
+} qp_backend_held;
+
+/* The backend's own buffers (docs/memory-model.md, "Device backends"): QP_OP_INIT's from the
+ * first stage to the last, then every term the stages' operations need, held from the first
+ * to the end of the run at the largest size asked for so far: one entry per size, from the
+ * (stage, phase) where an operation grows it (the old block is freed before the larger one
+ * is taken, so the two are never alive in one phase). */
+static qp_err qp_model_backend_terms(const qp_model_dims *d, qp_model *m) {
+  if (!d->device || !d->backend || d->grid_rows > 0) return QP_OK;
+  const qp_stage_id first = QP_STAGE_COVARIANCE_SETUP, last = QP_STAGE_SPECTRA_RUN;
+  qp_workspace need[QP_WORKSPACES_MAX];
+  int count = 0;
+  QP_CALL(qp_linalg_workspaces(d->backend, QP_OP_INIT, d->n_pix, 0, need, &count));
+  for (int i = 0; i < count; ++i)
+    if (need[i].bytes > 0)
+      qp_model_add(m, need[i].term, QP_TERM_PERSISTENT,
+                   qp_model_vector_bytes((int64_t)need[i].bytes, 1), first, last,
+                   qp_backend_init_formula)
+          ->space = need[i].space;
+  qp_backend_call calls[QP_BACKEND_CALLS_MAX];
+  const int n_calls = qp_backend_calls(d, calls);
+  enum { HELD_MAX = 8 };
+  qp_backend_held held[HELD_MAX];
+  int n_held = 0;
+  for (int c = 0; c < n_calls; ++c) {
+    const qp_backend_call *call = &calls[c];
+    QP_CALL(qp_linalg_workspaces(d->backend, call->op, call->n, call->nrhs, need, &count));
+    for (int i = 0; i < count; ++i) {
+      int h = 0;
+      while (h < n_held && strcmp(held[h].term, need[i].term) != 0)
+        ++h;
+      if (h == n_held) {
+        QP_CHECK(n_held < HELD_MAX, QP_ERR_INTERNAL, "budget model: more than %d backend terms",
+                 HELD_MAX);
+        held[n_held++] = (qp_backend_held){need[i].term, need[i].space, 0, NULL};
+      }
+      qp_backend_held *t = &held[h];
+      if (need[i].bytes <= t->bytes) continue;
+      t->bytes = need[i].bytes;
+      const qp_model_bytes bytes = qp_model_vector_bytes((int64_t)t->bytes, 1);
+      if (t->entry && t->entry->stage_alloc == (int)call->stage &&
+          t->entry->phase_alloc == call->phase) {
+        t->entry->bytes = bytes.here; /* grown in the phase it was taken in */
+        continue;
+      }
+      if (t->entry) { /* the smaller block ends with the phase before */
+        t->entry->stage_free = call->phase > 0 ? (int)call->stage : (int)call->stage - 1;
+        t->entry->phase_free = call->phase > 0 ? call->phase - 1 : QP_PHASE_END;
+      }
+      t->entry = qp_model_add(m, t->term, QP_TERM_PERSISTENT, bytes, call->stage, last,
+                              qp_backend_ops_formula);
+      t->entry->space = t->space;
+      t->entry->phase_alloc = call->phase;
+    }
+  }
+  return QP_OK;
+}
+
 qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   qp_model_init(m, QP_STAGE_COUNT, qp_stage_names);
   QP_CHECK(d->n_positions > 0 && d->n_positions <= d->n_pix, QP_ERR_INPUT,
@@ -324,6 +437,7 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
     if (staging[s].whole > 0)
       qp_model_add(m, QP_TERM_HOST_STAGING, QP_TERM_TRANSIENT, staging[s], s, s,
                    "the most of the stage's device matrices open on the host at once");
+  QP_CALL(qp_model_backend_terms(d, m));
   if (dist) {
     /* PBLAS copies a panel of block columns of its operands and one of block rows per step
      * (PB_Cmalloc, freed before it returns): (LOCr + LOCc) x block doubles for the largest

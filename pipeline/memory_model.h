@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "matrix.h"
 #include "model.h"
 
 typedef enum qp_stage_id {
@@ -59,6 +60,10 @@ typedef struct qp_model_dims {
   int64_t n_lm;          /* harmonic: (lmax + 1)^2, the (l, m) of one padded field block */
   int fisher_block_slots; /* harmonic: the quadruples of fields whose (l, l') block sums F
                              is made of (qp_fisher_block_slots, harmonic_modes.h) */
+  /* A device backend's table whose own buffers (library workspaces, pivots: matrix.h's
+   * workspaces) the model predicts for the operations each stage runs at these sizes; NULL:
+   * none predicted (host backends; cuda before its context exists: planner.c says so). */
+  const qp_linalg_ops *backend;
 } qp_model_dims;
 
 /** 1 when the projection route's fisher_run forms Z = C^-1 V^T (n_pix x n_modes, for the
@@ -94,6 +99,10 @@ static inline int64_t qp_model_map_batch(const qp_model_dims *d) {
  *  alike. With every term (and the overhead) at most 2^56 bytes, the model's sums (stage
  *  peaks, lifetime peak plus overhead) stay below 2^63 and need no check. */
 qp_err qp_model_predict(const qp_model_dims *dims, qp_model *model);
+
+/** 1 when t is one of the device backend's own buffers (dims.backend's workspaces), not a
+ *  matrix of the stages. */
+int qp_model_backend_term(const qp_model_term *t);
 
 /** Prints the table of `qmlpipe budget`: the route and dimensions, then per stage the
  *  persistent and transient terms and the peak, the overhead and the lifetime peak. */

@@ -10,10 +10,43 @@
 #include "conditioning.h"
 #include "driver.h"
 #include "harmonic_modes.h"
+#include "hostdev.h"
 
 int64_t qp_plan_blas_width(const qp_problem *p, qp_model_path path) {
   const int dense = p->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
   return path == QP_MODEL_HARMONIC_SMW && !dense ? p->n_modes : p->n_pix;
+}
+
+const qp_linalg_ops *qp_plan_backend_table(const qp_problem *p) {
+  if (!qp_config_device_backend(p->cfg)) return NULL;
+  if (p->ops && qp_linalg_on_device(p->ops)) {
+    /* cuda answers only once its context exists (cuSOLVER's queries need a handle) */
+    qp_workspace probe[QP_WORKSPACES_MAX];
+    int count = 0;
+    if (qp_linalg_workspaces(p->ops, QP_OP_INIT, 1, 0, probe, &count) == QP_OK) return p->ops;
+    qp_error_clear();
+    return NULL;
+  }
+  /* `plan` starts no backend: hostdev's sizes are a formula, its table needs no start */
+  return strcmp(p->cfg->backend, "hostdev") == 0 ? qp_linalg_hostdev_ops() : NULL;
+}
+
+double qp_plan_device_overhead(const qp_problem *p) {
+  if (!qp_config_device_backend(p->cfg)) return 0;
+  if (p->cfg->device_overhead >= 0) return p->cfg->device_overhead;
+  return strcmp(p->cfg->backend, "cuda") == 0 ? (double)QP_DEVICE_OVERHEAD_CUDA : 0.0;
+}
+
+const char *qp_plan_device_overhead_source(const qp_problem *p) {
+  return p->cfg->device_overhead >= 0 ? "memory.device_overhead" : "the backend's default";
+}
+
+/* The device bytes the tracked terms may use: memory.device_limit less the device context
+ * (0: no limit; negative when the context alone does not fit: nothing does). */
+static double qp_plan_device_room(const qp_problem *p) {
+  if (p->cfg->device_limit <= 0) return 0;
+  const double room = p->cfg->device_limit - qp_plan_device_overhead(p);
+  return room > 0 ? room : -1;
 }
 
 /* The model of one route: pixel-direct, SMW or projection; its dimensions to *dims_out when
@@ -37,6 +70,7 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
       .reader = qp_comm_rank() == 0,
       .device = qp_config_device_backend(cfg),
+      .backend = qp_plan_backend_table(p),
   };
   const qp_grid *grid = p->ops && p->ops->distributed ? qp_grid_current() : NULL;
   if (p->plan_grid.nprow > 0) {
@@ -83,9 +117,10 @@ static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, int6
   }
   QP_CALL(err);
   /* Bounded: a stage peak and the overhead stay below 2^63 (model.h). */
-  *fits = (limit <= 0 || (double)(qp_model_stage_peak(model, stage) + model->overhead_bytes) <= limit) &&
+  *fits = (limit <= 0 ||
+           (double)(qp_model_stage_peak(model, stage) + model->overhead_bytes) <= limit) &&
           (p->cfg->device_limit <= 0 ||
-           (double)qp_model_stage_peak_in(model, stage, QP_SPACE_DEVICE) <= p->cfg->device_limit);
+           (double)qp_model_stage_peak_in(model, stage, QP_SPACE_DEVICE) <= qp_plan_device_room(p));
   return QP_OK;
 }
 
@@ -143,7 +178,7 @@ static qp_err qp_plan_batch_fits(const qp_problem *p, qp_model_path path, int64_
     return QP_OK;
   }
   QP_CALL(err);
-  *fits = (double)qp_model_peak_in(model, QP_SPACE_DEVICE) <= p->cfg->device_limit &&
+  *fits = (double)qp_model_peak_in(model, QP_SPACE_DEVICE) <= qp_plan_device_room(p) &&
           (!host_too || p->host_limit <= 0 ||
            (double)(qp_model_peak(model) + model->overhead_bytes) <= p->host_limit);
   return QP_OK;
@@ -279,7 +314,7 @@ qp_err qp_plan_route(qp_problem *p) {
     QP_CALL(qp_comm_max(&device_peak, 1));
     if (best < 0 || cost[r] < cost[best]) best = r;
     if ((p->host_limit <= 0 || peak[r] <= p->host_limit) &&
-        (cfg->device_limit <= 0 || device_peak <= cfg->device_limit) &&
+        (cfg->device_limit <= 0 || device_peak <= qp_plan_device_room(p)) &&
         (best_fit < 0 || cost[r] < cost[best_fit]))
       best_fit = r;
   }
@@ -379,26 +414,43 @@ static qp_stage_id qp_plan_worst(const qp_model *m, qp_space space,
   return worst;
 }
 
-/* memory.device_limit: the device's peak (its matrices; the CUDA context and the libraries'
- * workspaces are outside the model: docs/gpu.md) within it, or a refusal naming the stage and
- * its largest device term, before anything is allocated. */
+/* memory.device_limit: the device context (memory.device_overhead, untracked) plus the device's
+ * peak (its matrices and the backend's own buffers) within it, or a refusal naming the context
+ * or the stage and its largest device term, before anything is allocated. */
 static qp_err qp_plan_check_device_limit(const qp_problem *p) {
-  const double limit = p->cfg->device_limit;
+  const double limit = p->cfg->device_limit, context = qp_plan_device_overhead(p);
   const qp_model *m = &p->model;
-  if (limit <= 0 || (double)qp_model_peak_in(m, QP_SPACE_DEVICE) <= limit) return QP_OK;
+  const double gib = 1073741824.0, need = (double)qp_model_peak_in(m, QP_SPACE_DEVICE);
+  if (limit <= 0 || need + context <= limit) return QP_OK;
+  QP_CHECK(context < limit, QP_ERR_BUDGET,
+           "memory.device_limit %.3f GiB does not even hold the device context (%.3f GiB, %s: "
+           "the CUDA context and library handles, outside the tracked bytes); nothing was "
+           "allocated. Raise the limit, or measure the context and set memory.device_overhead",
+           limit / gib, context / gib, qp_plan_device_overhead_source(p));
   const qp_model_term *largest = NULL;
   const qp_stage_id worst = qp_plan_worst(m, QP_SPACE_DEVICE, &largest);
-  const double gib = 1073741824.0, need = (double)qp_model_peak_in(m, QP_SPACE_DEVICE);
+  /* The backend's own buffers in that stage (library workspaces, pivots), the largest named. */
+  const qp_model_term *own = NULL;
+  double own_bytes = 0;
+  for (int i = 0; i < m->n_terms; ++i) {
+    const qp_model_term *t = &m->terms[i];
+    if (t->space != QP_SPACE_DEVICE || !qp_model_backend_term(t) || !qp_model_term_alive(t, worst))
+      continue;
+    own_bytes += (double)t->bytes;
+    if (!own || t->bytes > own->bytes) own = t;
+  }
   QP_FAIL(QP_ERR_BUDGET,
-          "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB, maps "
-          "in batches of %lld of %lld) exceeds memory.device_limit %.3f GiB by %.3f GiB; "
+          "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB; the "
+          "backend's own buffers %.3f MiB, largest '%s'; maps in batches of %lld of %lld) plus "
+          "the device context %.3f GiB (%s) exceeds memory.device_limit %.3f GiB by %.3f GiB; "
           "nothing was allocated for it. The part that cannot be chunked does not fit the "
           "device: raise the limit, use a device with more memory, mask fewer pixels, or use "
           "backend cpu or dist",
           need / gib, qp_stage_name(worst), largest ? largest->name : "?",
-          largest ? (double)largest->bytes / gib : 0.0,
-          (long long)qp_model_map_batch(&p->model_dims), (long long)p->n_maps, limit / gib,
-          (need - limit) / gib);
+          largest ? (double)largest->bytes / gib : 0.0, own_bytes / 1048576.0,
+          own ? own->name : "none", (long long)qp_model_map_batch(&p->model_dims),
+          (long long)p->n_maps, context / gib, qp_plan_device_overhead_source(p), limit / gib,
+          (need + context - limit) / gib);
 }
 
 qp_err qp_plan_check_limit(const qp_problem *p) {

@@ -27,6 +27,25 @@ qp_err qp_plan_reroute_smw(qp_problem *p);
  *  is factored or multiplied (C; N or N_eff when dense), n_modes on the SMW route with a
  *  diagonal N_eff. The warm-up (driver.h) and the default overhead follow it. */
 int64_t qp_plan_blas_width(const qp_problem *p, qp_model_path path);
+/** The device context's bytes when none is configured (memory.device_overhead) on backend
+ *  cuda: the CUDA context, the stream, cuBLAS's and cuSOLVER's handles and their loaded code,
+ *  the device meter's baseline. An upper bound of the 300-600 MiB expected on an H100
+ *  (docs/gpu.md), not yet measured: measure it (`report` prints the meter's baseline) and set
+ *  memory.device_overhead. hostdev's default is 0 (its emulated context, QP_HOSTDEV_CONTEXT,
+ *  is a test's choice). */
+#define QP_DEVICE_OVERHEAD_CUDA ((size_t)640 << 20)
+/** The device context the plan reserves on a device backend (bytes): memory.device_overhead,
+ *  else the backend's default; 0 on a host backend. memory.device_limit less it is what the
+ *  tracked device terms may use. */
+double qp_plan_device_overhead(const qp_problem *p);
+/** Where qp_plan_device_overhead's figure comes from: "memory.device_overhead" or "the
+ *  backend's default". */
+const char *qp_plan_device_overhead_source(const qp_problem *p);
+/** The device table whose own buffers the model predicts (memory_model.h, dims.backend): the
+ *  run's device table once it answers (cuda: after its context exists), hostdev's for `plan`
+ *  on hostdev; NULL on a host backend and where the sizes cannot be known here (cuda in
+ *  `plan`: cuSOLVER's queries need a GPU). */
+const qp_linalg_ops *qp_plan_backend_table(const qp_problem *p);
 /** Checks the model against p->host_limit (memory.host_limit, or the job's limit that `run`
  *  found: problem.h): QP_ERR_BUDGET naming the stage, its largest term, the limit's source and
  *  the shortfall. */

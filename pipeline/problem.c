@@ -24,6 +24,8 @@ void qp_problem_free(qp_problem *p) {
   qp_matrix_destroy(&p->mode_maps);
   qp_budget_free(p->pivots);
   p->pivots = NULL;
+  /* the device backend's own buffers, held from the stages' first need (matrix.h) */
+  if (p->ops) qp_linalg_release_workspaces(p->ops);
   free(p->bin_lo);
   free(p->bin_hi);
   free(p->ell_weight);

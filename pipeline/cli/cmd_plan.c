@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "cmd_common.h"
 #include "plan_job.h"
+#include "planner.h"
 
 static void qp_plan_usage(FILE *out) {
   fprintf(out,
@@ -20,7 +21,10 @@ static void qp_plan_usage(FILE *out) {
           "  pixel-direct products and bin matrices under memory.host_limit and\n"
           "  memory.device_limit; on a device backend, the maps held on the device at once\n"
           "  when memory.device_limit cannot hold all of them), why, and the\n"
-          "  predicted peak of each stage. `qmlpipe budget` prints the terms of that plan.\n"
+          "  predicted peak of each stage; on a device backend also each stage's device peak\n"
+          "  (the backend's own workspaces included where they can be known without a GPU)\n"
+          "  and the device context memory.device_limit must hold besides\n"
+          "  (memory.device_overhead). `qmlpipe budget` prints the terms of that plan.\n"
           "  A config may give `dimensions: {n_pix, n_modes, lmax_signal, lmax, n_bins}` in\n"
           "  place of maps and mask to size a job before having data. Exit status 0 when the\n"
           "  plan fits memory.host_limit (and --mem-per-node), else %d. backend: cuda is\n"
@@ -92,18 +96,27 @@ static void qp_plan_print(const qp_problem *p) {
   else
     printf("  lifetime peak %.2f MiB (no memory.host_limit set)\n", need / mib);
   if (!qp_model_has_device(m)) return;
-  /* A device backend: its matrices on the device (the CUDA context and the libraries'
-   * workspaces come on top: docs/gpu.md). */
+  /* A device backend: its matrices and its own buffers (library workspaces, pivots) on the
+   * device, the context on top (docs/gpu.md, "The device budget"). */
   printf("  %-18s %16s\n", "stage", "device peak MiB");
   for (int s = 0; s < QP_STAGE_COUNT; ++s)
     printf("  %-18s %16.2f\n", qp_stage_name((qp_stage_id)s),
            qp_model_stage_peak_in(m, s, QP_SPACE_DEVICE) / mib);
-  const size_t device = qp_model_peak_in(m, QP_SPACE_DEVICE);
+  if (!p->model_dims.backend && p->model_dims.grid_rows <= 0)
+    printf("  the backend's own workspaces are not in these figures: backend %s sizes them on "
+           "its device at run time (docs/gpu.md)\n",
+           cfg->backend);
+  const double context = qp_plan_device_overhead(p);
+  printf("  device context %.2f MiB (%s; untracked, the device meter's baseline)\n",
+         context / mib, qp_plan_device_overhead_source(p));
+  const double device = (double)qp_model_peak_in(m, QP_SPACE_DEVICE) + context;
   if (cfg->device_limit > 0)
-    printf("  device peak %.2f MiB of memory.device_limit %.2f MiB: %s\n", device / mib,
-           cfg->device_limit / mib, (double)device <= cfg->device_limit ? "fits" : "does not fit");
+    printf("  device peak with the context %.2f MiB of memory.device_limit %.2f MiB: %s\n",
+           device / mib, cfg->device_limit / mib,
+           device <= cfg->device_limit ? "fits" : "does not fit");
   else
-    printf("  device peak %.2f MiB (no memory.device_limit set)\n", device / mib);
+    printf("  device peak with the context %.2f MiB (no memory.device_limit set)\n",
+           device / mib);
 }
 
 /* After the plan: the job's figures, the JSON, the script (only for a plan that fits). */

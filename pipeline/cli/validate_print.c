@@ -178,6 +178,17 @@ void qp_val_print(FILE *out, const qp_val_set *set, double tolerance, int64_t mi
           "  (under>1%%: predictions below the measurement by more than 1%%; over>1%%: above "
           "it by more than 1%%;\n   within: |error| <= %.4g%%)\n",
           100.0 * tolerance);
+  /* Device runs: the context the plan reserved beside the device meter's baseline (shown, not
+   * judged: the default on cuda is an upper bound until a GPU measures it, docs/gpu.md). */
+  for (int i = 0; i < set->n_files; ++i) {
+    const qp_val_file *f = &set->files[i];
+    if (!f->read_ok || f->context_predicted < 0) continue;
+    char measured[32] = "-";
+    if (f->context_measured >= 0)
+      snprintf(measured, sizeof measured, "%.2f MiB", (double)f->context_measured / 1048576.0);
+    fprintf(out, "%s: device context predicted %.2f MiB, measured %s (device meter baseline)\n",
+            f->short_name, (double)f->context_predicted / 1048576.0, measured);
+  }
 }
 
 /* Prints the failures; returns their number (stages). */

@@ -132,6 +132,12 @@ qp_err qp_val_read_file(qp_val_set *set, int file) {
   QP_CALL_GOTO(qp_h5_attr_i64(h5, path, "n_pix", 0, &f->n_pix), done);
   snprintf(where, sizeof where, "%s: /budget", path);
   QP_CALL_GOTO(qp_h5_attr_i64(budget, where, "baseline_rss_bytes", 1, &f->baseline), done);
+  QP_CALL_GOTO(
+      qp_h5_attr_i64(budget, where, "device_context_predicted_bytes", 0, &f->context_predicted),
+      done);
+  QP_CALL_GOTO(
+      qp_h5_attr_i64(budget, where, "device_context_measured_bytes", 0, &f->context_measured),
+      done);
 
   H5G_info_t info;
   QP_H5_GOTO(H5Gget_info(budget, &info), done, "%s: /budget", path);

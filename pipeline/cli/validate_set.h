@@ -23,6 +23,9 @@ typedef struct qp_val_file {
   char path_used[QP_VAL_TEXT_MAX];
   int64_t n_pix;    /* -1 when the file lacks it */
   int64_t baseline; /* /budget baseline_rss_bytes; -1 unknown */
+  /* a device run's context (/budget device_context_*_bytes): predicted by the plan, measured
+   * by the device meter's baseline; -1 unknown (host runs, older files) */
+  int64_t context_predicted, context_measured;
   int read_ok;
 } qp_val_file;
 

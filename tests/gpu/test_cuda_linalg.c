@@ -122,6 +122,15 @@ static int expect_close(const qp_matrix *dev, const qp_matrix *ref, int lower, c
 static void note_solver(qp_cuda_solver_op op, int64_t n) {
   size_t device_bytes = 0, host_bytes = 0;
   die_on(qp_cuda_solver_workspace(op, n, &device_bytes, &host_bytes), "workspace query");
+  /* The table's answer, which the memory model predicts from (matrix.h), is the same query. */
+  static const qp_linalg_op table_op[] = {QP_OP_POTRF, QP_OP_POTRI, QP_OP_TRTRI, QP_OP_GETRF};
+  qp_workspace w[QP_WORKSPACES_MAX];
+  int count = 0;
+  die_on(qp_linalg_workspaces(qp_linalg_cuda_ops(), table_op[op], n, 0, w, &count),
+         "the table's workspaces");
+  TEST_ASSERT(count >= 2 && w[0].bytes == device_bytes && w[1].bytes == host_bytes,
+              "the table's workspaces of operation %d at order %lld differ from the query", (int)op,
+              (long long)n);
   if (device_bytes > solver_max) solver_max = device_bytes;
   if (host_bytes > host_solver_max) host_solver_max = host_bytes;
 }
@@ -516,6 +525,13 @@ int main(void) {
          qp_cuda_sync_checking() ? "yes (debug)" : "no (release)");
   TEST_ASSERT(gpu == qp_linalg_cuda_ops() && strcmp(gpu->name, "cuda") == 0, "lookup gave %p",
               (const void *)gpu);
+  {
+    qp_workspace w[QP_WORKSPACES_MAX];
+    int count = 0;
+    die_on(qp_linalg_workspaces(gpu, QP_OP_INIT, 1, 0, w, &count), "the table's workspaces");
+    TEST_ASSERT(count == 2 && w[0].bytes == info.cublas_workspace && w[1].bytes == sizeof(int),
+                "the table's start-up buffers differ from what init holds");
+  }
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == info.cublas_workspace + sizeof(int),
               "after init %zu device bytes, expected the cuBLAS workspace and the info word",
               qp_budget_current(QP_SPACE_DEVICE));
@@ -534,6 +550,13 @@ int main(void) {
   qp_matrix_destroy(&dl);
 
   qp_cuda_release_workspaces();
+  {
+    qp_workspace w[QP_WORKSPACES_MAX];
+    int count = 0;
+    die_on(qp_linalg_workspaces(gpu, QP_OP_INIT, 1, 0, w, &count), "the table's workspaces");
+    TEST_ASSERT(count == 2 && w[0].bytes == info.cublas_workspace && w[1].bytes == sizeof(int),
+                "the table's start-up buffers differ from what init holds");
+  }
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == info.cublas_workspace + sizeof(int),
               "after releasing the workspaces %zu device bytes remain",
               qp_budget_current(QP_SPACE_DEVICE));

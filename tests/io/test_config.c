@@ -58,7 +58,7 @@ static void test_full(void) {
            "path: harmonic\n"
            "backend: cuda\n"
            "output: out/results.h5\n"
-           "memory:\n  host_limit: 20GiB\n  device_limit: 2000000000\n");
+           "memory:\n  host_limit: 20GiB\n  device_limit: 2000000000\n  device_overhead: 512MiB\n");
   qp_test_write_text(yaml_path, text);
   qp_config cfg;
   TEST_OK(qp_config_load(yaml_path, &cfg));
@@ -101,6 +101,8 @@ static void test_full(void) {
   TEST_ASSERT(strcmp(cfg.output, want) == 0, "output %s", cfg.output);
   TEST_ASSERT(cfg.host_limit == 20.0 * 1024 * 1024 * 1024, "host_limit %.17g", cfg.host_limit);
   TEST_ASSERT(cfg.device_limit == 2e9, "device_limit %.17g", cfg.device_limit);
+  TEST_ASSERT(cfg.device_overhead == 512.0 * 1048576.0, "device_overhead %.17g",
+              cfg.device_overhead);
   qp_config_free(&cfg);
   qp_config_free(&cfg); /* safe twice */
   TEST_ASSERT(cfg.maps == NULL && cfg.n_maps == 0, "maps not reset by qp_config_free");
@@ -132,6 +134,8 @@ static void test_defaults(void) {
               cfg.beam_fwhm_arcmin, cfg.pixel_window);
   TEST_ASSERT(cfg.host_limit == 0 && cfg.device_limit == 0, "limits %g %g", cfg.host_limit,
               cfg.device_limit);
+  TEST_ASSERT(cfg.device_overhead == -1, "device_overhead %g: not the backend's default",
+              cfg.device_overhead);
   qp_config_free(&cfg);
   /* the test-only device emulation (linalg/hostdev.h) is a backend name too */
   qp_test_write_text(yaml_path, BASE "lmax: 4\nbackend: hostdev\n");

@@ -114,3 +114,16 @@ int qp_cli_setup(int argc, char **argv, const char *test_name, const char *work_
   qp_cli_remove_files(".");
   return 0;
 }
+
+int qp_cli_setup_with_file(int argc, char **argv, const char *test_name, const char *work_dir,
+                           char *program, char *file) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s QMLPIPE FILE\n", test_name);
+    return 2;
+  }
+  if (!realpath(argv[2], file)) { /* before qp_cli_setup enters work_dir */
+    fprintf(stderr, "%s: cannot resolve '%s': %s\n", test_name, argv[2], strerror(errno));
+    return 1;
+  }
+  return qp_cli_setup(argc, argv, test_name, work_dir, program);
+}

@@ -23,6 +23,10 @@ char *qp_cli_slurp(const char *path);
  *  test's files. Returns 0, or the exit status for main after printing why. */
 int qp_cli_setup(int argc, char **argv, const char *test_name, const char *work_dir,
                  char *program);
+/** qp_cli_setup for a test of two arguments, QMLPIPE and a file (a C_ell file, say): the
+ *  file's absolute path into `file` (PATH_MAX bytes), resolved before entering work_dir. */
+int qp_cli_setup_with_file(int argc, char **argv, const char *test_name, const char *work_dir,
+                           char *program, char *file);
 /** Removes the files of a directory (not recursive). */
 void qp_cli_remove_files(const char *dir);
 #endif

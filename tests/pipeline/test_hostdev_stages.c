@@ -5,8 +5,10 @@
  * harmonic SMW, harmonic projection) on T with the switch, QU, and TQU with a dense N and the
  * switch:
  *  - F, b, y and C_hat equal the cpu backend's to 1e-12 (relative to the largest entry);
- *  - the memory model holds exactly on both spaces (budget_check.h): the device terms, the
- *    host staging each stage reserves, the host work matrices of align and replicate.
+ *  - the memory model holds exactly on both spaces (budget_check.h): the device terms, hostdev's
+ *    emulated library buffers (solver workspace, pivots: the backend's own terms, grown as
+ *    cuSOLVER's are), the host staging each stage reserves, the host work matrices of align
+ *    and replicate.
  * Then memory.device_limit: a limit that holds only a few products chunks fisher_run and
  * spectra_run on the device (same results) and fits an emulated device of that size
  * (qp_hostdev_set_capacity), where the unplanned run runs out of device memory; and a limit
@@ -58,6 +60,17 @@ static void check_route(qp_config *cfg, qp_path path, int method, double device_
   TEST_ASSERT(qp_model_peak_in(&p.model, QP_SPACE_DEVICE) > 0, "%s: no device terms", what);
   compare(&cpu, &p, what);
   qp_check_budget_exact(&p);
+  /* hostdev's emulated library buffers (hostdev.h) are predicted, so that the check above
+   * holds them to the tracked bytes too: every route factors something on one rank, SMW's LU
+   * holds pivots (hostdev-dist's distributed operations hold none). */
+  if (qp_comm_size() == 1) {
+    const qp_model_term *ws = qp_model_find(&p.model, QP_TERM_HOSTDEV_WORKSPACE),
+                        *piv = qp_model_find(&p.model, QP_TERM_HOSTDEV_PIVOTS);
+    TEST_ASSERT(ws && ws->space == QP_SPACE_DEVICE && ws->bytes > 0, "%s: no '%s' predicted",
+                what, QP_TERM_HOSTDEV_WORKSPACE);
+    TEST_ASSERT(!p.smw || (piv && piv->bytes == (size_t)p.n_modes * 8),
+                "%s: SMW's '%s' not predicted at 8 n_modes", what, QP_TERM_HOSTDEV_PIVOTS);
+  }
   if (device_limit > 0)
     TEST_ASSERT(p.model_dims.fisher_chunk < p.n_params && p.model_dims.spectra_chunk < p.n_params,
                 "%s: device_limit %.0f B did not chunk (%lld, %lld of %d)", what, device_limit,
@@ -111,6 +124,20 @@ int main(int argc, char **argv) {
     qp_comm_finalize();
     return TEST_RETURN();
   }
+  qp_config_free(&cfg);
+
+  /* More modes than pixels on SMW with the switch: hostdev's solver workspace, taken for
+   * N_eff's Cholesky (n_pix) in basis_setup's first phase, grows for the LU of I + K Lambda
+   * (n_modes) in its last: the model's two entries of the term, each exact in its phases. */
+  char few_name[64];
+  qp_fixture few = {.name = rank_name(few_name, sizeof few_name, "hostdev_few"),
+                    .nside = 8, .cut_deg = 60, .ell_min = 2, .lmax = 12, .lmax_signal = 16,
+                    .bin_width = 3, .sim_lmax = 16, .n_maps = 2, .noise_variance = 10.0,
+                    .dl_flat = 100.0, .seed = 14};
+  TEST_OK(qp_fixture_write(&few, &cfg));
+  check_route(&cfg, QP_PATH_HARMONIC, 1, 0, "T few pixels, harmonic smw");
+  qp_config_free(&cfg);
+  TEST_OK(qp_fixture_write(&t, &cfg));
 
   /* memory.device_limit of 4.5 n_pix^2 doubles (of the largest rank's local parts on several
    * ranks: the limit is each rank's device): fisher_run holds C, one product, the noise and

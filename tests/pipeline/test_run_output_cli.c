@@ -46,16 +46,9 @@ static void expect(const char *tag, const char *const *args, int status,
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: test_run_output_cli QMLPIPE CLS.txt\n");
-    return 2;
-  }
   char cls[4096];
-  if (!realpath(argv[2], cls)) {
-    fprintf(stderr, "test_run_output_cli: cannot resolve '%s'\n", argv[2]);
-    return 1;
-  }
-  int setup = qp_cli_setup(argc, argv, "test_run_output_cli", "run_output_cli.d", qmlpipe);
+  int setup =
+      qp_cli_setup_with_file(argc, argv, "test_run_output_cli", "run_output_cli.d", qmlpipe, cls);
   if (setup != 0) return setup;
   if (system("rm -rf ex sub") != 0) return 1;
   {

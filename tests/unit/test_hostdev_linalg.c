@@ -259,8 +259,25 @@ static void test_factorisations(void) {
   TEST_OK(qp_linalg_getrs(&g.cpu, piv_cpu, &r.cpu));
   TEST_OK(qp_linalg_getrs(&g.dev, piv_dev, &r.dev));
   twin_check("getrs", &r);
+  const qp_linalg_ops *ops = g.dev.ops;
   twin_destroy(&r);
   twin_destroy(&g);
+  /* The emulated library's own buffers (hostdev.h), held after the matrices are gone: the
+   * largest factorisation's panel and getrf's pivots at order 37, as the table says. */
+  qp_workspace need[QP_WORKSPACES_MAX];
+  int count = 0;
+  TEST_OK(qp_linalg_workspaces(ops, QP_OP_GETRF, 37, 0, need, &count));
+  TEST_ASSERT(count == 2 && need[0].bytes == 37 * QP_HOSTDEV_WORKSPACE_COLUMNS * 8 &&
+                  need[1].bytes == 37 * 8 && need[0].space == QP_SPACE_DEVICE,
+              "hostdev's getrf workspaces: %d terms", count);
+  const size_t held = (size_t)37 * QP_HOSTDEV_WORKSPACE_COLUMNS * 8 + 37 * 8;
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == held,
+              "hostdev's workspaces: %zu tracked device bytes, expected %zu",
+              qp_budget_current(QP_SPACE_DEVICE), held);
+  qp_linalg_release_workspaces(ops);
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0,
+              "hostdev's workspaces released: %zu device bytes left",
+              qp_budget_current(QP_SPACE_DEVICE));
 }
 
 /* A failing operation returns the cpu's status and leaves the block inaccessible again; views
@@ -432,6 +449,8 @@ static void check_device_bytes(const char *when) {
 }
 
 static void test_device_space(void) {
+  /* the emulated library's buffers that earlier factorisations left (test_factorisations) */
+  qp_linalg_release_workspaces(qp_linalg_hostdev_ops());
   check_device_bytes("at start");
   twin a = twin_make("space A", 37, 23), b = twin_make("space B", 1, 1),
        c = twin_make("space C", 0, 5);
