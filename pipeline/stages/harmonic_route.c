@@ -260,6 +260,32 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   return QP_OK;
 }
 
+/* Projection under a device limit that cannot hold W (qp_w_block < n_modes): W = Y^T Y a block
+ * of columns at a time, W[:, j0..] = Y^T Y[:, j0..] by gemm into the device's W_block, each
+ * block downloaded into p->kernel, a host matrix (W_host), so that the device never holds all
+ * of W; the last block may be narrower. gemm throughout, the diagonal block too: W's entries
+ * are then the same dot products as syrk's, summed in the BLAS's order, within 1e-12 of the
+ * unchunked W in F, b and C_hat (tests/pipeline/test_hostdev_w_blocks.c). */
+static qp_err qp_kernel_in_blocks(qp_problem *p) {
+  const int64_t nm = p->n_modes, wb = qp_w_block(p);
+  qp_matrix block = {0}, bv, yj;
+  qp_err err = QP_OK;
+  QP_CALL_GOTO(
+      qp_matrix_create(p->ops, QP_TERM_KERNEL_BLOCK, QP_TERM_TRANSIENT, nm, wb, &block), done);
+  for (int64_t j0 = 0; j0 < nm; j0 += wb) {
+    const int64_t cols = nm - j0 < wb ? nm - j0 : wb;
+    QP_CALL_GOTO(qp_matrix_columns(&block, 0, cols, &bv), done);
+    QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, cols, &yj), done);
+    QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &yj, 0.0, &bv), done);
+    QP_CALL_GOTO(qp_linalg_download(&bv, 0, 0, nm, cols, p->kernel.data + j0 * p->kernel.ld,
+                                    p->kernel.ld),
+                 done);
+  }
+done:
+  qp_matrix_destroy(&block);
+  return err;
+}
+
 qp_err qp_harmonic_basis_setup(qp_problem *p) {
   const int64_t n = p->n_pix, nm = p->n_modes;
   qp_progress progress;
@@ -268,15 +294,24 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
     QP_CALL(qp_basis_smw(p, &progress));
     return QP_OK;
   }
-  /* Projection: L = chol(C), Y = L^-1 V^T, W = Y^T Y. */
+  /* Projection: L = chol(C), Y = L^-1 V^T, W = Y^T Y: whole where it fits (the rule), else in
+   * column blocks into a host W (qp_kernel_in_blocks). */
+  const int chunked = qp_w_block(p) < nm;
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_PERSISTENT, n, nm, &p->vt));
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
+  if (chunked)
+    QP_CALL(qp_matrix_create(qp_linalg_host_ops(p->ops), QP_TERM_KERNEL_HOST, QP_TERM_PERSISTENT,
+                             nm, nm, &p->kernel));
+  else
+    QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
   QP_CALL(qp_build_vt(p));
   qp_progress_note(&progress, "harmonic basis V built");
   QP_CALL(qp_conditioned_potrf(p, &p->cov, QP_RCOND_COVARIANCE, QP_RCOND_COVARIANCE_WHAT,
                                QP_RCOND_COVARIANCE_ADVICE, NULL));
   QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &p->vt));
-  QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
+  if (chunked)
+    QP_CALL(qp_kernel_in_blocks(p));
+  else
+    QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
   qp_progress_note(&progress, "W = (L^-1 V^T)^T (L^-1 V^T)");
   return QP_OK;
 }
