@@ -270,16 +270,16 @@ static qp_err qp_kernel_in_blocks(qp_problem *p) {
   const int64_t nm = p->n_modes, wb = qp_w_block(p);
   qp_matrix block = {0}, bv, yj;
   qp_err err = QP_OK;
-  QP_CALL_GOTO(
-      qp_matrix_create(p->ops, QP_TERM_KERNEL_BLOCK, QP_TERM_TRANSIENT, nm, wb, &block), done);
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_KERNEL_BLOCK, QP_TERM_TRANSIENT, nm, wb, &block),
+               done);
   for (int64_t j0 = 0; j0 < nm; j0 += wb) {
     const int64_t cols = nm - j0 < wb ? nm - j0 : wb;
     QP_CALL_GOTO(qp_matrix_columns(&block, 0, cols, &bv), done);
     QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, cols, &yj), done);
     QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &yj, 0.0, &bv), done);
-    QP_CALL_GOTO(qp_linalg_download(&bv, 0, 0, nm, cols, p->kernel.data + j0 * p->kernel.ld,
-                                    p->kernel.ld),
-                 done);
+    QP_CALL_GOTO(
+        qp_linalg_download(&bv, 0, 0, nm, cols, p->kernel.data + j0 * p->kernel.ld, p->kernel.ld),
+        done);
   }
 done:
   qp_matrix_destroy(&block);

@@ -100,9 +100,18 @@ int main(void) {
   qp_meter_sample baseline;
   qp_problem p;
   /* T: nside 4 with a cut, l 2..11: 140 modes, more than the pixels. */
-  qp_fixture t = {.name = "w_blocks_t", .nside = 4, .cut_deg = 40, .ell_min = 2, .lmax = 11,
-                  .lmax_signal = 11, .bin_width = 3, .sim_lmax = 11, .n_maps = 3,
-                  .noise_variance = 1.0, .dl_flat = 100.0, .seed = 31};
+  qp_fixture t = {.name = "w_blocks_t",
+                  .nside = 4,
+                  .cut_deg = 40,
+                  .ell_min = 2,
+                  .lmax = 11,
+                  .lmax_signal = 11,
+                  .bin_width = 3,
+                  .sim_lmax = 11,
+                  .n_maps = 3,
+                  .noise_variance = 1.0,
+                  .dl_flat = 100.0,
+                  .seed = 31};
   TEST_OK(qp_fixture_write(&t, &cfg));
   const int64_t t_block = 100;
   const double limit = check_blocks(&cfg, t_block, "T projection");
@@ -132,8 +141,8 @@ int main(void) {
   set_route(&cfg, 1, "hostdev");
   cfg.device_limit = limit;
   qp_err err = qp_fixture_run(&cfg, &p, &baseline);
-  TEST_ASSERT(err == QP_ERR_BUDGET && qp_err_exit_status(err) == 4,
-              "smw under the limit: got %s", qp_err_name(err));
+  TEST_ASSERT(err == QP_ERR_BUDGET && qp_err_exit_status(err) == 4, "smw under the limit: got %s",
+              qp_err_name(err));
   TEST_ASSERT(strstr(qp_error_message(), "memory.device_limit") &&
                   strstr(qp_error_message(), "stage fisher_run") &&
                   strstr(qp_error_message(), "largest device term 'K'") &&
@@ -157,8 +166,7 @@ int main(void) {
   qp_model one;
   model_at(&cfg, 1, &one);
   set_route(&cfg, 2, "hostdev");
-  cfg.device_limit =
-      (double)qp_model_stage_peak_in(&one, QP_STAGE_FISHER_RUN, QP_SPACE_DEVICE) - 8;
+  cfg.device_limit = (double)qp_model_stage_peak_in(&one, QP_STAGE_FISHER_RUN, QP_SPACE_DEVICE) - 8;
   err = qp_fixture_run(&cfg, &p, &baseline);
   TEST_ASSERT(err == QP_ERR_BUDGET, "below a block of 1: got %s", qp_err_name(err));
   TEST_ASSERT(strstr(qp_error_message(), "stage fisher_run") &&
@@ -170,19 +178,42 @@ int main(void) {
   qp_config_free(&cfg);
 
   /* QU: 280 modes, more than the pixels. */
-  qp_fixture qu = {.name = "w_blocks_qu", .nside = 4, .cut_deg = 40, .ell_min = 2, .lmax = 11,
-                   .lmax_signal = 11, .bin_width = 3, .sim_lmax = 11, .n_maps = 2,
-                   .noise_variance = 1.0, .dl_flat = 100.0, .seed = 32, .fields = QP_FIELDS_QU,
-                   .ee_ratio = 0.3, .bb_ratio = 0.1};
+  qp_fixture qu = {.name = "w_blocks_qu",
+                   .nside = 4,
+                   .cut_deg = 40,
+                   .ell_min = 2,
+                   .lmax = 11,
+                   .lmax_signal = 11,
+                   .bin_width = 3,
+                   .sim_lmax = 11,
+                   .n_maps = 2,
+                   .noise_variance = 1.0,
+                   .dl_flat = 100.0,
+                   .seed = 32,
+                   .fields = QP_FIELDS_QU,
+                   .ee_ratio = 0.3,
+                   .bb_ratio = 0.1};
   TEST_OK(qp_fixture_write(&qu, &cfg));
   check_blocks(&cfg, 200, "QU projection");
   qp_config_free(&cfg);
 
   /* TQU: 420 modes, more than the pixels. */
-  qp_fixture tqu = {.name = "w_blocks_tqu", .nside = 4, .cut_deg = 40, .ell_min = 2, .lmax = 11,
-                    .lmax_signal = 11, .bin_width = 3, .sim_lmax = 11, .n_maps = 2,
-                    .noise_variance = 1.0, .dl_flat = 100.0, .seed = 33,
-                    .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
+  qp_fixture tqu = {.name = "w_blocks_tqu",
+                    .nside = 4,
+                    .cut_deg = 40,
+                    .ell_min = 2,
+                    .lmax = 11,
+                    .lmax_signal = 11,
+                    .bin_width = 3,
+                    .sim_lmax = 11,
+                    .n_maps = 2,
+                    .noise_variance = 1.0,
+                    .dl_flat = 100.0,
+                    .seed = 33,
+                    .fields = QP_FIELDS_TQU,
+                    .ee_ratio = 0.3,
+                    .bb_ratio = 0.1,
+                    .te_corr = 0.4};
   TEST_OK(qp_fixture_write(&tqu, &cfg));
   check_blocks(&cfg, 300, "TQU projection");
   qp_config_free(&cfg);
