@@ -78,12 +78,7 @@ static double check_batched(qp_config *cfg, qp_path path, int method, int64_t ba
            (long long)p.n_maps);
   TEST_ASSERT(strstr(p.path_reason, text) != NULL, "%s: the route's reason lacks '%s': %s", what,
               text, p.path_reason);
-  compare(&cpu, &p, what);
-  qp_check_budget_exact(&p);
-  qp_problem_free(&p);
-  results_free(&cpu);
-  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: %zu device bytes left", what,
-              qp_budget_current(QP_SPACE_DEVICE));
+  compare_exact_and_free(&cpu, &p, what);
   return limit;
 }
 

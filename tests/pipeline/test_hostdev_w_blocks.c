@@ -86,12 +86,7 @@ static double check_blocks(qp_config *cfg, int64_t w_block, const char *what) {
   printf("  max relative difference from cpu: F %.2e, C_hat %.2e\n",
          qp_test_max_rel_diff(cpu.fisher, p.fisher, np * np),
          qp_test_max_rel_diff(cpu.cl, p.cl, np * (size_t)p.n_maps));
-  compare(&cpu, &p, what);
-  qp_check_budget_exact(&p);
-  qp_problem_free(&p);
-  results_free(&cpu);
-  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: %zu device bytes left", what,
-              qp_budget_current(QP_SPACE_DEVICE));
+  compare_exact_and_free(&cpu, &p, what);
   return limit;
 }
 
@@ -99,19 +94,10 @@ int main(void) {
   qp_config cfg;
   qp_meter_sample baseline;
   qp_problem p;
-  /* T: nside 4 with a cut, l 2..11: 140 modes, more than the pixels. */
-  qp_fixture t = {.name = "w_blocks_t",
-                  .nside = 4,
-                  .cut_deg = 40,
-                  .ell_min = 2,
-                  .lmax = 11,
-                  .lmax_signal = 11,
-                  .bin_width = 3,
-                  .sim_lmax = 11,
-                  .n_maps = 3,
-                  .noise_variance = 1.0,
-                  .dl_flat = 100.0,
-                  .seed = 31};
+  /* T: nside 4 with a cut, l 2..11: 140 modes, more than the 80 pixels. */
+  qp_fixture t = {.name = "w_blocks_t", .nside = 4, .cut_deg = 40, .ell_min = 2, .lmax = 11,
+                  .lmax_signal = 11, .bin_width = 3, .sim_lmax = 11, .n_maps = 3,
+                  .noise_variance = 1.0, .dl_flat = 100.0, .seed = 31};
   TEST_OK(qp_fixture_write(&t, &cfg));
   const int64_t t_block = 100;
   const double limit = check_blocks(&cfg, t_block, "T projection");
@@ -177,45 +163,25 @@ int main(void) {
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
   qp_config_free(&cfg);
 
-  /* QU: 280 modes, more than the pixels. */
-  qp_fixture qu = {.name = "w_blocks_qu",
-                   .nside = 4,
-                   .cut_deg = 40,
-                   .ell_min = 2,
-                   .lmax = 11,
-                   .lmax_signal = 11,
-                   .bin_width = 3,
-                   .sim_lmax = 11,
-                   .n_maps = 2,
-                   .noise_variance = 1.0,
-                   .dl_flat = 100.0,
-                   .seed = 32,
-                   .fields = QP_FIELDS_QU,
-                   .ee_ratio = 0.3,
-                   .bb_ratio = 0.1};
-  TEST_OK(qp_fixture_write(&qu, &cfg));
-  check_blocks(&cfg, 200, "QU projection");
-  qp_config_free(&cfg);
-
-  /* TQU: 420 modes, more than the pixels. */
-  qp_fixture tqu = {.name = "w_blocks_tqu",
-                    .nside = 4,
-                    .cut_deg = 40,
-                    .ell_min = 2,
-                    .lmax = 11,
-                    .lmax_signal = 11,
-                    .bin_width = 3,
-                    .sim_lmax = 11,
-                    .n_maps = 2,
-                    .noise_variance = 1.0,
-                    .dl_flat = 100.0,
-                    .seed = 33,
-                    .fields = QP_FIELDS_TQU,
-                    .ee_ratio = 0.3,
-                    .bb_ratio = 0.1,
-                    .te_corr = 0.4};
-  TEST_OK(qp_fixture_write(&tqu, &cfg));
-  check_blocks(&cfg, 300, "TQU projection");
-  qp_config_free(&cfg);
+  /* The same sky in QU (280 modes, 160 pixels) and TQU (420, 240). */
+  const struct {
+    const char *name, *what;
+    qp_fields fields;
+    int64_t block;
+  } pol[2] = {{"w_blocks_qu", "QU projection", QP_FIELDS_QU, 200},
+              {"w_blocks_tqu", "TQU projection", QP_FIELDS_TQU, 300}};
+  for (int k = 0; k < 2; ++k) {
+    qp_fixture f = t;
+    f.name = pol[k].name;
+    f.fields = pol[k].fields;
+    f.n_maps = 2;
+    f.seed = 32 + (uint64_t)k;
+    f.ee_ratio = 0.3;
+    f.bb_ratio = 0.1;
+    f.te_corr = pol[k].fields == QP_FIELDS_TQU ? 0.4 : 0.0;
+    TEST_OK(qp_fixture_write(&f, &cfg));
+    check_blocks(&cfg, pol[k].block, pol[k].what);
+    qp_config_free(&cfg);
+  }
   return TEST_RETURN();
 }

@@ -35,6 +35,13 @@ static int output_has(const char *text) {
   return strstr(buf, text) != NULL;
 }
 
+/* Writes `format` with its one %s replaced by `limit` to `path`. */
+static void write_with_limit(const char *path, const char *format, const char *limit) {
+  FILE *f = fopen(path, "w");
+  fprintf(f, format, limit);
+  fclose(f);
+}
+
 static void write_config(const char *path, const char *limit) {
   FILE *f = fopen(path, "w");
   fprintf(f, "fields: QU\nspectra: [EE, BB]\nnoise: {variance: 1.0}\nlmax: 128\n"
@@ -125,17 +132,13 @@ int main(int argc, char **argv) {
       "fields: QU\nspectra: [EE, BB]\nnoise: {variance: 1.0}\nlmax: 128\npath: harmonic\n"
       "harmonic_method: smw\nbackend: hostdev\ndimensions: {n_pix: 59136, n_modes: 33274, "
       "lmax_signal: 256, lmax: 128, n_bins: 127, n_maps: 1000}\nmemory: {device_limit: %s}\n";
-  f = fopen("plan_maps.yaml", "w");
-  fprintf(f, maps_dims, "41GiB");
-  fclose(f);
+  write_with_limit("plan_maps.yaml", maps_dims, "41GiB");
   TEST_ASSERT(run("plan plan_maps.yaml") == 0 &&
                   output_has("maps in batches of 413 of 1000 on the device (memory.device_limit)"),
               "plan does not print the map batch");
   TEST_ASSERT(run("budget plan_maps.yaml") == 0 && output_has("map_batch=413"),
               "budget does not print the map batch");
-  f = fopen("plan_maps.yaml", "w");
-  fprintf(f, maps_dims, "27GiB");
-  fclose(f);
+  write_with_limit("plan_maps.yaml", maps_dims, "27GiB");
   TEST_ASSERT(run("plan plan_maps.yaml") == qp_err_exit_status(QP_ERR_BUDGET) &&
                   output_has("stage basis_setup") && output_has("maps in batches of 1 of 1000"),
               "a device_limit below one map's batch is not refused naming it");
@@ -149,9 +152,7 @@ int main(int argc, char **argv) {
       "harmonic_method: projected\nbackend: hostdev\ndimensions: {n_pix: 10000, n_modes: "
       "39996, lmax_signal: 199, lmax: 199, n_bins: 99, n_maps: 2}\n"
       "memory: {device_limit: %s}\n";
-  f = fopen("plan_w.yaml", "w");
-  fprintf(f, w_dims, "15GiB");
-  fclose(f);
+  write_with_limit("plan_w.yaml", w_dims, "15GiB");
   TEST_ASSERT(run("plan plan_w.yaml") == 0 &&
                   output_has("W in blocks of 37836 of 39996 columns on the device "
                              "(memory.device_limit)"),
@@ -160,9 +161,7 @@ int main(int argc, char **argv) {
               "plan --json does not record the W block");
   TEST_ASSERT(run("budget plan_w.yaml") == 0 && output_has("w_block=37836"),
               "budget does not print the W block");
-  f = fopen("plan_w.yaml", "w");
-  fprintf(f, w_dims, "6GiB");
-  fclose(f);
+  write_with_limit("plan_w.yaml", w_dims, "6GiB");
   TEST_ASSERT(run("plan plan_w.yaml") == qp_err_exit_status(QP_ERR_BUDGET) &&
                   output_has("stage fisher_run") && output_has("W in blocks of 1 of 39996"),
               "a device_limit below a block of one column is not refused naming it");
