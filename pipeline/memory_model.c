@@ -219,7 +219,8 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                                     qp_matrix_bytes(d, d->n_modes, d->w_block), bas, bas,
                                     "n_modes w_block x 8 (a block of W's columns)"));
       qp_model_add(m, QP_TERM_KERNEL_HOST, QP_TERM_PERSISTENT, mode_sq, bas, fis,
-                   "n_modes^2 x 8 (W, assembled from its blocks)");
+                   "n_modes^2 x 8 (W, assembled from its blocks)")
+          ->phase_free = 0; /* freed once F is summed */
     } else {
       t = qp_on_backend(d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas,
                                         smw ? spe : fis,

@@ -331,6 +331,9 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
   QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);
   QP_CALL_GOTO(qp_fisher_from_kernel(p, e, start), done);
   qp_progress_note(&progress, "F summed over W's blocks");
+  /* A host W formed in blocks goes now, before the bias's host work matrices (model: phase 0);
+   * a device W may lend Z its buffer and goes at the end. */
+  if (qp_w_block(p) < nm) qp_matrix_destroy(&p->kernel);
   if (p->smw) {
     /* G = (I + K Lambda)^-1 W: b_p = 1/2 tr(D_p G). */
     QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, nm, nm, &g),

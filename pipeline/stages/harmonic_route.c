@@ -261,26 +261,29 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
 }
 
 /* Projection under a device limit that cannot hold W (qp_w_block < n_modes): W = Y^T Y a block
- * of columns at a time, W[:, j0..] = Y^T Y[:, j0..] by gemm into the device's W_block, each
- * block downloaded into p->kernel, a host matrix (W_host), so that the device never holds all
- * of W; the last block may be narrower. gemm throughout, the diagonal block too: W's entries
- * are then the same dot products as syrk's, summed in the BLAS's order, within 1e-12 of the
- * unchunked W in F, b and C_hat (tests/pipeline/test_hostdev_w_blocks.c). */
+ * of columns at a time, each block's lower part W[j0.., j0..] = Y[:, j0..]^T Y[:, j0..j0 + cols)
+ * by gemm into the top rows of the device's W_block, downloaded into p->kernel, a host matrix
+ * (W_host), whose upper triangle is then mirrored from the lower one: the device never holds
+ * all of W, and the flops are syrk's (n_pix n_modes^2), not twice them. The last block may be
+ * narrower. W's entries are the dot products syrk sums, in the BLAS's gemm order: F, b and
+ * C_hat within 1e-12 of the unchunked W (tests/pipeline/test_hostdev_w_blocks.c). */
 static qp_err qp_kernel_in_blocks(qp_problem *p) {
-  const int64_t nm = p->n_modes, wb = qp_w_block(p);
-  qp_matrix block = {0}, bv, yj;
+  const int64_t nm = p->n_modes, wb = qp_w_block(p), ld = p->kernel.ld;
+  qp_matrix block = {0}, lower, yr, yj;
   qp_err err = QP_OK;
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_KERNEL_BLOCK, QP_TERM_TRANSIENT, nm, wb, &block),
                done);
   for (int64_t j0 = 0; j0 < nm; j0 += wb) {
-    const int64_t cols = nm - j0 < wb ? nm - j0 : wb;
-    QP_CALL_GOTO(qp_matrix_columns(&block, 0, cols, &bv), done);
+    const int64_t cols = nm - j0 < wb ? nm - j0 : wb, rows = nm - j0;
+    QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_KERNEL_BLOCK, block.data, rows, cols, nm, &lower),
+                 done);
+    QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, rows, &yr), done);
     QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, cols, &yj), done);
-    QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &yj, 0.0, &bv), done);
+    QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &yr, &yj, 0.0, &lower), done);
     QP_CALL_GOTO(
-        qp_linalg_download(&bv, 0, 0, nm, cols, p->kernel.data + j0 * p->kernel.ld, p->kernel.ld),
-        done);
+        qp_linalg_download(&lower, 0, 0, rows, cols, p->kernel.data + j0 + j0 * ld, ld), done);
   }
+  qp_matrix_symmetrize_lower(&p->kernel);
 done:
   qp_matrix_destroy(&block);
   return err;
