@@ -2,7 +2,8 @@
  * memory.device_limit (harmonic_route.c, planner.c, docs/memory-model.md "W in blocks"), on the
  * hostdev device emulation (linalg/hostdev.h). Problems with more modes than pixels, where W
  * (n_modes^2) outweighs the rest of the device peak:
- *  - T, QU and TQU: a device_limit equal to the device peak the model predicts at a chosen
+ *  - T, QU and TQU: a device_limit that holds W whole changes nothing (the cpu run's estimates
+ *    to the bit); a device_limit equal to the device peak the model predicts at a chosen
  *    block makes the planner pick that block, with a last block narrower than the others;
  *    F, b, y and C_hat equal the unchunked cpu run's to 1e-12, both spaces' tracked peaks and
  *    terms equal the model's exactly (budget_check.h), and the route's reason, which the
@@ -63,7 +64,20 @@ static double check_blocks(qp_config *cfg, int64_t w_block, const char *what) {
   const double whole = device_peak_at(cfg, 0), limit = device_peak_at(cfg, w_block);
   TEST_ASSERT(limit < whole, "%s: W in blocks of %lld does not lower the device peak", what,
               (long long)w_block);
+  /* A limit that holds W whole: nothing changes, the cpu run's estimates to the bit. */
   set_route(cfg, 2, "hostdev");
+  cfg->device_limit = whole;
+  TEST_OK(qp_fixture_run(cfg, &p, &baseline));
+  const size_t np = (size_t)p.n_params, n_maps = (size_t)p.n_maps;
+  TEST_ASSERT(p.model_dims.w_block == 0 && !strstr(p.path_reason, "W in blocks"),
+              "%s: W whole fits, yet planned in blocks of %lld", what,
+              (long long)p.model_dims.w_block);
+  TEST_ASSERT(memcmp(cpu.fisher, p.fisher, np * np * sizeof(double)) == 0 &&
+                  memcmp(cpu.noise_bias, p.noise_bias, np * sizeof(double)) == 0 &&
+                  memcmp(cpu.cl, p.cl, np * n_maps * sizeof(double)) == 0,
+              "%s: W whole under a limit that holds it: not the cpu run's bits", what);
+  qp_problem_free(&p);
+
   cfg->device_limit = limit;
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
   printf("%s: n_pix %lld, n_modes %lld, device_limit %.0f B (W whole: %.0f B): w_block %lld, "
@@ -82,10 +96,9 @@ static double check_blocks(qp_config *cfg, int64_t w_block, const char *what) {
   TEST_ASSERT(strstr(p.path_reason, text) != NULL, "%s: the route's reason lacks '%s': %s", what,
               text, p.path_reason);
   /* W's blocks by gemm, not syrk: how far from the cpu run's syrk W they take F and C_hat. */
-  const size_t np = (size_t)p.n_params;
   printf("  max relative difference from cpu: F %.2e, C_hat %.2e\n",
          qp_test_max_rel_diff(cpu.fisher, p.fisher, np * np),
-         qp_test_max_rel_diff(cpu.cl, p.cl, np * (size_t)p.n_maps));
+         qp_test_max_rel_diff(cpu.cl, p.cl, np * n_maps));
   compare_exact_and_free(&cpu, &p, what);
   return limit;
 }
