@@ -280,8 +280,8 @@ static qp_err qp_kernel_in_blocks(qp_problem *p) {
     QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, rows, &yr), done);
     QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, cols, &yj), done);
     QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &yr, &yj, 0.0, &lower), done);
-    QP_CALL_GOTO(
-        qp_linalg_download(&lower, 0, 0, rows, cols, p->kernel.data + j0 + j0 * ld, ld), done);
+    QP_CALL_GOTO(qp_linalg_download(&lower, 0, 0, rows, cols, p->kernel.data + j0 + j0 * ld, ld),
+                 done);
   }
   qp_matrix_symmetrize_lower(&p->kernel);
 done:
