@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "budget_check.h"
+#include "device_capacity.h"
 #include "driver.h"
 #include "fixture.h"
 #include "hostdev.h"
@@ -117,23 +118,11 @@ int main(void) {
 
   /* An emulated device of that size (and a page per live block for their rounding): the
    * chunked plan fits it; with W whole, the run runs out of device memory. */
-  qp_hostdev_set_capacity((size_t)limit + 8 * 4096);
   set_route(&cfg, 2, "hostdev");
-  cfg.device_limit = limit;
-  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
-  TEST_ASSERT(p.model_dims.w_block == t_block, "capacity: planned block %lld, expected %lld",
-              (long long)p.model_dims.w_block, (long long)t_block);
-  qp_check_budget_exact(&p);
-  qp_problem_free(&p);
-  cfg.device_limit = 0;
-  qp_err full = qp_fixture_run(&cfg, &p, &baseline);
-  TEST_ASSERT(full == QP_ERR_NOMEM && strstr(qp_error_message(), "out of device memory"),
-              "W whole on a device of W in blocks: got %s: %s", qp_err_name(full),
-              qp_error_message());
-  printf("W whole: %s\n", qp_error_message());
-  qp_error_clear();
-  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after running out");
-  qp_hostdev_set_capacity(0);
+  qp_model_dims planned;
+  check_capacity(&cfg, limit, "T projection", &planned);
+  TEST_ASSERT(planned.w_block == t_block, "capacity: planned block %lld, expected %lld",
+              (long long)planned.w_block, (long long)t_block);
 
   /* SMW under the same limit: its LU of I + K Lambda cannot be chunked, so `smw` is refused
    * before anything is allocated (exit status 4), naming the stage and the term... */
