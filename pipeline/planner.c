@@ -433,6 +433,21 @@ static qp_stage_id qp_plan_worst(const qp_model *m, qp_space space,
   return worst;
 }
 
+/* What a device-limit refusal says of W: its block when the projection route forms it in
+ * blocks, that SMW's LU cannot be chunked on the SMW route, nothing otherwise. */
+static const char *qp_plan_w_note(const qp_problem *p) {
+  static _Thread_local char text[160];
+  text[0] = '\0';
+  if (qp_model_w_chunked(&p->model_dims))
+    snprintf(text, sizeof text, ", W in blocks of %lld of %lld columns",
+             (long long)p->model_dims.w_block, (long long)p->n_modes);
+  else if (p->model_dims.path == QP_MODEL_HARMONIC_SMW)
+    snprintf(text, sizeof text,
+             "; SMW's LU of I + K Lambda needs its n_modes^2 whole: harmonic_method: projected "
+             "forms W in blocks");
+  return text;
+}
+
 /* memory.device_limit: the device's peak (its matrices; the CUDA context and the libraries'
  * workspaces are outside the model: docs/gpu.md) within it, or a refusal naming the stage and
  * its largest device term, before anything is allocated. */
@@ -443,14 +458,6 @@ static qp_err qp_plan_check_device_limit(const qp_problem *p) {
   const qp_model_term *largest = NULL;
   const qp_stage_id worst = qp_plan_worst(m, QP_SPACE_DEVICE, &largest);
   const double gib = 1073741824.0, need = (double)qp_model_peak_in(m, QP_SPACE_DEVICE);
-  char w_text[160] = "";
-  if (qp_model_w_chunked(&p->model_dims))
-    snprintf(w_text, sizeof w_text, ", W in blocks of %lld of %lld columns",
-             (long long)p->model_dims.w_block, (long long)p->n_modes);
-  else if (p->model_dims.path == QP_MODEL_HARMONIC_SMW)
-    snprintf(w_text, sizeof w_text,
-             "; SMW's LU of I + K Lambda needs its n_modes^2 whole: harmonic_method: projected "
-             "forms W in blocks");
   QP_FAIL(QP_ERR_BUDGET,
           "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB, maps "
           "in batches of %lld of %lld%s) exceeds memory.device_limit %.3f GiB by %.3f GiB; "
@@ -459,8 +466,8 @@ static qp_err qp_plan_check_device_limit(const qp_problem *p) {
           "backend cpu or dist",
           need / gib, qp_stage_name(worst), largest ? largest->name : "?",
           largest ? (double)largest->bytes / gib : 0.0,
-          (long long)qp_model_map_batch(&p->model_dims), (long long)p->n_maps, w_text, limit / gib,
-          (need - limit) / gib);
+          (long long)qp_model_map_batch(&p->model_dims), (long long)p->n_maps,
+          qp_plan_w_note(p), limit / gib, (need - limit) / gib);
 }
 
 qp_err qp_plan_check_limit(const qp_problem *p) {
