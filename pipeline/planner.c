@@ -466,8 +466,8 @@ static qp_err qp_plan_check_device_limit(const qp_problem *p) {
           "backend cpu or dist",
           need / gib, qp_stage_name(worst), largest ? largest->name : "?",
           largest ? (double)largest->bytes / gib : 0.0,
-          (long long)qp_model_map_batch(&p->model_dims), (long long)p->n_maps,
-          qp_plan_w_note(p), limit / gib, (need - limit) / gib);
+          (long long)qp_model_map_batch(&p->model_dims), (long long)p->n_maps, qp_plan_w_note(p),
+          limit / gib, (need - limit) / gib);
 }
 
 qp_err qp_plan_check_limit(const qp_problem *p) {
