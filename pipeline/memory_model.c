@@ -235,6 +235,10 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   QP_CHECK(d->map_batch >= 0 && d->map_batch <= d->n_maps, QP_ERR_INPUT,
            "budget model: map batch %lld outside 1..%lld", (long long)d->map_batch,
            (long long)d->n_maps);
+  QP_CHECK(d->w_block >= 0 && d->w_block <= d->n_modes &&
+               (!qp_model_w_chunked(d) || d->grid_rows <= 0),
+           QP_ERR_INPUT, "budget model: W block %lld outside 1..%lld (n_modes), or on a grid",
+           (long long)d->w_block, (long long)d->n_modes);
   QP_CHECK(d->grid_rows <= 0 || (d->block > 0 && d->grid_cols > 0 && d->grid_row >= 0 &&
                                    d->grid_row < d->grid_rows && d->grid_col >= 0 &&
                                    d->grid_col < d->grid_cols),
@@ -271,6 +275,7 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, maps, cov, spe, "n_pix n_maps x 8");
   const qp_stage_id bas = QP_STAGE_BASIS_SETUP;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
+  const int w_chunked = qp_model_w_chunked(d);
   const qp_model_bytes mode_sq = qp_matrix_bytes(d, d->n_modes, d->n_modes),
                  mode_pix = qp_matrix_bytes(d, d->n_pix, d->n_modes);
   /* The per-map matrices hold one batch of maps (planner.c); the host keeps every map. */
@@ -320,12 +325,23 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                                           qp_model_vector_bytes(d->n_modes, w)),
                      bas, spe, "n_modes n_maps x 8 (V N_eff^-1 x of every map)");
     }
-    t = qp_on_backend(d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas,
-                                      smw ? spe : fis,
-                                      smw ? "n_modes^2 x 8 (K, then W in place)"
-                                      : qp_model_modes_in_kernel(d->n_pix, d->n_modes)
-                                          ? "n_modes^2 x 8 (W, then Z = C^-1 V^T in its place)"
-                                          : "n_modes^2 x 8 (W)"));
+    if (w_chunked) {
+      /* W = Y^T Y a block of columns at a time on the device, each downloaded into a host W
+       * that fisher_run's block sums read (harmonic_route.c). */
+      qp_on_backend(d, qp_model_add(m, QP_TERM_KERNEL_BLOCK, QP_TERM_TRANSIENT,
+                                    qp_matrix_bytes(d, d->n_modes, d->w_block), bas, bas,
+                                    "n_modes w_block x 8 (a block of W's columns)"));
+      qp_model_add(m, QP_TERM_KERNEL_HOST, QP_TERM_PERSISTENT, mode_sq, bas, fis,
+                   "n_modes^2 x 8 (W, assembled from its blocks)")
+          ->phase_free = 0; /* freed once F is summed */
+    } else {
+      t = qp_on_backend(d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas,
+                                        smw ? spe : fis,
+                                        smw ? "n_modes^2 x 8 (K, then W in place)"
+                                        : qp_model_modes_in_kernel(d->n_pix, d->n_modes)
+                                            ? "n_modes^2 x 8 (W, then Z = C^-1 V^T in its place)"
+                                            : "n_modes^2 x 8 (W)"));
+    }
     if (smw) {
       t->phase_alloc = 1;
       qp_on_backend(d, qp_model_add(m, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, mode_sq, bas, spe,
@@ -361,7 +377,7 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
     /* fisher_run's phases: 0 F, from W's block sums (and W's field blocks where aligning
      * moves data); then 1, 2 the bias. */
     const int ph = 1;
-    if (moves) {
+    if (moves && !w_chunked) { /* a chunked W is a host matrix, read in place */
       const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
       qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
                    qp_model_bytes_times(blocks, qp_matrix_bytes(d, d->n_lm, d->n_lm)), fis, fis,
@@ -378,7 +394,7 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
                                     fis, "n_modes^2 x 8"))
           ->phase_alloc = ph;
     } else {
-      if (!qp_model_modes_in_kernel(d->n_pix, d->n_modes))
+      if (w_chunked || !qp_model_modes_in_kernel(d->n_pix, d->n_modes))
         qp_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
                                       fis, "n_pix n_modes x 8"))
             ->phase_alloc = ph;
@@ -480,6 +496,7 @@ void qp_model_print(FILE *out, const qp_model_dims *d, const qp_model *m) {
           (long long)d->spectra_chunk);
   if (qp_model_map_batch(d) < d->n_maps)
     fprintf(out, " map_batch=%lld", (long long)qp_model_map_batch(d));
+  if (qp_model_w_chunked(d)) fprintf(out, " w_block=%lld", (long long)d->w_block);
   fprintf(out, "\n\n");
   qp_model_print_stages(out, m);
 }

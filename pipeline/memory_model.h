@@ -46,6 +46,9 @@ typedef struct qp_model_dims {
   int64_t spectra_chunk; /* pixel-direct: bin matrices held at once in spectra_run */
   int64_t map_batch;     /* maps on the device at once (1..n_maps; 0: n_maps): every per-map
                             device matrix has map_batch columns (planner.c, memory.device_limit) */
+  int64_t w_block;       /* projection: columns of W = Y^T Y on the device at once (1..n_modes;
+                            0: n_modes). Below n_modes W is formed in blocks and kept whole on
+                            the host only (planner.c, memory.device_limit; one rank) */
   int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
   /* The distributed backend (grid_rows = 0: one process holds everything). The model is then
    * of one rank, (grid_row, grid_col) of the grid: its block-cyclic share of every big matrix
@@ -77,6 +80,12 @@ static inline int qp_model_modes_in_kernel(int64_t n_pix, int64_t n_modes) {
 /** The maps a device matrix holds at once: map_batch, or n_maps where it is 0. */
 static inline int64_t qp_model_map_batch(const qp_model_dims *d) {
   return d->map_batch > 0 ? d->map_batch : d->n_maps;
+}
+
+/** 1 when the projection route forms W in column blocks of w_block and keeps it on the host
+ *  (terms W_block and W_host); 0: W whole in the run's space (term K), as without a limit. */
+static inline int qp_model_w_chunked(const qp_model_dims *d) {
+  return d->path == QP_MODEL_HARMONIC_PROJECTED && d->w_block > 0 && d->w_block < d->n_modes;
 }
 
 /** The default overhead (bytes) when none was measured, less OpenBLAS's buffers: the RSS of

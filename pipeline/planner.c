@@ -52,8 +52,8 @@ static double qp_plan_device_room(const qp_problem *p) {
 /* The model of one route: pixel-direct, SMW or projection; its dimensions to *dims_out when
  * that is not NULL. */
 static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
-                            int64_t spectra_chunk, int64_t map_batch, qp_model *model,
-                            qp_model_dims *dims_out) {
+                            int64_t spectra_chunk, int64_t map_batch, int64_t w_block,
+                            qp_model *model, qp_model_dims *dims_out) {
   const qp_config *cfg = p->cfg;
   qp_model_dims dims = {
       .path = path,
@@ -67,6 +67,7 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
       .fisher_chunk = fisher_chunk,
       .spectra_chunk = spectra_chunk,
       .map_batch = map_batch,
+      .w_block = w_block,
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
       .reader = qp_comm_rank() == 0,
       .device = qp_config_device_backend(cfg),
@@ -109,7 +110,7 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
  * same on every rank. */
 static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, int64_t batch,
                                  qp_stage_id stage, double limit, qp_model *model, int *fits) {
-  qp_err err = qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, f, s, batch, model, NULL);
+  qp_err err = qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, f, s, batch, 0, model, NULL);
   if (err == QP_ERR_INPUT && model->oversize_term[0]) {
     qp_error_clear();
     *fits = 0;
@@ -136,7 +137,7 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t batch, int64_t *fisher
   const int64_t np = p->n_params;
   *fisher_chunk = *spectra_chunk = np;
   if (limit <= 0 && p->cfg->device_limit <= 0) {
-    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, np, np, batch, model, NULL));
+    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, np, np, batch, 0, model, NULL));
     return QP_OK;
   }
   /* fisher_run's peak does not depend on spectra_run's chunk: it is searched with the bin
@@ -159,7 +160,7 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t batch, int64_t *fisher
   QP_CALL(qp_comm_max(smallest, 2));
   *fisher_chunk = (int64_t)-smallest[0];
   *spectra_chunk = (int64_t)-smallest[1];
-  QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, batch, model,
+  QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, batch, 0, model,
                         NULL));
   return QP_OK;
 }
@@ -169,9 +170,9 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t batch, int64_t *fisher
  * keeps them whole) keeps every stage's device peak inside memory.device_limit and, with
  * memory.host_limit, the host peak inside that; a plan that cannot be sized does not fit. */
 static qp_err qp_plan_batch_fits(const qp_problem *p, qp_model_path path, int64_t batch,
-                                 int host_too, qp_model *model, int *fits) {
+                                 int64_t w_block, int host_too, qp_model *model, int *fits) {
   const int64_t chunk = path == QP_MODEL_PIXEL_DIRECT ? 1 : p->n_params;
-  qp_err err = qp_plan_model(p, path, chunk, chunk, batch, model, NULL);
+  qp_err err = qp_plan_model(p, path, chunk, chunk, batch, w_block, model, NULL);
   if (err == QP_ERR_INPUT && model->oversize_term[0]) {
     qp_error_clear();
     *fits = 0;
@@ -188,13 +189,13 @@ static qp_err qp_plan_batch_fits(const qp_problem *p, qp_model_path path, int64_
  * falls with the batch, and so does the host peak below n_maps (SMW keeps every map's
  * V N^-1 x on the host once the maps are batched): a bisection finds it. */
 static qp_err qp_plan_largest_batch(const qp_problem *p, qp_model_path path, int64_t most,
-                                    int host_too, int64_t *batch) {
+                                    int64_t w_block, int host_too, int64_t *batch) {
   qp_model model;
   int64_t lo = 0, hi = most; /* lo: the largest batch known to fit (0: none yet) */
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
     int fits = 0;
-    QP_CALL(qp_plan_batch_fits(p, path, mid, host_too, &model, &fits));
+    QP_CALL(qp_plan_batch_fits(p, path, mid, w_block, host_too, &model, &fits));
     if (fits)
       lo = mid;
     else
@@ -209,7 +210,8 @@ static qp_err qp_plan_largest_batch(const qp_problem *p, qp_model_path path, int
  * whenever all maps fit both limits; else the largest batch that fits both, or failing that
  * the device limit alone (the host limit check then names what does not fit), or 1 (the
  * device limit check then refuses the run, naming its stage and term). */
-static qp_err qp_plan_map_batch(const qp_problem *p, qp_model_path path, int64_t *batch) {
+static qp_err qp_plan_map_batch(const qp_problem *p, qp_model_path path, int64_t w_block,
+                                int64_t *batch) {
   const int64_t n_maps = p->n_maps;
   *batch = n_maps;
   if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0 ||
@@ -217,18 +219,64 @@ static qp_err qp_plan_map_batch(const qp_problem *p, qp_model_path path, int64_t
     return QP_OK;
   qp_model model;
   int fits = 0;
-  QP_CALL(qp_plan_batch_fits(p, path, n_maps, 1, &model, &fits));
+  QP_CALL(qp_plan_batch_fits(p, path, n_maps, w_block, 1, &model, &fits));
   if (fits) return QP_OK;
-  QP_CALL(qp_plan_largest_batch(p, path, n_maps - 1, 1, batch));
-  if (*batch == 0) QP_CALL(qp_plan_largest_batch(p, path, n_maps, 0, batch));
+  QP_CALL(qp_plan_largest_batch(p, path, n_maps - 1, w_block, 1, batch));
+  if (*batch == 0) QP_CALL(qp_plan_largest_batch(p, path, n_maps, w_block, 0, batch));
   if (*batch == 0) *batch = 1;
+  return QP_OK;
+}
+
+/* Whether W in blocks of `w_block` columns (0: whole) keeps the device peaks of basis_setup,
+ * where W is formed, and fisher_run, where it is read, inside memory.device_limit less the
+ * device context (the backend's workspaces are terms of the model); the maps'
+ * batch, planned after it, keeps spectra_run there. A plan that cannot be sized does not fit. */
+static qp_err qp_plan_w_block_fits(const qp_problem *p, int64_t w_block, int *fits) {
+  qp_model model;
+  qp_err err = qp_plan_model(p, QP_MODEL_HARMONIC_PROJECTED, p->n_params, p->n_params, p->n_maps,
+                             w_block, &model, NULL);
+  if (err == QP_ERR_INPUT && model.oversize_term[0]) {
+    qp_error_clear();
+    *fits = 0;
+    return QP_OK;
+  }
+  QP_CALL(err);
+  *fits = 1;
+  for (qp_stage_id s = QP_STAGE_BASIS_SETUP; s <= QP_STAGE_FISHER_RUN; ++s)
+    *fits &= (double)qp_model_stage_peak_in(&model, s, QP_SPACE_DEVICE) <= qp_plan_device_room(p);
+  return QP_OK;
+}
+
+/* The projection route's W block (docs/memory-model.md, "W in blocks"): 0 (W whole, the rule)
+ * on a host backend, on a grid, without memory.device_limit and whenever W fits whole; else
+ * the largest block of columns in 1..n_modes - 1 that fits (the device peak falls with the
+ * block: a bisection finds it), or failing that 1 (the device limit check then refuses the
+ * run, naming its stage and term). */
+static qp_err qp_plan_w_block(const qp_problem *p, int64_t *w_block) {
+  *w_block = 0;
+  if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0 ||
+      (p->ops && p->ops->distributed) || p->plan_grid.nprow > 0 || p->n_modes < 2)
+    return QP_OK;
+  int fits = 0;
+  QP_CALL(qp_plan_w_block_fits(p, 0, &fits));
+  if (fits) return QP_OK;
+  int64_t lo = 0, hi = p->n_modes - 1; /* lo: the largest block known to fit (0: none yet) */
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    QP_CALL(qp_plan_w_block_fits(p, mid, &fits));
+    if (fits)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  *w_block = lo > 0 ? lo : 1;
   return QP_OK;
 }
 
 qp_err qp_plan_remodel(qp_problem *p) {
   const qp_model_dims d = p->model_dims;
-  QP_CALL(qp_plan_model(p, d.path, d.fisher_chunk, d.spectra_chunk, d.map_batch, &p->model,
-                        &p->model_dims));
+  QP_CALL(qp_plan_model(p, d.path, d.fisher_chunk, d.spectra_chunk, d.map_batch, d.w_block,
+                        &p->model, &p->model_dims));
   return QP_OK;
 }
 
@@ -278,18 +326,20 @@ qp_err qp_plan_route(qp_problem *p) {
   if (p->smw_refused[0] && allowed[1] && (allowed[0] || allowed[2])) allowed[1] = 0;
   double cost[3], peak[3];
   int best = -1, best_fit = -1;
-  int64_t fisher_chunk = p->n_params, spectra_chunk = p->n_params, batch[3] = {0, 0, 0};
+  int64_t fisher_chunk = p->n_params, spectra_chunk = p->n_params, batch[3] = {0, 0, 0},
+          w_block[3] = {0, 0, 0};
   /* A route whose model has a term beyond 2^56 bytes cannot be sized: it is left out (the
    * same on every rank: the model decides on whole sizes); when no route is left, the first
    * one's error is the plan's. */
   char unsized[3][128] = {"", "", ""}, first_unsized[1024] = "";
   for (int r = 0; r < 3; ++r) {
     if (!allowed[r]) continue;
-    qp_err err = qp_plan_map_batch(p, (qp_model_path)r, &batch[r]);
+    qp_err err = r == QP_MODEL_HARMONIC_PROJECTED ? qp_plan_w_block(p, &w_block[r]) : QP_OK;
+    if (err == QP_OK) err = qp_plan_map_batch(p, (qp_model_path)r, w_block[r], &batch[r]);
     if (err == QP_OK)
       err = r == 0 ? qp_plan_chunks(p, batch[r], &fisher_chunk, &spectra_chunk, &p->model)
                    : qp_plan_model(p, (qp_model_path)r, p->n_params, p->n_params, batch[r],
-                                   &p->model, &p->model_dims);
+                                   w_block[r], &p->model, &p->model_dims);
     if (err == QP_ERR_INPUT && p->model.oversize_term[0]) {
       snprintf(unsized[r], sizeof unsized[r], "term '%s' needs %.3g bytes", p->model.oversize_term,
                p->model.oversize_bytes);
@@ -347,7 +397,7 @@ qp_err qp_plan_route(qp_problem *p) {
   p->smw = chosen == 1;
   p->plan_flops = cost[chosen];
   if (chosen == 0) {
-    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, batch[0],
+    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, batch[0], 0,
                           &p->model, &p->model_dims));
     if (fisher_chunk < p->n_params || spectra_chunk < p->n_params)
       snprintf(p->path_reason + strlen(p->path_reason),
@@ -358,8 +408,13 @@ qp_err qp_plan_route(qp_problem *p) {
                (long long)spectra_chunk);
   } else {
     QP_CALL(qp_plan_model(p, (qp_model_path)chosen, p->n_params, p->n_params, batch[chosen],
-                          &p->model, &p->model_dims));
+                          w_block[chosen], &p->model, &p->model_dims));
   }
+  if (qp_model_w_chunked(&p->model_dims))
+    snprintf(p->path_reason + strlen(p->path_reason),
+             sizeof p->path_reason - strlen(p->path_reason),
+             "; W in blocks of %lld of %lld columns on the device for %s",
+             (long long)w_block[chosen], (long long)p->n_modes, qp_plan_limits_text(p));
   if (batch[chosen] < p->n_maps)
     snprintf(p->path_reason + strlen(p->path_reason),
              sizeof p->path_reason - strlen(p->path_reason),
@@ -414,6 +469,21 @@ static qp_stage_id qp_plan_worst(const qp_model *m, qp_space space,
   return worst;
 }
 
+/* What a device-limit refusal says of W: its block when the projection route forms it in
+ * blocks, that SMW's LU cannot be chunked on the SMW route, nothing otherwise. */
+static const char *qp_plan_w_note(const qp_problem *p) {
+  static _Thread_local char text[160];
+  text[0] = '\0';
+  if (qp_model_w_chunked(&p->model_dims))
+    snprintf(text, sizeof text, ", W in blocks of %lld of %lld columns",
+             (long long)p->model_dims.w_block, (long long)p->n_modes);
+  else if (p->model_dims.path == QP_MODEL_HARMONIC_SMW)
+    snprintf(text, sizeof text,
+             "; SMW's LU of I + K Lambda needs its n_modes^2 whole: harmonic_method: projected "
+             "forms W in blocks");
+  return text;
+}
+
 /* memory.device_limit: the device context (memory.device_overhead, untracked) plus the device's
  * peak (its matrices and the backend's own buffers) within it, or a refusal naming the context
  * or the stage and its largest device term, before anything is allocated. */
@@ -441,16 +511,17 @@ static qp_err qp_plan_check_device_limit(const qp_problem *p) {
   }
   QP_FAIL(QP_ERR_BUDGET,
           "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB; the "
-          "backend's own buffers %.3f MiB, largest '%s'; maps in batches of %lld of %lld) plus "
-          "the device context %.3f GiB (%s) exceeds memory.device_limit %.3f GiB by %.3f GiB; "
+          "backend's own buffers %.3f MiB, largest '%s'; maps in batches of %lld of %lld%s) "
+          "plus the device context %.3f GiB (%s) exceeds memory.device_limit %.3f GiB by %.3f "
+          "GiB; "
           "nothing was allocated for it. The part that cannot be chunked does not fit the "
           "device: raise the limit, use a device with more memory, mask fewer pixels, or use "
           "backend cpu or dist",
           need / gib, qp_stage_name(worst), largest ? largest->name : "?",
           largest ? (double)largest->bytes / gib : 0.0, own_bytes / 1048576.0,
           own ? own->name : "none", (long long)qp_model_map_batch(&p->model_dims),
-          (long long)p->n_maps, context / gib, qp_plan_device_overhead_source(p), limit / gib,
-          (need + context - limit) / gib);
+          (long long)p->n_maps, qp_plan_w_note(p), context / gib,
+          qp_plan_device_overhead_source(p), limit / gib, (need + context - limit) / gib);
 }
 
 qp_err qp_plan_check_limit(const qp_problem *p) {

@@ -55,7 +55,8 @@ typedef struct qp_problem {
   int64_t field_offset[3]; /* first mode of T, E, B; -1 when the field is absent */
   int field_ell_min[3];    /* first multipole of each field (E and B start at 2) */
   qp_matrix vt;            /* QP_TERM_V: V^T (n_pix x n_modes), then Y = N^-1/2 V^T or L^-1 V^T */
-  qp_matrix kernel;        /* QP_TERM_KERNEL: K = V N_eff^-1 V^T, then W (SMW); W (projection) */
+  qp_matrix kernel;        /* QP_TERM_KERNEL: K = V N_eff^-1 V^T, then W (SMW); W (projection);
+                              QP_TERM_KERNEL_HOST, a host matrix, when W is chunked (qp_w_block) */
   qp_matrix smw_lu;        /* QP_TERM_SMW_LU: I + K Lambda, then its LU factors (SMW) */
   int *pivots;             /* QP_TERM_PIVOTS: of smw_lu */
   qp_matrix noise_factor;  /* QP_TERM_NOISE_EFF: N_eff then its Cholesky factor (SMW, dense) */
@@ -106,6 +107,11 @@ qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m);
  *  of it, one batch when all fit. */
 static inline int64_t qp_map_batch(const qp_problem *p) {
   return qp_model_map_batch(&p->model_dims);
+}
+/** Columns of W the projection route's basis_setup forms on the device at once: the plan's
+ *  w_block (memory_model.h), n_modes unless memory.device_limit made the planner chunk W. */
+static inline int64_t qp_w_block(const qp_problem *p) {
+  return qp_model_w_chunked(&p->model_dims) ? p->model_dims.w_block : p->n_modes;
 }
 /** The maps of the batch that starts at map `first`: at most qp_map_batch, fewer in the last. */
 static inline int64_t qp_map_batch_count(const qp_problem *p, int64_t first) {

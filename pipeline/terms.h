@@ -18,6 +18,9 @@
 #define QP_TERM_KERNEL "K"                      /* V N^-1 V^T, then W = V C^-1 V^T */
 #define QP_TERM_SMW_LU "I_plus_K_Lambda"        /* LU factors of I + K Lambda (SMW) */
 #define QP_TERM_PIVOTS "pivots"
+/* projection with W in column blocks (memory.device_limit, w_block < n_modes): */
+#define QP_TERM_KERNEL_BLOCK "W_block"          /* device: n_modes x w_block columns of W */
+#define QP_TERM_KERNEL_HOST "W_host"            /* host: all of W, assembled block by block */
 /* fisher_run */
 #define QP_TERM_PRODUCTS "products"             /* M_p = L^-1 P_p L^-T, and L^-1 N L^-T */
 #define QP_TERM_GRAM "gram"                     /* <M_p, M_q> and <M_p, L^-1 N L^-T> */

@@ -123,10 +123,13 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
           qp_job_route(p));
   qp_json_string(out, p->path_reason);
   fprintf(out,
-          ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld, \"maps\": %lld},\n"
+          ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld, \"maps\": %lld, "
+          "\"w_block\": %lld},\n"
           "  \"flops\": %.6e,\n",
           (long long)p->model_dims.fisher_chunk, (long long)p->model_dims.spectra_chunk,
-          (long long)qp_model_map_batch(&p->model_dims), p->plan_flops);
+          (long long)qp_model_map_batch(&p->model_dims),
+          (long long)(qp_model_w_chunked(&p->model_dims) ? p->model_dims.w_block : p->n_modes),
+          p->plan_flops);
   if (job->ranks > 0)
     fprintf(out,
             "  \"grid\": {\"rows\": %d, \"cols\": %d, \"block\": %d, \"ranks\": %d, "

@@ -51,15 +51,17 @@ typedef struct qp_field_windows {
   double *work;
 } qp_field_windows;
 
+/* m is W in the run's space, or on the host when it was formed in blocks (qp_w_block): the
+ * windows are laid out, and aligned, in m's own table. */
 static qp_err qp_field_windows_make(qp_problem *p, const qp_matrix *m, qp_field_windows *fw) {
   const qp_config *cfg = p->cfg;
   const int64_t n_lm = qp_harmonic_count(0, cfg->lmax);
   memset(fw, 0, sizeof *fw);
-  QP_CALL(qp_matrix_view(p->ops, QP_TERM_FIELD_BLOCKS, NULL, n_lm, n_lm, n_lm, &fw->layout));
+  QP_CALL(qp_matrix_view(m->ops, QP_TERM_FIELD_BLOCKS, NULL, n_lm, n_lm, n_lm, &fw->layout));
   int fields[3], n_fields = 0;
   for (int f = 0; f < 3; ++f)
     if (p->field_offset[f] >= 0) fields[n_fields++] = f;
-  const int moves = qp_linalg_moves_data(p->ops);
+  const int moves = qp_linalg_moves_data(m->ops);
   const int64_t local = qp_matrix_local_size(&fw->layout);
   if (moves)
     QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
@@ -71,7 +73,7 @@ static qp_err qp_field_windows_make(qp_problem *p, const qp_matrix *m, qp_field_
       if (lg > cfg->lmax || lh > cfg->lmax) continue; /* no entry reads it */
       qp_matrix work;
       if (moves)
-        QP_CALL(qp_matrix_view(qp_linalg_host_ops(p->ops), QP_TERM_FIELD_BLOCKS,
+        QP_CALL(qp_matrix_view(qp_linalg_host_ops(m->ops), QP_TERM_FIELD_BLOCKS,
                                fw->work + (a * n_fields + b) * local, n_lm, n_lm, n_lm, &work));
       const int64_t rows = qp_harmonic_count(lg, cfg->lmax), cols = qp_harmonic_count(lh, cfg->lmax);
       QP_CALL(qp_linalg_align(m, p->field_offset[g], p->field_offset[h], rows, cols, &fw->layout,
@@ -226,7 +228,7 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
         }
       p->fisher[q + r * np] = p->fisher[r + q * np] = 0.5 * sum;
     }
-  QP_CALL_GOTO(qp_linalg_sum_partials(p->ops, p->fisher, (int64_t)np * np), done);
+  QP_CALL_GOTO(qp_linalg_sum_partials(p->kernel.ops, p->fisher, (int64_t)np * np), done);
 done:
   qp_budget_free(sums);
   qp_budget_free(fw.work);
@@ -329,6 +331,9 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
   QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);
   QP_CALL_GOTO(qp_fisher_from_kernel(p, e, start), done);
   qp_progress_note(&progress, "F summed over W's blocks");
+  /* A host W formed in blocks goes now, before the bias's host work matrices (model: phase 0);
+   * a device W may lend Z its buffer and goes at the end. */
+  if (qp_w_block(p) < nm) qp_matrix_destroy(&p->kernel);
   if (p->smw) {
     /* G = (I + K Lambda)^-1 W: b_p = 1/2 tr(D_p G). */
     QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, nm, nm, &g),
@@ -339,8 +344,9 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
     /* Z = C^-1 V^T = L^-T Y; G_ab = Z_b^T N_eff Z_a. Z takes W's buffer, done with once F
      * is summed, wherever it fits (memory_model.h): its pages are resident, where a fresh
      * buffer's are committed first, 0.1-0.5 s for QU nside 16's 139 MiB on this project's
-     * VM (docs/benchmarks.md); W goes at the end of the stage either way. */
-    if (qp_model_modes_in_kernel(n, nm))
+     * VM (docs/benchmarks.md); W goes at the end of the stage either way. A W formed in
+     * blocks is on the host: Z then has a device buffer of its own. */
+    if (qp_model_modes_in_kernel(n, nm) && qp_w_block(p) == nm)
       QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_KERNEL, p->kernel.data, n, nm, n, &z), done);
     else
       QP_CALL_GOTO(

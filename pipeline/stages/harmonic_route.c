@@ -260,6 +260,35 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   return QP_OK;
 }
 
+/* Projection under a device limit that cannot hold W (qp_w_block < n_modes): W = Y^T Y a block
+ * of columns at a time, each block's lower part W[j0.., j0..] = Y[:, j0..]^T Y[:, j0..j0 + cols)
+ * by gemm into the top rows of the device's W_block, downloaded into p->kernel, a host matrix
+ * (W_host), whose upper triangle is then mirrored from the lower one: the device never holds
+ * all of W, and the flops are syrk's (n_pix n_modes^2), not twice them. The last block may be
+ * narrower. W's entries are the dot products syrk sums, in the BLAS's gemm order: F, b and
+ * C_hat within 1e-12 of the unchunked W (tests/pipeline/test_hostdev_w_blocks.c). */
+static qp_err qp_kernel_in_blocks(qp_problem *p) {
+  const int64_t nm = p->n_modes, wb = qp_w_block(p), ld = p->kernel.ld;
+  qp_matrix block = {0}, lower, yr, yj;
+  qp_err err = QP_OK;
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_KERNEL_BLOCK, QP_TERM_TRANSIENT, nm, wb, &block),
+               done);
+  for (int64_t j0 = 0; j0 < nm; j0 += wb) {
+    const int64_t cols = nm - j0 < wb ? nm - j0 : wb, rows = nm - j0;
+    QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_KERNEL_BLOCK, block.data, rows, cols, nm, &lower),
+                 done);
+    QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, rows, &yr), done);
+    QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, cols, &yj), done);
+    QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &yr, &yj, 0.0, &lower), done);
+    QP_CALL_GOTO(qp_linalg_download(&lower, 0, 0, rows, cols, p->kernel.data + j0 + j0 * ld, ld),
+                 done);
+  }
+  qp_matrix_symmetrize_lower(&p->kernel);
+done:
+  qp_matrix_destroy(&block);
+  return err;
+}
+
 qp_err qp_harmonic_basis_setup(qp_problem *p) {
   const int64_t n = p->n_pix, nm = p->n_modes;
   qp_progress progress;
@@ -268,15 +297,24 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
     QP_CALL(qp_basis_smw(p, &progress));
     return QP_OK;
   }
-  /* Projection: L = chol(C), Y = L^-1 V^T, W = Y^T Y. */
+  /* Projection: L = chol(C), Y = L^-1 V^T, W = Y^T Y: whole where it fits (the rule), else in
+   * column blocks into a host W (qp_kernel_in_blocks). */
+  const int chunked = qp_w_block(p) < nm;
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_PERSISTENT, n, nm, &p->vt));
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
+  if (chunked)
+    QP_CALL(qp_matrix_create(qp_linalg_host_ops(p->ops), QP_TERM_KERNEL_HOST, QP_TERM_PERSISTENT,
+                             nm, nm, &p->kernel));
+  else
+    QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
   QP_CALL(qp_build_vt(p));
   qp_progress_note(&progress, "harmonic basis V built");
   QP_CALL(qp_conditioned_potrf(p, &p->cov, QP_RCOND_COVARIANCE, QP_RCOND_COVARIANCE_WHAT,
                                QP_RCOND_COVARIANCE_ADVICE, NULL));
   QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &p->vt));
-  QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
+  if (chunked)
+    QP_CALL(qp_kernel_in_blocks(p));
+  else
+    QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
   qp_progress_note(&progress, "W = (L^-1 V^T)^T (L^-1 V^T)");
   return QP_OK;
 }

@@ -1,6 +1,7 @@
 /* results_compare.h: a run's estimates kept (F, b, y, C_hat) and compared with another run's to
  * 1e-12 (relative to the largest entry, NaN-aware: test_util.h), for the tests that run one
- * problem on two backends or plans (test_hostdev_stages, test_hostdev_map_batches).
+ * problem on two backends or plans (test_hostdev_stages, test_hostdev_map_batches,
+ * test_hostdev_w_blocks).
  * Header-only: its checks count in the including test's failures. */
 #ifndef QP_TEST_RESULTS_COMPARE_H
 #define QP_TEST_RESULTS_COMPARE_H
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget_check.h"
 #include "problem.h"
 #include "test_util.h"
 
@@ -44,6 +46,17 @@ static void compare(const results *cpu, const qp_problem *p, const char *what) {
   TEST_WITHIN(qp_test_max_rel_diff(cpu->noise_bias, p->noise_bias, np), 1e-12, "%s: b", what);
   TEST_WITHIN(qp_test_max_rel_diff(cpu->yb, p->yb, np * nm), 1e-12, "%s: y", what);
   TEST_WITHIN(qp_test_max_rel_diff(cpu->cl, p->cl, np * nm), 1e-12, "%s: C_hat", what);
+}
+
+/* The end of a device run checked against the cpu run's results: compared, the model exact
+ * (budget_check.h), both freed, and nothing left on the device. */
+static inline void compare_exact_and_free(results *cpu, qp_problem *p, const char *what) {
+  compare(cpu, p, what);
+  qp_check_budget_exact(p);
+  qp_problem_free(p);
+  results_free(cpu);
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: %zu device bytes left", what,
+              qp_budget_current(QP_SPACE_DEVICE));
 }
 
 #endif

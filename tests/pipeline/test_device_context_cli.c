@@ -1,6 +1,7 @@
 /* test_device_context_cli: a device backend's own buffers and its context in the plan, the
  * refusals and the report, through the real qmlpipe on backend hostdev (argv[1]: qmlpipe,
- * argv[2]: a C_ell file). The projection route with one map, which nothing chunks, so that
+ * argv[2]: a C_ell file). The SMW route with one map, which nothing chunks (W in blocks is the
+ * projection route's, docs/memory-model.md), so that
  * a device_limit between "the matrices and the context" and "the matrices, hostdev's emulated
  * solver workspace and the context" can be set from `budget`'s exact figures:
  *  - `plan` prints the context (memory.device_overhead) and the device peak with it; with
@@ -67,7 +68,7 @@ static void write_config(const char *limit) {
   fprintf(f,
           "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
           "noise: {variance: 10}\nspectra: [TT]\nell_min: 2\nlmax: 12\nlmax_signal: 12\n"
-          "bin_width: 3\npath: harmonic\nharmonic_method: projected\nbackend: hostdev\n"
+          "bin_width: 3\npath: harmonic\nharmonic_method: smw\nbackend: hostdev\n"
           "output: r.h5\nmemory: {device_overhead: 5MiB%s%s}\n",
           limit ? ", device_limit: " : "", limit ? limit : "");
   fclose(f);
@@ -154,7 +155,7 @@ int main(int argc, char **argv) {
       fprintf(f,
               "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
               "noise: {variance: 10}\nspectra: [TT]\nlmax: 12\nbin_width: 3\n"
-              "path: harmonic\nharmonic_method: projected\nbackend: cuda\n");
+              "path: harmonic\nharmonic_method: smw\nbackend: cuda\n");
       fclose(f);
     }
     const char *args[] = {"plan", "cu.yaml", NULL};

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "budget_check.h"
+#include "device_capacity.h"
 #include "driver.h"
 #include "fixture.h"
 #include "hostdev.h"
@@ -87,12 +88,7 @@ static double check_batched(qp_config *cfg, qp_path path, int method, int64_t ba
            (long long)p.n_maps);
   TEST_ASSERT(strstr(p.path_reason, text) != NULL, "%s: the route's reason lacks '%s': %s", what,
               text, p.path_reason);
-  compare(&cpu, &p, what);
-  qp_check_budget_exact(&p);
-  qp_problem_free(&p);
-  results_free(&cpu);
-  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: %zu device bytes left", what,
-              qp_budget_current(QP_SPACE_DEVICE));
+  compare_exact_and_free(&cpu, &p, what);
   return limit;
 }
 
@@ -117,22 +113,10 @@ int main(void) {
    * batched plan fits it; unbatched, the run runs out of device memory. */
   set_route(&cfg, QP_PATH_HARMONIC, 1, "hostdev");
   const double limit10 = device_peak_at(&cfg, 10);
-  qp_hostdev_set_capacity((size_t)limit10 + 8 * 4096);
-  cfg.device_limit = limit10;
-  TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
-  TEST_ASSERT(p.model_dims.map_batch == 10, "capacity: planned batch %lld, expected 10",
-              (long long)p.model_dims.map_batch);
-  qp_check_budget_exact(&p);
-  qp_problem_free(&p);
-  cfg.device_limit = 0;
-  qp_err full = qp_fixture_run(&cfg, &p, &baseline);
-  TEST_ASSERT(full == QP_ERR_NOMEM && strstr(qp_error_message(), "out of device memory"),
-              "unbatched on a device of a batch of 10: got %s: %s", qp_err_name(full),
-              qp_error_message());
-  printf("unbatched: %s\n", qp_error_message());
-  qp_error_clear();
-  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after running out");
-  qp_hostdev_set_capacity(0);
+  qp_model_dims planned;
+  check_capacity(&cfg, limit10, "harmonic smw", &planned);
+  TEST_ASSERT(planned.map_batch == 10, "capacity: planned batch %lld, expected 10",
+              (long long)planned.map_batch);
 
   /* Below a batch of one map: refused before anything is allocated, naming the stage, its
    * largest device term and the batch. The stage is the model's (fisher_run here: hostdev's

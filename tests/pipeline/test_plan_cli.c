@@ -5,7 +5,8 @@
  * `calibrate` writes a calibration file whose overhead `budget` then reports, and whose dgemm
  * rate per core `plan --json` uses for the job's --time (without one, plan times a dgemm).
  * On a device backend with many maps, plan and budget print the map batch memory.device_limit
- * calls for, and refuse a limit that not even one map's batch fits. */
+ * calls for, and refuse a limit that not even one map's batch fits; on the projection route,
+ * the block of W's columns it calls for, and refuse a limit that not even one column fits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,13 @@ static int output_has(const char *text) {
   buf[n] = '\0';
   fclose(f);
   return strstr(buf, text) != NULL;
+}
+
+/* Writes `format` with its one %s replaced by `limit` to `path`. */
+static void write_with_limit(const char *path, const char *format, const char *limit) {
+  FILE *f = fopen(path, "w");
+  fprintf(f, format, limit);
+  fclose(f);
 }
 
 static void write_config(const char *path, const char *limit) {
@@ -125,19 +133,39 @@ int main(int argc, char **argv) {
       "fields: QU\nspectra: [EE, BB]\nnoise: {variance: 1.0}\nlmax: 128\npath: harmonic\n"
       "harmonic_method: smw\nbackend: hostdev\ndimensions: {n_pix: 59136, n_modes: 33274, "
       "lmax_signal: 256, lmax: 128, n_bins: 127, n_maps: 1000}\nmemory: {device_limit: %s}\n";
-  f = fopen("plan_maps.yaml", "w");
-  fprintf(f, maps_dims, "41GiB");
-  fclose(f);
+  write_with_limit("plan_maps.yaml", maps_dims, "41GiB");
   TEST_ASSERT(run("plan plan_maps.yaml") == 0 &&
                   output_has("maps in batches of 372 of 1000 on the device (memory.device_limit)"),
               "plan does not print the map batch");
   TEST_ASSERT(run("budget plan_maps.yaml") == 0 && output_has("map_batch=372"),
               "budget does not print the map batch");
-  f = fopen("plan_maps.yaml", "w");
-  fprintf(f, maps_dims, "27GiB");
-  fclose(f);
+  write_with_limit("plan_maps.yaml", maps_dims, "27GiB");
   TEST_ASSERT(run("plan plan_maps.yaml") == qp_err_exit_status(QP_ERR_BUDGET) &&
                   output_has("stage basis_setup") && output_has("maps in batches of 1 of 1000"),
               "a device_limit below one map's batch is not refused naming it");
+
+  /* Projection on a device backend with more modes than pixels: 15 GiB holds C, V, hostdev's
+   * solver workspace (n_pix x 64) and a block of 37820 of W's 39996 columns in basis_setup (W
+   * whole needs 15.6 GiB there); plan, the
+   * JSON and budget say so. 6 GiB does not hold even fisher_run's Z beside C and V: refused,
+   * naming the block. */
+  const char *const w_dims =
+      "fields: T\nspectra: [TT]\nnoise: {variance: 1.0}\nlmax: 199\npath: harmonic\n"
+      "harmonic_method: projected\nbackend: hostdev\ndimensions: {n_pix: 10000, n_modes: "
+      "39996, lmax_signal: 199, lmax: 199, n_bins: 99, n_maps: 2}\n"
+      "memory: {device_limit: %s}\n";
+  write_with_limit("plan_w.yaml", w_dims, "15GiB");
+  TEST_ASSERT(run("plan plan_w.yaml") == 0 &&
+                  output_has("W in blocks of 37820 of 39996 columns on the device "
+                             "(memory.device_limit)"),
+              "plan does not print the W block");
+  TEST_ASSERT(run("plan plan_w.yaml --json") == 0 && output_has("\"w_block\": 37820}"),
+              "plan --json does not record the W block");
+  TEST_ASSERT(run("budget plan_w.yaml") == 0 && output_has("w_block=37820"),
+              "budget does not print the W block");
+  write_with_limit("plan_w.yaml", w_dims, "6GiB");
+  TEST_ASSERT(run("plan plan_w.yaml") == qp_err_exit_status(QP_ERR_BUDGET) &&
+                  output_has("stage fisher_run") && output_has("W in blocks of 1 of 39996"),
+              "a device_limit below a block of one column is not refused naming it");
   return TEST_RETURN();
 }

@@ -579,6 +579,39 @@ static void test_model(void) {
   check_bytes(&m, QP_TERM_WEIGHTED_MAPS, 2 * (size_t)d.n_pix * 8);
   check_bytes(&m, QP_TERM_BIN_PRODUCT, 2 * (size_t)d.n_pix * 8);
   check_bytes(&m, QP_TERM_MAPS, 5 * (size_t)d.n_pix * 8);
+  /* Projection with W in blocks: a block of W's columns on the device, all of W on the host,
+   * Z in a device buffer of its own (W's is on the host); the block within 0..n_modes and
+   * never on a grid. */
+  d = good;
+  d.path = QP_MODEL_HARMONIC_PROJECTED;
+  d.n_modes = 150;
+  d.n_fields = 1;
+  d.n_lm = 169;
+  d.fisher_block_slots = 1;
+  d.device = 1;
+  d.w_block = 151;
+  TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_INPUT);
+  d.w_block = -1;
+  TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_INPUT);
+  d.w_block = 40;
+  TEST_OK(qp_model_predict(&d, &m));
+  check_bytes(&m, QP_TERM_KERNEL_BLOCK, 150 * 40 * 8);
+  check_bytes(&m, QP_TERM_KERNEL_HOST, 150 * 150 * 8);
+  check_bytes(&m, QP_TERM_WEIGHTED_MODES, 100 * 150 * 8);
+  TEST_ASSERT(qp_model_find(&m, QP_TERM_KERNEL) == NULL &&
+                  qp_model_find(&m, QP_TERM_FIELD_BLOCKS) == NULL,
+              "W in blocks: no device W, no field blocks copied off the device");
+  TEST_ASSERT(qp_model_find(&m, QP_TERM_KERNEL_HOST)->space == QP_SPACE_HOST &&
+                  qp_model_find(&m, QP_TERM_KERNEL_BLOCK)->space == QP_SPACE_DEVICE,
+              "W in blocks: W_host on the host, W_block on the device");
+  d.w_block = 150; /* a block of all of W: W whole, as without a limit */
+  TEST_OK(qp_model_predict(&d, &m));
+  TEST_ASSERT(qp_model_find(&m, QP_TERM_KERNEL) && !qp_model_find(&m, QP_TERM_KERNEL_BLOCK),
+              "w_block = n_modes: W whole");
+  d.w_block = 40;
+  d.grid_rows = d.grid_cols = 1;
+  d.block = 64;
+  TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_INPUT);
   TEST_OK(qp_model_predict(&good, &m));
 }
 
