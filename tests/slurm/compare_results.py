@@ -1,4 +1,8 @@
 """Compare two qmlpipe results files: /fisher and /spectra/cl, every value finite, rel. diff <= tol.
+An entry's difference is taken relative to max(|a|, |b|); a Fisher entry's also to at least
+sqrt(|F_ii F_jj|) (its correlation scale): far off-diagonal entries are sums that cancel to
+1e-6 of the diagonal, where a run on 2 ranks and one on 1 process, summing in other orders,
+differ by 1e-12 of the entry but 1e-14 of the scale that errors on the spectra see.
 usage: /usr/bin/python3 compare_results.py A.h5 B.h5 [TOL]"""
 import sys
 
@@ -28,9 +32,12 @@ def main():
                     print(f"{name}: {n} non-finite value(s) in {label}")
                     bad += 1
             scale = np.maximum(np.abs(a), np.abs(b))
+            if name == "/fisher" and a.ndim == 2 and a.shape[0] == a.shape[1]:
+                diag = np.sqrt(np.abs(np.diag(a) * np.diag(b)))
+                scale = np.maximum(scale, np.sqrt(np.outer(diag, diag)))
             diff = np.abs(a - b)
             with np.errstate(invalid="ignore", divide="ignore"):
-                rel = np.where(scale > 0, diff / scale, 0.0)
+                rel = np.where(scale > 0, diff / scale, np.where(diff == 0, 0.0, np.inf))  # NaN: inf
             worst = float(np.nanmax(rel)) if np.isfinite(rel).any() else float("nan")
             ok = np.all(np.isfinite(rel)) and worst <= tol
             print(f"{name}: shape {a.shape}, max rel. diff {worst:.3e} (tol {tol:g}) {'ok' if ok else 'FAIL'}")

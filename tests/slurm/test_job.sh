@@ -4,7 +4,8 @@
 # CASE:
 #   cpu    jobs/qmlpipe-cpu.sbatch on the built-in example, one task, --mem = the budget's
 #          "with overhead" + 25% + 64 MiB; the job must be COMPLETED and its results equal a
-#          direct `qmlpipe run` (/fisher, /spectra/cl: all finite, rel. diff <= 1e-12)
+#          direct `qmlpipe run` (/fisher, /spectra/cl: all finite, rel. diff <= 1e-12; a Fisher
+#          entry's at least against sqrt(F_ii F_jj): compare_results.py)
 #   mpi    jobs/qmlpipe-mpi.sbatch, -n 2 (srun --mpi=pmix), the same checks, and
 #          QMLPIPE_RUN_ARGS='--grid 2x1 --block 32' honoured (the results' /budget/ranks)
 #   mem70  jobs/qmlpipe-cpu.sbatch with --mem at 70% of the budget's peak and no
