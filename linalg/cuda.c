@@ -96,6 +96,8 @@ static qp_err qp_cuda_workspaces(qp_linalg_op op, int64_t n, int64_t nrhs, qp_wo
     out[(*count)++] = (qp_workspace){QP_TERM_CUBLAS_WORKSPACE, QP_SPACE_DEVICE,
                                      qp_cuda_ctx.info.cublas_workspace};
     out[(*count)++] = (qp_workspace){QP_TERM_CUSOLVER_INFO, QP_SPACE_DEVICE, sizeof(int)};
+    out[(*count)++] =
+        (qp_workspace){QP_TERM_PINNED_STAGING, QP_SPACE_HOST, QP_PINNED_STAGING_BYTES};
     return QP_OK;
   }
   static const int solver[QP_OP_COUNT] = {[QP_OP_POTRF] = QP_CUDA_POTRF + 1,

@@ -25,6 +25,10 @@
 #define QP_TERM_DEVICE_PIVOTS "device pivots"           /* getrf's int64 pivots, the largest n */
 #define QP_TERM_DEVICE_REDUCTION "device reduction" /* column sums + 1; pocon's vector */
 #define QP_TERM_CUSOLVER_HOST_WORKSPACE "cusolver host workspace" /* host space, often 0 */
+/* Host space: two page-locked halves of QP_PINNED_STAGING_BYTES / 2 through which pageable
+ * host <-> device copies go (cuda_pinned.c), held from init to finalize. */
+#define QP_TERM_PINNED_STAGING "pinned staging"
+#define QP_PINNED_STAGING_BYTES ((size_t)16 << 20)
 
 #include "matrix.h"
 

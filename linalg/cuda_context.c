@@ -137,6 +137,7 @@ static qp_err qp_cuda_create(int device) {
   QP_CALL(qp_cusolver_status(cusolverDnCreate(&c->solver), "cusolverDnCreate"));
   QP_CALL(qp_cusolver_status(cusolverDnSetStream(c->solver, c->stream), "cusolverDnSetStream"));
   QP_CALL(qp_cusolver_status(cusolverDnCreateParams(&c->params), "cusolverDnCreateParams"));
+  QP_CALL(qp_cuda_pinned_create()); /* its events belong to the context: before the baseline */
   /* The baseline: the context and the handles exist; from here on, device memory should be
    * the budget's (what the libraries still take at first use shows as measured - tracked). */
   QP_CALL(qp_meter_device_baseline());
@@ -203,6 +204,7 @@ void qp_cuda_finalize(void) {
   if (c->blas && c->blas_workspace) (void)cublasSetWorkspace(c->blas, NULL, 0);
   qp_budget_free(c->blas_workspace);
   qp_budget_free(c->info_word);
+  qp_cuda_pinned_destroy();
   if (c->params) (void)cusolverDnDestroyParams(c->params);
   if (c->solver) (void)cusolverDnDestroy(c->solver);
   if (c->blas) (void)cublasDestroy(c->blas);

@@ -44,14 +44,21 @@ qp_err qp_cuda_copy_2d(double *dst, int64_t dld, const double *src, int64_t sld,
                        int64_t cols, enum cudaMemcpyKind kind, const char *what) {
   if (rows == 0 || cols == 0) return QP_OK;
   size_t width = (size_t)rows * sizeof(double);
-  /* One strided copy (cudaMemcpy2D) whatever the leading dimensions: columns are the rows of
-   * the 2-D copy. From and to pageable host memory the runtime stages it: the stream is
-   * synchronised before this returns, so the host side may be reused at once. */
-  QP_CALL(qp_cuda_status(cudaMemcpy2DAsync(dst, (size_t)dld * sizeof(double), src,
-                                           (size_t)sld * sizeof(double), width, (size_t)cols, kind,
-                                           qp_cuda_ctx.stream),
-                         what));
-  QP_CALL(qp_cuda_status(cudaStreamSynchronize(qp_cuda_ctx.stream), what));
+  const int crosses = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToHost;
+  if (crosses && qp_cuda_ctx.pinned_registered &&
+      (uint64_t)rows * (uint64_t)cols * sizeof(double) >= QP_PINNED_STAGING_BYTES / 2) {
+    /* a large copy of pageable host memory: through the pinned halves (cuda_pinned.c) */
+    QP_CALL(qp_cuda_pinned_copy(dst, dld, src, sld, rows, cols, kind, what));
+  } else {
+    /* One strided copy (cudaMemcpy2D) whatever the leading dimensions: columns are the rows
+     * of the 2-D copy. The stream is synchronised before this returns, so the host side may
+     * be reused at once. */
+    QP_CALL(qp_cuda_status(cudaMemcpy2DAsync(dst, (size_t)dld * sizeof(double), src,
+                                             (size_t)sld * sizeof(double), width, (size_t)cols,
+                                             kind, qp_cuda_ctx.stream),
+                           what));
+    QP_CALL(qp_cuda_status(cudaStreamSynchronize(qp_cuda_ctx.stream), what));
+  }
   uint64_t bytes = (uint64_t)width * (uint64_t)cols;
   if (kind == cudaMemcpyHostToDevice) qp_cuda_ctx.to_device += bytes;
   if (kind == cudaMemcpyDeviceToHost) qp_cuda_ctx.to_host += bytes;

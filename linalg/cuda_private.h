@@ -31,6 +31,11 @@ typedef struct qp_cuda_context {
   double *reduction; /* QP_TERM_DEVICE_REDUCTION */
   size_t reduction_bytes;
   uint64_t to_device, to_host; /* bytes copied by qp_cuda_matrix_copy */
+  /* Pinned staging (cuda_pinned.c): two halves of one QP_TERM_PINNED_STAGING block,
+   * page-locked with cudaHostRegister, and an event per half: its last copy is done. */
+  double *pinned[2];
+  int pinned_registered;
+  cudaEvent_t pinned_done[2];
 } qp_cuda_context;
 
 /** The one context of the process (cuda_context.c). */
@@ -62,6 +67,17 @@ qp_err qp_cuda_check_operand(const qp_matrix *m, const char *routine);
  *  (qp_cuda_transfer_bytes). What every copy of the backend goes through (cuda_copy.c). */
 qp_err qp_cuda_copy_2d(double *dst, int64_t dld, const double *src, int64_t sld, int64_t rows,
                        int64_t cols, enum cudaMemcpyKind kind, const char *what);
+
+/** Takes the pinned staging (QP_TERM_PINNED_STAGING, host) and its events: at init, before
+ *  the device meter's baseline (events are the context's). cuda_pinned.c. */
+qp_err qp_cuda_pinned_create(void);
+/** Waits for the stream, unregisters and frees the pinned staging (safe when absent). */
+void qp_cuda_pinned_destroy(void);
+/** A host <-> device copy of pageable host memory through the pinned staging, piece by piece
+ *  (linalg/copy_pieces.h), packing one half while the device copies the other; returns when
+ *  the host side is complete. kind: cudaMemcpyHostToDevice or cudaMemcpyDeviceToHost. */
+qp_err qp_cuda_pinned_copy(double *dst, int64_t dld, const double *src, int64_t sld, int64_t rows,
+                           int64_t cols, enum cudaMemcpyKind kind, const char *what);
 
 /* Table operations defined outside cuda.c (see matrix.h for what each does). */
 qp_err qp_cuda_download(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows, int64_t cols,
