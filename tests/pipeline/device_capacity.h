@@ -12,6 +12,22 @@
 #include "hostdev.h"
 #include "test_util.h"
 
+/* The plan cut `total` into pieces of `planned` (`want` expected): several, the last smaller,
+ * and the route's reason says "<unit>s of <planned> of <total>" ("W in blocks", "maps in
+ * batches"). */
+static inline void check_pieces(const char *what, const char *unit, int64_t planned, int64_t want,
+                                int64_t total, const char *path_reason) {
+  TEST_ASSERT(planned == want, "%s: planned %s of %lld, expected %lld", what, unit,
+              (long long)planned, (long long)want);
+  TEST_ASSERT(want > 0 && total % want != 0 && total > want,
+              "%s: %lld in %s of %lld: want several, the last smaller", what, (long long)total,
+              unit, (long long)want);
+  char text[96];
+  snprintf(text, sizeof text, "%s of %lld of %lld", unit, (long long)want, (long long)total);
+  TEST_ASSERT(strstr(path_reason, text) != NULL, "%s: the route's reason lacks '%s': %s", what,
+              text, path_reason);
+}
+
 /* On a hostdev device of `limit` bytes (and a page per live block for their rounding), cfg
  * under device_limit `limit` runs with its model exact (its plan's dimensions to *planned, for
  * the caller to check), and without the limit runs out of device memory, leaving nothing on

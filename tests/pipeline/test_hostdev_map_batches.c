@@ -76,18 +76,9 @@ static double check_batched(qp_config *cfg, qp_path path, int method, int64_t ba
          (long long)p.model_dims.map_batch, (long long)p.model_dims.fisher_chunk,
          (long long)p.model_dims.spectra_chunk, qp_model_peak_in(&p.model, QP_SPACE_DEVICE),
          qp_model_peak(&p.model), p.path_reason);
-  TEST_ASSERT(p.model_dims.map_batch == batch, "%s: planned batch %lld, expected %lld", what,
-              (long long)p.model_dims.map_batch, (long long)batch);
-  TEST_ASSERT(p.n_maps % batch != 0 && p.n_maps > batch,
-              "%s: %lld maps in batches of %lld: want several, the last smaller", what,
-              (long long)p.n_maps, (long long)batch);
+  check_pieces(what, "maps in batches", p.model_dims.map_batch, batch, p.n_maps, p.path_reason);
   TEST_ASSERT((double)qp_model_peak_in(&p.model, QP_SPACE_DEVICE) <= limit,
               "%s: device peak over the limit", what);
-  char text[64];
-  snprintf(text, sizeof text, "maps in batches of %lld of %lld", (long long)batch,
-           (long long)p.n_maps);
-  TEST_ASSERT(strstr(p.path_reason, text) != NULL, "%s: the route's reason lacks '%s': %s", what,
-              text, p.path_reason);
   compare_exact_and_free(&cpu, &p, what);
   return limit;
 }

@@ -86,16 +86,7 @@ static double check_blocks(qp_config *cfg, int64_t w_block, const char *what) {
          what, (long long)p.n_pix, (long long)p.n_modes, limit, whole,
          (long long)p.model_dims.w_block, qp_model_peak_in(&p.model, QP_SPACE_DEVICE),
          qp_model_peak(&p.model), p.path_reason);
-  TEST_ASSERT(p.model_dims.w_block == w_block, "%s: planned block %lld, expected %lld", what,
-              (long long)p.model_dims.w_block, (long long)w_block);
-  TEST_ASSERT(p.n_modes % w_block != 0 && p.n_modes > w_block,
-              "%s: %lld modes in blocks of %lld: want several, the last narrower", what,
-              (long long)p.n_modes, (long long)w_block);
-  char text[96];
-  snprintf(text, sizeof text, "W in blocks of %lld of %lld columns", (long long)w_block,
-           (long long)p.n_modes);
-  TEST_ASSERT(strstr(p.path_reason, text) != NULL, "%s: the route's reason lacks '%s': %s", what,
-              text, p.path_reason);
+  check_pieces(what, "W in blocks", p.model_dims.w_block, w_block, p.n_modes, p.path_reason);
   /* W's blocks by gemm, not syrk: how far from the cpu run's syrk W they take F and C_hat. */
   printf("  max relative difference from cpu: F %.2e, C_hat %.2e\n",
          qp_test_max_rel_diff(cpu.fisher, p.fisher, np * np),
