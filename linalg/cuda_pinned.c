@@ -23,7 +23,9 @@ qp_err qp_cuda_pinned_create(void) {
                           QP_PINNED_STAGING_BYTES, &block));
   c->pinned[0] = block;
   c->pinned[1] = c->pinned[0] + QP_PINNED_HALF;
-  /* The budget's block is page-aligned (budget/alloc.c maps blocks this large). */
+  /* cudaHostRegister pins the pages the range covers, no alignment needed (since CUDA 4.1);
+   * the block starts 64 bytes into a 2 MiB-aligned mapping of its own (budget/alloc.c), so
+   * the pages it pins are its own. */
   QP_CALL(qp_cuda_status(cudaHostRegister(block, QP_PINNED_STAGING_BYTES, cudaHostRegisterDefault),
                          "cudaHostRegister of the pinned staging"));
   c->pinned_registered = 1;
