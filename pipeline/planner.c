@@ -104,19 +104,29 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
   return QP_OK;
 }
 
-/* Whether the pixel-direct plan of chunks (f, s) keeps `stage` inside `limit`. A plan with a
- * term beyond 2^56 bytes (the model refuses it, model->oversize_term) does not, and its error
- * is forgotten: smaller chunks may do. The model decides that on each term's whole size, the
- * same on every rank. */
-static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, int64_t batch,
-                                 qp_stage_id stage, double limit, qp_model *model, int *fits) {
-  qp_err err = qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, f, s, batch, 0, model, NULL);
-  if (err == QP_ERR_INPUT && model->oversize_term[0]) {
+/* qp_plan_model for a fit test: a plan with a term beyond 2^56 bytes (the model refuses it,
+ * model->oversize_term) cannot be sized, *sized 0, and its error is forgotten: smaller chunks,
+ * batches or blocks may do. The model decides that on each term's whole size, the same on
+ * every rank. */
+static qp_err qp_plan_model_sized(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
+                                  int64_t spectra_chunk, int64_t map_batch, int64_t w_block,
+                                  qp_model *model, int *sized) {
+  qp_err err = qp_plan_model(p, path, fisher_chunk, spectra_chunk, map_batch, w_block, model, NULL);
+  *sized = !(err == QP_ERR_INPUT && model->oversize_term[0]);
+  if (!*sized) {
     qp_error_clear();
-    *fits = 0;
     return QP_OK;
   }
   QP_CALL(err);
+  return QP_OK;
+}
+
+/* Whether the pixel-direct plan of chunks (f, s) keeps `stage` inside `limit`; one that
+ * cannot be sized does not. */
+static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, int64_t batch,
+                                 qp_stage_id stage, double limit, qp_model *model, int *fits) {
+  QP_CALL(qp_plan_model_sized(p, QP_MODEL_PIXEL_DIRECT, f, s, batch, 0, model, fits));
+  if (!*fits) return QP_OK;
   /* Bounded: a stage peak and the overhead stay below 2^63 (model.h). */
   *fits = (limit <= 0 ||
            (double)(qp_model_stage_peak(model, stage) + model->overhead_bytes) <= limit) &&
@@ -172,13 +182,8 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t batch, int64_t *fisher
 static qp_err qp_plan_batch_fits(const qp_problem *p, qp_model_path path, int64_t batch,
                                  int64_t w_block, int host_too, qp_model *model, int *fits) {
   const int64_t chunk = path == QP_MODEL_PIXEL_DIRECT ? 1 : p->n_params;
-  qp_err err = qp_plan_model(p, path, chunk, chunk, batch, w_block, model, NULL);
-  if (err == QP_ERR_INPUT && model->oversize_term[0]) {
-    qp_error_clear();
-    *fits = 0;
-    return QP_OK;
-  }
-  QP_CALL(err);
+  QP_CALL(qp_plan_model_sized(p, path, chunk, chunk, batch, w_block, model, fits));
+  if (!*fits) return QP_OK;
   *fits = (double)qp_model_peak_in(model, QP_SPACE_DEVICE) <= qp_plan_device_room(p) &&
           (!host_too || p->host_limit <= 0 ||
            (double)(qp_model_peak(model) + model->overhead_bytes) <= p->host_limit);
@@ -233,15 +238,9 @@ static qp_err qp_plan_map_batch(const qp_problem *p, qp_model_path path, int64_t
  * batch, planned after it, keeps spectra_run there. A plan that cannot be sized does not fit. */
 static qp_err qp_plan_w_block_fits(const qp_problem *p, int64_t w_block, int *fits) {
   qp_model model;
-  qp_err err = qp_plan_model(p, QP_MODEL_HARMONIC_PROJECTED, p->n_params, p->n_params, p->n_maps,
-                             w_block, &model, NULL);
-  if (err == QP_ERR_INPUT && model.oversize_term[0]) {
-    qp_error_clear();
-    *fits = 0;
-    return QP_OK;
-  }
-  QP_CALL(err);
-  *fits = 1;
+  QP_CALL(qp_plan_model_sized(p, QP_MODEL_HARMONIC_PROJECTED, p->n_params, p->n_params,
+                              p->n_maps, w_block, &model, fits));
+  if (!*fits) return QP_OK;
   for (qp_stage_id s = QP_STAGE_BASIS_SETUP; s <= QP_STAGE_FISHER_RUN; ++s)
     *fits &= (double)qp_model_stage_peak_in(&model, s, QP_SPACE_DEVICE) <= qp_plan_device_room(p);
   return QP_OK;
