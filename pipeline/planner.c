@@ -3,6 +3,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -190,23 +191,41 @@ static qp_err qp_plan_batch_fits(const qp_problem *p, qp_model_path path, int64_
   return QP_OK;
 }
 
-/* The largest batch in 1..most that qp_plan_batch_fits accepts (0: none). The device peak
- * falls with the batch, and so does the host peak below n_maps (SMW keeps every map's
- * V N^-1 x on the host once the maps are batched): a bisection finds it. */
-static qp_err qp_plan_largest_batch(const qp_problem *p, qp_model_path path, int64_t most,
-                                    int64_t w_block, int host_too, int64_t *batch) {
-  qp_model model;
-  int64_t lo = 0, hi = most; /* lo: the largest batch known to fit (0: none yet) */
+/* A fit test of the planner's bisection: *fits for a piece of `size` (a map batch, a W
+ * block), `how` the test's own parameters. */
+typedef qp_err (*qp_plan_fit_test)(const qp_problem *p, const void *how, int64_t size, int *fits);
+
+/* The largest size in 1..most that `test` accepts (0: none), for tests whose peaks fall as
+ * the size does (every size below one that fits fits): a bisection. */
+static qp_err qp_plan_largest_fitting(const qp_problem *p, qp_plan_fit_test test, const void *how,
+                                      int64_t most, int64_t *largest) {
+  int64_t lo = 0, hi = most; /* lo: the largest size known to fit (0: none yet) */
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
     int fits = 0;
-    QP_CALL(qp_plan_batch_fits(p, path, mid, w_block, host_too, &model, &fits));
+    QP_CALL(test(p, how, mid, &fits));
     if (fits)
       lo = mid;
     else
       hi = mid - 1;
   }
-  *batch = lo;
+  *largest = lo;
+  return QP_OK;
+}
+
+/* qp_plan_batch_fits as a qp_plan_fit_test. The device peak falls with the batch, and so does
+ * the host peak below n_maps (SMW keeps every map's V N^-1 x on the host once the maps are
+ * batched). */
+typedef struct qp_plan_batch_how {
+  qp_model_path path;
+  int64_t w_block;
+  int host_too;
+} qp_plan_batch_how;
+
+static qp_err qp_plan_batch_test(const qp_problem *p, const void *how, int64_t batch, int *fits) {
+  const qp_plan_batch_how *h = how;
+  qp_model model;
+  QP_CALL(qp_plan_batch_fits(p, h->path, batch, h->w_block, h->host_too, &model, fits));
   return QP_OK;
 }
 
@@ -226,8 +245,10 @@ static qp_err qp_plan_map_batch(const qp_problem *p, qp_model_path path, int64_t
   int fits = 0;
   QP_CALL(qp_plan_batch_fits(p, path, n_maps, w_block, 1, &model, &fits));
   if (fits) return QP_OK;
-  QP_CALL(qp_plan_largest_batch(p, path, n_maps - 1, w_block, 1, batch));
-  if (*batch == 0) QP_CALL(qp_plan_largest_batch(p, path, n_maps, w_block, 0, batch));
+  const qp_plan_batch_how both = {path, w_block, 1}, device_only = {path, w_block, 0};
+  QP_CALL(qp_plan_largest_fitting(p, qp_plan_batch_test, &both, n_maps - 1, batch));
+  if (*batch == 0)
+    QP_CALL(qp_plan_largest_fitting(p, qp_plan_batch_test, &device_only, n_maps, batch));
   if (*batch == 0) *batch = 1;
   return QP_OK;
 }
@@ -236,7 +257,9 @@ static qp_err qp_plan_map_batch(const qp_problem *p, qp_model_path path, int64_t
  * where W is formed, and fisher_run, where it is read, inside memory.device_limit less the
  * device context (the backend's workspaces are terms of the model); the maps'
  * batch, planned after it, keeps spectra_run there. A plan that cannot be sized does not fit. */
-static qp_err qp_plan_w_block_fits(const qp_problem *p, int64_t w_block, int *fits) {
+static qp_err qp_plan_w_block_fits(const qp_problem *p, const void *how, int64_t w_block,
+                                   int *fits) {
+  (void)how;
   qp_model model;
   QP_CALL(qp_plan_model_sized(p, QP_MODEL_HARMONIC_PROJECTED, p->n_params, p->n_params,
                               p->n_maps, w_block, &model, fits));
@@ -249,7 +272,7 @@ static qp_err qp_plan_w_block_fits(const qp_problem *p, int64_t w_block, int *fi
 /* The projection route's W block (docs/memory-model.md, "W in blocks"): 0 (W whole, the rule)
  * on a host backend, on a grid, without memory.device_limit and whenever W fits whole; else
  * the largest block of columns in 1..n_modes - 1 that fits (the device peak falls with the
- * block: a bisection finds it), or failing that 1 (the device limit check then refuses the
+ * block), or failing that 1 (the device limit check then refuses the
  * run, naming its stage and term). */
 static qp_err qp_plan_w_block(const qp_problem *p, int64_t *w_block) {
   *w_block = 0;
@@ -257,18 +280,10 @@ static qp_err qp_plan_w_block(const qp_problem *p, int64_t *w_block) {
       (p->ops && p->ops->distributed) || p->plan_grid.nprow > 0 || p->n_modes < 2)
     return QP_OK;
   int fits = 0;
-  QP_CALL(qp_plan_w_block_fits(p, 0, &fits));
+  QP_CALL(qp_plan_w_block_fits(p, NULL, 0, &fits));
   if (fits) return QP_OK;
-  int64_t lo = 0, hi = p->n_modes - 1; /* lo: the largest block known to fit (0: none yet) */
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo + 1) / 2;
-    QP_CALL(qp_plan_w_block_fits(p, mid, &fits));
-    if (fits)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  *w_block = lo > 0 ? lo : 1;
+  QP_CALL(qp_plan_largest_fitting(p, qp_plan_w_block_fits, NULL, p->n_modes - 1, w_block));
+  if (*w_block == 0) *w_block = 1;
   return QP_OK;
 }
 
@@ -305,6 +320,17 @@ static const char *qp_plan_limits_text(const qp_problem *p) {
     snprintf(text + used, sizeof text - (size_t)used, "%smemory.device_limit %.3f GiB",
              used ? " and " : "", p->cfg->device_limit / 1073741824.0);
   return text;
+}
+
+/* Appends to p->path_reason (printf-style), cutting what does not fit. */
+__attribute__((format(printf, 2, 3))) static void qp_plan_reason_append(qp_problem *p,
+                                                                        const char *format, ...) {
+  const size_t used = strnlen(p->path_reason, sizeof p->path_reason);
+  if (used + 1 >= sizeof p->path_reason) return;
+  va_list args;
+  va_start(args, format);
+  (void)vsnprintf(p->path_reason + used, sizeof p->path_reason - used, format, args);
+  va_end(args);
 }
 
 /* Picks the route: the config's, or among those it allows the cheapest whose predicted peak
@@ -370,28 +396,22 @@ qp_err qp_plan_route(qp_problem *p) {
   QP_CHECK(best >= 0, QP_ERR_INPUT, "config '%s': %s", cfg->source, first_unsized);
   const int chosen = best_fit >= 0 ? best_fit : best;
   int n_allowed = allowed[0] + allowed[1] + allowed[2];
-  int used = 0;
-  used += snprintf(p->path_reason, sizeof p->path_reason, "%s: ", names[chosen]);
+  p->path_reason[0] = '\0';
+  qp_plan_reason_append(p, "%s: ", names[chosen]);
   if (n_allowed == 1) {
-    used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
-                     "the only route the config allows");
+    qp_plan_reason_append(p, "the only route the config allows");
   } else {
-    used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
-                     "%s leading cost of the routes allowed",
-                     chosen == best ? "lowest" : "lowest fitting the memory limit:");
-    for (int r = 0; r < 3 && used < (int)sizeof p->path_reason; ++r)
+    qp_plan_reason_append(p, "%s leading cost of the routes allowed",
+                          chosen == best ? "lowest" : "lowest fitting the memory limit:");
+    for (int r = 0; r < 3; ++r)
       if (allowed[r] && unsized[r][0])
-        used += snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
-                         "; %s: cannot be sized (%s)", names[r], unsized[r]);
+        qp_plan_reason_append(p, "; %s: cannot be sized (%s)", names[r], unsized[r]);
       else if (allowed[r])
-        used +=
-            snprintf(p->path_reason + used, sizeof p->path_reason - (size_t)used,
-                     "; %s %.2e flop, peak %.2f GiB", names[r], cost[r], peak[r] / 1073741824.0);
+        qp_plan_reason_append(p, "; %s %.2e flop, peak %.2f GiB", names[r], cost[r],
+                              peak[r] / 1073741824.0);
   }
   if (p->smw_refused[0] && !allowed[1])
-    snprintf(p->path_reason + strlen(p->path_reason),
-             sizeof p->path_reason - strlen(p->path_reason), "; harmonic (smw) skipped: %s",
-             p->smw_refused);
+    qp_plan_reason_append(p, "; harmonic (smw) skipped: %s", p->smw_refused);
   p->path_used = chosen == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
   p->smw = chosen == 1;
   p->plan_flops = cost[chosen];
@@ -399,26 +419,23 @@ qp_err qp_plan_route(qp_problem *p) {
     QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, batch[0], 0,
                           &p->model, &p->model_dims));
     if (fisher_chunk < p->n_params || spectra_chunk < p->n_params)
-      snprintf(p->path_reason + strlen(p->path_reason),
-               sizeof p->path_reason - strlen(p->path_reason),
-               "; chunks for %s: %lld of %lld products held in fisher_run, %lld "
-               "bin matrices at a time in spectra_run",
-               qp_plan_limits_text(p), (long long)fisher_chunk, (long long)p->n_params,
-               (long long)spectra_chunk);
+      qp_plan_reason_append(p,
+                            "; chunks for %s: %lld of %lld products held in fisher_run, %lld "
+                            "bin matrices at a time in spectra_run",
+                            qp_plan_limits_text(p), (long long)fisher_chunk,
+                            (long long)p->n_params, (long long)spectra_chunk);
   } else {
     QP_CALL(qp_plan_model(p, (qp_model_path)chosen, p->n_params, p->n_params, batch[chosen],
                           w_block[chosen], &p->model, &p->model_dims));
   }
   if (qp_model_w_chunked(&p->model_dims))
-    snprintf(p->path_reason + strlen(p->path_reason),
-             sizeof p->path_reason - strlen(p->path_reason),
-             "; W in blocks of %lld of %lld columns on the device for %s",
-             (long long)w_block[chosen], (long long)p->n_modes, qp_plan_limits_text(p));
+    qp_plan_reason_append(p, "; W in blocks of %lld of %lld columns on the device for %s",
+                          (long long)w_block[chosen], (long long)p->n_modes,
+                          qp_plan_limits_text(p));
   if (batch[chosen] < p->n_maps)
-    snprintf(p->path_reason + strlen(p->path_reason),
-             sizeof p->path_reason - strlen(p->path_reason),
-             "; maps in batches of %lld of %lld on the device for %s", (long long)batch[chosen],
-             (long long)p->n_maps, qp_plan_limits_text(p));
+    qp_plan_reason_append(p, "; maps in batches of %lld of %lld on the device for %s",
+                          (long long)batch[chosen], (long long)p->n_maps,
+                          qp_plan_limits_text(p));
   return QP_OK;
 }
 
