@@ -386,6 +386,13 @@ static qp_err qp_cuda_transpose(const qp_matrix *a, qp_matrix *b) {
   return QP_OK;
 }
 
+static qp_err qp_cuda_clear_upper(qp_matrix *a) {
+  QP_CALL(qp_cuda_check_operand(a, "clear_upper"));
+  QP_CALL(qp_cuda_status(qp_cuda_launch_clear_upper(a->data, a->rows, a->ld, qp_cuda_ctx.stream),
+                         qp_what_of("clearing the upper triangle", a).text));
+  return QP_OK;
+}
+
 static const qp_linalg_ops qp_cuda_ops_table = {
     .name = "cuda",
     .space = QP_SPACE_DEVICE,
@@ -408,6 +415,7 @@ static const qp_linalg_ops qp_cuda_ops_table = {
     .pocon = qp_cuda_pocon,
     .gecon = qp_cuda_gecon,
     .transpose = qp_cuda_transpose,
+    .clear_upper = qp_cuda_clear_upper,
     .workspaces = qp_cuda_workspaces,
     .release_workspaces = qp_cuda_release_workspaces,
     /* sum_partials NULL: one process holds every matrix. */

@@ -86,6 +86,18 @@ template <class Op> __global__ void reduce_kernel(double *sums, int64_t count, O
   if (threadIdx.x == 0) sums[count] = s;
 }
 
+/* Block (I, J) with I <= J zeroes the strictly upper part of tile (I, J), along columns
+ * (coalesced writes). */
+__global__ void clear_upper_kernel(double *a, int64_t n, int64_t lda) {
+  const int64_t tile_i = blockIdx.y, tile_j = blockIdx.x;
+  if (tile_i > tile_j) return;
+  const int64_t row = tile_i * kTile + threadIdx.x;
+  for (int y = threadIdx.y; y < kTile; y += kTileRows) {
+    const int64_t col = tile_j * kTile + y;
+    if (row < col && col < n) a[row + col * lda] = 0.0;
+  }
+}
+
 } // namespace
 
 extern "C" cudaError_t qp_cuda_launch_mirror_lower(double *a, int64_t n, int64_t lda,
@@ -95,6 +107,16 @@ extern "C" cudaError_t qp_cuda_launch_mirror_lower(double *a, int64_t n, int64_t
   if (tiles > 65535) return cudaErrorInvalidValue; /* grid y limit: n > 2,097,120 */
   const dim3 grid((unsigned)tiles, (unsigned)tiles), block(kTile, kTileRows);
   mirror_lower_kernel<<<grid, block, 0, stream>>>(a, n, lda);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t qp_cuda_launch_clear_upper(double *a, int64_t n, int64_t lda,
+                                                  cudaStream_t stream) {
+  if (n <= 1) return cudaSuccess;
+  const int64_t tiles = (n + kTile - 1) / kTile;
+  if (tiles > 65535) return cudaErrorInvalidValue; /* grid y limit, as the mirror's */
+  const dim3 grid((unsigned)tiles, (unsigned)tiles), block(kTile, kTileRows);
+  clear_upper_kernel<<<grid, block, 0, stream>>>(a, n, lda);
   return cudaGetLastError();
 }
 

@@ -14,6 +14,9 @@ extern "C" {
  *  one (what the host's qp_matrix_symmetrize_lower does). */
 cudaError_t qp_cuda_launch_mirror_lower(double *a, int64_t n, int64_t lda, cudaStream_t stream);
 
+/** The strictly upper triangle of the n x n matrix a <- 0. */
+cudaError_t qp_cuda_launch_clear_upper(double *a, int64_t n, int64_t lda, cudaStream_t stream);
+
 /** sums[j] = sum_i A(i, j) B(j, i) for j < cols (A rows x cols, B cols x rows), then
  *  sums[cols] = the sum of sums[0..cols) in a fixed order: no atomics, so that the result is
  *  the same from run to run. sums holds cols + 1 doubles; cols >= 1. */

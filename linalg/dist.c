@@ -195,6 +195,7 @@ static const qp_linalg_ops qp_dist_ops_table = {
     .pocon = qp_dist_pocon,
     .gecon = qp_dist_gecon,
     .transpose = qp_dist_transpose,
+    .clear_upper = qp_matrix_clear_upper_local, /* each rank its own entries */
     .sum_partials = qp_dist_sum_partials,
     .moves_data = 1,
 };

@@ -492,6 +492,8 @@ static qp_err qp_hostdev_transpose(const qp_matrix *a, qp_matrix *b) {
   QP_HOSTDEV_RUN(transpose, (a, b), a, b);
 }
 
+static qp_err qp_hostdev_clear_upper(qp_matrix *a) { QP_HOSTDEV_RUN(clear_upper, (a), a); }
+
 /* The wrappers every hostdev table has; the tables differ in their layout, the host table
  * that goes with them, how partial sums are completed, and the two operations dist lacks. */
 #define QP_HOSTDEV_SHARED_OPS                                                                    \
@@ -500,7 +502,8 @@ static qp_err qp_hostdev_transpose(const qp_matrix *a, qp_matrix *b) {
   .trmm = qp_hostdev_trmm, .trsm = qp_hostdev_trsm, .gemm = qp_hostdev_gemm,                     \
   .syrk = qp_hostdev_syrk, .getrf = qp_hostdev_getrf, .getrs = qp_hostdev_getrs,                 \
   .potrs = qp_hostdev_potrs, .copy_sub = qp_hostdev_copy_sub, .norm1 = qp_hostdev_norm1,         \
-  .pocon = qp_hostdev_pocon, .gecon = qp_hostdev_gecon, .transpose = qp_hostdev_transpose
+  .pocon = qp_hostdev_pocon, .gecon = qp_hostdev_gecon, .transpose = qp_hostdev_transpose,     \
+  .clear_upper = qp_hostdev_clear_upper
 
 /* One rank: align and replicate download into host work matrices of the cpu table (moves_data
  * because the space is the device's); sum_partials NULL: one process holds every matrix. */

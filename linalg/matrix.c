@@ -374,6 +374,22 @@ qp_err qp_linalg_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_
   return QP_OK;
 }
 
+qp_err qp_linalg_clear_upper(qp_matrix *a) {
+  QP_NEED_OP(a, clear_upper);
+  QP_CHECK(a->rows == a->cols, QP_ERR_INTERNAL, "clear_upper of non-square '%s'", a->name);
+  QP_CALL(a->ops->clear_upper(a));
+  return QP_OK;
+}
+
+qp_err qp_matrix_clear_upper_local(qp_matrix *a) {
+  for (int64_t lj = 0; lj < a->local_cols; ++lj) {
+    const int64_t gj = qp_matrix_global_col(a, lj);
+    for (int64_t li = 0; li < a->local_rows && qp_matrix_global_row(a, li) < gj; ++li)
+      a->data[li + lj * a->ld] = 0.0;
+  }
+  return QP_OK;
+}
+
 qp_err qp_linalg_transpose(const qp_matrix *a, qp_matrix *b) {
   QP_NEED_OP(b, transpose);
   QP_CHECK(a->rows == b->cols && a->cols == b->rows, QP_ERR_INTERNAL,

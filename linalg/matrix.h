@@ -119,6 +119,9 @@ struct qp_linalg_ops {
   qp_err (*gecon)(const qp_matrix *lu, double anorm, double *rcond);
   /* B <- A^T (B is cols x rows of A; pdtran). */
   qp_err (*transpose)(const qp_matrix *a, qp_matrix *b);
+  /* The strictly upper triangle of the square A <- 0 (what potrf and trtri leave of the
+   * factored matrix above a lower factor), where A lives: no copy to the host. */
+  qp_err (*clear_upper)(qp_matrix *a);
   /* x <- the sum over the ranks that share this backend's matrices of their partial x (each
    * rank summed over the elements it holds): a no-op where one process holds everything. */
   qp_err (*sum_partials)(double *x, int64_t count);
@@ -282,6 +285,11 @@ qp_err qp_linalg_gecon(const qp_matrix *lu, double anorm, double *rcond);
 
 /** B <- A^T (b: A's cols x rows, same backend). */
 qp_err qp_linalg_transpose(const qp_matrix *a, qp_matrix *b);
+/** The strictly upper triangle of the square A <- 0, on A's backend. */
+qp_err qp_linalg_clear_upper(qp_matrix *a);
+/** The same on a host matrix of any layout: each rank its own entries (the clear_upper of the
+ *  host tables, cpu and dist; nothing to communicate). */
+qp_err qp_matrix_clear_upper_local(qp_matrix *a);
 /** x <- sum over the ranks of each rank's partial x (collective where matrices are shared
  *  among ranks, a no-op otherwise): what turns sums over a matrix's local entries, such as
  *  the Frobenius product of two matrices of one layout, into sums over the whole matrix. */

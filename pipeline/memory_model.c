@@ -79,10 +79,10 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
                        maps = qp_matrix_bytes(d, n, qp_model_map_batch(d));
   /* covariance_setup: a dense N read; C (or SMW's N_eff) built: N's variances and S added. */
   out[QP_STAGE_COVARIANCE_SETUP] = d->noise_dense || !smw || d->switched ? sq : none;
-  /* basis_setup: L^-1's upper triangle cleared; V^T built (SMW: and whitened), a batch of
-   * maps whitened, I + K Lambda built. */
+  /* basis_setup: V^T built (SMW: and whitened), a batch of maps whitened, I + K Lambda
+   * built; pixel-direct nothing (L^-1's upper triangle is cleared on the device). */
   out[QP_STAGE_BASIS_SETUP] =
-      pixel ? sq : smw ? qp_bytes_max(qp_bytes_max(modes, maps), kernel) : modes;
+      pixel ? none : smw ? qp_bytes_max(qp_bytes_max(modes, maps), kernel) : modes;
   /* fisher_run: pixel-direct, the whitened noise (unless a dense N without the switch is
    * copied in), a chunk of P_p, then the Gram matrix read (whole on every rank); projection,
    * N_eff with the switch, then Z or N_eff Z read for the bias; SMW, G read. */

@@ -354,6 +354,11 @@ static void test_moves_and_estimates(const qp_matrix *l, const qp_matrix *dl) {
   TEST_OK(qp_linalg_transpose(&d, &dt));
   expect_close(&dt, &ht, 0, "transpose");
 
+  qp_matrix hu = host("cleared", N, N), du = upload("cleared", &hu);
+  TEST_OK(qp_matrix_clear_upper_local(&hu));
+  TEST_OK(qp_linalg_clear_upper(&du));
+  expect_close(&du, &hu, 0, "clear_upper");
+
   double norm = 0, norm_dev = 0;
   TEST_OK(qp_linalg_norm1(&h, &norm));
   TEST_OK(qp_linalg_norm1(&d, &norm_dev));

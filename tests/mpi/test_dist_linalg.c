@@ -162,6 +162,14 @@ int main(int argc, char **argv) {
   TEST_OK(qp_linalg_transpose(&a.dist, &t.dist));
   EXPECT_CLOSE(&t, 0, "transpose");
   TEST_ASSERT(t.cpu.data[3 + 5 * t.cpu.ld] == a.cpu.data[5 + 3 * a.cpu.ld], "cpu transpose");
+  /* clear_upper: each rank its own entries; the diagonal and below as they were. */
+  TEST_OK(qp_linalg_clear_upper(&t.cpu));
+  TEST_OK(qp_linalg_clear_upper(&t.dist));
+  EXPECT_CLOSE(&t, 0, "clear_upper");
+  for (int64_t j = 0; j < t.cpu.cols; ++j)
+    for (int64_t i = 0; i < t.cpu.rows; ++i)
+      TEST_ASSERT(t.cpu.data[i + j * t.cpu.ld] == (i < j ? 0.0 : a.cpu.data[j + i * a.cpu.ld]),
+                  "cpu clear_upper at (%lld, %lld)", (long long)i, (long long)j);
   pair_destroy(&t);
   /* align: A's window [5.., 7..] (11 x 13) lined up with positions [3.., 9..] of a 20 x 30
    * layout; every local position in the window reads A's entry, on every backend. */

@@ -79,6 +79,9 @@ int main(int argc, char **argv) {
   TEST_OK(qp_linalg_potrf(&a.dist));
   TEST_OK(qp_linalg_potrf(&a.dev));
   TEST_WITHIN(twin_diff(&a), 0.0, "potrf: hostdev-dist differs from dist");
+  TEST_OK(qp_linalg_clear_upper(&a.dist));
+  TEST_OK(qp_linalg_clear_upper(&a.dev));
+  TEST_WITHIN(twin_diff(&a), 0.0, "clear_upper");
   twin_make(dev, "B", n, k, 0, &b);
   TEST_OK(qp_linalg_trsm(QP_LEFT, QP_TRANS, 0.5, &a.dist, &b.dist));
   TEST_OK(qp_linalg_trsm(QP_LEFT, QP_TRANS, 0.5, &a.dev, &b.dev));

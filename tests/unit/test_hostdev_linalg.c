@@ -177,6 +177,16 @@ static void test_products(void) {
   TEST_OK(qp_linalg_transpose(&a.cpu, &at.cpu));
   TEST_OK(qp_linalg_transpose(&a.dev, &at.dev));
   twin_check("transpose", &at);
+  twin up = twin_make("clear_upper", 37, 37);
+  TEST_OK(qp_linalg_clear_upper(&up.cpu));
+  TEST_OK(qp_linalg_clear_upper(&up.dev));
+  twin_check("clear_upper", &up);
+  TEST_ASSERT(up.cpu.data[3 + 5 * up.cpu.ld] == 0.0 && up.cpu.data[5 + 3 * up.cpu.ld] != 0.0 &&
+                  up.cpu.data[4 + 4 * up.cpu.ld] != 0.0,
+              "clear_upper: (3, 5) must be 0, (5, 3) and (4, 4) kept");
+  TEST_ASSERT(qp_linalg_clear_upper(&at.cpu) == QP_ERR_INTERNAL, "clear_upper of a 23 x 37");
+  qp_error_clear();
+  twin_destroy(&up);
   twin s = twin_make("copy_sub B", 29, 31);
   TEST_OK(qp_linalg_copy_sub(11, 13, &a.cpu, 5, 7, &s.cpu, 3, 2));
   TEST_OK(qp_linalg_copy_sub(11, 13, &a.dev, 5, 7, &s.dev, 3, 2));
