@@ -1,29 +1,15 @@
 /* meter.c: RSS from /proc/self/status and the cgroup's memory figures (meter.h). */
 #include "meter.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "meter_device.h"
-
-/* Reads "Key:   123 kB" lines of /proc/self/status in one pass: value[i] for key[i] in bytes,
- * -1 when absent. */
-static void qp_status_kib(int n, const char *const *key, int64_t *value) {
-  for (int i = 0; i < n; ++i) value[i] = -1;
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return;
-  char line[256];
-  while (fgets(line, sizeof line, f)) {
-    for (int i = 0; i < n; ++i) {
-      size_t key_len = strlen(key[i]);
-      long long kib = -1;
-      if (strncmp(line, key[i], key_len) == 0 && line[key_len] == ':' &&
-          sscanf(line + key_len + 1, "%lld", &kib) == 1)
-        value[i] = (int64_t)kib * 1024;
-    }
-  }
-  fclose(f);
-}
 
 static int64_t qp_read_bytes_file(const char *path) {
   FILE *f = fopen(path, "r");
@@ -93,8 +79,65 @@ static const qp_cgroup_files *qp_cgroup(void) {
 
 int qp_meter_cgroup_version(void) { return qp_cgroup()->version; }
 
+/* The three files every sample reads, opened once and read again from their start with pread
+ * (the kernel regenerates a /proc or cgroup file's text on each read at offset 0): through
+ * stdio (fopen, its buffer, fclose) a read of the meters cost 34 us, which made the timeline
+ * sampler's CPU time 1.1% of a 26 s run sampled every few milliseconds. -1: not readable. */
+typedef struct qp_meter_files {
+  int status, current, peak;
+} qp_meter_files;
+
+static qp_meter_files qp_files = {-1, -1, -1};
+static pthread_once_t qp_files_once = PTHREAD_ONCE_INIT;
+
+static void qp_meter_files_open(void) {
+  qp_files.status = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  const qp_cgroup_files *c = qp_cgroup();
+  if (!c->version) return;
+  qp_files.current = open(c->current, O_RDONLY | O_CLOEXEC);
+  qp_files.peak = open(c->peak, O_RDONLY | O_CLOEXEC);
+}
+
+/* The text of the file behind fd, from its start, NUL-terminated in buf; its length, or -1. */
+static ssize_t qp_pread_text(int fd, char *buf, size_t size) {
+  if (fd < 0) return -1;
+  ssize_t got;
+  do
+    got = pread(fd, buf, size - 1, 0);
+  while (got < 0 && errno == EINTR);
+  if (got < 0) return -1;
+  buf[got] = '\0';
+  return got;
+}
+
+/* "Key:   123 kB" lines of /proc/self/status: value[i] for key[i] in bytes, -1 when absent. */
+static void qp_status_kib(int n, const char *const *key, int64_t *value) {
+  for (int i = 0; i < n; ++i) value[i] = -1;
+  char text[8192];
+  if (qp_pread_text(qp_files.status, text, sizeof text) < 0) return;
+  for (const char *line = text; line && *line;) {
+    for (int i = 0; i < n; ++i) {
+      const size_t key_len = strlen(key[i]);
+      if (strncmp(line, key[i], key_len) == 0 && line[key_len] == ':')
+        value[i] = (int64_t)strtoll(line + key_len + 1, NULL, 10) * 1024;
+    }
+    const char *end = strchr(line, '\n');
+    line = end ? end + 1 : NULL;
+  }
+}
+
+/* A cgroup file's number (bytes), -1 when unreadable. */
+static int64_t qp_bytes_kept(int fd) {
+  char text[64];
+  if (qp_pread_text(fd, text, sizeof text) <= 0) return -1;
+  char *end = NULL;
+  const long long v = strtoll(text, &end, 10);
+  return end == text ? -1 : (int64_t)v;
+}
+
 void qp_meter_read(qp_meter_sample *s) {
   memset(s, 0, sizeof *s);
+  (void)pthread_once(&qp_files_once, qp_meter_files_open);
   static const char *const keys[4] = {"VmRSS", "VmHWM", "RssFile", "RssShmem"};
   int64_t v[4];
   qp_status_kib(4, keys, v);
@@ -102,8 +145,8 @@ void qp_meter_read(qp_meter_sample *s) {
   s->hwm = v[1];
   s->rss_shared = v[2] >= 0 && v[3] >= 0 ? v[2] + v[3] : -1;
   const qp_cgroup_files *c = qp_cgroup();
-  s->cgroup_current = c->version ? qp_read_bytes_file(c->current) : -1;
-  s->cgroup_peak = c->version ? qp_read_bytes_file(c->peak) : -1;
+  s->cgroup_current = c->version ? qp_bytes_kept(qp_files.current) : -1;
+  s->cgroup_peak = c->version ? qp_bytes_kept(qp_files.peak) : -1;
   qp_device_sample d;
   qp_meter_device_read(&d);
   s->device_used = d.used;
