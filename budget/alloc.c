@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bytes_text.h"
 #include "checked_size.h"
 #include "clock.h"
 #include "device_memory.h"
@@ -310,8 +311,8 @@ qp_err qp_budget_alloc(const char *term, qp_term_kind kind, qp_space space, size
   size_t mapped = (bytes + QP_HEADER_BYTES + QP_BLOCK_REDZONE + page - 1) / page * page;
   void *base = QP_FAULT_ALLOC(term) ? MAP_FAILED : qp_map_block(mapped);
   QP_CHECK(base != MAP_FAILED, QP_ERR_NOMEM,
-           "out of memory allocating term '%s' (%.3f GiB) in stage '%s'", term,
-           (double)bytes / 1073741824.0, qp_stage_label());
+           "out of memory allocating term '%s' (%s) in stage '%s'", term,
+           qp_bytes_readable((double)bytes).text, qp_stage_label());
   const double commit_start = qp_clock_seconds();
   qp_commit_pages(base, mapped);
   const double commit_seconds = qp_clock_seconds() - commit_start;

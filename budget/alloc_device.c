@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "budget.h"
+#include "bytes_text.h"
 
 /* Statuses that mean "there is no GPU to use here" rather than a fault: the caller gets
  * QP_ERR_UNSUPPORTED, as in a build without CUDA. */
@@ -23,8 +24,8 @@ qp_err qp_device_memory_alloc(const char *term, size_t bytes, void **out) {
   if (e != cudaSuccess) {
     (void)cudaGetLastError(); /* a failed cudaMalloc is not sticky: clear it for later calls */
     QP_CHECK(e != cudaErrorMemoryAllocation, QP_ERR_NOMEM,
-             "out of device memory allocating term '%s' (%.3f GiB) in stage '%s'", term,
-             (double)bytes / 1073741824.0, qp_stage_current());
+             "out of device memory allocating term '%s' (%s) in stage '%s'", term,
+             qp_bytes_readable((double)bytes).text, qp_stage_current());
     QP_CHECK(!qp_cuda_status_no_device(e), QP_ERR_UNSUPPORTED,
              "term '%s': no CUDA device to allocate it on (%s: %s)", term, cudaGetErrorName(e),
              cudaGetErrorString(e));

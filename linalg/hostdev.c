@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "bytes_text.h"
 #include "comm.h"
 #include "device_memory.h"
 #include "meter_device.h"
@@ -103,18 +104,18 @@ static qp_err qp_hostdev_alloc(const char *term, size_t bytes, void **out) {
            "term '%s': %zu device bytes cannot be addressed", term, bytes);
   const size_t rounded = (bytes + page - 1) / page * page;
   QP_CHECK(qp_hostdev_reserve(rounded, +1), QP_ERR_NOMEM,
-           "out of device memory allocating term '%s' (%zu bytes, %.3f GiB) in stage '%s': "
+           "out of device memory allocating term '%s' (%zu bytes, %s) in stage '%s': "
            "hostdev's capacity is %zu bytes and %zu are in use",
-           term, bytes, (double)bytes / 1073741824.0, qp_stage_label(),
+           term, bytes, qp_bytes_readable((double)bytes).text, qp_stage_label(),
            qp_hostdev_state.capacity, qp_hostdev_mapped_bytes());
   char *base = qp_hostdev_map(rounded);
   if (!base) {
     const int saved = errno;
     qp_hostdev_reserve(rounded, -1);
     QP_FAIL(QP_ERR_NOMEM,
-            "out of device memory allocating term '%s' (%.3f GiB) in stage '%s' (hostdev: "
+            "out of device memory allocating term '%s' (%s) in stage '%s' (hostdev: "
             "mmap: %s)",
-            term, (double)bytes / 1073741824.0, qp_stage_label(), strerror(saved));
+            term, qp_bytes_readable((double)bytes).text, qp_stage_label(), strerror(saved));
   }
   if (!qp_hostdev_register(base, rounded, bytes)) {
     munmap(base, rounded + page);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "blas_headroom.h"
+#include "bytes_text.h"
 #include "checkpoint.h"
 #include "comm.h"
 #include "conditioning.h"
@@ -131,13 +132,14 @@ static qp_err qp_driver_find_limit(qp_problem *p) {
     snprintf(p->limit_source, sizeof p->limit_source, "the smallest over the ranks; here %.600s",
              limit.source);
   } else if (limit.from_job)
-    snprintf(p->limit_source, sizeof p->limit_source, "%.600s: %.3f GiB less margin %.3f GiB",
-             limit.source, limit.limit / 1073741824.0, limit.margin / 1073741824.0);
+    snprintf(p->limit_source, sizeof p->limit_source, "%.600s: %s less margin %s",
+             limit.source, qp_bytes_readable(limit.limit).text,
+             qp_bytes_readable(limit.margin).text);
   else
     snprintf(p->limit_source, sizeof p->limit_source, "%s", limit.source);
   if (p->progress) {
     if (p->host_limit > 0)
-      fprintf(stderr, "[qmlpipe] memory limit %.3f GiB (%s)\n", p->host_limit / 1073741824.0,
+      fprintf(stderr, "[qmlpipe] memory limit %s (%s)\n", qp_bytes_readable(p->host_limit).text,
               p->limit_source);
     else
       fprintf(stderr, "[qmlpipe] memory limit: none (no memory.host_limit, cgroup, Slurm or "

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bytes_text.h"
 #include "comm.h"
 #include "conditioning.h"
 #include "driver.h"
@@ -313,12 +314,12 @@ static const char *qp_plan_limits_text(const qp_problem *p) {
   int used = 0;
   text[0] = '\0';
   if (p->host_limit > 0)
-    used = snprintf(text, sizeof text, "%s %.3f GiB",
+    used = snprintf(text, sizeof text, "%s %s",
                     p->limit_from_job ? "the job's memory limit" : "memory.host_limit",
-                    p->host_limit / 1073741824.0);
+                    qp_bytes_readable(p->host_limit).text);
   if (p->cfg->device_limit > 0)
-    snprintf(text + used, sizeof text - (size_t)used, "%smemory.device_limit %.3f GiB",
-             used ? " and " : "", p->cfg->device_limit / 1073741824.0);
+    snprintf(text + used, sizeof text - (size_t)used, "%smemory.device_limit %s",
+             used ? " and " : "", qp_bytes_readable(p->cfg->device_limit).text);
   return text;
 }
 
@@ -407,8 +408,8 @@ qp_err qp_plan_route(qp_problem *p) {
       if (allowed[r] && unsized[r][0])
         qp_plan_reason_append(p, "; %s: cannot be sized (%s)", names[r], unsized[r]);
       else if (allowed[r])
-        qp_plan_reason_append(p, "; %s %.2e flop, peak %.2f GiB", names[r], cost[r],
-                              peak[r] / 1073741824.0);
+        qp_plan_reason_append(p, "; %s %.2e flop, peak %s", names[r], cost[r],
+                              qp_bytes_readable(peak[r]).text);
   }
   if (p->smw_refused[0] && !allowed[1])
     qp_plan_reason_append(p, "; harmonic (smw) skipped: %s", p->smw_refused);
@@ -506,13 +507,14 @@ static const char *qp_plan_w_note(const qp_problem *p) {
 static qp_err qp_plan_check_device_limit(const qp_problem *p) {
   const double limit = p->cfg->device_limit, context = qp_plan_device_overhead(p);
   const qp_model *m = &p->model;
-  const double gib = 1073741824.0, need = (double)qp_model_peak_in(m, QP_SPACE_DEVICE);
+  const double need = (double)qp_model_peak_in(m, QP_SPACE_DEVICE);
   if (limit <= 0 || need + context <= limit) return QP_OK;
   QP_CHECK(context < limit, QP_ERR_BUDGET,
-           "memory.device_limit %.3f GiB does not even hold the device context (%.3f GiB, %s: "
+           "memory.device_limit %s does not even hold the device context (%s, %s: "
            "the CUDA context and library handles, outside the tracked bytes); nothing was "
            "allocated. Raise the limit, or measure the context and set memory.device_overhead",
-           limit / gib, context / gib, qp_plan_device_overhead_source(p));
+           qp_bytes_readable(limit).text, qp_bytes_readable(context).text,
+           qp_plan_device_overhead_source(p));
   const qp_model_term *largest = NULL;
   const qp_stage_id worst = qp_plan_worst(m, QP_SPACE_DEVICE, &largest);
   /* The backend's own buffers in that stage (library workspaces, pivots), the largest named. */
@@ -526,18 +528,18 @@ static qp_err qp_plan_check_device_limit(const qp_problem *p) {
     if (!own || t->bytes > own->bytes) own = t;
   }
   QP_FAIL(QP_ERR_BUDGET,
-          "predicted device peak %.3f GiB (stage %s, largest device term '%s' %.3f GiB; the "
-          "backend's own buffers %.3f MiB, largest '%s'; maps in batches of %lld of %lld%s) "
-          "plus the device context %.3f GiB (%s) exceeds memory.device_limit %.3f GiB by %.3f "
-          "GiB; "
+          "predicted device peak %s (stage %s, largest device term '%s' %s; the "
+          "backend's own buffers %s, largest '%s'; maps in batches of %lld of %lld%s) "
+          "plus the device context %s (%s) exceeds memory.device_limit %s by %s; "
           "nothing was allocated for it. The part that cannot be chunked does not fit the "
           "device: raise the limit, use a device with more memory, mask fewer pixels, or use "
           "backend cpu or dist",
-          need / gib, qp_stage_name(worst), largest ? largest->name : "?",
-          largest ? (double)largest->bytes / gib : 0.0, own_bytes / 1048576.0,
-          own ? own->name : "none", (long long)qp_model_map_batch(&p->model_dims),
-          (long long)p->n_maps, qp_plan_w_note(p), context / gib,
-          qp_plan_device_overhead_source(p), limit / gib, (need + context - limit) / gib);
+          qp_bytes_readable(need).text, qp_stage_name(worst), largest ? largest->name : "?",
+          qp_bytes_readable(largest ? (double)largest->bytes : 0.0).text,
+          qp_bytes_readable(own_bytes).text, own ? own->name : "none",
+          (long long)qp_model_map_batch(&p->model_dims), (long long)p->n_maps, qp_plan_w_note(p),
+          qp_bytes_readable(context).text, qp_plan_device_overhead_source(p),
+          qp_bytes_readable(limit).text, qp_bytes_readable(need + context - limit).text);
 }
 
 qp_err qp_plan_check_limit(const qp_problem *p) {
@@ -549,22 +551,25 @@ qp_err qp_plan_check_limit(const qp_problem *p) {
   if ((double)need <= limit) return QP_OK;
   const qp_model_term *largest = NULL;
   const qp_stage_id worst = qp_plan_worst(m, QP_SPACE_HOST, &largest);
-  const double gib = 1073741824.0;
+  const qp_bytes_text need_text = qp_bytes_readable((double)need),
+                      largest_text = qp_bytes_readable(largest ? (double)largest->bytes : 0.0),
+                      overhead_text = qp_bytes_readable((double)m->overhead_bytes),
+                      limit_text = qp_bytes_readable(limit),
+                      by_text = qp_bytes_readable((double)need - limit);
   if (p->limit_from_job)
     QP_FAIL(QP_ERR_BUDGET,
-            "predicted peak %.3f GiB (stage %s, largest term '%s' %.3f GiB, overhead %.3f GiB) "
-            "exceeds the job's memory limit %.3f GiB (%s) by %.3f GiB; "
+            "predicted peak %s (stage %s, largest term '%s' %s, overhead %s) "
+            "exceeds the job's memory limit %s (%s) by %s; "
             "nothing was allocated for it. Ask the batch system for more memory per rank, "
             "mask fewer pixels, or use fewer bins",
-            (double)need / gib, qp_stage_name(worst), largest ? largest->name : "?",
-            largest ? (double)largest->bytes / gib : 0.0, (double)m->overhead_bytes / gib,
-            limit / gib, p->limit_source, ((double)need - limit) / gib);
+            need_text.text, qp_stage_name(worst), largest ? largest->name : "?",
+            largest_text.text, overhead_text.text, limit_text.text, p->limit_source,
+            by_text.text);
   QP_FAIL(QP_ERR_BUDGET,
-          "predicted peak %.3f GiB (stage %s, largest term '%s' %.3f GiB, overhead %.3f GiB) "
-          "exceeds memory.host_limit %.3f GiB by %.3f GiB; nothing was allocated for it. "
+          "predicted peak %s (stage %s, largest term '%s' %s, overhead %s) "
+          "exceeds memory.host_limit %s by %s; nothing was allocated for it. "
           "Raise the limit, mask fewer pixels, or use fewer bins",
-          (double)need / gib, qp_stage_name(worst), largest ? largest->name : "?",
-          largest ? (double)largest->bytes / gib : 0.0, (double)m->overhead_bytes / gib,
-          limit / gib, ((double)need - limit) / gib);
+          need_text.text, qp_stage_name(worst), largest ? largest->name : "?", largest_text.text,
+          overhead_text.text, limit_text.text, by_text.text);
 }
 

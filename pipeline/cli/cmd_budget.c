@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bytes_text.h"
 #include "commands.h"
 #include "cmd_common.h"
 
@@ -21,7 +22,7 @@ static void qp_budget_print(const qp_problem *p) {
   printf("route: %s\n", p->path_reason);
   qp_model_print(stdout, &p->model_dims, &p->model);
   if (p->cfg->host_limit > 0)
-    printf("memory.host_limit %.3f GiB\n", p->cfg->host_limit / 1073741824.0);
+    printf("memory.host_limit %s\n", qp_bytes_readable(p->cfg->host_limit).text);
 }
 
 int qp_cmd_budget(int argc, char **argv) {

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "bytes_text.h"
 #include "checked_size.h"
 #include "grid.h"
 #include "inputs.h"
@@ -289,9 +290,10 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
     }
     if (err == QP_OK && sizing.mem_per_node > 0 && (double)node > sizing.mem_per_node)
       err = qp_error_set(QP_ERR_BUDGET, __FILE__, __LINE__, __func__,
-                         "the largest node needs %.3f GiB (%zu bytes), more than "
-                         "--mem-per-node %.3f GiB",
-                         (double)node / 1073741824.0, node, sizing.mem_per_node / 1073741824.0);
+                         "the largest node needs %s (%zu bytes), more than "
+                         "--mem-per-node %s",
+                         qp_bytes_readable((double)node).text, node,
+                         qp_bytes_readable(sizing.mem_per_node).text);
     if (err == QP_OK) err = qp_plan_check_limit(&p);
     sizing.fits = err == QP_OK;
   }

@@ -128,7 +128,7 @@ int main(int argc, char **argv) {
   snprintf(limit, sizeof limit, "%lldB", peak - workspace / 2 + context);
   write_config(limit);
   const char *refusal[] = {"memory.device_limit", QP_TERM_HOSTDEV_WORKSPACE,
-                           "device context 0.005 GiB (memory.device_overhead)",
+                           "device context 5.00 MiB (memory.device_overhead)",
                            "nothing was allocated", NULL};
   {
     const char *args[] = {"plan", "c.yaml", NULL};
