@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "bytes_text.h"
+
 /* A cgroup v1 limit at or above this is "unlimited" (the kernel writes PAGE_COUNTER_MAX pages,
  * 9223372036854771712 on 4 KiB pages; 2^62 leaves room for other page sizes). */
 #define QP_CGROUP_V1_UNLIMITED 4611686018427387904.0
-
-static const double qp_gib = 1073741824.0;
 
 double qp_job_limit_margin(double bytes) {
   double m = QP_JOB_LIMIT_MARGIN_FRACTION * bytes;
@@ -117,8 +117,8 @@ static void qp_cgroup_walk(const char *mount, const char *path, const char *file
   const int shared = !per_task && node_ranks > 1;
   c->limit = shared ? smallest / node_ranks : smallest;
   c->margin = qp_job_limit_margin(c->limit);
-  snprintf(c->source, sizeof c->source, "cgroup %s %s %.3f GiB of %s", label, file,
-           smallest / qp_gib, where);
+  snprintf(c->source, sizeof c->source, "cgroup %s %s %s of %s", label, file,
+           qp_bytes_readable(smallest).text, where);
   if (strcmp(where + strlen(mount), path) != 0 && path[0] && strcmp(path, "/") != 0)
     qp_append(c->source, sizeof c->source, " (walked up from %s%s)", mount, path);
   if (shared)
@@ -295,9 +295,10 @@ qp_err qp_job_limit_find(const qp_job_env *env_in, double configured, int node_r
     c.limit = as > reserve ? as - reserve : 1.0;
     c.margin = qp_job_limit_margin(c.limit);
     snprintf(c.source, sizeof c.source,
-             "RLIMIT_AS %.3f GiB less %.3f GiB of address space mapped but not resident and "
+             "RLIMIT_AS %s less %s of address space mapped but not resident and "
              "%d thread(s) x %.0f MiB reserved",
-             as / qp_gib, unresident / qp_gib, threads, QP_JOB_LIMIT_AS_PER_THREAD_BYTES / 1048576.0);
+             qp_bytes_readable(as).text, qp_bytes_readable(unresident).text, threads,
+             QP_JOB_LIMIT_AS_PER_THREAD_BYTES / 1048576.0);
     qp_consider(out, &c);
   }
   return QP_OK;

@@ -86,11 +86,14 @@ EOF
     -o "$work/job-%j.out" requeue.sbatch)
   job=${job%%;*}
   [[ -n $job ]] || fail "no job id from sbatch"
+  # One listing, kept: a second look after the first found a file once came back empty (the
+  # directory changes under the job: a stage's file is renamed in, the older one unlinked).
+  first=
   for _ in $(seq 1 600); do
-    compgen -G "ck/stage-*.rank0.h5" >/dev/null && break
+    first=$(compgen -G "ck/stage-*.rank0.h5" | tr '\n' ' ')
+    [[ -n $first ]] && break
     sleep 0.2
   done
-  first=$(cd ck 2>/dev/null && ls stage-*.rank0.h5 2>/dev/null | tr '\n' ' ')
   [[ -n $first ]] || fail "no checkpoint written in 120 s (job-$job.out)"
   scontrol requeue "$job" || fail "scontrol requeue $job"
   echo "requeued job $job after $(secs "$t0" "$(now)") s, checkpoints then: $first"
