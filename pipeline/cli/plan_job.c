@@ -128,7 +128,7 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
           "  \"flops\": %.6e,\n",
           (long long)p->model_dims.fisher_chunk, (long long)p->model_dims.spectra_chunk,
           (long long)qp_model_map_batch(&p->model_dims),
-          (long long)(qp_model_w_chunked(&p->model_dims) ? p->model_dims.w_block : p->n_modes),
+          (long long)qp_w_block(p),
           p->plan_flops);
   if (job->ranks > 0)
     fprintf(out,
