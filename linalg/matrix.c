@@ -222,10 +222,23 @@ qp_err qp_matrix_stack_slot(const qp_matrix *stack, int64_t j, const qp_linalg_o
 }
 
 qp_err qp_matrix_columns(const qp_matrix *m, int64_t j0, int64_t cols, qp_matrix *view) {
-  QP_CHECK(!m->grid && j0 >= 0 && cols >= 0 && j0 + cols <= m->cols, QP_ERR_INTERNAL,
-           "columns %lld..%lld of '%s' (%lld columns%s)", (long long)j0, (long long)(j0 + cols),
-           m->name, (long long)m->cols, m->grid ? ", distributed" : "");
-  QP_CALL(qp_matrix_view(m->ops, m->name, m->data + j0 * m->ld, m->rows, cols, m->ld, view));
+  QP_CHECK(j0 >= 0 && cols >= 0 && j0 + cols <= m->cols, QP_ERR_INTERNAL,
+           "columns %lld..%lld of '%s' (%lld columns)", (long long)j0, (long long)(j0 + cols),
+           m->name, (long long)m->cols);
+  int64_t local_j0 = j0;
+  if (m->grid) {
+    /* From a column that starts a block on process column 0, every rank's local columns of
+     * the range follow one another from local column j0 / npcol, laid out as a matrix of
+     * `cols` columns of its own: the view is that matrix, with m's rows and leading
+     * dimension. From anywhere else the ranges' layouts differ, and no view exists. */
+    const int64_t period = (int64_t)m->grid->block * m->grid->npcol;
+    QP_CHECK(j0 % period == 0, QP_ERR_INTERNAL,
+             "columns %lld..%lld of the distributed '%s': the first is not a multiple of block "
+             "x process columns (%lld)",
+             (long long)j0, (long long)(j0 + cols), m->name, (long long)period);
+    local_j0 = j0 / m->grid->npcol;
+  }
+  QP_CALL(qp_matrix_view(m->ops, m->name, m->data + local_j0 * m->ld, m->rows, cols, m->ld, view));
   return QP_OK;
 }
 

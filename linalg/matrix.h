@@ -194,7 +194,9 @@ static inline int qp_matrix_local_offset(const qp_matrix *m, int64_t gi, int64_t
  *  in the stack's space named `name`. */
 qp_err qp_matrix_stack_slot(const qp_matrix *stack, int64_t j, const qp_linalg_ops *ops,
                             const char *name, int64_t rows, int64_t cols, qp_matrix *slot);
-/** Columns [j0, j0 + cols) of the local matrix m: a view in m's space and table. */
+/** Columns [j0, j0 + cols) of m: a view in m's space and table. Of a distributed m, only from
+ *  a j0 that is a multiple of block x npcol (the leading columns, for one), where the range's
+ *  local parts form a block-cyclic matrix of their own. */
 qp_err qp_matrix_columns(const qp_matrix *m, int64_t j0, int64_t cols, qp_matrix *view);
 /** A view of the whole of m under another name (for error messages), in m's space. */
 qp_err qp_matrix_alias(const qp_matrix *m, const char *name, qp_matrix *view);

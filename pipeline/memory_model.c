@@ -236,9 +236,12 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
            "budget model: map batch %lld outside 1..%lld", (long long)d->map_batch,
            (long long)d->n_maps);
   QP_CHECK(d->w_block >= 0 && d->w_block <= d->n_modes &&
-               (!qp_model_w_chunked(d) || d->grid_rows <= 0),
-           QP_ERR_INPUT, "budget model: W block %lld outside 1..%lld (n_modes), or on a grid",
-           (long long)d->w_block, (long long)d->n_modes);
+               (!qp_model_w_chunked(d) || d->grid_rows <= 0 ||
+                d->w_block % ((int64_t)d->block * d->grid_cols) == 0),
+           QP_ERR_INPUT,
+           "budget model: W block %lld outside 1..%lld (n_modes), or on a grid not a multiple "
+           "of block x grid columns (%d x %d)",
+           (long long)d->w_block, (long long)d->n_modes, d->block, d->grid_cols);
   QP_CHECK(d->grid_rows <= 0 || (d->block > 0 && d->grid_cols > 0 && d->grid_row >= 0 &&
                                    d->grid_row < d->grid_rows && d->grid_col >= 0 &&
                                    d->grid_col < d->grid_cols),
@@ -318,12 +321,15 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
           ->phase_free = 0;
       qp_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas, spe,
                                     "n_modes map_batch x 8 (V N_eff^-1 x, then z in place)"));
-      /* In batches, every map's V N_eff^-1 x waits on the host for spectra_run. */
-      if (batch < d->n_maps)
+      /* In batches, every map's V N_eff^-1 x waits on the host for spectra_run: each batch's
+       * local part (harmonic_route.c, qp_mode_maps_host_batch). */
+      if (batch < d->n_maps) {
+        const int64_t full = (d->n_maps - 1) / batch, last = d->n_maps - full * batch;
         qp_model_add(m, QP_TERM_MODE_MAPS_HOST, QP_TERM_PERSISTENT,
-                     qp_model_bytes_times((size_t)d->n_maps,
-                                          qp_model_vector_bytes(d->n_modes, w)),
+                     qp_bytes_sum(qp_model_bytes_times((size_t)full, mode_maps),
+                                  qp_matrix_bytes(d, d->n_modes, last)),
                      bas, spe, "n_modes n_maps x 8 (V N_eff^-1 x of every map)");
+      }
     }
     if (w_chunked) {
       /* W = Y^T Y a block of columns at a time on the device, each downloaded into a host W
@@ -377,7 +383,8 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
     /* fisher_run's phases: 0 F, from W's block sums (and W's field blocks where aligning
      * moves data); then 1, 2 the bias. */
     const int ph = 1;
-    if (moves && !w_chunked) { /* a chunked W is a host matrix, read in place */
+    /* A chunked W is a host matrix: read in place on one process, aligned over the grid. */
+    if (dist || (moves && !w_chunked)) {
       const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
       qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
                    qp_model_bytes_times(blocks, qp_matrix_bytes(d, d->n_lm, d->n_lm)), fis, fis,

@@ -51,6 +51,21 @@ static double qp_plan_device_room(const qp_problem *p) {
   return room > 0 ? room : -1;
 }
 
+/* The grid the plan is for: `plan --ranks`'s, the run's on a distributed backend, or NULL. */
+static const qp_grid *qp_plan_grid(const qp_problem *p) {
+  if (p->plan_grid.nprow > 0) return &p->plan_grid;
+  return p->ops && p->ops->distributed ? qp_grid_current() : NULL;
+}
+
+/* Distributed, every rank runs the same pieces: the smallest any rank chose (each rank's
+ * peaks fall with the piece, so it fits every rank). */
+static qp_err qp_plan_smallest_over_ranks(int64_t *size) {
+  double negated = -(double)*size;
+  QP_CALL(qp_comm_max(&negated, 1));
+  *size = (int64_t)-negated;
+  return QP_OK;
+}
+
 /* The model of one route: pixel-direct, SMW or projection; its dimensions to *dims_out when
  * that is not NULL. */
 static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
@@ -75,11 +90,8 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
       .device = qp_config_device_backend(cfg),
       .backend = qp_plan_backend_table(p),
   };
-  const qp_grid *grid = p->ops && p->ops->distributed ? qp_grid_current() : NULL;
-  if (p->plan_grid.nprow > 0) {
-    grid = &p->plan_grid;
-    dims.reader = grid->myrow == 0 && grid->mycol == 0;
-  }
+  const qp_grid *grid = qp_plan_grid(p);
+  if (p->plan_grid.nprow > 0) dims.reader = grid->myrow == 0 && grid->mycol == 0;
   if (grid) {
     dims.grid_rows = grid->nprow;
     dims.grid_cols = grid->npcol;
@@ -168,10 +180,8 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t batch, int64_t *fisher
     }
   }
   /* Distributed, every rank runs the same chunks: the smallest any rank needs. */
-  double smallest[2] = {-(double)*fisher_chunk, -(double)*spectra_chunk};
-  QP_CALL(qp_comm_max(smallest, 2));
-  *fisher_chunk = (int64_t)-smallest[0];
-  *spectra_chunk = (int64_t)-smallest[1];
+  QP_CALL(qp_plan_smallest_over_ranks(fisher_chunk));
+  QP_CALL(qp_plan_smallest_over_ranks(spectra_chunk));
   QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, batch, 0, model,
                         NULL));
   return QP_OK;
@@ -231,36 +241,37 @@ static qp_err qp_plan_batch_test(const qp_problem *p, const void *how, int64_t b
 }
 
 /* The map batch of route `path`: the maps a device matrix holds at once (docs/memory-model.md,
- * "Maps in batches"). n_maps on a host backend, on a grid, without memory.device_limit, and
- * whenever all maps fit both limits; else the largest batch that fits both, or failing that
- * the device limit alone (the host limit check then names what does not fit), or 1 (the
- * device limit check then refuses the run, naming its stage and term). */
+ * "Maps in batches"). n_maps on a host backend, without memory.device_limit, and whenever all
+ * maps fit both limits; else the largest batch that fits both, or failing that the device
+ * limit alone (the host limit check then names what does not fit), or 1 (the device limit
+ * check then refuses the run, naming its stage and term). On a grid, the smallest batch of
+ * any rank (a batch's leading columns are a block-cyclic matrix of their own at any width). */
 static qp_err qp_plan_map_batch(const qp_problem *p, qp_model_path path, int64_t w_block,
                                 int64_t *batch) {
   const int64_t n_maps = p->n_maps;
   *batch = n_maps;
-  if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0 ||
-      (p->ops && p->ops->distributed) || p->plan_grid.nprow > 0)
-    return QP_OK;
+  if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0) return QP_OK;
   qp_model model;
   int fits = 0;
   QP_CALL(qp_plan_batch_fits(p, path, n_maps, w_block, 1, &model, &fits));
-  if (fits) return QP_OK;
-  const qp_plan_batch_how both = {path, w_block, 1}, device_only = {path, w_block, 0};
-  QP_CALL(qp_plan_largest_fitting(p, qp_plan_batch_test, &both, n_maps - 1, batch));
-  if (*batch == 0)
-    QP_CALL(qp_plan_largest_fitting(p, qp_plan_batch_test, &device_only, n_maps, batch));
-  if (*batch == 0) *batch = 1;
+  if (!fits) {
+    const qp_plan_batch_how both = {path, w_block, 1}, device_only = {path, w_block, 0};
+    QP_CALL(qp_plan_largest_fitting(p, qp_plan_batch_test, &both, n_maps - 1, batch));
+    if (*batch == 0)
+      QP_CALL(qp_plan_largest_fitting(p, qp_plan_batch_test, &device_only, n_maps, batch));
+    if (*batch == 0) *batch = 1;
+  }
+  QP_CALL(qp_plan_smallest_over_ranks(batch));
   return QP_OK;
 }
 
-/* Whether W in blocks of `w_block` columns (0: whole) keeps the device peaks of basis_setup,
- * where W is formed, and fisher_run, where it is read, inside memory.device_limit less the
- * device context (the backend's workspaces are terms of the model); the maps'
+/* Whether W in blocks of `units` x *(int64_t *)how columns (0: whole) keeps the device peaks of
+ * basis_setup, where W is formed, and fisher_run, where it is read, inside memory.device_limit
+ * less the device context (the backend's workspaces are terms of the model); the maps'
  * batch, planned after it, keeps spectra_run there. A plan that cannot be sized does not fit. */
-static qp_err qp_plan_w_block_fits(const qp_problem *p, const void *how, int64_t w_block,
+static qp_err qp_plan_w_block_fits(const qp_problem *p, const void *how, int64_t units,
                                    int *fits) {
-  (void)how;
+  const int64_t w_block = units * *(const int64_t *)how;
   qp_model model;
   QP_CALL(qp_plan_model_sized(p, QP_MODEL_HARMONIC_PROJECTED, p->n_params, p->n_params,
                               p->n_maps, w_block, &model, fits));
@@ -271,20 +282,29 @@ static qp_err qp_plan_w_block_fits(const qp_problem *p, const void *how, int64_t
 }
 
 /* The projection route's W block (docs/memory-model.md, "W in blocks"): 0 (W whole, the rule)
- * on a host backend, on a grid, without memory.device_limit and whenever W fits whole; else
- * the largest block of columns in 1..n_modes - 1 that fits (the device peak falls with the
- * block), or failing that 1 (the device limit check then refuses the
- * run, naming its stage and term). */
+ * on a host backend, without memory.device_limit and whenever W fits whole; else the largest
+ * block of columns below n_modes that fits (the device peak falls with the block), or failing
+ * that the least block (the device limit check then refuses the run, naming its stage and
+ * term). The blocks are multiples of a unit: 1 column on one process; on a grid block x npcol
+ * columns, where a range of columns is a block-cyclic matrix of its own (harmonic_route.c),
+ * and the smallest block of any rank; a W narrower than two units stays whole. */
 static qp_err qp_plan_w_block(const qp_problem *p, int64_t *w_block) {
   *w_block = 0;
-  if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0 ||
-      (p->ops && p->ops->distributed) || p->plan_grid.nprow > 0 || p->n_modes < 2)
-    return QP_OK;
+  const qp_grid *grid = qp_plan_grid(p);
+  const int64_t unit = grid ? (int64_t)grid->block * grid->npcol : 1;
+  const int64_t most = (p->n_modes - 1) / unit; /* units in a block narrower than W */
+  if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0 || most < 1) return QP_OK;
   int fits = 0;
-  QP_CALL(qp_plan_w_block_fits(p, NULL, 0, &fits));
-  if (fits) return QP_OK;
-  QP_CALL(qp_plan_largest_fitting(p, qp_plan_w_block_fits, NULL, p->n_modes - 1, w_block));
-  if (*w_block == 0) *w_block = 1;
+  QP_CALL(qp_plan_w_block_fits(p, &unit, 0, &fits));
+  if (!fits) {
+    int64_t units = 0;
+    QP_CALL(qp_plan_largest_fitting(p, qp_plan_w_block_fits, &unit, most, &units));
+    *w_block = (units > 0 ? units : 1) * unit;
+  }
+  /* Ranks whose W fits whole say n_modes, so that the smallest is another rank's block. */
+  int64_t mine = *w_block > 0 ? *w_block : p->n_modes;
+  QP_CALL(qp_plan_smallest_over_ranks(&mine));
+  *w_block = mine < p->n_modes ? mine : 0;
   return QP_OK;
 }
 

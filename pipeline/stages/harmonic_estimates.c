@@ -419,12 +419,12 @@ static qp_err qp_spectra_from_modes(qp_problem *p, const qp_matrix *z, int64_t f
  * time (qp_map_batch): one batch is in p->mode_maps already, several come back from the host
  * one by one. */
 static qp_err qp_smw_spectra_y(qp_problem *p) {
-  const int64_t nm = p->n_modes;
   for (int64_t first = 0; first < p->n_maps; first += qp_map_batch(p)) {
     qp_matrix z;
     QP_CALL(qp_map_batch_view(&p->mode_maps, qp_map_batch_count(p, first), &z));
-    if (p->mode_maps_host)
-      QP_CALL(qp_linalg_upload(p->mode_maps_host + first * nm, nm, &z, 0, 0, nm, z.cols));
+    if (qp_map_batch(p) < p->n_maps)
+      QP_CALL(qp_linalg_upload(qp_mode_maps_host_batch(p, first), z.ld, &z, 0, 0, z.local_rows,
+                               z.local_cols));
     QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, &z));
     QP_CALL(qp_spectra_from_modes(p, &z, first));
   }

@@ -164,9 +164,15 @@ static qp_err qp_whiten_smw(qp_problem *p, qp_matrix *x) {
   return QP_OK;
 }
 
+double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first) {
+  /* Every batch but the last holds qp_map_batch maps: local_rows x local_cols of mode_maps. */
+  return p->mode_maps_host +
+         first / qp_map_batch(p) * p->mode_maps.local_rows * p->mode_maps.local_cols;
+}
+
 /* V N_eff^-1 x = Y^T N_eff^-1/2 x for the maps, a batch at a time (qp_map_batch), into
- * p->mode_maps; with several batches each is kept on the host (p->mode_maps_host), from which
- * spectra_run takes it back. */
+ * p->mode_maps; with several batches each is kept on the host (qp_mode_maps_host_batch), from
+ * which spectra_run takes it back. On a grid each rank keeps its own local parts. */
 static qp_err qp_smw_mode_maps(qp_problem *p) {
   const int64_t n = p->n_pix, nm = p->n_modes, n_maps = p->n_maps, batch = qp_map_batch(p);
   qp_err err = QP_OK;
@@ -176,10 +182,14 @@ static qp_err qp_smw_mode_maps(qp_problem *p) {
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm, batch,
                                 &p->mode_maps),
                done);
-  if (batch < n_maps)
-    QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_MODE_MAPS_HOST, QP_TERM_PERSISTENT, nm * n_maps,
+  if (batch < n_maps) {
+    int64_t kept = 0; /* this rank's elements of every batch */
+    for (int64_t first = 0; first < n_maps; first += batch)
+      kept += qp_matrix_local_elements(p->ops, nm, qp_map_batch_count(p, first));
+    QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_MODE_MAPS_HOST, QP_TERM_PERSISTENT, kept,
                                   &p->mode_maps_host),
                  done);
+  }
   for (int64_t first = 0; first < n_maps; first += batch) {
     const int64_t count = qp_map_batch_count(p, first);
     QP_CALL_GOTO(qp_map_batch_view(&w, count, &wb), done);
@@ -187,8 +197,9 @@ static qp_err qp_smw_mode_maps(qp_problem *p) {
     QP_CALL_GOTO(qp_maps_to_matrix(p, first, &wb), done);
     QP_CALL_GOTO(qp_whiten_smw(p, &wb), done);
     QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &wb, 0.0, &mb), done);
-    if (p->mode_maps_host)
-      QP_CALL_GOTO(qp_linalg_download(&mb, 0, 0, nm, count, p->mode_maps_host + first * nm, nm),
+    if (batch < n_maps)
+      QP_CALL_GOTO(qp_linalg_download(&mb, 0, 0, mb.local_rows, mb.local_cols,
+                                      qp_mode_maps_host_batch(p, first), mb.ld),
                    done);
   }
 done:
@@ -261,29 +272,41 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
 }
 
 /* Projection under a device limit that cannot hold W (qp_w_block < n_modes): W = Y^T Y a block
- * of columns at a time, each block's lower part W[j0.., j0..] = Y[:, j0..]^T Y[:, j0..j0 + cols)
- * by gemm into the top rows of the device's W_block, downloaded into p->kernel, a host matrix
- * (W_host), whose upper triangle is then mirrored from the lower one: the device never holds
- * all of W, and the flops are syrk's (n_pix n_modes^2), not twice them. The last block may be
- * narrower. W's entries are the dot products syrk sums, in the BLAS's gemm order: F, b and
- * C_hat within 1e-12 of the unchunked W (tests/pipeline/test_hostdev_w_blocks.c). */
+ * of columns at a time on the device, each downloaded into p->kernel, a host matrix (W_host):
+ * the device never holds all of W. The last block may be narrower.
+ * - One process: each block's lower part W[j0.., j0..] = Y[:, j0..]^T Y[:, j0..j0 + cols) by
+ *   gemm into the top rows of the device's W_block, then W_host's upper triangle mirrored
+ *   from the lower one: the flops are syrk's (n_pix n_modes^2), not twice them.
+ * - On a grid: the blocks start at multiples of block x npcol (planner.c), where a range of
+ *   columns is a block-cyclic matrix of its own (qp_matrix_columns), and each is formed whole,
+ *   W[:, j0..j0 + cols) = Y^T Y[:, j0..j0 + cols), into W_host's same local columns: twice
+ *   the flops, for want of a mirror of a distributed host matrix (a pdtran and a second W).
+ * W's entries are the dot products syrk sums, in the BLAS's gemm order: F, b and C_hat within
+ * 1e-12 of the unchunked W (tests/pipeline/test_hostdev_w_blocks.c, on 1 and 2 ranks). */
 static qp_err qp_kernel_in_blocks(qp_problem *p) {
-  const int64_t nm = p->n_modes, wb = qp_w_block(p), ld = p->kernel.ld;
-  qp_matrix block = {0}, lower, yr, yj;
+  const int64_t nm = p->n_modes, wb = qp_w_block(p);
+  const int whole_columns = p->kernel.grid != NULL;
+  qp_matrix block = {0}, part, yr, yj, dest;
   qp_err err = QP_OK;
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_KERNEL_BLOCK, QP_TERM_TRANSIENT, nm, wb, &block),
                done);
   for (int64_t j0 = 0; j0 < nm; j0 += wb) {
-    const int64_t cols = nm - j0 < wb ? nm - j0 : wb, rows = nm - j0;
-    QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_KERNEL_BLOCK, block.data, rows, cols, nm, &lower),
-                 done);
-    QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, rows, &yr), done);
+    const int64_t cols = nm - j0 < wb ? nm - j0 : wb;
+    const int64_t row0 = whole_columns ? 0 : j0, rows = nm - row0;
+    if (whole_columns)
+      QP_CALL_GOTO(qp_matrix_columns(&block, 0, cols, &part), done);
+    else
+      QP_CALL_GOTO(
+          qp_matrix_view(p->ops, QP_TERM_KERNEL_BLOCK, block.data, rows, cols, nm, &part), done);
+    QP_CALL_GOTO(qp_matrix_columns(&p->vt, row0, rows, &yr), done);
     QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, cols, &yj), done);
-    QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &yr, &yj, 0.0, &lower), done);
-    QP_CALL_GOTO(qp_linalg_download(&lower, 0, 0, rows, cols, p->kernel.data + j0 + j0 * ld, ld),
+    QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &yr, &yj, 0.0, &part), done);
+    QP_CALL_GOTO(qp_matrix_columns(&p->kernel, j0, cols, &dest), done);
+    QP_CALL_GOTO(qp_linalg_download(&part, 0, 0, part.local_rows, part.local_cols,
+                                    dest.data + row0, dest.ld),
                  done);
   }
-  qp_matrix_symmetrize_lower(&p->kernel);
+  if (!whole_columns) qp_matrix_symmetrize_lower(&p->kernel);
 done:
   qp_matrix_destroy(&block);
   return err;

@@ -22,6 +22,11 @@
 void qp_harmonic_layout(qp_problem *p);
 /** basis_setup of the harmonic path: V, Y, W (and M's LU for SMW). */
 qp_err qp_harmonic_basis_setup(qp_problem *p);
+/** SMW with the maps in batches keeps every batch's V N_eff^-1 x on the host from basis_setup
+ *  to spectra_run (p->mode_maps_host): batch after batch, each as this rank's local part of
+ *  p->mode_maps seen as the batch (qp_map_batch_view), leading dimension p->mode_maps.ld.
+ *  Where the batch from map `first` starts there. */
+double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first);
 /** fisher_run of the harmonic path: F and b. */
 qp_err qp_harmonic_fisher_run(qp_problem *p);
 /** The raw quadratic y of every map (spectra_run of the harmonic path, before F^-1). */

@@ -8,6 +8,7 @@
 
 #include "budget.h"
 #include "cls_text.h"
+#include "comm.h"
 #include "driver.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
@@ -118,4 +119,10 @@ qp_err qp_fixture_dense_noise(qp_config *cfg, const char *path, double off_diago
   snprintf(cfg->noise_file, sizeof cfg->noise_file, "%s", path);
   snprintf(cfg->noise_dataset, sizeof cfg->noise_dataset, "/covariance");
   return QP_OK;
+}
+
+const char *qp_fixture_rank_name(char *buf, size_t size, const char *name) {
+  if (qp_comm_size() == 1) return name;
+  snprintf(buf, size, "%s_r%d", name, qp_comm_rank());
+  return buf;
 }

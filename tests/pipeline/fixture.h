@@ -3,6 +3,7 @@
 #ifndef QP_TEST_FIXTURE_H
 #define QP_TEST_FIXTURE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -38,6 +39,9 @@ qp_err qp_fixture_run(const qp_config *cfg, qp_problem *p, qp_meter_sample *base
  *  1 + 0.01 (i % 5), and `off_diagonal` beside the diagonal (0: none), of the n_pix that a run
  *  of cfg finds (the run is done here, on cfg's backend). */
 qp_err qp_fixture_dense_noise(qp_config *cfg, const char *path, double off_diagonal);
+/** This rank's copy of a fixture file name: `name` alone on one rank, `name`_r<rank> under
+ *  mpiexec, so that no two ranks write one file (each writes the same content). */
+const char *qp_fixture_rank_name(char *buf, size_t size, const char *name);
 /** C_l^TT of the fixture. */
 double qp_fixture_cl(const qp_fixture *f, int l);
 /** C_l of spectrum s (QP_TT..QP_EB) of the fixture. */

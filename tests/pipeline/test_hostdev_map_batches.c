@@ -11,10 +11,16 @@
  *  - on an emulated device of that size (qp_hostdev_set_capacity) the batched plan fits where
  *    the unbatched run runs out of device memory;
  *  - a limit below what a batch of one map needs refuses the run before anything is
- *    allocated, naming the stage, its largest term and the batch. */
+ *    allocated, naming the stage, its largest term and the batch.
+ * Under mpiexec (tests/mpi/CMakeLists.txt: 2 and 4 ranks, grid block 8) the same on backend
+ * hostdev-dist against dist: every rank's batch columns a block-cyclic matrix of their own,
+ * SMW's V N_eff^-1 x kept batch by batch as each rank's local parts, the limit each rank's
+ * device (the largest rank's peak decides), every rank refusing. The emulated device's size
+ * is checked on one rank (hostdev_stages_n2 runs one out on every rank). */
 #include <string.h>
 
 #include "budget_check.h"
+#include "comm.h"
 #include "device_capacity.h"
 #include "driver.h"
 #include "fixture.h"
@@ -44,7 +50,17 @@ static double device_peak_at(qp_config *cfg, int64_t batch) {
         qp_model_stage_peak_in(&model, worst, QP_SPACE_DEVICE))
       worst = s;
   worst_device_stage = qp_stage_name((qp_stage_id)worst);
-  return (double)qp_model_peak_in(&model, QP_SPACE_DEVICE);
+  double peak = (double)qp_model_peak_in(&model, QP_SPACE_DEVICE);
+  TEST_OK(qp_comm_max(&peak, 1)); /* on a grid the largest rank's (each rank its device) */
+  return peak;
+}
+
+/* The fixture's config, on a grid of block 8 under mpiexec (the batches' block columns). */
+static void write_fixture(qp_fixture *f, const char *name, qp_config *cfg) {
+  char file[64];
+  f->name = qp_fixture_rank_name(file, sizeof file, name);
+  TEST_OK(qp_fixture_write(f, cfg));
+  cfg->grid_block = 8;
 }
 
 static void set_route(qp_config *cfg, qp_path path, int method, const char *backend) {
@@ -70,9 +86,11 @@ static double check_batched(qp_config *cfg, qp_path path, int method, int64_t ba
   const double limit = device_peak_at(cfg, batch);
   cfg->device_limit = limit;
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
-  printf("%s: %lld maps, n_pix %lld, n_modes %lld, device_limit %.0f B: batch %lld, chunks "
+  if (qp_comm_rank() == 0)
+    printf("%s on %d rank(s), backend %s: %lld maps, n_pix %lld, n_modes %lld, device_limit %.0f B: batch %lld, chunks "
          "%lld/%lld, device peak %zu B, host peak %zu B\n  route: %s\n",
-         what, (long long)p.n_maps, (long long)p.n_pix, (long long)p.n_modes, limit,
+           what, qp_comm_size(), p.ops->name, (long long)p.n_maps, (long long)p.n_pix,
+           (long long)p.n_modes, limit,
          (long long)p.model_dims.map_batch, (long long)p.model_dims.fisher_chunk,
          (long long)p.model_dims.spectra_chunk, qp_model_peak_in(&p.model, QP_SPACE_DEVICE),
          qp_model_peak(&p.model), p.path_reason);
@@ -83,15 +101,16 @@ static double check_batched(qp_config *cfg, qp_path path, int method, int64_t ba
   return limit;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   qp_config cfg;
   qp_meter_sample baseline;
   qp_problem p;
+  TEST_OK(qp_comm_init(&argc, &argv));
   /* 48 pixels (nside 2, full sky), 21 modes (ell 2..4), 3 parameters, 120 maps. */
-  qp_fixture t = {.name = "map_batches_t", .nside = 2, .cut_deg = 0, .ell_min = 2, .lmax = 4,
+  qp_fixture t = {.nside = 2, .cut_deg = 0, .ell_min = 2, .lmax = 4,
                   .lmax_signal = 4, .bin_width = 1, .sim_lmax = 4, .n_maps = 120,
                   .noise_variance = 10.0, .dl_flat = 100.0, .seed = 21};
-  TEST_OK(qp_fixture_write(&t, &cfg));
+  write_fixture(&t, "map_batches_t", &cfg);
 
   /* The batches: where each route's per-map matrices outweigh the rest of its device peak
    * (pixel-direct: 2 n_pix batch against fisher_run's 2 n_pix^2 more; projection: the batch's
@@ -103,11 +122,13 @@ int main(void) {
   /* An emulated device of a batch of 10 (and a page per live block for their rounding): the
    * batched plan fits it; unbatched, the run runs out of device memory. */
   set_route(&cfg, QP_PATH_HARMONIC, 1, "hostdev");
-  const double limit10 = device_peak_at(&cfg, 10);
-  qp_model_dims planned;
-  check_capacity(&cfg, limit10, "harmonic smw", &planned);
-  TEST_ASSERT(planned.map_batch == 10, "capacity: planned batch %lld, expected 10",
-              (long long)planned.map_batch);
+  if (qp_comm_size() == 1) {
+    const double limit10 = device_peak_at(&cfg, 10);
+    qp_model_dims planned;
+    check_capacity(&cfg, limit10, "harmonic smw", &planned);
+    TEST_ASSERT(planned.map_batch == 10, "capacity: planned batch %lld, expected 10",
+                (long long)planned.map_batch);
+  }
 
   /* Below a batch of one map: refused before anything is allocated, naming the stage, its
    * largest device term and the batch. The stage is the model's (fisher_run here: hostdev's
@@ -116,27 +137,32 @@ int main(void) {
   cfg.device_limit = device_peak_at(&cfg, 1) - 8;
   char stage[64];
   snprintf(stage, sizeof stage, "stage %s", worst_device_stage);
+  /* On a grid the refusal is the largest rank's, whose stage may not be this rank's worst. */
+  if (qp_comm_size() > 1) snprintf(stage, sizeof stage, "stage ");
   qp_err err = qp_fixture_run(&cfg, &p, &baseline);
   TEST_ASSERT(err == QP_ERR_BUDGET, "device_limit below a batch of 1: got %s", qp_err_name(err));
   TEST_ASSERT(strstr(qp_error_message(), "memory.device_limit") &&
                   strstr(qp_error_message(), stage) &&
                   strstr(qp_error_message(), "maps in batches of 1 of 120"),
               "the refusal names the limit, the stage and the batch: %s", qp_error_message());
-  printf("refused: %s\n", qp_error_message());
+  if (qp_comm_rank() == 0) printf("refused: %s\n", qp_error_message());
   qp_error_clear();
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
   qp_config_free(&cfg);
 
   /* SMW whitens the maps by the Cholesky factor of a dense N_eff (TQU, dense N, the switch):
    * 7 maps in batches of 3, 3 and 1. */
-  qp_fixture tqu = {.name = "map_batches_tqu", .nside = 2, .cut_deg = 0, .ell_min = 2,
+  qp_fixture tqu = {.nside = 2, .cut_deg = 0, .ell_min = 2,
                     .lmax = 4, .lmax_signal = 5, .bin_width = 1, .sim_lmax = 5, .n_maps = 7,
                     .noise_variance = 1.0, .dl_flat = 100.0, .seed = 22,
                     .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
-  TEST_OK(qp_fixture_write(&tqu, &cfg));
+  write_fixture(&tqu, "map_batches_tqu", &cfg);
   set_route(&cfg, QP_PATH_HARMONIC, 1, "cpu");
-  TEST_OK(qp_fixture_dense_noise(&cfg, "map_batches_dense_noise.h5", 0.1));
+  char noise[64];
+  TEST_OK(qp_fixture_dense_noise(
+      &cfg, qp_fixture_rank_name(noise, sizeof noise, "map_batches_dense_noise.h5"), 0.1));
   check_batched(&cfg, QP_PATH_HARMONIC, 1, 3, "TQU dense N, switch, harmonic smw");
   qp_config_free(&cfg);
+  qp_comm_finalize();
   return TEST_RETURN();
 }

@@ -92,13 +92,6 @@ static void check_routes(qp_config *cfg, const char *label) {
   check_route(cfg, QP_PATH_HARMONIC, 2, 0, what);
 }
 
-/* This rank's copy of a fixture file name: `name` alone on one rank. */
-static const char *rank_name(char *buf, size_t size, const char *name) {
-  if (qp_comm_size() == 1) return name;
-  snprintf(buf, size, "%s_r%d", name, qp_comm_rank());
-  return buf;
-}
-
 /* The largest rank's local part of an n_pix^2 matrix, in bytes (n^2 x 8 on one rank). */
 static double largest_local_square(const qp_problem *p) {
   double bytes = (double)qp_matrix_local_elements(p->ops, p->n_pix, p->n_pix) * 8.0;
@@ -114,7 +107,7 @@ int main(int argc, char **argv) {
   TEST_OK(qp_comm_init(&argc, &argv));
   const int only_t = argc > 1 && strcmp(argv[1], "T") == 0;
 
-  qp_fixture t = {.name = rank_name(name, sizeof name, "hostdev_t"), .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
+  qp_fixture t = {.name = qp_fixture_rank_name(name, sizeof name, "hostdev_t"), .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
                   .lmax_signal = 16, .bin_width = 3, .sim_lmax = 16, .n_maps = 2,
                   .noise_variance = 10.0, .dl_flat = 100.0, .seed = 11};
   TEST_OK(qp_fixture_write(&t, &cfg));
@@ -130,7 +123,7 @@ int main(int argc, char **argv) {
    * N_eff's Cholesky (n_pix) in basis_setup's first phase, grows for the LU of I + K Lambda
    * (n_modes) in its last: the model's two entries of the term, each exact in its phases. */
   char few_name[64];
-  qp_fixture few = {.name = rank_name(few_name, sizeof few_name, "hostdev_few"),
+  qp_fixture few = {.name = qp_fixture_rank_name(few_name, sizeof few_name, "hostdev_few"),
                     .nside = 8, .cut_deg = 60, .ell_min = 2, .lmax = 12, .lmax_signal = 16,
                     .bin_width = 3, .sim_lmax = 16, .n_maps = 2, .noise_variance = 10.0,
                     .dl_flat = 100.0, .seed = 14};
@@ -185,7 +178,7 @@ int main(int argc, char **argv) {
   cfg.checkpoint[0] = '\0';
   qp_config_free(&cfg);
 
-  qp_fixture qu = {.name = rank_name(name, sizeof name, "hostdev_qu"), .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
+  qp_fixture qu = {.name = qp_fixture_rank_name(name, sizeof name, "hostdev_qu"), .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
                    .lmax_signal = 12, .bin_width = 3, .sim_lmax = 12, .n_maps = 2,
                    .noise_variance = 1.0, .dl_flat = 100.0, .seed = 12, .fields = QP_FIELDS_QU,
                    .ee_ratio = 0.3, .bb_ratio = 0.1};
@@ -194,13 +187,13 @@ int main(int argc, char **argv) {
   qp_config_free(&cfg);
 
   /* TQU, a dense N and the switch. */
-  qp_fixture tqu = {.name = rank_name(name, sizeof name, "hostdev_tqu"), .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
+  qp_fixture tqu = {.name = qp_fixture_rank_name(name, sizeof name, "hostdev_tqu"), .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
                     .lmax_signal = 8, .bin_width = 2, .sim_lmax = 8, .n_maps = 2,
                     .noise_variance = 1.0, .dl_flat = 100.0, .seed = 13,
                     .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
   TEST_OK(qp_fixture_write(&tqu, &cfg));
   char noise[64];
-  TEST_OK(qp_fixture_dense_noise(&cfg, rank_name(noise, sizeof noise, "hostdev_dense_noise.h5"),
+  TEST_OK(qp_fixture_dense_noise(&cfg, qp_fixture_rank_name(noise, sizeof noise, "hostdev_dense_noise.h5"),
                                  0.1));
   check_routes(&cfg, "TQU dense N, switch");
   qp_config_free(&cfg);
