@@ -5,7 +5,7 @@
  * For each order N: every operation of the cuda table that the stages use, on the device,
  * through the table (qp_linalg_*), each the best of --repeat: seconds, GFLOP/s (the flop
  * counts of linalg/matrix.c, as a stage would be charged), GB/s for the operations that move
- * data (upload, download, copy_sub, transpose, norm1, trace_product: the bytes read and
+ * data (upload, download, copy_sub, transpose, clear_upper, norm1, trace_product: the bytes read and
  * written once), the ratio of its GFLOP/s to this run's cublasDgemm at the same N (what
  * docs/gpu.md's expected figures are stated in), and the tracked device peak. Each timing waits
  * for the device (qp_cuda_synchronize) and runs inside a budget stage, whose record gives the
@@ -41,8 +41,8 @@ static const char qp_bench_usage[] =
     "usage: qmlpipe-gpu-bench [--repeat R] [--nrhs K] [--device D] N [N ...]\n"
     "  Times on the GPU every cuda-backend operation the stages use, at each order N\n"
     "  (default 8192): gemm (the reference), syrk, potrf, potrs, trtri, potri, trmm, trsm,\n"
-    "  getrf, getrs, norm1, pocon, gecon, trace_product, transpose, copy_sub, and the\n"
-    "  host <-> device copies (upload, download). Prints seconds (best of R), GFLOP/s, GB/s,\n"
+    "  getrf, getrs, norm1, pocon, gecon, trace_product, transpose, copy_sub, clear_upper,\n"
+    "  and the host <-> device copies (upload, download). Prints seconds (best of R), GFLOP/s, GB/s,\n"
     "  the ratio to this run's dgemm at the same N, and the tracked device peak.\n"
     "    --repeat R   repetitions of each operation, the best kept (default 3, at most 100)\n"
     "    --nrhs K     right-hand sides of potrs/getrs and columns of trmm/trsm (default N/8)\n"
@@ -103,6 +103,7 @@ typedef enum qp_bench_op {
   QP_BENCH_TRACE,
   QP_BENCH_TRANSPOSE,
   QP_BENCH_COPY_SUB,
+  QP_BENCH_CLEAR_UPPER,
   QP_BENCH_UPLOAD,
   QP_BENCH_DOWNLOAD,
   QP_BENCH_COUNT
@@ -111,7 +112,7 @@ typedef enum qp_bench_op {
 static const char *const qp_bench_names[QP_BENCH_COUNT] = {
     "gemm",  "syrk",          "potrf",     "potrs",    "trtri",  "potri",
     "trmm",  "trsm",          "getrf",     "getrs",    "norm1",  "pocon",
-    "gecon", "trace_product", "transpose", "copy_sub", "upload", "download"};
+    "gecon", "trace_product", "transpose", "copy_sub", "clear_upper", "upload", "download"};
 
 typedef struct qp_bench_data {
   int64_t n, nrhs;
@@ -130,6 +131,7 @@ static double qp_bench_bytes(qp_bench_op op, const qp_bench_data *d) {
   case QP_BENCH_TRANSPOSE:
   case QP_BENCH_COPY_SUB:
   case QP_BENCH_TRACE: return 2.0 * square;
+  case QP_BENCH_CLEAR_UPPER: return 0.5 * square; /* the strictly upper triangle, written */
   case QP_BENCH_NORM1:
   case QP_BENCH_UPLOAD:
   case QP_BENCH_DOWNLOAD: return square;
@@ -143,7 +145,8 @@ static qp_err qp_bench_prepare(qp_bench_op op, qp_bench_data *d) {
   case QP_BENCH_POTRF:
   case QP_BENCH_GETRF: QP_CALL(qp_cuda_matrix_copy(&d->a, &d->work)); return QP_OK;
   case QP_BENCH_TRTRI:
-  case QP_BENCH_POTRI: QP_CALL(qp_cuda_matrix_copy(&d->l, &d->work)); return QP_OK;
+  case QP_BENCH_POTRI:
+  case QP_BENCH_CLEAR_UPPER: QP_CALL(qp_cuda_matrix_copy(&d->l, &d->work)); return QP_OK;
   case QP_BENCH_TRMM:
   case QP_BENCH_TRSM: QP_CALL(qp_cuda_matrix_copy(&d->g, &d->work)); return QP_OK;
   default: return QP_OK;
@@ -176,6 +179,7 @@ static qp_err qp_bench_run(qp_bench_op op, qp_bench_data *d) {
   case QP_BENCH_TRACE: return qp_linalg_trace_product(&d->a, &d->g, &scalar);
   case QP_BENCH_TRANSPOSE: return qp_linalg_transpose(&d->g, &d->c);
   case QP_BENCH_COPY_SUB: return qp_linalg_copy_sub(n, n, &d->g, 0, 0, &d->c, 0, 0);
+  case QP_BENCH_CLEAR_UPPER: return qp_linalg_clear_upper(&d->work);
   case QP_BENCH_UPLOAD: return qp_linalg_upload(d->host.data, n, &d->c, 0, 0, n, n);
   case QP_BENCH_DOWNLOAD: return qp_linalg_download(&d->g, 0, 0, n, n, d->host.data, n);
   case QP_BENCH_COUNT: break;

@@ -171,6 +171,24 @@ int main(int argc, char **argv) {
       TEST_ASSERT(t.cpu.data[i + j * t.cpu.ld] == (i < j ? 0.0 : a.cpu.data[j + i * a.cpu.ld]),
                   "cpu clear_upper at (%lld, %lld)", (long long)i, (long long)j);
   pair_destroy(&t);
+  /* Column views: from a multiple of block x npcol a distributed range of columns is a
+   * block-cyclic matrix of its own (the maps' batches, W's blocks): its entries, and a gemm
+   * on it, equal the cpu columns'; from anywhere else it is refused. */
+  const int64_t period = (int64_t)grid.block * grid.npcol;
+  pair wide, gram;
+  pair_create("wide", n, 2 * period + 5, 0, &wide);
+  pair view;
+  TEST_OK(qp_matrix_columns(&wide.cpu, period, period + 5, &view.cpu));
+  TEST_OK(qp_matrix_columns(&wide.dist, period, period + 5, &view.dist));
+  EXPECT_CLOSE(&view, 0, "columns from block x npcol");
+  pair_create("gram", period + 5, period + 5, 0, &gram);
+  TEST_OK(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &view.cpu, &view.cpu, 0.0, &gram.cpu));
+  TEST_OK(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &view.dist, &view.dist, 0.0, &gram.dist));
+  EXPECT_CLOSE(&gram, 0, "gemm on column views");
+  pair_destroy(&gram);
+  TEST_FAILS(qp_matrix_columns(&wide.dist, period - 1, 3, &view.dist), QP_ERR_INTERNAL);
+  TEST_FAILS(qp_matrix_columns(&wide.dist, period, 2 * period, &view.dist), QP_ERR_INTERNAL);
+  pair_destroy(&wide);
   /* align: A's window [5.., 7..] (11 x 13) lined up with positions [3.., 9..] of a 20 x 30
    * layout; every local position in the window reads A's entry, on every backend. */
   TEST_ASSERT(!qp_linalg_moves_data(qp_linalg_cpu_ops()) && qp_linalg_moves_data(qp_linalg_dist_ops()),
