@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* sched_getaffinity: the CPUs that commit a large block's pages */
 #include "budget.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -187,9 +188,14 @@ enum { QP_HUGE_PAGE = 2 << 20, QP_COMMIT_PART_MIN = 8 << 20, QP_COMMIT_THREADS_M
 static int qp_commit_threads(size_t bytes) {
   cpu_set_t set;
   int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  /* OMP_NUM_THREADS's first level ("4" of "4,2"); a value strtol cannot read, or out of
+   * range, is ignored (atoi's overflow is undefined). budget/ does not link OpenMP. */
   const char *omp = getenv("OMP_NUM_THREADS");
-  int omp_threads = omp ? atoi(omp) : 0;
-  if (omp_threads > 0 && omp_threads < cpus) cpus = omp_threads;
+  char *end = NULL;
+  errno = 0;
+  const long omp_threads = omp ? strtol(omp, &end, 10) : 0;
+  if (omp && errno == 0 && end != omp && omp_threads > 0 && omp_threads < cpus)
+    cpus = (int)omp_threads;
   size_t by_size = bytes / QP_COMMIT_PART_MIN;
   int n = cpus < QP_COMMIT_THREADS_MAX ? cpus : QP_COMMIT_THREADS_MAX;
   if ((size_t)n > by_size) n = (int)by_size;
