@@ -113,6 +113,12 @@ static inline int64_t qp_map_batch(const qp_problem *p) {
 static inline int64_t qp_w_block(const qp_problem *p) {
   return qp_model_w_chunked(&p->model_dims) ? p->model_dims.w_block : p->n_modes;
 }
+/** 1 when W's blocks are formed whole, every row (on a grid, whose blocks start at multiples
+ *  of block x npcol); 0 when their lower part alone is, the rest mirrored on the host (one
+ *  process): harmonic_route.c, qp_kernel_in_blocks. */
+static inline int qp_w_blocks_whole_columns(const qp_problem *p) {
+  return p->model_dims.grid_rows > 0;
+}
 /** The maps of the batch that starts at map `first`: at most qp_map_batch, fewer in the last. */
 static inline int64_t qp_map_batch_count(const qp_problem *p, int64_t first) {
   const int64_t batch = qp_map_batch(p);

@@ -285,7 +285,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
  * 1e-12 of the unchunked W (tests/pipeline/test_hostdev_w_blocks.c, on 1 and 2 ranks). */
 static qp_err qp_kernel_in_blocks(qp_problem *p) {
   const int64_t nm = p->n_modes, wb = qp_w_block(p);
-  const int whole_columns = p->kernel.grid != NULL;
+  const int whole_columns = qp_w_blocks_whole_columns(p);
   qp_matrix block = {0}, part, yr, yj, dest;
   qp_err err = QP_OK;
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_KERNEL_BLOCK, QP_TERM_TRANSIENT, nm, wb, &block),
