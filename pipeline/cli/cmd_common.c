@@ -220,6 +220,9 @@ static qp_err qp_choose_grid(qp_problem *p, qp_plan_job *s) {
   for (int rows = 1; rows <= s->ranks; ++rows) {
     if (s->ranks % rows) continue;
     p->plan_grid = (qp_grid){0, rows, s->ranks / rows, 0, 0, s->block};
+    /* Planned again for this grid: its chunks, batches and W's blocks (multiples of block x
+     * npcol) are its own. */
+    QP_CALL(qp_plan_route(p));
     size_t peak = 0;
     QP_CALL(qp_node_peak(p, s, 0, &peak));
     if (best_rows == 0 || peak < best) {
@@ -272,7 +275,7 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
   if (err == QP_OK && sizing.ranks > 0 && sizing.mem_per_node > 0 && !sizing.grid_given) {
     err = qp_choose_grid(&p, &sizing);
     p.plan_grid = (qp_grid){0, sizing.rows, sizing.cols, 0, 0, sizing.block};
-    if (err == QP_OK) err = qp_plan_remodel(&p);
+    if (err == QP_OK) err = qp_plan_route(&p);
   }
   int planned = 0;
   if (err == QP_OK) {

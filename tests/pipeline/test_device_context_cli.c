@@ -12,7 +12,8 @@
  *    it;
  *  - `run` with an emulated context (QP_HOSTDEV_CONTEXT) of the configured size: `report`
  *    prints the workspace terms per stage, predicted and tracked (EXACT), and the context
- *    predicted beside the device meter's measured baseline, equal; so does `validate`.
+ *    predicted beside the device meter's measured baseline, equal; so does `validate`;
+ *  - `plan --ranks 4 --mem-per-node` with W in blocks plans each grid it tries on its own.
  * Everything happens in device_context_cli.d. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +193,27 @@ int main(int argc, char **argv) {
                 "validate does not show the context:\n%s\n%s", r.out ? r.out : "",
                 r.err ? r.err : "");
     qp_cli_free(&r);
+  }
+
+  /* plan --ranks --mem-per-node tries every grid of the ranks: each grid plans its own W
+   * blocks, multiples of its block x npcol (16 on 2 x 2, 32 on 1 x 4 with block 8). Once, the
+   * 2 x 2 plan's blocks of 528 (33 x 16) were remodelled for 1 x 4, and the model refused
+   * them ("not a multiple of block x grid columns"). lmax 23: 572 modes, more than W fits. */
+  {
+    FILE *f = fopen("w.yaml", "w");
+    TEST_ASSERT(f != NULL, "cannot write w.yaml");
+    if (f) {
+      fprintf(f,
+              "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
+              "noise: {variance: 10}\nspectra: [TT]\nlmax: 23\nbin_width: 3\n"
+              "path: harmonic\nharmonic_method: projected\nbackend: hostdev\n"
+              "memory: {device_overhead: 0B, device_limit: 1600KiB}\n");
+      fclose(f);
+    }
+    const char *args[] = {"plan", "--ranks", "4", "--mem-per-node", "4GiB", "--block", "8",
+                          "w.yaml", NULL};
+    const char *words[] = {"grid chosen for --mem-per-node", "W in blocks of", NULL};
+    free(expect("plan_grids_w_blocks", args, 0, words));
   }
   return TEST_RETURN();
 }
