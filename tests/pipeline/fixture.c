@@ -126,3 +126,12 @@ const char *qp_fixture_rank_name(char *buf, size_t size, const char *name) {
   snprintf(buf, size, "%s_r%d", name, qp_comm_rank());
   return buf;
 }
+
+qp_err qp_fixture_write_ranked(qp_fixture *f, const char *name, int grid_block, qp_config *cfg) {
+  char file[256];
+  f->name = qp_fixture_rank_name(file, sizeof file, name);
+  const qp_err err = qp_fixture_write(f, cfg);
+  f->name = NULL;
+  if (err == QP_OK) cfg->grid_block = grid_block;
+  return err;
+}

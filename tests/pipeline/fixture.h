@@ -42,6 +42,10 @@ qp_err qp_fixture_dense_noise(qp_config *cfg, const char *path, double off_diago
 /** This rank's copy of a fixture file name: `name` alone on one rank, `name`_r<rank> under
  *  mpiexec, so that no two ranks write one file (each writes the same content). */
 const char *qp_fixture_rank_name(char *buf, size_t size, const char *name);
+/** qp_fixture_write under this rank's copy of `name` (qp_fixture_rank_name), then the config's
+ *  grid block set to `grid_block` (what a run under mpiexec lays its matrices out in). f->name
+ *  is left NULL: the name's buffer ends with the call. */
+qp_err qp_fixture_write_ranked(qp_fixture *f, const char *name, int grid_block, qp_config *cfg);
 /** C_l^TT of the fixture. */
 double qp_fixture_cl(const qp_fixture *f, int l);
 /** C_l of spectrum s (QP_TT..QP_EB) of the fixture. */

@@ -55,13 +55,6 @@ static double device_peak_at(qp_config *cfg, int64_t batch) {
   return peak;
 }
 
-/* The fixture's config, on a grid of block 8 under mpiexec (the batches' block columns). */
-static void write_fixture(qp_fixture *f, const char *name, qp_config *cfg) {
-  char file[64];
-  f->name = qp_fixture_rank_name(file, sizeof file, name);
-  TEST_OK(qp_fixture_write(f, cfg));
-  cfg->grid_block = 8;
-}
 
 static void set_route(qp_config *cfg, qp_path path, int method, const char *backend) {
   cfg->path = path;
@@ -110,7 +103,7 @@ int main(int argc, char **argv) {
   qp_fixture t = {.nside = 2, .cut_deg = 0, .ell_min = 2, .lmax = 4,
                   .lmax_signal = 4, .bin_width = 1, .sim_lmax = 4, .n_maps = 120,
                   .noise_variance = 10.0, .dl_flat = 100.0, .seed = 21};
-  write_fixture(&t, "map_batches_t", &cfg);
+  TEST_OK(qp_fixture_write_ranked(&t, "map_batches_t", 8, &cfg));
 
   /* The batches: where each route's per-map matrices outweigh the rest of its device peak
    * (pixel-direct: 2 n_pix batch against fisher_run's 2 n_pix^2 more; projection: the batch's
@@ -156,7 +149,7 @@ int main(int argc, char **argv) {
                     .lmax = 4, .lmax_signal = 5, .bin_width = 1, .sim_lmax = 5, .n_maps = 7,
                     .noise_variance = 1.0, .dl_flat = 100.0, .seed = 22,
                     .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
-  write_fixture(&tqu, "map_batches_tqu", &cfg);
+  TEST_OK(qp_fixture_write_ranked(&tqu, "map_batches_tqu", 8, &cfg));
   set_route(&cfg, QP_PATH_HARMONIC, 1, "cpu");
   char noise[64];
   TEST_OK(qp_fixture_dense_noise(

@@ -65,14 +65,6 @@ static double device_peak_at(qp_config *cfg, int64_t w_block) {
  * qp_plan_w_block). */
 static int64_t block_unit(void) { return qp_comm_size() == 1 ? 1 : 8 * 2; }
 
-/* The fixture's config, on a grid of block 8 under mpiexec. */
-static void write_fixture(qp_fixture *f, const char *name, qp_config *cfg) {
-  char file[64];
-  f->name = qp_fixture_rank_name(file, sizeof file, name);
-  TEST_OK(qp_fixture_write(f, cfg));
-  cfg->grid_block = 8;
-}
-
 /* Runs cfg unchunked on cpu, then projection on hostdev with the device_limit of W in blocks
  * of `w_block`; compares and checks the model. Returns that limit. */
 static double check_blocks(qp_config *cfg, int64_t w_block, const char *what) {
@@ -131,7 +123,7 @@ int main(int argc, char **argv) {
   qp_fixture t = {.nside = 4, .cut_deg = 40, .ell_min = 2, .lmax = 11,
                   .lmax_signal = 11, .bin_width = 3, .sim_lmax = 11, .n_maps = 3,
                   .noise_variance = 1.0, .dl_flat = 100.0, .seed = 31};
-  write_fixture(&t, "w_blocks_t", &cfg);
+  TEST_OK(qp_fixture_write_ranked(&t, "w_blocks_t", 8, &cfg));
   const int64_t t_block = 96;
   const double limit = check_blocks(&cfg, t_block, "T projection");
 
@@ -206,7 +198,7 @@ int main(int argc, char **argv) {
     f.ee_ratio = 0.3;
     f.bb_ratio = 0.1;
     f.te_corr = pol[k].fields == QP_FIELDS_TQU ? 0.4 : 0.0;
-    write_fixture(&f, pol[k].name, &cfg);
+    TEST_OK(qp_fixture_write_ranked(&f, pol[k].name, 8, &cfg));
     check_blocks(&cfg, pol[k].block, pol[k].what);
     qp_config_free(&cfg);
   }
