@@ -75,6 +75,18 @@ static void write_config(const char *limit) {
   fclose(f);
 }
 
+/* A config of the simulated sky (T, harmonic path, bin width 3) with `rest` appended. */
+static void write_sky_config(const char *path, const char *rest) {
+  FILE *f = fopen(path, "w");
+  TEST_ASSERT(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  fprintf(f,
+          "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
+          "noise: {variance: 10}\nspectra: [TT]\nbin_width: 3\npath: harmonic\n%s",
+          rest);
+  fclose(f);
+}
+
 /* The largest "device peak ... N B" of `budget`'s output, and n_pix. */
 static void budget_figures(const char *out, long long *device_peak, long long *n_pix) {
   *device_peak = 0;
@@ -150,15 +162,7 @@ int main(int argc, char **argv) {
   /* backend cuda without a GPU: its workspaces cannot be asked for (cuSOLVER's queries need a
    * handle), so plan says they are left out; the context is the documented default. */
   {
-    FILE *f = fopen("cu.yaml", "w");
-    TEST_ASSERT(f != NULL, "cannot write cu.yaml");
-    if (f) {
-      fprintf(f,
-              "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
-              "noise: {variance: 10}\nspectra: [TT]\nlmax: 12\nbin_width: 3\n"
-              "path: harmonic\nharmonic_method: smw\nbackend: cuda\n");
-      fclose(f);
-    }
+    write_sky_config("cu.yaml", "lmax: 12\nharmonic_method: smw\nbackend: cuda\n");
     const char *args[] = {"plan", "cu.yaml", NULL};
     const char *words[] = {"the backend's own workspaces are not in these figures: backend cuda",
                            "device context 640.00 MiB (the backend's default", NULL};
@@ -200,16 +204,8 @@ int main(int argc, char **argv) {
    * 2 x 2 plan's blocks of 528 (33 x 16) were remodelled for 1 x 4, and the model refused
    * them ("not a multiple of block x grid columns"). lmax 23: 572 modes, more than W fits. */
   {
-    FILE *f = fopen("w.yaml", "w");
-    TEST_ASSERT(f != NULL, "cannot write w.yaml");
-    if (f) {
-      fprintf(f,
-              "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
-              "noise: {variance: 10}\nspectra: [TT]\nlmax: 23\nbin_width: 3\n"
-              "path: harmonic\nharmonic_method: projected\nbackend: hostdev\n"
-              "memory: {device_overhead: 0B, device_limit: 1600KiB}\n");
-      fclose(f);
-    }
+    write_sky_config("w.yaml", "lmax: 23\nharmonic_method: projected\nbackend: hostdev\n"
+                               "memory: {device_overhead: 0B, device_limit: 1600KiB}\n");
     const char *args[] = {"plan", "--ranks", "4", "--mem-per-node", "4GiB", "--block", "8",
                           "w.yaml", NULL};
     const char *words[] = {"grid chosen for --mem-per-node", "W in blocks of", NULL};
