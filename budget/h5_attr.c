@@ -162,6 +162,27 @@ done:
   return err;
 }
 
+qp_err qp_h5_array_part(hid_t dset, const char *where, const char *name, hid_t type, int write,
+                        hsize_t offset, hsize_t n, void *values) {
+  qp_err err = QP_OK;
+  hid_t file_space = -1, mem_space = -1;
+  if (n == 0) return QP_OK;
+  QP_H5_GOTO(file_space = H5Dget_space(dset), done, "%s: dataset '%s'", where, name);
+  QP_H5_GOTO(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, &offset, NULL, &n, NULL), done,
+             "%s: elements %llu..%llu of dataset '%s'", where, (unsigned long long)offset,
+             (unsigned long long)(offset + n), name);
+  QP_H5_GOTO(mem_space = H5Screate_simple(1, &n, NULL), done, "%s: dataset '%s'", where, name);
+  QP_H5_GOTO(write ? H5Dwrite(dset, type, mem_space, file_space, H5P_DEFAULT, values)
+                   : H5Dread(dset, type, mem_space, file_space, H5P_DEFAULT, values),
+             done, "%s: cannot %s elements %llu..%llu of dataset '%s'", where,
+             write ? "write" : "read", (unsigned long long)offset,
+             (unsigned long long)(offset + n), name);
+done:
+  if (mem_space >= 0) H5Sclose(mem_space);
+  if (file_space >= 0) H5Sclose(file_space);
+  return err;
+}
+
 qp_err qp_h5_read_array(hid_t loc, const char *where, const char *name, hid_t type,
                         void *data, int64_t count) {
   qp_err err = QP_OK;

@@ -31,6 +31,11 @@ qp_err qp_h5_write_array(hid_t loc, const char *where, const char *name, hid_t t
  *  unreadable. */
 qp_err qp_h5_read_array(hid_t loc, const char *where, const char *name, hid_t type, void *data,
                         int64_t count);
+/** Writes or reads (`write` 1 or 0) elements [offset, offset + n) of the 1-D dataset `dset`
+ *  (named `name` in messages) from or into `values`, as `type`: a matrix streamed through
+ *  host panels (pipeline/checkpoint_write.c). QP_ERR_IO naming `where` and the range. */
+qp_err qp_h5_array_part(hid_t dset, const char *where, const char *name, hid_t type, int write,
+                        hsize_t offset, hsize_t n, void *values);
 /** Writes a scalar int64 attribute. */
 qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int64_t v);
 /** Writes a scalar UTF-8 string attribute (variable length). */

@@ -118,15 +118,28 @@ size_t qp_model_stage_peak_in(const qp_model *m, int stage, qp_space space) {
   return peak;
 }
 
+/* Alive in `stage` and kept past it; terms freed in the last stage are results kept to the
+ * end of the run. */
+static int qp_model_kept_after(const qp_model *m, const qp_model_term *t, int stage) {
+  const int kept = t->stage_free > stage ||
+                   (t->stage_free == m->n_stages - 1 && t->kind == QP_TERM_PERSISTENT);
+  return qp_model_term_alive(t, stage) && kept;
+}
+
 size_t qp_model_stage_persistent_in(const qp_model *m, int stage, qp_space space) {
   size_t sum = 0;
-  for (int i = 0; i < m->n_terms; ++i) {
-    const qp_model_term *t = &m->terms[i];
-    /* Terms freed in the last stage are results kept to the end of the run. */
-    int kept = t->stage_free > stage ||
-               (t->stage_free == m->n_stages - 1 && t->kind == QP_TERM_PERSISTENT);
-    if (t->space == space && qp_model_term_alive(t, stage) && kept) sum += t->bytes;
-  }
+  for (int i = 0; i < m->n_terms; ++i)
+    if (m->terms[i].space == space && qp_model_kept_after(m, &m->terms[i], stage))
+      sum += m->terms[i].bytes;
+  return sum;
+}
+
+size_t qp_model_stage_persistent_if(const qp_model *m, int stage,
+                                    int (*which)(const qp_model_term *term)) {
+  size_t sum = 0;
+  for (int i = 0; i < m->n_terms; ++i)
+    if (which(&m->terms[i]) && qp_model_kept_after(m, &m->terms[i], stage))
+      sum += m->terms[i].bytes;
   return sum;
 }
 

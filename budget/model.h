@@ -85,6 +85,10 @@ size_t qp_model_stage_carried_in(const qp_model *model, int stage, qp_space spac
 size_t qp_model_stage_peak_in(const qp_model *model, int stage, qp_space space);
 size_t qp_model_stage_persistent_in(const qp_model *model, int stage, qp_space space);
 size_t qp_model_peak_in(const qp_model *model, qp_space space);
+/** The bytes alive at the end of `stage` and kept past it (as qp_model_stage_persistent_in),
+ *  in either space, of the terms `which` accepts (what a checkpoint saves, say). */
+size_t qp_model_stage_persistent_if(const qp_model *model, int stage,
+                                    int (*which)(const qp_model_term *term));
 /** 1 when any term lives in device memory. */
 int qp_model_has_device(const qp_model *model);
 size_t qp_model_stage_carried(const qp_model *model, int stage);

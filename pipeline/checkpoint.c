@@ -14,6 +14,7 @@
 #include "checkpoint_inputs.h"
 #include "comm.h"
 #include "interrupt.h"
+#include "terms.h"
 
 /* What the signal handler says can be resumed (budget/interrupt.h). */
 void qp_ck_resume_hint(const qp_checkpoint *ck, int after) {
@@ -36,11 +37,24 @@ static int qp_ck_exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
+/* A term the checkpoint saves: a slot's (checkpoint_file.c), or W formed in blocks on the host
+ * (saved as the kernel slot). */
+static int qp_ck_saves(const qp_model_term *t) {
+  if (strcmp(t->name, QP_TERM_KERNEL_HOST) == 0) return 1;
+  for (int i = 0; i < QP_CK_SLOTS; ++i)
+    if (strcmp(t->name, qp_ck_slots[i].term) == 0) return 1;
+  return 0;
+}
+
+size_t qp_checkpoint_stage_bytes(const qp_model *model, int stage) {
+  return qp_model_stage_persistent_if(model, stage, qp_ck_saves);
+}
+
 size_t qp_checkpoint_disk_bytes(const qp_model *model) {
   size_t disk = 0;
   for (int s = 0; s < QP_STAGE_SPECTRA_RUN; ++s) {
-    const size_t pair = qp_model_stage_persistent(model, (qp_stage_id)s) +
-                        (s > 0 ? qp_model_stage_persistent(model, (qp_stage_id)(s - 1)) : 0);
+    const size_t pair = qp_checkpoint_stage_bytes(model, s) +
+                        (s > 0 ? qp_checkpoint_stage_bytes(model, s - 1) : 0);
     if (pair > disk) disk = pair;
   }
   return disk;
@@ -92,10 +106,6 @@ qp_err qp_checkpoint_open(qp_checkpoint *ck, const char *dir, int resume, const 
            dir);
   snprintf(ck->dir, sizeof ck->dir, "%s", dir);
   ck->resume = resume;
-  QP_CHECK(!qp_linalg_on_device(p->ops), QP_ERR_UNSUPPORTED,
-           "checkpoint '%s': backend '%s' keeps its matrices in device memory; checkpoints "
-           "need the cpu or dist backend",
-           dir, p->cfg->backend);
   QP_CALL(qp_checkpoint_share_inputs(p->cfg, &ck->inputs));
   qp_ck_check_space(ck, p);
   QP_CALL(qp_comm_agree(qp_ck_probe(ck, p)));

@@ -36,8 +36,11 @@ typedef struct qp_checkpoint {
 #define QP_HASH_BASIS 0xcbf29ce484222325ULL
 uint64_t qp_hash_bytes(uint64_t h, const void *data, size_t n);
 
+/** The bytes a rank's checkpoint after `stage` saves: the model's terms of the checkpoint's
+ *  slots alive past it, on the host and on a device (not a backend's own buffers). */
+size_t qp_checkpoint_stage_bytes(const qp_model *model, int stage);
 /** The disk a rank's checkpoints need at most: the largest sum of two consecutive stages'
- *  persistent bytes (the model's), the older file being removed once the newer is written. */
+ *  checkpoints, the older file being removed once the newer is written. */
 size_t qp_checkpoint_disk_bytes(const qp_model *model);
 
 /** Sets up checkpointing for a run of `p` (planned): hashes the inputs (rank 0, shared with

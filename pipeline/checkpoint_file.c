@@ -2,12 +2,16 @@
 #include "checkpoint_file.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "comm.h"
+#include "harmonic_route.h"
+#include "host_window.h"
 #include "terms.h"
 
 /* In restore order: smw_lu before its pivots (their count follows its layout), N before
- * noise_factor (a view of it when N is dense). */
+ * noise_factor (a view of it when N is dense), mode_maps before mode_maps_host (SMW's maps in
+ * batches on a device, whose count follows its layout). */
 const qp_ck_slot qp_ck_slots[QP_CK_SLOTS] = {
     {"observed", QP_TERM_OBSERVED_INDEX, QP_CK_I64, offsetof(qp_problem, observed)},
     {"vectors", QP_TERM_PIXEL_VECTORS, QP_CK_F64, offsetof(qp_problem, vectors)},
@@ -21,6 +25,7 @@ const qp_ck_slot qp_ck_slots[QP_CK_SLOTS] = {
     {"smw_lu", QP_TERM_SMW_LU, QP_CK_MATRIX, offsetof(qp_problem, smw_lu)},
     {"pivots", QP_TERM_PIVOTS, QP_CK_INT, offsetof(qp_problem, pivots)},
     {"mode_maps", QP_TERM_MODE_MAPS, QP_CK_MATRIX, offsetof(qp_problem, mode_maps)},
+    {"mode_maps_host", QP_TERM_MODE_MAPS_HOST, QP_CK_F64, offsetof(qp_problem, mode_maps_host)},
     {"fisher", QP_TERM_FISHER, QP_CK_F64, offsetof(qp_problem, fisher)},
     {"noise_bias", QP_TERM_NOISE_BIAS, QP_CK_F64, offsetof(qp_problem, noise_bias)},
 };
@@ -34,6 +39,7 @@ int64_t qp_ck_count(const qp_problem *p, const qp_ck_slot *s) {
   if (s->offset == offsetof(qp_problem, noise_variance)) return p->n_pix;
   if (s->offset == offsetof(qp_problem, pivots)) return qp_linalg_pivot_count(&p->smw_lu);
   if (s->offset == offsetof(qp_problem, fisher)) return (int64_t)p->n_params * p->n_params;
+  if (s->offset == offsetof(qp_problem, mode_maps_host)) return qp_mode_maps_host_elements(p);
   return p->n_params; /* noise_bias */
 }
 
@@ -58,3 +64,15 @@ void qp_ck_grid(const qp_problem *p, int64_t g[4]) {
 }
 
 const char *const qp_ck_grid_names[4] = {"n_ranks", "grid_rows", "grid_cols", "block"};
+
+int64_t qp_ck_panel_columns(const qp_matrix *m) {
+  const size_t column = qp_host_window_bytes(m->ops, m->local_rows, 1);
+  if (column == 0) return m->local_cols > 0 ? m->local_cols : 1; /* a host matrix */
+  /* A test hook (tests/pipeline/test_checkpoint_cli.c): smaller panels, so that a small
+   * problem's matrices go through many. */
+  const char *hook = getenv("QP_TEST_CHECKPOINT_PANEL_BYTES");
+  const long long asked = hook ? strtoll(hook, NULL, 10) : 0;
+  const size_t panel = asked > 0 ? (size_t)asked : (size_t)QP_CK_PANEL_BYTES;
+  const int64_t cols = (int64_t)(panel / column);
+  return cols > 0 ? cols : 1;
+}

@@ -35,7 +35,7 @@ typedef struct qp_ck_slot {
 } qp_ck_slot;
 
 /* The slots, in restore order (checkpoint_file.c). */
-enum { QP_CK_SLOTS = 14 };
+enum { QP_CK_SLOTS = 15 };
 extern const qp_ck_slot qp_ck_slots[QP_CK_SLOTS];
 
 /* The pointer or qp_matrix of slot `s` in `p`. */
@@ -45,6 +45,13 @@ int64_t qp_ck_count(const qp_problem *p, const qp_ck_slot *s);
 /* The HDF5 type and the size of one element of a slot's type. */
 hid_t qp_ck_h5_type(qp_ck_type t);
 size_t qp_ck_elem(qp_ck_type t);
+
+/* Local columns of a matrix slot moved through one host window when a checkpoint is written
+ * or read: all of a host matrix's (the window is its own buffer: nothing is copied); of a
+ * device matrix's, as many as QP_CK_PANEL_BYTES of host staging hold (at least one), so that
+ * a device run's checkpoint needs no host copy of its largest matrix. */
+enum { QP_CK_PANEL_BYTES = 16 << 20 };
+int64_t qp_ck_panel_columns(const qp_matrix *m);
 
 /* This rank's file of stage `id` in ck->dir. */
 void qp_ck_path(const qp_checkpoint *ck, qp_stage_id id, char *out, size_t size);

@@ -10,6 +10,7 @@
 #include "checkpoint_inputs.h"
 #include "h5_attr.h"
 #include "h5_error.h"
+#include "host_window.h"
 #include "terms.h"
 
 /* An attribute written as int64 (h5_attr.h) taken back as the uint64 it holds: read as int64,
@@ -82,39 +83,77 @@ done:
   return err;
 }
 
+/* The checksum error of a slot whose bytes do not hash as they were written. */
+static qp_err qp_ck_damaged(const char *where, const char *name, uint64_t hash, uint64_t got) {
+  QP_FAIL(QP_ERR_IO,
+          "checkpoint '%s' is damaged: dataset '%s' does not have the hash it was written "
+          "with (%016llx, read %016llx); remove the file to resume from the stage before",
+          where, name, (unsigned long long)hash, (unsigned long long)got);
+}
+
+/* A matrix slot into a new matrix of its term, in the run's space (W formed in blocks: the
+ * host's W_host), column panel by column panel through host windows (qp_ck_panel_columns),
+ * hashing the bytes in the order they were written. */
+static qp_err qp_ck_restore_matrix(hid_t dset, const char *where, qp_problem *p,
+                                   const qp_ck_slot *s, uint64_t hash) {
+  int64_t rows = 0, cols = 0;
+  QP_CALL(qp_h5_attr_i64(dset, where, "rows", 1, &rows));
+  QP_CALL(qp_h5_attr_i64(dset, where, "cols", 1, &cols));
+  qp_matrix *m = qp_ck_field(p, s);
+  const int w_host = m == &p->kernel && qp_w_block(p) < p->n_modes;
+  QP_CALL(qp_matrix_create(w_host ? qp_linalg_host_ops(p->ops) : p->ops,
+                           w_host ? QP_TERM_KERNEL_HOST : s->term, QP_TERM_PERSISTENT, rows, cols,
+                           m));
+  const int64_t local_rows = m->local_rows, count = qp_matrix_local_size(m);
+  const hid_t space = H5Dget_space(dset);
+  const hssize_t stored = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+  if (space >= 0) H5Sclose(space);
+  QP_CHECK(stored == count, QP_ERR_IO,
+           "%s: dataset '%s' has %lld elements where %lld are expected", where, s->name,
+           (long long)stored, (long long)count);
+  uint64_t got = QP_HASH_BASIS;
+  const int64_t step = qp_ck_panel_columns(m);
+  for (int64_t c0 = 0; local_rows > 0 && c0 < m->local_cols; c0 += step) {
+    const int64_t n_cols = m->local_cols - c0 < step ? m->local_cols - c0 : step;
+    qp_host_window w;
+    QP_CALL(qp_host_window_open(m, c0, n_cols, QP_ACCESS_WRITE, &w));
+    const size_t n = (size_t)(local_rows * n_cols);
+    qp_err err = qp_h5_array_part(dset, where, s->name, H5T_NATIVE_DOUBLE, 0,
+                                  (hsize_t)(c0 * local_rows), (hsize_t)n, w.data);
+    if (err == QP_OK) {
+      got = qp_hash_bytes(got, w.data, n * sizeof(double));
+      err = qp_host_window_close(&w);
+    }
+    qp_host_window_discard(&w);
+    QP_CALL(err);
+  }
+  if (got != hash) QP_CALL(qp_ck_damaged(where, s->name, hash, got));
+  return QP_OK;
+}
+
 /* One slot from the file into a newly allocated buffer of its term. */
 static qp_err qp_ck_restore_slot(hid_t file, const char *where, qp_problem *p,
                                  const qp_ck_slot *s) {
   qp_err err = QP_OK;
   hid_t dset = -1;
-  int64_t count = 0, rows = 0, cols = 0;
   uint64_t hash = 0;
   QP_H5_GOTO(dset = H5Dopen2(file, s->name, H5P_DEFAULT), done, "%s: dataset '%s'", where,
              s->name);
   QP_CALL_GOTO(qp_ck_attr_u64(dset, where, "hash", &hash), done);
-  void *data = NULL;
   if (s->type == QP_CK_MATRIX) {
-    qp_matrix *m = qp_ck_field(p, s);
-    QP_CALL_GOTO(qp_h5_attr_i64(dset, where, "rows", 1, &rows), done);
-    QP_CALL_GOTO(qp_h5_attr_i64(dset, where, "cols", 1, &cols), done);
-    QP_CALL_GOTO(qp_matrix_create(p->ops, s->term, QP_TERM_PERSISTENT, rows, cols, m), done);
-    data = m->data;
-    count = qp_matrix_local_size(m);
-  } else {
-    count = qp_ck_count(p, s);
-    QP_CALL_GOTO(qp_budget_alloc_array(s->term, QP_TERM_PERSISTENT, (size_t)count,
-                                       qp_ck_elem(s->type), (void **)qp_ck_field(p, s)),
-                 done);
-    data = *(void **)qp_ck_field(p, s);
+    err = qp_ck_restore_matrix(dset, where, p, s, hash);
+    goto done;
   }
+  const int64_t count = qp_ck_count(p, s);
+  QP_CALL_GOTO(qp_budget_alloc_array(s->term, QP_TERM_PERSISTENT, (size_t)count,
+                                     qp_ck_elem(s->type), (void **)qp_ck_field(p, s)),
+               done);
+  void *data = *(void **)qp_ck_field(p, s);
   H5Dclose(dset);
   dset = -1;
   QP_CALL_GOTO(qp_h5_read_array(file, where, s->name, qp_ck_h5_type(s->type), data, count), done);
   const uint64_t got = qp_hash_bytes(QP_HASH_BASIS, data, (size_t)count * qp_ck_elem(s->type));
-  QP_CHECK_GOTO(got == hash, QP_ERR_IO, done,
-                "checkpoint '%s' is damaged: dataset '%s' does not have the hash it was written "
-                "with (%016llx, read %016llx); remove the file to resume from the stage before",
-                where, s->name, (unsigned long long)hash, (unsigned long long)got);
+  if (got != hash) err = qp_ck_damaged(where, s->name, hash, got);
 done:
   if (dset >= 0) H5Dclose(dset);
   return err;

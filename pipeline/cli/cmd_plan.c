@@ -86,7 +86,7 @@ static void qp_plan_print(const qp_problem *p) {
     size_t peak = qp_model_stage_peak(m, (qp_stage_id)s);
     printf("  %-18s %16.2f %16.2f %16.2f\n", qp_stage_name((qp_stage_id)s), peak / mib,
            (peak + m->overhead_bytes) / mib,
-           s == QP_STAGE_SPECTRA_RUN ? 0.0 : qp_model_stage_persistent(m, (qp_stage_id)s) / mib);
+           s == QP_STAGE_SPECTRA_RUN ? 0.0 : qp_checkpoint_stage_bytes(m, s) / mib);
   }
   const size_t disk = qp_checkpoint_disk_bytes(m);
   printf("  run --checkpoint needs at most %.2f MiB of disk per rank (two consecutive stages' "

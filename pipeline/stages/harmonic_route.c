@@ -170,6 +170,13 @@ double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first) {
          first / qp_map_batch(p) * p->mode_maps.local_rows * p->mode_maps.local_cols;
 }
 
+int64_t qp_mode_maps_host_elements(const qp_problem *p) {
+  int64_t kept = 0;
+  for (int64_t first = 0; first < p->n_maps; first += qp_map_batch(p))
+    kept += qp_matrix_local_elements(p->ops, p->n_modes, qp_map_batch_count(p, first));
+  return kept;
+}
+
 /* V N_eff^-1 x = Y^T N_eff^-1/2 x for the maps, a batch at a time (qp_map_batch), into
  * p->mode_maps; with several batches each is kept on the host (qp_mode_maps_host_batch), from
  * which spectra_run takes it back. On a grid each rank keeps its own local parts. */
@@ -182,14 +189,10 @@ static qp_err qp_smw_mode_maps(qp_problem *p) {
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm, batch,
                                 &p->mode_maps),
                done);
-  if (batch < n_maps) {
-    int64_t kept = 0; /* this rank's elements of every batch */
-    for (int64_t first = 0; first < n_maps; first += batch)
-      kept += qp_matrix_local_elements(p->ops, nm, qp_map_batch_count(p, first));
-    QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_MODE_MAPS_HOST, QP_TERM_PERSISTENT, kept,
-                                  &p->mode_maps_host),
+  if (batch < n_maps)
+    QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_MODE_MAPS_HOST, QP_TERM_PERSISTENT,
+                                  qp_mode_maps_host_elements(p), &p->mode_maps_host),
                  done);
-  }
   for (int64_t first = 0; first < n_maps; first += batch) {
     const int64_t count = qp_map_batch_count(p, first);
     QP_CALL_GOTO(qp_map_batch_view(&w, count, &wb), done);

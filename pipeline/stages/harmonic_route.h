@@ -27,6 +27,8 @@ qp_err qp_harmonic_basis_setup(qp_problem *p);
  *  p->mode_maps seen as the batch (qp_map_batch_view), leading dimension p->mode_maps.ld.
  *  Where the batch from map `first` starts there. */
 double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first);
+/** This rank's elements of p->mode_maps_host: every batch's local part. */
+int64_t qp_mode_maps_host_elements(const qp_problem *p);
 /** fisher_run of the harmonic path: F and b. */
 qp_err qp_harmonic_fisher_run(qp_problem *p);
 /** The raw quadratic y of every map (spectra_run of the harmonic path, before F^-1). */

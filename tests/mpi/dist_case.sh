@@ -84,14 +84,10 @@ fi
 if [[ $mode == device ]]; then
   # What a device backend still refuses on several ranks (unsupported, 7), before any stage,
   # saying why: backend cuda, whose matrices are whole on one GPU (no distributed cuda backend
-  # is built; a build without CUDA says so the same, before looking for CUDA), and a
-  # checkpoint on hostdev (checkpoints write host buffers). hostdev itself runs on several
-  # ranks (hostdev_stages_n2).
+  # is built; a build without CUDA says so the same, before looking for CUDA). hostdev itself
+  # runs on several ranks (hostdev_stages_n2), checkpoints included (test_checkpoint_cli).
   { cat "$dir/base.yaml"; echo "backend: cuda"; echo "output: cuda.h5"; } >"$dir/cuda.yaml"
   refused "$1" cuda 7 "distributed cuda backend (cuSOLVERMp) is not built" "backend cuda on 2 ranks"
-  { cat "$dir/base.yaml"; echo "backend: hostdev"; echo "output: device.h5"
-    echo "checkpoint: device_checkpoints"; } >"$dir/device.yaml"
-  refused "$1" device 7 "keeps its matrices in device memory" "a checkpoint on hostdev, 2 ranks"
   exit 0
 fi
 read -r ranks rows cols block compare limit <<<"$*"

@@ -12,8 +12,8 @@
  * Then memory.device_limit: a limit that holds only a few products chunks fisher_run and
  * spectra_run on the device (same results) and fits an emulated device of that size
  * (qp_hostdev_set_capacity), where the unplanned run runs out of device memory; and a limit
- * below what cannot be chunked refuses the run before anything is allocated, naming it; a
- * checkpoint directory is refused too (checkpoints write host buffers).
+ * below what cannot be chunked refuses the run before anything is allocated, naming it.
+ * (Checkpoints of device runs: tests/pipeline/test_checkpoint_cli.c.)
  *
  * Under mpiexec (tests/mpi/CMakeLists.txt: 2 ranks, and 4 with the argument "T") the same
  * checks run on backend hostdev-dist against the dist backend: every rank's block-cyclic part
@@ -165,17 +165,6 @@ int main(int argc, char **argv) {
   qp_error_clear();
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
 
-  /* Checkpoints write host buffers: refused on a device backend, before any stage. */
-  cfg.device_limit = 0;
-  snprintf(cfg.checkpoint, sizeof cfg.checkpoint, "hostdev_checkpoints");
-  err = qp_fixture_run(&cfg, &p, &baseline);
-  TEST_ASSERT(err == QP_ERR_UNSUPPORTED && strstr(qp_error_message(), "device memory") &&
-                  strstr(qp_error_message(), "hostdev"),
-              "a checkpoint on hostdev: got %s: %s", qp_err_name(err), qp_error_message());
-  if (qp_comm_rank() == 0) printf("checkpoint refused: %s\n", qp_error_message());
-  qp_error_clear();
-  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
-  cfg.checkpoint[0] = '\0';
   qp_config_free(&cfg);
 
   qp_fixture qu = {.name = qp_fixture_rank_name(name, sizeof name, "hostdev_qu"), .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
