@@ -7,6 +7,7 @@
  * context through the budget (cuda_context.c). Operations that read cuSOLVER's info back wait
  * for the device; the others only queue their work (qp_cuda_synchronize waits for it). */
 #include <limits.h>
+#include <string.h>
 #include <stdio.h>
 
 #include "blas_int.h"
@@ -78,6 +79,18 @@ qp_err qp_cuda_solver_workspace(qp_cuda_solver_op op, int64_t n, size_t *device_
                                 size_t *host_bytes) {
   QP_CHECK(qp_cuda_ctx.ready, QP_ERR_INTERNAL, "the cuda backend is not initialised");
   QP_CALL(qp_cuda_solver_need(op, n, NULL, n > 0 ? n : 1, device_bytes, host_bytes));
+  return QP_OK;
+}
+
+/* The table's hold_workspace (matrix.h): the growing buffers by their terms' names; the
+ * rest (QP_OP_INIT's) are held from the backend's start. */
+static qp_err qp_cuda_hold_workspace(const char *term, size_t bytes) {
+  if (strcmp(term, QP_TERM_CUSOLVER_WORKSPACE) == 0) QP_CALL(qp_cuda_reserve_solver(bytes, 0));
+  if (strcmp(term, QP_TERM_CUSOLVER_HOST_WORKSPACE) == 0) QP_CALL(qp_cuda_reserve_solver(0, bytes));
+  if (strcmp(term, QP_TERM_DEVICE_PIVOTS) == 0)
+    QP_CALL(qp_cuda_reserve_pivots((int64_t)((bytes + sizeof(int64_t) - 1) / sizeof(int64_t))));
+  if (strcmp(term, QP_TERM_DEVICE_REDUCTION) == 0)
+    QP_CALL(qp_cuda_reserve_reduction((int64_t)((bytes + sizeof(double) - 1) / sizeof(double))));
   return QP_OK;
 }
 
@@ -418,6 +431,7 @@ static const qp_linalg_ops qp_cuda_ops_table = {
     .clear_upper = qp_cuda_clear_upper,
     .workspaces = qp_cuda_workspaces,
     .release_workspaces = qp_cuda_release_workspaces,
+    .hold_workspace = qp_cuda_hold_workspace,
     /* sum_partials NULL: one process holds every matrix. */
     .moves_data = 1, /* align and replicate download into host work matrices */
 };

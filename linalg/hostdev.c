@@ -262,23 +262,29 @@ static int qp_hostdev_held_slot(const char *term) {
   return strcmp(term, QP_TERM_HOSTDEV_WORKSPACE) == 0 ? 0 : 1;
 }
 
-/* Holds what `op` on m needs, growing a term as cuda's workspaces grow: the old block is freed
- * before the larger one is taken. Distributed operands (hostdev-dist's) hold nothing. */
+/* Grows term `term` to `bytes`, as cuda's workspaces grow: the old block is freed before the
+ * larger one is taken (the table's hold_workspace; a term it does not hold is left alone). */
+static qp_err qp_hostdev_hold_workspace(const char *term, size_t bytes) {
+  if (strcmp(term, QP_TERM_HOSTDEV_WORKSPACE) != 0 && strcmp(term, QP_TERM_HOSTDEV_PIVOTS) != 0)
+    return QP_OK;
+  const int slot = qp_hostdev_held_slot(term);
+  if (bytes <= qp_hostdev_held[slot].bytes) return QP_OK;
+  qp_budget_free(qp_hostdev_held[slot].block);
+  qp_hostdev_held[slot].block = NULL;
+  qp_hostdev_held[slot].bytes = 0;
+  QP_CALL(qp_budget_alloc(term, QP_TERM_PERSISTENT, QP_SPACE_DEVICE, bytes,
+                          &qp_hostdev_held[slot].block));
+  qp_hostdev_held[slot].bytes = bytes;
+  return QP_OK;
+}
+
+/* Holds what `op` on m needs. Distributed operands (hostdev-dist's) hold nothing. */
 static qp_err qp_hostdev_hold(qp_linalg_op op, const qp_matrix *m) {
   if (m->grid) return QP_OK;
   qp_workspace need[QP_WORKSPACES_MAX];
   int count = 0;
   QP_CALL(qp_hostdev_workspaces(op, m->rows, 0, need, &count));
-  for (int i = 0; i < count; ++i) {
-    const int slot = qp_hostdev_held_slot(need[i].term);
-    if (need[i].bytes <= qp_hostdev_held[slot].bytes) continue;
-    qp_budget_free(qp_hostdev_held[slot].block);
-    qp_hostdev_held[slot].block = NULL;
-    qp_hostdev_held[slot].bytes = 0;
-    QP_CALL(qp_budget_alloc(need[i].term, QP_TERM_PERSISTENT, QP_SPACE_DEVICE, need[i].bytes,
-                            &qp_hostdev_held[slot].block));
-    qp_hostdev_held[slot].bytes = need[i].bytes;
-  }
+  for (int i = 0; i < count; ++i) QP_CALL(qp_hostdev_hold_workspace(need[i].term, need[i].bytes));
   return QP_OK;
 }
 
@@ -516,6 +522,7 @@ static const qp_linalg_ops qp_hostdev_ops_table = {
     .trace_product = qp_hostdev_trace_product,
     .workspaces = qp_hostdev_workspaces,
     .release_workspaces = qp_hostdev_release_workspaces,
+    .hold_workspace = qp_hostdev_hold_workspace,
 };
 
 const qp_linalg_ops *qp_linalg_hostdev_ops(void) { return &qp_hostdev_ops_table; }

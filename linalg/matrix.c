@@ -118,6 +118,11 @@ void qp_linalg_release_workspaces(const qp_linalg_ops *ops) {
   if (ops && ops->release_workspaces) ops->release_workspaces();
 }
 
+qp_err qp_linalg_hold_workspace(const qp_linalg_ops *ops, const char *term, size_t bytes) {
+  if (ops && ops->hold_workspace) QP_CALL(ops->hold_workspace(term, bytes));
+  return QP_OK;
+}
+
 static qp_err qp_check_block(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows,
                              int64_t cols, int64_t ld) {
   QP_CHECK(li >= 0 && lj >= 0 && rows >= 0 && cols >= 0 && li + rows <= m->local_rows &&

@@ -140,6 +140,11 @@ struct qp_linalg_ops {
   /* Frees the growing workspaces (not QP_OP_INIT's); NULL: nothing to free. qp_problem_free
    * calls it once the run is done with its matrices (after the last stage and the report). */
   void (*release_workspaces)(void);
+  /* Grows the backend's own buffer `term` (a name of `workspaces`) to at least `bytes`, as an
+   * operation that needs them would: a run resumed from a checkpoint holds what the restored
+   * stages had grown (pipeline/checkpoint.h). A term the backend does not grow (QP_OP_INIT's,
+   * held from its start) is left as it is. NULL: the backend holds none. */
+  qp_err (*hold_workspace)(const char *term, size_t bytes);
 };
 
 /** The backend by name: "cpu" (this build may add "cuda", "dist"), or "hostdev" (test-only:
@@ -224,6 +229,8 @@ qp_err qp_linalg_workspaces(const qp_linalg_ops *ops, qp_linalg_op op, int64_t n
                             qp_workspace out[QP_WORKSPACES_MAX], int *count);
 /** Frees the growing workspaces of `ops`'s backend (a no-op where it has none). */
 void qp_linalg_release_workspaces(const qp_linalg_ops *ops);
+/** Grows `ops`'s own buffer `term` to at least `bytes` (a no-op where it has none). */
+qp_err qp_linalg_hold_workspace(const qp_linalg_ops *ops, const char *term, size_t bytes);
 /** 1 when `ops` keeps its matrices in device memory. */
 int qp_linalg_on_device(const qp_linalg_ops *ops);
 /** host[.., ld] <- the local block (li.., lj..) of m (rows x cols), whatever m's space. */

@@ -11,6 +11,7 @@
 #include "h5_attr.h"
 #include "h5_error.h"
 #include "host_window.h"
+#include "memory_model.h"
 #include "terms.h"
 
 /* An attribute written as int64 (h5_attr.h) taken back as the uint64 it holds: read as int64,
@@ -190,10 +191,23 @@ done:
   return err;
 }
 
+/* The backend's own buffers as the stages up to `id` had grown them (the model's backend
+ * terms allocated by then: each grows to its largest so far), so that the stages after a
+ * resume hold and track what an uninterrupted run's do. */
+static qp_err qp_ck_hold_workspaces(const qp_problem *p, qp_stage_id id) {
+  for (int i = 0; i < p->model.n_terms; ++i) {
+    const qp_model_term *t = &p->model.terms[i];
+    if (qp_model_backend_term(t) && t->stage_alloc <= (int)id)
+      QP_CALL(qp_linalg_hold_workspace(p->ops, t->name, t->bytes));
+  }
+  return QP_OK;
+}
+
 qp_err qp_checkpoint_restore(const qp_checkpoint *ck, qp_problem *p, qp_stage_id id) {
   if ((int)id != ck->resume_after) return QP_OK; /* an earlier stage: nothing of its own */
   char path[QP_CK_PATH_MAX];
   qp_ck_path(ck, id, path, sizeof path);
   QP_CALL(qp_ck_restore_file(p, path));
+  QP_CALL(qp_ck_hold_workspaces(p, id));
   return QP_OK;
 }
