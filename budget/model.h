@@ -58,6 +58,9 @@ typedef struct qp_model {
   const char *oversize_formula;
   double oversize_bytes;
   int too_many_terms; /* more than QP_TERMS_MAX were declared (the rest are dropped) */
+  /* The terms a checkpoint after a stage saves (the program's; NULL: every persistent host
+   * term), for the report's predicted_checkpoint_bytes. */
+  int (*checkpoint_saves)(const qp_model_term *term);
 } qp_model;
 
 /** An empty model of `n_stages` stages (at most QP_MODEL_STAGES_MAX) named `names` (static

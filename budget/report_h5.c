@@ -135,7 +135,10 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
   int known = model && qp_report_stage_id(model, r->name, &id);
   size_t carried = known ? qp_model_stage_carried(model, id) : 0;
   size_t peak = known ? qp_model_stage_peak(model, id) : 0;
-  size_t persistent = known ? qp_model_stage_persistent(model, id) : 0;
+  size_t persistent = !known ? 0
+                      : model->checkpoint_saves
+                          ? qp_model_stage_persistent_if(model, id, model->checkpoint_saves)
+                          : qp_model_stage_persistent(model, id);
   size_t overhead = model ? model->overhead_bytes : 0;
 
   const qp_meter_sample *m0 = &r->meter_start, *m1 = &r->meter_end;
@@ -183,8 +186,8 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
       {"n_terms", n},
       {"drift_terms", drift},
       {"resumed", r->resumed},
-      /* A checkpoint after a stage (pipeline/checkpoint.h) holds its persistent bytes; the last
-       * stage writes the results instead. */
+      /* A checkpoint after a stage (pipeline/checkpoint.h) holds the state alive past it, on
+       * the host and on a device; the last stage writes the results instead. */
       {"predicted_checkpoint_bytes",
        known && id != model->n_stages - 1 ? qp_i64(persistent) : 0},
   };

@@ -37,9 +37,7 @@ static int qp_ck_exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
-/* A term the checkpoint saves: a slot's (checkpoint_file.c), or W formed in blocks on the host
- * (saved as the kernel slot). */
-static int qp_ck_saves(const qp_model_term *t) {
+int qp_checkpoint_saves(const qp_model_term *t) {
   if (strcmp(t->name, QP_TERM_KERNEL_HOST) == 0) return 1;
   for (int i = 0; i < QP_CK_SLOTS; ++i)
     if (strcmp(t->name, qp_ck_slots[i].term) == 0) return 1;
@@ -47,7 +45,7 @@ static int qp_ck_saves(const qp_model_term *t) {
 }
 
 size_t qp_checkpoint_stage_bytes(const qp_model *model, int stage) {
-  return qp_model_stage_persistent_if(model, stage, qp_ck_saves);
+  return qp_model_stage_persistent_if(model, stage, qp_checkpoint_saves);
 }
 
 size_t qp_checkpoint_disk_bytes(const qp_model *model) {

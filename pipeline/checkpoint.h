@@ -36,6 +36,8 @@ typedef struct qp_checkpoint {
 #define QP_HASH_BASIS 0xcbf29ce484222325ULL
 uint64_t qp_hash_bytes(uint64_t h, const void *data, size_t n);
 
+/** 1 when a checkpoint saves term t: a slot's (checkpoint_file.c) or W formed in blocks. */
+int qp_checkpoint_saves(const qp_model_term *t);
 /** The bytes a rank's checkpoint after `stage` saves: the model's terms of the checkpoint's
  *  slots alive past it, on the host and on a device (not a backend's own buffers). */
 size_t qp_checkpoint_stage_bytes(const qp_model *model, int stage);

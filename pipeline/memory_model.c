@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "block_cyclic.h"
+#include "checkpoint.h"
 #include "checked_size.h"
 #include "host_window.h"
 #include "terms.h"
@@ -217,6 +218,7 @@ static qp_err qp_model_backend_terms(const qp_model_dims *d, qp_model *m) {
 
 qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
   qp_model_init(m, QP_STAGE_COUNT, qp_stage_names);
+  m->checkpoint_saves = qp_checkpoint_saves;
   QP_CHECK(d->n_positions > 0 && d->n_positions <= d->n_pix, QP_ERR_INPUT,
            "budget model: n_positions (%lld) must be in 1..n_pix (%lld)", (long long)d->n_positions,
            (long long)d->n_pix);
