@@ -14,7 +14,8 @@
  *    written (a warning, the same results); an input that cannot be hashed (8); a run that
  *    left SMW inside covariance_setup, resumed (7);
  *  - the same on backend hostdev (device matrices streamed through host windows), with SMW's
- *    maps in batches and projection's W in blocks under memory.device_limit;
+ *    maps in batches and projection's W in blocks under memory.device_limit; a damaged
+ *    device matrix (8) and a full disk in the middle of one (a warning, the same results);
  *  - with MPI, 2 ranks (1 x 2): stopped after basis_setup and fisher_run and resumed, the
  *    same bytes as an uninterrupted 2-rank run (pixel-direct; SMW on dist and hostdev-dist,
  *    where rank 1 holds none of the mode maps); resumed on 1 rank instead, refused (6).
@@ -448,6 +449,23 @@ int main(int argc, char **argv) {
     umount("ck-full");
   } else {
     printf("  cannot mount a tmpfs on ck-full (%s): the full-disk case skipped\n", strerror(errno));
+  }
+  /* The same on hostdev, the device matrices written a 64 KiB panel at a time: the disk
+   * fills in the middle of a matrix, the panel's staging goes, and the run ends as above. */
+  if (mkdir("ck-fullhd", 0755) == 0 && mount("tmpfs", "ck-fullhd", "tmpfs", 0, "size=1m") == 0) {
+    setenv("QP_TEST_CHECKPOINT_PANEL_BYTES", "65536", 1);
+    const char *args[] = {"run", "hdpd.yaml", "--output", "fullhd.h5", "--checkpoint",
+                          "ck-fullhd", NULL};
+    const char *words[] = {"warning: no checkpoint after covariance_setup (the run goes on)",
+                           "No space left on device", NULL};
+    TEST_ASSERT(run_words("disk_full_hostdev", 1, args, words) == 0,
+                "disk_full_hostdev: the run failed");
+    unsetenv("QP_TEST_CHECKPOINT_PANEL_BYTES");
+    expect_same_bytes("disk_full_hostdev", "hdpd.h5", "fullhd.h5");
+    char left[1024] = "";
+    TEST_ASSERT(qp_test_find_temps("ck-fullhd", left, sizeof left) == 0,
+                "disk_full_hostdev: temporaries left: %s", left);
+    umount("ck-fullhd");
   }
   /* An input that cannot be read to hash it: refused before any stage (8), naming it. */
   {
