@@ -110,7 +110,7 @@ qp_err qp_h5_write_array(hid_t loc, const char *where, const char *name, hid_t t
   QP_H5_GOTO(space = H5Screate_simple(1, dims, NULL), done, "%s: dataspace of '%s'", where, name);
   QP_H5_GOTO(dset = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
              done, "%s: cannot create dataset '%s'", where, name);
-  if (n > 0)
+  if (n > 0 && values)
     QP_H5_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), done,
                "%s: cannot write dataset '%s'", where, name);
 done:

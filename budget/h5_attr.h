@@ -22,8 +22,9 @@ qp_err qp_h5_open_budget(const char *path, hid_t *file, hid_t *budget);
 /** Writes a scalar attribute of HDF5 type `type` from *value (QP_ERR_IO naming `where`). */
 qp_err qp_h5_attr_write(hid_t obj, const char *where, const char *name, hid_t type,
                         const void *value);
-/** Writes a 1-D dataset `name` of n values of `type` (n may be 0) under `loc`. With `out`,
- *  the dataset is left open there (for its attributes; the caller closes it). */
+/** Writes a 1-D dataset `name` of n values of `type` (n may be 0) under `loc`; with values
+ *  NULL it is made and left unwritten (for qp_h5_array_part). With `out`, the dataset is left
+ *  open there (for its attributes or its parts; the caller closes it). */
 qp_err qp_h5_write_array(hid_t loc, const char *where, const char *name, hid_t type, hsize_t n,
                          const void *values, hid_t *out);
 /** Reads dataset `name` of `loc`, which must hold exactly `count` elements, as `type` into

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "comm.h"
+#include "h5_attr.h"
 #include "harmonic_route.h"
 #include "host_window.h"
 #include "terms.h"
@@ -65,7 +66,8 @@ void qp_ck_grid(const qp_problem *p, int64_t g[4]) {
 
 const char *const qp_ck_grid_names[4] = {"n_ranks", "grid_rows", "grid_cols", "block"};
 
-int64_t qp_ck_panel_columns(const qp_matrix *m) {
+/* Local columns of m moved through one host window (qp_ck_stream_matrix). */
+static int64_t qp_ck_panel_columns(const qp_matrix *m) {
   const size_t column = qp_host_window_bytes(m->ops, m->local_rows, 1);
   if (column == 0) return m->local_cols > 0 ? m->local_cols : 1; /* a host matrix */
   /* A test hook (tests/pipeline/test_checkpoint_cli.c): smaller panels, so that a small
@@ -75,4 +77,28 @@ int64_t qp_ck_panel_columns(const qp_matrix *m) {
   const size_t panel = asked > 0 ? (size_t)asked : (size_t)QP_CK_PANEL_BYTES;
   const int64_t cols = (int64_t)(panel / column);
   return cols > 0 ? cols : 1;
+}
+
+qp_err qp_ck_stream_matrix(hid_t dset, const char *where, const char *name, qp_matrix *m,
+                           int to_file, uint64_t *hash) {
+  const int64_t rows = m->local_rows, step = qp_ck_panel_columns(m);
+  QP_CHECK(m->ld == rows || rows == 0, QP_ERR_INTERNAL,
+           "checkpoint: matrix '%s' has ld %lld for %lld local rows", name, (long long)m->ld,
+           (long long)rows);
+  *hash = QP_HASH_BASIS;
+  for (int64_t c0 = 0; rows > 0 && c0 < m->local_cols; c0 += step) {
+    const int64_t cols = m->local_cols - c0 < step ? m->local_cols - c0 : step;
+    const size_t n = (size_t)(rows * cols);
+    qp_host_window w;
+    QP_CALL(qp_host_window_open(m, c0, cols, to_file ? QP_ACCESS_READ : QP_ACCESS_WRITE, &w));
+    qp_err err = qp_h5_array_part(dset, where, name, H5T_NATIVE_DOUBLE, to_file,
+                                  (hsize_t)(c0 * rows), (hsize_t)n, w.data);
+    if (err == QP_OK) {
+      *hash = qp_hash_bytes(*hash, w.data, n * sizeof(double));
+      if (!to_file) err = qp_host_window_close(&w); /* uploads a device matrix's panel */
+    }
+    qp_host_window_discard(&w);
+    QP_CALL(err);
+  }
+  return QP_OK;
 }

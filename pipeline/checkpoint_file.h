@@ -46,12 +46,15 @@ int64_t qp_ck_count(const qp_problem *p, const qp_ck_slot *s);
 hid_t qp_ck_h5_type(qp_ck_type t);
 size_t qp_ck_elem(qp_ck_type t);
 
-/* Local columns of a matrix slot moved through one host window when a checkpoint is written
- * or read: all of a host matrix's (the window is its own buffer: nothing is copied); of a
- * device matrix's, as many as QP_CK_PANEL_BYTES of host staging hold (at least one), so that
- * a device run's checkpoint needs no host copy of its largest matrix. */
+/* Moves this rank's local part of matrix m (ld = its local rows) to (`to_file` 1) or from (0)
+ * the 1-D dataset `dset`, column panel by column panel through host windows: all of a host
+ * matrix at once (the window is its own buffer: nothing is copied); of a device matrix, as
+ * many columns as QP_CK_PANEL_BYTES of host staging hold (at least one), so that a device
+ * run's checkpoint needs no host copy of its largest matrix. *hash: qp_hash_bytes of the
+ * bytes in the dataset's order. */
 enum { QP_CK_PANEL_BYTES = 16 << 20 };
-int64_t qp_ck_panel_columns(const qp_matrix *m);
+qp_err qp_ck_stream_matrix(hid_t dset, const char *where, const char *name, qp_matrix *m,
+                           int to_file, uint64_t *hash);
 
 /* This rank's file of stage `id` in ck->dir. */
 void qp_ck_path(const qp_checkpoint *ck, qp_stage_id id, char *out, size_t size);

@@ -10,7 +10,6 @@
 #include "checkpoint_inputs.h"
 #include "h5_attr.h"
 #include "h5_error.h"
-#include "host_window.h"
 #include "memory_model.h"
 #include "terms.h"
 
@@ -93,8 +92,8 @@ static qp_err qp_ck_damaged(const char *where, const char *name, uint64_t hash, 
 }
 
 /* A matrix slot into a new matrix of its term, in the run's space (W formed in blocks: the
- * host's W_host), column panel by column panel through host windows (qp_ck_panel_columns),
- * hashing the bytes in the order they were written. */
+ * host's W_host), through qp_ck_stream_matrix, its bytes hashed in the order they were
+ * written. */
 static qp_err qp_ck_restore_matrix(hid_t dset, const char *where, qp_problem *p,
                                    const qp_ck_slot *s, uint64_t hash) {
   int64_t rows = 0, cols = 0;
@@ -105,29 +104,15 @@ static qp_err qp_ck_restore_matrix(hid_t dset, const char *where, qp_problem *p,
   QP_CALL(qp_matrix_create(w_host ? qp_linalg_host_ops(p->ops) : p->ops,
                            w_host ? QP_TERM_KERNEL_HOST : s->term, QP_TERM_PERSISTENT, rows, cols,
                            m));
-  const int64_t local_rows = m->local_rows, count = qp_matrix_local_size(m);
+  const int64_t count = qp_matrix_local_size(m);
   const hid_t space = H5Dget_space(dset);
   const hssize_t stored = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
   if (space >= 0) H5Sclose(space);
   QP_CHECK(stored == count, QP_ERR_IO,
            "%s: dataset '%s' has %lld elements where %lld are expected", where, s->name,
            (long long)stored, (long long)count);
-  uint64_t got = QP_HASH_BASIS;
-  const int64_t step = qp_ck_panel_columns(m);
-  for (int64_t c0 = 0; local_rows > 0 && c0 < m->local_cols; c0 += step) {
-    const int64_t n_cols = m->local_cols - c0 < step ? m->local_cols - c0 : step;
-    qp_host_window w;
-    QP_CALL(qp_host_window_open(m, c0, n_cols, QP_ACCESS_WRITE, &w));
-    const size_t n = (size_t)(local_rows * n_cols);
-    qp_err err = qp_h5_array_part(dset, where, s->name, H5T_NATIVE_DOUBLE, 0,
-                                  (hsize_t)(c0 * local_rows), (hsize_t)n, w.data);
-    if (err == QP_OK) {
-      got = qp_hash_bytes(got, w.data, n * sizeof(double));
-      err = qp_host_window_close(&w);
-    }
-    qp_host_window_discard(&w);
-    QP_CALL(err);
-  }
+  uint64_t got = 0;
+  QP_CALL(qp_ck_stream_matrix(dset, where, s->name, m, 0, &got));
   if (got != hash) QP_CALL(qp_ck_damaged(where, s->name, hash, got));
   return QP_OK;
 }

@@ -12,7 +12,6 @@
 #include "comm.h"
 #include "h5_attr.h"
 #include "h5_error.h"
-#include "host_window.h"
 
 /* The buffer of a pointer slot, NULL when the slot is empty; *count its elements. */
 static void *qp_ck_buffer(const qp_problem *p, const qp_ck_slot *s, int64_t *count) {
@@ -20,45 +19,24 @@ static void *qp_ck_buffer(const qp_problem *p, const qp_ck_slot *s, int64_t *cou
   return *(void **)qp_ck_field(p, s);
 }
 
-/* A matrix slot that this rank owns (a view is not saved), column panel by column
- * panel through host windows (qp_ck_panel_columns: all of a host matrix, its own buffer; a
- * bounded staging block at a time of a device one), into one 1-D dataset of its local part
- * with the hash of those bytes in order; *bytes gets its size. */
+/* A matrix slot that this rank owns (a view is not saved) into one 1-D dataset of its local
+ * part (qp_ck_stream_matrix), with the hash of those bytes; *bytes gets its size. */
 static qp_err qp_ck_write_matrix(hid_t file, const char *where, const qp_ck_slot *s,
                                  const qp_matrix *m, size_t *bytes) {
-  const int64_t rows = m->local_rows, count = qp_matrix_local_size(m);
-  QP_CHECK(m->ld == rows || rows == 0, QP_ERR_INTERNAL,
-           "checkpoint: matrix '%s' has ld %lld for %lld local rows", s->name, (long long)m->ld,
-           (long long)rows);
-  qp_err err = QP_OK;
-  hid_t space = -1, dset = -1;
-  const hsize_t dims[1] = {(hsize_t)count};
-  QP_H5_GOTO(space = H5Screate_simple(1, dims, NULL), done, "%s: dataspace of '%s'", where,
-             s->name);
-  QP_H5_GOTO(dset = H5Dcreate2(file, s->name, H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, H5P_DEFAULT,
-                               H5P_DEFAULT),
-             done, "%s: cannot create dataset '%s'", where, s->name);
-  uint64_t hash = QP_HASH_BASIS;
-  const int64_t step = qp_ck_panel_columns(m);
-  for (int64_t c0 = 0; rows > 0 && c0 < m->local_cols; c0 += step) {
-    const int64_t cols = m->local_cols - c0 < step ? m->local_cols - c0 : step;
-    qp_host_window w;
-    QP_CALL_GOTO(qp_host_window_read(m, c0, cols, &w), done);
-    const size_t n = (size_t)(rows * cols);
-    err = qp_h5_array_part(dset, where, s->name, H5T_NATIVE_DOUBLE, 1, (hsize_t)(c0 * rows),
-                           (hsize_t)n, w.data);
-    hash = qp_hash_bytes(hash, w.data, n * sizeof(double));
-    qp_host_window_discard(&w);
-    QP_CALL_GOTO(err, done);
-  }
-  QP_CALL_GOTO(qp_h5_attr_write_i64(dset, where, "hash", (int64_t)hash), done);
-  QP_CALL_GOTO(qp_h5_attr_write_i64(dset, where, "rows", m->rows), done);
-  QP_CALL_GOTO(qp_h5_attr_write_i64(dset, where, "cols", m->cols), done);
+  const int64_t count = qp_matrix_local_size(m);
+  hid_t dset = -1;
+  uint64_t hash = 0;
+  QP_CALL(qp_h5_write_array(file, where, s->name, H5T_NATIVE_DOUBLE, (hsize_t)count, NULL,
+                            &dset));
+  /* The window never writes back when it only reads: the cast does not lose the const. */
+  qp_err err = qp_ck_stream_matrix(dset, where, s->name, (qp_matrix *)m, 1, &hash);
+  if (err == QP_OK) err = qp_h5_attr_write_i64(dset, where, "hash", (int64_t)hash);
+  if (err == QP_OK) err = qp_h5_attr_write_i64(dset, where, "rows", m->rows);
+  if (err == QP_OK) err = qp_h5_attr_write_i64(dset, where, "cols", m->cols);
+  H5Dclose(dset);
+  QP_CALL(err);
   *bytes += (size_t)count * sizeof(double);
-done:
-  if (space >= 0) H5Sclose(space);
-  if (dset >= 0) H5Dclose(dset);
-  return err;
+  return QP_OK;
 }
 
 /* The scalars a resumed run checks or takes over. */
