@@ -67,6 +67,27 @@ static qp_model_bytes qp_bytes_sum(qp_model_bytes a, qp_model_bytes b) {
   return a;
 }
 
+/* An n x n matrix's host window of d->host_panel local columns (all of them for 0 or more):
+ * this rank's local rows by that many of its local columns; the whole is one process's. */
+static qp_model_bytes qp_panel_window_bytes(const qp_model_dims *d, int64_t n) {
+  const qp_model_bytes all = qp_matrix_bytes(d, n, n);
+  if (d->host_panel <= 0) return all;
+  const int64_t rows = d->grid_rows > 0 ? qp_bc_local_count(n, d->block, d->grid_row, d->grid_rows)
+                                        : n;
+  const int64_t cols = d->grid_rows > 0 ? qp_bc_local_count(n, d->block, d->grid_col, d->grid_cols)
+                                        : n;
+  qp_model_bytes b = all;
+  size_t elements = 0;
+  qp_size_bytes(n, 1, &elements);
+  qp_size_bytes(d->host_panel < n ? d->host_panel : n, elements, &elements);
+  qp_size_mul(elements, sizeof(double), &b.whole);
+  b.approx = (double)n * (double)(d->host_panel < n ? d->host_panel : n) * (double)sizeof(double);
+  qp_size_bytes(rows, 1, &elements);
+  qp_size_bytes(d->host_panel < cols ? d->host_panel : cols, elements, &elements);
+  qp_size_mul(elements, sizeof(double), &b.here);
+  return b;
+}
+
 /* Host staging of a device run, one block per stage (driver.c reserves it, host_window.h):
  * the most its windows hold open at once; 0 on a host backend. */
 static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE_COUNT]) {
@@ -78,8 +99,10 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   const qp_model_bytes sq = qp_matrix_bytes(d, n, n), modes = qp_matrix_bytes(d, n, nm),
                        kernel = qp_matrix_bytes(d, nm, nm),
                        maps = qp_matrix_bytes(d, n, qp_model_map_batch(d));
-  /* covariance_setup: a dense N read; C (or SMW's N_eff) built: N's variances and S added. */
-  out[QP_STAGE_COVARIANCE_SETUP] = d->noise_dense || !smw || d->switched ? sq : none;
+  /* covariance_setup: a dense N read (whole); C (or SMW's N_eff) built, a panel of columns at
+   * a time: N's variances and S added. */
+  const qp_model_bytes built = qp_panel_window_bytes(d, n);
+  out[QP_STAGE_COVARIANCE_SETUP] = d->noise_dense ? sq : !smw || d->switched ? built : none;
   /* basis_setup: V^T built (SMW: and whitened), a batch of maps whitened, I + K Lambda
    * built; pixel-direct nothing (L^-1's upper triangle is cleared on the device). */
   out[QP_STAGE_BASIS_SETUP] =
@@ -94,7 +117,7 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
                      qp_model_bytes_times((size_t)k + 1,
                                           qp_model_vector_bytes(k + 1, sizeof(double))));
   else
-    out[QP_STAGE_FISHER_RUN] = smw ? kernel : qp_bytes_max(modes, d->switched ? sq : none);
+    out[QP_STAGE_FISHER_RUN] = smw ? kernel : qp_bytes_max(modes, d->switched ? built : none);
   /* spectra_run: pixel-direct, a batch's z read while a chunk of P_b is built, then while
    * P_b z is read; projection, a batch of maps. */
   out[QP_STAGE_SPECTRA_RUN] =
@@ -244,6 +267,10 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
            "budget model: W block %lld outside 1..%lld (n_modes), or on a grid not a multiple "
            "of block x grid columns (%d x %d)",
            (long long)d->w_block, (long long)d->n_modes, d->block, d->grid_cols);
+  QP_CHECK(d->host_panel >= 0 && (d->host_panel == 0 || d->device), QP_ERR_INPUT,
+           "budget model: host panel %lld: 0 (whole) or, on a device backend only, 1 or more "
+           "columns",
+           (long long)d->host_panel);
   QP_CHECK(d->grid_rows <= 0 || (d->block > 0 && d->grid_cols > 0 && d->grid_row >= 0 &&
                                    d->grid_row < d->grid_rows && d->grid_col >= 0 &&
                                    d->grid_col < d->grid_cols),
@@ -506,6 +533,7 @@ void qp_model_print(FILE *out, const qp_model_dims *d, const qp_model *m) {
   if (qp_model_map_batch(d) < d->n_maps)
     fprintf(out, " map_batch=%lld", (long long)qp_model_map_batch(d));
   if (qp_model_w_chunked(d)) fprintf(out, " w_block=%lld", (long long)d->w_block);
+  if (d->host_panel > 0) fprintf(out, " host_panel=%lld", (long long)d->host_panel);
   fprintf(out, "\n\n");
   qp_model_print_stages(out, m);
 }

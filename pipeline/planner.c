@@ -308,10 +308,60 @@ static qp_err qp_plan_w_block(const qp_problem *p, int64_t *w_block) {
   return QP_OK;
 }
 
+/* p->model again at the dimensions of p->model_dims (the overhead kept): the host panel is
+ * planned on the chosen route's model (qp_plan_host_panel). */
+static qp_err qp_plan_predict_again(qp_problem *p) {
+  const size_t overhead = p->model.overhead_bytes;
+  size_t parts[3];
+  memcpy(parts, p->model.overhead_parts, sizeof parts);
+  QP_CALL(qp_model_predict(&p->model_dims, &p->model));
+  p->model.overhead_bytes = overhead;
+  memcpy(p->model.overhead_parts, parts, sizeof parts);
+  return QP_OK;
+}
+
 qp_err qp_plan_remodel(qp_problem *p) {
   const qp_model_dims d = p->model_dims;
   QP_CALL(qp_plan_model(p, d.path, d.fisher_chunk, d.spectra_chunk, d.map_batch, d.w_block,
                         &p->model, &p->model_dims));
+  if (d.host_panel > 0) {
+    p->model_dims.host_panel = d.host_panel;
+    QP_CALL(qp_plan_predict_again(p));
+  }
+  return QP_OK;
+}
+
+/* Whether the chosen route's plan with C (and N_eff) built on the host in panels of `panel`
+ * local columns keeps the host peak inside the limit the run plans to. */
+static qp_err qp_plan_host_panel_fits(const qp_problem *p, const void *how, int64_t panel,
+                                      int *fits) {
+  (void)how;
+  qp_model_dims d = p->model_dims;
+  d.host_panel = panel;
+  qp_model model;
+  QP_CALL(qp_model_predict(&d, &model));
+  *fits = (double)(qp_model_peak(&model) + p->model.overhead_bytes) <= p->host_limit;
+  return QP_OK;
+}
+
+/* The host panel of a device run (docs/memory-model.md, "C in panels"): 0 (all columns at
+ * once, the rule) on a host backend, without a host limit, and whenever the plan fits it
+ * whole; else the widest panel of local columns that fits, or failing that a panel of one
+ * column (the limit check then refuses the run, naming the stage and term that stay above
+ * it). On a grid, the narrowest any rank chose. Planned on the chosen route, after its other
+ * pieces. */
+static qp_err qp_plan_host_panel(qp_problem *p) {
+  int64_t panel = 0;
+  const int64_t n = p->n_pix;
+  if (qp_config_device_backend(p->cfg) && p->host_limit > 0 &&
+      (double)(qp_model_peak(&p->model) + p->model.overhead_bytes) > p->host_limit) {
+    QP_CALL(qp_plan_largest_fitting(p, qp_plan_host_panel_fits, NULL, n - 1, &panel));
+    if (panel == 0) panel = 1;
+  }
+  int64_t mine = panel > 0 ? panel : n; /* whole: n, so that another rank's panel is smaller */
+  QP_CALL(qp_plan_smallest_over_ranks(&mine));
+  p->model_dims.host_panel = mine < n ? mine : 0;
+  if (p->model_dims.host_panel > 0) QP_CALL(qp_plan_predict_again(p));
   return QP_OK;
 }
 
@@ -457,6 +507,15 @@ qp_err qp_plan_route(qp_problem *p) {
     qp_plan_reason_append(p, "; maps in batches of %lld of %lld on the device for %s",
                           (long long)batch[chosen], (long long)p->n_maps,
                           qp_plan_limits_text(p));
+  QP_CALL(qp_plan_host_panel(p));
+  if (p->model_dims.host_panel > 0 && !qp_plan_grid(p))
+    qp_plan_reason_append(p, "; C built on the host in panels of %lld of %lld columns for %s",
+                          (long long)p->model_dims.host_panel, (long long)p->n_pix,
+                          qp_plan_limits_text(p));
+  else if (p->model_dims.host_panel > 0)
+    qp_plan_reason_append(p, "; C built on the host in panels of %lld of each rank's local "
+                             "columns for %s",
+                          (long long)p->model_dims.host_panel, qp_plan_limits_text(p));
   return QP_OK;
 }
 

@@ -119,6 +119,12 @@ static inline int64_t qp_w_block(const qp_problem *p) {
 static inline int qp_w_blocks_whole_columns(const qp_problem *p) {
   return p->model_dims.grid_rows > 0;
 }
+/** Local columns of an n_pix x n_pix matrix that its host window holds at once where it is
+ *  built on the host (C, N_eff: pixel_matrices.h): the plan's host_panel under
+ *  memory.host_limit on a device backend (memory_model.h), else all of them (INT64_MAX). */
+static inline int64_t qp_host_panel(const qp_problem *p) {
+  return p->model_dims.host_panel > 0 ? p->model_dims.host_panel : INT64_MAX;
+}
 /** The maps of the batch that starts at map `first`: at most qp_map_batch, fewer in the last. */
 static inline int64_t qp_map_batch_count(const qp_problem *p, int64_t first) {
   const int64_t batch = qp_map_batch(p);

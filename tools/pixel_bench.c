@@ -1,9 +1,12 @@
 /* pixel_bench.c: times qp_pixel_matrices_build, the Legendre/Wigner pair sums behind S and the
  * bin matrices P_p (covariance_setup, fisher_run and spectra_run of the pixel route).
- *   qp-pixel-bench NSIDE FIELDS(T|QU|TQU) N_BINS [REPEATS]
+ *   qp-pixel-bench NSIDE FIELDS(T|QU|TQU) N_BINS [REPEATS [PANEL]]
  * The sky outside |b| < 20 deg (Galactic pixels, as `qmlpipe simulate --galactic-cut 20` masks
  * it), lmax = 3 nside - 1, bins of equal width: prints seconds (best of REPEATS) for S alone
- * and for S with N_BINS bin matrices of TT (or EE), and the time per pair of positions. */
+ * and for S with N_BINS bin matrices of TT (or EE), and the time per pair of positions. With
+ * PANEL, also S built a panel of PANEL columns at a time into one n_pix x PANEL buffer (as a
+ * device run under memory.host_limit builds C: pixel_matrices.h), its time against the whole
+ * build's, and whether every panel equals the whole build's columns to the bit. */
 #define _GNU_SOURCE /* M_PI */
 #include <chealpix.h>
 #include <math.h>
@@ -86,6 +89,41 @@ int main(int argc, char **argv) {
     double t2 = omp_get_wtime();
     best_s = fmin(best_s, t1 - t0);
     best_all = fmin(best_all, t2 - t1);
+  }
+  const int64_t panel = argc > 5 ? atoll(argv[5]) : 0;
+  if (panel > 0 && panel < n) {
+    /* The whole build once more into zeros (the builds above added S to cov), then the panels:
+     * each into the zeroed panel buffer, checked against the whole build's columns. */
+    double *whole = calloc((size_t)(n * n), sizeof(double)), *part = malloc((size_t)(n * panel) * sizeof(double));
+    if (!whole || !part) return 3;
+    if (qp_pixel_matrices_build(&p, whole, 0, 0, NULL, 0) != QP_OK) return 1;
+    double t0, best_panels = 1e300;
+    int64_t differ = 0;
+    for (int r = 0; r < repeats; ++r) {
+      double t_panels = 0.0;
+      for (int64_t c0 = 0; c0 < n; c0 += panel) {
+        const int64_t cols = n - c0 < panel ? n - c0 : panel;
+        memset(part, 0, (size_t)(n * cols) * sizeof(double));
+        const qp_pixel_columns pc = {c0, cols, n};
+        t0 = omp_get_wtime();
+        if (qp_pixel_matrices_build_columns(&p, part, cfg.ell_min, lmax, 0, 0, NULL, 0, &pc) !=
+            QP_OK)
+          return 1;
+        t_panels += omp_get_wtime() - t0;
+        if (r == 0)
+          for (int64_t k = 0; k < n * cols; ++k)
+            differ += memcmp(&part[k], &whole[c0 * n + k], sizeof(double)) != 0;
+      }
+      best_panels = fmin(best_panels, t_panels);
+    }
+    printf("S in panels of %lld of %lld columns: %.3f s (best of %d), %.2f x the whole build "
+           "(S above, into pages already touched); entries differing from the whole build's: "
+           "%lld\n",
+           (long long)panel, (long long)n, best_panels, repeats, best_panels / best_s,
+           (long long)differ);
+    free(whole);
+    free(part);
+    if (differ) return 1;
   }
   const double pairs = 0.5 * (double)p.n_observed * (double)(p.n_observed + 1);
   printf("nside %lld %s n_pix %lld lmax %d threads %d: S %.3f s (%.1f ns per pair), S + %d bin "

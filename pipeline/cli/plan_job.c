@@ -124,11 +124,12 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
   qp_json_string(out, p->path_reason);
   fprintf(out,
           ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld, \"maps\": %lld, "
-          "\"w_block\": %lld},\n"
+          "\"w_block\": %lld, \"host_panel\": %lld},\n"
           "  \"flops\": %.6e,\n",
           (long long)p->model_dims.fisher_chunk, (long long)p->model_dims.spectra_chunk,
           (long long)qp_model_map_batch(&p->model_dims),
           (long long)qp_w_block(p),
+          (long long)(p->model_dims.host_panel > 0 ? p->model_dims.host_panel : p->n_pix),
           p->plan_flops);
   if (job->ranks > 0)
     fprintf(out,

@@ -173,12 +173,25 @@ static qp_pair_entries qp_pair_list(const qp_problem *p, int64_t i, int64_t j) {
   return e;
 }
 
-/* 1 when this rank holds an entry of the pair or its mirror image. */
-static int qp_pair_here(const qp_matrix *layout, const qp_pair_entries *e) {
+/* Where global entry (gi, gj) sits in the target buffers: 1 and *at (li + (lj - col0) ld) when
+ * this rank holds it in the local columns [col0, col0 + cols) that the buffers hold. */
+static inline int qp_panel_offset(const qp_matrix *layout, const qp_pixel_columns *pc,
+                                  int64_t gi, int64_t gj, int64_t *at) {
+  const int64_t lj = qp_matrix_local_col(layout, gj);
+  if (lj < pc->col0 || lj >= pc->col0 + pc->cols) return 0; /* -1: another rank's */
+  const int64_t li = qp_matrix_local_row(layout, gi);
+  if (li < 0) return 0;
+  *at = li + (lj - pc->col0) * pc->ld;
+  return 1;
+}
+
+/* 1 when the target buffers hold an entry of the pair or its mirror image. */
+static int qp_pair_here(const qp_matrix *layout, const qp_pixel_columns *pc,
+                        const qp_pair_entries *e) {
   int64_t at;
   for (int k = 0; k < e->count; ++k)
-    if (qp_matrix_local_offset(layout, e->row[k], e->col[k], &at) ||
-        qp_matrix_local_offset(layout, e->col[k], e->row[k], &at))
+    if (qp_panel_offset(layout, pc, e->row[k], e->col[k], &at) ||
+        qp_panel_offset(layout, pc, e->col[k], e->row[k], &at))
       return 1;
   return 0;
 }
@@ -206,9 +219,9 @@ typedef struct qp_batch_work {
 } qp_batch_work;
 
 /* Every target's entries of the batch's pairs that this rank holds, and their mirrors. */
-static void qp_batch_run(const qp_problem *p, const qp_matrix *layout, const qp_target *targets,
-                         int n_targets, const qp_wigner_table *table, int lmax, qp_batch *batch,
-                         qp_batch_work *work) {
+static void qp_batch_run(const qp_problem *p, const qp_matrix *layout, const qp_pixel_columns *pc,
+                         const qp_target *targets, int n_targets, const qp_wigner_table *table,
+                         int lmax, qp_batch *batch, qp_batch_work *work) {
   if (batch->n == 0) return;
   for (int k = batch->n; k < QP_WIGNER_LANES; ++k) batch->z[k] = 0.0; /* unused lanes */
   qp_wigner_batch(table, lmax, batch->kind, batch->z, work->d);
@@ -218,10 +231,9 @@ static void qp_batch_run(const qp_problem *p, const qp_matrix *layout, const qp_
     for (int x = 0; x < e.count; ++x) {
       int64_t at;
       work->value[k][x] = e.value[x];
-      work->at[k][x] = qp_matrix_local_offset(layout, e.row[x], e.col[x], &at) ? at : -1;
+      work->at[k][x] = qp_panel_offset(layout, pc, e.row[x], e.col[x], &at) ? at : -1;
       work->mirror[k][x] =
-          e.row[x] != e.col[x] && qp_matrix_local_offset(layout, e.col[x], e.row[x], &at) ? at
-                                                                                           : -1;
+          e.row[x] != e.col[x] && qp_panel_offset(layout, pc, e.col[x], e.row[x], &at) ? at : -1;
     }
   }
   for (int t = 0; t < n_targets; ++t) {
@@ -247,23 +259,25 @@ enum { QP_TILE = 64 };
 
 /* Tile (ti, tj), ti >= tj: the pairs (i, j), i >= j, with i in row tile ti and j in column
  * tile tj that have an entry here, in batches of one kind. */
-static void qp_tile(const qp_problem *p, const qp_matrix *layout, const qp_target *targets,
-                    int n_targets, const qp_wigner_table *table, int lmax, int64_t ti, int64_t tj,
+static void qp_tile(const qp_problem *p, const qp_matrix *layout, const qp_pixel_columns *pc,
+                    const unsigned char *in_panel, const qp_target *targets, int n_targets,
+                    const qp_wigner_table *table, int lmax, int64_t ti, int64_t tj,
                     qp_batch_work *work) {
   const int64_t nt = p->n_obs_t, n_pos = p->n_observed;
   const int64_t j_end = (tj + 1) * QP_TILE < n_pos ? (tj + 1) * QP_TILE : n_pos;
   const int64_t i_end = (ti + 1) * QP_TILE < n_pos ? (ti + 1) * QP_TILE : n_pos;
-  const int whole = qp_matrix_held_whole(layout);
+  const int whole = qp_matrix_held_whole(layout) && pc->cols == layout->local_cols;
   for (int64_t j = tj * QP_TILE; j < j_end; ++j) {
     qp_batch batch = {0};
     for (int64_t i = ti * QP_TILE > j ? ti * QP_TILE : j; i < i_end; ++i) {
-      if (!whole) { /* distributed: only the pairs with an entry on this rank */
+      if (!whole) { /* distributed or a panel: only the pairs with an entry in the buffers */
+        if (!in_panel[i] && !in_panel[j]) continue;
         const qp_pair_entries e = qp_pair_list(p, i, j);
-        if (!qp_pair_here(layout, &e)) continue;
+        if (!qp_pair_here(layout, pc, &e)) continue;
       }
       const qp_wigner_kind kind = i < nt ? QP_WIGNER_TT : (j < nt ? QP_WIGNER_TP : QP_WIGNER_PP);
       if (batch.n == QP_WIGNER_LANES || (batch.n > 0 && kind != batch.kind))
-        qp_batch_run(p, layout, targets, n_targets, table, lmax, &batch, work);
+        qp_batch_run(p, layout, pc, targets, n_targets, table, lmax, &batch, work);
       batch.kind = kind;
       batch.i[batch.n] = i;
       batch.j[batch.n] = j;
@@ -271,25 +285,47 @@ static void qp_tile(const qp_problem *p, const qp_matrix *layout, const qp_targe
       batch.z[batch.n] = batch.g[batch.n].z;
       ++batch.n;
     }
-    qp_batch_run(p, layout, targets, n_targets, table, lmax, &batch, work);
+    qp_batch_run(p, layout, pc, targets, n_targets, table, lmax, &batch, work);
   }
+}
+
+/* Per position, 1 when one of its columns (its own; U's, n_obs_p further, for a polarised
+ * one) is a local column in [col0, col0 + cols): a pair is built only when one of its two
+ * positions is, since its entries and their mirror images lie in those positions' columns. */
+static unsigned char *qp_panel_positions(const qp_problem *p, const qp_matrix *layout,
+                                         const qp_pixel_columns *pc) {
+  const int64_t n_pos = p->n_observed, nt = p->n_obs_t, np = p->n_obs_p;
+  unsigned char *in = calloc((size_t)n_pos + 1, 1);
+  if (!in) return NULL;
+  for (int64_t lj = pc->col0; lj < pc->col0 + pc->cols; ++lj) {
+    const int64_t g = qp_matrix_global_col(layout, lj);
+    in[g < nt + np ? g : g - np] = 1;
+  }
+  return in;
+}
+
+/* 1 when position range [lo, hi) has a position in the panel (prefix counts). */
+static inline int qp_panel_any(const int64_t *count, int64_t lo, int64_t hi) {
+  return count[hi] > count[lo];
 }
 
 qp_err qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
                                double *slots, size_t slot_stride) {
-  return qp_pixel_matrices_build_range(p, cov, p->cfg->ell_min, p->cfg->lmax_signal, first_param, n_slots,
-                                slots, slot_stride);
+  return qp_pixel_matrices_build_columns(p, cov, p->cfg->ell_min, p->cfg->lmax_signal,
+                                         first_param, n_slots, slots, slot_stride, NULL);
 }
 
-qp_err qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
-                                     int first_param, int n_slots, double *slots,
-                                     size_t slot_stride) {
+qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
+                                       int first_param, int n_slots, double *slots,
+                                       size_t slot_stride, const qp_pixel_columns *columns) {
   const qp_config *cfg = p->cfg;
   const int n_targets = (cov ? 1 : 0) + n_slots;
   const int lmax_all = cfg->lmax_signal;
   qp_err err = QP_OK;
   qp_wigner_table table = {0};
   int scratch_missing = 0;
+  unsigned char *in_panel = NULL;
+  int64_t *in_before = NULL;
   qp_target *targets = calloc((size_t)n_targets + 1, sizeof *targets);
   /* One weight array per spectrum, shared by the targets: covariance weights are w_l C_l,
    * a parameter's are w_l on its own spectrum. */
@@ -327,8 +363,24 @@ qp_err qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_l
    * its entries, and written to both triangles. */
   qp_matrix layout;
   (void)qp_matrix_view(p->ops, "pixel matrix", NULL, p->n_pix, p->n_pix, p->n_pix, &layout);
-  QP_CALL_GOTO(qp_wigner_table_init(&table, lmax), done);
+  const qp_pixel_columns all = {0, layout.local_cols, layout.ld};
+  const qp_pixel_columns *pc = columns ? columns : &all;
+  QP_CHECK_GOTO(pc->col0 >= 0 && pc->cols >= 0 && pc->col0 + pc->cols <= layout.local_cols &&
+                    pc->ld >= layout.local_rows,
+                QP_ERR_INTERNAL, done,
+                "pixel matrices: local columns %lld..%lld (ld %lld) of a matrix of %lld x %lld "
+                "local entries",
+                (long long)pc->col0, (long long)(pc->col0 + pc->cols), (long long)pc->ld,
+                (long long)layout.local_rows, (long long)layout.local_cols);
   const int64_t n_pos = p->n_observed;
+  /* The positions with a column in the buffers, and their prefix counts for the tiles. */
+  in_panel = qp_panel_positions(p, &layout, pc);
+  in_before = malloc(((size_t)n_pos + 1) * sizeof *in_before);
+  QP_CHECK_GOTO(in_panel && in_before, QP_ERR_NOMEM, done,
+                "out of memory for the panel's %lld positions", (long long)n_pos);
+  in_before[0] = 0;
+  for (int64_t i = 0; i < n_pos; ++i) in_before[i + 1] = in_before[i] + in_panel[i];
+  QP_CALL_GOTO(qp_wigner_table_init(&table, lmax), done);
 #pragma omp parallel
   {
     qp_batch_work work;
@@ -346,8 +398,12 @@ qp_err qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_l
       int64_t ti = (int64_t)((sqrt(8.0 * (double)t + 1.0) - 1.0) / 2.0);
       while (ti * (ti + 1) / 2 > t) --ti; /* sqrt's rounding, either way */
       while ((ti + 1) * (ti + 2) / 2 <= t) ++ti;
-      if (scratch)
-        qp_tile(p, &layout, targets, n_targets, &table, lmax, ti, t - ti * (ti + 1) / 2, &work);
+      const int64_t tj = t - ti * (ti + 1) / 2;
+      const int64_t i_end = (ti + 1) * QP_TILE < n_pos ? (ti + 1) * QP_TILE : n_pos;
+      const int64_t j_end = (tj + 1) * QP_TILE < n_pos ? (tj + 1) * QP_TILE : n_pos;
+      if (scratch && (qp_panel_any(in_before, ti * QP_TILE, i_end) ||
+                      qp_panel_any(in_before, tj * QP_TILE, j_end)))
+        qp_tile(p, &layout, pc, in_panel, targets, n_targets, &table, lmax, ti, tj, &work);
     }
     free(scratch);
   }
@@ -355,6 +411,8 @@ qp_err qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_l
                 "out of memory for a thread's Wigner scratch (l <= %d)", lmax);
 done:
   qp_wigner_table_free(&table);
+  free(in_before);
+  free(in_panel);
   free(weights);
   free(targets);
   return err;
@@ -376,15 +434,25 @@ qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int
   if (p->noise.data && m->data != p->noise.data)
     QP_CALL(qp_linalg_copy_sub(n, n, &p->noise, 0, 0, m, 0, 0));
   if (!p->noise_variance && lo > hi) return QP_OK;
-  qp_host_window w;
-  QP_CALL(qp_host_window_open(m, 0, m->local_cols, QP_ACCESS_READ_WRITE, &w));
-  qp_pixel_add_noise_variance(p, &w);
-  qp_err err = QP_OK;
-  if (lo <= hi)
-    QP_CALL_GOTO(qp_pixel_matrices_build_range(p, w.data, lo, hi, 0, 0, NULL, 0), fail);
-  QP_CALL(qp_host_window_close(&w));
+  /* A panel of local columns at a time (the plan's, under memory.host_limit on a device
+   * backend; all of them otherwise): each panel's pairs are summed again, those of its
+   * positions with every other. */
+  const int64_t panel = qp_host_panel(p) < m->local_cols ? qp_host_panel(p) : m->local_cols;
+  int64_t col0 = 0;
+  do {
+    const int64_t cols = m->local_cols - col0 < panel ? m->local_cols - col0 : panel;
+    qp_host_window w;
+    QP_CALL(qp_host_window_open(m, col0, cols, QP_ACCESS_READ_WRITE, &w));
+    qp_pixel_add_noise_variance(p, &w);
+    const qp_pixel_columns pc = {col0, cols, w.ld};
+    qp_err err = lo <= hi ? qp_pixel_matrices_build_columns(p, w.data, lo, hi, 0, 0, NULL, 0, &pc)
+                          : QP_OK;
+    if (err != QP_OK) {
+      qp_host_window_discard(&w);
+      return err;
+    }
+    QP_CALL(qp_host_window_close(&w));
+    col0 += cols;
+  } while (col0 < m->local_cols);
   return QP_OK;
-fail:
-  qp_host_window_discard(&w);
-  return err;
 }

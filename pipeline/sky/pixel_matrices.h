@@ -27,18 +27,30 @@
 qp_err qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
                                double *slots, size_t slot_stride);
 
-/** The same with S (added to cov) summed over cov_lo <= l <= cov_hi only (inside [ell_min, lmax_signal]):
- *  S_fixed of the switch is the range (lmax, lmax_signal]. */
-qp_err qp_pixel_matrices_build_range(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
-                                     int first_param, int n_slots, double *slots,
-                                     size_t slot_stride);
+/** Local columns [col0, col0 + cols) of the run's n_pix x n_pix layout (all of them on one
+ *  process), held at leading dimension ld: a panel of a host window (host_window.h). */
+typedef struct qp_pixel_columns {
+  int64_t col0, cols, ld;
+} qp_pixel_columns;
+
+/** The same with S (added to cov) summed over cov_lo <= l <= cov_hi only (inside
+ *  [ell_min, lmax_signal]: S_fixed of the switch is the range (lmax, lmax_signal]), and the
+ *  buffers holding only the local columns of `columns` (NULL: all, at the layout's ld). Every
+ *  entry of those columns is the same to the bit as a whole build's: a pair is summed by the
+ *  same code wherever it lands, so a panel sums again the pairs of its positions with every
+ *  other (about twice a whole build's pair sums over a matrix's panels, on T; more on QU,
+ *  whose position has two columns). QP_ERR_INTERNAL for columns out of the local range. */
+qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
+                                       int first_param, int n_slots, double *slots,
+                                       size_t slot_stride, const qp_pixel_columns *columns);
 
 /** w's diagonal entries += N's variances (a diagonal N; nothing for a dense one). */
 void qp_pixel_add_noise_variance(const qp_problem *p, qp_host_window *w);
 
 /** m (zeros, or N itself) <- N + S summed over lo <= l <= hi (no S when lo > hi), m in the
  *  run's layout and space: a dense N copied in by the backend, then the variances and S added
- *  through one host window. */
+ *  through host windows of qp_host_panel(p) local columns each (one window of all of them
+ *  unless the plan made panels: problem.h). */
 qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int hi);
 
 #endif

@@ -159,7 +159,7 @@ int main(int argc, char **argv) {
                   output_has("W in blocks of 37820 of 39996 columns on the device "
                              "(memory.device_limit)"),
               "plan does not print the W block");
-  TEST_ASSERT(run("plan plan_w.yaml --json") == 0 && output_has("\"w_block\": 37820}"),
+  TEST_ASSERT(run("plan plan_w.yaml --json") == 0 && output_has("\"w_block\": 37820,"),
               "plan --json does not record the W block");
   TEST_ASSERT(run("budget plan_w.yaml") == 0 && output_has("w_block=37820"),
               "budget does not print the W block");
@@ -167,5 +167,23 @@ int main(int argc, char **argv) {
   TEST_ASSERT(run("plan plan_w.yaml") == qp_err_exit_status(QP_ERR_BUDGET) &&
                   output_has("stage fisher_run") && output_has("W in blocks of 1 of 39996"),
               "a device_limit below a block of one column is not refused naming it");
+
+  /* memory.host_limit on a device backend: C (n_pix^2, 763 MiB here) built on the host in
+   * panels of columns, where V and its staging (n_pix x n_modes) fit beside a panel; plan,
+   * its JSON and budget say so. */
+  const char *const panel_dims =
+      "fields: T\nspectra: [TT]\nnoise: {variance: 1.0}\nlmax: 49\npath: harmonic\n"
+      "harmonic_method: projected\nbackend: hostdev\ndimensions: {n_pix: 10000, n_modes: "
+      "2496, lmax_signal: 49, lmax: 49, n_bins: 48, n_maps: 2}\n"
+      "memory: {host_limit: %s}\n";
+  write_with_limit("plan_panels.yaml", panel_dims, "500MiB");
+  TEST_ASSERT(run("plan plan_panels.yaml") == 0 &&
+                  output_has("C built on the host in panels of") && output_has("fits"),
+              "plan does not print C's panels");
+  TEST_ASSERT(run("plan plan_panels.yaml --json") == 0 && output_has("\"host_panel\": ") &&
+                  !output_has("\"host_panel\": 10000}"),
+              "plan --json does not record C's panels");
+  TEST_ASSERT(run("budget plan_panels.yaml") == 0 && output_has("host_panel="),
+              "budget does not print C's panels");
   return TEST_RETURN();
 }

@@ -1,0 +1,137 @@
+/* test_hostdev_host_panels: C (and fisher_run's N_eff) built on the host a panel of columns at
+ * a time under memory.host_limit on a device backend (pixel_matrices.h, planner.c,
+ * docs/memory-model.md "C in panels"), on the hostdev device emulation (linalg/hostdev.h).
+ * Projection problems with fewer modes than pixels, where C's host staging (n_pix^2) is the
+ * run's host peak:
+ *  - T, and TQU with the switch (lmax < lmax_signal: N_eff = N + S_fixed built again in
+ *    fisher_run, in panels too): a host_limit equal to the host peak the model predicts at a
+ *    chosen panel makes the planner pick the widest panel that fits it (that one, or wider
+ *    where another stage's host peak is above what it leaves), a last panel narrower than the
+ *    others; F, b, y and C_hat equal those of the same run with C whole to the bit (every
+ *    entry of C is the same sum wherever its panel starts), and the cpu run's to 1e-12; both
+ *    spaces' tracked peaks and terms equal the model's exactly (budget_check.h), and the
+ *    route's reason names the panel;
+ *  - a limit below what a panel of one column leaves is refused before anything is
+ *    allocated, naming memory.host_limit.
+ * Under mpiexec (tests/mpi/CMakeLists.txt: 2 and 4 ranks, grid block 8) the same on backend
+ * hostdev-dist against dist: each rank builds its own local columns in panels (no collective
+ * inside), the narrowest panel any rank needs is every rank's. */
+#include <string.h>
+
+#include "budget_check.h"
+#include "comm.h"
+#include "driver.h"
+#include "fixture.h"
+#include "results_compare.h"
+#include "test_util.h"
+
+static void set_projection(qp_config *cfg, const char *backend, double host_limit) {
+  cfg->path = QP_PATH_HARMONIC;
+  cfg->harmonic_method = 2;
+  cfg->host_limit = host_limit;
+  cfg->device_limit = 0;
+  snprintf(cfg->backend, sizeof cfg->backend, "%s", backend);
+}
+
+/* The largest rank's host peak plus overhead of the hostdev plan of cfg with C in panels of
+ * `panel` local columns (0: whole): the limit that plan fits to the byte. */
+static double host_need_at(qp_config *cfg, int64_t panel) {
+  qp_problem p;
+  qp_meter_sample baseline;
+  set_projection(cfg, "hostdev", 0);
+  TEST_OK(qp_fixture_run(cfg, &p, &baseline));
+  qp_model_dims dims = p.model_dims;
+  const size_t overhead = p.model.overhead_bytes;
+  qp_problem_free(&p);
+  dims.host_panel = panel;
+  qp_model model;
+  TEST_OK(qp_model_predict(&dims, &model));
+  double need = (double)(qp_model_peak(&model) + overhead);
+  TEST_OK(qp_comm_max(&need, 1));
+  return need;
+}
+
+static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
+  qp_meter_sample baseline;
+  qp_problem p;
+  set_projection(cfg, "cpu", 0);
+  TEST_OK(qp_fixture_run(cfg, &p, &baseline));
+  results cpu;
+  results_keep(&p, &cpu);
+  qp_problem_free(&p);
+  /* C whole on the device backend: the bits the panels must give. */
+  set_projection(cfg, "hostdev", 0);
+  TEST_OK(qp_fixture_run(cfg, &p, &baseline));
+  results whole;
+  results_keep(&p, &whole);
+  TEST_ASSERT(p.model_dims.host_panel == 0, "%s: panels without a limit", what);
+  qp_problem_free(&p);
+
+  const double need_whole = host_need_at(cfg, 0), need = host_need_at(cfg, panel);
+  TEST_ASSERT(need < need_whole, "%s: panels of %lld do not lower the host peak", what,
+              (long long)panel);
+  set_projection(cfg, "hostdev", need);
+  TEST_OK(qp_fixture_run(cfg, &p, &baseline));
+  if (qp_comm_rank() == 0)
+    printf("%s on %d rank(s), backend %s: n_pix %lld, n_modes %lld, host_limit %.0f B (C "
+           "whole: %.0f B): host_panel %lld, host peak %zu B\n  route: %s\n",
+           what, qp_comm_size(), p.ops->name, (long long)p.n_pix, (long long)p.n_modes, need,
+           need_whole, (long long)p.model_dims.host_panel, qp_model_peak(&p.model),
+           p.path_reason);
+  const int64_t planned = p.model_dims.host_panel;
+  TEST_ASSERT(strstr(p.path_reason, "C built on the host in panels of") != NULL,
+              "%s: the route's reason does not name the panels: %s", what, p.path_reason);
+  /* Several panels on every rank, the last narrower. */
+  const int64_t local_cols = p.cov.local_cols;
+  TEST_ASSERT(local_cols > planned && local_cols % planned != 0,
+              "%s: %lld local columns in panels of %lld: want several, the last narrower", what,
+              (long long)local_cols, (long long)planned);
+  const size_t np = (size_t)p.n_params, n_maps = (size_t)p.n_maps;
+  TEST_ASSERT(memcmp(whole.fisher, p.fisher, np * np * sizeof(double)) == 0 &&
+                  memcmp(whole.noise_bias, p.noise_bias, np * sizeof(double)) == 0 &&
+                  memcmp(whole.yb, p.yb, np * n_maps * sizeof(double)) == 0 &&
+                  memcmp(whole.cl, p.cl, np * n_maps * sizeof(double)) == 0,
+              "%s: C in panels: not the bits of C whole", what);
+  results_free(&whole);
+  compare_exact_and_free(&cpu, &p, what);
+  /* The widest panel that fits: `panel` or wider (another stage's host peak may stay above
+   * what the narrower panels leave), one column more does not fit. */
+  TEST_ASSERT(planned >= panel && host_need_at(cfg, planned) <= need &&
+                  host_need_at(cfg, planned + 1) > need,
+              "%s: planned panels of %lld, not the widest that fits from %lld", what,
+              (long long)planned, (long long)panel);
+
+  /* Below a panel of one column: refused before anything is allocated. */
+  set_projection(cfg, "hostdev", host_need_at(cfg, 1) - 8);
+  const qp_err err = qp_fixture_run(cfg, &p, &baseline);
+  TEST_ASSERT(err == QP_ERR_BUDGET && strstr(qp_error_message(), "memory.host_limit"),
+              "%s below a panel of one column: got %s: %s", what, qp_err_name(err),
+              qp_error_message());
+  if (qp_comm_rank() == 0) printf("  refused: %s\n", qp_error_message());
+  qp_error_clear();
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: device bytes left after the refusal",
+              what);
+}
+
+int main(int argc, char **argv) {
+  qp_config cfg;
+  TEST_OK(qp_comm_init(&argc, &argv));
+  /* T: nside 8 with a cut, l 2..11: 140 modes against a few hundred pixels. */
+  qp_fixture t = {.nside = 8, .cut_deg = 30, .ell_min = 2, .lmax = 11, .lmax_signal = 11,
+                  .bin_width = 3, .sim_lmax = 11, .n_maps = 2, .noise_variance = 1.0,
+                  .dl_flat = 100.0, .seed = 41};
+  TEST_OK(qp_fixture_write_ranked(&t, "host_panels_t", 8, &cfg));
+  check_panels(&cfg, 100, "T projection");
+  qp_config_free(&cfg);
+
+  /* TQU with the switch: l 2..5 in V (96 modes), S_fixed up to 8 joins N. */
+  qp_fixture tqu = {.nside = 4, .cut_deg = 20, .ell_min = 2, .lmax = 5, .lmax_signal = 8,
+                    .bin_width = 2, .sim_lmax = 8, .n_maps = 2, .noise_variance = 1.0,
+                    .dl_flat = 100.0, .seed = 42, .fields = QP_FIELDS_TQU, .ee_ratio = 0.3,
+                    .bb_ratio = 0.1, .te_corr = 0.4};
+  TEST_OK(qp_fixture_write_ranked(&tqu, "host_panels_tqu", 8, &cfg));
+  check_panels(&cfg, 44, "TQU projection, switched");
+  qp_config_free(&cfg);
+  qp_comm_finalize();
+  return TEST_RETURN();
+}
