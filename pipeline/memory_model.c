@@ -108,12 +108,13 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   out[QP_STAGE_BASIS_SETUP] =
       pixel ? none : smw ? qp_bytes_max(qp_bytes_max(modes, maps), kernel) : modes;
   /* fisher_run: pixel-direct, the whitened noise (unless a dense N without the switch is
-   * copied in), a chunk of P_p, then the Gram matrix read (whole on every rank); projection,
-   * N_eff with the switch, then Z or N_eff Z read for the bias; SMW, G read. */
+   * copied in), a chunk of P_p (each a panel at a time: pixel_matrices.h), then the Gram
+   * matrix read (whole on every rank); projection, N_eff with the switch, then Z or N_eff Z
+   * read for the bias; SMW, G read. */
   const int64_t k = d->fisher_chunk;
   if (pixel)
     out[QP_STAGE_FISHER_RUN] =
-        qp_bytes_max(qp_model_bytes_times((size_t)k, sq), /* k n^2 >= n^2, the noise's */
+        qp_bytes_max(qp_model_bytes_times((size_t)k, built), /* k panels >= the noise's one */
                      qp_model_bytes_times((size_t)k + 1,
                                           qp_model_vector_bytes(k + 1, sizeof(double))));
   else
@@ -121,7 +122,8 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   /* spectra_run: pixel-direct, a batch's z read while a chunk of P_b is built, then while
    * P_b z is read; projection, a batch of maps. */
   out[QP_STAGE_SPECTRA_RUN] =
-      pixel ? qp_bytes_sum(maps, qp_bytes_max(qp_model_bytes_times((size_t)d->spectra_chunk, sq),
+      pixel ? qp_bytes_sum(maps, qp_bytes_max(qp_model_bytes_times((size_t)d->spectra_chunk,
+                                                                   built),
                                               maps))
             : smw ? none : maps;
 }

@@ -124,8 +124,9 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
  * every rank. */
 static qp_err qp_plan_model_sized(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
                                   int64_t spectra_chunk, int64_t map_batch, int64_t w_block,
-                                  qp_model *model, int *sized) {
-  qp_err err = qp_plan_model(p, path, fisher_chunk, spectra_chunk, map_batch, w_block, model, NULL);
+                                  qp_model *model, int *sized, qp_model_dims *dims_out) {
+  qp_err err =
+      qp_plan_model(p, path, fisher_chunk, spectra_chunk, map_batch, w_block, model, dims_out);
   *sized = !(err == QP_ERR_INPUT && model->oversize_term[0]);
   if (!*sized) {
     qp_error_clear();
@@ -136,14 +137,23 @@ static qp_err qp_plan_model_sized(const qp_problem *p, qp_model_path path, int64
 }
 
 /* Whether the pixel-direct plan of chunks (f, s) keeps `stage` inside `limit`; one that
- * cannot be sized does not. */
+ * cannot be sized does not. On a device backend the host side is judged with the products
+ * built in panels of one column (its least: qp_plan_host_panel then widens them), since a
+ * larger chunk saves whole products re-formed and a wider panel only pair sums. */
 static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, int64_t batch,
                                  qp_stage_id stage, double limit, qp_model *model, int *fits) {
-  QP_CALL(qp_plan_model_sized(p, QP_MODEL_PIXEL_DIRECT, f, s, batch, 0, model, fits));
+  qp_model_dims dims;
+  QP_CALL(qp_plan_model_sized(p, QP_MODEL_PIXEL_DIRECT, f, s, batch, 0, model, fits, &dims));
   if (!*fits) return QP_OK;
+  size_t host = qp_model_stage_peak(model, stage);
+  if (qp_config_device_backend(p->cfg) && limit > 0) {
+    qp_model least;
+    dims.host_panel = 1;
+    QP_CALL(qp_model_predict(&dims, &least));
+    host = qp_model_stage_peak(&least, stage);
+  }
   /* Bounded: a stage peak and the overhead stay below 2^63 (model.h). */
-  *fits = (limit <= 0 ||
-           (double)(qp_model_stage_peak(model, stage) + model->overhead_bytes) <= limit) &&
+  *fits = (limit <= 0 || (double)(host + model->overhead_bytes) <= limit) &&
           (p->cfg->device_limit <= 0 ||
            (double)qp_model_stage_peak_in(model, stage, QP_SPACE_DEVICE) <= qp_plan_device_room(p));
   return QP_OK;
@@ -194,7 +204,7 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t batch, int64_t *fisher
 static qp_err qp_plan_batch_fits(const qp_problem *p, qp_model_path path, int64_t batch,
                                  int64_t w_block, int host_too, qp_model *model, int *fits) {
   const int64_t chunk = path == QP_MODEL_PIXEL_DIRECT ? 1 : p->n_params;
-  QP_CALL(qp_plan_model_sized(p, path, chunk, chunk, batch, w_block, model, fits));
+  QP_CALL(qp_plan_model_sized(p, path, chunk, chunk, batch, w_block, model, fits, NULL));
   if (!*fits) return QP_OK;
   *fits = (double)qp_model_peak_in(model, QP_SPACE_DEVICE) <= qp_plan_device_room(p) &&
           (!host_too || p->host_limit <= 0 ||
@@ -274,7 +284,7 @@ static qp_err qp_plan_w_block_fits(const qp_problem *p, const void *how, int64_t
   const int64_t w_block = units * *(const int64_t *)how;
   qp_model model;
   QP_CALL(qp_plan_model_sized(p, QP_MODEL_HARMONIC_PROJECTED, p->n_params, p->n_params,
-                              p->n_maps, w_block, &model, fits));
+                              p->n_maps, w_block, &model, fits, NULL));
   if (!*fits) return QP_OK;
   for (qp_stage_id s = QP_STAGE_BASIS_SETUP; s <= QP_STAGE_FISHER_RUN; ++s)
     *fits &= (double)qp_model_stage_peak_in(&model, s, QP_SPACE_DEVICE) <= qp_plan_device_room(p);
@@ -331,8 +341,9 @@ qp_err qp_plan_remodel(qp_problem *p) {
   return QP_OK;
 }
 
-/* Whether the chosen route's plan with C (and N_eff) built on the host in panels of `panel`
- * local columns keeps the host peak inside the limit the run plans to. */
+/* Whether the route's plan with its pixel matrices (C, N_eff, the products and bin matrices)
+ * built on the host in panels of `panel` local columns keeps the host peak inside the limit
+ * the run plans to. */
 static qp_err qp_plan_host_panel_fits(const qp_problem *p, const void *how, int64_t panel,
                                       int *fits) {
   (void)how;
@@ -344,12 +355,12 @@ static qp_err qp_plan_host_panel_fits(const qp_problem *p, const void *how, int6
   return QP_OK;
 }
 
-/* The host panel of a device run (docs/memory-model.md, "C in panels"): 0 (all columns at
- * once, the rule) on a host backend, without a host limit, and whenever the plan fits it
- * whole; else the widest panel of local columns that fits, or failing that a panel of one
- * column (the limit check then refuses the run, naming the stage and term that stay above
- * it). On a grid, the narrowest any rank chose. Planned on the chosen route, after its other
- * pieces. */
+/* The host panel of a device run (docs/memory-model.md, "Pixel matrices in panels"): 0 (all
+ * columns at once, the rule) on a host backend, without a host limit, and whenever the plan
+ * fits it whole; else the widest panel of local columns that fits, or failing that a panel of
+ * one column (the limit check then refuses the run, naming the stage and term that stay above
+ * it). On a grid, the narrowest any rank chose. Planned on p->model's route after its other
+ * pieces: on each route qp_plan_route weighs, and again on the chosen one. */
 static qp_err qp_plan_host_panel(qp_problem *p) {
   int64_t panel = 0;
   const int64_t n = p->n_pix;
@@ -445,6 +456,12 @@ qp_err qp_plan_route(qp_problem *p) {
       continue;
     }
     QP_CALL(err);
+    /* The route's model with its own pieces, and its pixel matrices in panels where the host
+     * limit asks. */
+    if (r == 0)
+      QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, batch[0], 0,
+                            &p->model, &p->model_dims));
+    QP_CALL(qp_plan_host_panel(p));
     cost[r] = qp_route_cost(p, (qp_model_path)r);
     if (r == 0 && fisher_chunk < p->n_params) {
       /* Streaming re-forms the later products: ~n_params^2 / (2 chunk) more of them. */
@@ -509,11 +526,11 @@ qp_err qp_plan_route(qp_problem *p) {
                           qp_plan_limits_text(p));
   QP_CALL(qp_plan_host_panel(p));
   if (p->model_dims.host_panel > 0 && !qp_plan_grid(p))
-    qp_plan_reason_append(p, "; C built on the host in panels of %lld of %lld columns for %s",
+    qp_plan_reason_append(p, "; pixel matrices built on the host in panels of %lld of %lld columns for %s",
                           (long long)p->model_dims.host_panel, (long long)p->n_pix,
                           qp_plan_limits_text(p));
   else if (p->model_dims.host_panel > 0)
-    qp_plan_reason_append(p, "; C built on the host in panels of %lld of each rank's local "
+    qp_plan_reason_append(p, "; pixel matrices built on the host in panels of %lld of each rank's local "
                              "columns for %s",
                           (long long)p->model_dims.host_panel, qp_plan_limits_text(p));
   return QP_OK;

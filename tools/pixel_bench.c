@@ -106,7 +106,7 @@ int main(int argc, char **argv) {
         memset(part, 0, (size_t)(n * cols) * sizeof(double));
         const qp_pixel_columns pc = {c0, cols, n};
         t0 = omp_get_wtime();
-        if (qp_pixel_matrices_build_columns(&p, part, cfg.ell_min, lmax, 0, 0, NULL, 0, &pc) !=
+        if (qp_pixel_matrices_build_columns(&p, part, cfg.ell_min, lmax, 0, 0, NULL, &pc) !=
             QP_OK)
           return 1;
         t_panels += omp_get_wtime() - t0;

@@ -174,9 +174,12 @@ static qp_pair_entries qp_pair_list(const qp_problem *p, int64_t i, int64_t j) {
 }
 
 /* Where global entry (gi, gj) sits in the target buffers: 1 and *at (li + (lj - col0) ld) when
- * this rank holds it in the local columns [col0, col0 + cols) that the buffers hold. */
+ * this rank holds it in the local columns [col0, col0 + cols) that the buffers hold; pc NULL:
+ * the buffers hold every local column at the layout's ld (the whole build's plain offset,
+ * which keeps the polarised builds' eight offsets a pair as cheap as before panels). */
 static inline int qp_panel_offset(const qp_matrix *layout, const qp_pixel_columns *pc,
                                   int64_t gi, int64_t gj, int64_t *at) {
+  if (!pc) return qp_matrix_local_offset(layout, gi, gj, at);
   const int64_t lj = qp_matrix_local_col(layout, gj);
   if (lj < pc->col0 || lj >= pc->col0 + pc->cols) return 0; /* -1: another rank's */
   const int64_t li = qp_matrix_local_row(layout, gi);
@@ -266,7 +269,7 @@ static void qp_tile(const qp_problem *p, const qp_matrix *layout, const qp_pixel
   const int64_t nt = p->n_obs_t, n_pos = p->n_observed;
   const int64_t j_end = (tj + 1) * QP_TILE < n_pos ? (tj + 1) * QP_TILE : n_pos;
   const int64_t i_end = (ti + 1) * QP_TILE < n_pos ? (ti + 1) * QP_TILE : n_pos;
-  const int whole = qp_matrix_held_whole(layout) && pc->cols == layout->local_cols;
+  const int whole = qp_matrix_held_whole(layout) && !pc;
   for (int64_t j = tj * QP_TILE; j < j_end; ++j) {
     qp_batch batch = {0};
     for (int64_t i = ti * QP_TILE > j ? ti * QP_TILE : j; i < i_end; ++i) {
@@ -311,13 +314,18 @@ static inline int qp_panel_any(const int64_t *count, int64_t lo, int64_t hi) {
 
 qp_err qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param, int n_slots,
                                double *slots, size_t slot_stride) {
-  return qp_pixel_matrices_build_columns(p, cov, p->cfg->ell_min, p->cfg->lmax_signal,
-                                         first_param, n_slots, slots, slot_stride, NULL);
+  double **slot_at = malloc(((size_t)n_slots + 1) * sizeof *slot_at);
+  QP_CHECK(slot_at, QP_ERR_NOMEM, "out of memory for %d pixel matrices' places", n_slots);
+  for (int k = 0; k < n_slots; ++k) slot_at[k] = slots + (size_t)k * slot_stride;
+  const qp_err err = qp_pixel_matrices_build_columns(
+      p, cov, p->cfg->ell_min, p->cfg->lmax_signal, first_param, n_slots, slot_at, NULL);
+  free(slot_at);
+  return err;
 }
 
 qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
-                                       int first_param, int n_slots, double *slots,
-                                       size_t slot_stride, const qp_pixel_columns *columns) {
+                                       int first_param, int n_slots, double *const *slot_at,
+                                       const qp_pixel_columns *columns) {
   const qp_config *cfg = p->cfg;
   const int n_targets = (cov ? 1 : 0) + n_slots;
   const int lmax_all = cfg->lmax_signal;
@@ -351,8 +359,7 @@ qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov
   for (int q = first_param; q < first_param + n_slots; ++q, ++k) {
     const int b = q % p->n_bins;
     const qp_spectrum x = cfg->spectra[q / p->n_bins];
-    targets[k] = (qp_target){
-        slots + (size_t)(q - first_param) * slot_stride, p->bin_lo[b], p->bin_hi[b], {0}, 0};
+    targets[k] = (qp_target){slot_at[q - first_param], p->bin_lo[b], p->bin_hi[b], {0}, 0};
     targets[k].coeff[x] = unit;
     if (p->bin_hi[b] > lmax) lmax = p->bin_hi[b];
   }
@@ -365,6 +372,9 @@ qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov
   (void)qp_matrix_view(p->ops, "pixel matrix", NULL, p->n_pix, p->n_pix, p->n_pix, &layout);
   const qp_pixel_columns all = {0, layout.local_cols, layout.ld};
   const qp_pixel_columns *pc = columns ? columns : &all;
+  /* Every local column at the layout's ld: the plain offsets (qp_panel_offset). */
+  const qp_pixel_columns *panel =
+      pc->col0 == 0 && pc->cols == layout.local_cols && pc->ld == layout.ld ? NULL : pc;
   QP_CHECK_GOTO(pc->col0 >= 0 && pc->cols >= 0 && pc->col0 + pc->cols <= layout.local_cols &&
                     pc->ld >= layout.local_rows,
                 QP_ERR_INTERNAL, done,
@@ -403,7 +413,7 @@ qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov
       const int64_t j_end = (tj + 1) * QP_TILE < n_pos ? (tj + 1) * QP_TILE : n_pos;
       if (scratch && (qp_panel_any(in_before, ti * QP_TILE, i_end) ||
                       qp_panel_any(in_before, tj * QP_TILE, j_end)))
-        qp_tile(p, &layout, pc, in_panel, targets, n_targets, &table, lmax, ti, tj, &work);
+        qp_tile(p, &layout, panel, in_panel, targets, n_targets, &table, lmax, ti, tj, &work);
     }
     free(scratch);
   }
@@ -445,8 +455,8 @@ qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int
     QP_CALL(qp_host_window_open(m, col0, cols, QP_ACCESS_READ_WRITE, &w));
     qp_pixel_add_noise_variance(p, &w);
     const qp_pixel_columns pc = {col0, cols, w.ld};
-    qp_err err = lo <= hi ? qp_pixel_matrices_build_columns(p, w.data, lo, hi, 0, 0, NULL, 0, &pc)
-                          : QP_OK;
+    qp_err err =
+        lo <= hi ? qp_pixel_matrices_build_columns(p, w.data, lo, hi, 0, 0, NULL, &pc) : QP_OK;
     if (err != QP_OK) {
       qp_host_window_discard(&w);
       return err;
@@ -455,4 +465,41 @@ qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int
     col0 += cols;
   } while (col0 < m->local_cols);
   return QP_OK;
+}
+
+qp_err qp_pixel_build_slots(const qp_problem *p, const qp_matrix *stack, int64_t slot0,
+                            int64_t first, int64_t count, const char *term) {
+  const int64_t n = p->n_pix;
+  qp_matrix *views = calloc((size_t)count + 1, sizeof *views);
+  qp_host_window *w = calloc((size_t)count + 1, sizeof *w);
+  double **at = calloc((size_t)count + 1, sizeof *at);
+  qp_err err = QP_OK;
+  int64_t opened = 0;
+  QP_CHECK_GOTO(views && w && at, QP_ERR_NOMEM, done,
+                "out of memory for the windows of %lld pixel matrices", (long long)count);
+  for (int64_t k = 0; k < count; ++k)
+    QP_CALL_GOTO(qp_matrix_stack_slot(stack, slot0 + k, p->ops, term, n, n, &views[k]), done);
+  const int64_t local_cols = count > 0 ? views[0].local_cols : 0;
+  const int64_t panel = qp_host_panel(p) < local_cols ? qp_host_panel(p) : local_cols;
+  for (int64_t col0 = 0; col0 < local_cols;) { /* a rank with no local column builds nothing */
+    const int64_t cols = local_cols - col0 < panel ? local_cols - col0 : panel;
+    /* One window per matrix over the panel's columns, every entry of which the build writes;
+     * closed in reverse, so that the stage's staging reserve is a stack. */
+    for (opened = 0; opened < count; ++opened) {
+      QP_CALL_GOTO(qp_host_window_open(&views[opened], col0, cols, QP_ACCESS_WRITE, &w[opened]),
+                   done);
+      at[opened] = w[opened].data;
+    }
+    const qp_pixel_columns pc = {col0, cols, w[0].ld};
+    QP_CALL_GOTO(qp_pixel_matrices_build_columns(p, NULL, 0, -1, (int)first, (int)count, at, &pc),
+                 done);
+    for (; opened > 0; --opened) QP_CALL_GOTO(qp_host_window_close(&w[opened - 1]), done);
+    col0 += cols;
+  }
+done:
+  for (; opened > 0; --opened) qp_host_window_discard(&w[opened - 1]);
+  free(at);
+  free(w);
+  free(views);
+  return err;
 }

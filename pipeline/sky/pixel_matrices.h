@@ -34,15 +34,24 @@ typedef struct qp_pixel_columns {
 } qp_pixel_columns;
 
 /** The same with S (added to cov) summed over cov_lo <= l <= cov_hi only (inside
- *  [ell_min, lmax_signal]: S_fixed of the switch is the range (lmax, lmax_signal]), and the
- *  buffers holding only the local columns of `columns` (NULL: all, at the layout's ld). Every
+ *  [ell_min, lmax_signal]: S_fixed of the switch is the range (lmax, lmax_signal]), P_q of
+ *  q = first_param + k written at slot_at[k] (any n_slots buffers, each laid out as cov), and
+ *  the buffers holding only the local columns of `columns` (NULL: all, at the layout's ld). Every
  *  entry of those columns is the same to the bit as a whole build's: a pair is summed by the
  *  same code wherever it lands, so a panel sums again the pairs of its positions with every
  *  other (about twice a whole build's pair sums over a matrix's panels, on T; more on QU,
  *  whose position has two columns). QP_ERR_INTERNAL for columns out of the local range. */
 qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov_lo, int cov_hi,
-                                       int first_param, int n_slots, double *slots,
-                                       size_t slot_stride, const qp_pixel_columns *columns);
+                                       int first_param, int n_slots, double *const *slot_at,
+                                       const qp_pixel_columns *columns);
+
+/** Slots [slot0, slot0 + count) of `stack` (a local matrix whose columns each hold the local
+ *  part of an n_pix x n_pix matrix of the run's table: qp_matrix_stack_slot) <- P_first ..
+ *  P_first+count-1, their views named `term`: built on the host through one window per slot
+ *  over the same qp_host_panel(p) local columns at a time (all of them unless the plan made
+ *  panels), uploaded when the windows close. */
+qp_err qp_pixel_build_slots(const qp_problem *p, const qp_matrix *stack, int64_t slot0,
+                            int64_t first, int64_t count, const char *term);
 
 /** w's diagonal entries += N's variances (a diagonal N; nothing for a dense one). */
 void qp_pixel_add_noise_variance(const qp_problem *p, qp_host_window *w);

@@ -26,17 +26,22 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
     /* D L^-T from the transpose of L^-1 (the strictly lower part of that transpose is C's
      * untouched upper triangle: zeroed), row i scaled by d_i. */
     QP_CALL(qp_linalg_transpose(&p->cov, slot));
-    qp_host_window w;
-    QP_CALL(qp_host_window_open(slot, 0, slot->local_cols, QP_ACCESS_READ_WRITE, &w));
-    for (int64_t lj = 0; lj < slot->local_cols; ++lj) {
-      const int64_t j = qp_matrix_global_col(slot, lj);
-      for (int64_t li = 0; li < slot->local_rows; ++li) {
-        const int64_t i = qp_matrix_global_row(slot, li);
-        double *x = w.data + li + lj * w.ld;
-        *x = j >= i ? p->noise_variance[i] * *x : 0.0;
+    /* Through windows of the plan's host panel (problem.h), as the products are built. */
+    const int64_t panel = qp_host_panel(p) < slot->local_cols ? qp_host_panel(p) : slot->local_cols;
+    for (int64_t col0 = 0, cols; col0 < slot->local_cols; col0 += cols) {
+      cols = slot->local_cols - col0 < panel ? slot->local_cols - col0 : panel;
+      qp_host_window w;
+      QP_CALL(qp_host_window_open(slot, col0, cols, QP_ACCESS_READ_WRITE, &w));
+      for (int64_t k = 0; k < cols; ++k) {
+        const int64_t j = qp_matrix_global_col(slot, col0 + k);
+        for (int64_t li = 0; li < slot->local_rows; ++li) {
+          const int64_t i = qp_matrix_global_row(slot, li);
+          double *x = w.data + li + k * w.ld;
+          *x = j >= i ? p->noise_variance[i] * *x : 0.0;
+        }
       }
+      QP_CALL(qp_host_window_close(&w));
     }
-    QP_CALL(qp_host_window_close(&w));
     QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
     return QP_OK;
   }
@@ -143,21 +148,6 @@ static qp_err qp_whiten_product(qp_problem *p, const qp_matrix *stack, int64_t j
   return QP_OK;
 }
 
-/* Slots [0, count) of the stack <- P_first.. P_first+count-1: built on the host (in the stack
- * itself on a host backend, in a staging window otherwise). */
-static qp_err qp_build_products(qp_problem *p, qp_matrix *stack, int64_t first, int64_t count,
-                                int64_t slot) {
-  qp_host_window w;
-  QP_CALL(qp_host_window_open(stack, slot, count, QP_ACCESS_WRITE, &w));
-  qp_err err = QP_OK;
-  QP_CALL_GOTO(qp_pixel_matrices_build(p, NULL, (int)first, (int)count, w.data, (size_t)w.ld),
-               fail);
-  QP_CALL(qp_host_window_close(&w));
-  return QP_OK;
-fail:
-  qp_host_window_discard(&w);
-  return err;
-}
 
 static qp_err qp_pixel_fisher_run(qp_problem *p);
 
@@ -211,7 +201,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   long formed = 0;
   for (int64_t first = 0; first < np; first += k) {
     const int64_t count = np - first < k ? np - first : k;
-    QP_CALL_GOTO(qp_build_products(p, &products, first, count, 0), done);
+    QP_CALL_GOTO(qp_pixel_build_slots(p, &products, 0, first, count, QP_TERM_PRODUCTS), done);
     for (int64_t j = 0; j < count; ++j) {
       QP_CALL_GOTO(qp_whiten_product(p, &products, j), done);
       qp_progress_step(&progress, ++formed);
@@ -231,7 +221,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
     }
     qp_host_window_discard(&seen);
     for (int64_t q = first + count; q < np; ++q) {
-      QP_CALL_GOTO(qp_build_products(p, &products, q, 1, k + 1), done);
+      QP_CALL_GOTO(qp_pixel_build_slots(p, &products, k + 1, q, 1, QP_TERM_PRODUCTS), done);
       QP_CALL_GOTO(qp_whiten_product(p, &products, k + 1), done);
       QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data + (k + 1) * (k + 1), count, 1,
                                   count, &dots),

@@ -55,7 +55,7 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
   const int64_t chunk = p->model_dims.spectra_chunk;
   const int64_t slot_stride = qp_matrix_local_size(&p->cov);
   qp_matrix z = {0}, pz = {0}, bins = {0}, zb = {0}, pzb = {0};
-  qp_host_window built = {0}, zw = {0}, pzw = {0};
+  qp_host_window zw = {0}, pzw = {0};
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, batch, &z),
                done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n, batch, &pz),
@@ -70,11 +70,7 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
   int64_t weighed = -1; /* the first map of the batch z holds */
   for (int64_t first = 0; first < np; first += chunk) {
     int64_t count = np - first < chunk ? np - first : chunk;
-    QP_CALL_GOTO(qp_host_window_open(&bins, 0, count, QP_ACCESS_WRITE, &built), done);
-    QP_CALL_GOTO(qp_pixel_matrices_build(p, NULL, (int)first, (int)count, built.data,
-                                         (size_t)built.ld),
-                 done);
-    QP_CALL_GOTO(qp_host_window_close(&built), done);
+    QP_CALL_GOTO(qp_pixel_build_slots(p, &bins, 0, first, count, QP_TERM_BIN_MATRICES), done);
     for (int64_t map0 = 0; map0 < n_maps; map0 += batch) {
       const int64_t maps = qp_map_batch_count(p, map0);
       QP_CALL_GOTO(qp_map_batch_view(&z, maps, &zb), done);
@@ -106,7 +102,6 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
 done:
   qp_host_window_discard(&pzw);
   qp_host_window_discard(&zw);
-  qp_host_window_discard(&built);
   qp_matrix_destroy(&bins);
   qp_matrix_destroy(&pz);
   qp_matrix_destroy(&z);

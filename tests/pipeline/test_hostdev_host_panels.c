@@ -2,7 +2,8 @@
  * a time under memory.host_limit on a device backend (pixel_matrices.h, planner.c,
  * docs/memory-model.md "C in panels"), on the hostdev device emulation (linalg/hostdev.h).
  * Projection problems with fewer modes than pixels, where C's host staging (n_pix^2) is the
- * run's host peak:
+ * run's host peak, and pixel-direct ones (T and QU), whose products and bin matrices are
+ * built the same way (their chunks stay whole: the host side is judged at the least panel):
  *  - T, and TQU with the switch (lmax < lmax_signal: N_eff = N + S_fixed built again in
  *    fisher_run, in panels too): a host_limit equal to the host peak the model predicts at a
  *    chosen panel makes the planner pick the widest panel that fits it (that one, or wider
@@ -18,6 +19,7 @@
  * inside), the narrowest panel any rank needs is every rank's. */
 #include <string.h>
 
+#include "block_cyclic.h"
 #include "budget_check.h"
 #include "comm.h"
 #include "driver.h"
@@ -25,17 +27,21 @@
 #include "results_compare.h"
 #include "test_util.h"
 
+/* The route of the case being checked: projection, or pixel-direct. */
+static qp_path route = QP_PATH_HARMONIC;
+
 static void set_projection(qp_config *cfg, const char *backend, double host_limit) {
-  cfg->path = QP_PATH_HARMONIC;
+  cfg->path = route;
   cfg->harmonic_method = 2;
   cfg->host_limit = host_limit;
   cfg->device_limit = 0;
   snprintf(cfg->backend, sizeof cfg->backend, "%s", backend);
 }
 
-/* The largest rank's host peak plus overhead of the hostdev plan of cfg with C in panels of
- * `panel` local columns (0: whole): the limit that plan fits to the byte. */
-static double host_need_at(qp_config *cfg, int64_t panel) {
+/* The largest rank's host peak plus overhead of the hostdev plan of cfg with its pixel
+ * matrices in panels of `panel` local columns (0: whole), and pixel-direct's chunks at one
+ * product and bin matrix when `least_chunks`: the limit that plan fits to the byte. */
+static double host_need_chunks_at(qp_config *cfg, int64_t panel, int least_chunks) {
   qp_problem p;
   qp_meter_sample baseline;
   set_projection(cfg, "hostdev", 0);
@@ -44,11 +50,16 @@ static double host_need_at(qp_config *cfg, int64_t panel) {
   const size_t overhead = p.model.overhead_bytes;
   qp_problem_free(&p);
   dims.host_panel = panel;
+  if (least_chunks) dims.fisher_chunk = dims.spectra_chunk = 1;
   qp_model model;
   TEST_OK(qp_model_predict(&dims, &model));
   double need = (double)(qp_model_peak(&model) + overhead);
   TEST_OK(qp_comm_max(&need, 1));
   return need;
+}
+
+static double host_need_at(qp_config *cfg, int64_t panel) {
+  return host_need_chunks_at(cfg, panel, 0);
 }
 
 static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
@@ -79,10 +90,12 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
            need_whole, (long long)p.model_dims.host_panel, qp_model_peak(&p.model),
            p.path_reason);
   const int64_t planned = p.model_dims.host_panel;
-  TEST_ASSERT(strstr(p.path_reason, "C built on the host in panels of") != NULL,
+  TEST_ASSERT(strstr(p.path_reason, "pixel matrices built on the host in panels of") != NULL,
               "%s: the route's reason does not name the panels: %s", what, p.path_reason);
   /* Several panels on every rank, the last narrower. */
-  const int64_t local_cols = p.cov.local_cols;
+  const qp_model_dims *d = &p.model_dims;
+  const int64_t local_cols =
+      d->grid_rows > 0 ? qp_bc_local_count(p.n_pix, d->block, d->grid_col, d->grid_cols) : p.n_pix;
   TEST_ASSERT(local_cols > planned && local_cols % planned != 0,
               "%s: %lld local columns in panels of %lld: want several, the last narrower", what,
               (long long)local_cols, (long long)planned);
@@ -92,6 +105,11 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
                   memcmp(whole.yb, p.yb, np * n_maps * sizeof(double)) == 0 &&
                   memcmp(whole.cl, p.cl, np * n_maps * sizeof(double)) == 0,
               "%s: C in panels: not the bits of C whole", what);
+  /* Pixel-direct: the chunks stay whole (the host side was judged at the least panel). */
+  TEST_ASSERT(p.model_dims.fisher_chunk == p.n_params && p.model_dims.spectra_chunk == p.n_params,
+              "%s: chunks %lld and %lld of %d parameters under the host limit", what,
+              (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
+              p.n_params);
   results_free(&whole);
   compare_exact_and_free(&cpu, &p, what);
   /* The widest panel that fits: `panel` or wider (another stage's host peak may stay above
@@ -101,9 +119,11 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
               "%s: planned panels of %lld, not the widest that fits from %lld", what,
               (long long)planned, (long long)panel);
 
-  /* Below a panel of one column: refused before anything is allocated. */
-  set_projection(cfg, "hostdev", host_need_at(cfg, 1) - 8);
+  /* Below a panel of one column (and pixel-direct's chunks of one): refused before anything
+   * is allocated. */
+  set_projection(cfg, "hostdev", host_need_chunks_at(cfg, 1, 1) - 8);
   const qp_err err = qp_fixture_run(cfg, &p, &baseline);
+  if (err == QP_OK) qp_problem_free(&p);
   TEST_ASSERT(err == QP_ERR_BUDGET && strstr(qp_error_message(), "memory.host_limit"),
               "%s below a panel of one column: got %s: %s", what, qp_err_name(err),
               qp_error_message());
@@ -131,6 +151,23 @@ int main(int argc, char **argv) {
                     .bb_ratio = 0.1, .te_corr = 0.4};
   TEST_OK(qp_fixture_write_ranked(&tqu, "host_panels_tqu", 8, &cfg));
   check_panels(&cfg, 44, "TQU projection, switched");
+  qp_config_free(&cfg);
+
+  /* Pixel-direct, T and QU: C, the whitened noise's window, every product P_p in fisher_run and
+   * the bin matrices in spectra_run in panels. */
+  route = QP_PATH_PIXEL_DIRECT;
+  qp_fixture pd = {.nside = 4, .cut_deg = 20, .ell_min = 2, .lmax = 11, .lmax_signal = 11,
+                   .bin_width = 3, .sim_lmax = 11, .n_maps = 2, .noise_variance = 1.0,
+                   .dl_flat = 100.0, .seed = 43};
+  TEST_OK(qp_fixture_write_ranked(&pd, "host_panels_pd", 8, &cfg));
+  check_panels(&cfg, 40, "T pixel-direct");
+  qp_config_free(&cfg);
+  pd.fields = QP_FIELDS_QU;
+  pd.ee_ratio = 0.3;
+  pd.bb_ratio = 0.1;
+  pd.seed = 44;
+  TEST_OK(qp_fixture_write_ranked(&pd, "host_panels_pd_qu", 8, &cfg));
+  check_panels(&cfg, 40, "QU pixel-direct");
   qp_config_free(&cfg);
   qp_comm_finalize();
   return TEST_RETURN();

@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
       "memory: {host_limit: %s}\n";
   write_with_limit("plan_panels.yaml", panel_dims, "500MiB");
   TEST_ASSERT(run("plan plan_panels.yaml") == 0 &&
-                  output_has("C built on the host in panels of") && output_has("fits"),
+                  output_has("pixel matrices built on the host in panels of") && output_has("fits"),
               "plan does not print C's panels");
   TEST_ASSERT(run("plan plan_panels.yaml --json") == 0 && output_has("\"host_panel\": ") &&
                   !output_has("\"host_panel\": 10000}"),
