@@ -133,42 +133,49 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
               what);
 }
 
-int main(int argc, char **argv) {
+/* Writes fixture f (this rank's copy of its files), checks it, frees its config. */
+static void check_case(qp_fixture *f, const char *name, int64_t panel, const char *what) {
   qp_config cfg;
+  TEST_OK(qp_fixture_write_ranked(f, name, 8, &cfg));
+  check_panels(&cfg, panel, what);
+  qp_config_free(&cfg);
+}
+
+int main(int argc, char **argv) {
   TEST_OK(qp_comm_init(&argc, &argv));
   /* T: nside 8 with a cut, l 2..11: 140 modes against a few hundred pixels. */
   qp_fixture t = {.nside = 8, .cut_deg = 30, .ell_min = 2, .lmax = 11, .lmax_signal = 11,
                   .bin_width = 3, .sim_lmax = 11, .n_maps = 2, .noise_variance = 1.0,
                   .dl_flat = 100.0, .seed = 41};
-  TEST_OK(qp_fixture_write_ranked(&t, "host_panels_t", 8, &cfg));
-  check_panels(&cfg, 100, "T projection");
-  qp_config_free(&cfg);
+  check_case(&t, "host_panels_t", 100, "T projection");
 
-  /* TQU with the switch: l 2..5 in V (96 modes), S_fixed up to 8 joins N. */
-  qp_fixture tqu = {.nside = 4, .cut_deg = 20, .ell_min = 2, .lmax = 5, .lmax_signal = 8,
-                    .bin_width = 2, .sim_lmax = 8, .n_maps = 2, .noise_variance = 1.0,
-                    .dl_flat = 100.0, .seed = 42, .fields = QP_FIELDS_TQU, .ee_ratio = 0.3,
-                    .bb_ratio = 0.1, .te_corr = 0.4};
-  TEST_OK(qp_fixture_write_ranked(&tqu, "host_panels_tqu", 8, &cfg));
-  check_panels(&cfg, 44, "TQU projection, switched");
-  qp_config_free(&cfg);
+  /* TQU with the switch: nside 4, l 2..5 in V (96 modes), S_fixed up to 8 joins N. */
+  qp_fixture tqu = t;
+  tqu.nside = 4;
+  tqu.cut_deg = 20;
+  tqu.lmax = 5;
+  tqu.lmax_signal = tqu.sim_lmax = 8;
+  tqu.bin_width = 2;
+  tqu.seed = 42;
+  tqu.fields = QP_FIELDS_TQU;
+  tqu.ee_ratio = 0.3;
+  tqu.bb_ratio = 0.1;
+  tqu.te_corr = 0.4;
+  check_case(&tqu, "host_panels_tqu", 44, "TQU projection, switched");
 
-  /* Pixel-direct, T and QU: C, the whitened noise's window, every product P_p in fisher_run and
-   * the bin matrices in spectra_run in panels. */
+  /* Pixel-direct, T and QU at nside 4: C, the whitened noise's window, every product P_p in
+   * fisher_run and the bin matrices in spectra_run in panels. */
   route = QP_PATH_PIXEL_DIRECT;
-  qp_fixture pd = {.nside = 4, .cut_deg = 20, .ell_min = 2, .lmax = 11, .lmax_signal = 11,
-                   .bin_width = 3, .sim_lmax = 11, .n_maps = 2, .noise_variance = 1.0,
-                   .dl_flat = 100.0, .seed = 43};
-  TEST_OK(qp_fixture_write_ranked(&pd, "host_panels_pd", 8, &cfg));
-  check_panels(&cfg, 40, "T pixel-direct");
-  qp_config_free(&cfg);
+  qp_fixture pd = t;
+  pd.nside = 4;
+  pd.cut_deg = 20;
+  pd.seed = 43;
+  check_case(&pd, "host_panels_pd", 40, "T pixel-direct");
   pd.fields = QP_FIELDS_QU;
   pd.ee_ratio = 0.3;
   pd.bb_ratio = 0.1;
   pd.seed = 44;
-  TEST_OK(qp_fixture_write_ranked(&pd, "host_panels_pd_qu", 8, &cfg));
-  check_panels(&cfg, 40, "QU pixel-direct");
-  qp_config_free(&cfg);
+  check_case(&pd, "host_panels_pd_qu", 40, "QU pixel-direct");
   qp_comm_finalize();
   return TEST_RETURN();
 }

@@ -42,6 +42,24 @@ static void write_with_limit(const char *path, const char *format, const char *l
   fclose(f);
 }
 
+/* A device chunking the plan makes under `limit`: `plan` prints plan_text, `plan --json`
+ * json_text (when not NULL) and `budget` budget_text. */
+static void check_piece_printed(const char *path, const char *format, const char *limit,
+                                const char *plan_text, const char *json_text,
+                                const char *budget_text) {
+  write_with_limit(path, format, limit);
+  char args[256];
+  snprintf(args, sizeof args, "plan %s", path);
+  TEST_ASSERT(run(args) == 0 && output_has(plan_text), "%s: plan does not print '%s'", path,
+              plan_text);
+  snprintf(args, sizeof args, "plan %s --json", path);
+  TEST_ASSERT(!json_text || (run(args) == 0 && output_has(json_text)),
+              "%s: plan --json does not record '%s'", path, json_text);
+  snprintf(args, sizeof args, "budget %s", path);
+  TEST_ASSERT(run(args) == 0 && output_has(budget_text), "%s: budget does not print '%s'", path,
+              budget_text);
+}
+
 static void write_config(const char *path, const char *limit) {
   FILE *f = fopen(path, "w");
   fprintf(f, "fields: QU\nspectra: [EE, BB]\nnoise: {variance: 1.0}\nlmax: 128\n"
@@ -133,12 +151,9 @@ int main(int argc, char **argv) {
       "fields: QU\nspectra: [EE, BB]\nnoise: {variance: 1.0}\nlmax: 128\npath: harmonic\n"
       "harmonic_method: smw\nbackend: hostdev\ndimensions: {n_pix: 59136, n_modes: 33274, "
       "lmax_signal: 256, lmax: 128, n_bins: 127, n_maps: 1000}\nmemory: {device_limit: %s}\n";
-  write_with_limit("plan_maps.yaml", maps_dims, "41GiB");
-  TEST_ASSERT(run("plan plan_maps.yaml") == 0 &&
-                  output_has("maps in batches of 372 of 1000 on the device (memory.device_limit)"),
-              "plan does not print the map batch");
-  TEST_ASSERT(run("budget plan_maps.yaml") == 0 && output_has("map_batch=372"),
-              "budget does not print the map batch");
+  check_piece_printed("plan_maps.yaml", maps_dims, "41GiB",
+                      "maps in batches of 372 of 1000 on the device (memory.device_limit)",
+                      "\"maps\": 372,", "map_batch=372");
   write_with_limit("plan_maps.yaml", maps_dims, "27GiB");
   TEST_ASSERT(run("plan plan_maps.yaml") == qp_err_exit_status(QP_ERR_BUDGET) &&
                   output_has("stage basis_setup") && output_has("maps in batches of 1 of 1000"),
@@ -154,15 +169,9 @@ int main(int argc, char **argv) {
       "harmonic_method: projected\nbackend: hostdev\ndimensions: {n_pix: 10000, n_modes: "
       "39996, lmax_signal: 199, lmax: 199, n_bins: 99, n_maps: 2}\n"
       "memory: {device_limit: %s}\n";
-  write_with_limit("plan_w.yaml", w_dims, "15GiB");
-  TEST_ASSERT(run("plan plan_w.yaml") == 0 &&
-                  output_has("W in blocks of 37820 of 39996 columns on the device "
-                             "(memory.device_limit)"),
-              "plan does not print the W block");
-  TEST_ASSERT(run("plan plan_w.yaml --json") == 0 && output_has("\"w_block\": 37820,"),
-              "plan --json does not record the W block");
-  TEST_ASSERT(run("budget plan_w.yaml") == 0 && output_has("w_block=37820"),
-              "budget does not print the W block");
+  check_piece_printed("plan_w.yaml", w_dims, "15GiB",
+                      "W in blocks of 37820 of 39996 columns on the device (memory.device_limit)",
+                      "\"w_block\": 37820,", "w_block=37820");
   write_with_limit("plan_w.yaml", w_dims, "6GiB");
   TEST_ASSERT(run("plan plan_w.yaml") == qp_err_exit_status(QP_ERR_BUDGET) &&
                   output_has("stage fisher_run") && output_has("W in blocks of 1 of 39996"),
@@ -176,14 +185,9 @@ int main(int argc, char **argv) {
       "harmonic_method: projected\nbackend: hostdev\ndimensions: {n_pix: 10000, n_modes: "
       "2496, lmax_signal: 49, lmax: 49, n_bins: 48, n_maps: 2}\n"
       "memory: {host_limit: %s}\n";
-  write_with_limit("plan_panels.yaml", panel_dims, "500MiB");
-  TEST_ASSERT(run("plan plan_panels.yaml") == 0 &&
-                  output_has("pixel matrices built on the host in panels of") && output_has("fits"),
-              "plan does not print C's panels");
-  TEST_ASSERT(run("plan plan_panels.yaml --json") == 0 && output_has("\"host_panel\": ") &&
-                  !output_has("\"host_panel\": 10000}"),
-              "plan --json does not record C's panels");
-  TEST_ASSERT(run("budget plan_panels.yaml") == 0 && output_has("host_panel="),
-              "budget does not print C's panels");
+  check_piece_printed("plan_panels.yaml", panel_dims, "500MiB",
+                      "pixel matrices built on the host in panels of 5693 local columns "
+                      "(memory.host_limit)",
+                      "\"host_panel\": 5693}", "host_panel=5693");
   return TEST_RETURN();
 }
