@@ -652,20 +652,26 @@ qp_err qp_plan_check_limit(const qp_problem *p) {
                       overhead_text = qp_bytes_readable((double)m->overhead_bytes),
                       limit_text = qp_bytes_readable(limit),
                       by_text = qp_bytes_readable((double)need - limit);
+  /* On a device backend the plan's panels are its least host side already: say so. */
+  char panels[128] = "";
+  if (p->model_dims.host_panel > 0)
+    snprintf(panels, sizeof panels,
+             "; the pixel matrices already built in panels of %lld local column%s",
+             (long long)p->model_dims.host_panel, p->model_dims.host_panel == 1 ? "" : "s");
   if (p->limit_from_job)
     QP_FAIL(QP_ERR_BUDGET,
-            "predicted peak %s (stage %s, largest term '%s' %s, overhead %s) "
+            "predicted peak %s (stage %s, largest term '%s' %s, overhead %s%s) "
             "exceeds the job's memory limit %s (%s) by %s; "
             "nothing was allocated for it. Ask the batch system for more memory per rank, "
             "mask fewer pixels, or use fewer bins",
             need_text.text, qp_stage_name(worst), largest ? largest->name : "?",
-            largest_text.text, overhead_text.text, limit_text.text, p->limit_source,
+            largest_text.text, overhead_text.text, panels, limit_text.text, p->limit_source,
             by_text.text);
   QP_FAIL(QP_ERR_BUDGET,
-          "predicted peak %s (stage %s, largest term '%s' %s, overhead %s) "
+          "predicted peak %s (stage %s, largest term '%s' %s, overhead %s%s) "
           "exceeds memory.host_limit %s by %s; nothing was allocated for it. "
           "Raise the limit, mask fewer pixels, or use fewer bins",
           need_text.text, qp_stage_name(worst), largest ? largest->name : "?", largest_text.text,
-          overhead_text.text, limit_text.text, by_text.text);
+          overhead_text.text, panels, limit_text.text, by_text.text);
 }
 

@@ -124,7 +124,8 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
   set_projection(cfg, "hostdev", host_need_chunks_at(cfg, 1, 1) - 8);
   const qp_err err = qp_fixture_run(cfg, &p, &baseline);
   if (err == QP_OK) qp_problem_free(&p);
-  TEST_ASSERT(err == QP_ERR_BUDGET && strstr(qp_error_message(), "memory.host_limit"),
+  TEST_ASSERT(err == QP_ERR_BUDGET && strstr(qp_error_message(), "memory.host_limit") &&
+                  strstr(qp_error_message(), "already built in panels of 1 local column)"),
               "%s below a panel of one column: got %s: %s", what, qp_err_name(err),
               qp_error_message());
   if (qp_comm_rank() == 0) printf("  refused: %s\n", qp_error_message());
