@@ -99,7 +99,8 @@ size_t qp_model_stage_carried_in(const qp_model *m, int stage, qp_space space) {
   return sum;
 }
 
-size_t qp_model_stage_peak_in(const qp_model *m, int stage, qp_space space) {
+/* The stage's peak over its phases of the terms in `space`, or in either space (all). */
+static size_t qp_model_stage_peak_of(const qp_model *m, int stage, qp_space space, int all) {
   int phases = 1;
   for (int i = 0; i < m->n_terms; ++i) {
     const qp_model_term *t = &m->terms[i];
@@ -111,11 +112,19 @@ size_t qp_model_stage_peak_in(const qp_model *m, int stage, qp_space space) {
   for (int ph = 0; ph < phases; ++ph) {
     size_t sum = 0;
     for (int i = 0; i < m->n_terms; ++i)
-      if (m->terms[i].space == space && qp_term_alive_in(&m->terms[i], stage, ph))
+      if ((all || m->terms[i].space == space) && qp_term_alive_in(&m->terms[i], stage, ph))
         sum += m->terms[i].bytes;
     if (sum > peak) peak = sum;
   }
   return peak;
+}
+
+size_t qp_model_stage_peak_in(const qp_model *m, int stage, qp_space space) {
+  return qp_model_stage_peak_of(m, stage, space, 0);
+}
+
+size_t qp_model_stage_peak_both(const qp_model *m, int stage) {
+  return qp_model_stage_peak_of(m, stage, QP_SPACE_HOST, 1);
 }
 
 /* Alive in `stage` and kept past it; terms freed in the last stage are results kept to the

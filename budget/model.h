@@ -88,6 +88,9 @@ size_t qp_model_stage_carried_in(const qp_model *model, int stage, qp_space spac
 size_t qp_model_stage_peak_in(const qp_model *model, int stage, qp_space space);
 size_t qp_model_stage_persistent_in(const qp_model *model, int stage, qp_space space);
 size_t qp_model_peak_in(const qp_model *model, qp_space space);
+/** The stage's peak of both spaces' terms together, phase by phase: what host memory holds
+ *  where the device's memory is the host's (the hostdev emulation). */
+size_t qp_model_stage_peak_both(const qp_model *model, int stage);
 /** The bytes alive at the end of `stage` and kept past it (as qp_model_stage_persistent_in),
  *  in either space, of the terms `which` accepts (what a checkpoint saves, say). */
 size_t qp_model_stage_persistent_if(const qp_model *model, int stage,

@@ -135,10 +135,13 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
   int known = model && qp_report_stage_id(model, r->name, &id);
   size_t carried = known ? qp_model_stage_carried(model, id) : 0;
   size_t peak = known ? qp_model_stage_peak(model, id) : 0;
-  size_t persistent = !known ? 0
+  /* What stays on the host (compared with RSS by `validate`), and what a checkpoint saves
+   * of both spaces. */
+  size_t persistent = known ? qp_model_stage_persistent(model, id) : 0;
+  size_t checkpoint = !known ? 0
                       : model->checkpoint_saves
                           ? qp_model_stage_persistent_if(model, id, model->checkpoint_saves)
-                          : qp_model_stage_persistent(model, id);
+                          : persistent;
   size_t overhead = model ? model->overhead_bytes : 0;
 
   const qp_meter_sample *m0 = &r->meter_start, *m1 = &r->meter_end;
@@ -166,6 +169,10 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
       {"device_tracked_end_bytes", qp_i64(r->device_tracked_at_end)},
       {"predicted_device_peak_bytes",
        known ? qp_i64(qp_model_stage_peak_in(model, id, QP_SPACE_DEVICE)) : 0},
+      {"predicted_device_persistent_bytes",
+       known ? qp_i64(qp_model_stage_persistent_in(model, id, QP_SPACE_DEVICE)) : 0},
+      {"predicted_peak_both_spaces_bytes",
+       known ? qp_i64(qp_model_stage_peak_both(model, id)) : 0},
       {"device_meter_start_bytes", m0->device_used},
       {"device_meter_end_bytes", m1->device_used},
       {"predicted_carried_bytes", qp_i64(carried)},
@@ -189,7 +196,7 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
       /* A checkpoint after a stage (pipeline/checkpoint.h) holds the state alive past it, on
        * the host and on a device; the last stage writes the results instead. */
       {"predicted_checkpoint_bytes",
-       known && id != model->n_stages - 1 ? qp_i64(persistent) : 0},
+       known && id != model->n_stages - 1 ? qp_i64(checkpoint) : 0},
   };
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
     QP_CALL_GOTO(qp_h5_attr_write_i64(group, gwhere, ints[i].name, ints[i].value), done);

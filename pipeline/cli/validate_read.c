@@ -102,6 +102,14 @@ static qp_err qp_val_read_stage(hid_t group, const char *where, const char *link
   if (library > 0) s->pred_peak += library;
   s->library = library > 0 ? library : 0;
   QP_CALL(qp_h5_attr_i64(group, where, "predicted_persistent_bytes", 1, &s->pred_persistent));
+  if (set->files[file].device_in_host) {
+    /* hostdev: the emulated device's pages are the process's, so RSS holds both spaces. */
+    int64_t both = -1, device_kept = -1;
+    QP_CALL(qp_h5_attr_i64(group, where, "predicted_peak_both_spaces_bytes", 0, &both));
+    QP_CALL(qp_h5_attr_i64(group, where, "predicted_device_persistent_bytes", 0, &device_kept));
+    if (both >= 0) s->pred_peak = both + s->library;
+    if (device_kept > 0) s->pred_persistent += device_kept;
+  }
   QP_CALL(qp_h5_attr_i64(group, where, "rss_peak_bytes", 1, &rss_peak));
   QP_CALL(qp_h5_attr_i64(group, where, "rss_end_bytes", 1, &rss_end));
   s->model_has_stage = has_model != 0;
@@ -138,6 +146,9 @@ qp_err qp_val_read_file(qp_val_set *set, int file) {
   QP_CALL_GOTO(
       qp_h5_attr_i64(budget, where, "device_context_measured_bytes", 0, &f->context_measured),
       done);
+  char backend[QP_VAL_TEXT_MAX];
+  QP_CALL_GOTO(qp_h5_attr_string(h5, path, "backend", backend, sizeof backend), done);
+  f->device_in_host = strncmp(backend, "hostdev", 7) == 0;
 
   H5G_info_t info;
   QP_H5_GOTO(H5Gget_info(budget, &info), done, "%s: /budget", path);

@@ -26,6 +26,9 @@ typedef struct qp_val_file {
   /* a device run's context (/budget device_context_*_bytes): predicted by the plan, measured
    * by the device meter's baseline; -1 unknown (host runs, older files) */
   int64_t context_predicted, context_measured;
+  /* 1: the backend's device memory is host memory (hostdev, the CPU emulation of a device):
+   * RSS then holds both spaces, and both are compared with it */
+  int device_in_host;
   int read_ok;
 } qp_val_file;
 
