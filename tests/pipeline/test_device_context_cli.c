@@ -64,29 +64,33 @@ static char *expect(const char *tag, const char *const *args, int status,
   return out;
 }
 
+/* Writes `text` to `path`, the test's one writer of its configs. */
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  const int written = f && fputs(text, f) >= 0;
+  const int closed = f && fclose(f) == 0;
+  TEST_ASSERT(written && closed, "cannot write %s", path);
+}
+
 static void write_config(const char *limit) {
-  FILE *f = fopen("c.yaml", "w");
-  TEST_ASSERT(f != NULL, "cannot write c.yaml");
-  if (!f) return;
-  fprintf(f,
-          "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
-          "noise: {variance: 10}\nspectra: [TT]\nell_min: 2\nlmax: 12\nlmax_signal: 12\n"
-          "bin_width: 3\npath: harmonic\nharmonic_method: smw\nbackend: hostdev\n"
-          "output: r.h5\nmemory: {device_overhead: 5MiB%s%s}\n",
-          limit ? ", device_limit: " : "", limit ? limit : "");
-  fclose(f);
+  char text[1024];
+  snprintf(text, sizeof text,
+           "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
+           "noise: {variance: 10}\nspectra: [TT]\nell_min: 2\nlmax: 12\nlmax_signal: 12\n"
+           "bin_width: 3\npath: harmonic\nharmonic_method: smw\nbackend: hostdev\n"
+           "output: r.h5\nmemory: {device_overhead: 5MiB%s%s}\n",
+           limit ? ", device_limit: " : "", limit ? limit : "");
+  write_text("c.yaml", text);
 }
 
 /* A config of the simulated sky (T, harmonic path, bin width 3) with `rest` appended. */
 static void write_sky_config(const char *path, const char *rest) {
-  FILE *f = fopen(path, "w");
-  TEST_ASSERT(f != NULL, "cannot write %s", path);
-  if (!f) return;
-  fprintf(f,
-          "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
-          "noise: {variance: 10}\nspectra: [TT]\nbin_width: 3\npath: harmonic\n%s",
-          rest);
-  fclose(f);
+  char text[1024];
+  snprintf(text, sizeof text,
+           "maps: [m_0000.fits]\nmask: mask.fits\nfields: T\ncls: cls.txt\n"
+           "noise: {variance: 10}\nspectra: [TT]\nbin_width: 3\npath: harmonic\n%s",
+           rest);
+  write_text(path, text);
 }
 
 /* The largest "device peak ... N B" of `budget`'s output, and n_pix. */
@@ -212,16 +216,14 @@ int main(int argc, char **argv) {
     free(expect("simulate_example", sim, 0, NULL));
     const char *const limits[2] = {"", "\nmemory: {host_limit: 60MiB}"};
     for (int k = 0; k < 2; ++k) {
-      FILE *f = fopen("ex/hd.yaml", "w");
-      TEST_ASSERT(f != NULL, "cannot write ex/hd.yaml");
-      if (!f) break;
-      fprintf(f,
-              "maps: [map_0000.fits, map_0001.fits]\nmask: mask.fits\nfields: T\n"
-              "cls: cls.txt\nnoise: {variance: 100}\nspectra: [TT]\nlmax: 23\n"
-              "bin_width: 2\npath: harmonic\nharmonic_method: projected\nbackend: hostdev\n"
-              "output: hd.h5%s\n",
-              limits[k]);
-      fclose(f);
+      char text[1024];
+      snprintf(text, sizeof text,
+               "maps: [map_0000.fits, map_0001.fits]\nmask: mask.fits\nfields: T\n"
+               "cls: cls.txt\nnoise: {variance: 100}\nspectra: [TT]\nlmax: 23\n"
+               "bin_width: 2\npath: harmonic\nharmonic_method: projected\nbackend: hostdev\n"
+               "output: hd.h5%s\n",
+               limits[k]);
+      write_text("ex/hd.yaml", text);
       const char *plan[] = {"plan", "ex/hd.yaml", NULL};
       const char *panels[] = {"pixel matrices built on the host in panels of", NULL};
       char *planned = expect("plan_example_hostdev", plan, 0, k ? panels : NULL);
