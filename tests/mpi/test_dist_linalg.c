@@ -150,6 +150,11 @@ int main(int argc, char **argv) {
   TEST_OK(qp_linalg_copy_sub(11, 13, &a.cpu, 5, 7, &c.cpu, 3, 9));
   TEST_OK(qp_linalg_copy_sub(11, 13, &a.dist, 5, 7, &c.dist, 3, 9));
   EXPECT_CLOSE(&c, 0, "copy_sub");
+  /* ... and to the same place of a matrix of another size (a local copy on every rank, no
+   * pdgemr2d: dist.c), a window with ragged block edges. */
+  TEST_OK(qp_linalg_copy_sub(11, 13, &a.cpu, 5, 7, &c.cpu, 5, 7));
+  TEST_OK(qp_linalg_copy_sub(11, 13, &a.dist, 5, 7, &c.dist, 5, 7));
+  EXPECT_CLOSE(&c, 0, "copy_sub in place");
   pair_destroy(&c);
 
   /* The operations that carry what differs between a whole and a spread matrix (matrix.h), on
