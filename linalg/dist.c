@@ -115,13 +115,21 @@ static qp_err qp_dist_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b
  * projection route's fisher_run at n_pix 1984 on 1 x 2: docs/distributed.md). */
 static void qp_dist_copy_in_place(int64_t rows, int64_t cols, const qp_matrix *a, int64_t i0,
                                   int64_t j0, qp_matrix *b) {
+  /* The local rows in [i0, i0 + rows): one run, since global rows grow with local ones. */
+  int64_t lo = a->local_rows, hi = 0;
+  for (int64_t li = 0; li < a->local_rows; ++li) {
+    const int64_t gi = qp_matrix_global_row(a, li);
+    if (gi >= i0 && gi < i0 + rows) {
+      if (li < lo) lo = li;
+      hi = li + 1;
+    }
+  }
+  if (lo >= hi) return;
   for (int64_t lj = 0; lj < a->local_cols; ++lj) {
     const int64_t gj = qp_matrix_global_col(a, lj);
-    if (gj < j0 || gj >= j0 + cols) continue;
-    for (int64_t li = 0; li < a->local_rows; ++li) {
-      const int64_t gi = qp_matrix_global_row(a, li);
-      if (gi >= i0 && gi < i0 + rows) b->data[li + lj * b->ld] = a->data[li + lj * a->ld];
-    }
+    if (gj >= j0 && gj < j0 + cols)
+      memcpy(b->data + lo + lj * b->ld, a->data + lo + lj * a->ld,
+             (size_t)(hi - lo) * sizeof(double));
   }
 }
 

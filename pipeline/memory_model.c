@@ -70,21 +70,17 @@ static qp_model_bytes qp_bytes_sum(qp_model_bytes a, qp_model_bytes b) {
 /* An n x n matrix's host window of d->host_panel local columns (all of them for 0 or more):
  * this rank's local rows by that many of its local columns; the whole is one process's. */
 static qp_model_bytes qp_panel_window_bytes(const qp_model_dims *d, int64_t n) {
-  const qp_model_bytes all = qp_matrix_bytes(d, n, n);
-  if (d->host_panel <= 0) return all;
-  const int64_t rows = d->grid_rows > 0 ? qp_bc_local_count(n, d->block, d->grid_row, d->grid_rows)
-                                        : n;
-  const int64_t cols = d->grid_rows > 0 ? qp_bc_local_count(n, d->block, d->grid_col, d->grid_cols)
-                                        : n;
-  qp_model_bytes b = all;
-  size_t elements = 0;
-  qp_size_bytes(n, 1, &elements);
-  qp_size_bytes(d->host_panel < n ? d->host_panel : n, elements, &elements);
-  qp_size_mul(elements, sizeof(double), &b.whole);
-  b.approx = (double)n * (double)(d->host_panel < n ? d->host_panel : n) * (double)sizeof(double);
-  qp_size_bytes(rows, 1, &elements);
-  qp_size_bytes(d->host_panel < cols ? d->host_panel : cols, elements, &elements);
-  qp_size_mul(elements, sizeof(double), &b.here);
+  if (d->host_panel <= 0) return qp_matrix_bytes(d, n, n);
+  qp_model_dims one = *d; /* the whole: one process's n x panel */
+  one.grid_rows = 0;
+  qp_model_bytes b = qp_matrix_bytes(&one, n, d->host_panel < n ? d->host_panel : n);
+  if (d->grid_rows > 0) { /* here: this rank's local rows by a panel of its local columns */
+    const int64_t cols = qp_bc_local_count(n, d->block, d->grid_col, d->grid_cols);
+    size_t elements = 0;
+    qp_size_bytes(qp_bc_local_count(n, d->block, d->grid_row, d->grid_rows), 1, &elements);
+    qp_size_bytes(d->host_panel < cols ? d->host_panel : cols, elements, &elements);
+    qp_size_mul(elements, sizeof(double), &b.here);
+  }
   return b;
 }
 

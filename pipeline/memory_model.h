@@ -49,10 +49,10 @@ typedef struct qp_model_dims {
   int64_t w_block;       /* projection: columns of W = Y^T Y on the device at once (1..n_modes;
                             0: n_modes). Below n_modes W is formed in blocks and kept whole on
                             the host only (planner.c, memory.device_limit; one rank) */
-  int64_t host_panel;    /* device backends: local columns of C (and N_eff) on the host at once
-                            where they are built (1..; 0: all). Below a rank's local columns the
-                            host staging of that build is local rows x host_panel (planner.c,
-                            memory.host_limit; pixel_matrices.h) */
+  int64_t host_panel;    /* device backends: local columns of each pair-sum matrix (C, N_eff, the
+                            products, the bin matrices) on the host at once where it is built
+                            (1..; 0: all). Below a rank's local columns its host staging is local
+                            rows x host_panel (planner.c, memory.host_limit; pixel_matrices.h) */
   int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
   /* The distributed backend (grid_rows = 0: one process holds everything). The model is then
    * of one rank, (grid_row, grid_col) of the grid: its block-cyclic share of every big matrix

@@ -360,7 +360,7 @@ static qp_err qp_plan_host_panel_fits(const qp_problem *p, const void *how, int6
  * fits it whole; else the widest panel of local columns that fits, or failing that a panel of
  * one column (the limit check then refuses the run, naming the stage and term that stay above
  * it). On a grid, the narrowest any rank chose. Planned on p->model's route after its other
- * pieces: on each route qp_plan_route weighs, and again on the chosen one. */
+ * pieces, for each route qp_plan_route weighs. */
 static qp_err qp_plan_host_panel(qp_problem *p) {
   int64_t panel = 0;
   const int64_t n = p->n_pix;
@@ -434,7 +434,7 @@ qp_err qp_plan_route(qp_problem *p) {
   double cost[3], peak[3];
   int best = -1, best_fit = -1;
   int64_t fisher_chunk = p->n_params, spectra_chunk = p->n_params, batch[3] = {0, 0, 0},
-          w_block[3] = {0, 0, 0};
+          w_block[3] = {0, 0, 0}, host_panel[3] = {0, 0, 0};
   /* A route whose model has a term beyond 2^56 bytes cannot be sized: it is left out (the
    * same on every rank: the model decides on whole sizes); when no route is left, the first
    * one's error is the plan's. */
@@ -462,6 +462,7 @@ qp_err qp_plan_route(qp_problem *p) {
       QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, batch[0], 0,
                             &p->model, &p->model_dims));
     QP_CALL(qp_plan_host_panel(p));
+    host_panel[r] = p->model_dims.host_panel;
     cost[r] = qp_route_cost(p, (qp_model_path)r);
     if (r == 0 && fisher_chunk < p->n_params) {
       /* Streaming re-forms the later products: ~n_params^2 / (2 chunk) more of them. */
@@ -524,7 +525,9 @@ qp_err qp_plan_route(qp_problem *p) {
     qp_plan_reason_append(p, "; maps in batches of %lld of %lld on the device for %s",
                           (long long)batch[chosen], (long long)p->n_maps,
                           qp_plan_limits_text(p));
-  QP_CALL(qp_plan_host_panel(p));
+  /* The panel this route was weighed with (qp_plan_host_panel above). */
+  p->model_dims.host_panel = host_panel[chosen];
+  if (host_panel[chosen] > 0) QP_CALL(qp_plan_predict_again(p));
   if (p->model_dims.host_panel > 0 && !qp_plan_grid(p))
     qp_plan_reason_append(p, "; pixel matrices built on the host in panels of %lld of %lld columns for %s",
                           (long long)p->model_dims.host_panel, (long long)p->n_pix,

@@ -120,10 +120,16 @@ static inline int qp_w_blocks_whole_columns(const qp_problem *p) {
   return p->model_dims.grid_rows > 0;
 }
 /** Local columns of an n_pix x n_pix matrix that its host window holds at once where it is
- *  built on the host (C, N_eff: pixel_matrices.h): the plan's host_panel under
+ *  built on the host (the pair sums' matrices: pixel_matrices.h): the plan's host_panel under
  *  memory.host_limit on a device backend (memory_model.h), else all of them (INT64_MAX). */
 static inline int64_t qp_host_panel(const qp_problem *p) {
   return p->model_dims.host_panel > 0 ? p->model_dims.host_panel : INT64_MAX;
+}
+/** The width of the host panel from local column col0 of a matrix of local_cols local
+ *  columns: qp_host_panel, the last one narrower. Loops: for (col0 = 0, cols; col0 <
+ *  local_cols; col0 += cols) cols = qp_host_panel_width(p, local_cols, col0); */
+static inline int64_t qp_host_panel_width(const qp_problem *p, int64_t local_cols, int64_t col0) {
+  return local_cols - col0 < qp_host_panel(p) ? local_cols - col0 : qp_host_panel(p);
 }
 /** The maps of the batch that starts at map `first`: at most qp_map_batch, fewer in the last. */
 static inline int64_t qp_map_batch_count(const qp_problem *p, int64_t first) {

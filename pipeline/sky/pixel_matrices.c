@@ -447,10 +447,8 @@ qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int
   /* A panel of local columns at a time (the plan's, under memory.host_limit on a device
    * backend; all of them otherwise): each panel's pairs are summed again, those of its
    * positions with every other. */
-  const int64_t panel = qp_host_panel(p) < m->local_cols ? qp_host_panel(p) : m->local_cols;
-  int64_t col0 = 0;
-  do {
-    const int64_t cols = m->local_cols - col0 < panel ? m->local_cols - col0 : panel;
+  for (int64_t col0 = 0, cols; col0 < m->local_cols; col0 += cols) {
+    cols = qp_host_panel_width(p, m->local_cols, col0);
     qp_host_window w;
     QP_CALL(qp_host_window_open(m, col0, cols, QP_ACCESS_READ_WRITE, &w));
     qp_pixel_add_noise_variance(p, &w);
@@ -462,8 +460,7 @@ qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int
       return err;
     }
     QP_CALL(qp_host_window_close(&w));
-    col0 += cols;
-  } while (col0 < m->local_cols);
+  }
   return QP_OK;
 }
 
@@ -480,9 +477,9 @@ qp_err qp_pixel_build_slots(const qp_problem *p, const qp_matrix *stack, int64_t
   for (int64_t k = 0; k < count; ++k)
     QP_CALL_GOTO(qp_matrix_stack_slot(stack, slot0 + k, p->ops, term, n, n, &views[k]), done);
   const int64_t local_cols = count > 0 ? views[0].local_cols : 0;
-  const int64_t panel = qp_host_panel(p) < local_cols ? qp_host_panel(p) : local_cols;
-  for (int64_t col0 = 0; col0 < local_cols;) { /* a rank with no local column builds nothing */
-    const int64_t cols = local_cols - col0 < panel ? local_cols - col0 : panel;
+  /* A rank with no local column builds nothing. */
+  for (int64_t col0 = 0, cols; col0 < local_cols; col0 += cols) {
+    cols = qp_host_panel_width(p, local_cols, col0);
     /* One window per matrix over the panel's columns, every entry of which the build writes;
      * closed in reverse, so that the stage's staging reserve is a stack. */
     for (opened = 0; opened < count; ++opened) {
@@ -494,7 +491,6 @@ qp_err qp_pixel_build_slots(const qp_problem *p, const qp_matrix *stack, int64_t
     QP_CALL_GOTO(qp_pixel_matrices_build_columns(p, NULL, 0, -1, (int)first, (int)count, at, &pc),
                  done);
     for (; opened > 0; --opened) QP_CALL_GOTO(qp_host_window_close(&w[opened - 1]), done);
-    col0 += cols;
   }
 done:
   for (; opened > 0; --opened) qp_host_window_discard(&w[opened - 1]);

@@ -27,9 +27,8 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
      * untouched upper triangle: zeroed), row i scaled by d_i. */
     QP_CALL(qp_linalg_transpose(&p->cov, slot));
     /* Through windows of the plan's host panel (problem.h), as the products are built. */
-    const int64_t panel = qp_host_panel(p) < slot->local_cols ? qp_host_panel(p) : slot->local_cols;
     for (int64_t col0 = 0, cols; col0 < slot->local_cols; col0 += cols) {
-      cols = slot->local_cols - col0 < panel ? slot->local_cols - col0 : panel;
+      cols = qp_host_panel_width(p, slot->local_cols, col0);
       qp_host_window w;
       QP_CALL(qp_host_window_open(slot, col0, cols, QP_ACCESS_READ_WRITE, &w));
       for (int64_t k = 0; k < cols; ++k) {
@@ -147,7 +146,6 @@ static qp_err qp_whiten_product(qp_problem *p, const qp_matrix *stack, int64_t j
   QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, &slot));
   return QP_OK;
 }
-
 
 static qp_err qp_pixel_fisher_run(qp_problem *p);
 
