@@ -48,27 +48,36 @@ size_t qp_host_window_bytes(const qp_linalg_ops *ops, int64_t local_rows, int64_
   return (size_t)local_rows * (size_t)cols * sizeof(double);
 }
 
-qp_err qp_host_window_open(qp_matrix *m, int64_t col0, int64_t cols, qp_access access,
-                           qp_host_window *w) {
+qp_err qp_host_window_open_block(qp_matrix *m, int64_t row0, int64_t rows, int64_t col0,
+                                 int64_t cols, qp_access access, qp_host_window *w) {
   memset(w, 0, sizeof *w);
   QP_CHECK(col0 >= 0 && cols >= 0 && col0 + cols <= m->local_cols, QP_ERR_INTERNAL,
            "host window of columns %lld..%lld of '%s' (%lld local columns)", (long long)col0,
            (long long)(col0 + cols), m->name, (long long)m->local_cols);
-  *w = (qp_host_window){.ld = m->ld, .col0 = col0, .cols = cols, .m = m, .access = access};
+  QP_CHECK(row0 >= 0 && rows >= 0 && row0 + rows <= m->local_rows, QP_ERR_INTERNAL,
+           "host window of rows %lld..%lld of '%s' (%lld local rows)", (long long)row0,
+           (long long)(row0 + rows), m->name, (long long)m->local_rows);
+  *w = (qp_host_window){.ld = m->ld, .row0 = row0, .rows = rows, .col0 = col0, .cols = cols,
+                        .m = m, .access = access};
   if (m->space == QP_SPACE_HOST) {
-    w->data = m->data ? m->data + col0 * m->ld : NULL;
+    w->data = m->data ? m->data + row0 + col0 * m->ld : NULL;
     return QP_OK;
   }
-  w->ld = m->local_rows > 0 ? m->local_rows : 1;
+  w->ld = rows > 0 ? rows : 1;
   w->staged = 1;
-  QP_CALL(qp_staging_take(qp_host_window_bytes(m->ops, m->local_rows, cols), w));
+  QP_CALL(qp_staging_take(qp_host_window_bytes(m->ops, rows, cols), w));
   qp_err err = QP_OK;
   if (access & QP_ACCESS_READ)
-    QP_CALL_GOTO(qp_linalg_download(m, 0, col0, m->local_rows, cols, w->data, w->ld), fail);
+    QP_CALL_GOTO(qp_linalg_download(m, row0, col0, rows, cols, w->data, w->ld), fail);
   return QP_OK;
 fail:
   qp_host_window_discard(w);
   return err;
+}
+
+qp_err qp_host_window_open(qp_matrix *m, int64_t col0, int64_t cols, qp_access access,
+                           qp_host_window *w) {
+  return qp_host_window_open_block(m, 0, m->local_rows, col0, cols, access, w);
 }
 
 qp_err qp_host_window_read(const qp_matrix *m, int64_t col0, int64_t cols, qp_host_window *w) {
@@ -79,7 +88,7 @@ qp_err qp_host_window_read(const qp_matrix *m, int64_t col0, int64_t cols, qp_ho
 qp_err qp_host_window_close(qp_host_window *w) {
   qp_err err = QP_OK;
   if (w->m && w->staged && (w->access & QP_ACCESS_WRITE))
-    QP_CALL_GOTO(qp_linalg_upload(w->data, w->ld, w->m, 0, w->col0, w->m->local_rows, w->cols),
+    QP_CALL_GOTO(qp_linalg_upload(w->data, w->ld, w->m, w->row0, w->col0, w->rows, w->cols),
                  done);
 done:
   qp_host_window_discard(w);

@@ -2,7 +2,8 @@
  *
  * Stages build and read some matrices entry by entry (S and P_p from the pair sums, V, the
  * diagonal of I + K Lambda, the maps). They do it through a window: a host array holding the
- * local columns [col0, col0 + cols) of a matrix, leading dimension ld. On a host backend (cpu,
+ * local columns [col0, col0 + cols) of a matrix (or a block of them: local rows [row0, row0 +
+ * rows) of those columns), leading dimension ld. On a host backend (cpu,
  * dist) the window is the matrix's own buffer, and opening and closing it copy nothing. On a
  * device backend (cuda, hostdev) opening allocates a host staging block through the budget
  * (term QP_TERM_HOST_STAGING, transient) and downloads into it when the access reads; closing
@@ -30,8 +31,8 @@ typedef enum qp_access {
 } qp_access;
 
 typedef struct qp_host_window {
-  double *data;         /* local entry (li, col0 + k) is data[li + k * ld] */
-  int64_t ld, col0, cols;
+  double *data;         /* local entry (row0 + i, col0 + k) is data[i + k * ld] */
+  int64_t ld, row0, rows, col0, cols;
   qp_matrix *m;         /* NULL once closed */
   qp_access access;
   int staged;           /* 1: data is a staging block (device matrix), freed at close */
@@ -51,10 +52,16 @@ void qp_host_staging_release(void);
 /** Host staging bytes a window of `cols` local columns of a matrix of `ops` with `local_rows`
  *  rows takes: 0 on a host backend. What the memory model charges to QP_TERM_HOST_STAGING. */
 size_t qp_host_window_bytes(const qp_linalg_ops *ops, int64_t local_rows, int64_t cols);
-/** Opens local columns [col0, col0 + cols) of m. Errors: QP_ERR_INTERNAL for columns out of
- *  range, the budget's for the staging block, the backend's for the download. */
+/** Opens local columns [col0, col0 + cols) of m, every local row (row0 0). Errors:
+ *  QP_ERR_INTERNAL for columns out of range, the budget's for the staging block, the
+ *  backend's for the download. */
 qp_err qp_host_window_open(qp_matrix *m, int64_t col0, int64_t cols, qp_access access,
                            qp_host_window *w);
+/** Opens the block of local rows [row0, row0 + rows) of local columns [col0, col0 + cols):
+ *  what a matrix built row by row (V^T, position by position) is built in panels of. The
+ *  same errors, for rows or columns out of range. */
+qp_err qp_host_window_open_block(qp_matrix *m, int64_t row0, int64_t rows, int64_t col0,
+                                 int64_t cols, qp_access access, qp_host_window *w);
 /** The same, read-only, for a matrix the caller may not change. */
 qp_err qp_host_window_read(const qp_matrix *m, int64_t col0, int64_t cols, qp_host_window *w);
 /** Uploads what a writing window holds (device backends), frees its staging and zeroes *w.

@@ -67,18 +67,25 @@ static qp_model_bytes qp_bytes_sum(qp_model_bytes a, qp_model_bytes b) {
   return a;
 }
 
-/* An n x n matrix's host window of d->host_panel local columns (all of them for 0 or more):
- * this rank's local rows by that many of its local columns; the whole is one process's. */
-static qp_model_bytes qp_panel_window_bytes(const qp_model_dims *d, int64_t n) {
-  if (d->host_panel <= 0) return qp_matrix_bytes(d, n, n);
-  qp_model_dims one = *d; /* the whole: one process's n x panel */
+/* A rows x cols matrix's host window of d->host_panel of its lines (all of them for 0 or
+ * more): of its local columns, or of its local rows when `of_rows` (V^T), by all the other
+ * way. This rank's share; the whole is one process's. */
+static qp_model_bytes qp_panel_window_bytes(const qp_model_dims *d, int64_t rows, int64_t cols,
+                                            int of_rows) {
+  if (d->host_panel <= 0) return qp_matrix_bytes(d, rows, cols);
+  const int64_t hp = d->host_panel;
+  qp_model_dims one = *d; /* the whole: one process's panel */
   one.grid_rows = 0;
-  qp_model_bytes b = qp_matrix_bytes(&one, n, d->host_panel < n ? d->host_panel : n);
-  if (d->grid_rows > 0) { /* here: this rank's local rows by a panel of its local columns */
-    const int64_t cols = qp_bc_local_count(n, d->block, d->grid_col, d->grid_cols);
+  qp_model_bytes b = qp_matrix_bytes(&one, of_rows && hp < rows ? hp : rows,
+                                     !of_rows && hp < cols ? hp : cols);
+  if (d->grid_rows > 0) { /* here: this rank's local lines, a panel of them one way */
+    int64_t lr = qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows),
+            lc = qp_bc_local_count(cols, d->block, d->grid_col, d->grid_cols);
+    if (of_rows && hp < lr) lr = hp;
+    if (!of_rows && hp < lc) lc = hp;
     size_t elements = 0;
-    qp_size_bytes(qp_bc_local_count(n, d->block, d->grid_row, d->grid_rows), 1, &elements);
-    qp_size_bytes(d->host_panel < cols ? d->host_panel : cols, elements, &elements);
+    qp_size_bytes(lr, 1, &elements);
+    qp_size_bytes(lc, elements, &elements);
     qp_size_mul(elements, sizeof(double), &b.here);
   }
   return b;
@@ -92,21 +99,22 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   if (!d->device) return;
   const int64_t n = d->n_pix, nm = d->n_modes;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
-  const qp_model_bytes sq = qp_matrix_bytes(d, n, n), modes = qp_matrix_bytes(d, n, nm),
-                       kernel = qp_matrix_bytes(d, nm, nm),
+  const qp_model_bytes sq = qp_matrix_bytes(d, n, n), kernel = qp_matrix_bytes(d, nm, nm),
                        maps = qp_matrix_bytes(d, n, qp_model_map_batch(d));
   /* covariance_setup: a dense N read (whole); C (or SMW's N_eff) built, a panel of columns at
    * a time: N's variances and S added. */
-  const qp_model_bytes built = qp_panel_window_bytes(d, n);
+  const qp_model_bytes built = qp_panel_window_bytes(d, n, n, 0);
   out[QP_STAGE_COVARIANCE_SETUP] = d->noise_dense ? sq : !smw || d->switched ? built : none;
-  /* basis_setup: V^T built (SMW: and whitened), a batch of maps whitened, I + K Lambda
-   * built; pixel-direct nothing (L^-1's upper triangle is cleared on the device). */
+  /* basis_setup: V^T built (SMW: and whitened), a panel of rows at a time; a batch of maps
+   * (SMW), I + K Lambda built (SMW); pixel-direct nothing (L^-1's upper triangle is cleared
+   * on the device). */
+  const qp_model_bytes vt = qp_panel_window_bytes(d, n, nm, 1);
   out[QP_STAGE_BASIS_SETUP] =
-      pixel ? none : smw ? qp_bytes_max(qp_bytes_max(modes, maps), kernel) : modes;
+      pixel ? none : smw ? qp_bytes_max(qp_bytes_max(vt, maps), kernel) : vt;
   /* fisher_run: pixel-direct, the whitened noise (unless a dense N without the switch is
    * copied in), a chunk of P_p (each a panel at a time: pixel_matrices.h), then the Gram
-   * matrix read (whole on every rank); projection, N_eff with the switch, then Z or N_eff Z
-   * read for the bias; SMW, G read. */
+   * matrix read (whole on every rank); projection, N_eff with the switch, then a panel of
+   * Z's columns (or N_eff Z's) read for the bias; SMW, G read. */
   const int64_t k = d->fisher_chunk;
   if (pixel)
     out[QP_STAGE_FISHER_RUN] =
@@ -114,7 +122,9 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
                      qp_model_bytes_times((size_t)k + 1,
                                           qp_model_vector_bytes(k + 1, sizeof(double))));
   else
-    out[QP_STAGE_FISHER_RUN] = smw ? kernel : qp_bytes_max(modes, d->switched ? built : none);
+    out[QP_STAGE_FISHER_RUN] =
+        smw ? kernel : qp_bytes_max(qp_matrix_bytes(d, n, qp_model_bias_panel(d)),
+                                    d->switched ? built : none);
   /* spectra_run: pixel-direct, a batch's z read while a chunk of P_b is built, then while
    * P_b z is read; projection, a batch of maps. */
   out[QP_STAGE_SPECTRA_RUN] =
@@ -442,11 +452,14 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
         t->phase_alloc = ph;
         if (moves) t->phase_free = 1;
       }
-      /* Where aligning moves data, Z's columns of one field are lined up with another's for
-       * the bias. */
-      if (moves)
-        qp_model_add(m, QP_TERM_ALIGNED_MODES, QP_TERM_TRANSIENT, mode_pix, fis, fis,
-                     "n_pix n_modes x 8 (Z's columns of one field, aligned)")
+      /* Where aligning moves data, a panel of Z's columns of one field is lined up with
+       * another field's, or with N_eff Z's, for the bias (not where neither is needed). */
+      if (moves && (d->cross_fields || d->switched || d->noise_dense))
+        qp_model_add(m, QP_TERM_ALIGNED_MODES, QP_TERM_TRANSIENT,
+                     qp_matrix_bytes(d, d->n_pix, qp_model_bias_panel(d)), fis, fis,
+                     qp_model_bias_panel(d) < d->n_modes
+                         ? "n_pix bias_panel x 8 (Z's columns of one field, aligned)"
+                         : "n_pix n_modes x 8 (Z's columns of one field, aligned)")
             ->phase_alloc = 2;
     }
   }

@@ -49,10 +49,12 @@ typedef struct qp_model_dims {
   int64_t w_block;       /* projection: columns of W = Y^T Y on the device at once (1..n_modes;
                             0: n_modes). Below n_modes W is formed in blocks and kept whole on
                             the host only (planner.c, memory.device_limit; one rank) */
-  int64_t host_panel;    /* device backends: local columns of each pair-sum matrix (C, N_eff, the
-                            products, the bin matrices) on the host at once where it is built
-                            (1..; 0: all). Below a rank's local columns its host staging is local
-                            rows x host_panel (planner.c, memory.host_limit; pixel_matrices.h) */
+  int64_t host_panel;    /* device backends: the lines of an n_pix-sided matrix on the host at
+                            once (1..; 0: all; planner.c, memory.host_limit): local columns of
+                            each pair-sum matrix (C, N_eff, the products, the bin matrices) where
+                            it is built (pixel_matrices.h), local rows of V^T where it is built
+                            and whitened, and the columns of Z that the projection route's
+                            noise bias reads (qp_model_bias_panel) */
   int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
   /* The distributed backend (grid_rows = 0: one process holds everything). The model is then
    * of one rank, (grid_row, grid_col) of the grid: its block-cyclic share of every big matrix
@@ -67,6 +69,8 @@ typedef struct qp_model_dims {
   int64_t n_lm;          /* harmonic: (lmax + 1)^2, the (l, m) of one padded field block */
   int fisher_block_slots; /* harmonic: the quadruples of fields whose (l, l') block sums F
                              is made of (qp_fisher_block_slots, harmonic_modes.h) */
+  int cross_fields;      /* harmonic: a spectrum of two fields (TE, TB, EB), whose noise bias
+                            lines Z's columns of one field up with another's (qp_spectra_cross) */
   /* A device backend's table whose own buffers (library workspaces, pivots: matrix.h's
    * workspaces) the model predicts for the operations each stage runs at these sizes; NULL:
    * none predicted (host backends; cuda before its context exists: planner.c says so). */
@@ -79,6 +83,21 @@ typedef struct qp_model_dims {
  *  too: a rank's block-cyclic share of n_pix rows is at most its share of n_modes rows). */
 static inline int qp_model_modes_in_kernel(int64_t n_pix, int64_t n_modes) {
   return n_pix <= n_modes;
+}
+
+/** The columns of Z (n_pix x n_modes) that the projection route's noise bias reads at once, a
+ *  panel from column 0, then the next (harmonic_estimates.c): all of them without a
+ *  host_panel; else host_panel, on a grid rounded down to whole blocks on every process
+ *  column (a multiple of block x npcol, at least one: a range of columns that starts there is
+ *  a block-cyclic matrix of its own, qp_matrix_columns), so a rank's window of a panel holds
+ *  host_panel local columns rounded down to whole blocks (one block at least). */
+static inline int64_t qp_model_bias_panel(const qp_model_dims *d) {
+  int64_t panel = d->host_panel > 0 ? d->host_panel : d->n_modes;
+  if (d->host_panel > 0 && d->grid_rows > 0) {
+    const int64_t blocks = d->host_panel / d->block;
+    panel = (blocks > 1 ? blocks : 1) * (int64_t)d->block * d->grid_cols;
+  }
+  return panel < d->n_modes ? panel : d->n_modes;
 }
 
 /** The maps a device matrix holds at once: map_batch, or n_maps where it is 0. */

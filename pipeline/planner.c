@@ -103,6 +103,7 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
   dims.n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
   int slot[81];
   dims.fisher_block_slots = qp_fisher_block_slots(cfg, slot);
+  dims.cross_fields = qp_spectra_cross(cfg);
   QP_CALL(qp_model_predict(&dims, model));
   if (dims_out) *dims_out = dims;
   /* At most 2^56 from a calibration file (calibration.h); the built-in one is 24 MiB plus
@@ -529,14 +530,23 @@ qp_err qp_plan_route(qp_problem *p) {
   p->model_dims.host_panel = host_panel[chosen];
   if (host_panel[chosen] > 0) QP_CALL(qp_plan_predict_again(p));
   if (p->model_dims.host_panel > 0 && !qp_plan_grid(p))
-    qp_plan_reason_append(p, "; pixel matrices built on the host in panels of %lld of %lld columns for %s",
+    qp_plan_reason_append(p, "; host windows in panels of %lld of %lld (%s) for %s",
                           (long long)p->model_dims.host_panel, (long long)p->n_pix,
-                          qp_plan_limits_text(p));
+                          qp_plan_panel_lines(&p->model_dims), qp_plan_limits_text(p));
   else if (p->model_dims.host_panel > 0)
-    qp_plan_reason_append(p, "; pixel matrices built on the host in panels of %lld of each rank's local "
-                             "columns for %s",
-                          (long long)p->model_dims.host_panel, qp_plan_limits_text(p));
+    qp_plan_reason_append(p, "; host windows in panels of %lld of each rank's local lines (%s) "
+                             "for %s",
+                          (long long)p->model_dims.host_panel,
+                          qp_plan_panel_lines(&p->model_dims), qp_plan_limits_text(p));
   return QP_OK;
+}
+
+const char *qp_plan_panel_lines(const qp_model_dims *d) {
+  switch (d->path) {
+  case QP_MODEL_PIXEL_DIRECT: return "columns of the pixel matrices";
+  case QP_MODEL_HARMONIC_SMW: return "columns of the pixel matrices, rows of V^T";
+  default: return "columns of the pixel matrices, rows of V^T, columns of Z";
+  }
 }
 
 void qp_plan_smw_noise_check(qp_problem *p, double rcond, double noise_max) {
@@ -656,11 +666,12 @@ qp_err qp_plan_check_limit(const qp_problem *p) {
                       limit_text = qp_bytes_readable(limit),
                       by_text = qp_bytes_readable((double)need - limit);
   /* On a device backend the plan's panels are its least host side already: say so. */
-  char panels[128] = "";
+  char panels[192] = "";
   if (p->model_dims.host_panel > 0)
     snprintf(panels, sizeof panels,
-             "; the pixel matrices already built in panels of %lld local column%s",
-             (long long)p->model_dims.host_panel, p->model_dims.host_panel == 1 ? "" : "s");
+             "; the host windows already in panels of %lld local line%s (%s)",
+             (long long)p->model_dims.host_panel, p->model_dims.host_panel == 1 ? "" : "s",
+             qp_plan_panel_lines(&p->model_dims));
   if (p->limit_from_job)
     QP_FAIL(QP_ERR_BUDGET,
             "predicted peak %s (stage %s, largest term '%s' %s, overhead %s%s) "

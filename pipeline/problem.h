@@ -119,9 +119,11 @@ static inline int64_t qp_w_block(const qp_problem *p) {
 static inline int qp_w_blocks_whole_columns(const qp_problem *p) {
   return p->model_dims.grid_rows > 0;
 }
-/** Local columns of an n_pix x n_pix matrix that its host window holds at once where it is
- *  built on the host (the pair sums' matrices: pixel_matrices.h): the plan's host_panel under
- *  memory.host_limit on a device backend (memory_model.h), else all of them (INT64_MAX). */
+/** The lines of an n_pix-sided matrix that its host window holds at once: local columns of
+ *  an n_pix x n_pix matrix where it is built on the host (the pair sums' matrices:
+ *  pixel_matrices.h), local rows of V^T where it is built and whitened (harmonic_route.c):
+ *  the plan's host_panel under memory.host_limit on a device backend (memory_model.h), else
+ *  all of them (INT64_MAX). */
 static inline int64_t qp_host_panel(const qp_problem *p) {
   return p->model_dims.host_panel > 0 ? p->model_dims.host_panel : INT64_MAX;
 }

@@ -259,51 +259,70 @@ static qp_err qp_bias_from_matrix(qp_problem *p, const qp_matrix *g, const qp_en
 }
 
 /* Projection: b_p = 1/2 sum over D_p's entries (a, b, v) of v Z_b^T N_eff Z_a, Z = C^-1 V^T
- * (n_pix x n_modes) and nz = N_eff Z (NULL for a diagonal N: the variances instead). For each
- * pair of fields (fa, fb), Z's columns of field fb are lined up with the columns of fa where
- * (l, m) agree, every rank sums its rows of the entries whose column it holds, one sum over
- * the ranks completes the dots. */
+ * (n_pix x n_modes) and nz = N_eff Z (NULL for a diagonal N: the variances instead). Z's
+ * columns are read a panel at a time (qp_model_bias_panel: all of them unless the plan
+ * panels the host windows under memory.host_limit). For each pair of fields (fa, fb) the
+ * columns of field fb are lined up with the panel's columns of fa where (l, m) agree (where
+ * fa = fb without nz, Z_b is the panel's own column: nothing to line up), every rank sums its
+ * rows of the entries whose column it holds, one sum over the ranks completes the dots. Each
+ * dot is the same sum in the same order whatever the panels. */
 static qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_matrix *nz,
                                  const qp_entry *e, const int64_t *start) {
   const qp_config *cfg = p->cfg;
-  const int64_t n_entries = start[p->n_params];
+  const int64_t n_entries = start[p->n_params], nm = z->cols;
+  const int64_t panel = qp_model_bias_panel(&p->model_dims);
   const int moves = qp_linalg_moves_data(p->ops);
   qp_matrix work = {0};
   qp_host_window rw = {0};
   qp_err err = QP_OK;
   double *dots = calloc((size_t)n_entries + 1, sizeof *dots);
   QP_CHECK(dots, QP_ERR_NOMEM, "out of memory for %lld dots", (long long)n_entries);
-  if (moves)
+  /* The model's Z_aligned: where aligning moves data and some pair needs lining up. */
+  if (moves && (nz || qp_spectra_cross(cfg)))
     QP_CALL_GOTO(qp_matrix_create(qp_linalg_host_ops(p->ops), QP_TERM_ALIGNED_MODES,
-                                  QP_TERM_TRANSIENT, z->rows, z->cols, &work),
+                                  QP_TERM_TRANSIENT, z->rows, panel, &work),
                  done);
   const qp_matrix *right = nz ? nz : z;
-  QP_CALL_GOTO(qp_host_window_read(right, 0, right->local_cols, &rw), done);
-  for (int fa = 0; fa < 3; ++fa)
-    for (int fb = 0; fb < 3; ++fb) {
-      int used = 0;
-      for (int64_t k = 0; k < n_entries && !used; ++k) used = e[k].fa == fa && e[k].fb == fb;
-      if (!used) continue;
-      const int lo = p->field_ell_min[fa] > p->field_ell_min[fb] ? p->field_ell_min[fa]
-                                                                 : p->field_ell_min[fb];
-      qp_aligned zb;
-      QP_CALL_GOTO(qp_linalg_align(z, 0, qp_mode(p, fb, lo, -lo), z->rows,
-                                   qp_harmonic_count(lo, cfg->lmax), z, 0, qp_mode(p, fa, lo, -lo),
-                                   moves ? &work : NULL, &zb),
-                   done);
+  for (int64_t g0 = 0; g0 < nm; g0 += panel) {
+    const int64_t cols = nm - g0 < panel ? nm - g0 : panel;
+    qp_matrix zp, rp, wp = {0};
+    QP_CALL_GOTO(qp_matrix_columns(z, g0, cols, &zp), done);
+    QP_CALL_GOTO(qp_matrix_columns(right, g0, cols, &rp), done);
+    if (work.ops) QP_CALL_GOTO(qp_matrix_columns(&work, 0, cols, &wp), done);
+    QP_CALL_GOTO(qp_host_window_read(&rp, 0, rp.local_cols, &rw), done);
+    for (int fa = 0; fa < 3; ++fa)
+      for (int fb = 0; fb < 3; ++fb) {
+        int used = 0;
+        for (int64_t k = 0; k < n_entries && !used; ++k) used = e[k].fa == fa && e[k].fb == fb;
+        if (!used) continue;
+        const int lo = p->field_ell_min[fa] > p->field_ell_min[fb] ? p->field_ell_min[fa]
+                                                                   : p->field_ell_min[fb];
+        /* fa's columns in this panel, [a0, a1), and fb's columns of the same (l, m). */
+        const int64_t first_a = qp_mode(p, fa, lo, -lo), first_b = qp_mode(p, fb, lo, -lo),
+                      count = qp_harmonic_count(lo, cfg->lmax);
+        const int64_t a0 = first_a > g0 ? first_a : g0,
+                      a1 = first_a + count < g0 + cols ? first_a + count : g0 + cols;
+        if (a0 >= a1) continue;
+        qp_aligned zb = {rw.data, rw.ld, 0, 0};
+        if (fa != fb || nz)
+          QP_CALL_GOTO(qp_linalg_align(z, 0, first_b + (a0 - first_a), z->rows, a1 - a0, &zp, 0,
+                                       a0 - g0, moves ? &wp : NULL, &zb),
+                       done);
 #pragma omp parallel for schedule(dynamic, 64)
-      for (int64_t k = 0; k < n_entries; ++k) {
-        if (e[k].fa != fa || e[k].fb != fb) continue;
-        const int64_t lj = qp_matrix_local_col(z, e[k].a);
-        if (lj < 0) continue;
-        const double *ra = rw.data + lj * rw.ld;
-        double dot = 0;
-        for (int64_t li = 0; li < z->local_rows; ++li)
-          dot += qp_aligned_at(&zb, li, lj) * ra[li] *
-                 (nz ? 1.0 : p->noise_variance[qp_matrix_global_row(z, li)]);
-        dots[k] = dot;
+        for (int64_t k = 0; k < n_entries; ++k) {
+          if (e[k].fa != fa || e[k].fb != fb || e[k].a < a0 || e[k].a >= a1) continue;
+          const int64_t lj = qp_matrix_local_col(&zp, e[k].a - g0);
+          if (lj < 0) continue;
+          const double *ra = rw.data + lj * rw.ld;
+          double dot = 0;
+          for (int64_t li = 0; li < z->local_rows; ++li)
+            dot += qp_aligned_at(&zb, li, lj) * ra[li] *
+                   (nz ? 1.0 : p->noise_variance[qp_matrix_global_row(z, li)]);
+          dots[k] = dot;
+        }
       }
-    }
+    qp_host_window_discard(&rw);
+  }
   QP_CALL_GOTO(qp_linalg_sum_partials(p->ops, dots, n_entries), done);
   for (int q = 0; q < p->n_params; ++q) {
     double sum = 0;

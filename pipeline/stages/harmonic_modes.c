@@ -46,6 +46,13 @@ int qp_fisher_block_slots(const qp_config *cfg, int slot[81]) {
   return n;
 }
 
+int qp_spectra_cross(const qp_config *cfg) {
+  int cross = 0;
+  for (int i = 0; i < cfg->n_spectra; ++i)
+    cross |= qp_spectrum_fields[cfg->spectra[i]][0] != qp_spectrum_fields[cfg->spectra[i]][1];
+  return cross;
+}
+
 /* ---- D_p: the sparse derivative of Lambda ---- */
 
 

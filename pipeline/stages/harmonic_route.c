@@ -32,7 +32,10 @@ void qp_harmonic_layout(qp_problem *p) {
 /* V^T at the observed positions: T rows from the temperature basis, Q/U rows from E and B.
  * Each position's rows (T at pos; Q at pos and U at pos + n_obs_p) get the basis values of
  * their columns' fields. Distributed, a rank evaluates the basis only at positions with a row
- * of its own, and writes its own columns. */
+ * of its own, and writes its own columns. On a device backend under memory.host_limit the
+ * host window is a panel of qp_host_panel(p) local rows at a time (every mode of a position
+ * comes from one recursion, so panels of rows, not of columns, cost no recursion twice; a
+ * polarised position whose Q and U rows fall in two panels is evaluated in each). */
 static qp_err qp_build_vt(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   qp_matrix *v = &p->vt;
@@ -44,7 +47,6 @@ static qp_err qp_build_vt(qp_problem *p) {
   qp_err err = QP_OK;
   QP_CHECK_GOTO(field && index, QP_ERR_NOMEM, done, "out of memory for %lld mode columns",
                 (long long)v->local_cols);
-  QP_CALL_GOTO(qp_host_window_open(v, 0, v->local_cols, QP_ACCESS_WRITE, &vw), done);
   for (int64_t lj = 0; lj < v->local_cols; ++lj) {
     const int64_t mode = qp_matrix_global_col(v, lj);
     for (int f = 0; f < 3; ++f)
@@ -53,41 +55,48 @@ static qp_err qp_build_vt(qp_problem *p) {
         index[lj] = mode - p->field_offset[f];
       }
   }
+  for (int64_t row0 = 0, rows; row0 < v->local_rows; row0 += rows) {
+    rows = qp_host_panel_width(p, v->local_rows, row0);
+    QP_CALL_GOTO(qp_host_window_open_block(v, row0, rows, 0, v->local_cols, QP_ACCESS_WRITE, &vw),
+                 done);
 #pragma omp parallel
-  {
-    const int count = qp_harmonic_count(0, cfg->lmax);
-    double *work = malloc((size_t)qp_harmonics_work_size(cfg->lmax) * sizeof *work);
-    double *row = malloc((size_t)(5 * count) * sizeof *row);
+    {
+      const int count = qp_harmonic_count(0, cfg->lmax);
+      double *work = malloc((size_t)qp_harmonics_work_size(cfg->lmax) * sizeof *work);
+      double *row = malloc((size_t)(5 * count) * sizeof *row);
 #pragma omp for schedule(dynamic, 16)
-    for (int64_t pos = 0; pos < p->n_observed; ++pos) {
-      const int pol = pos >= nt;
-      const int64_t rows[2] = {qp_matrix_local_row(v, pos),
-                               pol ? qp_matrix_local_row(v, pos + np) : -1};
-      const int lo = p->field_ell_min[pol ? 1 : 0];
-      if ((rows[0] < 0 && rows[1] < 0) || cfg->lmax < lo) continue;
-      double theta, phi;
-      pix2ang_ring64(p->nside, p->observed[pos], &theta, &phi);
-      double *t = row, *qe = row + count, *ue = row + 2 * count, *qb = row + 3 * count,
-             *ub = row + 4 * count;
-      if (!pol)
-        qp_harmonics_at(lo, cfg->lmax, theta, phi, work, t, NULL, NULL, NULL, NULL);
-      else
-        qp_harmonics_at(lo, cfg->lmax, theta, phi, work, NULL, qe, ue, qb, ub);
-      /* The values by field (T, E, B) of the T row, or of the Q row and the U row. */
-      const double *values[2][3] = {{pol ? NULL : t, pol ? qe : NULL, pol ? qb : NULL},
-                                    {NULL, ue, ub}};
-      for (int r = 0; r < 2; ++r) {
-        if (rows[r] < 0) continue;
-        for (int64_t lj = 0; lj < v->local_cols; ++lj) {
-          const double *x = values[r][field[lj]];
-          if (x) vw.data[rows[r] + lj * vw.ld] = x[index[lj]];
+      for (int64_t pos = 0; pos < p->n_observed; ++pos) {
+        const int pol = pos >= nt;
+        /* The position's rows in this panel, as rows of the window (-1: not in it). */
+        int64_t rows_at[2] = {qp_matrix_local_row(v, pos), pol ? qp_matrix_local_row(v, pos + np) : -1};
+        for (int r = 0; r < 2; ++r)
+          rows_at[r] = rows_at[r] >= row0 && rows_at[r] < row0 + rows ? rows_at[r] - row0 : -1;
+        const int lo = p->field_ell_min[pol ? 1 : 0];
+        if ((rows_at[0] < 0 && rows_at[1] < 0) || cfg->lmax < lo) continue;
+        double theta, phi;
+        pix2ang_ring64(p->nside, p->observed[pos], &theta, &phi);
+        double *t = row, *qe = row + count, *ue = row + 2 * count, *qb = row + 3 * count,
+               *ub = row + 4 * count;
+        if (!pol)
+          qp_harmonics_at(lo, cfg->lmax, theta, phi, work, t, NULL, NULL, NULL, NULL);
+        else
+          qp_harmonics_at(lo, cfg->lmax, theta, phi, work, NULL, qe, ue, qb, ub);
+        /* The values by field (T, E, B) of the T row, or of the Q row and the U row. */
+        const double *values[2][3] = {{pol ? NULL : t, pol ? qe : NULL, pol ? qb : NULL},
+                                      {NULL, ue, ub}};
+        for (int r = 0; r < 2; ++r) {
+          if (rows_at[r] < 0) continue;
+          for (int64_t lj = 0; lj < v->local_cols; ++lj) {
+            const double *x = values[r][field[lj]];
+            if (x) vw.data[rows_at[r] + lj * vw.ld] = x[index[lj]];
+          }
         }
       }
+      free(work);
+      free(row);
     }
-    free(work);
-    free(row);
+    QP_CALL_GOTO(qp_host_window_close(&vw), done);
   }
-  QP_CALL_GOTO(qp_host_window_close(&vw), done);
 done:
   qp_host_window_discard(&vw);
   free(field);
@@ -154,12 +163,17 @@ static qp_err qp_whiten_smw(qp_problem *p, qp_matrix *x) {
   if (p->noise_factor.data) {
     QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->noise_factor, x));
   } else {
-    qp_host_window w;
-    QP_CALL(qp_host_window_open(x, 0, x->local_cols, QP_ACCESS_READ_WRITE, &w));
-    for (int64_t k = 0; k < x->local_cols; ++k)
-      for (int64_t i = 0; i < x->local_rows; ++i)
-        w.data[i + k * w.ld] /= sqrt(p->noise_variance[qp_matrix_global_row(x, i)]);
-    QP_CALL(qp_host_window_close(&w));
+    /* By panels of rows, as V^T is built (qp_build_vt). */
+    for (int64_t row0 = 0, rows; row0 < x->local_rows; row0 += rows) {
+      rows = qp_host_panel_width(p, x->local_rows, row0);
+      qp_host_window w;
+      QP_CALL(qp_host_window_open_block(x, row0, rows, 0, x->local_cols, QP_ACCESS_READ_WRITE,
+                                        &w));
+      for (int64_t k = 0; k < x->local_cols; ++k)
+        for (int64_t i = 0; i < rows; ++i)
+          w.data[i + k * w.ld] /= sqrt(p->noise_variance[qp_matrix_global_row(x, row0 + i)]);
+      QP_CALL(qp_host_window_close(&w));
+    }
   }
   return QP_OK;
 }

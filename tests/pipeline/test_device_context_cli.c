@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
                limits[k]);
       write_text("ex/hd.yaml", text);
       const char *plan[] = {"plan", "ex/hd.yaml", NULL};
-      const char *panels[] = {"pixel matrices built on the host in panels of", NULL};
+      const char *panels[] = {"host windows in panels of", NULL};
       char *planned = expect("plan_example_hostdev", plan, 0, k ? panels : NULL);
       TEST_ASSERT(k || !strstr(planned, "in panels"), "panels planned without a limit:\n%s",
                   planned);

@@ -14,6 +14,9 @@
  *    route's reason names the panel;
  *  - a limit below what a panel of one column leaves is refused before anything is
  *    allocated, naming memory.host_limit.
+ * The projection cases also check that V^T is built in panels of rows and Z read for the
+ * noise bias in panels of columns (their host staging terms), and a T SMW case builds and
+ * whitens V^T in panels of rows.
  * Under mpiexec (tests/mpi/CMakeLists.txt: 2 and 4 ranks, grid block 8) the same on backend
  * hostdev-dist against dist: each rank builds its own local columns in panels (no collective
  * inside), the narrowest panel any rank needs is every rank's. */
@@ -24,15 +27,17 @@
 #include "comm.h"
 #include "driver.h"
 #include "fixture.h"
+#include "host_window.h"
 #include "results_compare.h"
 #include "test_util.h"
 
-/* The route of the case being checked: projection, or pixel-direct. */
+/* The route of the case being checked: projection (or SMW: method 1), or pixel-direct. */
 static qp_path route = QP_PATH_HARMONIC;
+static int method = 2;
 
 static void set_projection(qp_config *cfg, const char *backend, double host_limit) {
   cfg->path = route;
-  cfg->harmonic_method = 2;
+  cfg->harmonic_method = method;
   cfg->host_limit = host_limit;
   cfg->device_limit = 0;
   snprintf(cfg->backend, sizeof cfg->backend, "%s", backend);
@@ -60,6 +65,50 @@ static double host_need_chunks_at(qp_config *cfg, int64_t panel, int least_chunk
 
 static double host_need_at(qp_config *cfg, int64_t panel) {
   return host_need_chunks_at(cfg, panel, 0);
+}
+
+/* The host staging the model gives stage s (0: none). */
+static size_t staging_of(const qp_model *m, qp_stage_id s) {
+  for (int i = 0; i < m->n_terms; ++i)
+    if (strcmp(m->terms[i].name, QP_TERM_HOST_STAGING) == 0 && m->terms[i].stage_alloc == (int)s)
+      return m->terms[i].bytes;
+  return 0;
+}
+
+/* Projection in panels: V^T's window in basis_setup is host_panel local rows by every local
+ * column, and the bias's window in fisher_run a panel of Z's columns (qp_model_bias_panel),
+ * each below the whole matrix's; with the tracked terms equal to these (budget_check.h), the
+ * stages open no wider window. */
+static void check_projection_windows(const qp_problem *p, const char *what) {
+  const qp_model_dims *d = &p->model_dims;
+  const int64_t local_rows = d->grid_rows > 0
+                                 ? qp_bc_local_count(p->n_pix, d->block, d->grid_row, d->grid_rows)
+                                 : p->n_pix;
+  const int64_t mode_cols =
+      d->grid_rows > 0 ? qp_bc_local_count(p->n_modes, d->block, d->grid_col, d->grid_cols)
+                       : p->n_modes;
+  const int64_t panel_rows = d->host_panel < local_rows ? d->host_panel : local_rows;
+  const int64_t bias_cols =
+      d->grid_rows > 0
+          ? qp_bc_local_count(qp_model_bias_panel(d), d->block, d->grid_col, d->grid_cols)
+          : qp_model_bias_panel(d);
+  const size_t basis = staging_of(&p->model, QP_STAGE_BASIS_SETUP),
+               fisher = staging_of(&p->model, QP_STAGE_FISHER_RUN);
+  TEST_ASSERT(basis == (size_t)(panel_rows * mode_cols) * sizeof(double) &&
+                  panel_rows < local_rows,
+              "%s: basis_setup's staging %zu B, not V^T's panel of %lld of %lld rows", what,
+              basis, (long long)panel_rows, (long long)local_rows);
+  /* On a grid the bias's panel is whole blocks (qp_model_bias_panel): at least one. */
+  int64_t want = d->host_panel;
+  if (d->grid_rows > 0) want = want / d->block > 1 ? want / d->block * d->block : d->block;
+  TEST_ASSERT(fisher >= (size_t)(local_rows * bias_cols) * sizeof(double) &&
+                  bias_cols == (want < mode_cols ? want : mode_cols),
+              "%s: fisher_run's staging %zu B, bias panel %lld of %lld columns (want %lld)", what,
+              fisher, (long long)bias_cols, (long long)mode_cols, (long long)want);
+  if (qp_comm_rank() == 0)
+    printf("  V^T in panels of %lld of %lld local rows, Z of %lld of %lld local columns\n",
+           (long long)panel_rows, (long long)local_rows, (long long)bias_cols,
+           (long long)mode_cols);
 }
 
 static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
@@ -90,7 +139,7 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
            need_whole, (long long)p.model_dims.host_panel, qp_model_peak(&p.model),
            p.path_reason);
   const int64_t planned = p.model_dims.host_panel;
-  TEST_ASSERT(strstr(p.path_reason, "pixel matrices built on the host in panels of") != NULL,
+  TEST_ASSERT(strstr(p.path_reason, "host windows in panels of") != NULL,
               "%s: the route's reason does not name the panels: %s", what, p.path_reason);
   /* Several panels on every rank, the last narrower. */
   const qp_model_dims *d = &p.model_dims;
@@ -110,6 +159,7 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
               "%s: chunks %lld and %lld of %d parameters under the host limit", what,
               (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
               p.n_params);
+  if (route == QP_PATH_HARMONIC && method == 2) check_projection_windows(&p, what);
   results_free(&whole);
   compare_exact_and_free(&cpu, &p, what);
   /* The widest panel that fits: `panel` or wider (another stage's host peak may stay above
@@ -125,7 +175,7 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
   const qp_err err = qp_fixture_run(cfg, &p, &baseline);
   if (err == QP_OK) qp_problem_free(&p);
   TEST_ASSERT(err == QP_ERR_BUDGET && strstr(qp_error_message(), "memory.host_limit") &&
-                  strstr(qp_error_message(), "already built in panels of 1 local column)"),
+                  strstr(qp_error_message(), "already in panels of 1 local line ("),
               "%s below a panel of one column: got %s: %s", what, qp_err_name(err),
               qp_error_message());
   if (qp_comm_rank() == 0) printf("  refused: %s\n", qp_error_message());
@@ -163,6 +213,12 @@ int main(int argc, char **argv) {
   tqu.bb_ratio = 0.1;
   tqu.te_corr = 0.4;
   check_case(&tqu, "host_panels_tqu", 44, "TQU projection, switched");
+
+  /* SMW on T: V^T built and whitened in panels of rows, where V^T (n_pix x n_modes) is the
+   * host's largest window and the kernel's n_modes^2 windows stay whole. */
+  method = 1;
+  check_case(&t, "host_panels_smw", 100, "T SMW");
+  method = 2;
 
   /* Pixel-direct, T and QU at nside 4: C, the whitened noise's window, every product P_p in
    * fisher_run and the bin matrices in spectra_run in panels. */
