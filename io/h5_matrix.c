@@ -154,9 +154,88 @@ static herr_t qp_h5_read_block(hid_t dset, hid_t file_space, hid_t mem_space, hs
   return H5Dread(dset, H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, mem);
 }
 
+/* The mirror check's tile: QP_H5_MIRROR_TILE doubles (32 KiB, as one block of a grid's
+ * default 64), file rows by columns. */
+#define QP_H5_MIRROR_TILE 4096
+
+qp_err qp_h5_matrix_read_columns(const char *path, const char *dataset, int64_t n, int64_t col0,
+                                 int64_t cols, double *out, int64_t ld) {
+  qp_err err = QP_OK;
+  qp_h5_quiet quiet;
+  qp_h5_quiet_begin(&quiet);
+  hid_t file = H5I_INVALID_HID, dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID,
+        mspace = H5I_INVALID_HID, tspace = H5I_INVALID_HID;
+  double *tile = malloc(QP_H5_MIRROR_TILE * sizeof *tile);
+  int64_t dims[2];
+  char what[512];
+  snprintf(what, sizeof what, "reading columns %lld..%lld of dataset '%s'", (long long)col0,
+           (long long)(col0 + cols), dataset);
+  QP_CHECK_GOTO(tile, QP_ERR_NOMEM, done, "out of memory for the mirror check's tile");
+  QP_CHECK_GOTO(col0 >= 0 && cols >= 0 && col0 + cols <= n && ld >= (n > 0 ? n : 1),
+                QP_ERR_INTERNAL, done, "%s: out of range of %lld x %lld (leading dimension %lld)",
+                what, (long long)n, (long long)n, (long long)ld);
+  QP_CALL_GOTO(qp_h5_open(path, dataset, &file, &dset, dims), done);
+  QP_CHECK_GOTO(dims[0] == n && dims[1] == n, QP_ERR_INPUT, done,
+                "HDF5 file '%s': dataset '%s' is %lld x %lld, expected %lld x %lld", path, dataset,
+                (long long)dims[0], (long long)dims[1], (long long)n, (long long)n);
+  if (cols == 0) goto done;
+  /* Column j of the matrix is the file's row j (qp_h5_matrix_read's transposed layout): the
+   * panel is one contiguous slab of the file, read straight into out ([col][ld]). */
+  const hsize_t mdims[2] = {(hsize_t)cols, (hsize_t)ld};
+  QP_H5_CHECK_GOTO(fspace = H5Dget_space(dset), QP_ERR_IO, path, what);
+  QP_H5_CHECK_GOTO(mspace = H5Screate_simple(2, mdims, NULL), QP_ERR_IO, path, what);
+  QP_H5_CHECK_GOTO(QP_FAULT_H5("matrix_read",
+                               qp_h5_read_block(dset, fspace, mspace, (hsize_t)col0, 0,
+                                                (hsize_t)cols, (hsize_t)n, 0, 0, out)),
+                   QP_ERR_IO, path, what);
+  /* Each entry (i, j) against its mirror (j, i) = the file's (i, j), a tile of file rows i..
+   * by columns j.. at a time. */
+  const int64_t tile_cols = cols < QP_H5_MIRROR_TILE ? cols : QP_H5_MIRROR_TILE,
+                tile_rows = QP_H5_MIRROR_TILE / tile_cols;
+  const hsize_t tdims[2] = {(hsize_t)tile_rows, (hsize_t)tile_cols};
+  QP_H5_CHECK_GOTO(tspace = H5Screate_simple(2, tdims, NULL), QP_ERR_IO, path, what);
+  for (int64_t j0 = col0; j0 < col0 + cols; j0 += tile_cols) {
+    const int64_t wj = col0 + cols - j0 < tile_cols ? col0 + cols - j0 : tile_cols;
+    for (int64_t i0 = 0; i0 < n; i0 += tile_rows) {
+      const int64_t wi = n - i0 < tile_rows ? n - i0 : tile_rows;
+      QP_H5_CHECK_GOTO(qp_h5_read_block(dset, fspace, tspace, (hsize_t)i0, (hsize_t)j0,
+                                        (hsize_t)wi, (hsize_t)wj, 0, 0, tile),
+                       QP_ERR_IO, path, what);
+      for (int64_t a = 0; a < wj; ++a)
+        for (int64_t b = 0; b < wi; ++b) {
+          const int64_t i = i0 + b, j = j0 + a;
+          const double v = out[i + (j - col0) * ld], m = tile[b * tile_cols + a];
+          QP_CHECK_GOTO(isfinite(v), QP_ERR_INPUT, done,
+                        "noise covariance '%s' has a non-finite entry (%lld, %lld)", path,
+                        (long long)i, (long long)j);
+          QP_CHECK_GOTO(fabs(v - m) <= 1e-12 * fmax(fabs(v), fabs(m)), QP_ERR_INPUT, done,
+                        "noise covariance '%s' is not symmetric: entry (%lld, %lld) = %.17g but "
+                        "(%lld, %lld) = %.17g",
+                        path, (long long)i, (long long)j, v, (long long)j, (long long)i, m);
+        }
+    }
+  }
+done:
+  free(tile);
+  if (tspace >= 0) H5Sclose(tspace);
+  if (mspace >= 0) H5Sclose(mspace);
+  if (fspace >= 0) H5Sclose(fspace);
+  if (dset >= 0) H5Dclose(dset);
+  if (file >= 0) H5Fclose(file);
+  qp_h5_quiet_end(&quiet);
+  return err;
+}
+
 qp_err qp_h5_matrix_read_block_cyclic(const char *path, const char *dataset, int64_t n,
                                       int64_t block, int nprow, int npcol, int myrow, int mycol,
                                       double *out, int64_t ld) {
+  return qp_h5_matrix_read_local_columns(path, dataset, n, block, nprow, npcol, myrow, mycol, 0,
+                                         qp_bc_local_count(n, block, mycol, npcol), out, ld);
+}
+
+qp_err qp_h5_matrix_read_local_columns(const char *path, const char *dataset, int64_t n,
+                                       int64_t block, int nprow, int npcol, int myrow, int mycol,
+                                       int64_t col0, int64_t cols, double *out, int64_t ld) {
   qp_err err = QP_OK;
   qp_h5_quiet quiet;
   qp_h5_quiet_begin(&quiet);
@@ -179,23 +258,30 @@ qp_err qp_h5_matrix_read_block_cyclic(const char *path, const char *dataset, int
                 (long long)dims[0], (long long)dims[1], (long long)n, (long long)n);
   const int64_t lrows = qp_bc_local_count(n, block, myrow, nprow),
                 lcols = qp_bc_local_count(n, block, mycol, npcol);
-  /* Memory is the local array seen row-major as [local col][ld]: the file's row j, column i is
-   * entry (i, j) of the matrix, read straight into its local place (the transposed layout of
-   * qp_h5_matrix_read, the same for a symmetric matrix). */
-  const hsize_t mdims[2] = {(hsize_t)(lcols > 0 ? lcols : 1), (hsize_t)ld};
+  QP_CHECK_GOTO(col0 >= 0 && cols >= 0 && col0 + cols <= lcols && ld >= (lrows > 0 ? lrows : 1),
+                QP_ERR_INTERNAL, done,
+                "reading local columns %lld..%lld (leading dimension %lld) of dataset '%s': "
+                "this rank has %lld x %lld", (long long)col0, (long long)(col0 + cols),
+                (long long)ld, dataset, (long long)lrows, (long long)lcols);
+  /* Memory is the columns' array seen row-major as [local col - col0][ld]: the file's row j,
+   * column i is entry (i, j) of the matrix, read straight into its local place (the
+   * transposed layout of qp_h5_matrix_read, the same for a symmetric matrix). */
+  const hsize_t mdims[2] = {(hsize_t)(cols > 0 ? cols : 1), (hsize_t)ld};
   const hsize_t bdims[2] = {(hsize_t)block, (hsize_t)block};
   QP_H5_CHECK_GOTO(fspace = H5Dget_space(dset), QP_ERR_IO, path, what);
   QP_H5_CHECK_GOTO(mspace = H5Screate_simple(2, mdims, NULL), QP_ERR_IO, path, what);
   QP_H5_CHECK_GOTO(tspace = H5Screate_simple(2, bdims, NULL), QP_ERR_IO, path, what);
-  for (int64_t lj = 0; lj < lcols; lj += block) {
+  /* Runs of the range's columns within one block (local and global columns both in order). */
+  for (int64_t lj = col0, wj; lj < col0 + cols; lj += wj) {
     const int64_t gj = qp_bc_global_index(lj, block, mycol, npcol);
-    const int64_t wj = lcols - lj < block ? lcols - lj : block;
+    wj = block - lj % block;
+    if (wj > col0 + cols - lj) wj = col0 + cols - lj;
     for (int64_t li = 0; li < lrows; li += block) {
       const int64_t gi = qp_bc_global_index(li, block, myrow, nprow);
       const int64_t wi = lrows - li < block ? lrows - li : block;
       QP_H5_CHECK_GOTO(QP_FAULT_H5("matrix_read",
                                    qp_h5_read_block(dset, fspace, mspace, (hsize_t)gj, (hsize_t)gi,
-                                                    (hsize_t)wj, (hsize_t)wi, (hsize_t)lj,
+                                                    (hsize_t)wj, (hsize_t)wi, (hsize_t)(lj - col0),
                                                     (hsize_t)li, out)),
                        QP_ERR_IO, path, what);
       /* The mirror block: file rows gi.., columns gj.., i.e. entries (gj + a, gi + b). */
@@ -204,7 +290,7 @@ qp_err qp_h5_matrix_read_block_cyclic(const char *path, const char *dataset, int
                        QP_ERR_IO, path, what);
       for (int64_t a = 0; a < wj; ++a)
         for (int64_t b = 0; b < wi; ++b) {
-          const double v = out[(li + b) + (lj + a) * ld], m = mirror[b * block + a];
+          const double v = out[(li + b) + (lj - col0 + a) * ld], m = mirror[b * block + a];
           QP_CHECK_GOTO(isfinite(v), QP_ERR_INPUT, done,
                         "noise covariance '%s' has a non-finite entry (%lld, %lld)", path,
                         (long long)(gi + b), (long long)(gj + a));

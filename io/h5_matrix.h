@@ -16,6 +16,13 @@ qp_err qp_h5_matrix_info(const char *path, const char *dataset, int64_t *rows, i
  *  out is column-major of the transpose: for the symmetric covariance this is the matrix). */
 qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, int64_t cols,
                          double *out);
+/** Columns [col0, col0 + cols) of a symmetric n x n dataset, one process (out: n x cols,
+ *  leading dimension ld): one contiguous read of the file's rows col0.., then each entry
+ *  against its mirror, read from the file a 32 KiB tile at a time, so that a panel of columns
+ *  is checked without the others (a device run under memory.host_limit). QP_ERR_INPUT names
+ *  the first entry that is not finite or whose mirror differs by more than 1e-12 relative. */
+qp_err qp_h5_matrix_read_columns(const char *path, const char *dataset, int64_t n, int64_t col0,
+                                 int64_t cols, double *out, int64_t ld);
 /** Reads one rank's block-cyclic part of a symmetric n x n dataset (budget/block_cyclic.h:
  *  blocks of `block`, process (myrow, mycol) of nprow x npcol) into out (local rows x local
  *  cols, leading dimension ld), block by block, and checks each block against its transposed
@@ -24,6 +31,13 @@ qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, in
 qp_err qp_h5_matrix_read_block_cyclic(const char *path, const char *dataset, int64_t n,
                                       int64_t block, int nprow, int npcol, int myrow, int mycol,
                                       double *out, int64_t ld);
+/** The same for local columns [col0, col0 + cols) of this rank's part only (out: local rows x
+ *  cols, leading dimension ld, local column col0 first): a panel of them at a time where the
+ *  whole part does not fit (a device run under memory.host_limit). Each mirror is read from
+ *  the file, so the check needs no other panel. */
+qp_err qp_h5_matrix_read_local_columns(const char *path, const char *dataset, int64_t n,
+                                       int64_t block, int nprow, int npcol, int myrow, int mycol,
+                                       int64_t col0, int64_t cols, double *out, int64_t ld);
 /** Writes a matrix (for tests and simulate), atomically: built in memory, written to a private
  *  temporary beside `path`, renamed (budget/h5_image.h, atomic_file.h). */
 qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, int64_t cols,

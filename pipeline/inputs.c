@@ -385,23 +385,36 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
            (long long)p->n_pix, cfg->mask);
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_NOISE, QP_TERM_PERSISTENT, rows, cols, &p->noise));
   /* Read on the host (into N itself on a host backend), checked there, then handed over. */
-  qp_host_window w;
-  QP_CALL(qp_host_window_open(&p->noise, 0, p->noise.local_cols, QP_ACCESS_WRITE, &w));
+  qp_host_window w = {0};
   qp_err err = QP_OK;
-  if (p->noise.grid) {
-    /* Distributed: every rank reads its own blocks (and checks them against their mirror
-     * blocks in the file); nothing of size n_pix^2 goes through one rank. */
-    const qp_grid *g = p->noise.grid;
-    QP_CALL_GOTO(qp_h5_matrix_read_block_cyclic(cfg->noise_file, cfg->noise_dataset, rows,
-                                                g->block, g->nprow, g->npcol, g->myrow, g->mycol,
-                                                w.data, w.ld),
-                 fail);
-  } else {
+  const qp_grid *g = p->noise.grid;
+  if (!g && qp_host_panel(p) >= p->noise.local_cols) {
+    /* One process, whole: one read, then every entry against its mirror in memory. */
+    QP_CALL(qp_host_window_open(&p->noise, 0, p->noise.local_cols, QP_ACCESS_WRITE, &w));
     QP_CALL_GOTO(qp_h5_matrix_read(cfg->noise_file, cfg->noise_dataset, rows, cols, w.data),
                  fail);
     QP_CALL_GOTO(qp_check_noise_symmetric(cfg, w.data, rows), fail);
+    QP_CALL(qp_host_window_close(&w));
+    return QP_OK;
   }
-  QP_CALL(qp_host_window_close(&w));
+  /* Distributed, or in panels of columns (a device run under memory.host_limit): each rank
+   * reads its own blocks (one process: a panel's columns in one read), a panel of its local
+   * columns at a time, and checks each entry against its mirror in the file; nothing of size
+   * n_pix^2 goes through one rank, nor more than a panel of it through the host at once. */
+  for (int64_t col0 = 0, width; col0 < p->noise.local_cols; col0 += width) {
+    width = qp_host_panel_width(p, p->noise.local_cols, col0);
+    QP_CALL(qp_host_window_open(&p->noise, col0, width, QP_ACCESS_WRITE, &w));
+    if (g)
+      QP_CALL_GOTO(qp_h5_matrix_read_local_columns(cfg->noise_file, cfg->noise_dataset, rows,
+                                                   g->block, g->nprow, g->npcol, g->myrow,
+                                                   g->mycol, col0, width, w.data, w.ld),
+                   fail);
+    else
+      QP_CALL_GOTO(qp_h5_matrix_read_columns(cfg->noise_file, cfg->noise_dataset, rows, col0,
+                                             width, w.data, w.ld),
+                   fail);
+    QP_CALL(qp_host_window_close(&w));
+  }
   return QP_OK;
 fail:
   qp_host_window_discard(&w);

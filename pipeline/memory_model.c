@@ -99,12 +99,12 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   if (!d->device) return;
   const int64_t n = d->n_pix, nm = d->n_modes;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
-  const qp_model_bytes sq = qp_matrix_bytes(d, n, n), kernel = qp_matrix_bytes(d, nm, nm),
+  const qp_model_bytes kernel = qp_matrix_bytes(d, nm, nm),
                        maps = qp_matrix_bytes(d, n, qp_model_map_batch(d));
-  /* covariance_setup: a dense N read (whole); C (or SMW's N_eff) built, a panel of columns at
-   * a time: N's variances and S added. */
+  /* covariance_setup: a dense N read, C (or SMW's N_eff) built, each a panel of columns at a
+   * time (inputs.c; pixel_matrices.c: N's variances and S added). */
   const qp_model_bytes built = qp_panel_window_bytes(d, n, n, 0);
-  out[QP_STAGE_COVARIANCE_SETUP] = d->noise_dense ? sq : !smw || d->switched ? built : none;
+  out[QP_STAGE_COVARIANCE_SETUP] = d->noise_dense || !smw || d->switched ? built : none;
   /* basis_setup: V^T built (SMW: and whitened), a panel of rows at a time; a batch of maps
    * (SMW), I + K Lambda built (SMW); pixel-direct nothing (L^-1's upper triangle is cleared
    * on the device). */

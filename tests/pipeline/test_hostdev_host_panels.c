@@ -16,7 +16,8 @@
  *    allocated, naming memory.host_limit.
  * The projection cases also check that V^T is built in panels of rows and Z read for the
  * noise bias in panels of columns (their host staging terms), and a T SMW case builds and
- * whitens V^T in panels of rows.
+ * whitens V^T in panels of rows; a T projection case with a dense N reads it in panels of
+ * columns, and refuses the same file made asymmetric in its last panel.
  * Under mpiexec (tests/mpi/CMakeLists.txt: 2 and 4 ranks, grid block 8) the same on backend
  * hostdev-dist against dist: each rank builds its own local columns in panels (no collective
  * inside), the narrowest panel any rank needs is every rank's. */
@@ -27,6 +28,7 @@
 #include "comm.h"
 #include "driver.h"
 #include "fixture.h"
+#include "h5_matrix.h"
 #include "host_window.h"
 #include "results_compare.h"
 #include "test_util.h"
@@ -192,6 +194,47 @@ static void check_case(qp_fixture *f, const char *name, int64_t panel, const cha
   qp_config_free(&cfg);
 }
 
+/* A dense N (qp_fixture_dense_noise, off-diagonal 0.1), read a panel of columns at a time
+ * (each block checked against its mirror block in the file): checked as above; then the same
+ * file with N(n-1, n-2) unlike its mirror (both in the last panel of columns on one rank) is
+ * refused under the same limit, naming the entry, with nothing left on the device. */
+static void check_dense_case(qp_fixture *f, const char *name, int64_t panel, const char *what) {
+  qp_config cfg;
+  char buf[96];
+  TEST_OK(qp_fixture_write_ranked(f, name, 8, &cfg));
+  const char *path = qp_fixture_rank_name(buf, sizeof buf, "host_panels_dense_noise.h5");
+  TEST_OK(qp_fixture_dense_noise(&cfg, path, 0.1));
+  check_panels(&cfg, panel, what);
+  const double need = host_need_at(&cfg, panel);
+  int64_t n = 0, cols = 0;
+  TEST_OK(qp_h5_matrix_info(path, "covariance", &n, &cols));
+  double *noise = malloc((size_t)(n * n) * sizeof *noise);
+  TEST_ASSERT(noise != NULL, "no memory for N");
+  if (!noise) return;
+  TEST_OK(qp_h5_matrix_read(path, "covariance", n, n, noise));
+  noise[(n - 1) + (n - 2) * n] += 0.5;
+  TEST_OK(qp_h5_matrix_write(path, "covariance", n, n, noise));
+  free(noise);
+  set_projection(&cfg, "hostdev", need);
+  qp_problem p;
+  qp_meter_sample baseline;
+  const qp_err err = qp_fixture_run(&cfg, &p, &baseline);
+  if (err == QP_OK) qp_problem_free(&p);
+  char entry[2][64];
+  snprintf(entry[0], sizeof entry[0], "entry (%lld, %lld)", (long long)(n - 1), (long long)(n - 2));
+  snprintf(entry[1], sizeof entry[1], "entry (%lld, %lld)", (long long)(n - 2), (long long)(n - 1));
+  const char *msg = qp_error_message();
+  TEST_ASSERT(err == QP_ERR_INPUT && strstr(msg, "is not symmetric") &&
+                  (strstr(msg, entry[0]) || strstr(msg, entry[1])),
+              "%s, N asymmetric at (%lld, %lld), read in panels: got %s: %s", what,
+              (long long)(n - 1), (long long)(n - 2), qp_err_name(err), msg);
+  if (qp_comm_rank() == 0) printf("  refused: %s\n", msg);
+  qp_error_clear();
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: device bytes left after the refusal",
+              what);
+  qp_config_free(&cfg);
+}
+
 int main(int argc, char **argv) {
   TEST_OK(qp_comm_init(&argc, &argv));
   /* T: nside 8 with a cut, l 2..11: 140 modes against a few hundred pixels. */
@@ -213,6 +256,12 @@ int main(int argc, char **argv) {
   tqu.bb_ratio = 0.1;
   tqu.te_corr = 0.4;
   check_case(&tqu, "host_panels_tqu", 44, "TQU projection, switched");
+
+  /* T projection with a dense N: N read in panels of columns, N_eff Z for the bias (Z
+   * lined up with it a panel at a time). */
+  qp_fixture dense = t;
+  dense.seed = 45;
+  check_dense_case(&dense, "host_panels_dense", 100, "T projection, dense N");
 
   /* SMW on T: V^T built and whitened in panels of rows, where V^T (n_pix x n_modes) is the
    * host's largest window and the kernel's n_modes^2 windows stay whole. */
