@@ -154,6 +154,27 @@ static herr_t qp_h5_read_block(hid_t dset, hid_t file_space, hid_t mem_space, hs
   return H5Dread(dset, H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, mem);
 }
 
+/* Closes what a read by blocks opened (any of them may be H5I_INVALID_HID). */
+static void qp_h5_close_read(hid_t file, hid_t dset, hid_t fspace, hid_t mspace, hid_t tspace) {
+  if (tspace >= 0) H5Sclose(tspace);
+  if (mspace >= 0) H5Sclose(mspace);
+  if (fspace >= 0) H5Sclose(fspace);
+  if (dset >= 0) H5Dclose(dset);
+  if (file >= 0) H5Fclose(file);
+}
+
+/* Entry (i, j) = v of a dense N read against its mirror (j, i) = m in the file: finite, and
+ * equal to 1e-12 relative. */
+static qp_err qp_mirror_check(const char *path, int64_t i, int64_t j, double v, double m) {
+  QP_CHECK(isfinite(v), QP_ERR_INPUT, "noise covariance '%s' has a non-finite entry (%lld, %lld)",
+           path, (long long)i, (long long)j);
+  QP_CHECK(fabs(v - m) <= 1e-12 * fmax(fabs(v), fabs(m)), QP_ERR_INPUT,
+           "noise covariance '%s' is not symmetric: entry (%lld, %lld) = %.17g but (%lld, %lld) "
+           "= %.17g",
+           path, (long long)i, (long long)j, v, (long long)j, (long long)i, m);
+  return QP_OK;
+}
+
 /* The mirror check's tile: QP_H5_MIRROR_TILE doubles (32 KiB, as one block of a grid's
  * default 64), file rows by columns. */
 #define QP_H5_MIRROR_TILE 4096
@@ -204,24 +225,15 @@ qp_err qp_h5_matrix_read_columns(const char *path, const char *dataset, int64_t 
       for (int64_t a = 0; a < wj; ++a)
         for (int64_t b = 0; b < wi; ++b) {
           const int64_t i = i0 + b, j = j0 + a;
-          const double v = out[i + (j - col0) * ld], m = tile[b * tile_cols + a];
-          QP_CHECK_GOTO(isfinite(v), QP_ERR_INPUT, done,
-                        "noise covariance '%s' has a non-finite entry (%lld, %lld)", path,
-                        (long long)i, (long long)j);
-          QP_CHECK_GOTO(fabs(v - m) <= 1e-12 * fmax(fabs(v), fabs(m)), QP_ERR_INPUT, done,
-                        "noise covariance '%s' is not symmetric: entry (%lld, %lld) = %.17g but "
-                        "(%lld, %lld) = %.17g",
-                        path, (long long)i, (long long)j, v, (long long)j, (long long)i, m);
+          QP_CALL_GOTO(qp_mirror_check(path, i, j, out[i + (j - col0) * ld],
+                                       tile[b * tile_cols + a]),
+                       done);
         }
     }
   }
 done:
   free(tile);
-  if (tspace >= 0) H5Sclose(tspace);
-  if (mspace >= 0) H5Sclose(mspace);
-  if (fspace >= 0) H5Sclose(fspace);
-  if (dset >= 0) H5Dclose(dset);
-  if (file >= 0) H5Fclose(file);
+  qp_h5_close_read(file, dset, fspace, mspace, tspace);
   qp_h5_quiet_end(&quiet);
   return err;
 }
@@ -290,25 +302,15 @@ qp_err qp_h5_matrix_read_local_columns(const char *path, const char *dataset, in
                        QP_ERR_IO, path, what);
       for (int64_t a = 0; a < wj; ++a)
         for (int64_t b = 0; b < wi; ++b) {
-          const double v = out[(li + b) + (lj - col0 + a) * ld], m = mirror[b * block + a];
-          QP_CHECK_GOTO(isfinite(v), QP_ERR_INPUT, done,
-                        "noise covariance '%s' has a non-finite entry (%lld, %lld)", path,
-                        (long long)(gi + b), (long long)(gj + a));
-          QP_CHECK_GOTO(fabs(v - m) <= 1e-12 * fmax(fabs(v), fabs(m)), QP_ERR_INPUT, done,
-                        "noise covariance '%s' is not symmetric: entry (%lld, %lld) = %.17g but "
-                        "(%lld, %lld) = %.17g",
-                        path, (long long)(gi + b), (long long)(gj + a), v, (long long)(gj + a),
-                        (long long)(gi + b), m);
+          QP_CALL_GOTO(qp_mirror_check(path, gi + b, gj + a, out[(li + b) + (lj - col0 + a) * ld],
+                                       mirror[b * block + a]),
+                       done);
         }
     }
   }
 done:
   free(mirror);
-  if (tspace >= 0) H5Sclose(tspace);
-  if (mspace >= 0) H5Sclose(mspace);
-  if (fspace >= 0) H5Sclose(fspace);
-  if (dset >= 0) H5Dclose(dset);
-  if (file >= 0) H5Fclose(file);
+  qp_h5_close_read(file, dset, fspace, mspace, tspace);
   qp_h5_quiet_end(&quiet);
   return err;
 }
