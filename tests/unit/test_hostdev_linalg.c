@@ -401,6 +401,33 @@ static void test_host_windows(void) {
               "discarded window's staging not freed: %zu", staging_bytes());
   EXPECT_ERROR(qp_host_window_open(&m.dev, 20, 7, QP_ACCESS_READ, &w), QP_ERR_INTERNAL,
                "'windowed'");
+
+  /* A block of rows 5..16 of columns 2..8 (V^T's panels of rows): staged as 12 x 7, read,
+   * written back to those rows only; on the cpu backend the matrix's own entries. */
+  TEST_OK(qp_host_window_open_block(&m.dev, 5, 12, 2, 7, QP_ACCESS_READ_WRITE, &w));
+  TEST_ASSERT(w.staged && w.ld == 12 && w.row0 == 5 && w.rows == 12 &&
+                  staging_bytes() == 12 * 7 * sizeof(double),
+              "block window: staged %d, ld %lld, staging %zu bytes", w.staged, (long long)w.ld,
+              staging_bytes());
+  double block_diff = 0.0;
+  for (int k = 0; k < 7; ++k)
+    for (int i = 0; i < 12; ++i) {
+      const double want = m.cpu.data[(5 + i) + (2 + k) * 37];
+      if (fabs(w.data[i + k * w.ld] - want) > block_diff) block_diff = fabs(w.data[i + k * w.ld] - want);
+      w.data[i + k * w.ld] = m.cpu.data[(5 + i) + (2 + k) * 37] = lcg();
+    }
+  TEST_WITHIN(block_diff, 0.0, "block window read");
+  TEST_OK(qp_host_window_close(&w));
+  twin_check("block window uploaded to its rows only", &m);
+  qp_host_window hw;
+  TEST_OK(qp_host_window_open_block(&m.cpu, 5, 12, 2, 7, QP_ACCESS_WRITE, &hw));
+  TEST_ASSERT(!hw.staged && hw.data == m.cpu.data + 5 + 2 * 37 && hw.ld == 37,
+              "a host matrix's block window is its own entries");
+  TEST_OK(qp_host_window_close(&hw));
+  EXPECT_ERROR(qp_host_window_open_block(&m.dev, 30, 8, 0, 1, QP_ACCESS_READ, &w),
+               QP_ERR_INTERNAL, "rows 30..38 of 'windowed' (37 local rows)");
+  TEST_ASSERT(staging_bytes() == 0 && qp_budget_current(QP_SPACE_HOST) == host_before,
+              "block windows' staging not freed: %zu", staging_bytes());
   TEST_OK(qp_matrix_set_identity(&m.dev, 2.5));
   TEST_OK(qp_matrix_set_identity(&m.cpu, 2.5));
   twin_check("set_identity through a window", &m);
