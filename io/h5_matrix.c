@@ -175,6 +175,15 @@ static qp_err qp_mirror_check(const char *path, int64_t i, int64_t j, double v, 
   return QP_OK;
 }
 
+qp_err qp_h5_matrix_read_symmetric(const char *path, const char *dataset, int64_t n,
+                                   double *out) {
+  QP_CALL(qp_h5_matrix_read(path, dataset, n, n, out));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = j; i < n; ++i)
+      QP_CALL(qp_mirror_check(path, i, j, out[i + j * n], out[j + i * n]));
+  return QP_OK;
+}
+
 /* The mirror check's tile: QP_H5_MIRROR_TILE doubles (32 KiB, as one block of a grid's
  * default 64), file rows by columns. */
 #define QP_H5_MIRROR_TILE 4096

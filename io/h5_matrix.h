@@ -16,6 +16,11 @@ qp_err qp_h5_matrix_info(const char *path, const char *dataset, int64_t *rows, i
  *  out is column-major of the transpose: for the symmetric covariance this is the matrix). */
 qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, int64_t cols,
                          double *out);
+/** A symmetric n x n dataset whole (qp_h5_matrix_read), then every entry below the diagonal
+ *  against its mirror in memory: QP_ERR_INPUT names the first entry that is not finite or
+ *  whose mirror differs by more than 1e-12 relative (the check of the readers below). */
+qp_err qp_h5_matrix_read_symmetric(const char *path, const char *dataset, int64_t n,
+                                   double *out);
 /** Columns [col0, col0 + cols) of a symmetric n x n dataset, one process (out: n x cols,
  *  leading dimension ld): one contiguous read of the file's rows col0.., then each entry
  *  against its mirror, read from the file a 32 KiB tile at a time, so that a panel of columns

@@ -357,22 +357,6 @@ static qp_err qp_inputs_read_fields(const qp_problem *p, const char *path, const
   return QP_OK;
 }
 
-/* A dense N read whole (n x n, leading dimension n): finite and symmetric. */
-static qp_err qp_check_noise_symmetric(const qp_config *cfg, const double *n, int64_t rows) {
-  for (int64_t j = 0; j < rows; ++j)
-    for (int64_t i = j; i < rows; ++i) {
-      double a = n[i + j * rows], b = n[j + i * rows];
-      QP_CHECK(isfinite(a), QP_ERR_INPUT,
-               "noise covariance '%s' has a non-finite entry (%lld, %lld)", cfg->noise_file,
-               (long long)i, (long long)j);
-      QP_CHECK(fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b)), QP_ERR_INPUT,
-               "noise covariance '%s' is not symmetric: entry (%lld, %lld) = %.17g but (%lld, "
-               "%lld) = %.17g",
-               cfg->noise_file, (long long)i, (long long)j, a, (long long)j, (long long)i, b);
-    }
-  return QP_OK;
-}
-
 static qp_err qp_inputs_dense_noise(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   int64_t rows, cols;
@@ -391,9 +375,8 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
   if (!g && qp_host_panel(p) >= p->noise.local_cols) {
     /* One process, whole: one read, then every entry against its mirror in memory. */
     QP_CALL(qp_host_window_open(&p->noise, 0, p->noise.local_cols, QP_ACCESS_WRITE, &w));
-    QP_CALL_GOTO(qp_h5_matrix_read(cfg->noise_file, cfg->noise_dataset, rows, cols, w.data),
+    QP_CALL_GOTO(qp_h5_matrix_read_symmetric(cfg->noise_file, cfg->noise_dataset, rows, w.data),
                  fail);
-    QP_CALL_GOTO(qp_check_noise_symmetric(cfg, w.data, rows), fail);
     QP_CALL(qp_host_window_close(&w));
     return QP_OK;
   }

@@ -277,7 +277,7 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
            (long long)d->w_block, (long long)d->n_modes, d->block, d->grid_cols);
   QP_CHECK(d->host_panel >= 0 && (d->host_panel == 0 || d->device), QP_ERR_INPUT,
            "budget model: host panel %lld: 0 (whole) or, on a device backend only, 1 or more "
-           "columns",
+           "lines",
            (long long)d->host_panel);
   QP_CHECK(d->grid_rows <= 0 || (d->block > 0 && d->grid_cols > 0 && d->grid_row >= 0 &&
                                    d->grid_row < d->grid_rows && d->grid_col >= 0 &&

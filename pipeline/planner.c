@@ -342,9 +342,9 @@ qp_err qp_plan_remodel(qp_problem *p) {
   return QP_OK;
 }
 
-/* Whether the route's plan with its pixel matrices (C, N_eff, the products and bin matrices)
- * built on the host in panels of `panel` local columns keeps the host peak inside the limit
- * the run plans to. */
+/* Whether the route's plan with its host windows in panels of `panel` local lines (the pixel
+ * matrices' columns, V^T's rows, Z's columns: memory_model.h) keeps the host peak inside the
+ * limit the run plans to. */
 static qp_err qp_plan_host_panel_fits(const qp_problem *p, const void *how, int64_t panel,
                                       int *fits) {
   (void)how;
@@ -357,9 +357,9 @@ static qp_err qp_plan_host_panel_fits(const qp_problem *p, const void *how, int6
 }
 
 /* The host panel of a device run (docs/memory-model.md, "Pixel matrices in panels"): 0 (all
- * columns at once, the rule) on a host backend, without a host limit, and whenever the plan
- * fits it whole; else the widest panel of local columns that fits, or failing that a panel of
- * one column (the limit check then refuses the run, naming the stage and term that stay above
+ * lines at once, the rule) on a host backend, without a host limit, and whenever the plan
+ * fits it whole; else the widest panel of local lines that fits, or failing that a panel of
+ * one line (the limit check then refuses the run, naming the stage and term that stay above
  * it). On a grid, the narrowest any rank chose. Planned on p->model's route after its other
  * pieces, for each route qp_plan_route weighs. */
 static qp_err qp_plan_host_panel(qp_problem *p) {
@@ -529,15 +529,13 @@ qp_err qp_plan_route(qp_problem *p) {
   /* The panel this route was weighed with (qp_plan_host_panel above). */
   p->model_dims.host_panel = host_panel[chosen];
   if (host_panel[chosen] > 0) QP_CALL(qp_plan_predict_again(p));
-  if (p->model_dims.host_panel > 0 && !qp_plan_grid(p))
-    qp_plan_reason_append(p, "; host windows in panels of %lld of %lld (%s) for %s",
-                          (long long)p->model_dims.host_panel, (long long)p->n_pix,
+  if (p->model_dims.host_panel > 0) {
+    char of[64] = "each rank's local lines";
+    if (!qp_plan_grid(p)) snprintf(of, sizeof of, "%lld", (long long)p->n_pix);
+    qp_plan_reason_append(p, "; host windows in panels of %lld of %s (%s) for %s",
+                          (long long)p->model_dims.host_panel, of,
                           qp_plan_panel_lines(&p->model_dims), qp_plan_limits_text(p));
-  else if (p->model_dims.host_panel > 0)
-    qp_plan_reason_append(p, "; host windows in panels of %lld of each rank's local lines (%s) "
-                             "for %s",
-                          (long long)p->model_dims.host_panel,
-                          qp_plan_panel_lines(&p->model_dims), qp_plan_limits_text(p));
+  }
   return QP_OK;
 }
 

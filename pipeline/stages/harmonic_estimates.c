@@ -283,6 +283,8 @@ static qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_mat
                                   QP_TERM_TRANSIENT, z->rows, panel, &work),
                  done);
   const qp_matrix *right = nz ? nz : z;
+  int used[3][3] = {{0}}; /* the field pairs (fa, fb) of D_p's entries */
+  for (int64_t k = 0; k < n_entries; ++k) used[e[k].fa][e[k].fb] = 1;
   for (int64_t g0 = 0; g0 < nm; g0 += panel) {
     const int64_t cols = nm - g0 < panel ? nm - g0 : panel;
     qp_matrix zp, rp, wp = {0};
@@ -292,9 +294,7 @@ static qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_mat
     QP_CALL_GOTO(qp_host_window_read(&rp, 0, rp.local_cols, &rw), done);
     for (int fa = 0; fa < 3; ++fa)
       for (int fb = 0; fb < 3; ++fb) {
-        int used = 0;
-        for (int64_t k = 0; k < n_entries && !used; ++k) used = e[k].fa == fa && e[k].fb == fb;
-        if (!used) continue;
+        if (!used[fa][fb]) continue;
         const int lo = p->field_ell_min[fa] > p->field_ell_min[fb] ? p->field_ell_min[fa]
                                                                    : p->field_ell_min[fb];
         /* fa's columns in this panel, [a0, a1), and fb's columns of the same (l, m). */

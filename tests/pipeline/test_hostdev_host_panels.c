@@ -197,7 +197,8 @@ static void check_case(qp_fixture *f, const char *name, int64_t panel, const cha
 /* A dense N (qp_fixture_dense_noise, off-diagonal 0.1), read a panel of columns at a time
  * (each block checked against its mirror block in the file): checked as above; then the same
  * file with N(n-1, n-2) unlike its mirror (both in the last panel of columns on one rank) is
- * refused under the same limit, naming the entry, with nothing left on the device. */
+ * refused under the same limit, naming the entry, with nothing left on the device, and read
+ * whole on the cpu backend too. */
 static void check_dense_case(qp_fixture *f, const char *name, int64_t panel, const char *what) {
   qp_config cfg;
   char buf[96];
@@ -232,6 +233,15 @@ static void check_dense_case(qp_fixture *f, const char *name, int64_t panel, con
   qp_error_clear();
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: device bytes left after the refusal",
               what);
+  /* Read whole (cpu, or dist by blocks on a grid): the same refusal. */
+  set_projection(&cfg, "cpu", 0);
+  const qp_err whole = qp_fixture_run(&cfg, &p, &baseline);
+  if (whole == QP_OK) qp_problem_free(&p);
+  msg = qp_error_message();
+  TEST_ASSERT(whole == QP_ERR_INPUT && strstr(msg, "is not symmetric") &&
+                  (strstr(msg, entry[0]) || strstr(msg, entry[1])),
+              "%s, N asymmetric, read whole: got %s: %s", what, qp_err_name(whole), msg);
+  qp_error_clear();
   qp_config_free(&cfg);
 }
 
