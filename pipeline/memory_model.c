@@ -423,9 +423,14 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
     /* A chunked W is a host matrix: read in place on one process, aligned over the grid. */
     if (dist || (moves && !w_chunked)) {
       const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
+      /* A panel of their columns at a time under a host_panel (qp_model_field_panel). */
+      const int64_t panel = qp_model_field_panel(d);
       qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
-                   qp_model_bytes_times(blocks, qp_matrix_bytes(d, d->n_lm, d->n_lm)), fis, fis,
-                   "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)")
+                   qp_model_bytes_times(blocks, qp_matrix_bytes(d, d->n_lm, panel)), fis, fis,
+                   panel < d->n_lm
+                       ? "n_fields^2 (lmax+1)^2 field_panel x 8 (W per field pair, aligned, a "
+                         "panel of columns)"
+                       : "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)")
           ->phase_free = 0;
     }
     qp_model_add(m, QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT,

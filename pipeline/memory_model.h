@@ -53,8 +53,9 @@ typedef struct qp_model_dims {
                             once (1..; 0: all; planner.c, memory.host_limit): local columns of
                             each pair-sum matrix (C, N_eff, the products, the bin matrices) where
                             it is built (pixel_matrices.h), local rows of V^T where it is built
-                            and whitened, and the columns of Z that the projection route's
-                            noise bias reads (qp_model_bias_panel) */
+                            and whitened, the columns of Z that the projection route's
+                            noise bias reads (qp_model_bias_panel), and the columns of W's
+                            field blocks that F's block sums read (qp_model_field_panel) */
   int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
   /* The distributed backend (grid_rows = 0: one process holds everything). The model is then
    * of one rank, (grid_row, grid_col) of the grid: its block-cyclic share of every big matrix
@@ -85,19 +86,32 @@ static inline int qp_model_modes_in_kernel(int64_t n_pix, int64_t n_modes) {
   return n_pix <= n_modes;
 }
 
-/** The columns of Z (n_pix x n_modes) that the projection route's noise bias reads at once, a
- *  panel from column 0, then the next (harmonic_estimates.c): all of them without a
- *  host_panel; else host_panel, on a grid rounded down to whole blocks on every process
- *  column (a multiple of block x npcol, at least one: a range of columns that starts there is
- *  a block-cyclic matrix of its own, qp_matrix_columns), so a rank's window of a panel holds
- *  host_panel local columns rounded down to whole blocks (one block at least). */
-static inline int64_t qp_model_bias_panel(const qp_model_dims *d) {
-  int64_t panel = d->host_panel > 0 ? d->host_panel : d->n_modes;
+/** The lines of a host window of `lines` lines (columns, or rows) held at once, a panel
+ *  from line 0, then the next: all of them without a host_panel; else host_panel, on a grid
+ *  rounded down to whole blocks on every process column (a multiple of block x npcol, at
+ *  least one: a range of columns that starts there is a block-cyclic matrix of its own,
+ *  qp_matrix_columns), so a rank's window of a panel holds host_panel local lines rounded
+ *  down to whole blocks (one block at least). */
+static inline int64_t qp_model_panel_of(const qp_model_dims *d, int64_t lines) {
+  int64_t panel = d->host_panel > 0 ? d->host_panel : lines;
   if (d->host_panel > 0 && d->grid_rows > 0) {
     const int64_t blocks = d->host_panel / d->block;
     panel = (blocks > 1 ? blocks : 1) * (int64_t)d->block * d->grid_cols;
   }
-  return panel < d->n_modes ? panel : d->n_modes;
+  return panel < lines ? panel : lines;
+}
+
+/** The columns of Z (n_pix x n_modes) that the projection route's noise bias reads at once
+ *  (harmonic_estimates.c). */
+static inline int64_t qp_model_bias_panel(const qp_model_dims *d) {
+  return qp_model_panel_of(d, d->n_modes);
+}
+
+/** The columns of W's field blocks (n_lm x n_lm each, W per field pair lined up by (l, m))
+ *  that fisher_run's block sums read at once, where aligning moves data
+ *  (harmonic_estimates.c). */
+static inline int64_t qp_model_field_panel(const qp_model_dims *d) {
+  return qp_model_panel_of(d, d->n_lm);
 }
 
 /** The maps a device matrix holds at once: map_batch, or n_maps where it is 0. */

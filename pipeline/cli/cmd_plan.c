@@ -80,8 +80,9 @@ static void qp_plan_print(const qp_problem *p) {
     printf("  W in blocks of %lld of %lld columns on the device (memory.device_limit)\n",
            (long long)p->model_dims.w_block, (long long)p->n_modes);
   if (p->model_dims.host_panel > 0)
-    printf("  host windows in panels of %lld local lines (%s; memory.host_limit)\n",
-           (long long)p->model_dims.host_panel, qp_plan_panel_lines(&p->model_dims));
+    printf("  host windows in panels of %lld local line%s (%s; memory.host_limit)\n",
+           (long long)p->model_dims.host_panel, p->model_dims.host_panel == 1 ? "" : "s",
+           qp_plan_panel_lines(&p->model_dims));
   /* A checkpoint after a stage (run --checkpoint) holds every buffer alive at its end: the
    * stage's persistent bytes (pipeline/checkpoint.h), per rank; spectra_run writes none. */
   printf("  %-18s %16s %16s %16s\n", "stage", "peak MiB", "with overhead", "checkpoint MiB");

@@ -44,40 +44,63 @@ done:
 /* A matrix over the modes (rows and columns (field, l, m)) seen field pair by field pair, each
  * window lined up on one layout over all (l, m) up to lmax (position lm = l^2 + l + m), so
  * that the entries of two windows that share their (l, m) are at one local position whatever
- * the backend (qp_linalg_align; copies of the windows where the backend moves data). */
+ * the backend (qp_linalg_align; copies of the windows where the backend moves data). The
+ * layout's columns are taken a panel at a time, [col0, col0 + cols) (qp_model_field_panel:
+ * all of them unless the plan panels the host windows under memory.host_limit); `layout` is
+ * the panel's, its local column lj at global column col0 + qp_matrix_global_col(layout, lj). */
 typedef struct qp_field_windows {
   qp_matrix layout;
+  int64_t col0;
   qp_aligned w[3][3];
-  double *work;
+  double *work;        /* where aligning moves data: n_fields^2 windows of a panel */
+  int64_t work_stride; /* doubles per window in work */
 } qp_field_windows;
 
 /* m is W in the run's space, or on the host when it was formed in blocks (qp_w_block): the
- * windows are laid out, and aligned, in m's own table. */
-static qp_err qp_field_windows_make(qp_problem *p, const qp_matrix *m, qp_field_windows *fw) {
+ * windows are laid out, and aligned, in m's own table; `panel` columns at most. */
+static qp_err qp_field_windows_init(const qp_matrix *m, int64_t n_lm, int64_t panel, int n_fields,
+                                    qp_field_windows *fw) {
+  memset(fw, 0, sizeof *fw);
+  if (!qp_linalg_moves_data(m->ops)) return QP_OK;
+  /* The first panel is the widest: on a grid it starts a block on process column 0 like
+   * every other, so no rank holds more of a later one. */
+  QP_CALL(qp_matrix_view(m->ops, QP_TERM_FIELD_BLOCKS, NULL, n_lm, panel, n_lm, &fw->layout));
+  fw->work_stride = qp_matrix_local_size(&fw->layout);
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
+                           (int64_t)n_fields * n_fields * fw->work_stride, &fw->work));
+  return QP_OK;
+}
+
+/* Lines up every field pair's window of m on the layout's columns [col0, col0 + cols). */
+static qp_err qp_field_windows_panel(qp_problem *p, const qp_matrix *m, int64_t col0,
+                                     int64_t cols, qp_field_windows *fw) {
   const qp_config *cfg = p->cfg;
   const int64_t n_lm = qp_harmonic_count(0, cfg->lmax);
-  memset(fw, 0, sizeof *fw);
-  QP_CALL(qp_matrix_view(m->ops, QP_TERM_FIELD_BLOCKS, NULL, n_lm, n_lm, n_lm, &fw->layout));
+  QP_CALL(qp_matrix_view(m->ops, QP_TERM_FIELD_BLOCKS, NULL, n_lm, cols, n_lm, &fw->layout));
+  fw->col0 = col0;
+  memset(fw->w, 0, sizeof fw->w);
   int fields[3], n_fields = 0;
   for (int f = 0; f < 3; ++f)
     if (p->field_offset[f] >= 0) fields[n_fields++] = f;
   const int moves = qp_linalg_moves_data(m->ops);
-  const int64_t local = qp_matrix_local_size(&fw->layout);
-  if (moves)
-    QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
-                             (int64_t)n_fields * n_fields * local, &fw->work));
   for (int a = 0; a < n_fields; ++a)
     for (int b = 0; b < n_fields; ++b) {
       const int g = fields[a], h = fields[b];
       const int lg = p->field_ell_min[g], lh = p->field_ell_min[h];
       if (lg > cfg->lmax || lh > cfg->lmax) continue; /* no entry reads it */
+      /* The window sits at layout rows [n_lm - rows, n_lm) and columns [n_lm - count, n_lm):
+       * its columns in this panel are [j0, col0 + cols). */
+      const int64_t rows = qp_harmonic_count(lg, cfg->lmax), count = qp_harmonic_count(lh, cfg->lmax);
+      const int64_t j0 = n_lm - count > col0 ? n_lm - count : col0;
+      if (j0 >= col0 + cols) continue; /* none of its columns here: no column reads it */
       qp_matrix work;
       if (moves)
         QP_CALL(qp_matrix_view(qp_linalg_host_ops(m->ops), QP_TERM_FIELD_BLOCKS,
-                               fw->work + (a * n_fields + b) * local, n_lm, n_lm, n_lm, &work));
-      const int64_t rows = qp_harmonic_count(lg, cfg->lmax), cols = qp_harmonic_count(lh, cfg->lmax);
-      QP_CALL(qp_linalg_align(m, p->field_offset[g], p->field_offset[h], rows, cols, &fw->layout,
-                              n_lm - rows, n_lm - cols, moves ? &work : NULL, &fw->w[g][h]));
+                               fw->work + (a * n_fields + b) * fw->work_stride, n_lm, cols, n_lm,
+                               &work));
+      QP_CALL(qp_linalg_align(m, p->field_offset[g], p->field_offset[h] + (j0 - (n_lm - count)),
+                              rows, col0 + cols - j0, &fw->layout, n_lm - rows, j0 - col0,
+                              moves ? &work : NULL, &fw->w[g][h]));
     }
   return QP_OK;
 }
@@ -91,7 +114,8 @@ typedef struct qp_ell_runs {
   int64_t n;
 } qp_ell_runs;
 
-static qp_err qp_ell_runs_make(const qp_matrix *layout, int rows, qp_ell_runs *runs) {
+/* Columns: those of a panel whose first is global column `col0`. */
+static qp_err qp_ell_runs_make(const qp_matrix *layout, int rows, int64_t col0, qp_ell_runs *runs) {
   const int64_t count = rows ? layout->local_rows : layout->local_cols;
   runs->n = 0;
   runs->first = malloc((size_t)(count + 1) * sizeof *runs->first);
@@ -99,7 +123,8 @@ static qp_err qp_ell_runs_make(const qp_matrix *layout, int rows, qp_ell_runs *r
   QP_CHECK(runs->first && runs->l, QP_ERR_NOMEM, "out of memory for %lld (l, m) positions",
            (long long)count);
   for (int64_t k = 0; k < count; ++k) {
-    const int64_t global = rows ? qp_matrix_global_row(layout, k) : qp_matrix_global_col(layout, k);
+    const int64_t global =
+        rows ? qp_matrix_global_row(layout, k) : col0 + qp_matrix_global_col(layout, k);
     const int l = qp_harmonic_ell(global, 0);
     if (runs->n == 0 || runs->l[runs->n - 1] != l) {
       runs->first[runs->n] = k;
@@ -113,6 +138,7 @@ static qp_err qp_ell_runs_make(const qp_matrix *layout, int rows, qp_ell_runs *r
 static void qp_ell_runs_free(qp_ell_runs *runs) {
   free(runs->first);
   free(runs->l);
+  *runs = (qp_ell_runs){0};
 }
 
 /* A term of D_q: its entries of multipole l and fields (fa, fb), m = -l..l, all of value v. */
@@ -164,7 +190,8 @@ static qp_err qp_entry_groups(const qp_problem *p, const qp_entry *e, const int6
  * fields (qp_fisher_block_slots). They are summed column by column of the windows, each column
  * read once while in cache for every quadruple (where the entry-pair sum read W at random, two
  * loads per pair of entries); every rank sums the positions it holds and one sum over the ranks
- * gives F. */
+ * gives F. The windows' columns come a panel at a time (qp_field_windows): each B(l, l') gets
+ * its columns' dots in the same order whatever the panels, so F is the same to the bit. */
 static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int64_t *start) {
   const int np = p->n_params, L = p->cfg->lmax + 1;
   const int64_t block = (int64_t)L * L;
@@ -172,49 +199,57 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
   const int n_slots = qp_fisher_block_slots(p->cfg, slot);
   for (int k = 80; k >= 0; --k)
     if (slot[k] >= 0) quad[slot[k]] = k; /* the smaller key of each pair */
+  const int64_t panel = qp_model_field_panel(&p->model_dims);
   qp_field_windows fw;
   qp_ell_runs rows = {0}, cols = {0};
   qp_entry_group *groups = NULL;
   int64_t *gstart = NULL;
   double *sums = NULL;
   qp_err err = QP_OK;
-  QP_CALL_GOTO(qp_field_windows_make(p, &p->kernel, &fw), done);
+  QP_CALL_GOTO(qp_field_windows_init(&p->kernel, block, panel, p->model_dims.n_fields, &fw), done);
   QP_CALL_GOTO(qp_entry_groups(p, e, start, &groups, &gstart), done);
-  QP_CALL_GOTO(qp_ell_runs_make(&fw.layout, 1, &rows), done);
-  QP_CALL_GOTO(qp_ell_runs_make(&fw.layout, 0, &cols), done);
   QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT, n_slots * block,
                                 &sums),
                done);
   memset(sums, 0, (size_t)(n_slots * block) * sizeof *sums);
-  /* Per slot, its two windows and the positions both hold (no other may be read). */
-  const qp_aligned *win_x[81], *win_y[81];
+  /* Per slot, its two windows' fields and the positions both hold (no other may be read). */
+  int pair_x[81][2], pair_y[81][2];
   int row_lo[81], col_lo[81];
   for (int s = 0; s < n_slots; ++s) {
     const int k = quad[s], fa = k / 27, fb = k / 9 % 3, fc = k / 3 % 3, fd = k % 3;
     const int *lo = p->field_ell_min;
-    win_x[s] = &fw.w[fa][fb];
-    win_y[s] = &fw.w[fc][fd];
+    pair_x[s][0] = fa, pair_x[s][1] = fb;
+    pair_y[s][0] = fc, pair_y[s][1] = fd;
     row_lo[s] = lo[fa] > lo[fc] ? lo[fa] : lo[fc];
     col_lo[s] = lo[fb] > lo[fd] ? lo[fb] : lo[fd];
   }
-  /* Run c holds the columns of one l' (its own B(., l') entries: no two threads write one). */
+  for (int64_t col0 = 0; col0 < block; col0 += panel) {
+    const int64_t width = block - col0 < panel ? block - col0 : panel;
+    QP_CALL_GOTO(qp_field_windows_panel(p, &p->kernel, col0, width, &fw), done);
+    if (!rows.first) QP_CALL_GOTO(qp_ell_runs_make(&fw.layout, 1, 0, &rows), done);
+    qp_ell_runs_free(&cols);
+    QP_CALL_GOTO(qp_ell_runs_make(&fw.layout, 0, col0, &cols), done);
+    /* Run c holds the columns of one l' (its own B(., l') entries: no two threads write one);
+     * a slot's windows both hold every column of l' >= col_lo. */
 #pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t c = 0; c < cols.n; ++c) {
-    const int lc = cols.l[c];
-    for (int64_t lj = cols.first[c]; lj < cols.first[c + 1]; ++lj)
-      for (int s = 0; s < n_slots; ++s) {
-        if (lc < col_lo[s] || row_lo[s] > L - 1) continue;
-        const qp_aligned *x = win_x[s], *y = win_y[s];
-        const double *xc = x->base + x->row_shift + (lj + x->col_shift) * x->ld,
-                     *yc = y->base + y->row_shift + (lj + y->col_shift) * y->ld;
-        double *out = sums + s * block + lc;
-        for (int64_t r = 0; r < rows.n; ++r) {
-          if (rows.l[r] < row_lo[s]) continue;
-          double dot = 0;
-          for (int64_t li = rows.first[r]; li < rows.first[r + 1]; ++li) dot += xc[li] * yc[li];
-          out[(int64_t)rows.l[r] * L] += dot;
+    for (int64_t c = 0; c < cols.n; ++c) {
+      const int lc = cols.l[c];
+      for (int64_t lj = cols.first[c]; lj < cols.first[c + 1]; ++lj)
+        for (int s = 0; s < n_slots; ++s) {
+          if (lc < col_lo[s] || row_lo[s] > L - 1) continue;
+          const qp_aligned *x = &fw.w[pair_x[s][0]][pair_x[s][1]],
+                           *y = &fw.w[pair_y[s][0]][pair_y[s][1]];
+          const double *xc = x->base + x->row_shift + (lj + x->col_shift) * x->ld,
+                       *yc = y->base + y->row_shift + (lj + y->col_shift) * y->ld;
+          double *out = sums + s * block + lc;
+          for (int64_t r = 0; r < rows.n; ++r) {
+            if (rows.l[r] < row_lo[s]) continue;
+            double dot = 0;
+            for (int64_t li = rows.first[r]; li < rows.first[r + 1]; ++li) dot += xc[li] * yc[li];
+            out[(int64_t)rows.l[r] * L] += dot;
+          }
         }
-      }
+    }
   }
 #pragma omp parallel for schedule(dynamic, 1)
   for (int q = 0; q < np; ++q)

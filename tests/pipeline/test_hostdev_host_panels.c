@@ -16,7 +16,8 @@
  *    allocated, naming memory.host_limit.
  * The projection cases also check that V^T is built in panels of rows and Z read for the
  * noise bias in panels of columns (their host staging terms), and a T SMW case builds and
- * whitens V^T in panels of rows; a T projection case with a dense N reads it in panels of
+ * whitens V^T in panels of rows; on both harmonic routes F's block sums read W's field blocks
+ * in panels of columns (F to the bit); a T projection case with a dense N reads it in panels of
  * columns, and refuses the same file made asymmetric in its last panel.
  * Under mpiexec (tests/mpi/CMakeLists.txt: 2 and 4 ranks, grid block 8) the same on backend
  * hostdev-dist against dist: each rank builds its own local columns in panels (no collective
@@ -31,6 +32,7 @@
 #include "h5_matrix.h"
 #include "host_window.h"
 #include "results_compare.h"
+#include "terms.h"
 #include "test_util.h"
 
 /* The route of the case being checked: projection (or SMW: method 1), or pixel-direct. */
@@ -113,6 +115,36 @@ static void check_projection_windows(const qp_problem *p, const char *what) {
            (long long)mode_cols);
 }
 
+/* The harmonic routes in panels: fisher_run lines up W's field blocks (n_lm x n_lm each) a
+ * panel of columns at a time, the panel's width host_panel (on a grid whole blocks on every
+ * process column, at least one), so the term W_field_blocks (tracked equal to it) is
+ * n_fields^2 local n_lm x panel windows, below the whole blocks where the panel is narrower. */
+static void check_field_windows(const qp_problem *p, const char *what) {
+  const qp_model_dims *d = &p->model_dims;
+  size_t bytes = 0;
+  for (int i = 0; i < p->model.n_terms; ++i)
+    if (strcmp(p->model.terms[i].name, QP_TERM_FIELD_BLOCKS) == 0) bytes = p->model.terms[i].bytes;
+  int64_t want = d->host_panel;
+  if (d->grid_rows > 0)
+    want = (want / d->block > 1 ? want / d->block : 1) * d->block * d->grid_cols;
+  if (want > d->n_lm) want = d->n_lm;
+  const int grid = d->grid_rows > 0;
+  const int64_t rows = grid ? qp_bc_local_count(d->n_lm, d->block, d->grid_row, d->grid_rows)
+                            : d->n_lm,
+                cols = grid ? qp_bc_local_count(want, d->block, d->grid_col, d->grid_cols) : want,
+                whole = grid ? qp_bc_local_count(d->n_lm, d->block, d->grid_col, d->grid_cols)
+                             : d->n_lm;
+  const size_t expect = (size_t)(d->n_fields * d->n_fields) * (size_t)(rows * cols) * sizeof(double);
+  TEST_ASSERT(qp_model_field_panel(d) == want && bytes == expect,
+              "%s: W's field blocks %zu B in panels of %lld columns, want %zu B in panels of "
+              "%lld of %lld",
+              what, bytes, (long long)qp_model_field_panel(d), expect, (long long)want,
+              (long long)d->n_lm);
+  if (qp_comm_rank() == 0)
+    printf("  W's field blocks in panels of %lld of %lld columns (%lld of %lld local)\n",
+           (long long)want, (long long)d->n_lm, (long long)cols, (long long)whole);
+}
+
 static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
   qp_meter_sample baseline;
   qp_problem p;
@@ -162,6 +194,7 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
               (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
               p.n_params);
   if (route == QP_PATH_HARMONIC && method == 2) check_projection_windows(&p, what);
+  if (route == QP_PATH_HARMONIC) check_field_windows(&p, what);
   results_free(&whole);
   compare_exact_and_free(&cpu, &p, what);
   /* The widest panel that fits: `panel` or wider (another stage's host peak may stay above
@@ -265,7 +298,7 @@ int main(int argc, char **argv) {
   tqu.ee_ratio = 0.3;
   tqu.bb_ratio = 0.1;
   tqu.te_corr = 0.4;
-  check_case(&tqu, "host_panels_tqu", 44, "TQU projection, switched");
+  check_case(&tqu, "host_panels_tqu", 20, "TQU projection, switched");
 
   /* T projection with a dense N: N read in panels of columns, N_eff Z for the bias (Z
    * lined up with it a panel at a time). */
@@ -274,7 +307,8 @@ int main(int argc, char **argv) {
   check_dense_case(&dense, "host_panels_dense", 100, "T projection, dense N");
 
   /* SMW on T: V^T built and whitened in panels of rows, where V^T (n_pix x n_modes) is the
-   * host's largest window and the kernel's n_modes^2 windows stay whole. */
+   * host's largest window, and W's field blocks read in panels of columns; I + K Lambda's
+   * and G's n_modes^2 windows stay whole. */
   method = 1;
   check_case(&t, "host_panels_smw", 100, "T SMW");
   method = 2;

@@ -178,8 +178,8 @@ int main(int argc, char **argv) {
               "a device_limit below a block of one column is not refused naming it");
 
   /* memory.host_limit on a device backend: C (n_pix^2, 763 MiB here) built on the host in
-   * panels of columns (and V^T in panels of rows, Z read in panels of columns); plan, its JSON
-   * and budget say so. */
+   * panels of columns (and V^T in panels of rows, Z and W's field blocks read in panels of
+   * columns); plan, its JSON and budget say so. */
   const char *const panel_dims =
       "fields: T\nspectra: [TT]\nnoise: {variance: 1.0}\nlmax: 49\npath: harmonic\n"
       "harmonic_method: projected\nbackend: hostdev\ndimensions: {n_pix: 10000, n_modes: "
@@ -187,7 +187,8 @@ int main(int argc, char **argv) {
       "memory: {host_limit: %s}\n";
   check_piece_printed("plan_panels.yaml", panel_dims, "500MiB",
                       "host windows in panels of 5693 local lines (columns of the pixel "
-                      "matrices, rows of V^T, columns of Z; memory.host_limit)",
+                      "matrices, rows of V^T, columns of Z, columns of W's field blocks; "
+                      "memory.host_limit)",
                       "\"host_panel\": 5693}", "host_panel=5693");
   return TEST_RETURN();
 }
