@@ -99,14 +99,15 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   if (!d->device) return;
   const int64_t n = d->n_pix, nm = d->n_modes;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
-  const qp_model_bytes kernel = qp_matrix_bytes(d, nm, nm),
+  /* SMW's n_modes^2 windows (I + K Lambda built, G read) are panels of columns. */
+  const qp_model_bytes kernel = qp_matrix_bytes(d, nm, qp_model_mode_panel(d)),
                        maps = qp_matrix_bytes(d, n, qp_model_map_batch(d));
   /* covariance_setup: a dense N read, C (or SMW's N_eff) built, each a panel of columns at a
    * time (inputs.c; pixel_matrices.c: N's variances and S added). */
   const qp_model_bytes built = qp_panel_window_bytes(d, n, n, 0);
   out[QP_STAGE_COVARIANCE_SETUP] = d->noise_dense || !smw || d->switched ? built : none;
   /* basis_setup: V^T built (SMW: and whitened), a panel of rows at a time; a batch of maps
-   * (SMW), I + K Lambda built (SMW); pixel-direct nothing (L^-1's upper triangle is cleared
+   * (SMW), I + K Lambda built a panel of columns at a time (SMW); pixel-direct nothing (L^-1's upper triangle is cleared
    * on the device). */
   const qp_model_bytes vt = qp_panel_window_bytes(d, n, nm, 1);
   out[QP_STAGE_BASIS_SETUP] =
@@ -114,7 +115,7 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   /* fisher_run: pixel-direct, the whitened noise (unless a dense N without the switch is
    * copied in), a chunk of P_p (each a panel at a time: pixel_matrices.h), then the Gram
    * matrix read (whole on every rank); projection, N_eff with the switch, then a panel of
-   * Z's columns (or N_eff Z's) read for the bias; SMW, G read. */
+   * Z's columns (or N_eff Z's) read for the bias; SMW, a panel of G's columns read. */
   const int64_t k = d->fisher_chunk;
   if (pixel)
     out[QP_STAGE_FISHER_RUN] =
@@ -123,7 +124,7 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
                                           qp_model_vector_bytes(k + 1, sizeof(double))));
   else
     out[QP_STAGE_FISHER_RUN] =
-        smw ? kernel : qp_bytes_max(qp_matrix_bytes(d, n, qp_model_bias_panel(d)),
+        smw ? kernel : qp_bytes_max(qp_matrix_bytes(d, n, qp_model_mode_panel(d)),
                                     d->switched ? built : none);
   /* spectra_run: pixel-direct, a batch's z read while a chunk of P_b is built, then while
    * P_b z is read; projection, a batch of maps. */
@@ -398,10 +399,14 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
       qp_model_add(m, QP_TERM_PIVOTS, QP_TERM_PERSISTENT, pivots, bas, spe,
                    dist ? "(local n_modes + block) x 4" : "n_modes x 4")
           ->phase_alloc = 2;
+      /* K's columns of one field lined up with a panel of I + K Lambda's columns. */
       if (moves)
-        qp_model_add(m, QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, mode_sq, bas, bas,
-                     d->device ? "n_modes^2 x 8 (K's columns of one field, on the host)"
-                               : "n_modes^2 x 8 (K's columns of one field, redistributed)")
+        qp_model_add(m, QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT,
+                     qp_matrix_bytes(d, d->n_modes, qp_model_mode_panel(d)), bas, bas,
+                     !d->device ? "n_modes^2 x 8 (K's columns of one field, redistributed)"
+                     : qp_model_mode_panel(d) < d->n_modes
+                         ? "n_modes mode_panel x 8 (K's columns of one field, on the host)"
+                         : "n_modes^2 x 8 (K's columns of one field, on the host)")
             ->phase_alloc = 2;
     }
   }
@@ -461,8 +466,8 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
        * another field's, or with N_eff Z's, for the bias (not where neither is needed). */
       if (moves && (d->cross_fields || d->switched || d->noise_dense))
         qp_model_add(m, QP_TERM_ALIGNED_MODES, QP_TERM_TRANSIENT,
-                     qp_matrix_bytes(d, d->n_pix, qp_model_bias_panel(d)), fis, fis,
-                     qp_model_bias_panel(d) < d->n_modes
+                     qp_matrix_bytes(d, d->n_pix, qp_model_mode_panel(d)), fis, fis,
+                     qp_model_mode_panel(d) < d->n_modes
                          ? "n_pix bias_panel x 8 (Z's columns of one field, aligned)"
                          : "n_pix n_modes x 8 (Z's columns of one field, aligned)")
             ->phase_alloc = 2;

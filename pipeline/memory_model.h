@@ -53,9 +53,9 @@ typedef struct qp_model_dims {
                             once (1..; 0: all; planner.c, memory.host_limit): local columns of
                             each pair-sum matrix (C, N_eff, the products, the bin matrices) where
                             it is built (pixel_matrices.h), local rows of V^T where it is built
-                            and whitened, the columns of Z that the projection route's
-                            noise bias reads (qp_model_bias_panel), and the columns of W's
-                            field blocks that F's block sums read (qp_model_field_panel) */
+                            and whitened, the columns of Z, I + K Lambda and G
+                            (qp_model_mode_panel), and the columns of W's field blocks that
+                            F's block sums read (qp_model_field_panel) */
   int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
   /* The distributed backend (grid_rows = 0: one process holds everything). The model is then
    * of one rank, (grid_row, grid_col) of the grid: its block-cyclic share of every big matrix
@@ -101,9 +101,11 @@ static inline int64_t qp_model_panel_of(const qp_model_dims *d, int64_t lines) {
   return panel < lines ? panel : lines;
 }
 
-/** The columns of Z (n_pix x n_modes) that the projection route's noise bias reads at once
- *  (harmonic_estimates.c). */
-static inline int64_t qp_model_bias_panel(const qp_model_dims *d) {
+/** The columns of an n_modes-wide matrix held in a host window at once: of Z (n_pix x
+ *  n_modes) that the projection route's noise bias reads (harmonic_estimates.c), of SMW's
+ *  I + K Lambda as it is built, with K's columns lined up with them (harmonic_route.c), and
+ *  of SMW's G as the bias reads it. */
+static inline int64_t qp_model_mode_panel(const qp_model_dims *d) {
   return qp_model_panel_of(d, d->n_modes);
 }
 

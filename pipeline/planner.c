@@ -545,7 +545,8 @@ const char *qp_plan_panel_lines(const qp_model_dims *d) {
   switch (d->path) {
   case QP_MODEL_PIXEL_DIRECT: return "columns of the pixel matrices";
   case QP_MODEL_HARMONIC_SMW:
-    return "columns of the pixel matrices, rows of V^T, columns of W's field blocks";
+    return "columns of the pixel matrices, rows of V^T, columns of I + K Lambda, G and W's "
+           "field blocks";
   default:
     return fields ? "columns of the pixel matrices, rows of V^T, columns of Z, columns of W's "
                     "field blocks"

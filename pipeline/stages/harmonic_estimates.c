@@ -274,28 +274,51 @@ done:
   return err;
 }
 
-/* b_p = 1/2 tr(D_p G) = 1/2 sum over D_p's entries (a, b, v) of v G_ab: each rank adds the
- * entries it holds, one sum over the ranks gives b. */
+/* b_p = 1/2 tr(D_p G) = 1/2 sum over D_p's entries (a, b, v) of v G_ab: G's columns are read
+ * a panel at a time (qp_model_mode_panel), each rank takes the entries it holds, then adds
+ * them in the entries' order (the same sum whatever the panels), one sum over the ranks gives
+ * b. */
 static qp_err qp_bias_from_matrix(qp_problem *p, const qp_matrix *g, const qp_entry *e,
                                   const int64_t *start) {
-  qp_host_window w;
-  QP_CALL(qp_host_window_read(g, 0, g->local_cols, &w));
+  const int64_t n_entries = start[p->n_params], nm = g->cols;
+  const int64_t panel = qp_model_mode_panel(&p->model_dims);
+  qp_host_window w = {0};
+  qp_err err = QP_OK;
+  double *terms = calloc((size_t)n_entries + 1, sizeof *terms);
+  unsigned char *held = calloc((size_t)n_entries + 1, 1);
+  QP_CHECK_GOTO(terms && held, QP_ERR_NOMEM, done, "out of memory for %lld entries of G",
+                (long long)n_entries);
+  for (int64_t c0 = 0; c0 < nm; c0 += panel) {
+    const int64_t width = nm - c0 < panel ? nm - c0 : panel;
+    qp_matrix gp;
+    QP_CALL_GOTO(qp_matrix_columns(g, c0, width, &gp), done);
+    QP_CALL_GOTO(qp_host_window_read(&gp, 0, gp.local_cols, &w), done);
+    for (int64_t i = 0; i < n_entries; ++i) {
+      if (e[i].b < c0 || e[i].b >= c0 + width) continue;
+      const int64_t li = qp_matrix_local_row(&gp, e[i].a), lj = qp_matrix_local_col(&gp, e[i].b - c0);
+      if (li < 0 || lj < 0) continue;
+      terms[i] = e[i].v * w.data[li + lj * w.ld];
+      held[i] = 1;
+    }
+    qp_host_window_discard(&w);
+  }
   for (int q = 0; q < p->n_params; ++q) {
     double sum = 0;
-    for (int64_t i = start[q]; i < start[q + 1]; ++i) {
-      const int64_t li = qp_matrix_local_row(g, e[i].a), lj = qp_matrix_local_col(g, e[i].b);
-      if (li >= 0 && lj >= 0) sum += e[i].v * w.data[li + lj * w.ld];
-    }
+    for (int64_t i = start[q]; i < start[q + 1]; ++i)
+      if (held[i]) sum += terms[i];
     p->noise_bias[q] = 0.5 * sum;
   }
+  QP_CALL_GOTO(qp_linalg_sum_partials(p->ops, p->noise_bias, p->n_params), done);
+done:
   qp_host_window_discard(&w);
-  QP_CALL(qp_linalg_sum_partials(p->ops, p->noise_bias, p->n_params));
-  return QP_OK;
+  free(terms);
+  free(held);
+  return err;
 }
 
 /* Projection: b_p = 1/2 sum over D_p's entries (a, b, v) of v Z_b^T N_eff Z_a, Z = C^-1 V^T
  * (n_pix x n_modes) and nz = N_eff Z (NULL for a diagonal N: the variances instead). Z's
- * columns are read a panel at a time (qp_model_bias_panel: all of them unless the plan
+ * columns are read a panel at a time (qp_model_mode_panel: all of them unless the plan
  * panels the host windows under memory.host_limit). For each pair of fields (fa, fb) the
  * columns of field fb are lined up with the panel's columns of fa where (l, m) agree (where
  * fa = fb without nz, Z_b is the panel's own column: nothing to line up), every rank sums its
@@ -305,7 +328,7 @@ static qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_mat
                                  const qp_entry *e, const int64_t *start) {
   const qp_config *cfg = p->cfg;
   const int64_t n_entries = start[p->n_params], nm = z->cols;
-  const int64_t panel = qp_model_bias_panel(&p->model_dims);
+  const int64_t panel = qp_model_mode_panel(&p->model_dims);
   const int moves = qp_linalg_moves_data(p->ops);
   qp_matrix work = {0};
   qp_host_window rw = {0};

@@ -105,53 +105,66 @@ done:
 }
 
 /* M = I + K Lambda: column b of K Lambda is the sum over the fields f of K[:, (f, l, m)] times
- * C_l^{f fb} B_l^2, (l, m) and fb being mode b's. For every pair of fields (f, fb), K's columns
- * of field f are lined up with M's columns of fb where (l, m) agree (qp_linalg_align: a copy
- * where the backend moves data) and each rank adds them into its own columns; the identity
- * last. */
+ * C_l^{f fb} B_l^2, (l, m) and fb being mode b's. M is built a panel of its columns at a time
+ * (qp_model_mode_panel: all of them unless the plan panels the host windows under
+ * memory.host_limit): for every pair of fields (f, fb), K's columns of field f are lined up
+ * with the panel's columns of fb where (l, m) agree (qp_linalg_align: a copy where the backend
+ * moves data) and each rank adds them into its own columns; the identity last. Every entry
+ * gets its terms in the same order whatever the panels. */
 static qp_err qp_build_smw_matrix(qp_problem *p) {
   const qp_config *cfg = p->cfg;
-  const int64_t nm = p->n_modes;
-  qp_matrix *mm = &p->smw_lu, work = {0};
+  const int64_t nm = p->n_modes, panel = qp_model_mode_panel(&p->model_dims);
+  qp_matrix work = {0};
   qp_host_window w = {0};
   qp_err err = QP_OK;
   const int moves = qp_linalg_moves_data(p->ops);
   if (moves)
     QP_CALL(qp_matrix_create(qp_linalg_host_ops(p->ops), QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT,
-                             nm, nm, &work));
-  QP_CALL_GOTO(qp_host_window_open(mm, 0, mm->local_cols, QP_ACCESS_WRITE, &w), done);
-  for (int64_t lj = 0; lj < mm->local_cols; ++lj)
-    memset(w.data + lj * w.ld, 0, (size_t)mm->local_rows * sizeof(double));
-  for (int fb = 0; fb < 3; ++fb)
-    for (int f = 0; f < 3; ++f) {
-      if (p->field_offset[fb] < 0 || p->field_offset[f] < 0) continue;
-      const int lo = p->field_ell_min[f] > p->field_ell_min[fb] ? p->field_ell_min[f]
-                                                                 : p->field_ell_min[fb];
-      if (lo > cfg->lmax) continue;
-      int nonzero = 0;
-      for (int l = lo; l <= cfg->lmax; ++l) nonzero |= p->cls.cl[qp_fields_spectrum(f, fb)][l] != 0;
-      if (!nonzero) continue;
-      const int64_t count = qp_harmonic_count(lo, cfg->lmax);
-      const int64_t from = qp_mode(p, f, lo, -lo), to = qp_mode(p, fb, lo, -lo);
-      qp_aligned k;
-      QP_CALL_GOTO(qp_linalg_align(&p->kernel, 0, from, nm, count, mm, 0, to, moves ? &work : NULL,
-                                   &k),
-                   done);
-      for (int64_t lj = 0; lj < mm->local_cols; ++lj) {
-        const int64_t b = qp_matrix_global_col(mm, lj);
-        if (b < to || b >= to + count) continue;
-        const int l = qp_harmonic_ell(b - to, lo);
-        const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_beam2(p, l);
-        if (c == 0.0) continue;
-        double *col = w.data + lj * w.ld;
-        for (int64_t li = 0; li < mm->local_rows; ++li) col[li] += c * qp_aligned_at(&k, li, lj);
+                             nm, panel, &work));
+  for (int64_t c0 = 0; c0 < nm; c0 += panel) {
+    const int64_t width = nm - c0 < panel ? nm - c0 : panel;
+    qp_matrix mm, wp = {0};
+    QP_CALL_GOTO(qp_matrix_columns(&p->smw_lu, c0, width, &mm), done);
+    if (moves) QP_CALL_GOTO(qp_matrix_columns(&work, 0, width, &wp), done);
+    QP_CALL_GOTO(qp_host_window_open(&mm, 0, mm.local_cols, QP_ACCESS_WRITE, &w), done);
+    for (int64_t lj = 0; lj < mm.local_cols; ++lj)
+      memset(w.data + lj * w.ld, 0, (size_t)mm.local_rows * sizeof(double));
+    for (int fb = 0; fb < 3; ++fb)
+      for (int f = 0; f < 3; ++f) {
+        if (p->field_offset[fb] < 0 || p->field_offset[f] < 0) continue;
+        const int lo = p->field_ell_min[f] > p->field_ell_min[fb] ? p->field_ell_min[f]
+                                                                   : p->field_ell_min[fb];
+        if (lo > cfg->lmax) continue;
+        int nonzero = 0;
+        for (int l = lo; l <= cfg->lmax; ++l)
+          nonzero |= p->cls.cl[qp_fields_spectrum(f, fb)][l] != 0;
+        if (!nonzero) continue;
+        /* M's columns [to, to + count) of fb, of them [b0, b1) in this panel. */
+        const int64_t count = qp_harmonic_count(lo, cfg->lmax);
+        const int64_t from = qp_mode(p, f, lo, -lo), to = qp_mode(p, fb, lo, -lo);
+        const int64_t b0 = to > c0 ? to : c0,
+                      b1 = to + count < c0 + width ? to + count : c0 + width;
+        if (b0 >= b1) continue;
+        qp_aligned k;
+        QP_CALL_GOTO(qp_linalg_align(&p->kernel, 0, from + (b0 - to), nm, b1 - b0, &mm, 0,
+                                     b0 - c0, moves ? &wp : NULL, &k),
+                     done);
+        for (int64_t lj = 0; lj < mm.local_cols; ++lj) {
+          const int64_t b = c0 + qp_matrix_global_col(&mm, lj);
+          if (b < b0 || b >= b1) continue;
+          const int l = qp_harmonic_ell(b - to, lo);
+          const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_beam2(p, l);
+          if (c == 0.0) continue;
+          double *col = w.data + lj * w.ld;
+          for (int64_t li = 0; li < mm.local_rows; ++li) col[li] += c * qp_aligned_at(&k, li, lj);
+        }
       }
+    for (int64_t lj = 0; lj < mm.local_cols; ++lj) {
+      const int64_t li = qp_matrix_local_row(&mm, c0 + qp_matrix_global_col(&mm, lj));
+      if (li >= 0) w.data[li + lj * w.ld] += 1.0;
     }
-  for (int64_t lj = 0; lj < mm->local_cols; ++lj) {
-    const int64_t li = qp_matrix_local_row(mm, qp_matrix_global_col(mm, lj));
-    if (li >= 0) w.data[li + lj * w.ld] += 1.0;
+    QP_CALL_GOTO(qp_host_window_close(&w), done);
   }
-  QP_CALL_GOTO(qp_host_window_close(&w), done);
 done:
   qp_host_window_discard(&w);
   qp_matrix_destroy(&work);

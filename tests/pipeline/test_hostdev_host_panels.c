@@ -16,8 +16,9 @@
  *    allocated, naming memory.host_limit.
  * The projection cases also check that V^T is built in panels of rows and Z read for the
  * noise bias in panels of columns (their host staging terms), and a T SMW case builds and
- * whitens V^T in panels of rows; on both harmonic routes F's block sums read W's field blocks
- * in panels of columns (F to the bit); a T projection case with a dense N reads it in panels of
+ * whitens V^T in panels of rows and builds I + K Lambda and reads G in panels of columns; on
+ * both harmonic routes F's block sums read W's field blocks in panels of columns (F to the
+ * bit); a T projection case with a dense N reads it in panels of
  * columns, and refuses the same file made asymmetric in its last panel.
  * Under mpiexec (tests/mpi/CMakeLists.txt: 2 and 4 ranks, grid block 8) the same on backend
  * hostdev-dist against dist: each rank builds its own local columns in panels (no collective
@@ -80,7 +81,7 @@ static size_t staging_of(const qp_model *m, qp_stage_id s) {
 }
 
 /* Projection in panels: V^T's window in basis_setup is host_panel local rows by every local
- * column, and the bias's window in fisher_run a panel of Z's columns (qp_model_bias_panel),
+ * column, and the bias's window in fisher_run a panel of Z's columns (qp_model_mode_panel),
  * each below the whole matrix's; with the tracked terms equal to these (budget_check.h), the
  * stages open no wider window. */
 static void check_projection_windows(const qp_problem *p, const char *what) {
@@ -94,15 +95,15 @@ static void check_projection_windows(const qp_problem *p, const char *what) {
   const int64_t panel_rows = d->host_panel < local_rows ? d->host_panel : local_rows;
   const int64_t bias_cols =
       d->grid_rows > 0
-          ? qp_bc_local_count(qp_model_bias_panel(d), d->block, d->grid_col, d->grid_cols)
-          : qp_model_bias_panel(d);
+          ? qp_bc_local_count(qp_model_mode_panel(d), d->block, d->grid_col, d->grid_cols)
+          : qp_model_mode_panel(d);
   const size_t basis = staging_of(&p->model, QP_STAGE_BASIS_SETUP),
                fisher = staging_of(&p->model, QP_STAGE_FISHER_RUN);
   TEST_ASSERT(basis == (size_t)(panel_rows * mode_cols) * sizeof(double) &&
                   panel_rows < local_rows,
               "%s: basis_setup's staging %zu B, not V^T's panel of %lld of %lld rows", what,
               basis, (long long)panel_rows, (long long)local_rows);
-  /* On a grid the bias's panel is whole blocks (qp_model_bias_panel): at least one. */
+  /* On a grid the bias's panel is whole blocks (qp_model_mode_panel): at least one. */
   int64_t want = d->host_panel;
   if (d->grid_rows > 0) want = want / d->block > 1 ? want / d->block * d->block : d->block;
   TEST_ASSERT(fisher >= (size_t)(local_rows * bias_cols) * sizeof(double) &&
@@ -143,6 +144,35 @@ static void check_field_windows(const qp_problem *p, const char *what) {
   if (qp_comm_rank() == 0)
     printf("  W's field blocks in panels of %lld of %lld columns (%lld of %lld local)\n",
            (long long)want, (long long)d->n_lm, (long long)cols, (long long)whole);
+}
+
+/* SMW in panels: I + K Lambda is built, with K's columns lined up with it (SMW_COLUMNS), and
+ * G read for the bias, a panel of qp_model_mode_panel columns at a time: fisher_run's staging
+ * and K_columns are a local n_modes x panel window, below the whole n_modes^2. */
+static void check_smw_windows(const qp_problem *p, const char *what) {
+  const qp_model_dims *d = &p->model_dims;
+  const int grid = d->grid_rows > 0;
+  int64_t want = d->host_panel;
+  if (grid) want = (want / d->block > 1 ? want / d->block : 1) * d->block * d->grid_cols;
+  if (want > p->n_modes) want = p->n_modes;
+  const int64_t rows = grid ? qp_bc_local_count(p->n_modes, d->block, d->grid_row, d->grid_rows)
+                            : p->n_modes,
+                cols = grid ? qp_bc_local_count(want, d->block, d->grid_col, d->grid_cols) : want,
+                whole = grid ? qp_bc_local_count(p->n_modes, d->block, d->grid_col, d->grid_cols)
+                             : p->n_modes;
+  const size_t expect = (size_t)(rows * cols) * sizeof(double);
+  size_t columns = 0;
+  for (int i = 0; i < p->model.n_terms; ++i)
+    if (strcmp(p->model.terms[i].name, QP_TERM_SMW_COLUMNS) == 0) columns = p->model.terms[i].bytes;
+  const size_t fisher = staging_of(&p->model, QP_STAGE_FISHER_RUN);
+  TEST_ASSERT(qp_model_mode_panel(d) == want && columns == expect && fisher == expect &&
+                  cols < whole,
+              "%s: K_columns %zu B and fisher_run's staging %zu B, want %zu B (panels of %lld of "
+              "%lld local columns)",
+              what, columns, fisher, expect, (long long)cols, (long long)whole);
+  if (qp_comm_rank() == 0)
+    printf("  I + K Lambda and G in panels of %lld of %lld columns (%lld of %lld local)\n",
+           (long long)want, (long long)p->n_modes, (long long)cols, (long long)whole);
 }
 
 static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
@@ -194,6 +224,7 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
               (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
               p.n_params);
   if (route == QP_PATH_HARMONIC && method == 2) check_projection_windows(&p, what);
+  if (route == QP_PATH_HARMONIC && method == 1) check_smw_windows(&p, what);
   if (route == QP_PATH_HARMONIC) check_field_windows(&p, what);
   results_free(&whole);
   compare_exact_and_free(&cpu, &p, what);
@@ -307,10 +338,10 @@ int main(int argc, char **argv) {
   check_dense_case(&dense, "host_panels_dense", 100, "T projection, dense N");
 
   /* SMW on T: V^T built and whitened in panels of rows, where V^T (n_pix x n_modes) is the
-   * host's largest window, and W's field blocks read in panels of columns; I + K Lambda's
-   * and G's n_modes^2 windows stay whole. */
+   * host's largest window, I + K Lambda built and G and W's field blocks read in panels of
+   * columns. */
   method = 1;
-  check_case(&t, "host_panels_smw", 100, "T SMW");
+  check_case(&t, "host_panels_smw", 40, "T SMW");
   method = 2;
 
   /* Pixel-direct, T and QU at nside 4: C, the whitened noise's window, every product P_p in
