@@ -100,8 +100,10 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   const int64_t n = d->n_pix, nm = d->n_modes;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
   /* SMW's n_modes^2 windows (I + K Lambda built, G read) are panels of columns. */
+  /* A batch of maps is written (and pixel-direct's z and P_b z read) a panel of rows at a
+   * time (problem.c, stage_spectra.c). */
   const qp_model_bytes kernel = qp_matrix_bytes(d, nm, qp_model_mode_panel(d)),
-                       maps = qp_matrix_bytes(d, n, qp_model_map_batch(d));
+                       maps = qp_panel_window_bytes(d, n, qp_model_map_batch(d), 1);
   /* covariance_setup: a dense N read, C (or SMW's N_eff) built, each a panel of columns at a
    * time (inputs.c; pixel_matrices.c: N's variances and S added). */
   const qp_model_bytes built = qp_panel_window_bytes(d, n, n, 0);
@@ -126,12 +128,11 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
     out[QP_STAGE_FISHER_RUN] =
         smw ? kernel : qp_bytes_max(qp_matrix_bytes(d, n, qp_model_mode_panel(d)),
                                     d->switched ? built : none);
-  /* spectra_run: pixel-direct, a batch's z read while a chunk of P_b is built, then while
-   * P_b z is read; projection, a batch of maps. */
+  /* spectra_run: pixel-direct, a chunk of P_b built, then a batch of maps written, then a
+   * panel of rows of z and of P_b z read together; projection, a batch of maps written. */
   out[QP_STAGE_SPECTRA_RUN] =
-      pixel ? qp_bytes_sum(maps, qp_bytes_max(qp_model_bytes_times((size_t)d->spectra_chunk,
-                                                                   built),
-                                              maps))
+      pixel ? qp_bytes_max(qp_model_bytes_times((size_t)d->spectra_chunk, built),
+                           qp_model_bytes_times(2, maps))
             : smw ? none : maps;
 }
 

@@ -53,7 +53,8 @@ typedef struct qp_model_dims {
                             once (1..; 0: all; planner.c, memory.host_limit): local columns of
                             each pair-sum matrix (C, N_eff, the products, the bin matrices) where
                             it is built (pixel_matrices.h), local rows of V^T where it is built
-                            and whitened, the columns of Z, I + K Lambda and G
+                            and whitened and of a batch of maps written (and pixel-direct's z
+                            and P_b z read), the columns of Z, I + K Lambda and G
                             (qp_model_mode_panel), and the columns of W's field blocks that
                             F's block sums read (qp_model_field_panel) */
   int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */

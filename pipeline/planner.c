@@ -543,14 +543,14 @@ const char *qp_plan_panel_lines(const qp_model_dims *d) {
   /* W's field blocks are host windows unless W was formed in blocks on the host itself. */
   const int fields = !qp_model_w_chunked(d);
   switch (d->path) {
-  case QP_MODEL_PIXEL_DIRECT: return "columns of the pixel matrices";
+  case QP_MODEL_PIXEL_DIRECT: return "columns of the pixel matrices, rows of the maps";
   case QP_MODEL_HARMONIC_SMW:
-    return "columns of the pixel matrices, rows of V^T, columns of I + K Lambda, G and W's "
-           "field blocks";
+    return "columns of the pixel matrices, rows of V^T and the maps, columns of I + K Lambda, "
+           "G and W's field blocks";
   default:
-    return fields ? "columns of the pixel matrices, rows of V^T, columns of Z, columns of W's "
-                    "field blocks"
-                  : "columns of the pixel matrices, rows of V^T, columns of Z";
+    return fields ? "columns of the pixel matrices, rows of V^T and the maps, columns of Z and "
+                    "W's field blocks"
+                  : "columns of the pixel matrices, rows of V^T and the maps, columns of Z";
   }
 }
 

@@ -47,8 +47,9 @@ const char *qp_plan_device_overhead_source(const qp_problem *p);
  *  `plan`: cuSOLVER's queries need a GPU). */
 const qp_linalg_ops *qp_plan_backend_table(const qp_problem *p);
 /** What a host panel of dims.host_panel lines cuts on its route (memory_model.h): "columns of
- *  the pixel matrices", and on the harmonic routes "rows of V^T" and "columns of W's field
- *  blocks" (and "columns of Z" on projection, of I + K Lambda and G on SMW), for plan's and the refusal's text. */
+ *  the pixel matrices, rows of the maps", and on the harmonic routes rows of V^T and columns
+ *  of W's field blocks (and of Z on projection, of I + K Lambda and G on SMW), for plan's and
+ *  the refusal's text. */
 const char *qp_plan_panel_lines(const qp_model_dims *d);
 /** Checks the model against p->host_limit (memory.host_limit, or the job's limit that `run`
  *  found: problem.h): QP_ERR_BUDGET naming the stage, its largest term, the limit's source and

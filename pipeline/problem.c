@@ -38,14 +38,19 @@ qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m) {
   QP_CHECK(first >= 0 && first + m->cols <= p->n_maps, QP_ERR_INTERNAL,
            "maps %lld..%lld into '%s' (%lld maps)", (long long)first,
            (long long)(first + m->cols), m->name, (long long)p->n_maps);
-  qp_host_window w;
-  QP_CALL(qp_host_window_open(m, 0, m->local_cols, QP_ACCESS_WRITE, &w));
-  for (int64_t lj = 0; lj < m->local_cols; ++lj) {
-    const double *map = p->maps + (first + qp_matrix_global_col(m, lj)) * p->n_pix;
-    for (int64_t li = 0; li < m->local_rows; ++li)
-      w.data[li + lj * w.ld] = map[qp_matrix_global_row(m, li)];
+  /* A panel of rows at a time (qp_host_panel: all of them unless memory.host_limit panels
+   * the host windows on a device backend). */
+  for (int64_t row0 = 0, rows; row0 < m->local_rows; row0 += rows) {
+    rows = qp_host_panel_width(p, m->local_rows, row0);
+    qp_host_window w;
+    QP_CALL(qp_host_window_open_block(m, row0, rows, 0, m->local_cols, QP_ACCESS_WRITE, &w));
+    for (int64_t lj = 0; lj < m->local_cols; ++lj) {
+      const double *map = p->maps + (first + qp_matrix_global_col(m, lj)) * p->n_pix;
+      for (int64_t i = 0; i < rows; ++i)
+        w.data[i + lj * w.ld] = map[qp_matrix_global_row(m, row0 + i)];
+    }
+    QP_CALL(qp_host_window_close(&w));
   }
-  QP_CALL(qp_host_window_close(&w));
   return QP_OK;
 }
 

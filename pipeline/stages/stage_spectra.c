@@ -2,6 +2,7 @@
  * memory.device_limit batches them), y_p = 1/2 z^T P_p z with the bin matrices built a chunk
  * at a time, then C_hat = F^-1 (y - b). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conditioning.h"
@@ -34,15 +35,35 @@ static qp_err qp_invert_fisher(qp_problem *p) {
   return QP_OK;
 }
 
-/* z = C^-1 x = L^-T L^-1 x for the batch of maps from `first` into z (its columns), read into
- * zw. */
-static qp_err qp_pixel_weigh_batch(qp_problem *p, int64_t first, qp_matrix *z,
-                                   qp_host_window *zw) {
+/* z = C^-1 x = L^-T L^-1 x for the batch of maps from `first` into z (its columns). */
+static qp_err qp_pixel_weigh_batch(qp_problem *p, int64_t first, qp_matrix *z) {
   QP_CALL(qp_maps_to_matrix(p, first, z));
   QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, z));
   QP_CALL(qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &p->cov, z));
-  QP_CALL(qp_host_window_read(z, 0, z->local_cols, zw));
   return QP_OK;
+}
+
+/* s[m] = this rank's rows of z_m . (P_b z)_m for the batch's local columns m, both read a
+ * panel of rows at a time (qp_host_panel); each sum in row order whatever the panels. */
+static qp_err qp_pixel_dots(const qp_problem *p, qp_matrix *z, qp_matrix *pz, double *s) {
+  for (int64_t lm = 0; lm < z->local_cols; ++lm) s[lm] = 0.0;
+  qp_host_window zw = {0}, pzw = {0};
+  qp_err err = QP_OK;
+  for (int64_t row0 = 0, rows; row0 < z->local_rows; row0 += rows) {
+    rows = qp_host_panel_width(p, z->local_rows, row0);
+    QP_CALL_GOTO(qp_host_window_open_block(z, row0, rows, 0, z->local_cols, QP_ACCESS_READ, &zw),
+                 done);
+    QP_CALL_GOTO(
+        qp_host_window_open_block(pz, row0, rows, 0, pz->local_cols, QP_ACCESS_READ, &pzw), done);
+    for (int64_t lm = 0; lm < z->local_cols; ++lm)
+      for (int64_t i = 0; i < rows; ++i) s[lm] += zw.data[i + lm * zw.ld] * pzw.data[i + lm * pzw.ld];
+    qp_host_window_discard(&pzw);
+    qp_host_window_discard(&zw);
+  }
+done:
+  qp_host_window_discard(&pzw);
+  qp_host_window_discard(&zw);
+  return err;
 }
 
 /* y for every map on the pixel-direct path: z = C^-1 x, then P_b z with the bin matrices built
@@ -55,7 +76,8 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
   const int64_t chunk = p->model_dims.spectra_chunk;
   const int64_t slot_stride = qp_matrix_local_size(&p->cov);
   qp_matrix z = {0}, pz = {0}, bins = {0}, zb = {0}, pzb = {0};
-  qp_host_window zw = {0}, pzw = {0};
+  double *dots = malloc((size_t)(batch > 0 ? batch : 1) * sizeof *dots);
+  QP_CHECK(dots, QP_ERR_NOMEM, "spectra_run: out of memory for %lld dots", (long long)batch);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, batch, &z),
                done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, n, batch, &pz),
@@ -76,8 +98,7 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
       QP_CALL_GOTO(qp_map_batch_view(&z, maps, &zb), done);
       QP_CALL_GOTO(qp_map_batch_view(&pz, maps, &pzb), done);
       if (weighed != map0) {
-        qp_host_window_discard(&zw);
-        QP_CALL_GOTO(qp_pixel_weigh_batch(p, map0, &zb, &zw), done);
+        QP_CALL_GOTO(qp_pixel_weigh_batch(p, map0, &zb), done);
         weighed = map0;
       }
       for (int64_t k = 0; k < count; ++k) {
@@ -86,22 +107,16 @@ static qp_err qp_pixel_spectra_y(qp_problem *p) {
                      done);
         QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &pb, &zb, 0.0, &pzb), done);
         /* Each rank's rows of z . P_b z; summed over the ranks below. */
-        QP_CALL_GOTO(qp_host_window_read(&pzb, 0, pzb.local_cols, &pzw), done);
-        for (int64_t lm = 0; lm < zb.local_cols; ++lm) {
-          double s = 0.0;
-          for (int64_t i = 0; i < zb.local_rows; ++i)
-            s += zw.data[i + lm * zw.ld] * pzw.data[i + lm * pzw.ld];
-          p->yb[(map0 + qp_matrix_global_col(&zb, lm)) * np + first + k] = 0.5 * s;
-        }
-        qp_host_window_discard(&pzw);
+        QP_CALL_GOTO(qp_pixel_dots(p, &zb, &pzb, dots), done);
+        for (int64_t lm = 0; lm < zb.local_cols; ++lm)
+          p->yb[(map0 + qp_matrix_global_col(&zb, lm)) * np + first + k] = 0.5 * dots[lm];
       }
     }
     qp_progress_step(&progress, (long)(first + count));
   }
   QP_CALL_GOTO(qp_linalg_sum_partials(p->ops, p->yb, n_maps * np), done);
 done:
-  qp_host_window_discard(&pzw);
-  qp_host_window_discard(&zw);
+  free(dots);
   qp_matrix_destroy(&bins);
   qp_matrix_destroy(&pz);
   qp_matrix_destroy(&z);

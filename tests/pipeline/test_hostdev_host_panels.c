@@ -81,7 +81,7 @@ static size_t staging_of(const qp_model *m, qp_stage_id s) {
 }
 
 /* Projection in panels: V^T's window in basis_setup is host_panel local rows by every local
- * column, and the bias's window in fisher_run a panel of Z's columns (qp_model_mode_panel),
+ * column, as is the maps' window in spectra_run, and the bias's window in fisher_run a panel of Z's columns (qp_model_mode_panel),
  * each below the whole matrix's; with the tracked terms equal to these (budget_check.h), the
  * stages open no wider window. */
 static void check_projection_windows(const qp_problem *p, const char *what) {
@@ -110,8 +110,17 @@ static void check_projection_windows(const qp_problem *p, const char *what) {
                   bias_cols == (want < mode_cols ? want : mode_cols),
               "%s: fisher_run's staging %zu B, bias panel %lld of %lld columns (want %lld)", what,
               fisher, (long long)bias_cols, (long long)mode_cols, (long long)want);
+  /* spectra_run writes the batch of maps a panel of rows at a time. */
+  const int64_t map_cols =
+      d->grid_rows > 0 ? qp_bc_local_count(p->n_maps, d->block, d->grid_col, d->grid_cols)
+                       : p->n_maps;
+  const size_t spectra = staging_of(&p->model, QP_STAGE_SPECTRA_RUN);
+  TEST_ASSERT(spectra == (size_t)(panel_rows * map_cols) * sizeof(double),
+              "%s: spectra_run's staging %zu B, not the maps' panel of %lld of %lld rows", what,
+              spectra, (long long)panel_rows, (long long)local_rows);
   if (qp_comm_rank() == 0)
-    printf("  V^T in panels of %lld of %lld local rows, Z of %lld of %lld local columns\n",
+    printf("  V^T and the maps in panels of %lld of %lld local rows, Z of %lld of %lld local "
+           "columns\n",
            (long long)panel_rows, (long long)local_rows, (long long)bias_cols,
            (long long)mode_cols);
 }

@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
       "memory: {host_limit: %s}\n";
   check_piece_printed("plan_panels.yaml", panel_dims, "500MiB",
                       "host windows in panels of 5693 local lines (columns of the pixel "
-                      "matrices, rows of V^T, columns of Z, columns of W's field blocks; "
+                      "matrices, rows of V^T and the maps, columns of Z and W's field blocks; "
                       "memory.host_limit)",
                       "\"host_panel\": 5693}", "host_panel=5693");
   return TEST_RETURN();
