@@ -125,34 +125,52 @@ static void check_projection_windows(const qp_problem *p, const char *what) {
            (long long)mode_cols);
 }
 
+/* A panel of a matrix's columns as the plan cuts them, worked out here from the grid (the
+ * model's qp_model_panel_of is what it checks): host_panel, on a grid whole blocks on every
+ * process column (at least one), at most `lines`; with this rank's local rows of a matrix of
+ * `rows` rows, its local columns of the panel and of all `lines`. */
+typedef struct panel_shape {
+  int64_t want, rows, cols, whole;
+} panel_shape;
+
+static panel_shape panel_of(const qp_model_dims *d, int64_t rows, int64_t lines) {
+  const int grid = d->grid_rows > 0;
+  panel_shape s = {d->host_panel, rows, 0, lines};
+  if (grid) s.want = (s.want / d->block > 1 ? s.want / d->block : 1) * d->block * d->grid_cols;
+  if (s.want > lines) s.want = lines;
+  s.cols = s.want;
+  if (grid) {
+    s.rows = qp_bc_local_count(rows, d->block, d->grid_row, d->grid_rows);
+    s.cols = qp_bc_local_count(s.want, d->block, d->grid_col, d->grid_cols);
+    s.whole = qp_bc_local_count(lines, d->block, d->grid_col, d->grid_cols);
+  }
+  return s;
+}
+
+/* The bytes of the model's term `name` (0: none). */
+static size_t term_bytes(const qp_model *m, const char *name) {
+  for (int i = 0; i < m->n_terms; ++i)
+    if (strcmp(m->terms[i].name, name) == 0) return m->terms[i].bytes;
+  return 0;
+}
+
 /* The harmonic routes in panels: fisher_run lines up W's field blocks (n_lm x n_lm each) a
- * panel of columns at a time, the panel's width host_panel (on a grid whole blocks on every
- * process column, at least one), so the term W_field_blocks (tracked equal to it) is
- * n_fields^2 local n_lm x panel windows, below the whole blocks where the panel is narrower. */
+ * panel of columns at a time, so the term W_field_blocks (tracked equal to it) is n_fields^2
+ * local n_lm x panel windows, below the whole blocks where the panel is narrower. */
 static void check_field_windows(const qp_problem *p, const char *what) {
   const qp_model_dims *d = &p->model_dims;
-  size_t bytes = 0;
-  for (int i = 0; i < p->model.n_terms; ++i)
-    if (strcmp(p->model.terms[i].name, QP_TERM_FIELD_BLOCKS) == 0) bytes = p->model.terms[i].bytes;
-  int64_t want = d->host_panel;
-  if (d->grid_rows > 0)
-    want = (want / d->block > 1 ? want / d->block : 1) * d->block * d->grid_cols;
-  if (want > d->n_lm) want = d->n_lm;
-  const int grid = d->grid_rows > 0;
-  const int64_t rows = grid ? qp_bc_local_count(d->n_lm, d->block, d->grid_row, d->grid_rows)
-                            : d->n_lm,
-                cols = grid ? qp_bc_local_count(want, d->block, d->grid_col, d->grid_cols) : want,
-                whole = grid ? qp_bc_local_count(d->n_lm, d->block, d->grid_col, d->grid_cols)
-                             : d->n_lm;
-  const size_t expect = (size_t)(d->n_fields * d->n_fields) * (size_t)(rows * cols) * sizeof(double);
-  TEST_ASSERT(qp_model_field_panel(d) == want && bytes == expect,
+  const panel_shape s = panel_of(d, d->n_lm, d->n_lm);
+  const size_t bytes = term_bytes(&p->model, QP_TERM_FIELD_BLOCKS),
+               expect = (size_t)(d->n_fields * d->n_fields) * (size_t)(s.rows * s.cols) *
+                        sizeof(double);
+  TEST_ASSERT(qp_model_field_panel(d) == s.want && bytes == expect,
               "%s: W's field blocks %zu B in panels of %lld columns, want %zu B in panels of "
               "%lld of %lld",
-              what, bytes, (long long)qp_model_field_panel(d), expect, (long long)want,
+              what, bytes, (long long)qp_model_field_panel(d), expect, (long long)s.want,
               (long long)d->n_lm);
   if (qp_comm_rank() == 0)
     printf("  W's field blocks in panels of %lld of %lld columns (%lld of %lld local)\n",
-           (long long)want, (long long)d->n_lm, (long long)cols, (long long)whole);
+           (long long)s.want, (long long)d->n_lm, (long long)s.cols, (long long)s.whole);
 }
 
 /* SMW in panels: I + K Lambda is built, with K's columns lined up with it (SMW_COLUMNS), and
@@ -160,28 +178,18 @@ static void check_field_windows(const qp_problem *p, const char *what) {
  * and K_columns are a local n_modes x panel window, below the whole n_modes^2. */
 static void check_smw_windows(const qp_problem *p, const char *what) {
   const qp_model_dims *d = &p->model_dims;
-  const int grid = d->grid_rows > 0;
-  int64_t want = d->host_panel;
-  if (grid) want = (want / d->block > 1 ? want / d->block : 1) * d->block * d->grid_cols;
-  if (want > p->n_modes) want = p->n_modes;
-  const int64_t rows = grid ? qp_bc_local_count(p->n_modes, d->block, d->grid_row, d->grid_rows)
-                            : p->n_modes,
-                cols = grid ? qp_bc_local_count(want, d->block, d->grid_col, d->grid_cols) : want,
-                whole = grid ? qp_bc_local_count(p->n_modes, d->block, d->grid_col, d->grid_cols)
-                             : p->n_modes;
-  const size_t expect = (size_t)(rows * cols) * sizeof(double);
-  size_t columns = 0;
-  for (int i = 0; i < p->model.n_terms; ++i)
-    if (strcmp(p->model.terms[i].name, QP_TERM_SMW_COLUMNS) == 0) columns = p->model.terms[i].bytes;
-  const size_t fisher = staging_of(&p->model, QP_STAGE_FISHER_RUN);
-  TEST_ASSERT(qp_model_mode_panel(d) == want && columns == expect && fisher == expect &&
-                  cols < whole,
+  const panel_shape s = panel_of(d, p->n_modes, p->n_modes);
+  const size_t expect = (size_t)(s.rows * s.cols) * sizeof(double),
+               columns = term_bytes(&p->model, QP_TERM_SMW_COLUMNS),
+               fisher = staging_of(&p->model, QP_STAGE_FISHER_RUN);
+  TEST_ASSERT(qp_model_mode_panel(d) == s.want && columns == expect && fisher == expect &&
+                  s.cols < s.whole,
               "%s: K_columns %zu B and fisher_run's staging %zu B, want %zu B (panels of %lld of "
               "%lld local columns)",
-              what, columns, fisher, expect, (long long)cols, (long long)whole);
+              what, columns, fisher, expect, (long long)s.cols, (long long)s.whole);
   if (qp_comm_rank() == 0)
     printf("  I + K Lambda and G in panels of %lld of %lld columns (%lld of %lld local)\n",
-           (long long)want, (long long)p->n_modes, (long long)cols, (long long)whole);
+           (long long)s.want, (long long)p->n_modes, (long long)s.cols, (long long)s.whole);
 }
 
 static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
