@@ -66,10 +66,14 @@ static qp_err qp_plan_smallest_over_ranks(int64_t *size) {
   return QP_OK;
 }
 
-/* The model of one route: pixel-direct, SMW or projection; its dimensions to *dims_out when
- * that is not NULL. */
-static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
-                            int64_t spectra_chunk, int64_t map_batch, int64_t w_block,
+/* The pieces a plan cuts a route into (memory_model.h's dimensions of the same names). */
+typedef struct qp_plan_pieces {
+  int64_t fisher_chunk, spectra_chunk, map_batch, w_block, host_panel;
+} qp_plan_pieces;
+
+/* The model of one route, pixel-direct, SMW or projection, in `pieces`; its dimensions to
+ * *dims_out when that is not NULL. */
+static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, const qp_plan_pieces *pieces,
                             qp_model *model, qp_model_dims *dims_out) {
   const qp_config *cfg = p->cfg;
   qp_model_dims dims = {
@@ -81,10 +85,11 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
       .n_pix = p->n_pix,
       .n_maps = p->n_maps,
       .n_params = p->n_params,
-      .fisher_chunk = fisher_chunk,
-      .spectra_chunk = spectra_chunk,
-      .map_batch = map_batch,
-      .w_block = w_block,
+      .fisher_chunk = pieces->fisher_chunk,
+      .spectra_chunk = pieces->spectra_chunk,
+      .map_batch = pieces->map_batch,
+      .w_block = pieces->w_block,
+      .host_panel = pieces->host_panel,
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
       .reader = qp_comm_rank() == 0,
       .device = qp_config_device_backend(cfg),
@@ -123,11 +128,10 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, int64_t fis
  * model->oversize_term) cannot be sized, *sized 0, and its error is forgotten: smaller chunks,
  * batches or blocks may do. The model decides that on each term's whole size, the same on
  * every rank. */
-static qp_err qp_plan_model_sized(const qp_problem *p, qp_model_path path, int64_t fisher_chunk,
-                                  int64_t spectra_chunk, int64_t map_batch, int64_t w_block,
-                                  qp_model *model, int *sized, qp_model_dims *dims_out) {
-  qp_err err =
-      qp_plan_model(p, path, fisher_chunk, spectra_chunk, map_batch, w_block, model, dims_out);
+static qp_err qp_plan_model_sized(const qp_problem *p, qp_model_path path,
+                                  const qp_plan_pieces *pieces, qp_model *model, int *sized,
+                                  qp_model_dims *dims_out) {
+  qp_err err = qp_plan_model(p, path, pieces, model, dims_out);
   *sized = !(err == QP_ERR_INPUT && model->oversize_term[0]);
   if (!*sized) {
     qp_error_clear();
@@ -144,7 +148,8 @@ static qp_err qp_plan_model_sized(const qp_problem *p, qp_model_path path, int64
 static qp_err qp_plan_chunk_fits(const qp_problem *p, int64_t f, int64_t s, int64_t batch,
                                  qp_stage_id stage, double limit, qp_model *model, int *fits) {
   qp_model_dims dims;
-  QP_CALL(qp_plan_model_sized(p, QP_MODEL_PIXEL_DIRECT, f, s, batch, 0, model, fits, &dims));
+  const qp_plan_pieces pieces = {f, s, batch, 0, 0};
+  QP_CALL(qp_plan_model_sized(p, QP_MODEL_PIXEL_DIRECT, &pieces, model, fits, &dims));
   if (!*fits) return QP_OK;
   size_t host = qp_model_stage_peak(model, stage);
   if (qp_config_device_backend(p->cfg) && limit > 0) {
@@ -172,7 +177,8 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t batch, int64_t *fisher
   const int64_t np = p->n_params;
   *fisher_chunk = *spectra_chunk = np;
   if (limit <= 0 && p->cfg->device_limit <= 0) {
-    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, np, np, batch, 0, model, NULL));
+    const qp_plan_pieces whole = {np, np, batch, 0, 0};
+    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, &whole, model, NULL));
     return QP_OK;
   }
   /* fisher_run's peak does not depend on spectra_run's chunk: it is searched with the bin
@@ -193,8 +199,8 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t batch, int64_t *fisher
   /* Distributed, every rank runs the same chunks: the smallest any rank needs. */
   QP_CALL(qp_plan_smallest_over_ranks(fisher_chunk));
   QP_CALL(qp_plan_smallest_over_ranks(spectra_chunk));
-  QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, *fisher_chunk, *spectra_chunk, batch, 0, model,
-                        NULL));
+  const qp_plan_pieces chunked = {*fisher_chunk, *spectra_chunk, batch, 0, 0};
+  QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, &chunked, model, NULL));
   return QP_OK;
 }
 
@@ -205,7 +211,8 @@ static qp_err qp_plan_chunks(const qp_problem *p, int64_t batch, int64_t *fisher
 static qp_err qp_plan_batch_fits(const qp_problem *p, qp_model_path path, int64_t batch,
                                  int64_t w_block, int host_too, qp_model *model, int *fits) {
   const int64_t chunk = path == QP_MODEL_PIXEL_DIRECT ? 1 : p->n_params;
-  QP_CALL(qp_plan_model_sized(p, path, chunk, chunk, batch, w_block, model, fits, NULL));
+  const qp_plan_pieces pieces = {chunk, chunk, batch, w_block, 0};
+  QP_CALL(qp_plan_model_sized(p, path, &pieces, model, fits, NULL));
   if (!*fits) return QP_OK;
   *fits = (double)qp_model_peak_in(model, QP_SPACE_DEVICE) <= qp_plan_device_room(p) &&
           (!host_too || p->host_limit <= 0 ||
@@ -284,8 +291,8 @@ static qp_err qp_plan_w_block_fits(const qp_problem *p, const void *how, int64_t
                                    int *fits) {
   const int64_t w_block = units * *(const int64_t *)how;
   qp_model model;
-  QP_CALL(qp_plan_model_sized(p, QP_MODEL_HARMONIC_PROJECTED, p->n_params, p->n_params,
-                              p->n_maps, w_block, &model, fits, NULL));
+  const qp_plan_pieces pieces = {p->n_params, p->n_params, p->n_maps, w_block, 0};
+  QP_CALL(qp_plan_model_sized(p, QP_MODEL_HARMONIC_PROJECTED, &pieces, &model, fits, NULL));
   if (!*fits) return QP_OK;
   for (qp_stage_id s = QP_STAGE_BASIS_SETUP; s <= QP_STAGE_FISHER_RUN; ++s)
     *fits &= (double)qp_model_stage_peak_in(&model, s, QP_SPACE_DEVICE) <= qp_plan_device_room(p);
@@ -333,12 +340,9 @@ static qp_err qp_plan_predict_again(qp_problem *p) {
 
 qp_err qp_plan_remodel(qp_problem *p) {
   const qp_model_dims d = p->model_dims;
-  QP_CALL(qp_plan_model(p, d.path, d.fisher_chunk, d.spectra_chunk, d.map_batch, d.w_block,
-                        &p->model, &p->model_dims));
-  if (d.host_panel > 0) {
-    p->model_dims.host_panel = d.host_panel;
-    QP_CALL(qp_plan_predict_again(p));
-  }
+  const qp_plan_pieces pieces = {d.fisher_chunk, d.spectra_chunk, d.map_batch, d.w_block,
+                                 d.host_panel};
+  QP_CALL(qp_plan_model(p, d.path, &pieces, &p->model, &p->model_dims));
   return QP_OK;
 }
 
@@ -434,20 +438,24 @@ qp_err qp_plan_route(qp_problem *p) {
   if (p->smw_refused[0] && allowed[1] && (allowed[0] || allowed[2])) allowed[1] = 0;
   double cost[3], peak[3];
   int best = -1, best_fit = -1;
-  int64_t fisher_chunk = p->n_params, spectra_chunk = p->n_params, batch[3] = {0, 0, 0},
-          w_block[3] = {0, 0, 0}, host_panel[3] = {0, 0, 0};
+  /* Each route's pieces; the pixel-direct chunks are the only ones below n_params. */
+  qp_plan_pieces pieces[3];
+  for (int r = 0; r < 3; ++r) pieces[r] = (qp_plan_pieces){p->n_params, p->n_params, 0, 0, 0};
+  int64_t *fisher_chunk = &pieces[0].fisher_chunk, *spectra_chunk = &pieces[0].spectra_chunk;
   /* A route whose model has a term beyond 2^56 bytes cannot be sized: it is left out (the
    * same on every rank: the model decides on whole sizes); when no route is left, the first
    * one's error is the plan's. */
   char unsized[3][128] = {"", "", ""}, first_unsized[1024] = "";
   for (int r = 0; r < 3; ++r) {
     if (!allowed[r]) continue;
-    qp_err err = r == QP_MODEL_HARMONIC_PROJECTED ? qp_plan_w_block(p, &w_block[r]) : QP_OK;
-    if (err == QP_OK) err = qp_plan_map_batch(p, (qp_model_path)r, w_block[r], &batch[r]);
+    qp_plan_pieces *k = &pieces[r];
+    qp_err err = r == QP_MODEL_HARMONIC_PROJECTED ? qp_plan_w_block(p, &k->w_block) : QP_OK;
+    if (err == QP_OK) err = qp_plan_map_batch(p, (qp_model_path)r, k->w_block, &k->map_batch);
     if (err == QP_OK)
-      err = r == 0 ? qp_plan_chunks(p, batch[r], &fisher_chunk, &spectra_chunk, &p->model)
-                   : qp_plan_model(p, (qp_model_path)r, p->n_params, p->n_params, batch[r],
-                                   w_block[r], &p->model, &p->model_dims);
+      err = r == 0 ? qp_plan_chunks(p, k->map_batch, fisher_chunk, spectra_chunk, &p->model)
+                   : QP_OK;
+    /* The route's model with its own pieces. */
+    if (err == QP_OK) err = qp_plan_model(p, (qp_model_path)r, k, &p->model, &p->model_dims);
     if (err == QP_ERR_INPUT && p->model.oversize_term[0]) {
       snprintf(unsized[r], sizeof unsized[r], "term '%s' needs %.3g bytes", p->model.oversize_term,
                p->model.oversize_bytes);
@@ -457,18 +465,14 @@ qp_err qp_plan_route(qp_problem *p) {
       continue;
     }
     QP_CALL(err);
-    /* The route's model with its own pieces, and its pixel matrices in panels where the host
-     * limit asks. */
-    if (r == 0)
-      QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, batch[0], 0,
-                            &p->model, &p->model_dims));
+    /* Its host windows in panels where the host limit asks. */
     QP_CALL(qp_plan_host_panel(p));
-    host_panel[r] = p->model_dims.host_panel;
+    k->host_panel = p->model_dims.host_panel;
     cost[r] = qp_route_cost(p, (qp_model_path)r);
-    if (r == 0 && fisher_chunk < p->n_params) {
+    if (r == 0 && *fisher_chunk < p->n_params) {
       /* Streaming re-forms the later products: ~n_params^2 / (2 chunk) more of them. */
       double extra = 0;
-      for (int64_t first = fisher_chunk; first < p->n_params; first += fisher_chunk)
+      for (int64_t first = *fisher_chunk; first < p->n_params; first += *fisher_chunk)
         extra += (double)(p->n_params - first);
       cost[r] += extra * 2.0 * pow((double)p->n_pix, 3);
     }
@@ -505,30 +509,21 @@ qp_err qp_plan_route(qp_problem *p) {
   p->path_used = chosen == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
   p->smw = chosen == 1;
   p->plan_flops = cost[chosen];
-  if (chosen == 0) {
-    QP_CALL(qp_plan_model(p, QP_MODEL_PIXEL_DIRECT, fisher_chunk, spectra_chunk, batch[0], 0,
-                          &p->model, &p->model_dims));
-    if (fisher_chunk < p->n_params || spectra_chunk < p->n_params)
-      qp_plan_reason_append(p,
-                            "; chunks for %s: %lld of %lld products held in fisher_run, %lld "
-                            "bin matrices at a time in spectra_run",
-                            qp_plan_limits_text(p), (long long)fisher_chunk,
-                            (long long)p->n_params, (long long)spectra_chunk);
-  } else {
-    QP_CALL(qp_plan_model(p, (qp_model_path)chosen, p->n_params, p->n_params, batch[chosen],
-                          w_block[chosen], &p->model, &p->model_dims));
-  }
+  /* The chosen route's model with the pieces it was weighed with, its host panel included. */
+  const qp_plan_pieces *k = &pieces[chosen];
+  QP_CALL(qp_plan_model(p, (qp_model_path)chosen, k, &p->model, &p->model_dims));
+  if (chosen == 0 && (k->fisher_chunk < p->n_params || k->spectra_chunk < p->n_params))
+    qp_plan_reason_append(p,
+                          "; chunks for %s: %lld of %lld products held in fisher_run, %lld "
+                          "bin matrices at a time in spectra_run",
+                          qp_plan_limits_text(p), (long long)k->fisher_chunk,
+                          (long long)p->n_params, (long long)k->spectra_chunk);
   if (qp_model_w_chunked(&p->model_dims))
     qp_plan_reason_append(p, "; W in blocks of %lld of %lld columns on the device for %s",
-                          (long long)w_block[chosen], (long long)p->n_modes,
-                          qp_plan_limits_text(p));
-  if (batch[chosen] < p->n_maps)
+                          (long long)k->w_block, (long long)p->n_modes, qp_plan_limits_text(p));
+  if (k->map_batch < p->n_maps)
     qp_plan_reason_append(p, "; maps in batches of %lld of %lld on the device for %s",
-                          (long long)batch[chosen], (long long)p->n_maps,
-                          qp_plan_limits_text(p));
-  /* The panel this route was weighed with (qp_plan_host_panel above). */
-  p->model_dims.host_panel = host_panel[chosen];
-  if (host_panel[chosen] > 0) QP_CALL(qp_plan_predict_again(p));
+                          (long long)k->map_batch, (long long)p->n_maps, qp_plan_limits_text(p));
   if (p->model_dims.host_panel > 0) {
     char of[64] = "each rank's local lines";
     if (!qp_plan_grid(p)) snprintf(of, sizeof of, "%lld", (long long)p->n_pix);
