@@ -47,10 +47,9 @@ done:
  * the backend (qp_linalg_align; copies of the windows where the backend moves data). The
  * layout's columns are taken a panel at a time, [col0, col0 + cols) (qp_model_field_panel:
  * all of them unless the plan panels the host windows under memory.host_limit); `layout` is
- * the panel's, its local column lj at global column col0 + qp_matrix_global_col(layout, lj). */
+ * the panel's: its local column lj is global column col0 + qp_matrix_global_col(layout, lj). */
 typedef struct qp_field_windows {
   qp_matrix layout;
-  int64_t col0;
   qp_aligned w[3][3];
   double *work;        /* where aligning moves data: n_fields^2 windows of a panel */
   int64_t work_stride; /* doubles per window in work */
@@ -77,7 +76,6 @@ static qp_err qp_field_windows_panel(qp_problem *p, const qp_matrix *m, int64_t 
   const qp_config *cfg = p->cfg;
   const int64_t n_lm = qp_harmonic_count(0, cfg->lmax);
   QP_CALL(qp_matrix_view(m->ops, QP_TERM_FIELD_BLOCKS, NULL, n_lm, cols, n_lm, &fw->layout));
-  fw->col0 = col0;
   memset(fw->w, 0, sizeof fw->w);
   int fields[3], n_fields = 0;
   for (int f = 0; f < 3; ++f)
