@@ -175,6 +175,25 @@ static qp_err qp_mirror_check(const char *path, int64_t i, int64_t j, double v, 
   return QP_OK;
 }
 
+/* The mirrors of entries (i0 + b, j0 + a), a < cols, b < rows, of a dense N read: the file's
+ * rows i0.., columns j0.. (qp_h5_matrix_read's transposed layout) into `tile` (rows x width,
+ * row-major; tspace its dataspace), each against the entry held at mine[b + a * ld]. */
+static qp_err qp_mirror_check_block(const char *path, const char *what, hid_t dset, hid_t fspace,
+                                    hid_t tspace, int64_t i0, int64_t j0, int64_t rows,
+                                    int64_t cols, double *tile, int64_t width, const double *mine,
+                                    int64_t ld) {
+  qp_err err = QP_OK;
+  QP_H5_CHECK_GOTO(qp_h5_read_block(dset, fspace, tspace, (hsize_t)i0, (hsize_t)j0, (hsize_t)rows,
+                                    (hsize_t)cols, 0, 0, tile),
+                   QP_ERR_IO, path, what);
+  for (int64_t a = 0; a < cols; ++a)
+    for (int64_t b = 0; b < rows; ++b)
+      QP_CALL_GOTO(qp_mirror_check(path, i0 + b, j0 + a, mine[b + a * ld], tile[b * width + a]),
+                   done);
+done:
+  return err;
+}
+
 qp_err qp_h5_matrix_read_symmetric(const char *path, const char *dataset, int64_t n,
                                    double *out) {
   QP_CALL(qp_h5_matrix_read(path, dataset, n, n, out));
@@ -228,16 +247,9 @@ qp_err qp_h5_matrix_read_columns(const char *path, const char *dataset, int64_t 
     const int64_t wj = col0 + cols - j0 < tile_cols ? col0 + cols - j0 : tile_cols;
     for (int64_t i0 = 0; i0 < n; i0 += tile_rows) {
       const int64_t wi = n - i0 < tile_rows ? n - i0 : tile_rows;
-      QP_H5_CHECK_GOTO(qp_h5_read_block(dset, fspace, tspace, (hsize_t)i0, (hsize_t)j0,
-                                        (hsize_t)wi, (hsize_t)wj, 0, 0, tile),
-                       QP_ERR_IO, path, what);
-      for (int64_t a = 0; a < wj; ++a)
-        for (int64_t b = 0; b < wi; ++b) {
-          const int64_t i = i0 + b, j = j0 + a;
-          QP_CALL_GOTO(qp_mirror_check(path, i, j, out[i + (j - col0) * ld],
-                                       tile[b * tile_cols + a]),
-                       done);
-        }
+      QP_CALL_GOTO(qp_mirror_check_block(path, what, dset, fspace, tspace, i0, j0, wi, wj, tile,
+                                         tile_cols, out + i0 + (j0 - col0) * ld, ld),
+                   done);
     }
   }
 done:
@@ -305,16 +317,9 @@ qp_err qp_h5_matrix_read_local_columns(const char *path, const char *dataset, in
                                                     (hsize_t)wj, (hsize_t)wi, (hsize_t)(lj - col0),
                                                     (hsize_t)li, out)),
                        QP_ERR_IO, path, what);
-      /* The mirror block: file rows gi.., columns gj.., i.e. entries (gj + a, gi + b). */
-      QP_H5_CHECK_GOTO(qp_h5_read_block(dset, fspace, tspace, (hsize_t)gi, (hsize_t)gj,
-                                        (hsize_t)wi, (hsize_t)wj, 0, 0, mirror),
-                       QP_ERR_IO, path, what);
-      for (int64_t a = 0; a < wj; ++a)
-        for (int64_t b = 0; b < wi; ++b) {
-          QP_CALL_GOTO(qp_mirror_check(path, gi + b, gj + a, out[(li + b) + (lj - col0 + a) * ld],
-                                       mirror[b * block + a]),
-                       done);
-        }
+      QP_CALL_GOTO(qp_mirror_check_block(path, what, dset, fspace, tspace, gi, gj, wi, wj,
+                                         mirror, block, out + li + (lj - col0) * ld, ld),
+                   done);
     }
   }
 done:
