@@ -116,6 +116,18 @@ qp_err qp_h5_matrix_info(const char *path, const char *dataset, int64_t *rows, i
   return err;
 }
 
+/* qp_h5_open for a read: the dataset must be rows x cols (the caller closes *file and *dset,
+ * which may be open on an error). */
+static qp_err qp_h5_open_shaped(const char *path, const char *dataset, int64_t rows, int64_t cols,
+                                hid_t *file, hid_t *dset) {
+  int64_t dims[2];
+  QP_CALL(qp_h5_open(path, dataset, file, dset, dims));
+  QP_CHECK(dims[0] == rows && dims[1] == cols, QP_ERR_INPUT,
+           "HDF5 file '%s': dataset '%s' is %lld x %lld, expected %lld x %lld", path, dataset,
+           (long long)dims[0], (long long)dims[1], (long long)rows, (long long)cols);
+  return QP_OK;
+}
+
 qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, int64_t cols,
                          double *out) {
   QP_CHECK(path != NULL && dataset != NULL && out != NULL, QP_ERR_INTERNAL,
@@ -124,12 +136,8 @@ qp_err qp_h5_matrix_read(const char *path, const char *dataset, int64_t rows, in
   qp_h5_quiet quiet;
   qp_h5_quiet_begin(&quiet);
   hid_t file = H5I_INVALID_HID, dset = H5I_INVALID_HID;
-  int64_t dims[2];
   char what[512];
-  QP_CALL_GOTO(qp_h5_open(path, dataset, &file, &dset, dims), done);
-  QP_CHECK_GOTO(dims[0] == rows && dims[1] == cols, QP_ERR_INPUT, done,
-                "HDF5 file '%s': dataset '%s' is %lld x %lld, expected %lld x %lld", path, dataset,
-                (long long)dims[0], (long long)dims[1], (long long)rows, (long long)cols);
+  QP_CALL_GOTO(qp_h5_open_shaped(path, dataset, rows, cols, &file, &dset), done);
   /* HDF5 converts float32 to double on the way. */
   snprintf(what, sizeof what, "reading dataset '%s'", dataset);
   QP_H5_CHECK_GOTO(QP_FAULT_H5("matrix_read", H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
@@ -215,7 +223,6 @@ qp_err qp_h5_matrix_read_columns(const char *path, const char *dataset, int64_t 
   hid_t file = H5I_INVALID_HID, dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID,
         mspace = H5I_INVALID_HID, tspace = H5I_INVALID_HID;
   double *tile = malloc(QP_H5_MIRROR_TILE * sizeof *tile);
-  int64_t dims[2];
   char what[512];
   snprintf(what, sizeof what, "reading columns %lld..%lld of dataset '%s'", (long long)col0,
            (long long)(col0 + cols), dataset);
@@ -223,10 +230,7 @@ qp_err qp_h5_matrix_read_columns(const char *path, const char *dataset, int64_t 
   QP_CHECK_GOTO(col0 >= 0 && cols >= 0 && col0 + cols <= n && ld >= (n > 0 ? n : 1),
                 QP_ERR_INTERNAL, done, "%s: out of range of %lld x %lld (leading dimension %lld)",
                 what, (long long)n, (long long)n, (long long)ld);
-  QP_CALL_GOTO(qp_h5_open(path, dataset, &file, &dset, dims), done);
-  QP_CHECK_GOTO(dims[0] == n && dims[1] == n, QP_ERR_INPUT, done,
-                "HDF5 file '%s': dataset '%s' is %lld x %lld, expected %lld x %lld", path, dataset,
-                (long long)dims[0], (long long)dims[1], (long long)n, (long long)n);
+  QP_CALL_GOTO(qp_h5_open_shaped(path, dataset, n, n, &file, &dset), done);
   if (cols == 0) goto done;
   /* Column j of the matrix is the file's row j (qp_h5_matrix_read's transposed layout): the
    * panel is one contiguous slab of the file, read straight into out ([col][ld]). */
@@ -280,15 +284,11 @@ qp_err qp_h5_matrix_read_local_columns(const char *path, const char *dataset, in
                            qp_size_mul(mirror_bytes, sizeof *mirror, &mirror_bytes)
                        ? malloc(mirror_bytes)
                        : NULL;
-  int64_t dims[2];
   char what[512];
   snprintf(what, sizeof what, "reading the blocks of dataset '%s'", dataset);
   QP_CHECK_GOTO(mirror, QP_ERR_NOMEM, done, "out of memory for one %lld x %lld block",
                 (long long)block, (long long)block);
-  QP_CALL_GOTO(qp_h5_open(path, dataset, &file, &dset, dims), done);
-  QP_CHECK_GOTO(dims[0] == n && dims[1] == n, QP_ERR_INPUT, done,
-                "HDF5 file '%s': dataset '%s' is %lld x %lld, expected %lld x %lld", path, dataset,
-                (long long)dims[0], (long long)dims[1], (long long)n, (long long)n);
+  QP_CALL_GOTO(qp_h5_open_shaped(path, dataset, n, n, &file, &dset), done);
   const int64_t lrows = qp_bc_local_count(n, block, myrow, nprow),
                 lcols = qp_bc_local_count(n, block, mycol, npcol);
   QP_CHECK_GOTO(col0 >= 0 && cols >= 0 && col0 + cols <= lcols && ld >= (lrows > 0 ? lrows : 1),
