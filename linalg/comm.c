@@ -113,6 +113,29 @@ qp_err qp_comm_allgather(const double *mine, double *all, int64_t count) {
   return QP_OK;
 }
 
+qp_err qp_comm_allgatherv(const double *mine, double *all, const int64_t *counts) {
+  if (!qp_comm_active() || qp_size == 1) {
+    memmove(all, mine, (size_t)counts[0] * sizeof *all);
+    return QP_OK;
+  }
+  int64_t total = 0;
+  for (int r = 0; r < qp_size; ++r) total += counts[r];
+  QP_CHECK(total < INT32_MAX, QP_ERR_INTERNAL,
+           "allgatherv of %lld doubles: more than MPI's int counts", (long long)total);
+  int *sizes = malloc(2 * (size_t)qp_size * sizeof *sizes);
+  QP_CHECK(sizes, QP_ERR_NOMEM, "allgatherv: no memory for %d counts", qp_size);
+  int *displs = sizes + qp_size;
+  for (int r = 0, at = 0; r < qp_size; at += sizes[r], ++r) {
+    sizes[r] = (int)counts[r];
+    displs[r] = at;
+  }
+  const int ok = MPI_Allgatherv(mine, sizes[qp_rank], MPI_DOUBLE, all, sizes, displs, MPI_DOUBLE,
+                                MPI_COMM_WORLD) == MPI_SUCCESS;
+  free(sizes);
+  QP_CHECK(ok, QP_ERR_MPI, "MPI_Allgatherv of %lld doubles failed", (long long)total);
+  return QP_OK;
+}
+
 double qp_comm_agree_grace(void) {
   const char *text = getenv("QP_AGREE_GRACE_SECONDS");
   char *end = NULL;
@@ -204,6 +227,10 @@ qp_err qp_comm_bcast(void *buf, size_t bytes) {
 }
 qp_err qp_comm_allgather(const double *mine, double *all, int64_t count) {
   memmove(all, mine, (size_t)count * sizeof *all);
+  return QP_OK;
+}
+qp_err qp_comm_allgatherv(const double *mine, double *all, const int64_t *counts) {
+  memmove(all, mine, (size_t)counts[0] * sizeof *all);
   return QP_OK;
 }
 qp_err qp_comm_agree(qp_err err) { return err; }

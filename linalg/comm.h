@@ -32,6 +32,10 @@ qp_err qp_comm_max(double *x, int64_t count);
 qp_err qp_comm_bcast(void *buf, size_t bytes);
 /** Gathers `count` doubles from every rank into `all` (rank-major, count x size) on every rank. */
 qp_err qp_comm_allgather(const double *mine, double *all, int64_t count);
+/** Gathers counts[r] doubles from every rank r into `all` (rank-major: rank 0's first) on
+ *  every rank; `mine` holds this rank's counts[rank]. Each count and their sum below 2^31
+ *  (MPI's int): QP_ERR_INTERNAL otherwise, on every rank alike (the counts are every rank's). */
+qp_err qp_comm_allgatherv(const double *mine, double *all, const int64_t *counts);
 /** Seconds a failed rank waits for the others in qp_comm_agree before it ends the job. */
 #define QP_COMM_AGREE_GRACE_DEFAULT 3.0
 

@@ -1,0 +1,92 @@
+/* tiled.h: distributed BLAS and Cholesky written once over a *local* table's operations and
+ * MPI, for block-cyclic matrices (matrix.h) whose local parts live where the local table's
+ * matrices do: the host (dist's matrices, local table cpu), the emulated device (hostdev-dist's,
+ * local table hostdev) or, the reason this exists, a GPU per rank (a cuda table's, local table
+ * cuda) without cuSOLVERMp, which is neither installed here nor in Debian (docs/gpu.md).
+ *
+ * Every algorithm is a loop over block steps. A step gathers the few global windows it needs
+ * (a diagonal block, a panel of blocks, a block row of the right-hand side) whole on every rank
+ * (each rank downloads its own entries of the window, MPI_Allgatherv, each rank unpacks:
+ * qp_tiled_gather), packs from them the rows or columns that meet its own local part, uploads
+ * those to the local table's space and calls the local table's potrf / trsm / trmm / gemm on
+ * views of its local part. No rank ever reads another rank's memory or an element of a device
+ * matrix on the host: the local table's operations and its download/upload are the only
+ * access, so that the same code runs on a GPU per rank with the cuda table.
+ *
+ * Results equal ScaLAPACK's (dist) to rounding, not bitwise: the block order of the sums
+ * differs. Communication: every rank receives every window whole (a panel of L and a block
+ * row of B per step), i.e. each operand once per operation, where ScaLAPACK's row and column
+ * broadcasts send each rank only its share; simple first, measured before it is refined.
+ *
+ * Collective: every rank of the grid calls each function with the same arguments. A rank
+ * whose local step fails (a device refusing an operand, a diagonal block not positive definite)
+ * makes every rank return its error (qp_comm_agree after each step), none left waiting.
+ *
+ * Workspace: one host block (QP_TERM_TILED_HOST: three windows and a packing stage) and one
+ * block in the local table's space (QP_TERM_TILED_PANELS: the packed panels and the diagonal
+ * block), both transient, allocated at the start of an operation and freed at its end; their
+ * doubles per rank are qp_tiled_*_sizes's, pure block-cyclic arithmetic for the memory model. */
+#ifndef QP_TILED_H
+#define QP_TILED_H
+
+#include <stdint.h>
+
+#include "matrix.h"
+
+#define QP_TERM_TILED_HOST "tiled panels (host)"
+#define QP_TERM_TILED_PANELS "tiled panels"
+
+/** A gemm's contraction runs in panels of this many blocks (wider panels: fewer, larger local
+ *  gemms, at the cost of larger windows). */
+enum { QP_TILED_GEMM_BLOCKS = 4 };
+
+/* The doubles an operation holds on one rank: `host` in host memory (3 windows + a stage),
+ * `local` in the local table's space (packed panels + a diagonal block). */
+typedef struct qp_tiled_sizes {
+  int64_t window, stage;      /* host: a gathered window, the packing stage */
+  int64_t panel_a, panel_b, tile; /* local space: the two packed panels, a diagonal block */
+} qp_tiled_sizes;
+
+/** Host doubles and local-space doubles of a qp_tiled_sizes. */
+int64_t qp_tiled_host_doubles(const qp_tiled_sizes *s);
+int64_t qp_tiled_local_doubles(const qp_tiled_sizes *s);
+
+/** What each operation holds on the rank at (myrow, mycol) of an nprow x npcol grid of block
+ *  nb: gemm C (m x n) = op(A) op(B) with contraction k; the triangular solve or product with an
+ *  n x n L of B (rows x cols) on side `side`; potrf of an n x n matrix. */
+qp_tiled_sizes qp_tiled_gemm_sizes(int64_t m, int64_t n, int64_t k, int nb, int nprow, int npcol,
+                                   int myrow, int mycol);
+qp_tiled_sizes qp_tiled_triangular_sizes(qp_side side, int64_t rows, int64_t cols, int nb,
+                                         int nprow, int npcol, int myrow, int mycol);
+qp_tiled_sizes qp_tiled_potrf_sizes(int64_t n, int nb, int nprow, int npcol, int myrow,
+                                    int mycol);
+
+/** C <- alpha op(A) op(B) + beta C (SUMMA over panels of QP_TILED_GEMM_BLOCKS blocks of the
+ *  contraction). k = 0 is refused (nothing the stages ask for). */
+qp_err qp_tiled_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a,
+                     const qp_matrix *b, double beta, qp_matrix *c);
+/** C <- alpha op(A) op(A)^T + beta C, full (both triangles): a gemm, as dist's syrk. */
+qp_err qp_tiled_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
+                     qp_matrix *c);
+/** B <- alpha op(L)^-1 B (solve) or alpha op(L) B (product), or B op(L)^-1 / B op(L) on the
+ *  right, L lower triangular (its strict upper part is not read). alpha 0 is refused. */
+qp_err qp_tiled_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                     qp_matrix *b);
+qp_err qp_tiled_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
+                     qp_matrix *b);
+/** A = L L^T in place, right-looking by block columns. L is in the lower triangle; the strict
+ *  upper triangle of the diagonal blocks is overwritten by the trailing updates (LAPACK leaves
+ *  it as it was; nothing here reads it: trsm, trmm and pocon read the lower triangle). A
+ *  matrix that is not positive definite is QP_ERR_NOT_POSDEF on every rank, naming the matrix
+ *  and the global row of the leading minor that failed. */
+qp_err qp_tiled_potrf(qp_matrix *a);
+/** |A|_1: each rank sums the magnitudes of its local columns (downloaded in panels of one
+ *  block), the sums are completed over the ranks, the largest taken; NaN when an entry is. */
+qp_err qp_tiled_norm1(const qp_matrix *a, double *out);
+/** Reciprocal condition number of A = L L^T from L and anorm = |A|_1: LAPACK's estimator
+ *  (condition_estimate.h) on host n-vectors replicated on every rank, each product a pair of
+ *  qp_tiled_trsm on a distributed n x 1 vector (term QP_TERM_TILED_VECTOR). */
+#define QP_TERM_TILED_VECTOR "tiled condition vector"
+qp_err qp_tiled_pocon(const qp_matrix *l, double anorm, double *rcond);
+
+#endif
