@@ -12,8 +12,11 @@
  *
  * Each operation checks that every operand is a device matrix lying inside a live hostdev
  * block (QP_ERR_INTERNAL naming the operation and the matrix otherwise: the bug a GPU would
- * report as an illegal address), makes those blocks readable and writable, runs the cpu
- * table's operation on the same handles, makes them PROT_NONE again and returns its status, so
+ * report as an illegal address), makes the pages the operands' entries span readable and
+ * writable (not their whole blocks: an operation on a tile of a matrix costs the kernel that
+ * tile's pages, and the rest of the block still faults; a download or upload opens the block
+ * it copies), runs the cpu table's operation on the same handles, makes those pages PROT_NONE
+ * again and returns its status, so
  * that hostdev gives the cpu results bitwise. As on cuda, potri leaves the full symmetric
  * inverse (qp_linalg_potri mirrors host matrices only). Each block has a PROT_NONE guard page
  * after it, so that an operation running past its operand's block faults too.
@@ -24,7 +27,12 @@
  * compared with the tracked device bytes (budget.h) as a GPU's cudaMemGetInfo would be.
  *
  * On several MPI ranks (qp_linalg_hostdev_dist_ops, "hostdev-dist") each rank's block-cyclic
- * local part lives in that rank's emulated device and the operations are the dist table's.
+ * local part lives in that rank's emulated device. Its Cholesky, triangular solves and
+ * products, gemm, syrk, norm1 and pocon are the tiled algorithms (tiled.h) over the one-rank
+ * hostdev operations, each run as a batch: a block a local step opens stays open (whole) until
+ * the distributed operation returns, then all are PROT_NONE again (one page range per operand
+ * and step cost ~40 us of mprotect each on this VM, 10^5 of them in a small 2-rank test). The
+ * rest are the dist table's on the opened local parts.
  *
  * One thread calls the operations; allocation, free and the meter may come from any thread. */
 #ifndef QP_HOSTDEV_H

@@ -24,8 +24,10 @@
  *
  * Workspace: one host block (QP_TERM_TILED_HOST: three windows and a packing stage) and one
  * block in the local table's space (QP_TERM_TILED_PANELS: the packed panels and the diagonal
- * block), both transient, allocated at the start of an operation and freed at its end; their
- * doubles per rank are qp_tiled_*_sizes's, pure block-cyclic arithmetic for the memory model. */
+ * block), their doubles per rank qp_tiled_*_sizes's, pure block-cyclic arithmetic for the
+ * memory model. A backend that runs these operations holds both blocks for the whole run at
+ * qp_tiled_bound_sizes of the problem's largest dimension (qp_tiled_hold), as a library holds
+ * its workspace; without them an operation takes and frees its own (transient). */
 #ifndef QP_TILED_H
 #define QP_TILED_H
 
@@ -36,16 +38,35 @@
 #define QP_TERM_TILED_HOST "tiled panels (host)"
 #define QP_TERM_TILED_PANELS "tiled panels"
 
-/** A gemm's contraction runs in panels of this many blocks (wider panels: fewer, larger local
- *  gemms, at the cost of larger windows). */
-enum { QP_TILED_GEMM_BLOCKS = 4 };
+/** A gemm's contraction runs in panels of this many blocks. Wider panels make fewer, larger
+ *  local gemms, but every panel is held for the run (qp_tiled_bound_sizes) in device memory: at
+ *  one block (64) they are local rows + local columns of the largest dimension x 64 doubles,
+ *  4 MiB a rank at n_pix 8064 on 2 x 2 ranks, against 130 MiB for C alone. */
+enum { QP_TILED_GEMM_BLOCKS = 1 };
 
 /* The doubles an operation holds on one rank: `host` in host memory (3 windows + a stage),
  * `local` in the local table's space (packed panels + a diagonal block). */
 typedef struct qp_tiled_sizes {
-  int64_t window, stage;      /* host: a gathered window, the packing stage */
+  int64_t window, stage;          /* host: a gathered window, the packing stage */
   int64_t panel_a, panel_b, tile; /* local space: the two packed panels, a diagonal block */
+  int64_t vector;                 /* local space, held only: pocon's n-vector, last */
 } qp_tiled_sizes;
+
+/** What every operation on matrices of at most max_dim rows and columns fits in (tiled.h's
+ *  operations, each of its own sizes, laid out from the start of the held blocks): a window of
+ *  max_dim x QP_TILED_GEMM_BLOCKS blocks, the panels of this rank's share of max_dim rows and
+ *  columns as wide, one diagonal block, and after them pocon's vector (this rank's rows of
+ *  max_dim), so that a held run allocates nothing in any operation. */
+qp_tiled_sizes qp_tiled_bound_sizes(int64_t max_dim, int nb, int nprow, int npcol, int myrow,
+                                    int mycol);
+/** Grows the held block of term QP_TERM_TILED_HOST (host) or QP_TERM_TILED_PANELS (in `space`)
+ *  to at least `bytes` (a persistent term, grown as a library's workspace: the old block freed
+ *  before the larger is taken). While the held blocks fit an operation's sizes, it works in
+ *  them and allocates nothing; otherwise it takes transient blocks of its own. Another term is
+ *  left alone. */
+qp_err qp_tiled_hold(const char *term, qp_space space, size_t bytes);
+/** Frees the held blocks. */
+void qp_tiled_release(void);
 
 /** Host doubles and local-space doubles of a qp_tiled_sizes. */
 int64_t qp_tiled_host_doubles(const qp_tiled_sizes *s);

@@ -172,7 +172,16 @@ qp_err qp_tiled_pocon(const qp_matrix *l, double anorm, double *rcond) {
   QP_CHECK(l->grid && l->rows == l->cols, QP_ERR_INTERNAL,
            "tiled pocon of '%s': not a square block-cyclic matrix", l->name);
   qp_tiled_inverse t = {.l = l};
-  QP_CALL(qp_matrix_create(l->ops, QP_TERM_TILED_VECTOR, QP_TERM_TRANSIENT, l->rows, 1, &t.v));
+  /* The vector in the held block, after what the solves lay out there; else its own. */
+  const qp_grid *g = l->grid;
+  const qp_tiled_sizes solve = qp_tiled_triangular_sizes(QP_LEFT, l->rows, 1, g->block, g->nprow,
+                                                         g->npcol, g->myrow, g->mycol);
+  const int64_t mine = qp_bc_local_count(l->rows, g->block, g->myrow, g->nprow);
+  double *held = qp_tiled_held_vector(mine, qp_tiled_local_doubles(&solve));
+  QP_CALL(qp_comm_agree(held ? qp_matrix_view(l->ops, QP_TERM_TILED_VECTOR, held, l->rows, 1, 0,
+                                              &t.v)
+                             : qp_matrix_create(l->ops, QP_TERM_TILED_VECTOR,
+                                                QP_TERM_TRANSIENT, l->rows, 1, &t.v)));
   t.mine = malloc((size_t)(t.v.local_rows > 0 ? t.v.local_rows : 1) * sizeof *t.mine);
   qp_err err = t.mine ? QP_OK
                       : qp_error_set(QP_ERR_NOMEM, __FILE__, __LINE__, __func__,

@@ -9,14 +9,14 @@
 int64_t qp_tiled_host_doubles(const qp_tiled_sizes *s) { return 3 * s->window + s->stage; }
 
 int64_t qp_tiled_local_doubles(const qp_tiled_sizes *s) {
-  return s->panel_a + s->panel_b + s->tile;
+  return s->panel_a + s->panel_b + s->tile + s->vector;
 }
 
 static int64_t qp_tiled_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 qp_tiled_sizes qp_tiled_gemm_sizes(int64_t m, int64_t n, int64_t k, int nb, int nprow, int npcol,
                                    int myrow, int mycol) {
-  const int64_t width = k < (int64_t)nb * QP_TILED_GEMM_BLOCKS ? k : (int64_t)nb * QP_TILED_GEMM_BLOCKS;
+  const int64_t panel = (int64_t)nb * QP_TILED_GEMM_BLOCKS, width = k < panel ? k : panel;
   const int64_t lm = qp_bc_local_count(m, nb, myrow, nprow);
   const int64_t ln = qp_bc_local_count(n, nb, mycol, npcol);
   return (qp_tiled_sizes){.window = qp_tiled_max(m, n) * width,
@@ -48,6 +48,71 @@ qp_tiled_sizes qp_tiled_potrf_sizes(int64_t n, int nb, int nprow, int npcol, int
                           .tile = (int64_t)nb * nb};
 }
 
+qp_tiled_sizes qp_tiled_bound_sizes(int64_t max_dim, int nb, int nprow, int npcol, int myrow,
+                                    int mycol) {
+  const int64_t width = (int64_t)nb * QP_TILED_GEMM_BLOCKS;
+  const int64_t lm = qp_bc_local_count(max_dim, nb, myrow, nprow);
+  const int64_t ln = qp_bc_local_count(max_dim, nb, mycol, npcol);
+  return (qp_tiled_sizes){.window = max_dim * width,
+                          .stage = qp_tiled_max(qp_tiled_max(lm, ln), nb) * width,
+                          .panel_a = lm * width,
+                          .panel_b = ln * width,
+                          .tile = (int64_t)nb * nb,
+                          .vector = lm};
+}
+
+/* The held blocks (qp_tiled_hold): one thread calls the operations. */
+static struct {
+  double *host, *local;
+  size_t host_bytes, local_bytes;
+  qp_space local_space;
+} qp_tiled_held;
+
+qp_err qp_tiled_hold(const char *term, qp_space space, size_t bytes) {
+  const int host = strcmp(term, QP_TERM_TILED_HOST) == 0;
+  if (!host && strcmp(term, QP_TERM_TILED_PANELS) != 0) return QP_OK;
+  double **block = host ? &qp_tiled_held.host : &qp_tiled_held.local;
+  size_t *held = host ? &qp_tiled_held.host_bytes : &qp_tiled_held.local_bytes;
+  if (bytes <= *held && (host || space == qp_tiled_held.local_space)) return QP_OK;
+  qp_budget_free(*block);
+  *block = NULL;
+  *held = 0;
+  QP_CALL(qp_budget_alloc(term, QP_TERM_PERSISTENT, host ? QP_SPACE_HOST : space, bytes,
+                          (void **)block));
+  *held = bytes;
+  if (!host) qp_tiled_held.local_space = space;
+  return QP_OK;
+}
+
+void qp_tiled_release(void) {
+  qp_budget_free(qp_tiled_held.host);
+  qp_budget_free(qp_tiled_held.local);
+  memset(&qp_tiled_held, 0, sizeof qp_tiled_held);
+}
+
+double *qp_tiled_held_vector(int64_t doubles, int64_t before) {
+  const size_t need = (size_t)(doubles + before) * sizeof(double);
+  if (!qp_tiled_held.local || need > qp_tiled_held.local_bytes) return NULL;
+  return qp_tiled_held.local + qp_tiled_held.local_bytes / sizeof(double) - doubles;
+}
+
+/* w's buffers: the held blocks where they fit `host` and `local` doubles, else its own. */
+static qp_err qp_tiled_work_buffers(qp_tiled_work *w, int64_t host, int64_t local) {
+  if ((size_t)host * sizeof(double) <= qp_tiled_held.host_bytes &&
+      (size_t)local * sizeof(double) <= qp_tiled_held.local_bytes &&
+      (local == 0 || qp_tiled_held.local_space == w->local->space)) {
+    w->host = host > 0 ? qp_tiled_held.host : NULL;
+    w->panels = local > 0 ? qp_tiled_held.local : NULL;
+    return QP_OK;
+  }
+  w->owns = 1;
+  if (host > 0) QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_TILED_HOST, QP_TERM_TRANSIENT, host, &w->host));
+  if (local > 0)
+    QP_CALL(qp_budget_alloc(QP_TERM_TILED_PANELS, QP_TERM_TRANSIENT, w->local->space,
+                            (size_t)local * sizeof(double), (void **)&w->panels));
+  return QP_OK;
+}
+
 qp_err qp_tiled_work_open(const qp_matrix *like, const qp_tiled_sizes *sizes, qp_tiled_work *w) {
   memset(w, 0, sizeof *w);
   w->grid = like->grid;
@@ -57,12 +122,8 @@ qp_err qp_tiled_work_open(const qp_matrix *like, const qp_tiled_sizes *sizes, qp
   if (!w->grid || !w->local)
     err = qp_error_set(QP_ERR_INTERNAL, __FILE__, __LINE__, __func__,
                        "tiled operation on '%s': not a distributed matrix", like->name);
-  const int64_t host = qp_tiled_host_doubles(sizes), local = qp_tiled_local_doubles(sizes);
-  if (err == QP_OK && host > 0)
-    err = QP_ALLOC_DOUBLES(QP_TERM_TILED_HOST, QP_TERM_TRANSIENT, host, &w->host);
-  if (err == QP_OK && local > 0)
-    err = qp_budget_alloc(QP_TERM_TILED_PANELS, QP_TERM_TRANSIENT, w->local->space,
-                          (size_t)local * sizeof(double), (void **)&w->panels);
+  if (err == QP_OK)
+    err = qp_tiled_work_buffers(w, qp_tiled_host_doubles(sizes), qp_tiled_local_doubles(sizes));
   if (err == QP_OK) {
     w->counts = malloc((size_t)qp_comm_size() * sizeof *w->counts);
     if (!w->counts)
@@ -86,8 +147,10 @@ qp_err qp_tiled_work_open(const qp_matrix *like, const qp_tiled_sizes *sizes, qp
 }
 
 void qp_tiled_work_close(qp_tiled_work *w) {
-  qp_budget_free(w->host);
-  qp_budget_free(w->panels);
+  if (w->owns) {
+    qp_budget_free(w->host);
+    qp_budget_free(w->panels);
+  }
   free(w->counts);
   memset(w, 0, sizeof *w);
 }

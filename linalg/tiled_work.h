@@ -17,12 +17,17 @@ typedef struct qp_tiled_work {
   double *panels;               /* QP_TERM_TILED_PANELS, in local's space */
   double *panel_a, *panel_b, *tile;
   int64_t *counts;              /* per rank: its entries of the window being gathered */
+  int owns;                     /* 1: host and panels are this operation's (not the held) */
 } qp_tiled_work;
 
 /** Takes the buffers of `sizes` for operations on `like`'s grid (collective: every rank returns
  *  the first rank's error). */
 qp_err qp_tiled_work_open(const qp_matrix *like, const qp_tiled_sizes *sizes, qp_tiled_work *w);
 void qp_tiled_work_close(qp_tiled_work *w);
+
+/** The last `doubles` of the held local-space block when it holds `before` doubles ahead of
+ *  them (an operation's own sizes, laid out from its start), else NULL. */
+double *qp_tiled_held_vector(int64_t doubles, int64_t before);
 
 /** The local indices [*l0, *l1) of process iproc (of nprocs, block nb) whose global indices lie
  *  in [g0, g1): one run, since global indices grow with local ones. */

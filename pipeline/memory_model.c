@@ -11,6 +11,7 @@
 #include "checked_size.h"
 #include "host_window.h"
 #include "terms.h"
+#include "tiled.h"
 
 const char *const qp_stage_names[QP_STAGE_COUNT] = {"covariance_setup", "basis_setup",
                                                     "fisher_run", "spectra_run"};
@@ -193,12 +194,61 @@ typedef struct qp_backend_held {
   qp_model_term *entry;
 } qp_backend_held;
 
+int qp_model_backend_init_term(const qp_model_term *t) {
+  return t->formula == qp_backend_init_formula;
+}
+
+/* Bytes `doubles_of` gives for this rank's tiled sizes (here) and rank (0, 0)'s, which hold the
+ * most of every block-cyclic dimension (whole). */
+static qp_model_bytes qp_tiled_bytes(const qp_model_dims *d, int64_t dim,
+                                     int64_t (*doubles_of)(const qp_tiled_sizes *)) {
+  const qp_tiled_sizes here = qp_tiled_bound_sizes(dim, d->block, d->grid_rows, d->grid_cols,
+                                                   d->grid_row, d->grid_col);
+  const qp_tiled_sizes whole =
+      qp_tiled_bound_sizes(dim, d->block, d->grid_rows, d->grid_cols, 0, 0);
+  qp_model_bytes b = qp_model_vector_bytes(doubles_of(&whole), sizeof(double));
+  b.here = (size_t)doubles_of(&here) * sizeof(double);
+  return b;
+}
+
+/* A distributed device backend (hostdev-dist) runs the tiled algorithms (linalg/tiled.h) and
+ * holds their blocks (pocon's vector in them) from its start at the bound of the problem's
+ * largest dimension, with the local table's workspace of a diagonal block's Cholesky. */
+static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
+  const qp_stage_id first = QP_STAGE_COVARIANCE_SETUP, last = QP_STAGE_SPECTRA_RUN;
+  /* The largest side of a distributed operand: n_pix, n_modes, or a batch of maps (z). */
+  const int64_t batch = qp_model_map_batch(d);
+  int64_t dim = d->n_modes > d->n_pix ? d->n_modes : d->n_pix;
+  if (batch > dim) dim = batch;
+  qp_model_add(m, QP_TERM_TILED_HOST, QP_TERM_PERSISTENT,
+               qp_tiled_bytes(d, dim, qp_tiled_host_doubles), first, last,
+               qp_backend_init_formula);
+  qp_model_add(m, QP_TERM_TILED_PANELS, QP_TERM_PERSISTENT,
+               qp_tiled_bytes(d, dim, qp_tiled_local_doubles), first, last,
+               qp_backend_init_formula)
+      ->space = QP_SPACE_DEVICE;
+  if (d->backend) {
+    qp_workspace need[QP_WORKSPACES_MAX];
+    int count = 0;
+    QP_CALL(qp_linalg_workspaces(qp_linalg_local_ops(d->backend), QP_OP_POTRF, d->block, 0, need,
+                                 &count));
+    for (int i = 0; i < count; ++i)
+      if (need[i].bytes > 0)
+        qp_model_add(m, need[i].term, QP_TERM_PERSISTENT,
+                     qp_model_vector_bytes((int64_t)need[i].bytes, 1), first, last,
+                     qp_backend_init_formula)
+            ->space = need[i].space;
+  }
+  return QP_OK;
+}
+
 /* The backend's own buffers (docs/memory-model.md, "Device backends"): QP_OP_INIT's from the
  * first stage to the last, then every term the stages' operations need, held from the first
  * to the end of the run at the largest size asked for so far: one entry per size, from the
  * (stage, phase) where an operation grows it (the old block is freed before the larger one
  * is taken, so the two are never alive in one phase). */
 static qp_err qp_model_backend_terms(const qp_model_dims *d, qp_model *m) {
+  if (d->device && d->grid_rows > 0) return qp_model_tiled_terms(d, m);
   if (!d->device || !d->backend || d->grid_rows > 0) return QP_OK;
   const qp_stage_id first = QP_STAGE_COVARIANCE_SETUP, last = QP_STAGE_SPECTRA_RUN;
   qp_workspace need[QP_WORKSPACES_MAX];

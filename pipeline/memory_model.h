@@ -152,6 +152,9 @@ qp_err qp_model_predict(const qp_model_dims *dims, qp_model *model);
 /** 1 when t is one of the device backend's own buffers (dims.backend's workspaces), not a
  *  matrix of the stages. */
 int qp_model_backend_term(const qp_model_term *t);
+/** 1 when t is one the backend holds from its start (QP_OP_INIT's; a distributed device
+ *  backend's tiled blocks): what the run holds at the start of its first stage. */
+int qp_model_backend_init_term(const qp_model_term *t);
 
 /** Prints the table of `qmlpipe budget`: the route and dimensions, then per stage the
  *  persistent and transient terms and the peak, the overhead and the lifetime peak. */

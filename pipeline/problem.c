@@ -5,6 +5,15 @@
 
 #include "host_window.h"
 
+qp_err qp_problem_hold_backend(const qp_problem *p) {
+  for (int i = 0; i < p->model.n_terms; ++i) {
+    const qp_model_term *t = &p->model.terms[i];
+    if (qp_model_backend_init_term(t))
+      QP_CALL(qp_linalg_hold_workspace(p->ops, t->name, t->bytes));
+  }
+  return QP_OK;
+}
+
 void qp_problem_free(qp_problem *p) {
   double **tracked[] = {&p->sky,    &p->vectors,    &p->maps,           &p->noise_variance,
                         &p->fisher, &p->noise_bias, &p->fisher_inverse, &p->yb,

@@ -145,5 +145,9 @@ qp_err qp_map_batch_view(const qp_matrix *m, int64_t count, qp_matrix *view);
 
 /** Frees every buffer the problem holds (safe at any point, and twice). */
 void qp_problem_free(qp_problem *p);
+/** Holds the buffers the model says the backend holds from its start (its init terms: a
+ *  distributed device backend's tiled blocks, memory_model.h), at the start of the first
+ *  stage; a resume holds them with the rest (checkpoint_read.c). */
+qp_err qp_problem_hold_backend(const qp_problem *p);
 
 #endif

@@ -46,6 +46,7 @@ qp_err qp_stage_covariance_setup(qp_problem *p) {
   QP_CALL(qp_inputs_read_data(p));
   qp_progress_note(&progress, "mask, maps and noise read");
   QP_CALL(qp_plan_reroute_smw(p));
+  QP_CALL(qp_problem_hold_backend(p));
   if (p->path_used == QP_PATH_HARMONIC && p->smw) {
     QP_CALL(qp_smw_noise(p));
   } else {
