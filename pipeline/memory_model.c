@@ -198,6 +198,16 @@ int qp_model_backend_init_term(const qp_model_term *t) {
   return t->formula == qp_backend_init_formula;
 }
 
+/* Workspaces the backend holds from its start: terms from the first stage to the last. */
+static void qp_model_add_init_workspaces(qp_model *m, const qp_workspace *need, int count) {
+  for (int i = 0; i < count; ++i)
+    if (need[i].bytes > 0)
+      qp_model_add(m, need[i].term, QP_TERM_PERSISTENT,
+                   qp_model_vector_bytes((int64_t)need[i].bytes, 1), QP_STAGE_COVARIANCE_SETUP,
+                   QP_STAGE_SPECTRA_RUN, qp_backend_init_formula)
+          ->space = need[i].space;
+}
+
 /* Bytes `doubles_of` gives for this rank's tiled sizes (here) and rank (0, 0)'s, which hold the
  * most of every block-cyclic dimension (whole). */
 static qp_model_bytes qp_tiled_bytes(const qp_model_dims *d, int64_t dim,
@@ -232,12 +242,7 @@ static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
     int count = 0;
     QP_CALL(qp_linalg_workspaces(qp_linalg_local_ops(d->backend), QP_OP_POTRF, d->block, 0, need,
                                  &count));
-    for (int i = 0; i < count; ++i)
-      if (need[i].bytes > 0)
-        qp_model_add(m, need[i].term, QP_TERM_PERSISTENT,
-                     qp_model_vector_bytes((int64_t)need[i].bytes, 1), first, last,
-                     qp_backend_init_formula)
-            ->space = need[i].space;
+    qp_model_add_init_workspaces(m, need, count);
   }
   return QP_OK;
 }
@@ -250,16 +255,11 @@ static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
 static qp_err qp_model_backend_terms(const qp_model_dims *d, qp_model *m) {
   if (d->device && d->grid_rows > 0) return qp_model_tiled_terms(d, m);
   if (!d->device || !d->backend || d->grid_rows > 0) return QP_OK;
-  const qp_stage_id first = QP_STAGE_COVARIANCE_SETUP, last = QP_STAGE_SPECTRA_RUN;
+  const qp_stage_id last = QP_STAGE_SPECTRA_RUN;
   qp_workspace need[QP_WORKSPACES_MAX];
   int count = 0;
   QP_CALL(qp_linalg_workspaces(d->backend, QP_OP_INIT, d->n_pix, 0, need, &count));
-  for (int i = 0; i < count; ++i)
-    if (need[i].bytes > 0)
-      qp_model_add(m, need[i].term, QP_TERM_PERSISTENT,
-                   qp_model_vector_bytes((int64_t)need[i].bytes, 1), first, last,
-                   qp_backend_init_formula)
-          ->space = need[i].space;
+  qp_model_add_init_workspaces(m, need, count);
   qp_backend_call calls[QP_BACKEND_CALLS_MAX];
   const int n_calls = qp_backend_calls(d, calls);
   enum { HELD_MAX = 8 };

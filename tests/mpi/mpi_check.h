@@ -11,6 +11,7 @@
 
 #include "comm.h"
 #include "grid.h"
+#include "matrix.h"
 #include "test_util.h"
 
 /* Starts MPI and the grid from the arguments "rows cols block" (0 0: qp_grid_init's choice;
@@ -21,6 +22,14 @@ static void qp_mpi_start(int *argc, char ***argv, qp_grid *grid) {
   const int block = *argc > 3 ? atoi((*argv)[3]) : 8;
   TEST_OK(qp_grid_init(rows, cols, block, grid));
   if (qp_test_failures) qp_comm_abort(1);
+}
+
+/* The hostdev-dist table (tests/mpi's device emulation); ends every rank when it cannot be had. */
+static inline const qp_linalg_ops *qp_mpi_hostdev_dist(void) {
+  const qp_linalg_ops *dev = NULL;
+  TEST_OK(qp_linalg_backend("hostdev-dist", &dev));
+  if (qp_test_failures) qp_comm_abort(1);
+  return dev;
 }
 
 /* The largest of every rank's `worst`, NaN on every rank when any rank's is NaN: MPI_MAX need

@@ -66,9 +66,7 @@ static void twin_free(twin *t) {
 int main(int argc, char **argv) {
   qp_grid grid;
   qp_mpi_start(&argc, &argv, &grid);
-  const qp_linalg_ops *dev = NULL;
-  TEST_OK(qp_linalg_backend("hostdev-dist", &dev));
-  if (qp_test_failures) qp_comm_abort(1);
+  const qp_linalg_ops *dev = qp_mpi_hostdev_dist();
   TEST_ASSERT(strcmp(dev->name, "hostdev-dist") == 0 && dev->distributed &&
                   qp_linalg_on_device(dev) && qp_linalg_moves_data(dev) &&
                   qp_linalg_host_ops(dev) == qp_linalg_dist_ops() &&

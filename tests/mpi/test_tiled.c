@@ -243,9 +243,7 @@ static void check_table(const qp_linalg_ops *ops, const qp_grid *g) {
 int main(int argc, char **argv) {
   qp_grid grid;
   qp_mpi_start(&argc, &argv, &grid);
-  const qp_linalg_ops *dev = NULL;
-  TEST_OK(qp_linalg_backend("hostdev-dist", &dev));
-  if (qp_test_failures) qp_comm_abort(1);
+  const qp_linalg_ops *dev = qp_mpi_hostdev_dist();
   check_table(qp_linalg_dist_ops(), &grid);
   check_table(dev, &grid);
   qp_linalg_release_workspaces(qp_linalg_hostdev_ops()); /* its potrf's, held as cuSOLVER's */
