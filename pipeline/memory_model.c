@@ -572,9 +572,17 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
     const qp_model_bytes basis_panels = qp_panel_bytes(d, big_rows, big_cols),
                    later_panels = qp_panel_bytes(d, later, later);
     const char *formula = "(LOCr + LOCc) x block x 8 (inside PBLAS; seen in RSS only)";
-    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, basis_panels, bas, bas, formula);
-    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, fis, fis, formula);
-    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, spe, spe, formula);
+    /* A distributed device backend (hostdev-dist) runs its Cholesky, products and solves as
+     * the tiled algorithms, without PBLAS: its PBLAS calls left are pixel-direct's trtri
+     * (basis_setup) and transpose (fisher_run), and SMW's LU and its solves (n_modes^2). */
+    const int device = d->device;
+    if (!device || pixel || smw)
+      qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY,
+                   device && smw ? later_panels : basis_panels, bas, bas, formula);
+    if (!device || pixel || smw)
+      qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, fis, fis, formula);
+    if (!device || smw)
+      qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, spe, spe, formula);
   }
   QP_CHECK(!m->too_many_terms, QP_ERR_INTERNAL, "budget model: more than %d terms", QP_TERMS_MAX);
   QP_CHECK(!m->oversize_term[0], QP_ERR_INPUT,
