@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # fault_sweep.sh: the fault-injection sweep (docs/reliability.md, "Fault injection").
-#   fault_sweep.sh QMLPIPE CLS WORK ROUTE RANKS STRIDE [MPIEXEC]
+#   fault_sweep.sh QMLPIPE CLS WORK ROUTE RANKS STRIDE [MPIEXEC [BACKEND]]
 # Runs the small case of fault_case.sh on ROUTE (pixel_direct, smw, projected) once with
 # QP_FAULT=count, then once per injection site of the count: every STRIDE-th tracked
 # allocation (1: every one), every LAPACK/ScaLAPACK call of budget/fault.h's routines and
-# every HDF5 call at its sites. RANKS 1 runs qmlpipe alone; RANKS 2 runs it under MPIEXEC with
+# every HDF5 call at its sites. BACKEND (e.g. hostdev: on 2 ranks hostdev-dist, whose tiled
+# operations hold blocks of their own and factor diagonal blocks with dpotrf) is written into
+# the case's config. RANKS 1 runs qmlpipe alone; RANKS 2 runs it under MPIEXEC with
 # the fault on rank 1 only (`@1`), the rank that reads and writes nothing. STRIDE > 1 sweeps
 # every STRIDE-th allocation and call (and the last allocation) to keep the time down: a run
 # on 2 ranks costs ~2.5 s (mpiexec's start, and the grace period of 1 s when it aborts). Each
@@ -21,13 +23,15 @@
 #     run must show the failing rank's message instead.
 # Prints one summary line with the counts (sites, runs, agreed, aborted).
 set -uo pipefail
-qmlpipe=$1 cls=$2 work=$3 route=$4 ranks=$5 stride=$6 mpiexec=${7:-}
+qmlpipe=$1 cls=$2 work=$3 route=$4 ranks=$5 stride=$6 mpiexec=${7:-} backend=${8:-}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=fault_case.sh
 source "$here/fault_case.sh"
-dir=$work/sweep_${route}_n$ranks logs=$work/sweep_${route}_n${ranks}_logs
+dir=$work/sweep_${route}_n$ranks${backend:+_$backend}
+logs=${dir}_logs
 rm -rf "$logs" && mkdir -p "$logs"
 fault_case "$dir" "$route" "$qmlpipe" "$cls" || { echo "fault_sweep: no case" >&2; exit 1; }
+[[ -z $backend ]] || echo "backend: $backend" >>"$dir/config.yaml"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 QP_AGREE_GRACE_SECONDS=1
 target=0 at=""
 launch=()
@@ -46,7 +50,8 @@ run count "$logs/count"
 [[ $status == 0 ]] || { cat "$logs/count"; echo "fault_sweep: the count run failed" >&2; exit 1; }
 rm -f "$dir/results.h5"
 # "qp_fault: rank R: alloc K term 'T' stage 'S'" and "... lapack NAME call K stage 'S'"
-mapfile -t allocs < <(sed -n "s/^qp_fault: rank $target: alloc \([0-9]*\) term '\([^']*\)' stage '\([^']*\)'$/\1 \2 \3/p" "$logs/count")
+# (fields split at '|': a term's name may hold spaces, "host staging")
+mapfile -t allocs < <(sed -n "s/^qp_fault: rank $target: alloc \([0-9]*\) term '\([^']*\)' stage '\([^']*\)'$/\1|\2|\3/p" "$logs/count")
 mapfile -t calls < <(sed -n "s/^qp_fault: rank $target: \(lapack\|hdf5\) \([a-z_]*\) call \([0-9]*\) stage '\([^']*\)'$/\1 \2 \3 \4/p" "$logs/count")
 n_allocs=${#allocs[@]}
 [[ $n_allocs -gt 0 ]] || { cat "$logs/count"; echo "fault_sweep: no allocation counted" >&2; exit 1; }
@@ -92,7 +97,7 @@ check() {
 
 n_alloc_runs=0
 for entry in "${allocs[@]}"; do
-  read -r k term stage <<<"$entry"
+  IFS='|' read -r k term stage <<<"$entry"
   (((k - 1) % stride == 0 || k == n_allocs)) || continue
   n_alloc_runs=$((n_alloc_runs + 1))
   if [[ $term == warm_up ]]; then check "alloc:$k" 0 "$term" "$stage"
@@ -113,7 +118,7 @@ for entry in "${calls[@]}"; do
     check "hdf5:$name:$k" 8 "results.h5" "$stage"
   fi
 done
-echo "fault_sweep $route on $ranks rank(s), faults on rank $target: $n_allocs tracked" \
+echo "fault_sweep $route${backend:+ (backend $backend)} on $ranks rank(s), faults on rank $target: $n_allocs tracked" \
   "allocations ($n_alloc_runs swept), ${#calls[@]} LAPACK and HDF5 calls ($n_lapack LAPACK and" \
   "$n_hdf5 HDF5 swept; stride $stride);" \
   "$runs runs: $succeeded succeeded (warm-up), $agreed ended by agreement, $aborted by" \
