@@ -74,10 +74,10 @@ int64_t qp_tiled_local_doubles(const qp_tiled_sizes *s);
 
 /** What each operation holds on the rank at (myrow, mycol) of an nprow x npcol grid of block
  *  nb: gemm C (m x n) = op(A) op(B) with contraction k; the triangular solve or product with an
- *  n x n L of B (rows x cols) on side `side`; potrf of an n x n matrix. */
+ *  n x n L of B (rows x cols), on either side (the same panels); potrf of an n x n matrix. */
 qp_tiled_sizes qp_tiled_gemm_sizes(int64_t m, int64_t n, int64_t k, int nb, int nprow, int npcol,
                                    int myrow, int mycol);
-qp_tiled_sizes qp_tiled_triangular_sizes(qp_side side, int64_t rows, int64_t cols, int nb,
+qp_tiled_sizes qp_tiled_triangular_sizes(int64_t rows, int64_t cols, int nb,
                                          int nprow, int npcol, int myrow, int mycol);
 qp_tiled_sizes qp_tiled_potrf_sizes(int64_t n, int nb, int nprow, int npcol, int myrow,
                                     int mycol);

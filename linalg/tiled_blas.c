@@ -164,7 +164,7 @@ static qp_err qp_tiled_triangular(int solve, qp_side side, qp_trans trans, doubl
                       .alpha = alpha,
                       .l = l,
                       .b = b};
-  const qp_tiled_sizes sizes = qp_tiled_triangular_sizes(side, b->rows, b->cols, g->block,
+  const qp_tiled_sizes sizes = qp_tiled_triangular_sizes(b->rows, b->cols, g->block,
                                                          g->nprow, g->npcol, g->myrow, g->mycol);
   QP_CALL(qp_tiled_work_open(b, &sizes, &s.w));
   const int64_t n = l->rows, nb = g->block, blocks = (n + nb - 1) / nb;

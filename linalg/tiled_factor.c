@@ -174,7 +174,7 @@ qp_err qp_tiled_pocon(const qp_matrix *l, double anorm, double *rcond) {
   qp_tiled_inverse t = {.l = l};
   /* The vector in the held block, after what the solves lay out there; else its own. */
   const qp_grid *g = l->grid;
-  const qp_tiled_sizes solve = qp_tiled_triangular_sizes(QP_LEFT, l->rows, 1, g->block, g->nprow,
+  const qp_tiled_sizes solve = qp_tiled_triangular_sizes(l->rows, 1, g->block, g->nprow,
                                                          g->npcol, g->myrow, g->mycol);
   const int64_t mine = qp_bc_local_count(l->rows, g->block, g->myrow, g->nprow);
   double *held = qp_tiled_held_vector(mine, qp_tiled_local_doubles(&solve));

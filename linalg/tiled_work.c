@@ -25,9 +25,9 @@ qp_tiled_sizes qp_tiled_gemm_sizes(int64_t m, int64_t n, int64_t k, int nb, int 
                           .panel_b = ln * width};
 }
 
-qp_tiled_sizes qp_tiled_triangular_sizes(qp_side side, int64_t rows, int64_t cols, int nb,
+qp_tiled_sizes qp_tiled_triangular_sizes(int64_t rows, int64_t cols, int nb,
                                          int nprow, int npcol, int myrow, int mycol) {
-  (void)side; /* the left and right sweeps need the same panels, each in the other role */
+  /* the left and right sweeps need the same panels, each in the other role */
   const int64_t lm = qp_bc_local_count(rows, nb, myrow, nprow);
   const int64_t ln = qp_bc_local_count(cols, nb, mycol, npcol);
   return (qp_tiled_sizes){.window = qp_tiled_max(rows, cols) * nb,

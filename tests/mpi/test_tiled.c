@@ -126,7 +126,7 @@ static void check_table(const qp_linalg_ops *ops, const qp_grid *g) {
         if (solve) {
           TEST_OK(qp_linalg_trsm((qp_side)side, (qp_trans)trans, 0.5, &l_ref, &ref));
           EXPECT_WORKSPACE(qp_tiled_trsm((qp_side)side, (qp_trans)trans, 0.5, &l_got, &got),
-                           qp_tiled_triangular_sizes((qp_side)side, rows, cols, nb, P, Q, r, c),
+                           qp_tiled_triangular_sizes(rows, cols, nb, P, Q, r, c),
                            local_space, "trsm");
         } else {
           TEST_OK(qp_linalg_trmm((qp_side)side, (qp_trans)trans, 0.5, &l_ref, &ref));
