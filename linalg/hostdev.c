@@ -85,7 +85,6 @@ static void qp_hostdev_batch_forget(const void *base) {
     }
 }
 
-
 /* ---- the device-memory provider (device_memory.h) ---- */
 
 /* Adds a mapped block to the registry; 0 when its record cannot be had. */
@@ -374,10 +373,13 @@ static void qp_hostdev_close(qp_hostdev_scope *s) {
 
 /* The live block whose asked-for bytes hold every entry of m (local_rows x local_cols at ld),
  * or 0: a view running past them is refused, even inside the page rounding. */
+static uintptr_t qp_hostdev_end(const qp_matrix *m) { /* one past m's last entry */
+  return (uintptr_t)m->data +
+         (uintptr_t)((m->local_cols - 1) * m->ld + m->local_rows) * sizeof(double);
+}
+
 static int qp_hostdev_find(const qp_matrix *m, qp_hostdev_block *found) {
-  const uintptr_t first = (uintptr_t)m->data;
-  const uintptr_t end =
-      first + (uintptr_t)((m->local_cols - 1) * m->ld + m->local_rows) * sizeof(double);
+  const uintptr_t first = (uintptr_t)m->data, end = qp_hostdev_end(m);
   int ok = 0;
   pthread_mutex_lock(&qp_hostdev_state.lock);
   for (int i = 0; i < qp_hostdev_state.count && !ok; ++i) {
@@ -402,9 +404,7 @@ static qp_err qp_hostdev_open_one(const char *op, const qp_matrix *m, qp_hostdev
            "block (a device address a GPU would call illegal)",
            op, m->name, (long long)m->local_rows, (long long)m->local_cols, (long long)m->ld);
   if (qp_hostdev_batch_open(&b)) return QP_OK;
-  const uintptr_t page = qp_hostdev_page(), first = (uintptr_t)m->data;
-  const uintptr_t end =
-      first + (uintptr_t)((m->local_cols - 1) * m->ld + m->local_rows) * sizeof(double);
+  const uintptr_t page = qp_hostdev_page(), first = (uintptr_t)m->data, end = qp_hostdev_end(m);
   char *from = (char *)(first / page * page);
   const size_t bytes = (end + page - 1) / page * page - (uintptr_t)from; /* inside b's pages */
   QP_CHECK(mprotect(from, bytes, PROT_READ | PROT_WRITE) == 0, QP_ERR_INTERNAL,
