@@ -101,6 +101,21 @@ qp_err qp_tiled_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix
  *  matrix that is not positive definite is QP_ERR_NOT_POSDEF on every rank, naming the matrix
  *  and the global row of the leading minor that failed. */
 qp_err qp_tiled_potrf(qp_matrix *a);
+/** L <- L^-1 in place (lower, non-unit; tiled_inverse.c). The strict upper triangle is
+ *  cleared first (LAPACK leaves it as it was): the local products read diagonal blocks whole.
+ *  A zero on the diagonal is the local table's error on every rank, naming the diagonal block. */
+qp_err qp_tiled_trtri(qp_matrix *l);
+/** B[bi.., bj..] <- A[ai.., aj..] (rows x cols), A and B block-cyclic on one grid, either in
+ *  host memory or in the local table's space (tiled_move.c). With equal offsets every entry
+ *  stays on its rank (a local copy, no communication); otherwise A's windows of a block of
+ *  columns are gathered whole and each rank writes its own entries of B. */
+qp_err qp_tiled_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,
+                         qp_matrix *b, int64_t bi, int64_t bj);
+/** B <- A^T: A's column panels of a block, gathered whole, are B's row panels. */
+qp_err qp_tiled_transpose(const qp_matrix *a, qp_matrix *b);
+/** Zeros the strict upper triangle: each rank its local entries above the global diagonal,
+ *  a local block column at a time (down, cleared, up: no device memory read on the host). */
+qp_err qp_tiled_clear_upper(qp_matrix *a);
 /** |A|_1: each rank sums the magnitudes of its local columns (downloaded in panels of one
  *  block), the sums are completed over the ranks, the largest taken; NaN when an entry is. */
 qp_err qp_tiled_norm1(const qp_matrix *a, double *out);

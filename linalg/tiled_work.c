@@ -54,7 +54,7 @@ qp_tiled_sizes qp_tiled_bound_sizes(int64_t max_dim, int nb, int nprow, int npco
   const int64_t lm = qp_bc_local_count(max_dim, nb, myrow, nprow);
   const int64_t ln = qp_bc_local_count(max_dim, nb, mycol, npcol);
   return (qp_tiled_sizes){.window = max_dim * width,
-                          .stage = qp_tiled_max(qp_tiled_max(lm, ln), nb) * width,
+                          .stage = (qp_tiled_max(lm, ln) + nb) * width,
                           .panel_a = lm * width,
                           .panel_b = ln * width,
                           .tile = (int64_t)nb * nb,
