@@ -572,10 +572,8 @@ static qp_err qp_hostdev_clear_upper(qp_matrix *a) { QP_HOSTDEV_RUN(clear_upper,
  * those hostdev-dist runs as tiled algorithms. */
 #define QP_HOSTDEV_SHARED_OPS                                                                    \
   .space = QP_SPACE_DEVICE, .moves_data = 1, .download = qp_hostdev_download,                    \
-  .upload = qp_hostdev_upload, .trtri = qp_hostdev_trtri, .getrf = qp_hostdev_getrf,             \
-  .getrs = qp_hostdev_getrs, .potrs = qp_hostdev_potrs, .copy_sub = qp_hostdev_copy_sub,         \
-  .gecon = qp_hostdev_gecon, .transpose = qp_hostdev_transpose,                                  \
-  .clear_upper = qp_hostdev_clear_upper
+  .upload = qp_hostdev_upload, .getrf = qp_hostdev_getrf, .getrs = qp_hostdev_getrs,           \
+  .potrs = qp_hostdev_potrs, .gecon = qp_hostdev_gecon
 
 /* One rank: align and replicate download into host work matrices of the cpu table (moves_data
  * because the space is the device's); sum_partials NULL: one process holds every matrix. */
@@ -588,6 +586,10 @@ static const qp_linalg_ops qp_hostdev_ops_table = {
     .syrk = qp_hostdev_syrk,
     .norm1 = qp_hostdev_norm1,
     .pocon = qp_hostdev_pocon,
+    .trtri = qp_hostdev_trtri,
+    .copy_sub = qp_hostdev_copy_sub,
+    .transpose = qp_hostdev_transpose,
+    .clear_upper = qp_hostdev_clear_upper,
     .name = "hostdev",
     .host_table = qp_linalg_cpu_ops,
     .potri = qp_hostdev_potri,
@@ -650,12 +652,28 @@ static qp_err qp_hostdev_dist_norm1(const qp_matrix *a, double *out) {
 static qp_err qp_hostdev_dist_pocon(const qp_matrix *l, double anorm, double *rcond) {
   QP_HOSTDEV_BATCHED(qp_tiled_pocon(l, anorm, rcond));
 }
+static qp_err qp_hostdev_dist_trtri(qp_matrix *l) { QP_HOSTDEV_BATCHED(qp_tiled_trtri(l)); }
+static qp_err qp_hostdev_dist_transpose(const qp_matrix *a, qp_matrix *b) {
+  QP_HOSTDEV_BATCHED(qp_tiled_transpose(a, b));
+}
+static qp_err qp_hostdev_dist_clear_upper(qp_matrix *a) {
+  QP_HOSTDEV_BATCHED(qp_tiled_clear_upper(a));
+}
+/* Between two block-cyclic matrices (a device one into a host work matrix: qp_linalg_align);
+ * the stack of local parts (local matrices) copies as on one rank. */
+static qp_err qp_hostdev_dist_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a,
+                                       int64_t ai, int64_t aj, qp_matrix *b, int64_t bi,
+                                       int64_t bj) {
+  if (!a->grid || !b->grid) return qp_hostdev_copy_sub(rows, cols, a, ai, aj, b, bi, bj);
+  QP_HOSTDEV_BATCHED(qp_tiled_copy_sub(rows, cols, a, ai, aj, b, bi, bj));
+}
 
-/* Cholesky, the products and solves, the norm and the estimate are the tiled algorithms
- * (linalg/tiled.h) over hostdev's local operations: what a GPU per rank would run (the cuda
- * table as the local one), exercised here on the emulated devices. The rest (trtri, the LU
- * and its solves and estimate, transpose and redistributing copies) is still dist's on the
- * opened local parts: a distributed cuda table needs them tiled too (docs/gpu.md). */
+/* Cholesky and the inverse, the products and solves, the norm and the estimate, copies,
+ * transpose and clearing are the tiled algorithms (linalg/tiled.h) over hostdev's local
+ * operations: what a GPU per rank runs (the cuda table as the local one), exercised here on
+ * the emulated devices. The LU, its solves and its estimate (SMW's) and potrs are still
+ * dist's on the opened local parts: not tiled yet, so a GPU per rank refuses SMW
+ * (docs/gpu.md). */
 static const qp_linalg_ops qp_hostdev_dist_ops_table = {
     QP_HOSTDEV_SHARED_OPS,
     .potrf = qp_hostdev_dist_potrf,
@@ -665,6 +683,10 @@ static const qp_linalg_ops qp_hostdev_dist_ops_table = {
     .syrk = qp_hostdev_dist_syrk,
     .norm1 = qp_hostdev_dist_norm1,
     .pocon = qp_hostdev_dist_pocon,
+    .trtri = qp_hostdev_dist_trtri,
+    .copy_sub = qp_hostdev_dist_copy_sub,
+    .transpose = qp_hostdev_dist_transpose,
+    .clear_upper = qp_hostdev_dist_clear_upper,
     .name = "hostdev-dist",
     .distributed = 1,
     .host_table = qp_linalg_dist_ops,

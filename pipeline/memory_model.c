@@ -238,10 +238,19 @@ static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
                qp_backend_init_formula)
       ->space = QP_SPACE_DEVICE;
   if (d->backend) {
-    qp_workspace need[QP_WORKSPACES_MAX];
-    int count = 0;
-    QP_CALL(qp_linalg_workspaces(qp_linalg_local_ops(d->backend), QP_OP_POTRF, d->block, 0, need,
-                                 &count));
+    /* The local table's solver at order block: potrf's and trtri's of the diagonal blocks, one
+     * held block per term at the larger of the two. */
+    qp_workspace need[QP_WORKSPACES_MAX], more[QP_WORKSPACES_MAX];
+    int count = 0, extra = 0;
+    const qp_linalg_ops *local = qp_linalg_local_ops(d->backend);
+    QP_CALL(qp_linalg_workspaces(local, QP_OP_POTRF, d->block, 0, need, &count));
+    QP_CALL(qp_linalg_workspaces(local, QP_OP_TRTRI, d->block, 0, more, &extra));
+    for (int i = 0; i < extra; ++i) {
+      int h = 0;
+      while (h < count && strcmp(need[h].term, more[i].term) != 0) ++h;
+      if (h < count && need[h].bytes < more[i].bytes) need[h].bytes = more[i].bytes;
+      if (h == count && count < QP_WORKSPACES_MAX) need[count++] = more[i];
+    }
     qp_model_add_init_workspaces(m, need, count);
   }
   return QP_OK;
@@ -572,14 +581,13 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
     const qp_model_bytes basis_panels = qp_panel_bytes(d, big_rows, big_cols),
                    later_panels = qp_panel_bytes(d, later, later);
     const char *formula = "(LOCr + LOCc) x block x 8 (inside PBLAS; seen in RSS only)";
-    /* A distributed device backend (hostdev-dist) runs its Cholesky, products and solves as
-     * the tiled algorithms, without PBLAS: its PBLAS calls left are pixel-direct's trtri
-     * (basis_setup) and transpose (fisher_run), and SMW's LU and its solves (n_modes^2). */
+    /* A distributed device backend (hostdev-dist) runs everything but SMW's LU as the tiled
+     * algorithms, without PBLAS: its PBLAS calls left are the LU and its solves (n_modes^2). */
     const int device = d->device;
-    if (!device || pixel || smw)
+    if (!device || smw)
       qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY,
                    device && smw ? later_panels : basis_panels, bas, bas, formula);
-    if (!device || pixel || smw)
+    if (!device || smw)
       qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, fis, fis, formula);
     if (!device || smw)
       qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, spe, spe, formula);
