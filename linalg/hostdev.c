@@ -17,6 +17,7 @@
 #include "meter_device.h"
 #include "qp_config.h"
 #include "tiled.h"
+#include "tiled_table.h"
 
 /* A live block: `bytes` (page-rounded) of data at `base`, followed by one guard page; `asked`
  * of them were asked for, and operands must lie inside those. */
@@ -698,4 +699,13 @@ static const qp_linalg_ops qp_hostdev_dist_ops_table = {
 
 const qp_linalg_ops *qp_linalg_hostdev_dist_ops(void) {
   return qp_linalg_dist_ops() ? &qp_hostdev_dist_ops_table : NULL;
+}
+
+/* cuda-dist's table (tiled_table.h) with hostdev as its local table instead of cuda: every
+ * line of the GPU-per-rank backend but the cuda operations' bodies, on the emulated devices,
+ * unbatched (each local step opens its operands alone, as each cuda call stands alone). */
+QP_TILED_TABLE(qp_hostdev_tiled_ops_table, "hostdev-tiled", qp_linalg_hostdev_ops);
+
+const qp_linalg_ops *qp_linalg_hostdev_tiled_ops(void) {
+  return qp_linalg_dist_ops() ? &qp_hostdev_tiled_ops_table : NULL;
 }

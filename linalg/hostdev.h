@@ -31,8 +31,14 @@
  * products, gemm, syrk, norm1 and pocon are the tiled algorithms (tiled.h) over the one-rank
  * hostdev operations, each run as a batch: a block a local step opens stays open (whole) until
  * the distributed operation returns, then all are PROT_NONE again (one page range per operand
- * and step cost ~40 us of mprotect each on this VM, 10^5 of them in a small 2-rank test). The
- * rest are the dist table's on the opened local parts.
+ * and step cost ~40 us of mprotect each on this VM, 10^5 of them in a small 2-rank test). So
+ * are the inverse, copies, transpose and clearing; the LU, its solves and estimate (SMW's) are
+ * the dist table's on the opened local parts.
+ *
+ * "hostdev-tiled" (qp_linalg_hostdev_tiled_ops) is cuda-dist's table (tiled_table.h) over
+ * hostdev: the GPU-per-rank backend exactly, but for the cuda operations' bodies, unbatched
+ * and without an LU; the driver picks it for hostdev on several ranks when the test hook
+ * QP_TEST_HOSTDEV_TABLE=tiled is set (docs/gpu.md).
  *
  * One thread calls the operations; allocation, free and the meter may come from any thread. */
 #ifndef QP_HOSTDEV_H
@@ -78,8 +84,11 @@ const qp_linalg_ops *qp_linalg_hostdev_ops(void);
  *  staging of local parts), its local table hostdev (a rank's stacks of local parts),
  *  sum_partials dist's. Collective operations agree on their operands first (qp_comm_agree):
  *  a rank whose operand is refused returns its error on every rank, none waits in PBLAS.
- *  The shape of a cuSOLVERMp/cuBLASMp backend, which is not built (docs/gpu.md). */
+ *  Everything but the LU runs as tiled algorithms (tiled.h) over hostdev's operations. */
 const qp_linalg_ops *qp_linalg_hostdev_dist_ops(void);
+/** cuda-dist's table over hostdev ("hostdev-tiled", above), or NULL in a build without
+ *  ScaLAPACK's grid. */
+const qp_linalg_ops *qp_linalg_hostdev_tiled_ops(void);
 /** Limits hostdev's memory to `bytes` in all (page-rounded blocks), as a device's size does:
  *  an allocation beyond it fails with QP_ERR_NOMEM "out of device memory" naming the term, as
  *  cudaMalloc's would. 0 (the default): only the host's memory limits it. The device meter's

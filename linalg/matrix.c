@@ -17,15 +17,20 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
     *ops = qp_linalg_cpu_ops();
     return QP_OK;
   }
-  if (strcmp(name, "cuda") == 0) {
+  if (strcmp(name, "cuda") == 0 || strcmp(name, "cuda-dist") == 0) {
 #if QP_HAVE_CUDA
-    /* One GPU per rank; QP_ERR_UNSUPPORTED "no CUDA device" on a machine without one. */
+    /* One GPU per rank; QP_ERR_UNSUPPORTED "no CUDA device" on a machine without one.
+     * "cuda-dist": block-cyclic over the ranks, a GPU each (cuda_dist.c). */
+    const int dist = strcmp(name, "cuda-dist") == 0;
+    QP_CHECK(!dist || (qp_linalg_dist_ops() && qp_grid_current()), QP_ERR_MPI,
+             "backend 'cuda-dist' needs MPI, ScaLAPACK's grid and its process grid (qmlpipe sets "
+             "it up when started with mpiexec or srun)");
     QP_CALL(qp_cuda_init_for_rank());
-    *ops = qp_linalg_cuda_ops();
+    *ops = dist ? qp_linalg_cuda_dist_ops() : qp_linalg_cuda_ops();
     return QP_OK;
 #else
-    QP_FAIL(QP_ERR_UNSUPPORTED, "backend 'cuda': this build of qmlpipe was not built with CUDA "
-                                "(configure with -DQP_ENABLE_CUDA=ON)");
+    QP_FAIL(QP_ERR_UNSUPPORTED, "backend '%s': this build of qmlpipe was not built with CUDA "
+                                "(configure with -DQP_ENABLE_CUDA=ON)", name);
 #endif
   }
   if (strcmp(name, "dist") == 0 && qp_linalg_dist_ops()) {
@@ -55,8 +60,16 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
     *ops = qp_linalg_hostdev_dist_ops();
     return QP_OK;
   }
-  QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: cpu, cuda, dist, hostdev, hostdev-dist)",
-          name);
+  if (strcmp(name, "hostdev-tiled") == 0) { /* cuda-dist's table over hostdev (hostdev.h) */
+    QP_CHECK(qp_linalg_hostdev_tiled_ops() && qp_grid_current(), QP_ERR_UNSUPPORTED,
+             "backend 'hostdev-tiled' needs MPI, ScaLAPACK and the process grid");
+    QP_CALL(qp_hostdev_init());
+    *ops = qp_linalg_hostdev_tiled_ops();
+    return QP_OK;
+  }
+  QP_FAIL(QP_ERR_INPUT,
+          "unknown backend '%s' (known: cpu, cuda, cuda-dist, dist, hostdev, hostdev-dist, "
+          "hostdev-tiled)", name);
 }
 
 /* The shape fields of a rows x cols matrix of `ops`: local, or this rank's part of a

@@ -149,8 +149,10 @@ struct qp_linalg_ops {
 
 /** The backend by name: "cpu" (this build may add "cuda", "dist"), or "hostdev" (test-only:
  *  the device emulation of hostdev.h, which this sets up) and "hostdev-dist" (the same on
- *  several ranks, block-cyclic as dist). QP_ERR_UNSUPPORTED for a backend this build lacks,
- *  QP_ERR_INPUT for an unknown name. "dist" and "hostdev-dist" need qp_grid_init. */
+ *  several ranks, block-cyclic as dist), "cuda-dist" (cuda on several ranks, a GPU each,
+ *  block-cyclic: tiled_table.h). QP_ERR_UNSUPPORTED for a backend this build lacks,
+ *  QP_ERR_INPUT for an unknown name. "dist", "hostdev-dist" and "cuda-dist" need
+ *  qp_grid_init. */
 qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops);
 const qp_linalg_ops *qp_linalg_cpu_ops(void);
 /** The ScaLAPACK backend, or NULL in a build without it. */

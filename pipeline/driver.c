@@ -72,22 +72,16 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p,
 
 qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
   const int ranks = qp_comm_size();
-  /* cuda holds whole matrices on one device: there is no distributed cuda table
-   * (cuSOLVERMp/cuBLASMp, docs/gpu.md), and on several ranks each would repeat the whole
-   * analysis. hostdev on several ranks is hostdev-dist, each rank's block-cyclic part on its
-   * own emulated device. */
-  QP_CHECK(strcmp(cfg->backend, "cuda") != 0 || ranks == 1, QP_ERR_UNSUPPORTED,
-           "config '%s': backend cuda runs on one rank (one GPU): a distributed cuda backend "
-           "(cuSOLVERMp) is not built, and %d ranks would each repeat the whole analysis: run "
-           "one rank per analysis, or use backend dist",
-           cfg->source, ranks);
   const int hostdev = strcmp(cfg->backend, "hostdev") == 0;
+  const int cuda = strcmp(cfg->backend, "cuda") == 0;
   if (ranks == 1 && strcmp(cfg->backend, "dist") != 0) {
     QP_CALL(qp_linalg_backend(cfg->backend, ops));
     return QP_OK;
   }
-  /* Several ranks (or backend: dist) run the distributed backend (hostdev's on hostdev): on
-   * several ranks the cpu backend would repeat the whole analysis on each. */
+  /* Several ranks (or backend: dist) run a distributed backend: dist, or on a device cuda-dist
+   * (a GPU per rank, the tiled algorithms: tiled_table.h) or hostdev-dist (its emulation), each
+   * rank's block-cyclic part on its own device. On several ranks the cpu or cuda backend would
+   * repeat the whole analysis on each. */
   QP_CHECK(qp_linalg_dist_ops(), QP_ERR_UNSUPPORTED,
            "qmlpipe runs on %d MPI ranks, but this build has no distributed backend (configure "
            "with -DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON)",
@@ -103,7 +97,14 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
              "config '%s': grid needs both rows and cols (or neither)", cfg->source);
     QP_CALL(qp_grid_init(cfg->grid_rows, cfg->grid_cols, block, NULL));
   }
-  QP_CALL(qp_linalg_backend(hostdev ? "hostdev-dist" : "dist", ops));
+  /* Test hook (docs/gpu.md): hostdev on several ranks with cuda-dist's own table. */
+  const char *table = getenv("QP_TEST_HOSTDEV_TABLE");
+  const int tiled = hostdev && table && strcmp(table, "tiled") == 0;
+  QP_CALL(qp_linalg_backend(tiled     ? "hostdev-tiled"
+                            : hostdev ? "hostdev-dist"
+                            : cuda    ? "cuda-dist"
+                                      : "dist",
+                            ops));
   return QP_OK;
 }
 

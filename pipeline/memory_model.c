@@ -238,11 +238,14 @@ static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
                qp_backend_init_formula)
       ->space = QP_SPACE_DEVICE;
   if (d->backend) {
-    /* The local table's solver at order block: potrf's and trtri's of the diagonal blocks, one
-     * held block per term at the larger of the two. */
+    /* The local table's own (cuda's: cuBLAS's workspace, the info word, pinned staging), then
+     * its solver at order block: potrf's and trtri's of the diagonal blocks, one held block
+     * per term at the larger of the two. */
     qp_workspace need[QP_WORKSPACES_MAX], more[QP_WORKSPACES_MAX];
     int count = 0, extra = 0;
     const qp_linalg_ops *local = qp_linalg_local_ops(d->backend);
+    QP_CALL(qp_linalg_workspaces(local, QP_OP_INIT, d->block, 0, need, &count));
+    qp_model_add_init_workspaces(m, need, count);
     QP_CALL(qp_linalg_workspaces(local, QP_OP_POTRF, d->block, 0, need, &count));
     QP_CALL(qp_linalg_workspaces(local, QP_OP_TRTRI, d->block, 0, more, &extra));
     for (int i = 0; i < extra; ++i) {

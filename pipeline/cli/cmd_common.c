@@ -251,14 +251,6 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
   }
   qp_config cfg;
   qp_err err = qp_config_load(config, &cfg);
-  /* As `run` does (driver.c): cuda's matrices are whole on one GPU (hostdev's are
-   * block-cyclic over the ranks' emulated devices). */
-  if (err == QP_OK && strcmp(cfg.backend, "cuda") == 0 && sizing.ranks > 1)
-    err = qp_error_set(QP_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__,
-                       "config '%s': backend cuda runs on one rank (one GPU): a distributed "
-                       "cuda backend (cuSOLVERMp) is not built, and %d ranks would each repeat "
-                       "the whole analysis: plan one rank, or use backend dist",
-                       config, sizing.ranks);
   qp_problem p;
   memset(&p, 0, sizeof p);
   p.cfg = &cfg;

@@ -82,12 +82,14 @@ if [[ $mode == bad ]]; then
   exit 0
 fi
 if [[ $mode == device ]]; then
-  # What a device backend still refuses on several ranks (unsupported, 7), before any stage,
-  # saying why: backend cuda, whose matrices are whole on one GPU (no distributed cuda backend
-  # is built; a build without CUDA says so the same, before looking for CUDA). hostdev itself
-  # runs on several ranks (hostdev_stages_n2), checkpoints included (test_checkpoint_cli).
+  # backend cuda on several ranks is cuda-dist (a GPU per rank): a build without CUDA refuses
+  # it (unsupported, 7) on every rank before any stage, saying so; with CUDA and no GPU it is
+  # "no CUDA device", 7 too. hostdev runs on several ranks (hostdev_stages_n2, and cuda-dist's
+  # own table in hostdev_stages_tiled_n2), checkpoints included (test_checkpoint_cli).
   { cat "$dir/base.yaml"; echo "backend: cuda"; echo "output: cuda.h5"; } >"$dir/cuda.yaml"
-  refused "$1" cuda 7 "distributed cuda backend (cuSOLVERMp) is not built" "backend cuda on 2 ranks"
+  refused "$1" cuda 7 "cuda" "backend cuda on 2 ranks without a GPU"
+  grep -Eq "not built with CUDA|no CUDA device|CUDA" "$dir/cuda.log" ||
+    { echo "dist_case: the refusal does not say why (CUDA)" >&2; exit 1; }
   exit 0
 fi
 read -r ranks rows cols block compare limit <<<"$*"

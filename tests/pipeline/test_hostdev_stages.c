@@ -20,7 +20,11 @@
  * in its own emulated device, each rank's tracked peaks equal to its own model, the device
  * limit per rank (each rank its device), a refusal on every rank with nothing allocated on
  * any. Each rank writes its own copy of the fixture's files (same content), so that no two
- * ranks write one file. The argument "T" runs the T routes alone. */
+ * ranks write one file. The argument "T" runs the T routes alone.
+ *
+ * With the test hook QP_TEST_HOSTDEV_TABLE=tiled (tests/mpi/CMakeLists.txt: 2 ranks) hostdev
+ * runs cuda-dist's own table over the emulated devices (hostdev-tiled): the T routes against
+ * dist, SMW refused before anything is allocated (no LU yet). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,12 +86,38 @@ static void check_route(qp_config *cfg, qp_path path, int method, double device_
               qp_budget_current(QP_SPACE_DEVICE));
 }
 
+/* 1 under the test hook QP_TEST_HOSTDEV_TABLE=tiled on several ranks: hostdev runs cuda-dist's
+ * own table (hostdev-tiled, linalg/tiled_table.h), which has no LU. */
+static int tiled_table(void) {
+  const char *table = getenv("QP_TEST_HOSTDEV_TABLE");
+  return qp_comm_size() > 1 && table && strcmp(table, "tiled") == 0;
+}
+
+/* SMW on a table without an LU: refused by the planner on every rank, nothing allocated. */
+static void check_smw_refused(qp_config *cfg, const char *what) {
+  qp_meter_sample baseline;
+  qp_problem p;
+  cfg->path = QP_PATH_HARMONIC;
+  cfg->harmonic_method = 1;
+  snprintf(cfg->backend, sizeof cfg->backend, "hostdev");
+  const qp_err err = qp_fixture_run(cfg, &p, &baseline);
+  TEST_ASSERT(err == QP_ERR_UNSUPPORTED && strstr(qp_error_message(), "has no LU yet") &&
+                  strstr(qp_error_message(), "hostdev-tiled"),
+              "%s: got %s: %s", what, qp_err_name(err), qp_error_message());
+  if (qp_comm_rank() == 0) printf("%s: refused: %s\n", what, qp_error_message());
+  qp_error_clear();
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: device bytes left", what);
+}
+
 static void check_routes(qp_config *cfg, const char *label) {
   char what[128];
   snprintf(what, sizeof what, "%s, pixel_direct", label);
   check_route(cfg, QP_PATH_PIXEL_DIRECT, 0, 0, what);
   snprintf(what, sizeof what, "%s, harmonic smw", label);
-  check_route(cfg, QP_PATH_HARMONIC, 1, 0, what);
+  if (tiled_table())
+    check_smw_refused(cfg, what);
+  else
+    check_route(cfg, QP_PATH_HARMONIC, 1, 0, what);
   snprintf(what, sizeof what, "%s, harmonic projected", label);
   check_route(cfg, QP_PATH_HARMONIC, 2, 0, what);
 }
@@ -112,7 +142,7 @@ int main(int argc, char **argv) {
                   .noise_variance = 10.0, .dl_flat = 100.0, .seed = 11};
   TEST_OK(qp_fixture_write(&t, &cfg));
   check_routes(&cfg, "T diagonal N, switch");
-  if (only_t) {
+  if (only_t || tiled_table()) {
     qp_config_free(&cfg);
     qp_comm_finalize();
     return TEST_RETURN();

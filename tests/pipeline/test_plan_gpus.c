@@ -1,5 +1,6 @@
-/* test_plan_gpus: `qmlpipe plan --gpus N` and a config with backend: cuda (one process on one
- * GPU; several ranks refused: no distributed cuda backend is built), backend: hostdev on
+/* test_plan_gpus: `qmlpipe plan --gpus N` and a config with backend: cuda (one GPU per rank:
+ * on several ranks cuda-dist, planned with each rank's device peak; SMW refused there, no
+ * distributed LU yet), backend: hostdev on
  * several ranks (planned: each rank's device peak printed), one GPU per rank in the job: `#SBATCH --gpus-per-node`, the ranks per node it implies, the text and JSON
  * figures, a job without GPUs left without the line, and the refusals of --gpus that cannot
  * give one rank per GPU. Plans only (no data, no GPU, no Slurm): a `dimensions:` config. */
@@ -63,12 +64,18 @@ int main(int argc, char **argv) {
   expect_script("gpus_cuda.yaml", "gpus_one.sh", one);
   TEST_ASSERT(strstr(text, "--gpus-per-node=1") != NULL, "plan's text lacks the GPUs:\n%s", text);
 
-  /* backend cuda with ranks: refused (unsupported, 7), as `run` refuses it: the stages'
-   * matrices are whole on one device, so each rank would repeat the analysis. */
-  TEST_ASSERT(run("plan gpus_cuda.yaml --ranks 4 --ranks-per-node 2 --sbatch gpus_ranks.sh") == 7 &&
-                  strstr(text, "runs on one rank") &&
-                  strstr(text, "distributed cuda backend (cuSOLVERMp) is not built"),
-              "backend cuda on 4 ranks not refused with its reason:\n%s", text);
+  /* backend cuda with ranks: cuda-dist, each rank's part on its GPU, planned with the device
+   * peaks (the tiled blocks among them); SMW left out by `auto`, refused when asked for (7). */
+  TEST_ASSERT(run("plan gpus_cuda.yaml --ranks 4 --ranks-per-node 2") == 0 &&
+                  strstr(text, "largest device peak of a rank") &&
+                  strstr(text, "harmonic (smw) skipped: the backend has no distributed LU yet"),
+              "backend cuda on 4 ranks not planned as cuda-dist:\n%s", text);
+  write_config("gpus_cuda_smw.yaml", "cuda\npath: harmonic\nharmonic_method: smw");
+  TEST_ASSERT(run("plan gpus_cuda_smw.yaml --ranks 2") == 7 && strstr(text, "has no LU yet") &&
+                  strstr(text, "harmonic_method projected"),
+              "SMW with backend cuda on 2 ranks not refused with its reason:\n%s", text);
+  TEST_ASSERT(run("plan gpus_cuda_smw.yaml") == 0, "SMW with backend cuda on one GPU:\n%s",
+              text);
   /* backend hostdev with ranks: block-cyclic over the ranks' devices, planned; each rank's
    * device peak (its part of C and the products) is below the one-rank plan's. */
   write_config("gpus_hostdev.yaml", "hostdev");
@@ -77,8 +84,8 @@ int main(int argc, char **argv) {
                   strstr(text, "device peak") && strstr(text, "largest device peak of a rank"),
               "backend hostdev on 2 ranks not planned with its device peaks:\n%s", text);
   printf("%s", text);
-  TEST_ASSERT(run("plan gpus_cuda.yaml --ranks 2 --gpus 2") == 7 && strstr(text, "runs on one rank"),
-              "backend cuda with --gpus 2 not refused:\n%s", text);
+  const char *two[] = {"#SBATCH --gpus-per-node=2\n", "#SBATCH --ntasks-per-node=2\n", NULL};
+  expect_script("gpus_cuda.yaml --ranks 2 --gpus 2", "gpus_two.sh", two);
 
   /* --gpus N: N ranks per node, whatever the backend; --nodes agrees. */
   const char *four[] = {"#SBATCH --gpus-per-node=4\n", "#SBATCH --nodes=2\n",

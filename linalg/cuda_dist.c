@@ -1,0 +1,13 @@
+/* cuda_dist.c: "cuda-dist", the cuda backend on several ranks, a GPU per rank
+ * (device_choice.c), with no distributed library (cuSOLVERMp is not available here): every
+ * operation is a tiled algorithm (tiled.h) over the cuda table, the table itself
+ * tiled_table.h's, whose every line but the local operations' bodies runs in CTest over
+ * hostdev (test_tiled_table). */
+#include "cuda.h"
+#include "tiled_table.h"
+
+QP_TILED_TABLE(qp_cuda_dist_ops_table, "cuda-dist", qp_linalg_cuda_ops);
+
+const qp_linalg_ops *qp_linalg_cuda_dist_ops(void) {
+  return qp_linalg_dist_ops() && qp_linalg_cuda_ops() ? &qp_cuda_dist_ops_table : NULL;
+}

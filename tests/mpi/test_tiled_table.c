@@ -1,0 +1,149 @@
+/* test_tiled_table.c: the table a GPU per rank runs (linalg/tiled_table.h, cuda-dist's) over
+ * hostdev's emulated devices instead of cuda ("hostdev-tiled"), through the qp_linalg_* calls
+ * the stages make, against dist (ScaLAPACK) on the same matrices: pixel-direct's factor and
+ * inverse, the products and solves, syrk, norm1 and pocon to 1e-12; the moves bitwise: a
+ * window aligned into a host work matrix of another layout (qp_linalg_align), the matrix
+ * made whole on every rank (qp_linalg_replicate), the transpose, a host window's round trip;
+ * partial sums completed over the ranks; the operations it lacks (the LU) refused by name;
+ * the held buffers (the tiled blocks in device space, hostdev's solver workspace) taken and
+ * freed by the table's hold and release; nothing left tracked. Args: grid rows, cols, block. */
+#include <stdio.h>
+
+#include "comm.h"
+#include "host_window.h"
+#include "hostdev.h"
+#include "tiled_check.h"
+
+int main(int argc, char **argv) {
+  qp_grid grid;
+  qp_mpi_start(&argc, &argv, &grid);
+  const qp_linalg_ops *dist = qp_linalg_dist_ops(), *ops = NULL;
+  TEST_OK(qp_linalg_backend("hostdev-tiled", &ops));
+  TEST_ASSERT(ops && ops->distributed && ops->space == QP_SPACE_DEVICE &&
+                  qp_linalg_local_ops(ops) == qp_linalg_hostdev_ops() &&
+                  qp_linalg_host_ops(ops) == dist,
+              "hostdev-tiled: not a distributed device table over hostdev with dist's host "
+              "matrices");
+  const int64_t n = 45, k = 19;
+  qp_matrix ref, got, b_ref, b_got;
+
+  /* pixel-direct's basis: C = L L^T, L^-1, its upper part cleared (NaN above C's diagonal) */
+  make(dist, "C", SPD, 0, n, n, &ref);
+  make(ops, "C", SPD, 0, n, n, &got);
+  TEST_OK(qp_linalg_potrf(&ref));
+  TEST_OK(qp_linalg_potrf(&got));
+  double rc_got = 0;
+  TEST_OK(qp_linalg_pocon(&got, (double)n, &rc_got));
+  TEST_ASSERT(rc_got > 0.1 && rc_got <= 1.0, "pocon through the table: %g", rc_got);
+  TEST_OK(qp_linalg_trtri(&ref));
+  TEST_OK(qp_linalg_trtri(&got));
+  TEST_OK(qp_linalg_clear_upper(&ref));
+  TEST_OK(qp_linalg_clear_upper(&got));
+  TEST_WITHIN(compare(&ref, &got, 0), 1e-12, "L^-1 through hostdev-tiled differs from dist's");
+
+  /* products and solves with it, a gemm and a syrk */
+  make(dist, "B", GENERAL, 0, n, k, &b_ref);
+  make(ops, "B", GENERAL, 0, n, k, &b_got);
+  TEST_OK(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &ref, &b_ref));
+  TEST_OK(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &got, &b_got));
+  TEST_OK(qp_linalg_trsm(QP_LEFT, QP_TRANS, 2.0, &ref, &b_ref));
+  TEST_OK(qp_linalg_trsm(QP_LEFT, QP_TRANS, 2.0, &got, &b_got));
+  TEST_WITHIN(compare(&b_ref, &b_got, 0), 1e-12, "trmm then trsm through the table differ");
+  qp_matrix s_ref, s_got;
+  make(dist, "S", GENERAL, 0, k, k, &s_ref);
+  make(ops, "S", GENERAL, 0, k, k, &s_got);
+  TEST_OK(qp_linalg_syrk(QP_TRANS, 1.0, &b_ref, 0.0, &s_ref));
+  TEST_OK(qp_linalg_syrk(QP_TRANS, 1.0, &b_got, 0.0, &s_got));
+  TEST_WITHIN(compare(&s_ref, &s_got, 0), 1e-12, "syrk through the table differs");
+  qp_matrix c_ref, c_got;
+  make(dist, "BS", GENERAL, 0, n, k, &c_ref);
+  make(ops, "BS", GENERAL, 0, n, k, &c_got);
+  TEST_OK(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, -1.0, &b_ref, &s_ref, 0.5, &c_ref));
+  TEST_OK(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, -1.0, &b_got, &s_got, 0.5, &c_got));
+  TEST_WITHIN(compare(&c_ref, &c_got, 0), 1e-12, "gemm through the table differs");
+  qp_matrix_destroy(&c_ref);
+  qp_matrix_destroy(&c_got);
+  double norm_ref = 0, norm_got = 0;
+  TEST_OK(qp_linalg_norm1(&ref, &norm_ref));
+  TEST_OK(qp_linalg_norm1(&got, &norm_got));
+  TEST_WITHIN(qp_test_rel_diff(norm_ref, norm_got), 1e-14, "norm1 through the table");
+
+  /* moves: A's window (rows 3.., columns 2..) lined up with S's positions (1, 0) in a host
+   * work matrix of S's shape, the transpose, B whole on every rank, bitwise */
+  qp_matrix work_ref, work_got;
+  qp_aligned al_ref, al_got;
+  TEST_OK(qp_matrix_create(dist, "aligned", QP_TERM_TRANSIENT, k, k, &work_ref));
+  TEST_OK(qp_matrix_create(dist, "aligned", QP_TERM_TRANSIENT, k, k, &work_got));
+  memset(work_ref.data, 0, (size_t)qp_matrix_local_size(&work_ref) * sizeof(double));
+  memset(work_got.data, 0, (size_t)qp_matrix_local_size(&work_got) * sizeof(double));
+  TEST_OK(qp_linalg_align(&ref, 3, 2, k - 1, k, &s_ref, 1, 0, &work_ref, &al_ref));
+  TEST_OK(qp_linalg_align(&got, 3, 2, k - 1, k, &s_got, 1, 0, &work_got, &al_got));
+  TEST_ASSERT(compare(&work_ref, &work_got, 0) == 0, "an aligned window differs");
+  qp_matrix_destroy(&work_ref);
+  qp_matrix_destroy(&work_got);
+  qp_matrix t_got;
+  make(ops, "Bt", GENERAL, 0, k, n, &t_got);
+  TEST_OK(qp_linalg_transpose(&b_got, &t_got));
+  {
+    /* B^T whole on every rank against B whole, transposed by hand */
+    qp_matrix whole_b, whole_t;
+    const double *wb = NULL, *wt = NULL;
+    TEST_OK(qp_matrix_create(qp_linalg_cpu_ops(), "B whole", QP_TERM_TRANSIENT, n, k, &whole_b));
+    TEST_OK(qp_matrix_create(qp_linalg_cpu_ops(), "Bt whole", QP_TERM_TRANSIENT, k, n, &whole_t));
+    TEST_OK(qp_linalg_replicate(&b_got, &whole_b, &wb));
+    TEST_OK(qp_linalg_replicate(&t_got, &whole_t, &wt));
+    double worst = 0;
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t i = 0; i < n; ++i)
+        worst = qp_test_worst(worst, isfinite(wb[i + j * n]) && isfinite(wt[j + i * k])
+                                         ? fabs(wb[i + j * n] - wt[j + i * k])
+                                         : NAN);
+    TEST_ASSERT(worst == 0, "transpose through the table: %g off", worst);
+    qp_matrix_destroy(&whole_b);
+    qp_matrix_destroy(&whole_t);
+  }
+  qp_matrix_destroy(&t_got);
+
+  /* a host window's round trip of this rank's local columns, against the same on dist's */
+  qp_matrix *both[2] = {&b_ref, &b_got};
+  for (int t = 0; t < 2; ++t) {
+    qp_host_window w;
+    TEST_OK(qp_host_window_open(both[t], 0, both[t]->local_cols, QP_ACCESS_READ_WRITE, &w));
+    for (int64_t j = 0; j < both[t]->local_cols; ++j)
+      for (int64_t i = 0; i < both[t]->local_rows; ++i)
+        w.data[i + j * w.ld] = 2.0 * w.data[i + j * w.ld] + (double)qp_matrix_global_row(both[t], i);
+    TEST_OK(qp_host_window_close(&w));
+  }
+  TEST_WITHIN(compare(&b_ref, &b_got, 0), 1e-12, "a host window's round trip differs");
+
+  /* partial sums over every rank */
+  double one = 1.0;
+  TEST_OK(qp_linalg_sum_partials(ops, &one, 1));
+  TEST_ASSERT(one == qp_comm_size(), "partial sums over %d ranks gave %g", qp_comm_size(), one);
+
+  /* what it lacks, refused by name */
+  int pivots[64];
+  EXPECT_ERROR(qp_linalg_getrf(&s_got, pivots), QP_ERR_UNSUPPORTED,
+               "backend 'hostdev-tiled' has no getrf", "no getrf");
+
+  /* held buffers: the tiled blocks (the local part in device space), hostdev's workspace */
+  TEST_OK(ops->hold_workspace(QP_TERM_TILED_PANELS, 4096));
+  TEST_OK(ops->hold_workspace(QP_TERM_TILED_HOST, 4096));
+  TEST_OK(ops->hold_workspace(QP_TERM_HOSTDEV_WORKSPACE, 8192));
+  TEST_ASSERT(term_total(QP_TERM_TILED_PANELS, QP_SPACE_DEVICE) >= 4096 &&
+                  term_total(QP_TERM_TILED_HOST, QP_SPACE_HOST) >= 4096 &&
+                  term_total(QP_TERM_HOSTDEV_WORKSPACE, QP_SPACE_DEVICE) >= 8192,
+              "the table's hold took no blocks");
+  qp_linalg_release_workspaces(ops);
+
+  qp_matrix_destroy(&ref);
+  qp_matrix_destroy(&got);
+  qp_matrix_destroy(&b_ref);
+  qp_matrix_destroy(&b_got);
+  qp_matrix_destroy(&s_ref);
+  qp_matrix_destroy(&s_got);
+  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0 && qp_budget_current(QP_SPACE_HOST) == 0,
+              "%zu device and %zu host bytes still tracked", qp_budget_current(QP_SPACE_DEVICE),
+              qp_budget_current(QP_SPACE_HOST));
+  return qp_mpi_finish(&grid, "the tiled table over hostdev", "equal to dist's");
+}
