@@ -6,24 +6,49 @@
  * made whole on every rank (qp_linalg_replicate), the transpose, a host window's round trip;
  * partial sums completed over the ranks; the operations it lacks (the LU) refused by name;
  * the held buffers (the tiled blocks in device space, hostdev's solver workspace) taken and
- * freed by the table's hold and release; nothing left tracked. Args: grid rows, cols, block. */
+ * freed by the table's hold and release; nothing left tracked. Args: grid rows, cols, block,
+ * and the table (hostdev-tiled by default; cuda-dist on a GPU node: tests/mpi/CMakeLists.txt,
+ * label gpu, skipped with exit 77 where there is no GPU unless QP_REQUIRE_GPU=1). */
 #include <stdio.h>
 
 #include "comm.h"
 #include "host_window.h"
 #include "hostdev.h"
+#include "qp_config.h"
 #include "tiled_check.h"
+#if QP_HAVE_CUDA
+#include "cuda.h"
+#endif
+
+enum { QP_TEST_SKIP = 77 };
 
 int main(int argc, char **argv) {
   qp_grid grid;
   qp_mpi_start(&argc, &argv, &grid);
+  /* The table: hostdev-tiled, or a 4th argument (cuda-dist, in CUDA builds, label gpu). */
+  const char *table = argc > 4 ? argv[4] : "hostdev-tiled";
+  const int emulated = strcmp(table, "hostdev-tiled") == 0;
   const qp_linalg_ops *dist = qp_linalg_dist_ops(), *ops = NULL;
-  TEST_OK(qp_linalg_backend("hostdev-tiled", &ops));
+  const qp_err started = qp_linalg_backend(table, &ops);
+  if (started == QP_ERR_UNSUPPORTED && !emulated) {
+    /* No GPU (or no CUDA): skipped on every rank, a failure under QP_REQUIRE_GPU=1. */
+    const char *require = getenv("QP_REQUIRE_GPU");
+    const int required = require && strcmp(require, "1") == 0;
+    if (qp_comm_rank() == 0)
+      printf("test_tiled_table: %s: %s: %s\n", table, required ? "FAILED" : "skipped",
+             qp_error_message());
+    qp_grid_exit(&grid);
+    qp_comm_finalize();
+    return required ? 1 : QP_TEST_SKIP;
+  }
+  TEST_OK(started);
   TEST_ASSERT(ops && ops->distributed && ops->space == QP_SPACE_DEVICE &&
-                  qp_linalg_local_ops(ops) == qp_linalg_hostdev_ops() &&
+                  qp_linalg_local_ops(ops) != ops &&
+                  qp_linalg_local_ops(ops)->space == QP_SPACE_DEVICE &&
+                  (!emulated || qp_linalg_local_ops(ops) == qp_linalg_hostdev_ops()) &&
                   qp_linalg_host_ops(ops) == dist,
-              "hostdev-tiled: not a distributed device table over hostdev with dist's host "
-              "matrices");
+              "%s: not a distributed device table over a local device table with dist's host "
+              "matrices", table);
   const int64_t n = 45, k = 19;
   qp_matrix ref, got, b_ref, b_got;
 
@@ -123,16 +148,17 @@ int main(int argc, char **argv) {
 
   /* what it lacks, refused by name */
   int pivots[64];
-  EXPECT_ERROR(qp_linalg_getrf(&s_got, pivots), QP_ERR_UNSUPPORTED,
-               "backend 'hostdev-tiled' has no getrf", "no getrf");
+  char want[64];
+  snprintf(want, sizeof want, "backend '%s' has no getrf", table);
+  EXPECT_ERROR(qp_linalg_getrf(&s_got, pivots), QP_ERR_UNSUPPORTED, want, "no getrf");
 
   /* held buffers: the tiled blocks (the local part in device space), hostdev's workspace */
   TEST_OK(ops->hold_workspace(QP_TERM_TILED_PANELS, 4096));
   TEST_OK(ops->hold_workspace(QP_TERM_TILED_HOST, 4096));
-  TEST_OK(ops->hold_workspace(QP_TERM_HOSTDEV_WORKSPACE, 8192));
+  if (emulated) TEST_OK(ops->hold_workspace(QP_TERM_HOSTDEV_WORKSPACE, 8192));
   TEST_ASSERT(term_total(QP_TERM_TILED_PANELS, QP_SPACE_DEVICE) >= 4096 &&
                   term_total(QP_TERM_TILED_HOST, QP_SPACE_HOST) >= 4096 &&
-                  term_total(QP_TERM_HOSTDEV_WORKSPACE, QP_SPACE_DEVICE) >= 8192,
+                  (!emulated || term_total(QP_TERM_HOSTDEV_WORKSPACE, QP_SPACE_DEVICE) >= 8192),
               "the table's hold took no blocks");
   qp_linalg_release_workspaces(ops);
 
@@ -142,8 +168,11 @@ int main(int argc, char **argv) {
   qp_matrix_destroy(&b_got);
   qp_matrix_destroy(&s_ref);
   qp_matrix_destroy(&s_got);
+#if QP_HAVE_CUDA
+  if (!emulated) qp_cuda_finalize(); /* the context's own buffers, held from its start */
+#endif
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0 && qp_budget_current(QP_SPACE_HOST) == 0,
               "%zu device and %zu host bytes still tracked", qp_budget_current(QP_SPACE_DEVICE),
               qp_budget_current(QP_SPACE_HOST));
-  return qp_mpi_finish(&grid, "the tiled table over hostdev", "equal to dist's");
+  return qp_mpi_finish(&grid, table, "equal to dist's");
 }
