@@ -29,7 +29,7 @@ static qp_err qp_tiled_factor_diagonal(qp_matrix *a, int64_t k0, int64_t kb,
  * each block column from its diagonal block down. */
 static qp_err qp_tiled_factor_trailing(qp_matrix *a, int64_t k0, int64_t kb, qp_tiled_work *w) {
   const qp_grid *g = a->grid;
-  const int64_t n = a->rows, t0 = k0 + kb, nb = g->block;
+  const int64_t n = a->rows, t0 = k0 + kb;
   int64_t r0, r1, c0, c1;
   qp_tiled_local_range(t0, n, g->block, g->myrow, g->nprow, &r0, &r1);
   qp_tiled_local_range(t0, n, g->block, g->mycol, g->npcol, &c0, &c1);
@@ -37,10 +37,8 @@ static qp_err qp_tiled_factor_trailing(qp_matrix *a, int64_t k0, int64_t kb, qp_
   qp_matrix by_row, by_col;
   QP_CALL(qp_tiled_pack(w, n - t0, 1, kb, &rows, 0, w->panel_a, "panel (rows)", &by_row));
   QP_CALL(qp_tiled_pack(w, n - t0, 1, kb, &cols, 0, w->panel_b, "panel (columns)", &by_col));
-  for (int64_t lj = c0; lj < c1;) {
-    const int64_t jb = nb - lj % nb < c1 - lj ? nb - lj % nb : c1 - lj;
-    const int64_t gj = qp_bc_global_index(lj, nb, g->mycol, g->npcol);
-    const int64_t li = qp_bc_local_count(gj, nb, g->myrow, g->nprow); /* my rows from gj down */
+  int64_t jb, li;
+  for (int64_t lj = c0; qp_tiled_lower_column(a, lj, c1, &jb, &li); lj += jb)
     if (li < r1) {
       qp_matrix target, left, right;
       QP_CALL(qp_tiled_local_view(a, li, lj, r1 - li, jb, a->name, &target));
@@ -50,8 +48,6 @@ static qp_err qp_tiled_factor_trailing(qp_matrix *a, int64_t k0, int64_t kb, qp_
                              by_col.ld, &right));
       QP_CALL(w->local->gemm(QP_NOTRANS, QP_TRANS, -1.0, &left, &right, 1.0, &target));
     }
-    lj += jb;
-  }
   return QP_OK;
 }
 

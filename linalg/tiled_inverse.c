@@ -21,18 +21,15 @@
 static qp_err qp_tiled_inverse_partial(qp_matrix *a, int64_t t0, int64_t kb, qp_tiled_work *w,
                                        int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                                        qp_matrix *partial) {
-  const qp_grid *g = a->grid;
-  const int64_t nb = g->block, nr = r1 - r0;
+  const int64_t nr = r1 - r0;
   memset(w->stage, 0, (size_t)(nr * kb) * sizeof(double));
   QP_CALL(qp_matrix_view(w->local, "X22 L21 (partial)", w->panel_a, nr, kb, nr, partial));
   QP_CALL(qp_linalg_upload(w->stage, nr, partial, 0, 0, nr, kb));
   qp_matrix by_col;
   const qp_tiled_targets cols = qp_tiled_cols(a, c0, c1, t0);
   QP_CALL(qp_tiled_pack(w, a->rows - t0, 1, kb, &cols, 0, w->panel_b, "L21 (columns)", &by_col));
-  for (int64_t lj = c0; lj < c1;) {
-    const int64_t jb = nb - lj % nb < c1 - lj ? nb - lj % nb : c1 - lj;
-    const int64_t gj = qp_bc_global_index(lj, nb, g->mycol, g->npcol);
-    const int64_t li = qp_bc_local_count(gj, nb, g->myrow, g->nprow); /* my rows from gj down */
+  int64_t jb, li;
+  for (int64_t lj = c0; qp_tiled_lower_column(a, lj, c1, &jb, &li); lj += jb)
     if (li < r1) {
       qp_matrix x, l21, target;
       QP_CALL(qp_tiled_local_view(a, li, lj, r1 - li, jb, a->name, &x));
@@ -42,8 +39,6 @@ static qp_err qp_tiled_inverse_partial(qp_matrix *a, int64_t t0, int64_t kb, qp_
                              kb, nr, &target));
       QP_CALL(w->local->gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &x, &l21, 1.0, &target));
     }
-    lj += jb;
-  }
   return QP_OK;
 }
 

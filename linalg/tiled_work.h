@@ -71,6 +71,20 @@ qp_err qp_tiled_upload_tile(qp_tiled_work *w, int64_t kb, const char *name, qp_m
 qp_err qp_tiled_local_view(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows,
                            int64_t cols, const char *name, qp_matrix *out);
 
+/** The lower-triangular walk of potrf's trailing update and trtri's products: for this rank's
+ *  local block column starting at local column lj (below c1), *jb its width and *li this
+ *  rank's first local row at or below the column's first global index (its diagonal block,
+ *  down). 0 when lj has reached c1. Loop: for (lj = c0; qp_tiled_lower_column(...); lj += jb). */
+static inline int qp_tiled_lower_column(const qp_matrix *a, int64_t lj, int64_t c1, int64_t *jb,
+                                        int64_t *li) {
+  if (lj >= c1) return 0;
+  const qp_grid *g = a->grid;
+  const int64_t nb = g->block;
+  *jb = nb - lj % nb < c1 - lj ? nb - lj % nb : c1 - lj;
+  *li = qp_bc_local_count(qp_bc_global_index(lj, nb, g->mycol, g->npcol), nb, g->myrow, g->nprow);
+  return 1;
+}
+
 /** 1 when a view has no entry: the local operation on it is skipped. */
 static inline int qp_tiled_empty(const qp_matrix *m) { return m->rows == 0 || m->cols == 0; }
 
