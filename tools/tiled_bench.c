@@ -3,7 +3,7 @@
  *   mpiexec -n P qp-tiled-bench [--repeat R] [--block B] N [N ...]
  *
  * For each order N, on the grid qp_grid_init chooses for P ranks: potrf of an N x N SPD
- * matrix, trsm (left, lower, L^-1 B and L^-T B) of N x N/2 right-hand sides, and the gemm
+ * matrix, trtri of its factor, trsm (left, lower, L^-1 B and L^-T B) of N x N/2 right-hand sides, and the gemm
  * C = A^T A of an N x N/2 A (syrk's form): each by ScaLAPACK (the dist table) and by the tiled
  * algorithm with the cpu table as the local one (the code a GPU per rank would run with cuda
  * local), best of R, seconds over the ranks' slowest; then tiled / ScaLAPACK and both rates
@@ -30,21 +30,23 @@ static void fill(qp_matrix *m, int spd) {
     }
 }
 
-typedef enum { OP_POTRF, OP_TRSM_N, OP_TRSM_T, OP_GEMM, OP_COUNT } bench_op;
-static const char *const op_names[OP_COUNT] = {"potrf", "trsm L^-1 B", "trsm L^-T B",
+typedef enum { OP_POTRF, OP_TRTRI, OP_TRSM_N, OP_TRSM_T, OP_GEMM, OP_COUNT } bench_op;
+static const char *const op_names[OP_COUNT] = {"potrf", "trtri", "trsm L^-1 B", "trsm L^-T B",
                                                "gemm A^T A"};
 
 /* Seconds of one run of `op` (tiled or not), the slowest rank's; the inputs are made fresh. */
 static double run_once(bench_op op, int tiled, int64_t n, qp_matrix *a, qp_matrix *l,
                        qp_matrix *b, qp_matrix *c) {
   qp_err err = QP_OK;
-  if (op == OP_POTRF) fill(a, 1);
+  if (op == OP_POTRF || op == OP_TRTRI) fill(a, 1);
+  if (op == OP_TRTRI && qp_linalg_potrf(a) != QP_OK) qp_comm_abort(1); /* untimed: its L */
   if (op == OP_TRSM_N || op == OP_TRSM_T) fill(b, 0);
   (void)n;
   qp_comm_agree(QP_OK); /* start together */
   const double t0 = qp_clock_seconds();
   switch (op) {
   case OP_POTRF: err = tiled ? qp_tiled_potrf(a) : qp_linalg_potrf(a); break;
+  case OP_TRTRI: err = tiled ? qp_tiled_trtri(a) : qp_linalg_trtri(a); break;
   case OP_TRSM_N:
   case OP_TRSM_T: {
     const qp_trans t = op == OP_TRSM_T ? QP_TRANS : QP_NOTRANS;
@@ -69,7 +71,8 @@ static double run_once(bench_op op, int tiled, int64_t n, qp_matrix *a, qp_matri
 static double op_flops(bench_op op, int64_t n) {
   const double nn = (double)n, k = (double)(n / 2);
   switch (op) {
-  case OP_POTRF: return nn * nn * nn / 3.0;
+  case OP_POTRF:
+  case OP_TRTRI: return nn * nn * nn / 3.0;
   case OP_TRSM_N:
   case OP_TRSM_T: return nn * nn * k;
   case OP_GEMM: return 2.0 * k * k * nn;
