@@ -660,13 +660,10 @@ static qp_err qp_hostdev_dist_transpose(const qp_matrix *a, qp_matrix *b) {
 static qp_err qp_hostdev_dist_clear_upper(qp_matrix *a) {
   QP_HOSTDEV_BATCHED(qp_tiled_clear_upper(a));
 }
-/* Between two block-cyclic matrices (a device one into a host work matrix: qp_linalg_align);
- * the stack of local parts (local matrices) copies as on one rank. */
 static qp_err qp_hostdev_dist_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a,
                                        int64_t ai, int64_t aj, qp_matrix *b, int64_t bi,
                                        int64_t bj) {
-  if (!a->grid || !b->grid) return qp_hostdev_copy_sub(rows, cols, a, ai, aj, b, bi, bj);
-  QP_HOSTDEV_BATCHED(qp_tiled_copy_sub(rows, cols, a, ai, aj, b, bi, bj));
+  QP_HOSTDEV_BATCHED(qp_tiled_table_copy_sub(rows, cols, a, ai, aj, b, bi, bj));
 }
 
 /* Cholesky and the inverse, the products and solves, the norm and the estimate, copies,

@@ -54,9 +54,8 @@ static qp_err qp_tiled_inverse_sum(qp_matrix *a, int64_t t0, int64_t kb, qp_tile
   QP_CALL(qp_comm_agree(err));
   memset(w->window, 0, (size_t)(rows * kb) * sizeof(double));
   for (int64_t c = 0; c < kb; ++c)
-    for (int64_t s = 0; s < nr; ++s)
-      w->window[qp_bc_global_index(r0 + s, g->block, g->myrow, g->nprow) - t0 + c * rows] =
-          w->stage[s + c * nr];
+    qp_tiled_copy_column(w->stage + c * nr, r0, nr, g->block, g->myrow, g->nprow, t0,
+                         w->window + c * rows, 1);
   return qp_comm_sum(w->window, rows * kb);
 }
 
@@ -67,9 +66,8 @@ static qp_err qp_tiled_inverse_panel(qp_matrix *a, int64_t k0, int64_t kb, qp_ti
   const int64_t t0 = k0 + kb, rows = a->rows - t0, nr = r1 - r0;
   if (qp_bc_owner(k0, g->block, g->npcol) != g->mycol || nr == 0) return QP_OK;
   for (int64_t c = 0; c < kb; ++c)
-    for (int64_t s = 0; s < nr; ++s)
-      w->stage[s + c * nr] =
-          w->window[qp_bc_global_index(r0 + s, g->block, g->myrow, g->nprow) - t0 + c * rows];
+    qp_tiled_copy_column(w->stage + c * nr, r0, nr, g->block, g->myrow, g->nprow, t0,
+                         w->window + c * rows, 0);
   const int64_t lc = qp_bc_local_index(k0, g->block, g->npcol);
   qp_matrix panel;
   QP_CALL(qp_linalg_upload(w->stage, nr, a, r0, lc, nr, kb));

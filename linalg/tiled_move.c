@@ -52,10 +52,14 @@ static qp_err qp_tiled_scatter(qp_tiled_work *w, int64_t window_ld, int64_t rows
            (long long)nc, (long long)w->sizes.stage);
   for (int64_t t = 0; t < nc; ++t) {
     const int64_t j = qp_bc_global_index(c0 + t, g->block, g->mycol, g->npcol) - bj;
+    if (!transposed) {
+      qp_tiled_copy_column(w->stage + t * nr, r0, nr, g->block, g->myrow, g->nprow, bi,
+                           w->window + j * window_ld, 0);
+      continue;
+    }
     for (int64_t s = 0; s < nr; ++s) {
       const int64_t i = qp_bc_global_index(r0 + s, g->block, g->myrow, g->nprow) - bi;
-      w->stage[s + t * nr] = transposed ? w->window[j + i * window_ld]
-                                        : w->window[i + j * window_ld];
+      w->stage[s + t * nr] = w->window[j + i * window_ld];
     }
   }
   return qp_linalg_upload(w->stage, nr, b, r0, c0, nr, nc);

@@ -155,17 +155,16 @@ void qp_tiled_work_close(qp_tiled_work *w) {
   memset(w, 0, sizeof *w);
 }
 
-/* Copies one local column's entries (local rows l0 .. l0 + count of process iproc) to their
- * global places in the window column `out` (global row gi at out[gi - i0]), a block-long run at
- * a time: runs of local rows within one block are consecutive global rows. */
-static void qp_tiled_unpack_column(const double *in, int64_t l0, int64_t count, int nb,
-                                   int iproc, int nprocs, int64_t i0, double *out) {
+/* A block-long run at a time: runs of local indices within one block are consecutive global
+ * indices. */
+void qp_tiled_copy_column(double *packed, int64_t l0, int64_t count, int nb, int iproc,
+                          int nprocs, int64_t i0, double *window, int to_window) {
   for (int64_t s = 0; s < count;) {
     const int64_t l = l0 + s;
     int64_t run = nb - l % nb;
     if (run > count - s) run = count - s;
-    memcpy(out + (qp_bc_global_index(l, nb, iproc, nprocs) - i0), in + s,
-           (size_t)run * sizeof *out);
+    double *at = window + (qp_bc_global_index(l, nb, iproc, nprocs) - i0);
+    memcpy(to_window ? at : packed + s, to_window ? packed + s : at, (size_t)run * sizeof *at);
     s += run;
   }
 }
@@ -192,7 +191,7 @@ qp_err qp_tiled_gather(qp_tiled_work *w, qp_err pending, const qp_matrix *m, int
     w->counts[q] = (a1 - a0) * (b1 - b0);
   }
   QP_CALL(qp_comm_allgatherv(w->send, w->recv, w->counts));
-  const double *in = w->recv;
+  double *in = w->recv;
   for (int q = 0; q < ranks; ++q) {
     const int prow = q / g->npcol, pcol = q % g->npcol;
     int64_t a0, a1, b0, b1;
@@ -200,8 +199,8 @@ qp_err qp_tiled_gather(qp_tiled_work *w, qp_err pending, const qp_matrix *m, int
     qp_tiled_local_range(j0, j0 + cols, g->block, pcol, g->npcol, &b0, &b1);
     for (int64_t lj = b0; lj < b1; ++lj, in += a1 - a0) {
       const int64_t gj = qp_bc_global_index(lj, g->block, pcol, g->npcol) - j0;
-      qp_tiled_unpack_column(in, a0, a1 - a0, g->block, prow, g->nprow, i0,
-                             w->window + gj * rows);
+      qp_tiled_copy_column(in, a0, a1 - a0, g->block, prow, g->nprow, i0, w->window + gj * rows,
+                           1);
     }
   }
   return QP_OK;

@@ -43,6 +43,12 @@ static inline void qp_tiled_local_range(int64_t g0, int64_t g1, int nb, int ipro
 qp_err qp_tiled_gather(qp_tiled_work *w, qp_err pending, const qp_matrix *m, int64_t i0,
                        int64_t j0, int64_t rows, int64_t cols);
 
+/** One column between this process's packed entries of local indices l0 .. l0 + count (of
+ *  process iproc of nprocs, block nb) and their global places in a window column (global index
+ *  gi at window[gi - i0]): into the window when `to_window`, out of it otherwise. */
+void qp_tiled_copy_column(double *packed, int64_t l0, int64_t count, int nb, int iproc,
+                          int nprocs, int64_t i0, double *window, int to_window);
+
 /* Positions of the window that meet a run of this rank's local indices along one dimension:
  * local index first + s (s < count) is global qp_bc_global_index(first + s, nb, iproc, nprocs),
  * i.e. window index that minus `offset`. */
