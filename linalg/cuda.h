@@ -67,8 +67,8 @@ int qp_cuda_device_count(char *why, size_t why_size);
 /** The cuda operation table, or NULL before qp_cuda_init. */
 const qp_linalg_ops *qp_linalg_cuda_ops(void);
 /** "cuda-dist": matrices block-cyclic over the ranks, each rank's part on its GPU, every
- *  operation a tiled one over the cuda table (tiled_table.h; no LU: SMW is refused by the
- *  planner). NULL before qp_cuda_init or in a build without ScaLAPACK's grid. */
+ *  operation a tiled one over the cuda table (tiled_table.h; SMW's LU is
+ *  tiled_lu.c's). NULL before qp_cuda_init or in a build without ScaLAPACK's grid. */
 const qp_linalg_ops *qp_linalg_cuda_dist_ops(void);
 
 typedef struct qp_cuda_device_info {

@@ -573,13 +573,16 @@ static qp_err qp_hostdev_clear_upper(qp_matrix *a) { QP_HOSTDEV_RUN(clear_upper,
  * those hostdev-dist runs as tiled algorithms. */
 #define QP_HOSTDEV_SHARED_OPS                                                                    \
   .space = QP_SPACE_DEVICE, .moves_data = 1, .download = qp_hostdev_download,                    \
-  .upload = qp_hostdev_upload, .getrf = qp_hostdev_getrf, .getrs = qp_hostdev_getrs,           \
-  .potrs = qp_hostdev_potrs, .gecon = qp_hostdev_gecon
+  .upload = qp_hostdev_upload
 
 /* One rank: align and replicate download into host work matrices of the cpu table (moves_data
  * because the space is the device's); sum_partials NULL: one process holds every matrix. */
 static const qp_linalg_ops qp_hostdev_ops_table = {
     QP_HOSTDEV_SHARED_OPS,
+    .getrf = qp_hostdev_getrf,
+    .getrs = qp_hostdev_getrs,
+    .potrs = qp_hostdev_potrs,
+    .gecon = qp_hostdev_gecon,
     .potrf = qp_hostdev_potrf,
     .trmm = qp_hostdev_trmm,
     .trsm = qp_hostdev_trsm,
@@ -660,20 +663,33 @@ static qp_err qp_hostdev_dist_transpose(const qp_matrix *a, qp_matrix *b) {
 static qp_err qp_hostdev_dist_clear_upper(qp_matrix *a) {
   QP_HOSTDEV_BATCHED(qp_tiled_clear_upper(a));
 }
+static qp_err qp_hostdev_dist_getrf(qp_matrix *a, int *pivots) {
+  QP_HOSTDEV_BATCHED(qp_tiled_getrf(a, pivots));
+}
+static qp_err qp_hostdev_dist_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
+  QP_HOSTDEV_BATCHED(qp_tiled_getrs(lu, pivots, b));
+}
+static qp_err qp_hostdev_dist_potrs(const qp_matrix *l, qp_matrix *b) {
+  QP_HOSTDEV_BATCHED(qp_tiled_potrs(l, b));
+}
+static qp_err qp_hostdev_dist_gecon(const qp_matrix *lu, double anorm, double *rcond) {
+  QP_HOSTDEV_BATCHED(qp_tiled_gecon(lu, anorm, rcond));
+}
 static qp_err qp_hostdev_dist_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a,
                                        int64_t ai, int64_t aj, qp_matrix *b, int64_t bi,
                                        int64_t bj) {
   QP_HOSTDEV_BATCHED(qp_tiled_table_copy_sub(rows, cols, a, ai, aj, b, bi, bj));
 }
 
-/* Cholesky and the inverse, the products and solves, the norm and the estimate, copies,
- * transpose and clearing are the tiled algorithms (linalg/tiled.h) over hostdev's local
- * operations: what a GPU per rank runs (the cuda table as the local one), exercised here on
- * the emulated devices. The LU, its solves and its estimate (SMW's) and potrs are still
- * dist's on the opened local parts: not tiled yet, so a GPU per rank refuses SMW
- * (docs/gpu.md). */
+/* Every operation is a tiled algorithm (linalg/tiled.h) over hostdev's local operations, in
+ * batches: what a GPU per rank runs (the cuda table as the local one), exercised here on the
+ * emulated devices. */
 static const qp_linalg_ops qp_hostdev_dist_ops_table = {
     QP_HOSTDEV_SHARED_OPS,
+    .getrf = qp_hostdev_dist_getrf,
+    .getrs = qp_hostdev_dist_getrs,
+    .potrs = qp_hostdev_dist_potrs,
+    .gecon = qp_hostdev_dist_gecon,
     .potrf = qp_hostdev_dist_potrf,
     .trmm = qp_hostdev_dist_trmm,
     .trsm = qp_hostdev_dist_trsm,

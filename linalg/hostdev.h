@@ -79,12 +79,11 @@ qp_err qp_hostdev_init(void);
 const qp_linalg_ops *qp_linalg_hostdev_ops(void);
 /** The distributed hostdev table (name "hostdev-dist"; NULL in a build without ScaLAPACK):
  *  matrices block-cyclic over qp_grid_current() as dist's, each rank's local part in its own
- *  emulated device, the dist table's operations (PBLAS/ScaLAPACK) run on them with every
- *  rank's operands open. Its host table is dist (align's and replicate's work matrices,
- *  staging of local parts), its local table hostdev (a rank's stacks of local parts),
- *  sum_partials dist's. Collective operations agree on their operands first (qp_comm_agree):
- *  a rank whose operand is refused returns its error on every rank, none waits in PBLAS.
- *  Everything but the LU runs as tiled algorithms (tiled.h) over hostdev's operations. */
+ *  emulated device, every operation a tiled algorithm (tiled.h) over hostdev's operations,
+ *  the LU included. Its host table is dist (align's and replicate's work matrices, staging
+ *  of local parts), its local table hostdev (a rank's stacks of local parts), sum_partials
+ *  dist's. Each step agrees on its errors (qp_comm_agree): a rank whose operand is refused
+ *  returns its error on every rank, none waits in a collective. */
 const qp_linalg_ops *qp_linalg_hostdev_dist_ops(void);
 /** cuda-dist's table over hostdev ("hostdev-tiled", above), or NULL in a build without
  *  ScaLAPACK's grid. */

@@ -95,6 +95,19 @@ qp_err qp_tiled_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix
                      qp_matrix *b);
 qp_err qp_tiled_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
                      qp_matrix *b);
+/* Which triangle of T a solve reads: getrf's factors hold a unit lower L (its diagonal is U's)
+ * and U in one matrix. */
+typedef enum qp_tiled_triangle {
+  QP_TILED_LOWER,      /* lower, its diagonal read (potrf's L) */
+  QP_TILED_UNIT_LOWER, /* lower, ones on the diagonal (not read) */
+  QP_TILED_UPPER       /* upper, its diagonal read */
+} qp_tiled_triangle;
+/** B <- alpha op(T)^-1 B or alpha B op(T)^-1 with that triangle of T (qp_tiled_trsm is the
+ *  lower one): the same sweep, a diagonal block made lower on the host before it is uploaded
+ *  (ones written on a unit diagonal, an upper block transposed with the transposition
+ *  turned round). */
+qp_err qp_tiled_trsm_triangle(qp_side side, qp_trans trans, double alpha,
+                              qp_tiled_triangle triangle, const qp_matrix *t, qp_matrix *b);
 /** A = L L^T in place, right-looking by block columns. L is in the lower triangle; the strict
  *  upper triangle of the diagonal blocks is overwritten by the trailing updates (LAPACK leaves
  *  it as it was; nothing here reads it: trsm, trmm and pocon read the lower triangle). A
@@ -124,5 +137,26 @@ qp_err qp_tiled_norm1(const qp_matrix *a, double *out);
  *  qp_tiled_trsm on a distributed n x 1 vector (term QP_TERM_TILED_VECTOR). */
 #define QP_TERM_TILED_VECTOR "tiled condition vector"
 qp_err qp_tiled_pocon(const qp_matrix *l, double anorm, double *rcond);
+/** The same from getrf's factors (qp_tiled_getrf): the estimator's products are solves with
+ *  the unit lower L and with U (dgecon's). */
+qp_err qp_tiled_gecon(const qp_matrix *lu, double anorm, double *rcond);
+
+/** P A = L U in place with partial pivoting, right-looking by block columns (tiled_lu.c). Each
+ *  step gathers its panel (the block column from the diagonal down) whole on every rank; rank 0
+ *  factors it with LAPACK's dgetrf on the host (the panel is n x block: O(n block^2) a step,
+ *  the flops are in the trailing gemm) and broadcasts it with its pivots, so that every rank
+ *  applies the same row interchanges; the rows they exchange move between process rows (each
+ *  rank downloads its part of the rows that change, gathered, each uploads its new rows); the
+ *  panel's process column writes the factored panel, the block row right of it is solved with
+ *  the unit L_kk on its process row, and every rank updates its local trailing part with one
+ *  gemm. pivots: ScaLAPACK's layout (qp_linalg_pivot_count): for each local row, the global
+ *  row (from 1) it was interchanged with. An exactly zero pivot is QP_ERR_NOT_POSDEF on every
+ *  rank, naming the matrix and the column. */
+qp_err qp_tiled_getrf(qp_matrix *a, int *pivots);
+/** B <- A^-1 B from qp_tiled_getrf's factors and pivots: B's rows permuted (a block column at a
+ *  time, gathered whole), then the solves with L (unit lower) and U. */
+qp_err qp_tiled_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b);
+/** B <- A^-1 B from A's Cholesky factor L: the solves with L and L^T. */
+qp_err qp_tiled_potrs(const qp_matrix *l, qp_matrix *b);
 
 #endif

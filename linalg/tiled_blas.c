@@ -65,6 +65,8 @@ qp_err qp_tiled_syrk(qp_trans trans, double alpha, const qp_matrix *a, double be
  * changed. */
 typedef struct qp_tiled_sweep {
   int solve, left, after;
+  int column_panel; /* 1: the coupling is a column panel of the triangle (below or above T_kk) */
+  qp_tiled_triangle triangle;
   qp_trans trans;
   double alpha;
   const qp_matrix *l;
@@ -72,7 +74,25 @@ typedef struct qp_tiled_sweep {
   qp_tiled_work w;
 } qp_tiled_sweep;
 
-/* B_k <- alpha op(L_kk)^(-1) B_k on the ranks that hold part of B_k (this rank's part). */
+/* The gathered diagonal block (w->window, kb x kb) made the lower, non-unit triangle the local
+ * table's trsm and trmm read, with the transposition that keeps op(T_kk): a unit diagonal
+ * written as ones (exact: a solve divides by 1.0), an upper block transposed (op(U) =
+ * op'(U^T) with the other transposition). The entries of the other triangle are not read. */
+static qp_trans qp_tiled_diagonal_as_lower(qp_tiled_sweep *s, int64_t kb) {
+  double *t = s->w.window;
+  if (s->triangle == QP_TILED_UNIT_LOWER)
+    for (int64_t i = 0; i < kb; ++i) t[i + i * kb] = 1.0;
+  if (s->triangle != QP_TILED_UPPER) return s->trans;
+  for (int64_t j = 0; j < kb; ++j)
+    for (int64_t i = j + 1; i < kb; ++i) {
+      const double v = t[i + j * kb];
+      t[i + j * kb] = t[j + i * kb];
+      t[j + i * kb] = v;
+    }
+  return s->trans == QP_TRANS ? QP_NOTRANS : QP_TRANS;
+}
+
+/* B_k <- alpha op(T_kk)^(-1) B_k on the ranks that hold part of B_k (this rank's part). */
 static qp_err qp_tiled_diagonal_local(qp_tiled_sweep *s, int64_t k0, int64_t kb) {
   const qp_grid *g = s->b->grid;
   int64_t l0, l1;
@@ -83,12 +103,13 @@ static qp_err qp_tiled_diagonal_local(qp_tiled_sweep *s, int64_t k0, int64_t kb)
   const int64_t other = s->left ? s->b->local_cols : s->b->local_rows;
   if (l1 == l0 || other == 0) return QP_OK;
   qp_matrix tile, bk;
+  const qp_trans trans = qp_tiled_diagonal_as_lower(s, kb);
   QP_CALL(qp_tiled_upload_tile(&s->w, kb, "diagonal block of L", &tile));
   QP_CALL(s->left ? qp_tiled_local_view(s->b, l0, 0, l1 - l0, other, s->b->name, &bk)
                   : qp_tiled_local_view(s->b, 0, l0, other, l1 - l0, s->b->name, &bk));
   const qp_side side = s->left ? QP_LEFT : QP_RIGHT;
-  return s->solve ? s->w.local->trsm(side, s->trans, s->alpha, &tile, &bk)
-                  : s->w.local->trmm(side, s->trans, s->alpha, &tile, &bk);
+  return s->solve ? s->w.local->trsm(side, trans, s->alpha, &tile, &bk)
+                  : s->w.local->trmm(side, trans, s->alpha, &tile, &bk);
 }
 
 /* The diagonal part of step k. Collective; every error returned is agreed on (as from the
@@ -116,9 +137,9 @@ static qp_err qp_tiled_update(qp_tiled_sweep *s, int64_t k0, int64_t kb) {
   const qp_matrix *l = s->l;
   qp_matrix *b = s->b;
   const int64_t n = l->rows;
-  /* The targets' global range, and L's window that couples them to B_k: the column panel
-   * below L_kk (targets after) or the row panel left of it (before), targets along the
-   * window's rows or columns. */
+  /* The targets' global range, and T's window that couples them to B_k: a column panel (below
+   * L_kk for targets after, above U_kk for targets before) or a row panel (left of L_kk,
+   * right of U_kk), targets along the window's rows or columns. */
   const int64_t t0 = s->after ? k0 + kb : 0, t1 = s->after ? n : k0;
   if (t1 <= t0) return QP_OK; /* no block on that side: the same on every rank */
   const qp_grid *g = b->grid;
@@ -129,13 +150,14 @@ static qp_err qp_tiled_update(qp_tiled_sweep *s, int64_t k0, int64_t kb) {
     qp_tiled_local_range(t0, t1, g->block, g->mycol, g->npcol, &l0, &l1);
   const qp_tiled_targets targets =
       s->left ? qp_tiled_rows(b, l0, l1, t0) : qp_tiled_cols(b, l0, l1, t0);
-  QP_CALL(s->after ? qp_tiled_gather(&s->w, QP_OK, l, t0, k0, t1 - t0, kb)
-                   : qp_tiled_gather(&s->w, QP_OK, l, k0, t0, kb, t1 - t0));
+  QP_CALL(s->column_panel ? qp_tiled_gather(&s->w, QP_OK, l, t0, k0, t1 - t0, kb)
+                          : qp_tiled_gather(&s->w, QP_OK, l, k0, t0, kb, t1 - t0));
   qp_matrix coupling, bk;
   qp_err err;
   /* Left: coupling is targets x kb (panel_a), B_k kb x local columns (panel_b); right: B_k is
    * local rows x kb (panel_a), coupling kb x targets (panel_b). */
-  err = qp_tiled_pack(&s->w, s->after ? t1 - t0 : kb, s->after, kb, &targets, !s->left,
+  err = qp_tiled_pack(&s->w, s->column_panel ? t1 - t0 : kb, s->column_panel, kb, &targets,
+                      !s->left,
                       s->left ? s->w.panel_a : s->w.panel_b, "coupling of L", &coupling);
   if (s->left) {
     QP_CALL(qp_tiled_gather(&s->w, err, b, k0, 0, kb, b->cols));
@@ -151,15 +173,21 @@ static qp_err qp_tiled_update(qp_tiled_sweep *s, int64_t k0, int64_t kb) {
 }
 
 static qp_err qp_tiled_triangular(int solve, qp_side side, qp_trans trans, double alpha,
-                                  const qp_matrix *l, qp_matrix *b) {
+                                  qp_tiled_triangle triangle, const qp_matrix *l, qp_matrix *b) {
   QP_CALL(qp_tiled_same_grid(l, b, b));
   QP_CHECK(alpha != 0.0 && isfinite(alpha), QP_ERR_UNSUPPORTED,
            "tiled %s with '%s': alpha %g (only a finite, non-zero alpha)", solve ? "trsm" : "trmm",
            b->name, alpha);
   const qp_grid *g = b->grid;
+  /* Left no-transpose with a lower triangle couples B_k to the blocks after it; an upper
+   * triangle, or either transposition, turns the direction round. */
+  const int lower = triangle != QP_TILED_UPPER;
+  const int after = ((side == QP_LEFT) != (trans == QP_TRANS)) == lower;
   qp_tiled_sweep s = {.solve = solve,
                       .left = side == QP_LEFT,
-                      .after = (side == QP_LEFT) != (trans == QP_TRANS),
+                      .after = after,
+                      .column_panel = after == lower,
+                      .triangle = triangle,
                       .trans = trans,
                       .alpha = alpha,
                       .l = l,
@@ -182,10 +210,15 @@ static qp_err qp_tiled_triangular(int solve, qp_side side, qp_trans trans, doubl
 
 qp_err qp_tiled_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
                      qp_matrix *b) {
-  return qp_tiled_triangular(1, side, trans, alpha, l, b);
+  return qp_tiled_triangular(1, side, trans, alpha, QP_TILED_LOWER, l, b);
+}
+
+qp_err qp_tiled_trsm_triangle(qp_side side, qp_trans trans, double alpha,
+                              qp_tiled_triangle triangle, const qp_matrix *t, qp_matrix *b) {
+  return qp_tiled_triangular(1, side, trans, alpha, triangle, t, b);
 }
 
 qp_err qp_tiled_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
                      qp_matrix *b) {
-  return qp_tiled_triangular(0, side, trans, alpha, l, b);
+  return qp_tiled_triangular(0, side, trans, alpha, QP_TILED_LOWER, l, b);
 }

@@ -135,9 +135,10 @@ qp_err qp_tiled_norm1(const qp_matrix *a, double *out) {
 }
 
 /* The estimator's products: x (replicated) into a distributed n x 1 vector, two tiled solves
- * with L, back whole on every rank. */
+ * with the factors, back whole on every rank. */
 typedef struct qp_tiled_inverse {
   const qp_matrix *l;
+  qp_factor_kind kind;
   qp_matrix v;
   double *mine; /* this rank's entries of v, packed */
 } qp_tiled_inverse;
@@ -152,9 +153,14 @@ static qp_err qp_tiled_apply_inverse(void *context, int kase, double *x) {
                                 v->local_rows, v->local_cols);
   QP_CALL(qp_comm_agree(err));
   qp_triangular_solve solves[2];
-  qp_condition_solves(QP_FACTOR_CHOLESKY, kase, solves);
-  for (int i = 0; i < 2; ++i)
-    QP_CALL(qp_tiled_trsm(QP_LEFT, solves[i].transpose ? QP_TRANS : QP_NOTRANS, 1.0, t->l, v));
+  qp_condition_solves(t->kind, kase, solves);
+  for (int i = 0; i < 2; ++i) {
+    const qp_tiled_triangle triangle = solves[i].upper  ? QP_TILED_UPPER
+                                       : solves[i].unit ? QP_TILED_UNIT_LOWER
+                                                        : QP_TILED_LOWER;
+    QP_CALL(qp_tiled_trsm_triangle(QP_LEFT, solves[i].transpose ? QP_TRANS : QP_NOTRANS, 1.0,
+                                   triangle, t->l, v));
+  }
   const qp_tiled_sizes sizes = {.window = v->rows};
   qp_tiled_work w;
   QP_CALL(qp_tiled_work_open(v, &sizes, &w));
@@ -164,10 +170,11 @@ static qp_err qp_tiled_apply_inverse(void *context, int kase, double *x) {
   return err;
 }
 
-qp_err qp_tiled_pocon(const qp_matrix *l, double anorm, double *rcond) {
+static qp_err qp_tiled_condition(const qp_matrix *l, qp_factor_kind kind, double anorm,
+                                 double *rcond) {
   QP_CHECK(l->grid && l->rows == l->cols, QP_ERR_INTERNAL,
-           "tiled pocon of '%s': not a square block-cyclic matrix", l->name);
-  qp_tiled_inverse t = {.l = l};
+           "tiled condition estimate of '%s': not a square block-cyclic matrix", l->name);
+  qp_tiled_inverse t = {.l = l, .kind = kind};
   /* The vector in the held block, after what the solves lay out there; else its own. */
   const qp_grid *g = l->grid;
   const qp_tiled_sizes solve = qp_tiled_triangular_sizes(l->rows, 1, g->block, g->nprow,
@@ -189,4 +196,12 @@ qp_err qp_tiled_pocon(const qp_matrix *l, double anorm, double *rcond) {
   free(t.mine);
   qp_matrix_destroy(&t.v);
   return err;
+}
+
+qp_err qp_tiled_pocon(const qp_matrix *l, double anorm, double *rcond) {
+  return qp_tiled_condition(l, QP_FACTOR_CHOLESKY, anorm, rcond);
+}
+
+qp_err qp_tiled_gecon(const qp_matrix *lu, double anorm, double *rcond) {
+  return qp_tiled_condition(lu, QP_FACTOR_LU, anorm, rcond);
 }

@@ -7,10 +7,9 @@
  * block-cyclic over qp_grid_current(), local parts in `local()`'s space, every operation the
  * tiled one, download/upload the local table's on the local part, partial sums over every
  * rank, host work matrices dist's; its held buffers the tiled blocks and the local table's
- * own. What the tiled algorithms do not have yet is absent (NULL: "backend 'name' has no
- * getrf"): the LU, its solves and estimate, potrs (SMW's), potri and trace_product (dist has
- * neither: the stages sum partial products). The planner refuses SMW on such a table before
- * anything runs (planner.c). */
+ * own. What the tiled algorithms do not have is absent (NULL: "backend 'name' has no
+ * potri"): potri and trace_product, which dist has not either (the stages sum partial
+ * products). */
 #ifndef QP_TILED_TABLE_H
 #define QP_TILED_TABLE_H
 
@@ -43,6 +42,10 @@ void qp_tiled_table_release(const qp_linalg_ops *local);
       .download = qp_tiled_table_download,                                                       \
       .upload = qp_tiled_table_upload,                                                           \
       .potrf = qp_tiled_potrf,                                                                   \
+      .getrf = qp_tiled_getrf,                                                                   \
+      .getrs = qp_tiled_getrs,                                                                   \
+      .potrs = qp_tiled_potrs,                                                                   \
+      .gecon = qp_tiled_gecon,                                                                   \
       .trtri = qp_tiled_trtri,                                                                   \
       .trmm = qp_tiled_trmm,                                                                     \
       .trsm = qp_tiled_trsm,                                                                     \

@@ -584,16 +584,12 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
     const qp_model_bytes basis_panels = qp_panel_bytes(d, big_rows, big_cols),
                    later_panels = qp_panel_bytes(d, later, later);
     const char *formula = "(LOCr + LOCc) x block x 8 (inside PBLAS; seen in RSS only)";
-    /* A distributed device backend (hostdev-dist) runs everything but SMW's LU as the tiled
-     * algorithms, without PBLAS: its PBLAS calls left are the LU and its solves (n_modes^2). */
-    const int device = d->device;
-    if (!device || smw)
-      qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY,
-                   device && smw ? later_panels : basis_panels, bas, bas, formula);
-    if (!device || smw)
+    /* A distributed device backend runs the tiled algorithms, which call no PBLAS. */
+    if (!d->device) {
+      qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, basis_panels, bas, bas, formula);
       qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, fis, fis, formula);
-    if (!device || smw)
       qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, spe, spe, formula);
+    }
   }
   QP_CHECK(!m->too_many_terms, QP_ERR_INTERNAL, "budget model: more than %d terms", QP_TERMS_MAX);
   QP_CHECK(!m->oversize_term[0], QP_ERR_INPUT,

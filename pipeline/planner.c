@@ -436,20 +436,6 @@ qp_err qp_plan_route(qp_problem *p) {
   /* SMW inverts N: a noise too ill-conditioned for cfg->accuracy rules it out when another
    * route is allowed (conditioning.h); when it is the only one, its stage refuses the run. */
   if (p->smw_refused[0] && allowed[1] && (allowed[0] || allowed[2])) allowed[1] = 0;
-  /* A backend without an LU (cuda on several ranks, cuda-dist: the tiled algorithms,
-   * tiled_table.h; known from the config before the backend starts): SMW is left out, or
-   * refused before anything runs when it is the only route allowed. */
-  const qp_grid *grid = qp_plan_grid(p);
-  const int no_lu = allowed[1] && ((p->ops && !p->ops->getrf) ||
-                                   (strcmp(cfg->backend, "cuda") == 0 && grid &&
-                                    grid->nprow * grid->npcol > 1));
-  QP_CHECK(!no_lu || allowed[0] || allowed[2], QP_ERR_UNSUPPORTED,
-           "config '%s': harmonic_method smw with backend %s on %d ranks: the distributed "
-           "device backend (%s) has no LU yet (docs/gpu.md): use harmonic_method projected or "
-           "path pixel_direct, or one rank",
-           cfg->source, cfg->backend, grid ? grid->nprow * grid->npcol : 1,
-           p->ops ? p->ops->name : "cuda-dist");
-  if (no_lu) allowed[1] = 0;
   double cost[3], peak[3];
   int best = -1, best_fit = -1;
   /* Each route's pieces; the pixel-direct chunks are the only ones below n_params. */
@@ -520,8 +506,6 @@ qp_err qp_plan_route(qp_problem *p) {
   }
   if (p->smw_refused[0] && !allowed[1])
     qp_plan_reason_append(p, "; harmonic (smw) skipped: %s", p->smw_refused);
-  else if (no_lu)
-    qp_plan_reason_append(p, "; harmonic (smw) skipped: the backend has no distributed LU yet");
   p->path_used = chosen == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
   p->smw = chosen == 1;
   p->plan_flops = cost[chosen];

@@ -3,8 +3,9 @@
  *   mpiexec -n P qp-tiled-bench [--repeat R] [--block B] N [N ...]
  *
  * For each order N, on the grid qp_grid_init chooses for P ranks: potrf of an N x N SPD
- * matrix, trtri of its factor, trsm (left, lower, L^-1 B and L^-T B) of N x N/2 right-hand sides, and the gemm
- * C = A^T A of an N x N/2 A (syrk's form): each by ScaLAPACK (the dist table) and by the tiled
+ * matrix, trtri of its factor, trsm (left, lower, L^-1 B and L^-T B) of N x N/2 right-hand sides, the gemm
+ * C = A^T A of an N x N/2 A (syrk's form), and getrf of an N x N general matrix whose partial
+ * pivoting interchanges rows at every step (a permutation plus a small dense part): each by ScaLAPACK (the dist table) and by the tiled
  * algorithm with the cpu table as the local one (the code a GPU per rank would run with cuda
  * local), best of R, seconds over the ranks' slowest; then tiled / ScaLAPACK and both rates
  * against this run's dgemm on one rank's share (the BLAS floor of the machine, measured here
@@ -20,33 +21,40 @@
 #include "matrix.h"
 #include "tiled.h"
 
-static void fill(qp_matrix *m, int spd) {
+enum { FILL_GENERAL, FILL_SPD, FILL_PIVOTED };
+
+static void fill(qp_matrix *m, int kind) {
   for (int64_t lj = 0; lj < m->local_cols; ++lj)
     for (int64_t li = 0; li < m->local_rows; ++li) {
       const int64_t gi = qp_matrix_global_row(m, li), gj = qp_matrix_global_col(m, lj);
       double v = 0.5 * sin(0.37 * (double)(gi + 1) * (double)(gj + 2));
-      if (spd) v = (gi == gj ? (double)m->rows : 0.0) + 0.5 * sin(0.37 * (double)(gi + gj + 2));
+      if (kind == FILL_SPD)
+        v = (gi == gj ? (double)m->rows : 0.0) + 0.5 * sin(0.37 * (double)(gi + gj + 2));
+      if (kind == FILL_PIVOTED) v = (gj == (7 * gi + 3) % m->rows ? 1.0 : 0.0) + v / m->rows;
       m->data[li + lj * m->ld] = v;
     }
 }
 
-typedef enum { OP_POTRF, OP_TRTRI, OP_TRSM_N, OP_TRSM_T, OP_GEMM, OP_COUNT } bench_op;
+typedef enum { OP_POTRF, OP_TRTRI, OP_TRSM_N, OP_TRSM_T, OP_GEMM, OP_GETRF, OP_COUNT } bench_op;
 static const char *const op_names[OP_COUNT] = {"potrf", "trtri", "trsm L^-1 B", "trsm L^-T B",
-                                               "gemm A^T A"};
+                                               "gemm A^T A", "getrf"};
+static int *pivots; /* getrf's: qp_linalg_pivot_count of A */
 
 /* Seconds of one run of `op` (tiled or not), the slowest rank's; the inputs are made fresh. */
 static double run_once(bench_op op, int tiled, int64_t n, qp_matrix *a, qp_matrix *l,
                        qp_matrix *b, qp_matrix *c) {
   qp_err err = QP_OK;
-  if (op == OP_POTRF || op == OP_TRTRI) fill(a, 1);
+  if (op == OP_POTRF || op == OP_TRTRI) fill(a, FILL_SPD);
+  if (op == OP_GETRF) fill(a, FILL_PIVOTED);
   if (op == OP_TRTRI && qp_linalg_potrf(a) != QP_OK) qp_comm_abort(1); /* untimed: its L */
-  if (op == OP_TRSM_N || op == OP_TRSM_T) fill(b, 0);
+  if (op == OP_TRSM_N || op == OP_TRSM_T) fill(b, FILL_GENERAL);
   (void)n;
   qp_comm_agree(QP_OK); /* start together */
   const double t0 = qp_clock_seconds();
   switch (op) {
   case OP_POTRF: err = tiled ? qp_tiled_potrf(a) : qp_linalg_potrf(a); break;
   case OP_TRTRI: err = tiled ? qp_tiled_trtri(a) : qp_linalg_trtri(a); break;
+  case OP_GETRF: err = tiled ? qp_tiled_getrf(a, pivots) : qp_linalg_getrf(a, pivots); break;
   case OP_TRSM_N:
   case OP_TRSM_T: {
     const qp_trans t = op == OP_TRSM_T ? QP_TRANS : QP_NOTRANS;
@@ -76,6 +84,7 @@ static double op_flops(bench_op op, int64_t n) {
   case OP_TRSM_N:
   case OP_TRSM_T: return nn * nn * k;
   case OP_GEMM: return 2.0 * k * k * nn;
+  case OP_GETRF: return 2.0 * nn * nn * nn / 3.0;
   default: return 0;
   }
 }
@@ -90,8 +99,8 @@ static double dgemm_rate(int64_t n, const qp_grid *g) {
       qp_matrix_create(cpu, "bench B", QP_TERM_TRANSIENT, k, m, &b) != QP_OK ||
       qp_matrix_create(cpu, "bench C", QP_TERM_TRANSIENT, m, m, &c) != QP_OK)
     qp_comm_abort(1);
-  fill(&a, 0);
-  fill(&b, 0);
+  fill(&a, FILL_GENERAL);
+  fill(&b, FILL_GENERAL);
   double best = INFINITY;
   for (int r = 0; r < 3; ++r) {
     const double t0 = qp_clock_seconds();
@@ -140,9 +149,11 @@ int main(int argc, char **argv) {
       fprintf(stderr, "qp-tiled-bench: %s\n", qp_error_message());
       qp_comm_abort(1);
     }
-    fill(&l, 1);
+    fill(&l, FILL_SPD);
     if (qp_linalg_potrf(&l) != QP_OK) qp_comm_abort(1);
-    fill(&b, 0);
+    fill(&b, FILL_GENERAL);
+    pivots = malloc((size_t)qp_linalg_pivot_count(&a) * sizeof *pivots);
+    if (!pivots) qp_comm_abort(1);
     const double rate = dgemm_rate(n, &grid);
     if (qp_comm_rank() == 0)
       printf("N %lld: this run's dgemm on one rank's share %.1f GFLOP/s\n"
@@ -162,6 +173,7 @@ int main(int argc, char **argv) {
                best[1], best[1] / best[0], per_rank / best[0], per_rank / best[1],
                100.0 * per_rank / best[1] / rate);
     }
+    free(pivots);
     qp_matrix_destroy(&a);
     qp_matrix_destroy(&l);
     qp_matrix_destroy(&b);

@@ -4,7 +4,9 @@
  * inverse, the products and solves, syrk, norm1 and pocon to 1e-12; the moves bitwise: a
  * window aligned into a host work matrix of another layout (qp_linalg_align), the matrix
  * made whole on every rank (qp_linalg_replicate), the transpose, a host window's round trip;
- * partial sums completed over the ranks; the operations it lacks (the LU) refused by name;
+ * partial sums completed over the ranks; SMW's LU (getrf, gecon, getrs) and potrs against
+ * pdgetrf, pdgecon, pdgetrs and pdpotrs to 1e-12, the pivots equal, a singular matrix named on
+ * every rank; what it lacks (potri) refused by name;
  * the held buffers (the tiled blocks in device space, hostdev's solver workspace) taken and
  * freed by the table's hold and release; nothing left tracked. Args: grid rows, cols, block,
  * and the table (hostdev-tiled by default; cuda-dist on a GPU node: tests/mpi/CMakeLists.txt,
@@ -146,11 +148,111 @@ int main(int argc, char **argv) {
   TEST_OK(qp_linalg_sum_partials(ops, &one, 1));
   TEST_ASSERT(one == qp_comm_size(), "partial sums over %d ranks gave %g", qp_comm_size(), one);
 
-  /* what it lacks, refused by name */
-  int pivots[64];
-  char want[64];
-  snprintf(want, sizeof want, "backend '%s' has no getrf", table);
-  EXPECT_ERROR(qp_linalg_getrf(&s_got, pivots), QP_ERR_UNSUPPORTED, want, "no getrf");
+  /* SMW's LU: factors, pivots, the estimate and the solves against dist's (pdgetrf picks the
+   * same pivots: each column's largest entry), potrs with C's factor; an exactly singular
+   * matrix (a zero column) named on every rank; what the table lacks refused by name */
+  {
+    qp_matrix lu_ref, lu_got, x_ref, x_got;
+    make(dist, "LU", PIVOTED, 0, n, n, &lu_ref);
+    make(ops, "LU", PIVOTED, 0, n, n, &lu_got);
+    double an_ref = 0, an_got = 0, rc_ref = 0, rc_lu = 0;
+    TEST_OK(qp_linalg_norm1(&lu_ref, &an_ref));
+    TEST_OK(qp_linalg_norm1(&lu_got, &an_got));
+    const int64_t np = qp_linalg_pivot_count(&lu_ref);
+    TEST_ASSERT(np == qp_linalg_pivot_count(&lu_got), "pivot counts differ");
+    int *piv_ref = calloc((size_t)np, sizeof *piv_ref), *piv_got = calloc((size_t)np, sizeof *piv_got);
+    TEST_OK(qp_linalg_getrf(&lu_ref, piv_ref));
+    TEST_OK(qp_linalg_getrf(&lu_got, piv_got));
+    int64_t moved = 0, differ = 0;
+    for (int64_t li = 0; li < lu_ref.local_rows; ++li) {
+      differ += piv_ref[li] != piv_got[li];
+      moved += piv_got[li] != qp_matrix_global_row(&lu_got, li) + 1;
+    }
+    double counts[2] = {(double)moved, (double)differ};
+    TEST_OK(qp_comm_sum(counts, 2));
+    TEST_ASSERT(counts[0] > 0 && counts[1] == 0,
+                "getrf's pivots: %g rows interchanged, %g pivots differ from pdgetrf's",
+                counts[0], counts[1]);
+    TEST_WITHIN(compare(&lu_ref, &lu_got, 0), 1e-12, "getrf's factors differ from pdgetrf's");
+    TEST_OK(qp_linalg_gecon(&lu_ref, an_ref, &rc_ref));
+    TEST_OK(qp_linalg_gecon(&lu_got, an_got, &rc_lu));
+    TEST_ASSERT(rc_ref > 0.05, "the LU test's matrix is ill-conditioned: rcond %g", rc_ref);
+    {
+      /* pdgecon's estimator (pdlacon) is Hager's older one; the tiled gecon runs dgecon's
+       * (dlacn2): compared with LAPACK's dgecon on the whole matrix, one process */
+      qp_matrix whole;
+      TEST_OK(qp_matrix_create(qp_linalg_cpu_ops(), "LU whole", QP_TERM_TRANSIENT, n, n, &whole));
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < n; ++i) whole.data[i + j * n] = entry(PIVOTED, i, j, n);
+      int whole_piv[64];
+      double an_whole = 0, rc_whole = 0;
+      TEST_OK(qp_linalg_norm1(&whole, &an_whole));
+      TEST_OK(qp_linalg_getrf(&whole, whole_piv));
+      TEST_OK(qp_linalg_gecon(&whole, an_whole, &rc_whole));
+      TEST_WITHIN(qp_test_rel_diff(rc_whole, rc_lu), 1e-12, "gecon: %g against dgecon's %g",
+                  rc_lu, rc_whole);
+      qp_matrix_destroy(&whole);
+    }
+    make(dist, "X", GENERAL, 0, n, k, &x_ref);
+    make(ops, "X", GENERAL, 0, n, k, &x_got);
+    TEST_OK(qp_linalg_getrs(&lu_ref, piv_ref, &x_ref));
+    TEST_OK(qp_linalg_getrs(&lu_got, piv_got, &x_got));
+    TEST_WITHIN(compare(&x_ref, &x_got, 0), 1e-12, "getrs differs from pdgetrs");
+    /* getrs into a B one rank's emulated device refuses (its local part moved past its block:
+     * a GPU's illegal address): that rank's error on every rank, none left waiting */
+    if (emulated) {
+      qp_matrix stray = x_got;
+      stray.owns = 0;
+      double holder = qp_matrix_local_size(&x_got) > 0 ? qp_comm_rank() : -1.0;
+      TEST_OK(qp_comm_max(&holder, 1));
+      const int last = (int)holder;
+      if (qp_comm_rank() == last) stray.data += qp_matrix_local_size(&x_got);
+      char from[32];
+      snprintf(from, sizeof from, "(rank %d)", last);
+      const qp_err err = qp_linalg_getrs(&lu_got, piv_got, &stray);
+      TEST_ASSERT(err == QP_ERR_INTERNAL && strstr(qp_error_message(), "live hostdev block") &&
+                      (qp_comm_rank() == last || strstr(qp_error_message(), from)),
+                  "getrs into a refused B on rank %d: got %s: %s", last, qp_err_name(err),
+                  qp_error_message());
+      if (qp_comm_rank() == 0) printf("refused on every rank: %s\n", qp_error_message());
+      qp_error_clear();
+    }
+    /* potrs with C's factor (C refactored: ref and got hold L^-1 by now), on fresh right-hand
+     * sides (the refused getrs above left x_got half permuted) */
+    qp_matrix_destroy(&ref);
+    qp_matrix_destroy(&got);
+    qp_matrix_destroy(&x_ref);
+    qp_matrix_destroy(&x_got);
+    make(dist, "X", GENERAL, 0, n, k, &x_ref);
+    make(ops, "X", GENERAL, 0, n, k, &x_got);
+    make(dist, "C", SPD, 0, n, n, &ref);
+    make(ops, "C", SPD, 0, n, n, &got);
+    TEST_OK(qp_linalg_potrf(&ref));
+    TEST_OK(qp_linalg_potrf(&got));
+    TEST_OK(qp_linalg_potrs(&ref, &x_ref));
+    TEST_OK(qp_linalg_potrs(&got, &x_got));
+    TEST_WITHIN(compare(&x_ref, &x_got, 0), 1e-12, "potrs differs from pdpotrs");
+    /* column 6 zero: U(6,6) = 0 exactly, on every rank */
+    qp_matrix_destroy(&lu_got);
+    make(ops, "LU", GENERAL, 0, n, n, &lu_got);
+    double *zeros = calloc((size_t)lu_got.local_rows + 1, sizeof *zeros);
+    for (int64_t lj = 0; lj < lu_got.local_cols; ++lj)
+      if (qp_matrix_global_col(&lu_got, lj) == 5)
+        TEST_OK(qp_linalg_upload(zeros, lu_got.local_rows > 0 ? lu_got.local_rows : 1, &lu_got,
+                                 0, lj, lu_got.local_rows, 1));
+    free(zeros);
+    EXPECT_ERROR(qp_linalg_getrf(&lu_got, piv_got), QP_ERR_NOT_POSDEF, "'LU'",
+                 "is singular: U(6,6) = 0");
+    char want[64];
+    snprintf(want, sizeof want, "backend '%s' has no potri", table);
+    EXPECT_ERROR(qp_linalg_potri(&got), QP_ERR_UNSUPPORTED, want);
+    free(piv_ref);
+    free(piv_got);
+    qp_matrix_destroy(&lu_ref);
+    qp_matrix_destroy(&lu_got);
+    qp_matrix_destroy(&x_ref);
+    qp_matrix_destroy(&x_got);
+  }
 
   /* held buffers: the tiled blocks (the local part in device space), hostdev's workspace */
   TEST_OK(ops->hold_workspace(QP_TERM_TILED_PANELS, 4096));

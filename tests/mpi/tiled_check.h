@@ -13,11 +13,14 @@
 #include "test_util.h"
 #include "tiled.h"
 
-enum { SPD, GENERAL, LOWER };
+enum { SPD, GENERAL, LOWER, PIVOTED };
 
 static inline double entry(int kind, int64_t gi, int64_t gj, int64_t n) {
   const double v = 0.5 * sin(0.37 * (double)(gi + 1) * (double)(gj + 2));
   if (kind == GENERAL) return v;
+  /* PIVOTED: a permutation (row i's 1 in column 7 i + 3 mod n) plus GENERAL / n: well
+   * conditioned, and partial pivoting interchanges rows at every step */
+  if (kind == PIVOTED) return (gj == (7 * gi + 3) % n ? 1.0 : 0.0) + v / (double)n;
   if (kind == SPD) return (gi == gj ? (double)n : 0.0) + 0.5 * sin(0.37 * (double)(gi + gj + 2));
   if (gi == gj) return 2.0 + 0.25 * cos((double)gi); /* LOWER: well conditioned */
   return gi > gj ? v / (double)n : 0.0;

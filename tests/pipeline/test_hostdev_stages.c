@@ -24,7 +24,7 @@
  *
  * With the test hook QP_TEST_HOSTDEV_TABLE=tiled (tests/mpi/CMakeLists.txt: 2 ranks) hostdev
  * runs cuda-dist's own table over the emulated devices (hostdev-tiled): the T routes against
- * dist, SMW refused before anything is allocated (no LU yet). */
+ * dist, SMW's LU the tiled one (linalg/tiled_lu.c) as on hostdev-dist. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,26 +87,10 @@ static void check_route(qp_config *cfg, qp_path path, int method, double device_
 }
 
 /* 1 under the test hook QP_TEST_HOSTDEV_TABLE=tiled on several ranks: hostdev runs cuda-dist's
- * own table (hostdev-tiled, linalg/tiled_table.h), which has no LU. */
+ * own table (hostdev-tiled, linalg/tiled_table.h). */
 static int tiled_table(void) {
   const char *table = getenv("QP_TEST_HOSTDEV_TABLE");
   return qp_comm_size() > 1 && table && strcmp(table, "tiled") == 0;
-}
-
-/* SMW on a table without an LU: refused by the planner on every rank, nothing allocated. */
-static void check_smw_refused(qp_config *cfg, const char *what) {
-  qp_meter_sample baseline;
-  qp_problem p;
-  cfg->path = QP_PATH_HARMONIC;
-  cfg->harmonic_method = 1;
-  snprintf(cfg->backend, sizeof cfg->backend, "hostdev");
-  const qp_err err = qp_fixture_run(cfg, &p, &baseline);
-  TEST_ASSERT(err == QP_ERR_UNSUPPORTED && strstr(qp_error_message(), "has no LU yet") &&
-                  strstr(qp_error_message(), "hostdev-tiled"),
-              "%s: got %s: %s", what, qp_err_name(err), qp_error_message());
-  if (qp_comm_rank() == 0) printf("%s: refused: %s\n", what, qp_error_message());
-  qp_error_clear();
-  TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: device bytes left", what);
 }
 
 static void check_routes(qp_config *cfg, const char *label) {
@@ -114,10 +98,7 @@ static void check_routes(qp_config *cfg, const char *label) {
   snprintf(what, sizeof what, "%s, pixel_direct", label);
   check_route(cfg, QP_PATH_PIXEL_DIRECT, 0, 0, what);
   snprintf(what, sizeof what, "%s, harmonic smw", label);
-  if (tiled_table())
-    check_smw_refused(cfg, what);
-  else
-    check_route(cfg, QP_PATH_HARMONIC, 1, 0, what);
+  check_route(cfg, QP_PATH_HARMONIC, 1, 0, what);
   snprintf(what, sizeof what, "%s, harmonic projected", label);
   check_route(cfg, QP_PATH_HARMONIC, 2, 0, what);
 }

@@ -1,7 +1,8 @@
 /* test_plan_gpus: `qmlpipe plan --gpus N` and a config with backend: cuda (one GPU per rank:
- * on several ranks cuda-dist, planned with each rank's device peak; SMW refused there, no
- * distributed LU yet), backend: hostdev on
- * several ranks (planned: each rank's device peak printed), one GPU per rank in the job: `#SBATCH --gpus-per-node`, the ranks per node it implies, the text and JSON
+ * on several ranks cuda-dist, planned with each rank's device peak, SMW included: its LU is
+ * the tiled one), backend: hostdev on several ranks (planned: each rank's device peak
+ * printed), one GPU per rank in the job: `#SBATCH --gpus-per-node`, the ranks per node it
+ * implies, the text and JSON
  * figures, a job without GPUs left without the line, and the refusals of --gpus that cannot
  * give one rank per GPU. Plans only (no data, no GPU, no Slurm): a `dimensions:` config. */
 #include <stdio.h>
@@ -65,15 +66,15 @@ int main(int argc, char **argv) {
   TEST_ASSERT(strstr(text, "--gpus-per-node=1") != NULL, "plan's text lacks the GPUs:\n%s", text);
 
   /* backend cuda with ranks: cuda-dist, each rank's part on its GPU, planned with the device
-   * peaks (the tiled blocks among them); SMW left out by `auto`, refused when asked for (7). */
+   * peaks (the tiled blocks among them); SMW weighed by `auto` and planned when asked for. */
   TEST_ASSERT(run("plan gpus_cuda.yaml --ranks 4 --ranks-per-node 2") == 0 &&
-                  strstr(text, "largest device peak of a rank") &&
-                  strstr(text, "harmonic (smw) skipped: the backend has no distributed LU yet"),
+                  strstr(text, "largest device peak of a rank") && strstr(text, "harmonic (smw) ") &&
+                  !strstr(text, "skipped"),
               "backend cuda on 4 ranks not planned as cuda-dist:\n%s", text);
   write_config("gpus_cuda_smw.yaml", "cuda\npath: harmonic\nharmonic_method: smw");
-  TEST_ASSERT(run("plan gpus_cuda_smw.yaml --ranks 2") == 7 && strstr(text, "has no LU yet") &&
-                  strstr(text, "harmonic_method projected"),
-              "SMW with backend cuda on 2 ranks not refused with its reason:\n%s", text);
+  TEST_ASSERT(run("plan gpus_cuda_smw.yaml --ranks 2") == 0 &&
+                  strstr(text, "largest device peak of a rank"),
+              "SMW with backend cuda on 2 ranks not planned:\n%s", text);
   TEST_ASSERT(run("plan gpus_cuda_smw.yaml") == 0, "SMW with backend cuda on one GPU:\n%s",
               text);
   /* backend hostdev with ranks: block-cyclic over the ranks' devices, planned; each rank's
