@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "bytes_text.h"
-#include "comm.h"
 #include "device_memory.h"
 #include "meter_device.h"
 #include "qp_config.h"
@@ -347,10 +346,10 @@ static void qp_hostdev_release_workspaces(void) {
 
 /* ---- operations: the inner table's, inside a scope where their operands' blocks are open ---- */
 
-/* Two tables share the wrappers below: "hostdev" on one rank runs the cpu table's operations,
- * "hostdev-dist" on several runs the dist table's (PBLAS/ScaLAPACK) on each rank's
- * block-cyclic local part, as a cuSOLVERMp/cuBLASMp backend would: which one is the operands'
- * layout (a distributed matrix has a grid). */
+/* The wrappers below run the cpu table's operations on one process's operands: hostdev's own,
+ * and the views of local parts that the tiled algorithms of hostdev-dist and hostdev-tiled
+ * hand their local table. A block-cyclic matrix's host twin (a download or upload of its
+ * local part) is dist's. */
 static const qp_linalg_ops *qp_hostdev_inner(const qp_matrix *m) {
   return m->grid ? qp_linalg_dist_ops() : qp_linalg_cpu_ops();
 }
@@ -414,29 +413,30 @@ static qp_err qp_hostdev_open_one(const char *op, const qp_matrix *m, qp_hostdev
   return QP_OK;
 }
 
-/* Opens the blocks of every operand; on an error, none stays open. Where an operand is
- * distributed the operation is collective (PBLAS/ScaLAPACK): the ranks agree on the opening
- * first (qp_comm_agree), so that a rank whose operand is refused makes every rank return its
- * error instead of leaving the others waiting inside the collective call. */
-static qp_err qp_hostdev_open(const char *op, int collective, const qp_matrix *const *operands,
+/* Opens the blocks of every operand; on an error, none stays open. An operation (`compute`)
+ * on a block-cyclic operand is refused: no table sends one here (hostdev-dist's operations are
+ * the tiled algorithms, which call this table on local views), and the cpu operations would
+ * read its local part as a whole matrix. Downloads and uploads of a local part are fine. */
+static qp_err qp_hostdev_open(const char *op, int compute, const qp_matrix *const *operands,
                               int n, qp_hostdev_scope *s) {
   s->count = 0;
+  for (int k = 0; k < n; ++k)
+    QP_CHECK(!compute || !operands[k]->grid, QP_ERR_INTERNAL,
+             "hostdev %s: matrix '%s' is block-cyclic: a distributed table's operations are "
+             "tiled (linalg/tiled.h)", op, operands[k]->name);
   qp_err err = QP_OK;
-  int distributed = 0;
-  for (int k = 0; k < n; ++k) distributed |= operands[k]->grid != NULL;
   for (int k = 0; k < n && err == QP_OK; ++k) err = qp_hostdev_open_one(op, operands[k], s);
-  if (collective && distributed) err = qp_comm_agree(err);
   if (err != QP_OK) qp_hostdev_close(s);
   return err;
 }
 
 /* Runs `call` (a qp_err expression on the operands) inside their scope and returns its status;
- * `collective`: the inner operation is collective where the operands are distributed. */
-#define QP_HOSTDEV_SCOPED(op, collective, call, ...)                                             \
+ * `compute`: an operation (not a copy to or from the host). */
+#define QP_HOSTDEV_SCOPED(op, compute, call, ...)                                                \
   do {                                                                                           \
     const qp_matrix *const operands_[] = {__VA_ARGS__};                                          \
     qp_hostdev_scope scope_;                                                                     \
-    QP_CALL(qp_hostdev_open(op, collective, operands_,                                           \
+    QP_CALL(qp_hostdev_open(op, compute, operands_,                                              \
                             (int)(sizeof operands_ / sizeof *operands_), &scope_));              \
     const qp_err status_ = (call);                                                               \
     qp_hostdev_close(&scope_);                                                                   \
@@ -444,9 +444,9 @@ static qp_err qp_hostdev_open(const char *op, int collective, const qp_matrix *c
     return status_;                                                                              \
   } while (0)
 
-/* The inner table's operation `member` on the operands (the first one's layout chooses it). */
+/* The cpu table's operation `member` on the operands. */
 #define QP_HOSTDEV_RUN(member, args, ...)                                                        \
-  QP_HOSTDEV_SCOPED(#member, 1, qp_hostdev_inner(operands_[0])->member args, __VA_ARGS__)
+  QP_HOSTDEV_SCOPED(#member, 1, qp_linalg_cpu_ops()->member args, __VA_ARGS__)
 
 /* A host-space twin of a device matrix: what qp_linalg_download/upload copy through while
  * its block is open (local entries only: no rank's download or upload is collective). */
@@ -494,7 +494,7 @@ static qp_err qp_hostdev_potri_full(qp_matrix *l) {
 }
 static qp_err qp_hostdev_potri(qp_matrix *l) {
   QP_CALL(qp_hostdev_hold(QP_OP_POTRI, l));
-  QP_HOSTDEV_SCOPED("potri", 0, qp_hostdev_potri_full(l), l);
+  QP_HOSTDEV_SCOPED("potri", 1, qp_hostdev_potri_full(l), l);
 }
 
 static qp_err qp_hostdev_trtri(qp_matrix *l) {
