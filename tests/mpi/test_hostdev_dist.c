@@ -151,6 +151,10 @@ int main(int argc, char **argv) {
   } else {
     TEST_OK(err);
   }
+  /* hostdev's own table handed a block-cyclic matrix (no table does: hostdev-dist's
+   * operations are tiled and pass local views) refuses it by name, on every rank alike */
+  EXPECT_ERROR(qp_linalg_hostdev_ops()->potrf(&a.dev), QP_ERR_INTERNAL, "hostdev potrf",
+               "is block-cyclic");
   twin_free(&a);
   twin_free(&b);
   twin_free(&c);
