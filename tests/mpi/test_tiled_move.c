@@ -7,7 +7,8 @@
  * different offsets, device to device and device to a host matrix (qp_linalg_align's case),
  * and the transpose, bitwise, with every entry outside the target untouched; the workspace
  * of the exact sizes the bound covers; a copy one rank's device refuses failing every rank
- * without a hang; nothing left tracked. Run under mpiexec; args: grid rows, cols, block. */
+ * without a hang; the LU (getrf, getrs) against pdgetrf and pdgetrs on every grid, inside the
+ * held blocks; nothing left tracked. Run under mpiexec; args: grid rows, cols, block. */
 #include <stdio.h>
 
 #include "comm.h"
@@ -149,6 +150,51 @@ static void check_moves(const qp_linalg_ops *ops, const qp_grid *g) {
   qp_matrix_destroy(&a_got);
 }
 
+/* The tiled LU (tiled_lu.c) on this grid's ragged edges (a rank with no rows or columns on
+ * 1 x 4 block 16): factors and pivots against pdgetrf, a solve against pdgetrs, the workspace
+ * the bound's (nothing allocated inside the held blocks). */
+static void check_lu(const qp_linalg_ops *ops, const qp_grid *g) {
+  const int64_t n = 45, k = 19;
+  qp_matrix ref, got, b_ref, b_got;
+  make(qp_linalg_dist_ops(), "LU", PIVOTED, 0, n, n, &ref);
+  make(ops, "LU", PIVOTED, 0, n, n, &got);
+  pair(ops, "B", n, k, &b_ref, &b_got);
+  const int64_t count = qp_linalg_pivot_count(&ref);
+  int *piv_ref = calloc((size_t)count, sizeof *piv_ref);
+  int *piv_got = calloc((size_t)count, sizeof *piv_got);
+  TEST_OK(qp_linalg_getrf(&ref, piv_ref));
+  const qp_tiled_sizes bound = qp_tiled_bound_sizes(n, g->block, g->nprow, g->npcol, g->myrow,
+                                                    g->mycol);
+  TEST_OK(qp_tiled_hold(QP_TERM_TILED_HOST, QP_SPACE_HOST,
+                        (size_t)qp_tiled_host_doubles(&bound) * sizeof(double)));
+  TEST_OK(qp_tiled_hold(QP_TERM_TILED_PANELS, qp_linalg_local_ops(ops)->space,
+                        (size_t)qp_tiled_local_doubles(&bound) * sizeof(double)));
+  const qp_space local = qp_linalg_local_ops(ops)->space;
+  const size_t host0 = term_total(QP_TERM_TILED_HOST, QP_SPACE_HOST);
+  const size_t local0 = term_total(QP_TERM_TILED_PANELS, local);
+  TEST_OK(qp_tiled_getrf(&got, piv_got));
+  TEST_OK(qp_linalg_getrs(&ref, piv_ref, &b_ref));
+  TEST_OK(qp_tiled_getrs(&got, piv_got, &b_got));
+  TEST_ASSERT(term_total(QP_TERM_TILED_HOST, QP_SPACE_HOST) == host0 &&
+                  term_total(QP_TERM_TILED_PANELS, local) == local0,
+              "%s: the tiled LU took blocks beyond the held ones", ops->name);
+  int64_t differ = 0;
+  for (int64_t li = 0; li < ref.local_rows; ++li) differ += piv_ref[li] != piv_got[li];
+  double d = (double)differ;
+  TEST_OK(qp_comm_sum(&d, 1));
+  TEST_ASSERT(d == 0, "%s: %g of getrf's pivots differ from pdgetrf's", ops->name, d);
+  TEST_WITHIN(compare(&ref, &got, 0), 1e-12, "%s: tiled getrf differs from pdgetrf", ops->name);
+  TEST_WITHIN(compare(&b_ref, &b_got, 0), 1e-12, "%s: tiled getrs differs from pdgetrs",
+              ops->name);
+  qp_tiled_release();
+  free(piv_ref);
+  free(piv_got);
+  qp_matrix_destroy(&ref);
+  qp_matrix_destroy(&got);
+  qp_matrix_destroy(&b_ref);
+  qp_matrix_destroy(&b_got);
+}
+
 int main(int argc, char **argv) {
   qp_grid grid;
   qp_mpi_start(&argc, &argv, &grid);
@@ -156,6 +202,7 @@ int main(int argc, char **argv) {
   for (int t = 0; t < 2; ++t) {
     check_inverse(tables[t], &grid);
     check_moves(tables[t], &grid);
+    check_lu(tables[t], &grid);
   }
   qp_linalg_release_workspaces(qp_linalg_hostdev_ops()); /* the diagonal blocks' trtri's */
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0 && qp_budget_current(QP_SPACE_HOST) == 0,
