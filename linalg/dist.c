@@ -12,6 +12,7 @@
 #include "fault.h"
 #include "matrix.h"
 #include "qp_config.h"
+#include "tiled.h"
 
 #if QP_HAVE_SCALAPACK
 #include "scalapack.h"
@@ -100,12 +101,18 @@ static qp_err qp_dist_getrf(qp_matrix *a, int *pivots) {
   return QP_OK;
 }
 
+/* SMW's solves with pdgetrf's factors are the tiled getrs (tiled_lu.c, the cpu table as the
+ * local one; ScaLAPACK's pivot layout is its): pdgetrs's PBLAS solves took buffers of their
+ * own the model could not see, 37 MiB a rank above the prediction in fisher_run's solve with
+ * G (n_modes 2300 on 1 x 2), and ran 2.4x slower there; the tiled one works in the held
+ * blocks below, predicted to the byte (docs/distributed.md). */
 static qp_err qp_dist_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
-  int n = (int)lu->rows, nrhs = (int)b->cols, info = 0;
-  pdgetrs_("N", &n, &nrhs, lu->data, &qp_one, &qp_one, lu->desc, pivots, b->data, &qp_one,
-           &qp_one, b->desc, &info, 1);
-  QP_CALL(qp_info_check(info, "pdgetrs", lu));
-  return QP_OK;
+  return qp_tiled_getrs(lu, pivots, b);
+}
+
+/* The tiled algorithms' blocks (tiled.h), held for a run that solves with the LU (SMW). */
+static qp_err qp_dist_hold_workspace(const char *term, size_t bytes) {
+  return qp_tiled_hold(term, QP_SPACE_HOST, bytes);
 }
 
 /* b's window <- a's window at the same global place on the same grid: every rank already
@@ -141,6 +148,10 @@ static qp_err qp_dist_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, i
     qp_dist_copy_in_place(rows, cols, a, ai, aj, b);
     return QP_OK;
   }
+  /* A run that holds the tiled blocks (the harmonic routes: the model's) copies in them:
+   * pdgemr2d's message buffers are outside the budget (34.7% of fisher_run's peak above the
+   * model on SMW's field blocks, n_modes 2300 on 1 x 2). Every rank holds them or none. */
+  if (qp_tiled_holding()) return qp_tiled_copy_sub(rows, cols, a, ai, aj, b, bi, bj);
   int m = (int)rows, n = (int)cols, ia = (int)ai + 1, ja = (int)aj + 1, ib = (int)bi + 1,
       jb = (int)bj + 1;
   pdgemr2d_(&m, &n, a->data, &ia, &ja, a->desc, b->data, &ib, &jb, b->desc, &a->desc[1]);
@@ -227,6 +238,8 @@ static const qp_linalg_ops qp_dist_ops_table = {
     .clear_upper = qp_matrix_clear_upper_local, /* each rank its own entries */
     .sum_partials = qp_dist_sum_partials,
     .moves_data = 1,
+    .hold_workspace = qp_dist_hold_workspace,
+    .release_workspaces = qp_tiled_release,
 };
 
 const qp_linalg_ops *qp_linalg_dist_ops(void) { return &qp_dist_ops_table; }

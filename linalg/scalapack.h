@@ -20,9 +20,6 @@ void pdpotrs_(const char *uplo, const int *n, const int *nrhs, const double *a, 
               const int *descb, int *info, size_t uplo_len);
 void pdgetrf_(const int *m, const int *n, double *a, const int *ia, const int *ja,
               const int *desca, int *ipiv, int *info);
-void pdgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *ia,
-              const int *ja, const int *desca, const int *ipiv, double *b, const int *ib,
-              const int *jb, const int *descb, int *info, size_t trans_len);
 void pdtrmm_(const char *side, const char *uplo, const char *transa, const char *diag,
              const int *m, const int *n, const double *alpha, const double *a, const int *ia,
              const int *ja, const int *desca, double *b, const int *ib, const int *jb,

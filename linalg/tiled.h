@@ -67,6 +67,8 @@ qp_tiled_sizes qp_tiled_bound_sizes(int64_t max_dim, int nb, int nprow, int npco
 qp_err qp_tiled_hold(const char *term, qp_space space, size_t bytes);
 /** Frees the held blocks. */
 void qp_tiled_release(void);
+/** 1 while both blocks are held (the same on every rank: the run's model decides). */
+int qp_tiled_holding(void);
 
 /** Host doubles and local-space doubles of a qp_tiled_sizes. */
 int64_t qp_tiled_host_doubles(const qp_tiled_sizes *s);

@@ -90,6 +90,8 @@ void qp_tiled_release(void) {
   memset(&qp_tiled_held, 0, sizeof qp_tiled_held);
 }
 
+int qp_tiled_holding(void) { return qp_tiled_held.host && qp_tiled_held.local; }
+
 double *qp_tiled_held_vector(int64_t doubles, int64_t before) {
   const size_t need = (size_t)(doubles + before) * sizeof(double);
   if (!qp_tiled_held.local || need > qp_tiled_held.local_bytes) return NULL;

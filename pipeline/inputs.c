@@ -269,12 +269,18 @@ static qp_err qp_inputs_read_positions(qp_problem *p) {
 
 qp_err qp_inputs_read_geometry(qp_problem *p) {
   const int reader = qp_inputs_reader();
-  if (reader) QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &p->sky));
-  QP_CALL(qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, (size_t)p->n_observed,
-                                sizeof(int64_t), (void **)&p->observed));
-  QP_CALL(
-      QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * p->n_observed, &p->vectors));
-  QP_CALL(qp_comm_agree(reader ? qp_inputs_read_positions(p) : QP_OK));
+  /* Each rank's allocations go into the agreement below: a rank refused one (out of memory)
+   * must not leave the others waiting in it while it returns (found by the fault sweep). */
+  qp_err err = QP_OK;
+  if (reader) err = QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &p->sky);
+  if (err == QP_OK)
+    err = qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT,
+                                (size_t)p->n_observed, sizeof(int64_t), (void **)&p->observed);
+  if (err == QP_OK)
+    err = QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * p->n_observed,
+                           &p->vectors);
+  if (err == QP_OK && reader) err = qp_inputs_read_positions(p);
+  QP_CALL(qp_comm_agree(err));
   QP_CALL(qp_comm_bcast(p->observed, (size_t)p->n_observed * sizeof(int64_t)));
   QP_CALL(qp_comm_bcast(p->vectors, (size_t)(3 * p->n_observed) * sizeof(double)));
   return QP_OK;
@@ -416,12 +422,16 @@ static qp_err qp_inputs_read_map_files(qp_problem *p) {
 
 qp_err qp_inputs_read_data(qp_problem *p) {
   const qp_config *cfg = p->cfg;
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_MAPS, QP_TERM_PERSISTENT, p->n_pix * p->n_maps, &p->maps));
+  /* The allocations agreed on first: a rank refused one (out of memory) must not leave the
+   * others waiting in the collectives below (qp_inputs_read_geometry). */
+  qp_err err = QP_ALLOC_DOUBLES(QP_TERM_MAPS, QP_TERM_PERSISTENT, p->n_pix * p->n_maps, &p->maps);
+  if (err == QP_OK && cfg->noise_kind != QP_NOISE_COVARIANCE)
+    err = QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix,
+                           &p->noise_variance);
+  QP_CALL(qp_comm_agree(err));
   switch (cfg->noise_kind) {
   case QP_NOISE_VARIANCE:
   case QP_NOISE_VARIANCE_MAP:
-    QP_CALL(
-        QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix, &p->noise_variance));
     if (cfg->noise_kind == QP_NOISE_VARIANCE)
       for (int64_t k = 0; k < p->n_pix; ++k)
         p->noise_variance[k] = k < p->n_obs_t ? cfg->noise_variance : cfg->noise_variance_pol;

@@ -221,9 +221,11 @@ static qp_model_bytes qp_tiled_bytes(const qp_model_dims *d, int64_t dim,
   return b;
 }
 
-/* A distributed device backend (hostdev-dist) runs the tiled algorithms (linalg/tiled.h) and
- * holds their blocks (pocon's vector in them) from its start at the bound of the problem's
- * largest dimension, with the local table's workspace of a diagonal block's Cholesky. */
+/* A distributed device backend (hostdev-dist, cuda-dist) runs the tiled algorithms
+ * (linalg/tiled.h) and holds their blocks (pocon's vector in them) from its start at the bound
+ * of the problem's largest dimension, with the local table's workspace of a diagonal block's
+ * Cholesky; dist holds the same blocks in host memory on the harmonic routes, for SMW's solves
+ * (its getrs is tiled) and the field blocks' redistribution (its copy_sub is, while held). */
 static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
   const qp_stage_id first = QP_STAGE_COVARIANCE_SETUP, last = QP_STAGE_SPECTRA_RUN;
   /* The largest side of a distributed operand: n_pix, n_modes, or a batch of maps (z). */
@@ -236,8 +238,8 @@ static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
   qp_model_add(m, QP_TERM_TILED_PANELS, QP_TERM_PERSISTENT,
                qp_tiled_bytes(d, dim, qp_tiled_local_doubles), first, last,
                qp_backend_init_formula)
-      ->space = QP_SPACE_DEVICE;
-  if (d->backend) {
+      ->space = d->device ? QP_SPACE_DEVICE : QP_SPACE_HOST;
+  if (d->backend && d->device) {
     /* The local table's own (cuda's: cuBLAS's workspace, the info word, pinned staging), then
      * its solver at order block: potrf's and trtri's of the diagonal blocks, one held block
      * per term at the larger of the two. */
@@ -266,6 +268,7 @@ static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
  * is taken, so the two are never alive in one phase). */
 static qp_err qp_model_backend_terms(const qp_model_dims *d, qp_model *m) {
   if (d->device && d->grid_rows > 0) return qp_model_tiled_terms(d, m);
+  if (d->grid_rows > 0 && d->path != QP_MODEL_PIXEL_DIRECT) return qp_model_tiled_terms(d, m);
   if (!d->device || !d->backend || d->grid_rows > 0) return QP_OK;
   const qp_stage_id last = QP_STAGE_SPECTRA_RUN;
   qp_workspace need[QP_WORKSPACES_MAX];
@@ -578,17 +581,19 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
     /* PBLAS copies a panel of block columns of its operands and one of block rows per step
      * (PB_Cmalloc, freed before it returns): (LOCr + LOCc) x block doubles for the largest
      * operand of the stage, within 2% of a rank's C at n_pix 4480-8064 on 1 x 2 and 2 x 2
-     * grids (docs/distributed.md). SMW's largest after basis_setup's V is K (n_modes^2). */
+     * grids (docs/distributed.md). */
     const int64_t big_rows = d->n_pix, big_cols = smw ? d->n_modes : d->n_pix;
-    const int64_t later = smw ? d->n_modes : d->n_pix;
     const qp_model_bytes basis_panels = qp_panel_bytes(d, big_rows, big_cols),
-                   later_panels = qp_panel_bytes(d, later, later);
+                   later_panels = qp_panel_bytes(d, d->n_pix, d->n_pix);
     const char *formula = "(LOCr + LOCc) x block x 8 (inside PBLAS; seen in RSS only)";
-    /* A distributed device backend runs the tiled algorithms, which call no PBLAS. */
+    /* A distributed device backend runs the tiled algorithms, which call no PBLAS; nor do
+     * SMW's fisher_run and spectra_run on dist (their solves and copies are tiled too). */
     if (!d->device) {
-      qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, basis_panels, bas, bas, formula);
-      qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, fis, fis, formula);
-      qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, spe, spe, formula);
+      if (!smw) qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, basis_panels, bas, bas, formula);
+      if (!smw) {
+        qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, fis, fis, formula);
+        qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, later_panels, spe, spe, formula);
+      }
     }
   }
   QP_CHECK(!m->too_many_terms, QP_ERR_INTERNAL, "budget model: more than %d terms", QP_TERMS_MAX);

@@ -3,15 +3,18 @@
 
 #include <stdlib.h>
 
+#include "comm.h"
 #include "host_window.h"
 
 qp_err qp_problem_hold_backend(const qp_problem *p) {
-  for (int i = 0; i < p->model.n_terms; ++i) {
+  qp_err err = QP_OK;
+  for (int i = 0; i < p->model.n_terms && err == QP_OK; ++i) {
     const qp_model_term *t = &p->model.terms[i];
-    if (qp_model_backend_init_term(t))
-      QP_CALL(qp_linalg_hold_workspace(p->ops, t->name, t->bytes));
+    if (qp_model_backend_init_term(t)) err = qp_linalg_hold_workspace(p->ops, t->name, t->bytes);
   }
-  return QP_OK;
+  /* Agreed on: a rank refused its blocks must not leave the others in the stage's collectives
+   * (the fault sweep's allocation failures on rank 1). */
+  return qp_comm_agree(err);
 }
 
 void qp_problem_free(qp_problem *p) {

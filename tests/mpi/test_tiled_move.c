@@ -7,8 +7,8 @@
  * different offsets, device to device and device to a host matrix (qp_linalg_align's case),
  * and the transpose, bitwise, with every entry outside the target untouched; the workspace
  * of the exact sizes the bound covers; a copy one rank's device refuses failing every rank
- * without a hang; the LU (getrf, getrs) against pdgetrf and pdgetrs on every grid, inside the
- * held blocks; nothing left tracked. Run under mpiexec; args: grid rows, cols, block. */
+ * without a hang; the LU (getrf, getrs) against pdgetrf and A X = B (pdgemm) on every grid,
+ * inside the held blocks; nothing left tracked. Run under mpiexec; args: grid rows, cols, block. */
 #include <stdio.h>
 
 #include "comm.h"
@@ -151,7 +151,7 @@ static void check_moves(const qp_linalg_ops *ops, const qp_grid *g) {
 }
 
 /* The tiled LU (tiled_lu.c) on this grid's ragged edges (a rank with no rows or columns on
- * 1 x 4 block 16): factors and pivots against pdgetrf, a solve against pdgetrs, the workspace
+ * 1 x 4 block 16): factors and pivots against pdgetrf, a solve against A X = B (pdgemm), the workspace
  * the bound's (nothing allocated inside the held blocks). */
 static void check_lu(const qp_linalg_ops *ops, const qp_grid *g) {
   const int64_t n = 45, k = 19;
@@ -163,6 +163,7 @@ static void check_lu(const qp_linalg_ops *ops, const qp_grid *g) {
   int *piv_ref = calloc((size_t)count, sizeof *piv_ref);
   int *piv_got = calloc((size_t)count, sizeof *piv_got);
   TEST_OK(qp_linalg_getrf(&ref, piv_ref));
+  TEST_OK(qp_linalg_getrs(&ref, piv_ref, &b_ref)); /* dist's getrs: the tiled one, on cpu */
   const qp_tiled_sizes bound = qp_tiled_bound_sizes(n, g->block, g->nprow, g->npcol, g->myrow,
                                                     g->mycol);
   TEST_OK(qp_tiled_hold(QP_TERM_TILED_HOST, QP_SPACE_HOST,
@@ -173,7 +174,6 @@ static void check_lu(const qp_linalg_ops *ops, const qp_grid *g) {
   const size_t host0 = term_total(QP_TERM_TILED_HOST, QP_SPACE_HOST);
   const size_t local0 = term_total(QP_TERM_TILED_PANELS, local);
   TEST_OK(qp_tiled_getrf(&got, piv_got));
-  TEST_OK(qp_linalg_getrs(&ref, piv_ref, &b_ref));
   TEST_OK(qp_tiled_getrs(&got, piv_got, &b_got));
   TEST_ASSERT(term_total(QP_TERM_TILED_HOST, QP_SPACE_HOST) == host0 &&
                   term_total(QP_TERM_TILED_PANELS, local) == local0,
@@ -184,8 +184,9 @@ static void check_lu(const qp_linalg_ops *ops, const qp_grid *g) {
   TEST_OK(qp_comm_sum(&d, 1));
   TEST_ASSERT(d == 0, "%s: %g of getrf's pivots differ from pdgetrf's", ops->name, d);
   TEST_WITHIN(compare(&ref, &got, 0), 1e-12, "%s: tiled getrf differs from pdgetrf", ops->name);
-  TEST_WITHIN(compare(&b_ref, &b_got, 0), 1e-12, "%s: tiled getrs differs from pdgetrs",
+  TEST_WITHIN(compare(&b_ref, &b_got, 0), 1e-12, "%s: tiled getrs differs from dist's",
               ops->name);
+  TEST_WITHIN(lu_residual(&b_got), 1e-13, "%s: A X - B after the tiled getrs", ops->name);
   qp_tiled_release();
   free(piv_ref);
   free(piv_got);

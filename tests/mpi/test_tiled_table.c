@@ -5,7 +5,7 @@
  * window aligned into a host work matrix of another layout (qp_linalg_align), the matrix
  * made whole on every rank (qp_linalg_replicate), the transpose, a host window's round trip;
  * partial sums completed over the ranks; SMW's LU (getrf, gecon, getrs) and potrs against
- * pdgetrf, pdgecon, pdgetrs and pdpotrs to 1e-12, the pivots equal, a singular matrix named on
+ * pdgetrf, dgecon, A X = B by pdgemm and pdpotrs to 1e-12, the pivots equal, a singular matrix named on
  * every rank; what it lacks (potri) refused by name;
  * the held buffers (the tiled blocks in device space, hostdev's solver workspace) taken and
  * freed by the table's hold and release; nothing left tracked. Args: grid rows, cols, block,
@@ -197,7 +197,8 @@ int main(int argc, char **argv) {
     make(ops, "X", GENERAL, 0, n, k, &x_got);
     TEST_OK(qp_linalg_getrs(&lu_ref, piv_ref, &x_ref));
     TEST_OK(qp_linalg_getrs(&lu_got, piv_got, &x_got));
-    TEST_WITHIN(compare(&x_ref, &x_got, 0), 1e-12, "getrs differs from pdgetrs");
+    TEST_WITHIN(compare(&x_ref, &x_got, 0), 1e-12, "getrs differs from dist's");
+    TEST_WITHIN(lu_residual(&x_got), 1e-13, "A X - B after getrs through the table");
     /* getrs into a B one rank's emulated device refuses (its local part moved past its block:
      * a GPU's illegal address): that rank's error on every rank, none left waiting */
     if (emulated) {

@@ -65,6 +65,30 @@ static inline double compare(const qp_matrix *ref, const qp_matrix *got, int low
   return scale > 0 ? diff / scale : diff;
 }
 
+/* |A X - B| / |B| for X of any distributed table (n x k), A = PIVOTED and B = GENERAL made
+ * afresh on dist, A X by pdgemm: a check of a solve that shares no code with getrs (dist's
+ * getrs is the tiled one). NaN-aware, over every rank. */
+static inline double lu_residual(const qp_matrix *x) {
+  const qp_linalg_ops *dist = qp_linalg_dist_ops();
+  qp_matrix a, b, xd, ax;
+  make(dist, "A", PIVOTED, 0, x->rows, x->rows, &a);
+  make(dist, "B", GENERAL, 0, x->rows, x->cols, &b);
+  TEST_OK(qp_matrix_create(dist, "X", QP_TERM_TRANSIENT, x->rows, x->cols, &xd));
+  TEST_OK(qp_matrix_create(dist, "AX", QP_TERM_TRANSIENT, x->rows, x->cols, &ax));
+  const int64_t ld = xd.local_rows > 0 ? xd.local_rows : 1;
+  double *host = malloc((size_t)(xd.local_rows * xd.local_cols + 1) * sizeof *host);
+  TEST_OK(qp_linalg_download(x, 0, 0, x->local_rows, x->local_cols, host, ld));
+  TEST_OK(qp_linalg_upload(host, ld, &xd, 0, 0, xd.local_rows, xd.local_cols));
+  free(host);
+  TEST_OK(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &xd, 0.0, &ax));
+  const double r = compare(&b, &ax, 0);
+  qp_matrix_destroy(&a);
+  qp_matrix_destroy(&b);
+  qp_matrix_destroy(&xd);
+  qp_matrix_destroy(&ax);
+  return r;
+}
+
 /* Bytes term `term` in `space` has ever allocated (0 before its first block). */
 static inline size_t term_total(const char *term, qp_space space) {
   for (int i = 0; i < qp_budget_term_count(); ++i) {
