@@ -587,11 +587,15 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
      * (K, the LU and the held tiled blocks together): with the term there it was over-predicted
      * by 2.4%, without it within 0.5% (n_modes 2300 on 1 x 2 and 2 x 2; docs/distributed.md). */
     if (!d->device && !smw) {
-      const qp_model_bytes panels = qp_panel_bytes(d, d->n_pix, d->n_pix);
+      /* spectra_run's PBLAS operands are as wide as a batch of maps (C^-1 z, P_b z), the
+       * others' n_pix: with n_pix columns there it was over-predicted by 2.7% (projection,
+       * n_pix 1984 on 1 x 2; tests/mpi/dist_memory.sh) */
+      const qp_model_bytes panels = qp_panel_bytes(d, d->n_pix, d->n_pix),
+                           map_panels = qp_panel_bytes(d, d->n_pix, qp_model_map_batch(d));
       const char *formula = "(LOCr + LOCc) x block x 8 (inside PBLAS; seen in RSS only)";
       qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, panels, bas, bas, formula);
       qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, panels, fis, fis, formula);
-      qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, panels, spe, spe, formula);
+      qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, map_panels, spe, spe, formula);
     }
   }
   QP_CHECK(!m->too_many_terms, QP_ERR_INTERNAL, "budget model: more than %d terms", QP_TERMS_MAX);
