@@ -49,22 +49,20 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
     *ops = qp_linalg_hostdev_ops();
     return QP_OK;
   }
-  if (strcmp(name, "hostdev-dist") == 0) { /* the same, block-cyclic over the ranks */
-    QP_CHECK(qp_linalg_hostdev_dist_ops(), QP_ERR_UNSUPPORTED,
-             "backend 'hostdev-dist' is not available in this build of qmlpipe (configure with "
-             "-DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON)");
+  /* The same, block-cyclic over the ranks: hostdev-dist, and cuda-dist's table over hostdev
+   * (hostdev-tiled, test-only; hostdev.h). */
+  const int tiled = strcmp(name, "hostdev-tiled") == 0;
+  if (tiled || strcmp(name, "hostdev-dist") == 0) {
+    const qp_linalg_ops *table =
+        tiled ? qp_linalg_hostdev_tiled_ops() : qp_linalg_hostdev_dist_ops();
+    QP_CHECK(table, QP_ERR_UNSUPPORTED,
+             "backend '%s' is not available in this build of qmlpipe (configure with "
+             "-DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON)", name);
     QP_CHECK(qp_grid_current(), QP_ERR_MPI,
-             "backend 'hostdev-dist' needs its MPI process grid (qmlpipe sets it up when "
-             "started with mpiexec or srun)");
+             "backend '%s' needs its MPI process grid (qmlpipe sets it up when started with "
+             "mpiexec or srun)", name);
     QP_CALL(qp_hostdev_init());
-    *ops = qp_linalg_hostdev_dist_ops();
-    return QP_OK;
-  }
-  if (strcmp(name, "hostdev-tiled") == 0) { /* cuda-dist's table over hostdev (hostdev.h) */
-    QP_CHECK(qp_linalg_hostdev_tiled_ops() && qp_grid_current(), QP_ERR_UNSUPPORTED,
-             "backend 'hostdev-tiled' needs MPI, ScaLAPACK and the process grid");
-    QP_CALL(qp_hostdev_init());
-    *ops = qp_linalg_hostdev_tiled_ops();
+    *ops = table;
     return QP_OK;
   }
   QP_FAIL(QP_ERR_INPUT,

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas_int.h"
 #include "comm.h"
 #include "fault.h"
 #include "tiled_work.h"
@@ -32,9 +33,17 @@ typedef struct qp_tiled_moves {
   int64_t *first; /* per rank: where its part starts in the gathered rows */
 } qp_tiled_moves;
 
-static int64_t qp_tiled_move_slot(qp_tiled_moves *m, int64_t row) {
+/* The position of `row` among the moves, or -1. */
+static int64_t qp_tiled_move_find(const qp_tiled_moves *m, int64_t row) {
   for (int64_t i = 0; i < m->count; ++i)
     if (m->row[i] == row) return i;
+  return -1;
+}
+
+/* The position of `row` among the moves, added (its own source) if it is not there yet. */
+static int64_t qp_tiled_move_slot(qp_tiled_moves *m, int64_t row) {
+  const int64_t at = qp_tiled_move_find(m, row);
+  if (at >= 0) return at;
   m->row[m->count] = row;
   m->source[m->count] = row;
   return m->count++;
@@ -101,10 +110,7 @@ static qp_err qp_tiled_move_rows(qp_matrix *a, const qp_tiled_moves *m, int64_t 
    * same local columns as this rank's. */
   for (int64_t i = 0; i < m->count && err == QP_OK; ++i)
     if (qp_bc_owner(m->row[i], g->block, g->nprow) == g->myrow && width > 0) {
-      const int64_t src = m->source[i];
-      int64_t slot = -1;
-      for (int64_t s = 0; s < m->count; ++s)
-        if (m->row[s] == src) slot = s;
+      const int64_t src = m->source[i], slot = qp_tiled_move_find(m, src);
       const int sprow = qp_bc_owner(src, g->block, g->nprow);
       const double *from = w->recv + first[sprow * g->npcol + g->mycol] +
                            qp_tiled_moves_on(m, slot, sprow, g) * width;
@@ -124,27 +130,23 @@ static qp_err qp_tiled_interchange(qp_matrix *a, const qp_tiled_moves *m, qp_til
   return QP_OK;
 }
 
+/* LAPACK's dgetrf on the gathered rows x kb panel (w->window); ipiv[kb] <- its info. */
+static qp_err qp_tiled_panel_dgetrf(int64_t rows, int64_t kb, qp_tiled_work *w, int *ipiv) {
+  int m, n;
+  QP_BLAS_INT(rows, &m, "getrf panel rows");
+  QP_BLAS_INT(kb, &n, "getrf panel columns");
+  const int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, w->window, m, ipiv);
+  ipiv[kb] = QP_FAULT_INFO("dgetrf", info);
+  return QP_OK;
+}
+
 /* Step 1: the panel gathered, factored on rank 0, broadcast with its pivots (ipiv, kb + 1 ints:
  * the last LAPACK's info). */
 static qp_err qp_tiled_factor_lu_panel(qp_matrix *a, int64_t k0, int64_t kb, qp_tiled_work *w,
                                        int *ipiv) {
   const int64_t rows = a->rows - k0;
   QP_CALL(qp_tiled_gather(w, QP_OK, a, k0, k0, rows, kb));
-  qp_err err = QP_OK;
-  if (qp_comm_rank() == 0) {
-    int m, n;
-    err = rows <= INT32_MAX ? QP_OK
-                            : qp_error_set(QP_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__,
-                                           "getrf of '%s': order %lld past LAPACK's int", a->name,
-                                           (long long)a->rows);
-    m = (int)rows;
-    n = (int)kb;
-    if (err == QP_OK) {
-      int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, w->window, m, ipiv);
-      ipiv[kb] = QP_FAULT_INFO("dgetrf", info);
-    }
-  }
-  QP_CALL(qp_comm_agree(err));
+  QP_CALL(qp_comm_agree(qp_comm_rank() == 0 ? qp_tiled_panel_dgetrf(rows, kb, w, ipiv) : QP_OK));
   QP_CALL(qp_comm_bcast(w->window, (size_t)(rows * kb) * sizeof(double)));
   QP_CALL(qp_comm_bcast(ipiv, (size_t)(kb + 1) * sizeof(int)));
   const int info = ipiv[kb];

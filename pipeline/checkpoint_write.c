@@ -103,10 +103,7 @@ static qp_err qp_ck_write_state(hid_t file, const char *where, const qp_problem 
   if (!qp_linalg_on_device(p->ops)) {
     /* dist's held tiled blocks (the harmonic routes) are the backend's, not state: held again
      * at a resume (checkpoint_read.c) */
-    size_t held = 0;
-    for (int i = 0; i < p->model.n_terms; ++i)
-      if (qp_model_backend_init_term(&p->model.terms[i]))
-        held += p->model.terms[i].bytes;
+    const size_t held = qp_problem_backend_held_bytes(p);
     QP_CHECK(*bytes + held == qp_budget_current(QP_SPACE_HOST), QP_ERR_INTERNAL,
              "checkpoint: %zu bytes of state saved and %zu of the backend's own held, but %zu "
              "tracked alive", *bytes, held, qp_budget_current(QP_SPACE_HOST));

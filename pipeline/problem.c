@@ -17,6 +17,13 @@ qp_err qp_problem_hold_backend(const qp_problem *p) {
   return qp_comm_agree(err);
 }
 
+size_t qp_problem_backend_held_bytes(const qp_problem *p) {
+  size_t held = 0;
+  for (int i = 0; i < p->model.n_terms; ++i)
+    if (qp_model_backend_init_term(&p->model.terms[i])) held += p->model.terms[i].bytes;
+  return held;
+}
+
 void qp_problem_free(qp_problem *p) {
   double **tracked[] = {&p->sky,    &p->vectors,    &p->maps,           &p->noise_variance,
                         &p->fisher, &p->noise_bias, &p->fisher_inverse, &p->yb,

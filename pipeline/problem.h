@@ -149,5 +149,7 @@ void qp_problem_free(qp_problem *p);
  *  distributed device backend's tiled blocks, memory_model.h), at the start of the first
  *  stage; a resume holds them with the rest (checkpoint_read.c). */
 qp_err qp_problem_hold_backend(const qp_problem *p);
+/** The bytes qp_problem_hold_backend holds (this rank's): the backend's, not state. */
+size_t qp_problem_backend_held_bytes(const qp_problem *p);
 
 #endif
