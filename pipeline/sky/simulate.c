@@ -137,9 +137,10 @@ qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_
   /* coef: [T | E | B] coefficients x maps. t_rows: block x modes of t. p_rows: the Q rows then
    * the U rows of a block (ld 2 block) x [E modes | B modes]. out: T or [Q; U] of a block. */
   qp_matrix coef = {0}, t_rows = {0}, p_rows = {0}, out = {0};
-  double *work = malloc((size_t)qp_harmonics_work_size(o->lmax) * sizeof *work);
+  qp_harmonics_ring ring = {0}; /* pixels in RING order: a ring's Legendre functions once */
+  const int ring_ready = qp_harmonics_ring_init(&ring, o->lmax);
   double *row = malloc((size_t)n_modes * (polarised ? 5 : 1) * sizeof *row);
-  QP_CHECK_GOTO(work && row, QP_ERR_NOMEM, done, "simulate: out of memory");
+  QP_CHECK_GOTO(ring_ready && row, QP_ERR_NOMEM, done, "simulate: out of memory");
   const qp_linalg_ops *ops = qp_linalg_cpu_ops();
   QP_CALL_GOTO(qp_matrix_create(ops, "sim_alm", QP_TERM_TRANSIENT, n_coef, o->n_maps, &coef), done);
   QP_CALL_GOTO(qp_matrix_create(ops, "sim_harmonics", QP_TERM_TRANSIENT, block, n_modes, &t_rows),
@@ -163,7 +164,7 @@ qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_
     for (int64_t i = 0; i < count; ++i) {
       double theta, phi;
       pix2ang_ring64(o->nside, first + i, &theta, &phi);
-      qp_harmonics_at(o->ell_min, o->lmax, theta, phi, work, t, qe, ue, qb, ub);
+      qp_harmonics_ring_at(&ring, o->ell_min, theta, phi, t, qe, ue, qb, ub);
       if (polarised) {
         double *pq = p_rows.data + i, *pu = p_rows.data + count + i;
         const int64_t b_off = (int64_t)n_modes * pld;
@@ -215,7 +216,7 @@ qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_
     }
 done:
   free(row);
-  free(work);
+  qp_harmonics_ring_free(&ring);
   qp_matrix_destroy(&out);
   qp_matrix_destroy(&p_rows);
   qp_matrix_destroy(&t_rows);

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 /* lambda[qp_tri(lmax, l, m)] for l >= m: the triangle of lambda_lm, m-major. */
 static inline int64_t qp_tri(int lmax, int l, int m) {
@@ -58,13 +59,18 @@ static inline void qp_set(double *row, int64_t i, double v) {
   if (row) row[i] = v;
 }
 
-void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *lambda, double *t,
-                     double *qe, double *ue, double *qb, double *ub) {
+/* theta moved off the poles (qp_harmonics_at's fail-safety). */
+static double qp_off_pole(double theta) {
   const double pole_gap = 1e-10;
-  theta = fmin(fmax(theta, pole_gap), M_PI - pole_gap);
+  return fmin(fmax(theta, pole_gap), M_PI - pole_gap);
+}
+
+/* The basis at (theta, phi) from lambda_lm(cos theta), theta already off the poles. */
+static void qp_harmonics_fill(int ell_min, int lmax, double theta, double phi,
+                              const double *lambda, double *t, double *qe, double *ue,
+                              double *qb, double *ub) {
   const double x = cos(theta), st = sin(theta), s2 = st * st;
   const int spin2 = qe || ue || qb || ub;
-  qp_harmonics_legendre(lmax, x, st, lambda);
 
   for (int m = 0; m <= lmax; ++m) {
     const double c = cos(m * phi), s = sin(m * phi);
@@ -109,4 +115,33 @@ void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *la
       }
     }
   }
+}
+
+void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *work, double *t,
+                     double *qe, double *ue, double *qb, double *ub) {
+  theta = qp_off_pole(theta);
+  qp_harmonics_legendre(lmax, cos(theta), sin(theta), work);
+  qp_harmonics_fill(ell_min, lmax, theta, phi, work, t, qe, ue, qb, ub);
+}
+
+int qp_harmonics_ring_init(qp_harmonics_ring *r, int lmax) {
+  r->lmax = lmax;
+  r->theta = NAN;
+  r->lambda = malloc((size_t)qp_harmonics_work_size(lmax) * sizeof *r->lambda);
+  return r->lambda != NULL;
+}
+
+void qp_harmonics_ring_free(qp_harmonics_ring *r) {
+  free(r->lambda);
+  r->lambda = NULL;
+}
+
+void qp_harmonics_ring_at(qp_harmonics_ring *r, int ell_min, double theta, double phi, double *t,
+                          double *qe, double *ue, double *qb, double *ub) {
+  theta = qp_off_pole(theta);
+  if (!(theta == r->theta)) { /* a new colatitude (NaN: none yet) */
+    qp_harmonics_legendre(r->lmax, cos(theta), sin(theta), r->lambda);
+    r->theta = theta;
+  }
+  qp_harmonics_fill(ell_min, r->lmax, theta, phi, r->lambda, t, qe, ue, qb, ub);
 }

@@ -68,4 +68,24 @@ static inline int64_t qp_harmonics_work_size(int lmax) {
 void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *work, double *t,
                      double *qe, double *ue, double *qb, double *ub);
 
+/** Scratch of one thread for the basis at many directions in a row: the Legendre functions
+ *  of the last colatitude, which the next direction reuses when its theta is the same (every
+ *  pixel of a HEALPix ring: at nside 16, 1984 observed pixels lie on ~50 rings, and the
+ *  recursion was most of the V build's time). */
+typedef struct qp_harmonics_ring {
+  int lmax;
+  double theta;   /* of the values in lambda; NaN: none yet */
+  double *lambda; /* qp_harmonics_work_size(lmax) doubles */
+} qp_harmonics_ring;
+
+/** Allocates r's scratch for l <= lmax (malloc: (lmax+1)(lmax+2)/2 doubles). 0 when out of
+ *  memory (nothing to free then). */
+int qp_harmonics_ring_init(qp_harmonics_ring *r, int lmax);
+void qp_harmonics_ring_free(qp_harmonics_ring *r);
+
+/** qp_harmonics_at with r's lmax and scratch: bitwise the same values, the Legendre recursion
+ *  run only when theta differs from the previous call's. */
+void qp_harmonics_ring_at(qp_harmonics_ring *r, int ell_min, double theta, double phi, double *t,
+                          double *qe, double *ue, double *qb, double *ub);
+
 #endif

@@ -103,3 +103,34 @@ void qp_wigner_batch(const qp_wigner_table *t, int lmax, qp_wigner_kind kind, co
     qp_spin_batch(t, 3, lmax, z, out[1]);
   }
 }
+
+QP_WIDEST_VECTORS void qp_wigner_tt_sums(const qp_wigner_table *t, int lo, int hi,
+                                         const double *w, const double *z, double *sums) {
+  enum { L = QP_WIGNER_TT_LANES };
+  double p0[L], p1[L], s[L]; /* P_{l-2}, P_{l-1}, the sum */
+  for (int k = 0; k < L; ++k) {
+    p0[k] = 1.0;
+    p1[k] = z[k];
+    s[k] = 0.0;
+  }
+  if (w) {
+    if (lo <= 0 && hi >= 0)
+      for (int k = 0; k < L; ++k) s[k] += w[0] * p0[k];
+    if (lo <= 1 && hi >= 1)
+      for (int k = 0; k < L; ++k) s[k] += w[1] * p1[k];
+  }
+  double *const *c = t->coef[0];
+  for (int l = 2; l <= hi; ++l) {
+    const double two_l = c[QP_W_TWO_L][l], prev = c[QP_W_PREV][l], den = c[QP_W_INV_DEN][l];
+    const double wl = w && l >= lo ? w[l] : 0.0;
+    const int summed = w && l >= lo;
+#pragma omp simd
+    for (int k = 0; k < L; ++k) {
+      const double next = (two_l * z[k] * p1[k] - prev * p0[k]) * den;
+      p0[k] = p1[k];
+      p1[k] = next;
+      if (summed) s[k] += wl * next;
+    }
+  }
+  for (int k = 0; k < L; ++k) sums[k] = s[k];
+}

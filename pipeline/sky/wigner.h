@@ -41,4 +41,15 @@ void qp_wigner_table_free(qp_wigner_table *t);
 void qp_wigner_batch(const qp_wigner_table *t, int lmax, qp_wigner_kind kind, const double *z,
                      double *const out[2]);
 
+/** Angles of one qp_wigner_tt_sums call: 32, four chains of AVX-512 vectors, where the
+ *  recursion's three dependent operations a step would leave the units idle with fewer. */
+#define QP_WIGNER_TT_LANES 32
+
+/** sums[k] = sum over l = lo..hi of w[l] P_l(z[k]) for k < QP_WIGNER_TT_LANES (hi <= t->lmax,
+ *  0 <= lo): qp_wigner_batch's P_l fused with the sum that follows it in pixel_matrices.c,
+ *  every operation the same and in the same order, so the same bits, without storing P_l.
+ *  w NULL: sums of 0. */
+void qp_wigner_tt_sums(const qp_wigner_table *t, int lo, int hi, const double *w,
+                       const double *z, double *sums);
+
 #endif

@@ -154,6 +154,19 @@ static void run_reference(const reference *r, const qp_cls *cls) {
   qp_pixel_matrices_build(&p, m, 0, 6, m + n * n, (size_t)(n * n));
   const double t_build = qp_clock_seconds() - t1;
 
+  /* S alone: its T-T tiles take the fused path (qp_tile_tt), which the build with the bin
+   * matrices above does not; the two must agree to the bit. */
+  double *s_alone = calloc((size_t)(n * n), sizeof(double));
+  qp_pixel_matrices_build(&p, s_alone, 0, 0, NULL, 0);
+  int64_t s_differ = 0;
+  for (int64_t k = 0; k < n * n; ++k)
+    if (memcmp(&s_alone[k], &m[k], sizeof(double)) != 0) ++s_differ;
+  TEST_ASSERT(s_differ == 0,
+              "nside %lld: S built alone (the fused T-T tiles) differs from S built with the "
+              "bin matrices in %lld of %lld entries",
+              (long long)r->nside, (long long)s_differ, (long long)(n * n));
+  free(s_alone);
+
   double *mine = malloc((size_t)(9 * r->n_pairs) * sizeof(double));
   double *ref = malloc((size_t)(9 * r->n_pairs) * sizeof(double));
   for (int x = 0; x < N_MATRICES; ++x) {

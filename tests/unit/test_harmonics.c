@@ -171,6 +171,38 @@ static void check_offsets(void) {
   rows_free(&part);
 }
 
+/* 4. qp_harmonics_ring_at reuses a ring's Legendre functions: bitwise qp_harmonics_at's values
+ * over every pixel of a map in RING order (rings of one theta), and again after a jump back to
+ * an earlier ring. */
+static void check_ring_reuse(void) {
+  const int nside = 8, lmax = 23, ell_min = 2;
+  basis_rows b = {0};
+  rows_init(&b, ell_min, lmax);
+  double *ring_out[KINDS];
+  for (int k = 0; k < KINDS; ++k) ring_out[k] = malloc((size_t)b.n * sizeof(double));
+  qp_harmonics_ring ring;
+  TEST_ASSERT(qp_harmonics_ring_init(&ring, lmax), "ring scratch for lmax %d", lmax);
+  long differ = 0, evaluated = 0;
+  for (long k = 0; k <= 12L * nside * nside; ++k) {
+    const long pix = k < 12L * nside * nside ? k : 5; /* the last: back to the first ring */
+    double theta, phi;
+    pix2ang_ring64(nside, pix, &theta, &phi);
+    rows_eval(&b, theta, phi);
+    qp_harmonics_ring_at(&ring, ell_min, theta, phi, ring_out[0], ring_out[1], ring_out[2],
+                         ring_out[3], ring_out[4]);
+    for (int x = 0; x < KINDS; ++x)
+      differ += memcmp(ring_out[x], b.out[x], (size_t)b.n * sizeof(double)) != 0;
+    ++evaluated;
+  }
+  TEST_ASSERT(differ == 0, "ring reuse: %ld of %ld rows differ from qp_harmonics_at's", differ,
+              evaluated * KINDS);
+  printf("ring reuse: nside %d lmax %d, %ld pixels bitwise as qp_harmonics_at\n", nside, lmax,
+         evaluated);
+  qp_harmonics_ring_free(&ring);
+  for (int k = 0; k < KINDS; ++k) free(ring_out[k]);
+  rows_free(&b);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_harmonics healpy_harmonics_nside4.txt\n");
@@ -179,5 +211,6 @@ int main(int argc, char **argv) {
   check_healpy(argv[1]);
   check_addition();
   check_offsets();
+  check_ring_reuse();
   return TEST_RETURN();
 }
