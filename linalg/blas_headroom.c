@@ -1,10 +1,13 @@
-/* blas_headroom.c: room for OpenBLAS's buffers under RLIMIT_AS (blas_headroom.h). */
+/* blas_headroom.c: OpenBLAS's buffers: room for them under RLIMIT_AS, and huge pages
+ * (blas_headroom.h). */
 #include "blas_headroom.h"
 
 #include <cblas.h>
 #include <lapacke.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 /* VmSize in bytes (0 when unreadable). */
@@ -19,6 +22,16 @@ static double qp_vm_size(void) {
   return (double)kib * 1024.0;
 }
 
+/* How many OpenBLAS buffers an anonymous mapping of `bytes` is: k when it is k buffers' size
+ * (k x 128 MiB to k x QP_BLAS_BUFFER_BYTES), else 0. OpenBLAS maps each buffer next to the
+ * last when it can, and the kernel merges adjacent anonymous mappings into one line of
+ * /proc/self/maps: two threads' buffers were one 256 MiB line in most runs here. */
+static int qp_blas_buffers_in(unsigned long long bytes) {
+  const double b = (double)bytes, one = 128.0 * 1048576.0;
+  const int k = (int)(b / one);
+  return k >= 1 && b <= k * QP_BLAS_BUFFER_BYTES ? k : 0;
+}
+
 /* Anonymous mappings the size of an OpenBLAS buffer: the threads that have theirs. Before
  * the warm-up nothing else of that size is mapped (tracked buffers come later). */
 static int qp_blas_buffers_mapped(void) {
@@ -30,8 +43,7 @@ static int qp_blas_buffers_mapped(void) {
     unsigned long long lo = 0, hi = 0;
     char path[256] = "";
     if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &lo, &hi, path) < 2) continue;
-    const double bytes = (double)(hi - lo);
-    if (path[0] == '\0' && bytes >= 128.0 * 1048576.0 && bytes <= QP_BLAS_BUFFER_BYTES) ++n;
+    if (path[0] == '\0') n += qp_blas_buffers_in(hi - lo);
   }
   fclose(f);
   return n;
@@ -58,4 +70,44 @@ qp_err qp_blas_check_address_space(void) {
   double one = 1.0;
   (void)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', 1, &one, 1);
   return QP_OK;
+}
+
+size_t qp_blas_huge_page_bytes(void) {
+  char mode[128] = "";
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f) return 0;
+  const int read = fgets(mode, sizeof mode, f) != NULL;
+  fclose(f);
+  if (!read || strstr(mode, "[never]")) return 0;
+  unsigned long long bytes = 0;
+  f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+  if (f) {
+    if (fscanf(f, "%llu", &bytes) != 1) bytes = 0;
+    fclose(f);
+  }
+  return bytes > 0 ? (size_t)bytes : (size_t)2 << 20;
+}
+
+int qp_blas_buffers_huge_pages(void) {
+  static int marked = -1; /* once a process: the buffers stay for good */
+  if (marked >= 0) return marked;
+  marked = 0;
+  if (qp_blas_huge_page_bytes() == 0) return 0;
+  /* The calling thread's buffer is mapped by its first BLAS call: this one touches none of it
+   * (its pages were 0 kB of Rss after it), so every page of it can still come huge. */
+  double one = 1.0;
+  (void)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', 1, &one, 1);
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return 0;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long lo = 0, hi = 0;
+    char path[256] = "";
+    if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &lo, &hi, path) < 2) continue;
+    const int k = path[0] == '\0' ? qp_blas_buffers_in(hi - lo) : 0;
+    if (k > 0 && madvise((void *)(uintptr_t)lo, (size_t)(hi - lo), MADV_HUGEPAGE) == 0)
+      marked += k;
+  }
+  fclose(f);
+  return marked;
 }

@@ -1,4 +1,5 @@
-/* blas_headroom.h: OpenBLAS under an address-space limit (RLIMIT_AS, `ulimit -v`).
+/* blas_headroom.h: OpenBLAS's buffers: under an address-space limit (RLIMIT_AS, `ulimit -v`),
+ * and in huge pages (qp_blas_buffers_huge_pages, at the end).
  *
  * OpenBLAS gives each of its threads a buffer of 128 MiB the first time the thread computes:
  * every worker as it starts, the calling thread at its first BLAS call. A buffer it cannot
@@ -9,6 +10,8 @@
  * (QMLPIPE_IGNORE_JOB_LIMIT=1): it refuses a run whose next BLAS call would wait for ever. */
 #ifndef QP_BLAS_HEADROOM_H
 #define QP_BLAS_HEADROOM_H
+
+#include <stddef.h>
 
 #include "qp_error.h"
 
@@ -23,5 +26,24 @@
  *  naming the limit, what is left, what OpenBLAS needs and how to get it. QP_OK without a
  *  limit. Local (not collective); call it before the first large allocation of a run. */
 qp_err qp_blas_check_address_space(void);
+
+/** Transparent huge pages for OpenBLAS's buffers. Each of its threads packs its operands into
+ *  its buffer, whose pages the first calls of the warm-up fault in (pipeline/warm_up.c) and the
+ *  process keeps: ~5 MiB a thread at n_pix 1984, 2500 faults of 4 KiB at ~8 us each on this
+ *  project's VM, half of the warm-up (docs/benchmarks.md). Marked MADV_HUGEPAGE before any is
+ *  touched, the same range comes in 2 MiB pages: 3 faults a thread. Maps the calling thread's
+ *  buffer first (a 1 x 1 dpotrf, which touches none of it), then advises every anonymous
+ *  mapping of one or more buffers' size (/proc/self/maps; the kernel merges adjacent ones,
+ *  two threads' buffers were one 256 MiB line in most runs). Once a process; returns the
+ *  buffers advised (0 where the kernel has no transparent huge pages or none was found). Best
+ *  effort: a buffer not advised keeps 4 KiB pages, nothing fails. Call it before the first
+ *  BLAS call that packs anything. */
+int qp_blas_buffers_huge_pages(void);
+
+/** The size of the pages the advised buffers get: the PMD size (2 MiB on x86_64) where
+ *  /sys/kernel/mm/transparent_hugepage/enabled is 'always' or 'madvise', 0 where it is
+ *  'never' or unreadable. The resident part of each buffer is then a whole number of them
+ *  (qp_driver_warm_up_panel_bytes). */
+size_t qp_blas_huge_page_bytes(void);
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "blas_headroom.h"
 #include "clock.h"
 #include "comm.h"
 #include "grid.h"
@@ -122,7 +123,8 @@ static __attribute__((noinline)) void qp_warm_up_stack(void) {
     stack_touch[i] = 0;
 }
 
-/* OpenBLAS's buffers, one per thread (128 MiB of address space each here), hold what a
+/* OpenBLAS's buffers, one per thread (128 MiB of address space each here, in huge pages where
+ * the kernel has them: qp_blas_buffers_huge_pages, linalg/blas_headroom.h), hold what a
  * level-3 call packs: A's GEMM_P x GEMM_Q block (512 x 256 doubles, 1 MiB) first, then
  * GEMM_Q = 256 rows of B by up to GEMM_R (~65k) columns, 2 KiB per column. Their pages are
  * touched on first use and kept, and which ones a call touches depends on its width, not on
@@ -150,9 +152,15 @@ static int64_t qp_warm_up_panel_columns(int64_t width) {
 }
 
 size_t qp_driver_warm_up_panel_bytes(int64_t width) {
-  /* per thread: A's block and the panel's columns, 8 bytes by 256 rows each */
-  return (size_t)omp_get_max_threads() * QP_PACK_ROWS * QP_PANEL_ROWS * sizeof(double) +
-         (size_t)qp_warm_up_panel_columns(width) * QP_PANEL_ROWS * sizeof(double);
+  /* per thread: A's block and the panel's columns, 8 bytes by 256 rows each, from the start of
+   * its buffer; in huge pages (qp_blas_buffers_huge_pages) a whole number of them */
+  const int threads = omp_get_max_threads();
+  size_t per_thread = (size_t)QP_PACK_ROWS * QP_PANEL_ROWS * sizeof(double) +
+                      (size_t)(qp_warm_up_panel_columns(width) / threads) * QP_PANEL_ROWS *
+                          sizeof(double);
+  const size_t page = qp_blas_huge_page_bytes();
+  if (page > 0) per_thread = (per_thread + page - 1) / page * page;
+  return (size_t)threads * per_thread;
 }
 
 static void qp_warm_up_panels(int64_t width) {
@@ -219,6 +227,7 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
     qp_warm_up_last_seconds = 0.0;
     return;
   }
+  (void)qp_blas_buffers_huge_pages();
   qp_warm_up_panels(width);
   const int64_t n = n_pix < QP_WARM_UP_ORDER ? n_pix : QP_WARM_UP_ORDER;
   if (n > warmed) {
