@@ -72,27 +72,20 @@ qp_err qp_blas_check_address_space(void) {
   return QP_OK;
 }
 
-size_t qp_blas_huge_page_bytes(void) {
+int qp_blas_huge_pages_available(void) {
   char mode[128] = "";
   FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   if (!f) return 0;
   const int read = fgets(mode, sizeof mode, f) != NULL;
   fclose(f);
-  if (!read || strstr(mode, "[never]")) return 0;
-  unsigned long long bytes = 0;
-  f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
-  if (f) {
-    if (fscanf(f, "%llu", &bytes) != 1) bytes = 0;
-    fclose(f);
-  }
-  return bytes > 0 ? (size_t)bytes : (size_t)2 << 20;
+  return read && !strstr(mode, "[never]");
 }
 
 int qp_blas_buffers_huge_pages(void) {
   static int marked = -1; /* once a process: the buffers stay for good */
   if (marked >= 0) return marked;
   marked = 0;
-  if (qp_blas_huge_page_bytes() == 0) return 0;
+  if (!qp_blas_huge_pages_available()) return 0;
   /* The calling thread's buffer is mapped by its first BLAS call: this one touches none of it
    * (its pages were 0 kB of Rss after it), so every page of it can still come huge. */
   double one = 1.0;

@@ -40,10 +40,14 @@ qp_err qp_blas_check_address_space(void);
  *  BLAS call that packs anything. */
 int qp_blas_buffers_huge_pages(void);
 
-/** The size of the pages the advised buffers get: the PMD size (2 MiB on x86_64) where
- *  /sys/kernel/mm/transparent_hugepage/enabled is 'always' or 'madvise', 0 where it is
- *  'never' or unreadable. The resident part of each buffer is then a whole number of them
- *  (qp_driver_warm_up_panel_bytes). */
-size_t qp_blas_huge_page_bytes(void);
+/** The pages the advised buffers get on x86_64 (the PMD size): the resident part of each
+ *  buffer is a whole number of them (qp_driver_warm_up_panel_bytes rounds to it whatever the
+ *  kernel's setting, an upper bound where the buffers keep 4 KiB pages). */
+#define QP_BLAS_HUGE_PAGE_BYTES ((size_t)2 << 20)
+
+/** 1 where the kernel has transparent huge pages for advised mappings
+ *  (/sys/kernel/mm/transparent_hugepage/enabled 'always' or 'madvise'), 0 where it is 'never'
+ *  or unreadable. */
+int qp_blas_huge_pages_available(void);
 
 #endif

@@ -153,14 +153,15 @@ static int64_t qp_warm_up_panel_columns(int64_t width) {
 
 size_t qp_driver_warm_up_panel_bytes(int64_t width) {
   /* per thread: A's block and the panel's columns, 8 bytes by 256 rows each, from the start of
-   * its buffer; in huge pages (qp_blas_buffers_huge_pages) a whole number of them */
+   * its buffer; a whole number of 2 MiB pages, as the buffers come where the kernel gives them
+   * huge pages (qp_blas_buffers_huge_pages; x86_64's size, and an upper bound elsewhere): the
+   * same figure on every machine, so that plans do not depend on the kernel's setting */
   const int threads = omp_get_max_threads();
-  size_t per_thread = (size_t)QP_PACK_ROWS * QP_PANEL_ROWS * sizeof(double) +
-                      (size_t)(qp_warm_up_panel_columns(width) / threads) * QP_PANEL_ROWS *
-                          sizeof(double);
-  const size_t page = qp_blas_huge_page_bytes();
-  if (page > 0) per_thread = (per_thread + page - 1) / page * page;
-  return (size_t)threads * per_thread;
+  const size_t page = QP_BLAS_HUGE_PAGE_BYTES;
+  const size_t per_thread = (size_t)QP_PACK_ROWS * QP_PANEL_ROWS * sizeof(double) +
+                            (size_t)(qp_warm_up_panel_columns(width) / threads) *
+                                QP_PANEL_ROWS * sizeof(double);
+  return (size_t)threads * ((per_thread + page - 1) / page * page);
 }
 
 static void qp_warm_up_panels(int64_t width) {

@@ -186,9 +186,9 @@ int main(int argc, char **argv) {
       "2496, lmax_signal: 49, lmax: 49, n_bins: 48, n_maps: 2}\n"
       "memory: {host_limit: %s}\n";
   check_piece_printed("plan_panels.yaml", panel_dims, "500MiB",
-                      "host windows in panels of 5693 local lines (columns of the pixel "
+                      "host windows in panels of 5655 local lines (columns of the pixel "
                       "matrices, rows of V^T and the maps, columns of Z and W's field blocks; "
                       "memory.host_limit)",
-                      "\"host_panel\": 5693}", "host_panel=5693");
+                      "\"host_panel\": 5655}", "host_panel=5655");
   return TEST_RETURN();
 }
