@@ -271,7 +271,7 @@ enum { QP_TILE = 64 };
  * process, its rows all T positions'): each column's pairs 32 at a time, their Legendre sums
  * fused with the recursion (qp_wigner_tt_sums), each added at (i, j) and (j, i). The same
  * operations in the same order as qp_batch_run's on TT batches, without the batches'
- * bookkeeping (the entries' offsets, the stored P_l): S bitwise as before, 3.6x faster at
+ * bookkeeping (the entries' offsets, the stored P_l): S bitwise as before, 3.8x faster at
  * n_pix 1984 (docs/benchmarks.md). */
 static void qp_tile_tt(const qp_problem *p, const qp_matrix *layout, const qp_target *target,
                        const qp_wigner_table *table, int64_t ti, int64_t tj) {

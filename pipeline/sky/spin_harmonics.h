@@ -70,8 +70,8 @@ void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *wo
 
 /** Scratch of one thread for the basis at many directions in a row: the Legendre functions
  *  of the last colatitude, which the next direction reuses when its theta is the same (every
- *  pixel of a HEALPix ring: at nside 16, 1984 observed pixels lie on ~50 rings, and the
- *  recursion was most of the V build's time). */
+ *  pixel of a HEALPix ring: at nside 16, 1984 observed pixels lie on ~50 rings; the recursion
+ *  and its square roots were a quarter of the V build's time there). */
 typedef struct qp_harmonics_ring {
   int lmax;
   double theta;   /* of the values in lambda; NaN: none yet */
