@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <time.h>
 
 /* VmSize in bytes (0 when unreadable). */
 static double qp_vm_size(void) {
@@ -90,17 +91,28 @@ int qp_blas_buffers_huge_pages(void) {
    * (its pages were 0 kB of Rss after it), so every page of it can still come huge. */
   double one = 1.0;
   (void)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', 1, &one, 1);
-  FILE *f = fopen("/proc/self/maps", "r");
-  if (!f) return 0;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    unsigned long long lo = 0, hi = 0;
-    char path[256] = "";
-    if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &lo, &hi, path) < 2) continue;
-    const int k = path[0] == '\0' ? qp_blas_buffers_in(hi - lo) : 0;
-    if (k > 0 && madvise((void *)(uintptr_t)lo, (size_t)(hi - lo), MADV_HUGEPAGE) == 0)
-      marked += k;
+  /* Each worker maps its own buffer as it starts: OpenBLAS starts its workers at the first
+   * call that asks for threads (openblas_set_num_threads here, with the count it has), and a
+   * worker may map its buffer a little after: up to 0.1 s for all of them. */
+  const int threads = openblas_get_num_threads() > 0 ? openblas_get_num_threads() : 1;
+  openblas_set_num_threads(threads);
+  for (int tries = 0; tries < 20; ++tries) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return marked;
+    char line[512];
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+      unsigned long long lo = 0, hi = 0;
+      char path[256] = "";
+      if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &lo, &hi, path) < 2) continue;
+      const int k = path[0] == '\0' ? qp_blas_buffers_in(hi - lo) : 0;
+      if (k > 0 && madvise((void *)(uintptr_t)lo, (size_t)(hi - lo), MADV_HUGEPAGE) == 0)
+        found += k;
+    }
+    fclose(f);
+    marked = found;
+    if (found >= threads) break;
+    nanosleep(&(struct timespec){0, 5000000}, NULL);
   }
-  fclose(f);
   return marked;
 }
