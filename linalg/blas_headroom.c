@@ -4,12 +4,12 @@
 
 #include <cblas.h>
 #include <lapacke.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <time.h>
 
 /* VmSize in bytes (0 when unreadable). */
 static double qp_vm_size(void) {
@@ -24,13 +24,16 @@ static double qp_vm_size(void) {
 }
 
 /* How many OpenBLAS buffers an anonymous mapping of `bytes` is: k when it is k buffers' size
- * (k x 128 MiB to k x QP_BLAS_BUFFER_BYTES), else 0. OpenBLAS maps each buffer next to the
- * last when it can, and the kernel merges adjacent anonymous mappings into one line of
- * /proc/self/maps: two threads' buffers were one 256 MiB line in most runs here. */
+ * (k x 128 MiB to k x QP_BLAS_BUFFER_BYTES) for k up to OpenBLAS's threads (one buffer
+ * each), else 0: without that bound any mapping above 16 GiB (a sanitizer's shadow, a large
+ * reservation) would pass for buffers. OpenBLAS maps each buffer next to the last when it
+ * can, and the kernel merges adjacent anonymous mappings into one line of /proc/self/maps:
+ * two threads' buffers were one 256 MiB line in most runs here. */
 static int qp_blas_buffers_in(unsigned long long bytes) {
   const double b = (double)bytes, one = 128.0 * 1048576.0;
-  const int k = (int)(b / one);
-  return k >= 1 && b <= k * QP_BLAS_BUFFER_BYTES ? k : 0;
+  const int threads = openblas_get_num_threads() > 0 ? openblas_get_num_threads() : 1;
+  const double k = floor(b / one);
+  return k >= 1 && k <= threads && b <= k * QP_BLAS_BUFFER_BYTES ? (int)k : 0;
 }
 
 /* Anonymous mappings the size of an OpenBLAS buffer: the threads that have theirs. Before
@@ -91,28 +94,18 @@ int qp_blas_buffers_huge_pages(void) {
    * (its pages were 0 kB of Rss after it), so every page of it can still come huge. */
   double one = 1.0;
   (void)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', 1, &one, 1);
-  /* Each worker maps its own buffer as it starts: OpenBLAS starts its workers at the first
-   * call that asks for threads (openblas_set_num_threads here, with the count it has), and a
-   * worker may map its buffer a little after: up to 0.1 s for all of them. */
-  const int threads = openblas_get_num_threads() > 0 ? openblas_get_num_threads() : 1;
-  openblas_set_num_threads(threads);
-  for (int tries = 0; tries < 20; ++tries) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return marked;
-    char line[512];
-    int found = 0;
-    while (fgets(line, sizeof line, f)) {
-      unsigned long long lo = 0, hi = 0;
-      char path[256] = "";
-      if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &lo, &hi, path) < 2) continue;
-      const int k = path[0] == '\0' ? qp_blas_buffers_in(hi - lo) : 0;
-      if (k > 0 && madvise((void *)(uintptr_t)lo, (size_t)(hi - lo), MADV_HUGEPAGE) == 0)
-        found += k;
-    }
-    fclose(f);
-    marked = found;
-    if (found >= threads) break;
-    nanosleep(&(struct timespec){0, 5000000}, NULL);
+  /* A worker maps its buffer when it starts; one not mapped yet keeps 4 KiB pages. */
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return 0;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long lo = 0, hi = 0;
+    char path[256] = "";
+    if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &lo, &hi, path) < 2) continue;
+    const int k = path[0] == '\0' ? qp_blas_buffers_in(hi - lo) : 0;
+    if (k > 0 && madvise((void *)(uintptr_t)lo, (size_t)(hi - lo), MADV_HUGEPAGE) == 0)
+      marked += k;
   }
+  fclose(f);
   return marked;
 }

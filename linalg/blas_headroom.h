@@ -34,10 +34,9 @@ qp_err qp_blas_check_address_space(void);
  *  touched, the same range comes in 2 MiB pages: 3 faults a thread. Maps the calling thread's
  *  buffer first (a 1 x 1 dpotrf, which touches none of it), then advises every anonymous
  *  mapping of one or more buffers' size (/proc/self/maps; the kernel merges adjacent ones,
- *  two threads' buffers were one 256 MiB line in most runs), looking again for up to 0.1 s
- *  while fewer than OpenBLAS's threads are found (a worker maps its buffer as it starts,
- *  which can be after a young process's first call). Once a process; returns the buffers
- *  advised (0 where the kernel has no transparent huge pages or none was found). Best
+ *  two threads' buffers were one 256 MiB line in most runs; a worker maps its own as it
+ *  starts, which in a young process may not have happened yet: that one keeps 4 KiB pages).
+ *  Once a process; returns the buffers advised (0 where the kernel has no transparent huge pages or none was found). Best
  *  effort: a buffer not advised keeps 4 KiB pages, nothing fails. Call it before the first
  *  BLAS call that packs anything. */
 int qp_blas_buffers_huge_pages(void);
