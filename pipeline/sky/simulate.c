@@ -138,7 +138,7 @@ qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_
    * the U rows of a block (ld 2 block) x [E modes | B modes]. out: T or [Q; U] of a block. */
   qp_matrix coef = {0}, t_rows = {0}, p_rows = {0}, out = {0};
   qp_harmonics_ring ring = {0}; /* pixels in RING order: a ring's Legendre functions once */
-  const int ring_ready = qp_harmonics_ring_init(&ring, o->lmax);
+  const int ring_ready = qp_harmonics_ring_init(&ring, o->lmax, polarised);
   double *row = malloc((size_t)n_modes * (polarised ? 5 : 1) * sizeof *row);
   QP_CHECK_GOTO(ring_ready && row, QP_ERR_NOMEM, done, "simulate: out of memory");
   const qp_linalg_ops *ops = qp_linalg_cpu_ops();

@@ -65,6 +65,23 @@ static double qp_off_pole(double theta) {
   return fmin(fmax(theta, pole_gap), M_PI - pole_gap);
 }
 
+/* G1_lm and G2_lm (spin_harmonics.h) from lambda at x = cos theta, s2 = sin^2 theta; 0 for
+ * l < 2. One function for qp_harmonics_fill and a ring's factors, so both round alike. */
+static inline void qp_spin2_g(int lmax, const double *lambda, int l, int m, double x, double s2,
+                              double *g1, double *g2) {
+  *g1 = 0.0;
+  *g2 = 0.0;
+  if (l < 2) return;
+  const double dl = (double)l, dm = (double)m, lam = lambda[qp_tri(lmax, l, m)];
+  const double norm = 2.0 / sqrt((dl - 1.0) * dl * (dl + 1.0) * (dl + 2.0));
+  double r_prev = 0.0; /* r_lm lambda_l-1,m */
+  if (l > m)
+    r_prev = sqrt((2.0 * dl + 1.0) * (dl - dm) / ((2.0 * dl - 1.0) * (dl + dm))) *
+             lambda[qp_tri(lmax, l - 1, m)];
+  *g1 = norm * (-((dl - dm * dm) / s2 + dl * (dl - 1.0) / 2.0) * lam + (dl + dm) * x / s2 * r_prev);
+  *g2 = norm * (dm / s2) * ((dl - 1.0) * x * lam - (dl + dm) * r_prev);
+}
+
 /* The basis at (theta, phi) from lambda_lm(cos theta), theta already off the poles. */
 static void qp_harmonics_fill(int ell_min, int lmax, double theta, double phi,
                               const double *lambda, double *t, double *qe, double *ue,
@@ -74,7 +91,6 @@ static void qp_harmonics_fill(int ell_min, int lmax, double theta, double phi,
 
   for (int m = 0; m <= lmax; ++m) {
     const double c = cos(m * phi), s = sin(m * phi);
-    const double dm = (double)m;
     for (int l = m > ell_min ? m : ell_min; l <= lmax; ++l) {
       const double lam = lambda[qp_tri(lmax, l, m)];
       const int64_t ip = qp_harmonic_index(l, m, ell_min), in = qp_harmonic_index(l, -m, ell_min);
@@ -85,18 +101,8 @@ static void qp_harmonics_fill(int ell_min, int lmax, double theta, double phi,
         qp_set(t, in, -M_SQRT2 * lam * s);
       }
       if (!spin2) continue;
-      double g1 = 0.0, g2 = 0.0;
-      if (l >= 2) {
-        const double dl = (double)l;
-        const double norm = 2.0 / sqrt((dl - 1.0) * dl * (dl + 1.0) * (dl + 2.0));
-        double r_prev = 0.0; /* r_lm lambda_l-1,m */
-        if (l > m)
-          r_prev = sqrt((2.0 * dl + 1.0) * (dl - dm) / ((2.0 * dl - 1.0) * (dl + dm))) *
-                   lambda[qp_tri(lmax, l - 1, m)];
-        g1 = norm *
-             (-((dl - dm * dm) / s2 + dl * (dl - 1.0) / 2.0) * lam + (dl + dm) * x / s2 * r_prev);
-        g2 = norm * (dm / s2) * ((dl - 1.0) * x * lam - (dl + dm) * r_prev);
-      }
+      double g1, g2;
+      qp_spin2_g(lmax, lambda, l, m, x, s2, &g1, &g2);
       if (m == 0) {
         qp_set(qe, ip, -g1);
         qp_set(ue, ip, 0.0);
@@ -124,24 +130,101 @@ void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *wo
   qp_harmonics_fill(ell_min, lmax, theta, phi, work, t, qe, ue, qb, ub);
 }
 
-int qp_harmonics_ring_init(qp_harmonics_ring *r, int lmax) {
-  r->lmax = lmax;
-  r->theta = NAN;
-  r->lambda = malloc((size_t)qp_harmonics_work_size(lmax) * sizeof *r->lambda);
-  return r->lambda != NULL;
+int qp_harmonics_ring_init(qp_harmonics_ring *r, int lmax, int spin2) {
+  const size_t n = (size_t)qp_harmonics_work_size(lmax);
+  *r = (qp_harmonics_ring){.lmax = lmax, .spin2 = spin2, .theta = NAN};
+  r->lambda = malloc((spin2 ? 4 : 2) * n * sizeof *r->lambda);
+  if (!r->lambda) return 0;
+  r->t = r->lambda + n;
+  if (spin2) r->h1 = r->t + n, r->h2 = r->h1 + n;
+  return 1;
 }
 
 void qp_harmonics_ring_free(qp_harmonics_ring *r) {
   free(r->lambda);
-  r->lambda = NULL;
+  *r = (qp_harmonics_ring){0};
 }
 
+void qp_harmonics_ring_theta(qp_harmonics_ring *r, double theta) {
+  theta = qp_off_pole(theta);
+  if (theta == r->theta) return; /* the same colatitude (NaN, none yet, never is) */
+  const double x = cos(theta), st = sin(theta), s2 = st * st;
+  const int lmax = r->lmax;
+  qp_harmonics_legendre(lmax, x, st, r->lambda);
+  for (int m = 0; m <= lmax; ++m)
+    for (int l = m; l <= lmax; ++l) {
+      const int64_t k = qp_tri(lmax, l, m);
+      r->t[k] = m == 0 ? r->lambda[k] : M_SQRT2 * r->lambda[k];
+      if (!r->spin2) continue;
+      double g1, g2;
+      qp_spin2_g(lmax, r->lambda, l, m, x, s2, &g1, &g2);
+      r->h1[k] = m == 0 ? g1 : M_SQRT2 * g1;
+      r->h2[k] = m == 0 ? g2 : M_SQRT2 * g2;
+    }
+  r->theta = theta;
+}
+
+/* -(a b) is (-a) b to the bit (IEEE rounding is symmetric), so each value below is the one
+ * qp_harmonics_fill writes. */
 void qp_harmonics_ring_at(qp_harmonics_ring *r, int ell_min, double theta, double phi, double *t,
                           double *qe, double *ue, double *qb, double *ub) {
-  theta = qp_off_pole(theta);
-  if (!(theta == r->theta)) { /* a new colatitude (NaN: none yet) */
-    qp_harmonics_legendre(r->lmax, cos(theta), sin(theta), r->lambda);
-    r->theta = theta;
+  qp_harmonics_ring_theta(r, theta);
+  const int lmax = r->lmax, spin2 = qe || ue || qb || ub;
+  for (int m = 0; m <= lmax; ++m) {
+    const double c = cos(m * phi), s = sin(m * phi);
+    for (int l = m > ell_min ? m : ell_min; l <= lmax; ++l) {
+      const int64_t k = qp_tri(lmax, l, m);
+      const int64_t ip = qp_harmonic_index(l, m, ell_min), in = qp_harmonic_index(l, -m, ell_min);
+      if (m == 0) {
+        qp_set(t, ip, r->t[k]);
+      } else {
+        qp_set(t, ip, r->t[k] * c);
+        qp_set(t, in, -(r->t[k] * s));
+      }
+      if (!spin2) continue;
+      const double h1 = r->h1[k], h2 = r->h2[k];
+      if (m == 0) {
+        qp_set(qe, ip, -h1);
+        qp_set(ue, ip, 0.0);
+        qp_set(qb, ip, 0.0);
+        qp_set(ub, ip, -h1);
+      } else {
+        qp_set(qe, ip, -(h1 * c));
+        qp_set(ue, ip, h2 * s);
+        qp_set(qb, ip, -(h2 * s));
+        qp_set(ub, ip, -(h1 * c));
+        qp_set(qe, in, h1 * s);
+        qp_set(ue, in, h2 * c);
+        qp_set(qb, in, -(h2 * c));
+        qp_set(ub, in, h1 * s);
+      }
+    }
   }
-  qp_harmonics_fill(ell_min, r->lmax, theta, phi, r->lambda, t, qe, ue, qb, ub);
+}
+
+qp_basis_recipe qp_basis_recipe_of(int lmax, qp_basis_output out, int l, int m) {
+  const int am = m < 0 ? -m : m;
+  qp_basis_recipe c = {qp_tri(lmax, l, am), am, QP_FACTOR_NONE, QP_TRIG_NONE, 0};
+  /* The table of spin_harmonics.h, column by column: m = 0, (l, m), (l, -m). */
+  switch (out) {
+  case QP_BASIS_T:
+    c.source = QP_FACTOR_T;
+    c.trig = m == 0 ? QP_TRIG_NONE : m > 0 ? QP_TRIG_COS : QP_TRIG_SIN;
+    c.negate = m < 0;
+    break;
+  case QP_BASIS_QE:
+  case QP_BASIS_UB: /* -G1 at m = 0; -sqrt2 G1 c; sqrt2 G1 s */
+    c.source = QP_FACTOR_H1;
+    c.trig = m == 0 ? QP_TRIG_NONE : m > 0 ? QP_TRIG_COS : QP_TRIG_SIN;
+    c.negate = m >= 0;
+    break;
+  case QP_BASIS_UE: /* 0 at m = 0; sqrt2 G2 s; sqrt2 G2 c */
+  case QP_BASIS_QB: /* 0 at m = 0; -sqrt2 G2 s; -sqrt2 G2 c */
+    if (m == 0) break;
+    c.source = QP_FACTOR_H2;
+    c.trig = m > 0 ? QP_TRIG_SIN : QP_TRIG_COS;
+    c.negate = out == QP_BASIS_QB;
+    break;
+  }
+  return c;
 }

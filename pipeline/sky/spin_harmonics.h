@@ -26,6 +26,7 @@
 #define QP_HARMONICS_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /** Index of (l, m), -l <= m <= l, in a row of basis values that starts at l = ell_min:
@@ -68,24 +69,75 @@ static inline int64_t qp_harmonics_work_size(int lmax) {
 void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *work, double *t,
                      double *qe, double *ue, double *qb, double *ub);
 
-/** Scratch of one thread for the basis at many directions in a row: the Legendre functions
- *  of the last colatitude, which the next direction reuses when its theta is the same (every
- *  pixel of a HEALPix ring: at nside 16, 1984 observed pixels lie on ~50 rings; the recursion
- *  and its square roots were a quarter of the V build's time there). */
+/** The basis at many directions in a row (one thread's scratch): what depends on the
+ *  colatitude alone, computed once per theta and reused by every direction on it (the pixels
+ *  of a HEALPix ring: at nside 16, 1984 observed pixels lie on ~50 rings; the recursion and
+ *  its square roots were a quarter of the V build's time there). Every value of the basis is
+ *  then one factor, times cos(|m| phi) or sin(|m| phi) where m != 0, negated or not. The
+ *  factors, in the order of qp_harmonics_work_size's triangle (m-major, l >= m, entry
+ *  m (2 lmax - m + 3) / 2 + l - m): t = lambda_lm (m = 0) or sqrt2 lambda_lm; h1, h2 = G1, G2
+ *  (m = 0) or sqrt2 G1, sqrt2 G2 (spin 2 only). */
 typedef struct qp_harmonics_ring {
-  int lmax;
-  double theta;   /* of the values in lambda; NaN: none yet */
-  double *lambda; /* qp_harmonics_work_size(lmax) doubles */
+  int lmax, spin2;
+  double theta;                /* of the factors; NaN: none yet */
+  double *lambda, *t, *h1, *h2; /* one allocation; h1, h2 NULL without spin 2 */
 } qp_harmonics_ring;
 
-/** Allocates r's scratch for l <= lmax (malloc: (lmax+1)(lmax+2)/2 doubles). 0 when out of
- *  memory (nothing to free then). */
-int qp_harmonics_ring_init(qp_harmonics_ring *r, int lmax);
+/** Allocates r's factors for l <= lmax (malloc: 2 or, with spin2, 4 triangles of
+ *  (lmax+1)(lmax+2)/2 doubles). 0 when out of memory (nothing to free then). */
+int qp_harmonics_ring_init(qp_harmonics_ring *r, int lmax, int spin2);
 void qp_harmonics_ring_free(qp_harmonics_ring *r);
 
-/** qp_harmonics_at with r's lmax and scratch: bitwise the same values, the Legendre recursion
- *  run only when theta differs from the previous call's. */
+/** Brings r's factors to colatitude theta (moved off the poles as by qp_harmonics_at): the
+ *  recursion runs only when theta differs from the last call's. */
+void qp_harmonics_ring_theta(qp_harmonics_ring *r, double theta);
+
+/** qp_harmonics_at with r's lmax and factors: bitwise the same values. Spin-2 outputs need r
+ *  made with spin2. */
 void qp_harmonics_ring_at(qp_harmonics_ring *r, int ell_min, double theta, double phi, double *t,
                           double *qe, double *ue, double *qb, double *ub);
+
+/** The outputs of qp_harmonics_at, as one value's recipe names them. */
+typedef enum qp_basis_output {
+  QP_BASIS_T,
+  QP_BASIS_QE,
+  QP_BASIS_UE,
+  QP_BASIS_QB,
+  QP_BASIS_UB
+} qp_basis_output;
+
+typedef enum { QP_FACTOR_NONE, QP_FACTOR_T, QP_FACTOR_H1, QP_FACTOR_H2 } qp_basis_factor;
+typedef enum { QP_TRIG_NONE, QP_TRIG_COS, QP_TRIG_SIN } qp_basis_trig;
+
+/** How one value of the basis, output `out` at (l, m), comes from a ring's factors: factor
+ *  `source` at entry k (QP_FACTOR_NONE: the value is +0), times cos or sin of |m| phi (or
+ *  nothing at m = 0), negated when `negate`. For a whole column of V at once: its recipe is the
+ *  same at every pixel (basis_setup's V build). */
+typedef struct qp_basis_recipe {
+  int64_t k;
+  int m; /* |m| */
+  unsigned char source, trig, negate;
+} qp_basis_recipe;
+
+qp_basis_recipe qp_basis_recipe_of(int lmax, qp_basis_output out, int l, int m);
+
+/** The factor a recipe multiplies (NULL: the value is +0). */
+static inline const double *qp_basis_factors(const qp_harmonics_ring *r,
+                                             const qp_basis_recipe *c) {
+  return c->source == QP_FACTOR_T    ? r->t
+         : c->source == QP_FACTOR_H1 ? r->h1
+         : c->source == QP_FACTOR_H2 ? r->h2
+                                     : NULL;
+}
+
+/** The value of recipe c at a direction on r's colatitude whose cos(|m| phi), sin(|m| phi)
+ *  are cm, sm: bitwise qp_harmonics_at's. */
+static inline double qp_basis_value(const qp_harmonics_ring *r, const qp_basis_recipe *c,
+                                    double cm, double sm) {
+  const double *f = qp_basis_factors(r, c);
+  if (!f) return 0.0;
+  const double v = c->trig == QP_TRIG_COS ? f[c->k] * cm : c->trig == QP_TRIG_SIN ? f[c->k] * sm : f[c->k];
+  return c->negate ? -v : v;
+}
 
 #endif

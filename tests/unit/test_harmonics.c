@@ -4,7 +4,9 @@
  *    1e-12 absolute, for t, qe, ue, qb, ub.
  * 2. The spin-0 addition theorem sum_m t_lm(a) t_lm(b) = (2l+1)/(4pi) P_l(a . b) for random
  *    pairs of directions, to 1e-12.
- * 3. ell_min > 0 and NULL outputs give the same values at the shifted indices. */
+ * 3. ell_min > 0 and NULL outputs give the same values at the shifted indices.
+ * 4. A ring's factors (qp_harmonics_ring_at, and each value's recipe as basis_setup's V build
+ *    applies it a column at a time) give qp_harmonics_at's values to the bit. */
 #include <chealpix.h>
 #include <math.h>
 #include <stdint.h>
@@ -181,7 +183,7 @@ static void check_ring_reuse(void) {
   double *ring_out[KINDS];
   for (int k = 0; k < KINDS; ++k) ring_out[k] = malloc((size_t)b.n * sizeof(double));
   qp_harmonics_ring ring;
-  TEST_ASSERT(qp_harmonics_ring_init(&ring, lmax), "ring scratch for lmax %d", lmax);
+  TEST_ASSERT(qp_harmonics_ring_init(&ring, lmax, 1), "ring scratch for lmax %d", lmax);
   long differ = 0, evaluated = 0;
   for (long k = 0; k <= 12L * nside * nside; ++k) {
     const long pix = k < 12L * nside * nside ? k : 5; /* the last: back to the first ring */
@@ -203,6 +205,51 @@ static void check_ring_reuse(void) {
   rows_free(&b);
 }
 
+/* 5. Each value's recipe (qp_basis_recipe_of, qp_basis_value: basis_setup's V build, a column
+ * at a time) applied to a ring's factors is qp_harmonics_at's value to the bit, for every
+ * output and (l, m) at every pixel of an nside-8 map; a T-only ring (no spin-2 factors) gives
+ * the T values alike. */
+static void check_recipes(void) {
+  const int nside = 8, lmax = 23, ell_min = 2;
+  basis_rows b = {0};
+  rows_init(&b, ell_min, lmax);
+  qp_harmonics_ring ring, ring_t;
+  TEST_ASSERT(qp_harmonics_ring_init(&ring, lmax, 1) && qp_harmonics_ring_init(&ring_t, lmax, 0),
+              "ring factors for lmax %d", lmax);
+  long differ = 0, values = 0;
+  for (long pix = 0; pix < 12L * nside * nside; ++pix) {
+    double theta, phi;
+    pix2ang_ring64(nside, pix, &theta, &phi);
+    rows_eval(&b, theta, phi);
+    qp_harmonics_ring_theta(&ring, theta);
+    qp_harmonics_ring_theta(&ring_t, theta);
+    for (int l = ell_min; l <= lmax; ++l)
+      for (int m = -l; m <= l; ++m) {
+        const int am = m < 0 ? -m : m;
+        const double cm = cos(am * phi), sm = sin(am * phi);
+        const int i = qp_harmonic_index(l, m, ell_min);
+        for (int x = 0; x < KINDS; ++x) {
+          const qp_basis_recipe c = qp_basis_recipe_of(lmax, (qp_basis_output)x, l, m);
+          const double v = qp_basis_value(&ring, &c, cm, sm);
+          differ += memcmp(&v, &b.out[x][i], sizeof v) != 0;
+          if (x == QP_BASIS_T) {
+            const double vt = qp_basis_value(&ring_t, &c, cm, sm);
+            differ += memcmp(&vt, &b.out[x][i], sizeof vt) != 0;
+            ++values;
+          }
+          ++values;
+        }
+      }
+  }
+  TEST_ASSERT(differ == 0, "recipes: %ld of %ld values differ from qp_harmonics_at's", differ,
+              values);
+  printf("recipes: nside %d lmax %d, %ld values bitwise as qp_harmonics_at\n", nside, lmax,
+         values);
+  qp_harmonics_ring_free(&ring);
+  qp_harmonics_ring_free(&ring_t);
+  rows_free(&b);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_harmonics healpy_harmonics_nside4.txt\n");
@@ -212,5 +259,6 @@ int main(int argc, char **argv) {
   check_addition();
   check_offsets();
   check_ring_reuse();
+  check_recipes();
   return TEST_RETURN();
 }
