@@ -297,8 +297,8 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
     for (size_t i = 0; i < sizeof stack_touch; i += 4096)
       stack_touch[i] = 0;
     /* 128 KiB: any block below the mmap threshold fits (larger ones are mapped and given
-     * back at free, never left behind); the V build's row of basis values is 67 KiB at
-     * lmax 40. */
+     * back at free, never left behind); the V build's ring factors and cos/sin of m phi are
+     * 33 KiB a thread at lmax 40 with polarisation. */
     qp_warm_up_heap(128 * 1024);
   }
   qp_warm_up_distributed(n_pix);
