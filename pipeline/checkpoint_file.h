@@ -16,8 +16,11 @@
 
 #include "checkpoint.h"
 
-/* The root attribute "format" of every checkpoint: another text is another format. */
-#define QP_CHECKPOINT_FORMAT "qmlpipe checkpoint 1"
+/* The root attribute "format" of every checkpoint, bumped when what a stage's checkpoint
+ * holds changes: another qmlpipe format is refused on resume (exit 6), never read as this
+ * one; a text without the prefix is not a qmlpipe checkpoint (exit 8). */
+#define QP_CHECKPOINT_FORMAT_PREFIX "qmlpipe checkpoint "
+#define QP_CHECKPOINT_FORMAT QP_CHECKPOINT_FORMAT_PREFIX "1"
 
 /* The room for a checkpoint's path: the directory (checked shorter than QP_PATH_MAX - 64 by
  * qp_checkpoint_open) and "/stage-<name>.rank<k>.h5". */

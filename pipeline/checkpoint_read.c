@@ -48,6 +48,13 @@ qp_err qp_ck_check_header(const qp_checkpoint *ck, const qp_problem *p, qp_stage
              "the stage before, or remove '%s' to start again",
              path, ck->dir);
   QP_CALL_GOTO(qp_h5_attr_string(file, path, "format", text, sizeof text), done);
+  const size_t prefix = strlen(QP_CHECKPOINT_FORMAT_PREFIX);
+  QP_CHECK_GOTO(strncmp(text, QP_CHECKPOINT_FORMAT_PREFIX, prefix) != 0 ||
+                    strcmp(text, QP_CHECKPOINT_FORMAT) == 0,
+                QP_ERR_INPUT, done,
+                "checkpoint '%s' was written by another version of qmlpipe (format '%s'; this "
+                "one reads '%s'): remove '%s' to start again",
+                path, text, QP_CHECKPOINT_FORMAT, ck->dir);
   QP_CHECK_GOTO(strcmp(text, QP_CHECKPOINT_FORMAT) == 0, QP_ERR_IO, done,
                 "'%s' is not a qmlpipe checkpoint (format '%s', expected '%s')", path, text,
                 QP_CHECKPOINT_FORMAT);

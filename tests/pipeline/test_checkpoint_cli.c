@@ -253,6 +253,24 @@ static void flip_byte(const char *path, long offset) {
   fclose(f);
 }
 
+/* Rewrites checkpoint `path`'s root attribute "format" to `text`, as another qmlpipe would have
+ * written it (a variable-length UTF-8 string, as budget/h5_attr.c writes it). */
+static void set_checkpoint_format(const char *path, const char *text) {
+  const hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  TEST_ASSERT(file >= 0, "cannot open checkpoint '%s'", path);
+  if (file < 0) return;
+  const hid_t type = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  TEST_ASSERT(H5Adelete(file, "format") >= 0, "'%s': no attribute 'format'", path);
+  const hid_t attr = H5Acreate2(file, "format", type, space, H5P_DEFAULT, H5P_DEFAULT);
+  TEST_ASSERT(attr >= 0 && H5Awrite(attr, type, &text) >= 0, "'%s': format not rewritten", path);
+  if (attr >= 0) H5Aclose(attr);
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Fclose(file);
+}
+
 static long file_size(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 ? (long)st.st_size : -1;
@@ -381,6 +399,32 @@ int main(int argc, char **argv) {
     TEST_ASSERT(!exists("bad.h5"), "a refused resume wrote results");
     again[8] = "1"; /* the seed of the first maps back */
     TEST_ASSERT(run("simulate_back", 1, again) == 0, "simulate failed");
+  }
+
+  /* A checkpoint of another qmlpipe format (another version of qmlpipe, whose stages held
+   * other state): refused (6), naming both formats and the directory; a text that is no
+   * qmlpipe format at all is not a checkpoint (8). Put back, the same checkpoint resumes to
+   * the uninterrupted run's bytes. */
+  {
+    const char *stop[] = {"run", "pd.yaml", "--output", "old.h5", "--checkpoint", "ck-old", NULL};
+    setenv("QP_TEST_STOP_AFTER_STAGE", "basis_setup", 1);
+    TEST_ASSERT(run("old_stop", 1, stop) == 143, "old_stop: not stopped by the hook");
+    unsetenv("QP_TEST_STOP_AFTER_STAGE");
+    const char *file = "ck-old/stage-basis_setup.rank0.h5";
+    const char *resume[] = {"run", "pd.yaml", "--output", "old.h5", "--checkpoint", "ck-old",
+                            "--resume", NULL};
+    set_checkpoint_format(file, "qmlpipe checkpoint 0");
+    const char *older[] = {"written by another version of qmlpipe",
+                           "format 'qmlpipe checkpoint 0'", "reads 'qmlpipe checkpoint 1'",
+                           "remove 'ck-old'", NULL};
+    TEST_ASSERT(run_words("old_format", 1, resume, older) == 6, "format 0: not exit 6");
+    TEST_ASSERT(!exists("old.h5"), "a refused resume wrote results");
+    set_checkpoint_format(file, "some other format");
+    const char *foreign[] = {"is not a qmlpipe checkpoint", "'some other format'", NULL};
+    TEST_ASSERT(run_words("foreign_format", 1, resume, foreign) == 8, "foreign: not exit 8");
+    set_checkpoint_format(file, "qmlpipe checkpoint 1");
+    TEST_ASSERT(run("old_put_back", 1, resume) == 0, "format put back: the resume failed");
+    expect_same_bytes("old_put_back", "pd.h5", "old.h5");
   }
 
   /* A run that left SMW inside covariance_setup (its variance map rules SMW out): resuming it
