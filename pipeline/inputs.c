@@ -230,7 +230,7 @@ qp_err qp_inputs_touch_libraries(const qp_problem *p) {
   pix2vec_ring64(p->nside > 0 ? p->nside : 1, 0, v);
   /* And the harmonic basis of basis_setup (pix2ang, sincos): 64 KiB of libm code otherwise
    * paged in there. */
-  double theta, phi, work[6], basis[5][9];
+  double theta, phi, work[24] /* qp_harmonics_work_size(2) */, basis[5][9];
   pix2ang_ring64(p->nside > 0 ? p->nside : 1, 0, &theta, &phi);
   qp_harmonics_at(0, 2, theta, phi, work, basis[0], basis[1], basis[2], basis[3], basis[4]);
   if (p->cfg->has_dimensions || p->cfg->n_maps == 0 || !qp_inputs_reader()) return QP_OK;

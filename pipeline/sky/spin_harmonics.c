@@ -66,7 +66,7 @@ static double qp_off_pole(double theta) {
 }
 
 /* G1_lm and G2_lm (spin_harmonics.h) from lambda at x = cos theta, s2 = sin^2 theta; 0 for
- * l < 2. One function for qp_harmonics_fill and a ring's factors, so both round alike. */
+ * l < 2. */
 static inline void qp_spin2_g(int lmax, const double *lambda, int l, int m, double x, double s2,
                               double *g1, double *g2) {
   *g1 = 0.0;
@@ -82,56 +82,16 @@ static inline void qp_spin2_g(int lmax, const double *lambda, int l, int m, doub
   *g2 = norm * (dm / s2) * ((dl - 1.0) * x * lam - (dl + dm) * r_prev);
 }
 
-/* The basis at (theta, phi) from lambda_lm(cos theta), theta already off the poles. */
-static void qp_harmonics_fill(int ell_min, int lmax, double theta, double phi,
-                              const double *lambda, double *t, double *qe, double *ue,
-                              double *qb, double *ub) {
-  const double x = cos(theta), st = sin(theta), s2 = st * st;
-  const int spin2 = qe || ue || qb || ub;
-
-  for (int m = 0; m <= lmax; ++m) {
-    const double c = cos(m * phi), s = sin(m * phi);
-    for (int l = m > ell_min ? m : ell_min; l <= lmax; ++l) {
-      const double lam = lambda[qp_tri(lmax, l, m)];
-      const int64_t ip = qp_harmonic_index(l, m, ell_min), in = qp_harmonic_index(l, -m, ell_min);
-      if (m == 0)
-        qp_set(t, ip, lam);
-      else {
-        qp_set(t, ip, M_SQRT2 * lam * c);
-        qp_set(t, in, -M_SQRT2 * lam * s);
-      }
-      if (!spin2) continue;
-      double g1, g2;
-      qp_spin2_g(lmax, lambda, l, m, x, s2, &g1, &g2);
-      if (m == 0) {
-        qp_set(qe, ip, -g1);
-        qp_set(ue, ip, 0.0);
-        qp_set(qb, ip, 0.0);
-        qp_set(ub, ip, -g1);
-      } else {
-        const double h1 = M_SQRT2 * g1, h2 = M_SQRT2 * g2;
-        qp_set(qe, ip, -h1 * c);
-        qp_set(ue, ip, h2 * s);
-        qp_set(qb, ip, -h2 * s);
-        qp_set(ub, ip, -h1 * c);
-        qp_set(qe, in, h1 * s);
-        qp_set(ue, in, h2 * c);
-        qp_set(qb, in, -h2 * c);
-        qp_set(ub, in, h1 * s);
-      }
-    }
-  }
-}
-
 void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *work, double *t,
                      double *qe, double *ue, double *qb, double *ub) {
-  theta = qp_off_pole(theta);
-  qp_harmonics_legendre(lmax, cos(theta), sin(theta), work);
-  qp_harmonics_fill(ell_min, lmax, theta, phi, work, t, qe, ue, qb, ub);
+  const int64_t n = qp_harmonics_triangle(lmax);
+  const int spin2 = qe || ue || qb || ub;
+  qp_harmonics_ring r = {lmax, spin2, NAN, work, work + n, work + 2 * n, work + 3 * n};
+  qp_harmonics_ring_at(&r, ell_min, theta, phi, t, qe, ue, qb, ub);
 }
 
 int qp_harmonics_ring_init(qp_harmonics_ring *r, int lmax, int spin2) {
-  const size_t n = (size_t)qp_harmonics_work_size(lmax);
+  const size_t n = (size_t)qp_harmonics_triangle(lmax);
   *r = (qp_harmonics_ring){.lmax = lmax, .spin2 = spin2, .theta = NAN};
   r->lambda = malloc((spin2 ? 4 : 2) * n * sizeof *r->lambda);
   if (!r->lambda) return 0;
@@ -164,8 +124,8 @@ void qp_harmonics_ring_theta(qp_harmonics_ring *r, double theta) {
   r->theta = theta;
 }
 
-/* -(a b) is (-a) b to the bit (IEEE rounding is symmetric), so each value below is the one
- * qp_harmonics_fill writes. */
+/* The table of spin_harmonics.h from the factors: -(a b), not (-a) b, is the same to the bit
+ * (IEEE rounding is symmetric). */
 void qp_harmonics_ring_at(qp_harmonics_ring *r, int ell_min, double theta, double phi, double *t,
                           double *qe, double *ue, double *qb, double *ub) {
   qp_harmonics_ring_theta(r, theta);

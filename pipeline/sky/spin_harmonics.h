@@ -49,10 +49,15 @@ static inline int qp_harmonic_count(int ell_min, int lmax) {
   return (lmax + 1) * (lmax + 1) - ell_min * ell_min;
 }
 
-/** Number of doubles the `work` argument of qp_harmonics_at needs: (lmax+1)(lmax+2)/2. */
-static inline int64_t qp_harmonics_work_size(int lmax) {
+/** Number of (l, m) with 0 <= m <= l <= lmax: (lmax+1)(lmax+2)/2, the size of one triangle of
+ *  a ring's factors (qp_harmonics_ring). */
+static inline int64_t qp_harmonics_triangle(int lmax) {
   return (int64_t)(lmax + 1) * (lmax + 2) / 2;
 }
+
+/** Number of doubles the `work` argument of qp_harmonics_at needs: the four triangles of a
+ *  ring's factors, 2 (lmax+1)(lmax+2). */
+static inline int64_t qp_harmonics_work_size(int lmax) { return 4 * qp_harmonics_triangle(lmax); }
 
 /** Evaluates the real basis at the direction (theta, phi) (colatitude and longitude in
  *  radians, as chealpix pix2ang_ring64 returns them) for every l in [ell_min, lmax] and
@@ -74,7 +79,7 @@ void qp_harmonics_at(int ell_min, int lmax, double theta, double phi, double *wo
  *  of a HEALPix ring: at nside 16, 1984 observed pixels lie on ~50 rings; the recursion and
  *  its square roots were a quarter of the V build's time there). Every value of the basis is
  *  then one factor, times cos(|m| phi) or sin(|m| phi) where m != 0, negated or not. The
- *  factors, in the order of qp_harmonics_work_size's triangle (m-major, l >= m, entry
+ *  factors, each a triangle of qp_harmonics_triangle(lmax) (m-major, l >= m, entry
  *  m (2 lmax - m + 3) / 2 + l - m): t = lambda_lm (m = 0) or sqrt2 lambda_lm; h1, h2 = G1, G2
  *  (m = 0) or sqrt2 G1, sqrt2 G2 (spin 2 only). */
 typedef struct qp_harmonics_ring {
@@ -92,8 +97,8 @@ void qp_harmonics_ring_free(qp_harmonics_ring *r);
  *  recursion runs only when theta differs from the last call's. */
 void qp_harmonics_ring_theta(qp_harmonics_ring *r, double theta);
 
-/** qp_harmonics_at with r's lmax and factors: bitwise the same values. Spin-2 outputs need r
- *  made with spin2. */
+/** The basis at (theta, phi) as qp_harmonics_at gives it (which is this on a ring made of its
+ *  work array), with r's lmax and factors. Spin-2 outputs need r made with spin2. */
 void qp_harmonics_ring_at(qp_harmonics_ring *r, int ell_min, double theta, double phi, double *t,
                           double *qe, double *ue, double *qb, double *ub);
 
