@@ -185,6 +185,7 @@ static void check_ring_reuse(void) {
   qp_harmonics_ring ring;
   TEST_ASSERT(qp_harmonics_ring_init(&ring, lmax, 1), "ring scratch for lmax %d", lmax);
   long differ = 0, evaluated = 0;
+  double worst = 0.0; /* NaN-aware: memcmp alone passes a NaN both sides produce */
   for (long k = 0; k <= 12L * nside * nside; ++k) {
     const long pix = k < 12L * nside * nside ? k : 5; /* the last: back to the first ring */
     double theta, phi;
@@ -192,12 +193,15 @@ static void check_ring_reuse(void) {
     rows_eval(&b, theta, phi);
     qp_harmonics_ring_at(&ring, ell_min, theta, phi, ring_out[0], ring_out[1], ring_out[2],
                          ring_out[3], ring_out[4]);
-    for (int x = 0; x < KINDS; ++x)
+    for (int x = 0; x < KINDS; ++x) {
       differ += memcmp(ring_out[x], b.out[x], (size_t)b.n * sizeof(double)) != 0;
+      worst = qp_test_worst(worst, qp_test_max_diff(ring_out[x], b.out[x], (size_t)b.n, 1.0));
+    }
     ++evaluated;
   }
-  TEST_ASSERT(differ == 0, "ring reuse: %ld of %ld rows differ from qp_harmonics_at's", differ,
-              evaluated * KINDS);
+  TEST_ASSERT(differ == 0 && qp_test_within(worst, 0.0),
+              "ring reuse: %ld of %ld rows differ from qp_harmonics_at's (largest %g)", differ,
+              evaluated * KINDS, worst);
   printf("ring reuse: nside %d lmax %d, %ld pixels bitwise as qp_harmonics_at\n", nside, lmax,
          evaluated);
   qp_harmonics_ring_free(&ring);
@@ -217,6 +221,7 @@ static void check_recipes(void) {
   TEST_ASSERT(qp_harmonics_ring_init(&ring, lmax, 1) && qp_harmonics_ring_init(&ring_t, lmax, 0),
               "ring factors for lmax %d", lmax);
   long differ = 0, values = 0;
+  double worst = 0.0; /* NaN-aware: memcmp alone passes a NaN both sides produce */
   for (long pix = 0; pix < 12L * nside * nside; ++pix) {
     double theta, phi;
     pix2ang_ring64(nside, pix, &theta, &phi);
@@ -232,17 +237,20 @@ static void check_recipes(void) {
           const qp_basis_recipe c = qp_basis_recipe_of(lmax, (qp_basis_output)x, l, m);
           const double v = qp_basis_value(&ring, &c, cm, sm);
           differ += memcmp(&v, &b.out[x][i], sizeof v) != 0;
+          worst = qp_test_worst(worst, qp_test_rel_diff(v, b.out[x][i]));
           if (x == QP_BASIS_T) {
             const double vt = qp_basis_value(&ring_t, &c, cm, sm);
             differ += memcmp(&vt, &b.out[x][i], sizeof vt) != 0;
+            worst = qp_test_worst(worst, qp_test_rel_diff(vt, b.out[x][i]));
             ++values;
           }
           ++values;
         }
       }
   }
-  TEST_ASSERT(differ == 0, "recipes: %ld of %ld values differ from qp_harmonics_at's", differ,
-              values);
+  TEST_ASSERT(differ == 0 && qp_test_within(worst, 0.0),
+              "recipes: %ld of %ld values differ from qp_harmonics_at's (largest %g)", differ,
+              values, worst);
   printf("recipes: nside %d lmax %d, %ld values bitwise as qp_harmonics_at\n", nside, lmax,
          values);
   qp_harmonics_ring_free(&ring);
