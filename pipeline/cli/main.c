@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blas_threads.h"
 #include "comm.h"
 #include "commands.h"
 #include "fault.h"
@@ -75,6 +76,9 @@ int main(int argc, char **argv) {
     qp_comm_finalize();
     return qp_err_exit_status(QP_ERR_INPUT);
   }
+  /* OpenBLAS's idle workers sleep after ~0.4 ms, not 0.1 s of spinning beside the stages'
+   * OpenMP regions (linalg/blas_threads.h); before any BLAS call. */
+  (void)qp_blas_threads_settle();
   /* SIGINT, SIGTERM, SIGUSR1, SIGXCPU: temporaries removed, the stage said, exit 128 + signal
    * (budget/interrupt.h). */
   qp_interrupt_install(qp_comm_rank());
