@@ -22,12 +22,16 @@
 typedef enum {
   QP_BLAS_THREADS_SETTLED = 0,  /* the pool restarted with QP_BLAS_THREAD_TIMEOUT */
   QP_BLAS_THREADS_USER = 1,     /* OPENBLAS_THREAD_TIMEOUT was set: OpenBLAS uses the user's */
-  QP_BLAS_THREADS_NOT_POOL = 2  /* not OpenBLAS's pthreads pool (a serial or OpenMP build,
+  QP_BLAS_THREADS_NOT_POOL = 2, /* not OpenBLAS's pthreads pool (a serial or OpenMP build,
                                    another BLAS, one thread): nothing to do */
+  QP_BLAS_THREADS_LIMITED = 3   /* under RLIMIT_AS: left alone (see below) */
 } qp_blas_threads_outcome;
 
 /** Restarts OpenBLAS's worker threads with QP_BLAS_THREAD_TIMEOUT unless the environment sets
- *  OPENBLAS_THREAD_TIMEOUT (then the user's value stands). OpenBLAS exports what this needs
+ *  OPENBLAS_THREAD_TIMEOUT (then the user's value stands) or an address-space limit is set
+ *  (RLIMIT_AS, `ulimit -v`): there a worker whose 128 MiB buffer was refused as it started
+ *  asks for it again for ever (linalg/blas_headroom.h), and the shutdown's join would wait
+ *  for it for ever (tests/faults/rlimit_as.sh hung so). OpenBLAS exports what this needs
  *  (openblas_read_env, blas_thread_shutdown_, blas_thread_init: its own re-start after fork)
  *  but declares none of it: they are looked up at run time, and where one is missing nothing
  *  changes. Call it once, early in main, before any other thread calls BLAS: the pool is shut

@@ -9,8 +9,10 @@
  * has read it.
  *
  * `test_blas_threads user` (run with OPENBLAS_THREAD_TIMEOUT set): the user's value stands,
- * the pool is left alone and the variable is still there. Skipped (77) where OpenBLAS has no
- * pthreads pool of two or more threads. */
+ * the pool is left alone and the variable is still there. Under an address-space limit
+ * (RLIMIT_AS, set here to 64 GiB) the pool is left alone too: a worker whose
+ * buffer was refused never ends, and joining it hung tests/faults/rlimit_as.sh. Skipped (77) where
+ * OpenBLAS has no pthreads pool of two or more threads. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,18 @@ int main(int argc, char **argv) {
   }
   TEST_ASSERT(getenv("OPENBLAS_THREAD_TIMEOUT") == NULL,
               "run without OPENBLAS_THREAD_TIMEOUT (or with the argument 'user')");
+  {
+    struct rlimit as, saved;
+    TEST_ASSERT(getrlimit(RLIMIT_AS, &saved) == 0, "getrlimit");
+    as = saved;
+    as.rlim_cur = (rlim_t)64 << 30; /* far above this test's needs, but a limit */
+    if (saved.rlim_max != RLIM_INFINITY && as.rlim_cur > saved.rlim_max)
+      as.rlim_cur = saved.rlim_max;
+    TEST_ASSERT(setrlimit(RLIMIT_AS, &as) == 0, "setrlimit");
+    const qp_blas_threads_outcome limited = qp_blas_threads_settle();
+    TEST_ASSERT(limited == QP_BLAS_THREADS_LIMITED, "under RLIMIT_AS, outcome %d", (int)limited);
+    TEST_ASSERT(setrlimit(RLIMIT_AS, &saved) == 0, "setrlimit back");
+  }
   if (openblas_get_parallel() != 1 || openblas_get_num_threads() < 2) {
     printf("OpenBLAS parallel mode %d with %d thread(s): no pthreads pool to settle\n",
            openblas_get_parallel(), openblas_get_num_threads());
@@ -79,8 +93,7 @@ int main(int argc, char **argv) {
   printf("%d OpenBLAS threads; CPU seconds spent while the caller sleeps 60 ms after a dgemm: "
          "%.4f with OpenBLAS's default timeout, %.4f after qp_blas_threads_settle (2^%d ticks)\n",
          openblas_get_num_threads(), control, settled, QP_BLAS_THREAD_TIMEOUT);
-  TEST_ASSERT(settled <= 0.010, "the idle workers still spin: %.4f CPU seconds in 60 ms",
-              settled);
+  TEST_ASSERT(settled <= 0.010, "the idle workers still spin: %.4f CPU seconds in 60 ms", settled);
   TEST_WITHIN(qp_test_max_rel_diff(c0, c1, (size_t)N * N), 1e-13,
               "the dgemm after the pool's restart against the one before");
   /* A second settle restarts the pool again and changes nothing else. */
