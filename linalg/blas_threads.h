@@ -34,8 +34,8 @@ typedef enum {
  *  for it for ever (tests/faults/rlimit_as.sh hung so). OpenBLAS exports what this needs
  *  (openblas_read_env, blas_thread_shutdown_, blas_thread_init: its own re-start after fork)
  *  but declares none of it: they are looked up at run time, and where one is missing nothing
- *  changes. Call it once, early in main, before any other thread calls BLAS: the pool is shut
- *  down and started again (the workers' buffers stay in OpenBLAS's pool, their pages with
+ *  changes. Call it early in main, before any other thread calls BLAS (a second call only
+ *  restarts the pool again): the pool is shut down and started again (the workers' buffers stay in OpenBLAS's pool, their pages with
  *  them). The variable is set while OpenBLAS re-reads its environment, then taken away again,
  *  so that no child process inherits it. */
 qp_blas_threads_outcome qp_blas_threads_settle(void);

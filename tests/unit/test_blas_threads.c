@@ -10,8 +10,8 @@
  *
  * `test_blas_threads user` (run with OPENBLAS_THREAD_TIMEOUT set): the user's value stands,
  * the pool is left alone and the variable is still there. Under an address-space limit
- * (RLIMIT_AS, set here to 64 GiB) the pool is left alone too: a worker whose
- * buffer was refused never ends, and joining it hung tests/faults/rlimit_as.sh. Skipped (77) where
+ * (RLIMIT_AS, set here to 64 GiB) the pool is left alone too: a worker whose buffer was
+ * refused never ends, and joining it hung tests/faults/rlimit_as.sh. Skipped (77) where
  * OpenBLAS has no pthreads pool of two or more threads. */
 #include <cblas.h>
 #include <stdio.h>
