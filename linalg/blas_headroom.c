@@ -109,3 +109,30 @@ int qp_blas_buffers_huge_pages(void) {
   fclose(f);
   return marked;
 }
+
+int qp_blas_buffers_commit(size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return 0;
+  char line[512];
+  int committed = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long lo = 0, hi = 0;
+    char perms[8] = "", path[256] = "";
+    if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %255s", &lo, &hi, perms, path) < 3) continue;
+    const int k = path[0] == '\0' && strcmp(perms, "rw-p") == 0 ? qp_blas_buffers_in(hi - lo) : 0;
+    /* k buffers merged into one mapping, each starting a k-th of it further on */
+    const unsigned long long stride = k > 0 ? (hi - lo) / (unsigned long long)k : 0;
+    const size_t len = bytes < stride ? bytes : (size_t)stride;
+    /* MADV_POPULATE_WRITE faults in what is not resident and changes no byte of what is. */
+    for (int i = 0; i < k; ++i)
+      committed += madvise((void *)(uintptr_t)(lo + (unsigned long long)i * stride), len,
+                           MADV_POPULATE_WRITE) == 0;
+  }
+  fclose(f);
+  return committed;
+#else
+  (void)bytes;
+  return 0;
+#endif
+}

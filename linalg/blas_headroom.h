@@ -41,6 +41,15 @@ qp_err qp_blas_check_address_space(void);
  *  BLAS call that packs anything. */
 int qp_blas_buffers_huge_pages(void);
 
+/** Commits the first `bytes` of every OpenBLAS buffer mapped now (each thread's that has one;
+ *  /proc/self/maps as above, private read-write mappings only), as the first calls that pack
+ *  into them would: the part a call of the run's widest width fills, A's block and then the
+ *  packed columns, starts at the buffer's first byte (docs/memory-model.md "The warm-up").
+ *  MADV_POPULATE_WRITE (Linux >= 5.14), which faults in what is not resident and changes no
+ *  byte of what is; in huge pages where qp_blas_buffers_huge_pages advised them. Returns the
+ *  buffers committed: 0 on older kernels, where the caller has OpenBLAS touch them itself. */
+int qp_blas_buffers_commit(size_t bytes);
+
 /** The pages the advised buffers get on x86_64 (the PMD size): the resident part of each
  *  buffer is a whole number of them (qp_driver_warm_up_panel_bytes rounds to it whatever the
  *  kernel's setting, an upper bound where the buffers keep 4 KiB pages). */

@@ -95,6 +95,15 @@ static void qp_warm_up_distributed(int64_t n_pix) {
  * glibc trims only beyond M_TRIM_THRESHOLD. The small buffers the stages malloc (cfitsio's
  * 113 KiB of I/O buffers per open file, the Legendre and harmonics scratch of each thread, the
  * parameter entries) then reuse pages that are already in the baseline. */
+enum {
+  /* Blocks below it come from the heap: above OpenBLAS's 512 KiB job table (M_MMAP_THRESHOLD
+   * in qp_driver_warm_up says why) and our FITS reader's 512 KiB chunk. */
+  QP_MMAP_THRESHOLD = 640 * 1024,
+  /* What the warm-up leaves touched and free at the top of the main thread's heap: one such
+   * block and the small buffers beside it. */
+  QP_MAIN_HEAP_RESERVE = 1024 * 1024
+};
+
 static void qp_warm_up_heap(size_t bytes) {
   enum { QP_HEAP_BLOCK = 64 * 1024, QP_HEAP_BLOCKS_MAX = 16 };
   void *block[QP_HEAP_BLOCKS_MAX];
@@ -188,6 +197,20 @@ static void qp_warm_up_panels(int64_t width) {
   qp_matrix_destroy(&c);
 }
 
+/* The buffers' pages that the run's widest call fills: committed directly where every
+ * thread's buffer is mapped already (a madvise each: T nside 16 spent 14-27 ms in the panels,
+ * most of it their operands' pages and OpenBLAS packing them, against 1-3 ms for the same 12
+ * MiB of the buffers), else (a worker not started yet, a kernel without MADV_POPULATE_WRITE)
+ * by the thin panels, which have OpenBLAS touch them itself. Either way the same pages, from
+ * each buffer's first byte (docs/memory-model.md "The warm-up"; test_warm_up_buffers checks
+ * that the stages' calls touch nothing beyond them). */
+static void qp_warm_up_buffers(int64_t width) {
+  const int threads = omp_get_max_threads();
+  const size_t per_thread = qp_driver_warm_up_panel_bytes(width) / (size_t)threads;
+  if (qp_blas_buffers_commit(per_thread) >= threads) return;
+  qp_warm_up_panels(width);
+}
+
 static double qp_warm_up_last_seconds = 0.0;
 
 qp_err qp_driver_warm_up_check_env(void) {
@@ -218,10 +241,15 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
   /* glibc raises its mmap threshold to the size of any mmapped block freed (up to 32 MB), after
    * which a library's 0.1-32 MB buffers (cfitsio, our FITS reader's 512 KB chunk) come from the
    * heap and stay resident after free: ~0.6 MiB per run seen in covariance_setup. Fixed
-   * thresholds keep them mapped and returned, so RSS follows what is allocated. */
-  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  /* Above the heap reserve of qp_warm_up_heap, so that glibc keeps it. */
-  mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
+   * thresholds keep them mapped and returned, so RSS follows what is allocated. The
+   * threshold sits above the 512 KiB that OpenBLAS's threaded syrk and gemm drivers malloc for
+   * their job table on every call: mapped, that block cost a mmap, 128 page faults and a
+   * munmap (a TLB shootdown to the other threads) per call, and potrf makes such a call per
+   * recursion step: 64 of them at n 1984, potrf 0.044 s instead of 0.035 (docs/benchmarks.md,
+   * 2026-11-27 06:00). From the heap it reuses the reserve that qp_warm_up_heap leaves. */
+  mallopt(M_MMAP_THRESHOLD, QP_MMAP_THRESHOLD);
+  /* Above the heap reserve of qp_warm_up_heap plus that block, so that glibc keeps both. */
+  mallopt(M_TRIM_THRESHOLD, 2 * QP_MAIN_HEAP_RESERVE);
 #endif
   if (!qp_driver_warm_up_wanted()) { /* QP_WARM_UP=0: to measure what the warm-up costs */
     qp_meter_read(baseline);
@@ -229,7 +257,7 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
     return;
   }
   (void)qp_blas_buffers_huge_pages();
-  qp_warm_up_panels(width);
+  qp_warm_up_buffers(width);
   const int64_t n = n_pix < QP_WARM_UP_ORDER ? n_pix : QP_WARM_UP_ORDER;
   if (n > warmed) {
     qp_matrix a = {0}, b = {0}, c = {0};
@@ -296,17 +324,21 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
     volatile char stack_touch[1 << 16];
     for (size_t i = 0; i < sizeof stack_touch; i += 4096)
       stack_touch[i] = 0;
-    /* 128 KiB: any block below the mmap threshold fits (larger ones are mapped and given
-     * back at free, never left behind); the V build's ring factors and cos/sin of m phi are
-     * 33 KiB a thread at lmax 40 with polarisation. */
+    /* 128 KiB: the V build's ring factors and cos/sin of m phi are 33 KiB a thread at lmax
+     * 40 with polarisation. A larger block below the mmap threshold (640 KiB) grows the
+     * thread's arena, and glibc keeps that growth (below M_TRIM_THRESHOLD); blocks above it
+     * are mapped and given back at free. */
     qp_warm_up_heap(128 * 1024);
   }
   qp_warm_up_distributed(n_pix);
-  /* The main thread's heap (cfitsio's buffers, while covariance_setup reads maps and masks)
-   * and its stack. */
-  qp_warm_up_heap(512 * 1024);
-  qp_warm_up_stack();
+  /* HDF5's start before the main heap's reserve: its ~0.2 MiB of free lists would otherwise
+   * come out of the reserve, and leave too little of it for OpenBLAS's job table. */
   qp_h5_library_init();
+  /* The main thread's heap (cfitsio's buffers and our FITS reader's chunk while
+   * covariance_setup reads maps and masks, OpenBLAS's job tables in every stage) and its
+   * stack. */
+  qp_warm_up_heap(QP_MAIN_HEAP_RESERVE);
+  qp_warm_up_stack();
   qp_meter_read(baseline);
   qp_warm_up_last_seconds = qp_clock_seconds() - start;
 }
