@@ -9,6 +9,7 @@
 #include "fault.h"
 #include "h5_error.h"
 #include "interrupt.h"
+#include "omp_wait.h"
 #include "qp_config.h"
 
 static void qp_usage(FILE *out) {
@@ -79,6 +80,9 @@ int main(int argc, char **argv) {
   /* OpenBLAS's idle workers sleep after ~0.4 ms, not 0.1 s of spinning beside the stages'
    * OpenMP regions (linalg/blas_threads.h); before any BLAS call. */
   (void)qp_blas_threads_settle();
+  /* libgomp read OMP_WAIT_POLICY=passive (pipeline/omp_wait.h) before main: no child of
+   * qmlpipe inherits it. */
+  qp_omp_wait_forget();
   /* SIGINT, SIGTERM, SIGUSR1, SIGXCPU: temporaries removed, the stage said, exit 128 + signal
    * (budget/interrupt.h). */
   qp_interrupt_install(qp_comm_rank());
