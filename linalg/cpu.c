@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "blas_int.h"
+#include "condition_estimate.h"
 #include "fault.h"
 #include "matrix.h"
 
@@ -187,36 +188,81 @@ static qp_err qp_cpu_norm1(const qp_matrix *a, double *out) {
   return QP_OK;
 }
 
-/* The estimators' workspaces are O(n) (dpocon 3n doubles, dgecon 4n, and n ints), next to the
- * n^2 matrix: plain scratch, like the other O(n) arrays (docs/memory-model.md). */
-static qp_err qp_cpu_condition(int lu, const qp_matrix *a, double anorm, double *rcond) {
+/* pocon: LAPACK's estimator (dlacn2, linalg/condition_estimate.h, as on the cuda backend) over
+ * blocked solves with L. dpocon's own solves (dlatrs, which calls dtrsv) run on one thread and
+ * read L whole twice per product, ~10 times in all: at n 1984 in a run 7.1-8.9 ms. A triangle
+ * of QP_CPU_SOLVE_BLOCK at a time and the rest of each block column by dgemv, which OpenBLAS
+ * runs on every thread: 3.1-3.4 ms (docs/benchmarks.md, 2026-11-27), the same estimate to
+ * rounding (5.7e-16 relative there; test_condition_estimate checks it against dpocon). What
+ * dpocon adds, dlatrs's scaling against overflow, is left out as on the cuda backend: a solve
+ * that overflows gives rcond 0, singular to working precision, as dpocon says. */
+enum { QP_CPU_SOLVE_BLOCK = 256 };
+
+typedef struct {
+  const double *l;
+  int n, ld;
+} qp_cpu_factor;
+
+/* x <- L^-1 x: each block's triangle, then its column below it subtracted from the rest. */
+static void qp_cpu_solve_lower(const qp_cpu_factor *f, double *x) {
+  for (int k = 0; k < f->n; k += QP_CPU_SOLVE_BLOCK) {
+    const int b = f->n - k < QP_CPU_SOLVE_BLOCK ? f->n - k : QP_CPU_SOLVE_BLOCK, rest = f->n - k - b;
+    const double *lkk = f->l + k + (size_t)k * f->ld;
+    cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, b, lkk, f->ld, x + k, 1);
+    if (rest > 0)
+      cblas_dgemv(CblasColMajor, CblasNoTrans, rest, b, -1.0, lkk + b, f->ld, x + k, 1, 1.0,
+                  x + k + b, 1);
+  }
+}
+
+/* x <- L^-T x: the blocks from the last, each first less L's column below it times x there. */
+static void qp_cpu_solve_lower_trans(const qp_cpu_factor *f, double *x) {
+  for (int k = (f->n - 1) / QP_CPU_SOLVE_BLOCK * QP_CPU_SOLVE_BLOCK; k >= 0;
+       k -= QP_CPU_SOLVE_BLOCK) {
+    const int b = f->n - k < QP_CPU_SOLVE_BLOCK ? f->n - k : QP_CPU_SOLVE_BLOCK, rest = f->n - k - b;
+    const double *lkk = f->l + k + (size_t)k * f->ld;
+    if (rest > 0)
+      cblas_dgemv(CblasColMajor, CblasTrans, rest, b, -1.0, lkk + b, f->ld, x + k + b, 1, 1.0,
+                  x + k, 1);
+    cblas_dtrsv(CblasColMajor, CblasLower, CblasTrans, CblasNonUnit, b, lkk, f->ld, x + k, 1);
+  }
+}
+
+/* A^-1 x = L^-T L^-1 x for both of dlacn2's kases (A^-1 is symmetric; qp_condition_solves). */
+static qp_err qp_cpu_cholesky_apply(void *context, int kase, double *x) {
+  (void)kase;
+  qp_cpu_solve_lower(context, x);
+  qp_cpu_solve_lower_trans(context, x);
+  return QP_OK;
+}
+
+static qp_err qp_cpu_pocon(const qp_matrix *l, double anorm, double *rcond) {
+  qp_cpu_factor f = {.l = l->data};
+  QP_BLAS_INT(l->rows, &f.n, "matrix order");
+  QP_BLAS_INT(l->ld, &f.ld, "leading dimension");
+  return qp_condition_estimate(l->rows, anorm, qp_cpu_cholesky_apply, &f, l->name, rcond);
+}
+
+/* The estimator's workspaces are O(n) (dgecon 4n doubles and n ints), next to the n^2
+ * matrix: plain scratch, like the other O(n) arrays (docs/memory-model.md). */
+static qp_err qp_cpu_gecon(const qp_matrix *lu, double anorm, double *rcond) {
   int n, lda;
-  QP_BLAS_INT(a->rows, &n, "matrix order");
-  QP_BLAS_INT(a->ld, &lda, "leading dimension");
+  QP_BLAS_INT(lu->rows, &n, "matrix order");
+  QP_BLAS_INT(lu->ld, &lda, "leading dimension");
   double *work = malloc((size_t)(4 * (int64_t)n + 1) * sizeof *work);
   int *iwork = malloc((size_t)(n + 1) * sizeof *iwork);
   if (!work || !iwork) {
     free(work);
     free(iwork);
     QP_FAIL(QP_ERR_NOMEM, "condition estimate of '%s' (%d x %d): no memory for its workspace",
-            a->name, n, n);
+            lu->name, n, n);
   }
-  int info = lu ? LAPACKE_dgecon_work(LAPACK_COL_MAJOR, '1', n, a->data, lda, anorm, rcond, work,
-                                      iwork)
-                : LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'L', n, a->data, lda, anorm, rcond, work,
-                                      iwork);
+  int info = LAPACKE_dgecon_work(LAPACK_COL_MAJOR, '1', n, lu->data, lda, anorm, rcond, work,
+                                 iwork);
   free(work);
   free(iwork);
-  QP_CALL(qp_lapack_check(info, lu ? "dgecon" : "dpocon", a));
+  QP_CALL(qp_lapack_check(info, "dgecon", lu));
   return QP_OK;
-}
-
-static qp_err qp_cpu_pocon(const qp_matrix *l, double anorm, double *rcond) {
-  return qp_cpu_condition(0, l, anorm, rcond);
-}
-
-static qp_err qp_cpu_gecon(const qp_matrix *lu, double anorm, double *rcond) {
-  return qp_cpu_condition(1, lu, anorm, rcond);
 }
 
 static const qp_linalg_ops qp_cpu_ops_table = {

@@ -3,7 +3,12 @@
  * applying qp_condition_solves' triangles) against LAPACK's own dpocon and dgecon on the same
  * factors: same estimator, same solves, so the same rcond to rounding. Also LAPACK's
  * conventions (order 0, anorm 0 or NaN or negative), a singular factor (rcond 0, as dpocon),
- * and an error of the solver handed back. */
+ * and an error of the solver handed back.
+ *
+ * The cpu backend's pocon runs the same estimator over blocked solves (a 256 triangle at a
+ * time, the rest by dgemv: linalg/cpu.c): against dpocon at order 700 (three blocks and a
+ * partial one; ld 703), on a well and an ill conditioned factor, to 1e-12, and 0 for a
+ * singular one, as dpocon. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -12,6 +17,7 @@
 #include <string.h>
 
 #include "condition_estimate.h"
+#include "matrix.h"
 #include "test_util.h"
 
 enum { N = 203 };
@@ -63,6 +69,39 @@ static void compare(qp_factor_kind kind, const double *f, double anorm, const ch
   printf("  %-10s rcond %.6g (LAPACK %.6g), %d products\n", what, ours, lapack, h.calls);
 }
 
+/* The cpu backend's pocon (qp_linalg_pocon) against dpocon on an SPD matrix of order M,
+ * ld M + 3, with `shift` on its diagonal; `singular`: a zero put on L's diagonal. */
+enum { M = 700, LD = M + 3 };
+static void cpu_pocon(double shift, int singular, const char *what) {
+  double *g = malloc(sizeof(double) * LD * M), *a = malloc(sizeof(double) * LD * M);
+  TEST_ASSERT(g && a, "no memory");
+  if (g && a) {
+    for (int k = 0; k < LD * M; ++k)
+      g[k] = lcg();
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, M, M, 1.0 / M, g, LD, 0.0, a, LD);
+    for (int i = 0; i < M; ++i)
+      a[i + i * LD] += shift;
+    const double anorm = LAPACKE_dlansy(LAPACK_COL_MAJOR, '1', 'L', M, a, LD);
+    TEST_ASSERT(LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', M, a, LD) == 0, "%s: potrf failed", what);
+    if (singular) a[300 + 300 * LD] = 0.0;
+    qp_matrix l = {0};
+    double ours = -1, lapack = -1;
+    TEST_OK(qp_matrix_view(qp_linalg_cpu_ops(), "test_L", a, M, M, LD, &l));
+    TEST_OK(qp_linalg_pocon(&l, anorm, &ours));
+    TEST_ASSERT(LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', M, a, LD, anorm, &lapack) == 0,
+                "%s: dpocon", what);
+    if (singular)
+      TEST_ASSERT(ours == 0.0 && lapack == 0.0, "%s: rcond %g, LAPACK %g, expected 0", what,
+                  ours, lapack);
+    else
+      TEST_WITHIN(qp_test_rel_diff(ours, lapack), 1e-12, "%s: rcond %.17g, LAPACK %.17g", what,
+                  ours, lapack);
+    printf("  %-10s rcond %.6g (LAPACK %.6g)\n", what, ours, lapack);
+  }
+  free(g);
+  free(a);
+}
+
 int main(void) {
   double *a = malloc(sizeof(double) * N * N), *g = malloc(sizeof(double) * N * N);
   int *piv = malloc(sizeof(int) * N);
@@ -104,6 +143,11 @@ int main(void) {
   TEST_ASSERT(LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', N, a, N, anorm, &lapack) == 0, "dpocon");
   TEST_ASSERT(r == 0.0 && lapack == 0.0, "singular factor: rcond %g, LAPACK %g, expected 0", r,
               lapack);
+
+  /* The cpu backend's pocon. */
+  cpu_pocon(0.01, 0, "cpu pocon");
+  cpu_pocon(1e-9, 0, "cpu pocon, ill conditioned");
+  cpu_pocon(0.01, 1, "cpu pocon, singular");
 
   /* The backend's error comes back as it is. */
   EXPECT_ERROR(qp_condition_estimate(N, 1.0, failing_apply, NULL, "failing", &r), QP_ERR_GPU,
