@@ -273,9 +273,11 @@ void qp_matrix_destroy(qp_matrix *m) {
 /* Tile by tile (as qp_cpu_transpose), so that the reads along the lower triangle's rows stay
  * in cache: column by column, every read was a cache miss. At order 9212 (the W of T nside
  * 32) on this project's VM: 0.39 s against 0.12 s tiled inside `qmlpipe run`, 1.2-2.3 s
- * against 0.1-0.4 s alone (docs/benchmarks.md). */
+ * against 0.1-0.4 s alone (docs/benchmarks.md). A column of tiles per OpenMP iteration: W of
+ * 2300 (T nside 16) 3.0 ms on one thread, 1.9 on two (2026-11-27). */
 void qp_matrix_symmetrize_lower(qp_matrix *m) {
   const int64_t tile = 64, n = m->cols;
+#pragma omp parallel for schedule(dynamic, 1) if (n >= 4 * tile)
   for (int64_t jb = 0; jb < n; jb += tile) {
     const int64_t j_end = jb + tile < n ? jb + tile : n;
     for (int64_t ib = 0; ib <= jb; ib += tile)

@@ -8,7 +8,8 @@
  * The cpu backend's pocon runs the same estimator over blocked solves (a 256 triangle at a
  * time, the rest by dgemv: linalg/cpu.c): against dpocon at order 700 (three blocks and a
  * partial one; ld 703), on a well and an ill conditioned factor, to 1e-12, and 0 for a
- * singular one, as dpocon. */
+ * singular one, as dpocon. Its norm1 (the columns over the OpenMP threads) equals dlange's
+ * '1' exactly, and is NaN with a NaN anywhere, Inf with an Inf. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -102,6 +103,30 @@ static void cpu_pocon(double shift, int singular, const char *what) {
   free(a);
 }
 
+/* The cpu backend's norm1 against dlange '1' on an M x (M - 50) matrix, ld LD. */
+static void cpu_norm1(void) {
+  const int cols = M - 50;
+  double *a = malloc(sizeof(double) * LD * cols);
+  TEST_ASSERT(a, "no memory");
+  if (!a) return;
+  for (int k = 0; k < LD * cols; ++k)
+    a[k] = lcg() * (1 + k % 13);
+  qp_matrix v = {0};
+  double ours = -1;
+  TEST_OK(qp_matrix_view(qp_linalg_cpu_ops(), "test_A", a, M, cols, LD, &v));
+  TEST_OK(qp_linalg_norm1(&v, &ours));
+  const double lapack = LAPACKE_dlange(LAPACK_COL_MAJOR, '1', M, cols, a, LD);
+  TEST_ASSERT(ours == lapack, "norm1 %.17g, dlange %.17g: not the same value", ours, lapack);
+  a[123 + 456 * LD] = INFINITY;
+  TEST_OK(qp_linalg_norm1(&v, &ours));
+  TEST_ASSERT(isinf(ours), "norm1 with an Inf: %g", ours);
+  a[7 + 600 * LD] = NAN;
+  TEST_OK(qp_linalg_norm1(&v, &ours));
+  TEST_ASSERT(isnan(ours), "norm1 with a NaN: %g", ours);
+  printf("  cpu norm1  equal to dlange's %.17g; NaN and Inf propagate\n", lapack);
+  free(a);
+}
+
 int main(void) {
   double *a = malloc(sizeof(double) * N * N), *g = malloc(sizeof(double) * N * N);
   int *piv = malloc(sizeof(int) * N);
@@ -148,6 +173,7 @@ int main(void) {
   cpu_pocon(0.01, 0, "cpu pocon");
   cpu_pocon(1e-9, 0, "cpu pocon, ill conditioned");
   cpu_pocon(0.01, 1, "cpu pocon, singular");
+  cpu_norm1();
 
   /* The backend's error comes back as it is. */
   EXPECT_ERROR(qp_condition_estimate(N, 1.0, failing_apply, NULL, "failing", &r), QP_ERR_GPU,
