@@ -36,22 +36,43 @@ static int qp_blas_buffers_in(unsigned long long bytes) {
   return k >= 1 && k <= threads && b <= k * QP_BLAS_BUFFER_BYTES ? (int)k : 0;
 }
 
-/* Anonymous mappings the size of an OpenBLAS buffer: the threads that have theirs. Before
- * the warm-up nothing else of that size is mapped (tracked buffers come later). */
-static int qp_blas_buffers_mapped(void) {
+/* One line of /proc/self/maps that holds OpenBLAS buffers: an anonymous mapping of `buffers`
+ * >= 1 buffers' size (qp_blas_buffers_in). */
+typedef struct {
+  unsigned long long lo, hi;
+  int buffers;
+  int writable; /* rw-p */
+} qp_blas_mapping;
+
+/* Calls `each` on every such line and returns the sum of what it returns (0 when the file
+ * cannot be read). */
+static int qp_blas_each_mapping(int (*each)(const qp_blas_mapping *m, void *context),
+                                void *context) {
   FILE *f = fopen("/proc/self/maps", "r");
   if (!f) return 0;
   char line[512];
-  int n = 0;
+  int sum = 0;
   while (fgets(line, sizeof line, f)) {
-    unsigned long long lo = 0, hi = 0;
-    char path[256] = "";
-    if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &lo, &hi, path) < 2) continue;
-    if (path[0] == '\0') n += qp_blas_buffers_in(hi - lo);
+    qp_blas_mapping m = {0};
+    char perms[8] = "", path[256] = "";
+    if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %255s", &m.lo, &m.hi, perms, path) < 3 || path[0])
+      continue;
+    m.buffers = qp_blas_buffers_in(m.hi - m.lo);
+    m.writable = strcmp(perms, "rw-p") == 0;
+    if (m.buffers > 0) sum += each(&m, context);
   }
   fclose(f);
-  return n;
+  return sum;
 }
+
+static int qp_blas_count(const qp_blas_mapping *m, void *context) {
+  (void)context;
+  return m->buffers;
+}
+
+/* Anonymous mappings the size of an OpenBLAS buffer: the threads that have theirs. Before
+ * the warm-up nothing else of that size is mapped (tracked buffers come later). */
+static int qp_blas_buffers_mapped(void) { return qp_blas_each_mapping(qp_blas_count, NULL); }
 
 qp_err qp_blas_check_address_space(void) {
   struct rlimit rl;
@@ -85,6 +106,13 @@ int qp_blas_huge_pages_available(void) {
   return read && !strstr(mode, "[never]");
 }
 
+static int qp_blas_advise_huge(const qp_blas_mapping *m, void *context) {
+  (void)context;
+  return madvise((void *)(uintptr_t)m->lo, (size_t)(m->hi - m->lo), MADV_HUGEPAGE) == 0
+             ? m->buffers
+             : 0;
+}
+
 int qp_blas_buffers_huge_pages(void) {
   static int marked = -1; /* once a process: the buffers stay for good */
   if (marked >= 0) return marked;
@@ -95,42 +123,29 @@ int qp_blas_buffers_huge_pages(void) {
   double one = 1.0;
   (void)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', 1, &one, 1);
   /* A worker maps its buffer when it starts; one not mapped yet keeps 4 KiB pages. */
-  FILE *f = fopen("/proc/self/maps", "r");
-  if (!f) return 0;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    unsigned long long lo = 0, hi = 0;
-    char path[256] = "";
-    if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &lo, &hi, path) < 2) continue;
-    const int k = path[0] == '\0' ? qp_blas_buffers_in(hi - lo) : 0;
-    if (k > 0 && madvise((void *)(uintptr_t)lo, (size_t)(hi - lo), MADV_HUGEPAGE) == 0)
-      marked += k;
-  }
-  fclose(f);
+  marked = qp_blas_each_mapping(qp_blas_advise_huge, NULL);
   return marked;
 }
 
+#ifdef MADV_POPULATE_WRITE
+/* The first *(size_t *)context bytes of each of the mapping's buffers, each a buffers-th of
+ * it further on (the kernel merges adjacent ones). MADV_POPULATE_WRITE faults in what is not
+ * resident and changes no byte of what is. */
+static int qp_blas_populate(const qp_blas_mapping *m, void *context) {
+  if (!m->writable) return 0;
+  const unsigned long long stride = (m->hi - m->lo) / (unsigned long long)m->buffers;
+  const size_t bytes = *(const size_t *)context, len = bytes < stride ? bytes : (size_t)stride;
+  int committed = 0;
+  for (int i = 0; i < m->buffers; ++i)
+    committed += madvise((void *)(uintptr_t)(m->lo + (unsigned long long)i * stride), len,
+                         MADV_POPULATE_WRITE) == 0;
+  return committed;
+}
+#endif
+
 int qp_blas_buffers_commit(size_t bytes) {
 #ifdef MADV_POPULATE_WRITE
-  FILE *f = fopen("/proc/self/maps", "r");
-  if (!f) return 0;
-  char line[512];
-  int committed = 0;
-  while (fgets(line, sizeof line, f)) {
-    unsigned long long lo = 0, hi = 0;
-    char perms[8] = "", path[256] = "";
-    if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %255s", &lo, &hi, perms, path) < 3) continue;
-    const int k = path[0] == '\0' && strcmp(perms, "rw-p") == 0 ? qp_blas_buffers_in(hi - lo) : 0;
-    /* k buffers merged into one mapping, each starting a k-th of it further on */
-    const unsigned long long stride = k > 0 ? (hi - lo) / (unsigned long long)k : 0;
-    const size_t len = bytes < stride ? bytes : (size_t)stride;
-    /* MADV_POPULATE_WRITE faults in what is not resident and changes no byte of what is. */
-    for (int i = 0; i < k; ++i)
-      committed += madvise((void *)(uintptr_t)(lo + (unsigned long long)i * stride), len,
-                           MADV_POPULATE_WRITE) == 0;
-  }
-  fclose(f);
-  return committed;
+  return qp_blas_each_mapping(qp_blas_populate, &bytes);
 #else
   (void)bytes;
   return 0;
