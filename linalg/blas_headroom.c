@@ -108,9 +108,8 @@ int qp_blas_huge_pages_available(void) {
 
 static int qp_blas_advise_huge(const qp_blas_mapping *m, void *context) {
   (void)context;
-  return madvise((void *)(uintptr_t)m->lo, (size_t)(m->hi - m->lo), MADV_HUGEPAGE) == 0
-             ? m->buffers
-             : 0;
+  if (madvise((void *)(uintptr_t)m->lo, (size_t)(m->hi - m->lo), MADV_HUGEPAGE) != 0) return 0;
+  return m->buffers;
 }
 
 int qp_blas_buffers_huge_pages(void) {

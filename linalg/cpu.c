@@ -231,7 +231,8 @@ typedef struct {
 /* x <- L^-1 x: each block's triangle, then its column below it subtracted from the rest. */
 static void qp_cpu_solve_lower(const qp_cpu_factor *f, double *x) {
   for (int k = 0; k < f->n; k += QP_CPU_SOLVE_BLOCK) {
-    const int b = f->n - k < QP_CPU_SOLVE_BLOCK ? f->n - k : QP_CPU_SOLVE_BLOCK, rest = f->n - k - b;
+    const int b = f->n - k < QP_CPU_SOLVE_BLOCK ? f->n - k : QP_CPU_SOLVE_BLOCK;
+    const int rest = f->n - k - b;
     const double *lkk = f->l + k + (size_t)k * f->ld;
     cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, b, lkk, f->ld, x + k, 1);
     if (rest > 0)
@@ -244,7 +245,8 @@ static void qp_cpu_solve_lower(const qp_cpu_factor *f, double *x) {
 static void qp_cpu_solve_lower_trans(const qp_cpu_factor *f, double *x) {
   for (int k = (f->n - 1) / QP_CPU_SOLVE_BLOCK * QP_CPU_SOLVE_BLOCK; k >= 0;
        k -= QP_CPU_SOLVE_BLOCK) {
-    const int b = f->n - k < QP_CPU_SOLVE_BLOCK ? f->n - k : QP_CPU_SOLVE_BLOCK, rest = f->n - k - b;
+    const int b = f->n - k < QP_CPU_SOLVE_BLOCK ? f->n - k : QP_CPU_SOLVE_BLOCK;
+    const int rest = f->n - k - b;
     const double *lkk = f->l + k + (size_t)k * f->ld;
     if (rest > 0)
       cblas_dgemv(CblasColMajor, CblasTrans, rest, b, -1.0, lkk + b, f->ld, x + k + b, 1, 1.0,
@@ -282,8 +284,8 @@ static qp_err qp_cpu_gecon(const qp_matrix *lu, double anorm, double *rcond) {
     QP_FAIL(QP_ERR_NOMEM, "condition estimate of '%s' (%d x %d): no memory for its workspace",
             lu->name, n, n);
   }
-  int info = LAPACKE_dgecon_work(LAPACK_COL_MAJOR, '1', n, lu->data, lda, anorm, rcond, work,
-                                 iwork);
+  int info =
+      LAPACKE_dgecon_work(LAPACK_COL_MAJOR, '1', n, lu->data, lda, anorm, rcond, work, iwork);
   free(work);
   free(iwork);
   QP_CALL(qp_lapack_check(info, "dgecon", lu));

@@ -246,7 +246,7 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
    * their job table on every call: mapped, that block cost a mmap, 128 page faults and a
    * munmap (a TLB shootdown to the other threads) per call, and potrf makes such a call per
    * recursion step: 64 of them at n 1984, potrf 0.044 s instead of 0.035 (docs/benchmarks.md,
-   * 2026-11-27 06:00). From the heap it reuses the reserve that qp_warm_up_heap leaves. */
+   * 2026-11-27 05:50-07:10). From the heap it reuses the reserve that qp_warm_up_heap leaves. */
   mallopt(M_MMAP_THRESHOLD, QP_MMAP_THRESHOLD);
   /* Above the heap reserve of qp_warm_up_heap plus that block, so that glibc keeps both. */
   mallopt(M_TRIM_THRESHOLD, 2 * QP_MAIN_HEAP_RESERVE);
@@ -331,8 +331,8 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
     qp_warm_up_heap(128 * 1024);
   }
   qp_warm_up_distributed(n_pix);
-  /* HDF5's start before the main heap's reserve: its ~0.2 MiB of free lists would otherwise
-   * come out of the reserve, and leave too little of it for OpenBLAS's job table. */
+  /* HDF5's start before the main heap's reserve: what it allocates would otherwise come out
+   * of the reserve (it left too little of the old 512 KiB for OpenBLAS's job table). */
   qp_h5_library_init();
   /* The main thread's heap (cfitsio's buffers and our FITS reader's chunk while
    * covariance_setup reads maps and masks, OpenBLAS's job tables in every stage) and its

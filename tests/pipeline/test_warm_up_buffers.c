@@ -92,8 +92,8 @@ int main(void) {
   double *a = filled(512 * 512, 0), *b = filled(512 * 512, 0);
   TEST_ASSERT(a && b, "out of memory for the first call's operands");
   if (a && b)
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, 512, 512, 512, 1.0, a, 512, a, 512,
-                0.0, b, 512);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, 512, 512, 512, 1.0, a, 512, a, 512, 0.0,
+                b, 512);
   free(a);
   free(b);
   const buffer_pages before = count_pages(prefix);
@@ -110,11 +110,10 @@ int main(void) {
   const buffer_pages after = count_pages(prefix);
   printf("committed %d buffer(s): %ld page(s) resident, %ld of the %ld in the prefixes\n",
          committed, after.resident, after.resident_in_prefix, after.prefix_pages);
-  TEST_ASSERT(committed == before.buffers, "%d of %d buffers committed", committed,
-              before.buffers);
+  TEST_ASSERT(committed == before.buffers, "%d of %d buffers committed", committed, before.buffers);
   TEST_ASSERT(after.resident_in_prefix == after.prefix_pages,
-              "%ld of the prefixes' %ld pages resident after the commit",
-              after.resident_in_prefix, after.prefix_pages);
+              "%ld of the prefixes' %ld pages resident after the commit", after.resident_in_prefix,
+              after.prefix_pages);
   TEST_ASSERT(after.resident == after.prefix_pages,
               "%ld pages resident in the buffers, %ld in their prefixes: a 512^3 dgemm "
               "touched pages beyond the prefix",
@@ -127,14 +126,14 @@ int main(void) {
   if (c && v && w && x && z) {
     TEST_ASSERT(LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', N_PIX, c, N_PIX) == 0,
                 "dpotrf of the test matrix failed");
-    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, N_PIX,
-                N_MODES, 1.0, c, N_PIX, v, N_PIX);
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, N_PIX, N_MODES,
+                1.0, c, N_PIX, v, N_PIX);
     cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, N_MODES, N_PIX, 1.0, v, N_PIX, 0.0, w,
                 N_MODES);
-    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasNonUnit, N_PIX, N_MODES,
-                1.0, c, N_PIX, v, N_PIX);
-    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, N_MODES, N_MAPS, N_PIX, 1.0, v, N_PIX,
-                x, N_PIX, 0.0, z, N_MODES);
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasNonUnit, N_PIX, N_MODES, 1.0,
+                c, N_PIX, v, N_PIX);
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, N_MODES, N_MAPS, N_PIX, 1.0, v, N_PIX, x,
+                N_PIX, 0.0, z, N_MODES);
     const buffer_pages stages = count_pages(prefix);
     printf("after the route's calls: %ld page(s) resident in the buffers\n", stages.resident);
     TEST_ASSERT(stages.resident == after.resident,

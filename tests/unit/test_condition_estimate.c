@@ -89,11 +89,11 @@ static void cpu_pocon(double shift, int singular, const char *what) {
     double ours = -1, lapack = -1;
     TEST_OK(qp_matrix_view(qp_linalg_cpu_ops(), "test_L", a, M, M, LD, &l));
     TEST_OK(qp_linalg_pocon(&l, anorm, &ours));
-    TEST_ASSERT(LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', M, a, LD, anorm, &lapack) == 0,
-                "%s: dpocon", what);
+    TEST_ASSERT(LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', M, a, LD, anorm, &lapack) == 0, "%s: dpocon",
+                what);
     if (singular)
-      TEST_ASSERT(ours == 0.0 && lapack == 0.0, "%s: rcond %g, LAPACK %g, expected 0", what,
-                  ours, lapack);
+      TEST_ASSERT(ours == 0.0 && lapack == 0.0, "%s: rcond %g, LAPACK %g, expected 0", what, ours,
+                  lapack);
     else
       TEST_WITHIN(qp_test_rel_diff(ours, lapack), 1e-12, "%s: rcond %.17g, LAPACK %.17g", what,
                   ours, lapack);

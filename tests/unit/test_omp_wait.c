@@ -68,14 +68,15 @@ int main(int argc, char **argv) {
     return TEST_RETURN();
   }
   TEST_ASSERT(qp_omp_wait_passive_set(), "OMP_WAIT_POLICY was not set (run without it and "
-              "without GOMP_SPINCOUNT, or with the argument 'user')");
+                                         "without GOMP_SPINCOUNT, or with the argument 'user')");
   const char *set = getenv("OMP_WAIT_POLICY");
   TEST_ASSERT(set && strcmp(set, "passive") == 0, "OMP_WAIT_POLICY is '%s', not passive",
               set ? set : "(unset)");
   const double first = spin_after_region(), second = spin_after_region();
   const double spin = first > second ? first : second;
   printf("OMP_WAIT_POLICY=passive: %.4f s of CPU in a 60 ms sleep after a region (the more of "
-         "two)\n", spin);
+         "two)\n",
+         spin);
   TEST_ASSERT(spin <= 0.001, "the idle threads spun %.4f s after the region", spin);
   qp_omp_wait_forget();
   TEST_ASSERT(getenv("OMP_WAIT_POLICY") == NULL, "OMP_WAIT_POLICY still set after forget");
