@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "blas_headroom.h"
 #include "clock.h"
@@ -104,6 +106,29 @@ enum {
   QP_MAIN_HEAP_RESERVE = 1024 * 1024
 };
 
+/* Commits the pages of [lo, lo + bytes) of a mapping that exists (heap, stack): the whole
+ * pages inside by one MADV_POPULATE_WRITE, the partial ones at its ends by a write. Page by
+ * page, each first write was a page fault, and on this project's VMs a fault costs 12-14 us
+ * against ~1 us a page inside one madvise (512 pages: 6.0-7.1 ms against 0.4-0.6 ms): the
+ * warm-up's 1.5 MiB of heap and stack had been ~350 faults, 4-6 ms of T nside 16's run
+ * (docs/benchmarks.md). Where madvise cannot (a kernel before 5.14), every page by a write.
+ * Contents are kept: populating a present page changes nothing, a fresh one reads zero. */
+static void qp_warm_up_populate(volatile char *lo, size_t bytes) {
+  if (bytes == 0) return;
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t start = (uintptr_t)lo, end = start + bytes;
+  const uintptr_t inner_lo = (start + page - 1) / page * page, inner_hi = end / page * page;
+  lo[0] = lo[0];
+  lo[bytes - 1] = lo[bytes - 1];
+#ifdef MADV_POPULATE_WRITE
+  if (inner_hi > inner_lo &&
+      madvise((void *)inner_lo, inner_hi - inner_lo, MADV_POPULATE_WRITE) == 0)
+    return;
+#endif
+  for (size_t i = 0; i < bytes; i += (size_t)page)
+    lo[i] = lo[i];
+}
+
 static void qp_warm_up_heap(size_t bytes) {
   enum { QP_HEAP_BLOCK = 64 * 1024, QP_HEAP_BLOCKS_MAX = 16 };
   void *block[QP_HEAP_BLOCKS_MAX];
@@ -111,25 +136,28 @@ static void qp_warm_up_heap(size_t bytes) {
   for (; n < QP_HEAP_BLOCKS_MAX && (size_t)n * QP_HEAP_BLOCK < bytes; ++n) {
     block[n] = malloc(QP_HEAP_BLOCK);
     if (!block[n]) break;
-    /* volatile: a memset before free is a dead store the compiler may drop, malloc and all */
-    volatile char *touch = block[n];
-    for (size_t i = 0; i < QP_HEAP_BLOCK; i += 4096)
-      touch[i] = 0;
+    qp_warm_up_populate(block[n], QP_HEAP_BLOCK);
   }
   while (n > 0)
     free(block[--n]);
 }
 
-/* Touches the 512 KiB of the calling thread's stack below this frame. OpenBLAS's threaded
- * drivers keep large per-call arrays on the caller's stack (the main stack here reaches ~3 MB
- * deep, of which ~280 KiB resident) and write a few pages of them, which ones depending on the
- * caller's depth: the stages, called a few frames deeper than the warm-up, touched 12-56 KiB of
- * new stack in basis_setup of the SMW route. Its own function, so that the warm-up's BLAS
- * calls keep the depth they have without it. */
-static __attribute__((noinline)) void qp_warm_up_stack(void) {
-  volatile char stack_touch[512 * 1024];
-  for (size_t i = 0; i < sizeof stack_touch; i += 4096)
-    stack_touch[i] = 0;
+/* Commits `bytes` (at most 512 KiB) of the calling thread's stack below this frame. OpenBLAS's
+ * threaded drivers keep large per-call arrays on the caller's stack (the main stack here
+ * reaches ~3 MB deep, of which ~280 KiB resident) and write a few pages of them, which ones
+ * depending on the caller's depth: the stages, called a few frames deeper than the warm-up,
+ * touched 12-56 KiB of new stack in basis_setup of the SMW route. Its own function, so that
+ * the warm-up's BLAS calls keep the depth they have without it. The lowest byte is written
+ * first: that one fault grows the stack's mapping down over the whole range, which madvise
+ * can then fill. */
+static __attribute__((noinline)) void qp_warm_up_stack(size_t bytes) {
+  enum { QP_STACK_MAX = 512 * 1024 };
+  volatile char stack_touch[QP_STACK_MAX];
+  const size_t n = bytes < QP_STACK_MAX ? bytes : QP_STACK_MAX;
+  /* The n bytes nearest this frame: the array's top end (the stack grows down). */
+  volatile char *lowest = stack_touch + (QP_STACK_MAX - n);
+  lowest[0] = 0;
+  qp_warm_up_populate(lowest, n);
 }
 
 /* OpenBLAS's buffers, one per thread (128 MiB of address space each here, in huge pages where
@@ -321,9 +349,7 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
    * thread's malloc arena too: the stages' parallel loops malloc their scratch there. */
 #pragma omp parallel
   {
-    volatile char stack_touch[1 << 16];
-    for (size_t i = 0; i < sizeof stack_touch; i += 4096)
-      stack_touch[i] = 0;
+    qp_warm_up_stack(64 * 1024);
     /* 128 KiB: the V build's ring factors and cos/sin of m phi are 33 KiB a thread at lmax
      * 40 with polarisation. A larger block below the mmap threshold (640 KiB) grows the
      * thread's arena, and glibc keeps that growth (below M_TRIM_THRESHOLD); blocks above it
@@ -338,7 +364,7 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
    * covariance_setup reads maps and masks, OpenBLAS's job tables in every stage) and its
    * stack. */
   qp_warm_up_heap(QP_MAIN_HEAP_RESERVE);
-  qp_warm_up_stack();
+  qp_warm_up_stack(512 * 1024);
   qp_meter_read(baseline);
   qp_warm_up_last_seconds = qp_clock_seconds() - start;
 }

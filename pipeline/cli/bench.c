@@ -32,13 +32,16 @@
 #include <unistd.h>
 
 #include "bench_floor.h"
+#include "blas_threads.h"
 #include "clock.h"
 #include "cls_text.h"
 #include "cmd_common.h"
 #include "fits_map.h"
 #include "flop_rate.h"
 #include "inputs.h"
+#include "planner.h"
 #include "simulate.h"
+#include "warm_up.h"
 
 extern char **environ;
 
@@ -293,6 +296,14 @@ static qp_err qp_bench_floor_measure(const void *arg, qp_bench_measured *out) {
     const char *path = a->run->path;
     p.path_used = strncmp(path, "harmonic", 8) == 0 ? QP_PATH_HARMONIC : QP_PATH_PIXEL_DIRECT;
     p.smw = strstr(path, "smw") != NULL;
+    /* The kernels in the state they meet in a run: OpenBLAS's pool settled as main.c leaves
+     * it, glibc's thresholds and OpenBLAS's buffers as the warm-up leaves them. Measured cold
+     * in a fresh process the floor's potrf took 0.050-0.057 s at n 1984 against 0.035-0.039
+     * in a run (its job tables mapped and unmapped per recursion step, its buffers' first
+     * pages), which flattered wall / floor by ~7% on T nside 16 (docs/benchmarks.md). */
+    (void)qp_blas_threads_settle();
+    qp_meter_sample warm;
+    qp_driver_warm_up(p.n_pix, qp_plan_blas_width(&p, p.model_dims.path), &warm);
     err = qp_bench_floor(&p, &out->value[0], &out->value[1], &out->value[2], out->detail,
                          sizeof out->detail);
   }
