@@ -222,6 +222,7 @@ typedef struct qp_batch {
  * mirror, which is the entry itself). */
 typedef struct qp_batch_work {
   double *d[2];
+  double *tile; /* QP_TILE^2 sums of a tile of T pairs (qp_tile_tt) */
   qp_local sums[QP_WIGNER_LANES];
   int count[QP_WIGNER_LANES];
   int value[QP_WIGNER_LANES][4];
@@ -272,29 +273,48 @@ enum { QP_TILE = 64 };
  * fused with the recursion (qp_wigner_tt_sums), each added at (i, j) and (j, i). The same
  * operations in the same order as qp_batch_run's on TT batches, without the batches'
  * bookkeeping (the entries' offsets, the stored P_l): S bitwise as before, 3.8x faster at
- * n_pix 1984 (docs/benchmarks.md). */
+ * n_pix 1984 (docs/benchmarks.md). The tile's sums are kept in `sums` (QP_TILE^2 doubles, in
+ * cache) and added to the matrix afterwards, a column of the tile and a column of its mirror
+ * image at a time: runs of QP_TILE consecutive entries, which the processor streams, where
+ * adding each sum as it came (32 rows of column j, then one entry in each of 32 columns)
+ * waited on a cache miss per line of the matrix: 9 of T nside 16's 20 ms of S build
+ * (docs/benchmarks.md). Every entry still gets its one sum, so S is bitwise as before. */
 static void qp_tile_tt(const qp_problem *p, const qp_matrix *layout, const qp_target *target,
-                       const qp_wigner_table *table, int64_t ti, int64_t tj) {
+                       const qp_wigner_table *table, int64_t ti, int64_t tj,
+                       double *restrict sums) {
   enum { L = QP_WIGNER_TT_LANES };
   const int64_t n_pos = p->n_observed, ld = layout->ld;
+  const int64_t i0 = ti * QP_TILE, j0 = tj * QP_TILE;
   const int64_t j_end = (tj + 1) * QP_TILE < n_pos ? (tj + 1) * QP_TILE : n_pos;
   const int64_t i_end = (ti + 1) * QP_TILE < n_pos ? (ti + 1) * QP_TILE : n_pos;
   double *m = target->m;
-  for (int64_t j = tj * QP_TILE; j < j_end; ++j)
-    for (int64_t i0 = ti * QP_TILE > j ? ti * QP_TILE : j; i0 < i_end; i0 += L) {
-      const int n = i_end - i0 < L ? (int)(i_end - i0) : L;
-      double z[L], sums[L];
+  /* sums[(i - i0) + (j - j0) QP_TILE] for the tile's pairs i >= j */
+  for (int64_t j = j0; j < j_end; ++j)
+    for (int64_t ib = i0 > j ? i0 : j; ib < i_end; ib += L) {
+      const int n = i_end - ib < L ? (int)(i_end - ib) : L;
+      double z[L], lane_sums[L];
       const double *rj = p->vectors + 3 * j;
 #pragma omp simd
       for (int k = 0; k < L; ++k)
-        z[k] = k < n ? qp_pair_z(p->vectors + 3 * (i0 + k), rj) : 0.0;
-      qp_wigner_tt_sums(table, target->lo, target->hi, target->coeff[QP_TT], z, sums);
-      for (int k = 0; k < n; ++k) {
-        const int64_t i = i0 + k;
-        m[i + j * ld] += sums[k];
-        if (i != j) m[j + i * ld] += sums[k];
-      }
+        z[k] = k < n ? qp_pair_z(p->vectors + 3 * (ib + k), rj) : 0.0;
+      qp_wigner_tt_sums(table, target->lo, target->hi, target->coeff[QP_TT], z, lane_sums);
+      for (int k = 0; k < n; ++k) sums[(ib + k - i0) + (j - j0) * QP_TILE] = lane_sums[k];
     }
+  /* The tile's columns: (i, j) for i >= j */
+  for (int64_t j = j0; j < j_end; ++j) {
+    const int64_t from = i0 > j ? i0 : j;
+    double *restrict col = m + j * ld + from;
+    const double *restrict in = sums + (from - i0) + (j - j0) * QP_TILE;
+#pragma omp simd
+    for (int64_t k = 0; k < i_end - from; ++k) col[k] += in[k];
+  }
+  /* Its mirror image's columns: (j, i) for j < i, column i */
+  for (int64_t i = i0; i < i_end; ++i) {
+    const int64_t count = (j_end < i ? j_end : i) - j0;
+    double *restrict col = m + i * ld + j0;
+    const double *restrict in = sums + (i - i0);
+    for (int64_t k = 0; k < count; ++k) col[k] += in[k * QP_TILE];
+  }
 }
 
 /* Tile (ti, tj), ti >= tj: the pairs (i, j), i >= j, with i in row tile ti and j in column
@@ -308,7 +328,7 @@ static void qp_tile(const qp_problem *p, const qp_matrix *layout, const qp_pixel
   const int64_t i_end = (ti + 1) * QP_TILE < n_pos ? (ti + 1) * QP_TILE : n_pos;
   const int whole = qp_matrix_held_whole(layout) && !pc;
   if (whole && n_targets == 1 && targets[0].add && i_end <= nt) {
-    qp_tile_tt(p, layout, &targets[0], table, ti, tj);
+    qp_tile_tt(p, layout, &targets[0], table, ti, tj, work->tile);
     return;
   }
   for (int64_t j = tj * QP_TILE; j < j_end; ++j) {
@@ -435,9 +455,11 @@ qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov
 #pragma omp parallel
   {
     qp_batch_work work;
-    double *scratch = malloc((size_t)(2 * (lmax + 1) * QP_WIGNER_LANES) * sizeof *scratch);
+    double *scratch = malloc(
+        (size_t)(2 * (lmax + 1) * QP_WIGNER_LANES + QP_TILE * QP_TILE) * sizeof *scratch);
     work.d[0] = scratch;
-    work.d[1] = scratch + (lmax + 1) * QP_WIGNER_LANES;
+    work.d[1] = scratch ? scratch + (lmax + 1) * QP_WIGNER_LANES : NULL;
+    work.tile = scratch ? scratch + 2 * (lmax + 1) * QP_WIGNER_LANES : NULL;
     if (!scratch) {
 #pragma omp atomic write
       scratch_missing = 1;
