@@ -257,7 +257,16 @@ int qp_driver_warm_up_wanted(void) {
 
 double qp_driver_warm_up_seconds(void) { return qp_warm_up_last_seconds; }
 
-void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) {
+qp_warm_up_kernels qp_driver_warm_up_kernels(qp_model_path path) {
+  /* SMW may become the projection in covariance_setup (qp_plan_reroute_smw): its set holds
+   * the projection's solves too. */
+  return path == QP_MODEL_PIXEL_DIRECT     ? QP_WARM_UP_TRIANGLES
+         : path == QP_MODEL_HARMONIC_SMW ? QP_WARM_UP_LU | QP_WARM_UP_SOLVES
+                                          : QP_WARM_UP_SOLVES;
+}
+
+void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_warm_up_kernels kernels,
+                       qp_meter_sample *baseline) {
   const double start = qp_clock_seconds();
   /* One run of each BLAS/LAPACK kernel the stages use, on matrices of order
    * QP_WARM_UP_ORDER (never larger than the problem), and only when this process has not
@@ -265,6 +274,7 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
    * larger call pages in more (tools/blas_pages.sh); then the thin panels above, which touch
    * the buffers' pages as wide as the run's widest call. */
   static int64_t warmed = 0;
+  static qp_warm_up_kernels warmed_kernels = 0;
 #ifdef M_MMAP_THRESHOLD
   /* glibc raises its mmap threshold to the size of any mmapped block freed (up to 32 MB), after
    * which a library's 0.1-32 MB buffers (cfitsio, our FITS reader's 512 KB chunk) come from the
@@ -287,7 +297,7 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
   (void)qp_blas_buffers_huge_pages();
   qp_warm_up_buffers(width);
   const int64_t n = n_pix < QP_WARM_UP_ORDER ? n_pix : QP_WARM_UP_ORDER;
-  if (n > warmed) {
+  if (n > warmed || (kernels & ~warmed_kernels)) {
     qp_matrix a = {0}, b = {0}, c = {0};
     const qp_linalg_ops *ops = qp_linalg_cpu_ops();
     if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
@@ -305,14 +315,17 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
       (void)qp_linalg_norm1(&a, &anorm);
       (void)qp_linalg_potrf(&a);
       (void)qp_linalg_pocon(&a, anorm, &rcond);
-      (void)qp_linalg_trtri(&a);
-      (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
-      (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
+      if (kernels & QP_WARM_UP_TRIANGLES) {
+        (void)qp_linalg_trtri(&a);
+        (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+        (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
+      }
       /* The LU of the SMW route: c is diagonally dominant after this. */
       int *pivots = malloc((size_t)n * sizeof *pivots);
       for (int64_t i = 0; i < n; ++i)
         c.data[i + i * n] += (double)n * 1e3;
-      if (pivots && qp_linalg_getrf(&c, pivots) == QP_OK) {
+      const int lu = (kernels & QP_WARM_UP_LU) && pivots && qp_linalg_getrf(&c, pivots) == QP_OK;
+      if (lu) {
         (void)qp_linalg_gecon(&c, anorm, &rcond);
         (void)qp_linalg_getrs(&c, pivots, &b);
       }
@@ -321,23 +334,30 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline) 
        * column, as on the maps (z = C^-1 x, P_b z, the mode maps), the triangular solves and
        * the transposed gemm of the harmonic routes, and potri of the Fisher matrix. */
       qp_matrix col = {0}, out = {0};
-      if (pivots && n >= 2 && qp_matrix_view(ops, "warm_up", b.data, n, 1, n, &col) == QP_OK &&
+      if (n >= 2 && qp_matrix_view(ops, "warm_up", b.data, n, 1, n, &col) == QP_OK &&
           qp_matrix_view(ops, "warm_up", b.data + n, n, 1, n, &out) == QP_OK) {
-        (void)qp_linalg_getrs(&c, pivots, &col);
-        (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
-        (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
-        (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
-        (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+        if (lu) (void)qp_linalg_getrs(&c, pivots, &col);
+        if (kernels & QP_WARM_UP_TRIANGLES) {
+          (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
+          (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+        }
+        if (kernels & QP_WARM_UP_SOLVES) {
+          (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
+          (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+        }
         (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
         (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
       }
-      (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
-      (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
-      (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+      if (kernels & QP_WARM_UP_TRIANGLES) (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+      if (kernels & QP_WARM_UP_SOLVES) {
+        (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+        (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+      }
       (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
       (void)qp_linalg_potri(&a);
       free(pivots);
       warmed = n;
+      warmed_kernels = kernels;
     }
     qp_error_clear();
     qp_matrix_destroy(&a);

@@ -5,8 +5,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memory_model.h"
 #include "meter.h"
 #include "qp_error.h"
+
+/** Kernels the warm-up runs besides those every route calls (qp_driver_warm_up_kernels). */
+typedef enum qp_warm_up_kernels {
+  QP_WARM_UP_LU = 1,        /* getrf, gecon, getrs: SMW's I + K Lambda */
+  QP_WARM_UP_TRIANGLES = 2, /* trtri, trmm: pixel-direct's products with L^-1 */
+  QP_WARM_UP_SOLVES = 4,    /* trsm: the harmonic routes' solves with L */
+  QP_WARM_UP_EVERY = 7
+} qp_warm_up_kernels;
 
 /** Warms up the BLAS library for problems of order n_pix whose widest BLAS call is `width`
  *  columns (n_pix, or n_modes on the SMW route with a diagonal noise), so that its buffers
@@ -16,7 +25,12 @@
  *  + 512 on one thread), which touch the same buffer pages as full-size work would. Transient
  * memory: three 256 x 256 matrices and the panels (2 KiB per column and thread), all tracked as
  * term "warm_up" and freed before it returns. */
-void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_meter_sample *baseline);
+void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_warm_up_kernels kernels,
+                       qp_meter_sample *baseline);
+/** The kernels of a route's stages beyond those of every route (gemm, syrk, potrf, its
+ *  condition estimate, potri): a route that never calls the others' pays nothing for them
+ *  (the projection's warm-up 0.016 -> 0.0 s on T nside 16, docs/benchmarks.md). */
+qp_warm_up_kernels qp_driver_warm_up_kernels(qp_model_path path);
 /** 0 when the environment says QP_WARM_UP=0: qp_driver_warm_up then only reads the baseline.
  *  A switch for measuring the warm-up's cost (qmlpipe-bench runs each problem both ways), not
  *  for users: without the warm-up the libraries' first use (OpenBLAS's buffers, code pages)

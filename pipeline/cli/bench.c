@@ -303,7 +303,8 @@ static qp_err qp_bench_floor_measure(const void *arg, qp_bench_measured *out) {
      * pages), which flattered wall / floor by ~7% on T nside 16 (docs/benchmarks.md). */
     (void)qp_blas_threads_settle();
     qp_meter_sample warm;
-    qp_driver_warm_up(p.n_pix, qp_plan_blas_width(&p, p.model_dims.path), &warm);
+    qp_driver_warm_up(p.n_pix, qp_plan_blas_width(&p, p.model_dims.path),
+                      qp_driver_warm_up_kernels(p.model_dims.path), &warm);
     err = qp_bench_floor(&p, &out->value[0], &out->value[1], &out->value[2], out->detail,
                          sizeof out->detail);
   }

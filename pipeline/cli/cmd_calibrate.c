@@ -66,7 +66,7 @@ int qp_cmd_calibrate(int argc, char **argv) {
   qp_meter_read(&start);
   qp_h5_library_init();
   qp_meter_read(&h5);
-  qp_driver_warm_up(size, size, &warm);
+  qp_driver_warm_up(size, size, QP_WARM_UP_EVERY, &warm);
   qp_budget_reset();
   qp_err err = qp_timeline_start(QP_TIMELINE_DEFAULT_INTERVAL_MS);
   qp_meter_read(&baseline);
