@@ -521,6 +521,38 @@ static void test_layout_ops(void) {
   qp_matrix_destroy(&a);
 }
 
+/* copy_sub: a block of two large matrices (their columns on every thread, the blocks apart)
+ * and, within one matrix, a block over one that overlaps it (in order, as memmove): the same
+ * entries as an element-by-element copy, both ways. */
+static void test_copy_sub(void) {
+  enum { R = 1200, C = 1100 }; /* 1.3e6 entries: above the threaded copy's threshold */
+  qp_matrix a = make("copy_a", R, C), b = make("copy_b", R, C);
+  fill_random(&a);
+  fill_random(&b);
+  qp_matrix before = make("copy_before", R, C);
+  copy_matrix(&b, &before);
+  TEST_OK(qp_linalg_copy_sub(R - 7, C - 5, &a, 3, 2, &b, 4, 5));
+  int64_t wrong = 0;
+  for (int64_t j = 0; j < C; ++j)
+    for (int64_t i = 0; i < R; ++i) {
+      const int inside = i >= 4 && i < 4 + R - 7 && j >= 5 && j < 5 + C - 5;
+      const double want = inside ? AT(&a, i - 4 + 3, j - 5 + 2) : AT(&before, i, j);
+      wrong += !(AT(&b, i, j) == want);
+    }
+  TEST_ASSERT(wrong == 0, "copy_sub between two matrices: %lld entries wrong", (long long)wrong);
+  /* Within b: rows [0, R - 1) of each column to rows [1, R): the blocks overlap. */
+  copy_matrix(&b, &before);
+  TEST_OK(qp_linalg_copy_sub(R - 1, C, &b, 0, 0, &b, 1, 0));
+  wrong = 0;
+  for (int64_t j = 0; j < C; ++j)
+    for (int64_t i = 0; i < R; ++i)
+      wrong += !(AT(&b, i, j) == (i == 0 ? AT(&before, 0, j) : AT(&before, i - 1, j)));
+  TEST_ASSERT(wrong == 0, "copy_sub over itself: %lld entries wrong", (long long)wrong);
+  qp_matrix_destroy(&before);
+  qp_matrix_destroy(&b);
+  qp_matrix_destroy(&a);
+}
+
 int main(void) {
   test_backend();
   if (!ops) return 1;
@@ -536,6 +568,7 @@ int main(void) {
   test_blas_int_limit();
   test_flops(&a);
   test_layout_ops();
+  test_copy_sub();
   qp_matrix_destroy(&l);
   qp_matrix_destroy(&a);
   qp_matrix_destroy(&a); /* safe twice */
