@@ -260,15 +260,15 @@ double qp_driver_warm_up_seconds(void) { return qp_warm_up_last_seconds; }
 qp_warm_up_kernels qp_driver_warm_up_kernels(qp_model_path path) {
   /* SMW may become the projection in covariance_setup (qp_plan_reroute_smw): its set holds
    * the projection's solves too. */
-  return path == QP_MODEL_PIXEL_DIRECT     ? QP_WARM_UP_TRIANGLES
+  return path == QP_MODEL_PIXEL_DIRECT   ? QP_WARM_UP_TRIANGLES
          : path == QP_MODEL_HARMONIC_SMW ? QP_WARM_UP_LU | QP_WARM_UP_SOLVES
-                                          : QP_WARM_UP_SOLVES;
+                                         : QP_WARM_UP_SOLVES;
 }
 
 void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_warm_up_kernels kernels,
                        qp_meter_sample *baseline) {
   const double start = qp_clock_seconds();
-  /* One run of each BLAS/LAPACK kernel the stages use, on matrices of order
+  /* One run of each BLAS/LAPACK kernel the route's stages use (`kernels`), on matrices of order
    * QP_WARM_UP_ORDER (never larger than the problem), and only when this process has not
    * warmed up as far already: their code (and LAPACK's workspace) is then paged in, and no
    * larger call pages in more (tools/blas_pages.sh); then the thin panels above, which touch
@@ -356,8 +356,9 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_warm_up_kernels kernels,
       (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
       (void)qp_linalg_potri(&a);
       free(pivots);
+      /* What this process has run at its largest order so far. */
+      warmed_kernels = n > warmed ? kernels : warmed_kernels | kernels;
       warmed = n;
-      warmed_kernels = kernels;
     }
     qp_error_clear();
     qp_matrix_destroy(&a);

@@ -298,7 +298,8 @@ static void qp_tile_tt(const qp_problem *p, const qp_matrix *layout, const qp_ta
       for (int k = 0; k < L; ++k)
         z[k] = k < n ? qp_pair_z(p->vectors + 3 * (ib + k), rj) : 0.0;
       qp_wigner_tt_sums(table, target->lo, target->hi, target->coeff[QP_TT], z, lane_sums);
-      for (int k = 0; k < n; ++k) sums[(ib + k - i0) + (j - j0) * QP_TILE] = lane_sums[k];
+      for (int k = 0; k < n; ++k)
+        sums[(ib + k - i0) + (j - j0) * QP_TILE] = lane_sums[k];
     }
   /* The tile's columns: (i, j) for i >= j */
   for (int64_t j = j0; j < j_end; ++j) {
@@ -306,14 +307,16 @@ static void qp_tile_tt(const qp_problem *p, const qp_matrix *layout, const qp_ta
     double *restrict col = m + j * ld + from;
     const double *restrict in = sums + (from - i0) + (j - j0) * QP_TILE;
 #pragma omp simd
-    for (int64_t k = 0; k < i_end - from; ++k) col[k] += in[k];
+    for (int64_t k = 0; k < i_end - from; ++k)
+      col[k] += in[k];
   }
   /* Its mirror image's columns: (j, i) for j < i, column i */
   for (int64_t i = i0; i < i_end; ++i) {
     const int64_t count = (j_end < i ? j_end : i) - j0;
     double *restrict col = m + i * ld + j0;
     const double *restrict in = sums + (i - i0);
-    for (int64_t k = 0; k < count; ++k) col[k] += in[k * QP_TILE];
+    for (int64_t k = 0; k < count; ++k)
+      col[k] += in[k * QP_TILE];
   }
 }
 
@@ -455,8 +458,8 @@ qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov
 #pragma omp parallel
   {
     qp_batch_work work;
-    double *scratch = malloc(
-        (size_t)(2 * (lmax + 1) * QP_WIGNER_LANES + QP_TILE * QP_TILE) * sizeof *scratch);
+    double *scratch =
+        malloc((size_t)(2 * (lmax + 1) * QP_WIGNER_LANES + QP_TILE * QP_TILE) * sizeof *scratch);
     work.d[0] = scratch;
     work.d[1] = scratch ? scratch + (lmax + 1) * QP_WIGNER_LANES : NULL;
     work.tile = scratch ? scratch + 2 * (lmax + 1) * QP_WIGNER_LANES : NULL;

@@ -320,18 +320,22 @@ done:
  * 980 ms of fisher_run, 14-15 this way). The order is this code's, not the compiler's, so
  * the value does not depend on the vector width; it differs from the running sum's in the
  * last bits, as any reordering of a sum does. */
-static double qp_dot(const double *restrict x, const double *restrict y,
-                     const double *restrict w, int64_t n) {
+static double qp_dot(const double *restrict x, const double *restrict y, const double *restrict w,
+                     int64_t n) {
   double part[8] = {0};
   int64_t i = 0;
   if (w) {
     for (; i + 8 <= n; i += 8)
-      for (int k = 0; k < 8; ++k) part[k] += x[i + k] * y[i + k] * w[i + k];
-    for (int k = 0; i + k < n; ++k) part[k] += x[i + k] * y[i + k] * w[i + k];
+      for (int k = 0; k < 8; ++k)
+        part[k] += x[i + k] * y[i + k] * w[i + k];
+    for (int k = 0; i + k < n; ++k)
+      part[k] += x[i + k] * y[i + k] * w[i + k];
   } else {
     for (; i + 8 <= n; i += 8)
-      for (int k = 0; k < 8; ++k) part[k] += x[i + k] * y[i + k];
-    for (int k = 0; i + k < n; ++k) part[k] += x[i + k] * y[i + k];
+      for (int k = 0; k < 8; ++k)
+        part[k] += x[i + k] * y[i + k];
+    for (int k = 0; i + k < n; ++k)
+      part[k] += x[i + k] * y[i + k];
   }
   return ((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]));
 }

@@ -155,7 +155,8 @@ static qp_err qp_build_vt(qp_problem *p) {
         for (int r = 0; r < (pol ? 2 : 1); ++r) {
           const qp_basis_recipe *rc = recipe + (pol ? QP_VT_ROW_Q + r : QP_VT_ROW_T) * cols;
           int run = at[r][0] >= 0;
-          for (int64_t i = 1; i < count; ++i) run &= at[r][i] == at[r][0] + i;
+          for (int64_t i = 1; i < count; ++i)
+            run &= at[r][i] == at[r][0] + i;
           if (run) {
             /* The block's rows are consecutive rows of the window (one process, or rows
              * that one rank holds together): per column one factor times the block's cos,
@@ -166,7 +167,8 @@ static qp_err qp_build_vt(qp_problem *p) {
               double *restrict col = vw.data + lj * vw.ld + at[r][0];
               const double *f = qp_basis_factors(&ring, &rc[lj]);
               if (!f) {
-                for (int64_t i = 0; i < count; ++i) col[i] = 0.0;
+                for (int64_t i = 0; i < count; ++i)
+                  col[i] = 0.0;
                 continue;
               }
               const double factor = rc[lj].negate ? -f[rc[lj].k] : f[rc[lj].k];
@@ -174,7 +176,8 @@ static qp_err qp_build_vt(qp_problem *p) {
                                 : rc[lj].trig == QP_TRIG_SIN ? sm + rc[lj].m * QP_VT_BLOCK
                                                              : ones;
 #pragma omp simd
-              for (int64_t i = 0; i < count; ++i) col[i] = factor * t[i];
+              for (int64_t i = 0; i < count; ++i)
+                col[i] = factor * t[i];
             }
             continue;
           }
