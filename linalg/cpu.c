@@ -163,9 +163,10 @@ static qp_err qp_cpu_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, in
                               int64_t aj, qp_matrix *b, int64_t bi, int64_t bj) {
   /* Columns on every thread where the two blocks cannot overlap (fisher_run's copy of Y into
    * Z's buffer: 146 MB on QU nside 16, 10-12 -> 4-6 ms), in order where they may. */
+  if (rows <= 0 || cols <= 0) return QP_OK; /* nothing to copy, and no block to bound */
   const double *a_lo = a->data + ai + aj * a->ld, *a_hi = a_lo + (cols - 1) * a->ld + rows;
   const double *b_lo = b->data + bi + bj * b->ld, *b_hi = b_lo + (cols - 1) * b->ld + rows;
-  const int apart = cols <= 0 || a_hi <= b_lo || b_hi <= a_lo;
+  const int apart = a_hi <= b_lo || b_hi <= a_lo;
 #pragma omp parallel for schedule(static) if (apart && (double)rows * (double)cols > 1e6)
   for (int64_t j = 0; j < cols; ++j)
     memmove(b->data + bi + (bj + j) * b->ld, a->data + ai + (aj + j) * a->ld,

@@ -135,14 +135,21 @@ static inline const double *qp_basis_factors(const qp_harmonics_ring *r,
                                      : NULL;
 }
 
+/** The factor recipe c multiplies, with its sign (f non-NULL: qp_basis_factors(r, c)). The
+ *  sign goes on the factor, not the product: (-f) x t is -(f x t) exactly, so a caller may
+ *  multiply a whole block of cos or sin by it (basis_setup's V build). */
+static inline double qp_basis_signed_factor(const qp_basis_recipe *c, const double *f) {
+  return c->negate ? -f[c->k] : f[c->k];
+}
+
 /** The value of recipe c at a direction on r's colatitude whose cos(|m| phi), sin(|m| phi)
  *  are cm, sm: bitwise qp_harmonics_at's. */
 static inline double qp_basis_value(const qp_harmonics_ring *r, const qp_basis_recipe *c,
                                     double cm, double sm) {
   const double *f = qp_basis_factors(r, c);
   if (!f) return 0.0;
-  const double v = c->trig == QP_TRIG_COS ? f[c->k] * cm : c->trig == QP_TRIG_SIN ? f[c->k] * sm : f[c->k];
-  return c->negate ? -v : v;
+  const double s = qp_basis_signed_factor(c, f);
+  return c->trig == QP_TRIG_COS ? s * cm : c->trig == QP_TRIG_SIN ? s * sm : s;
 }
 
 #endif

@@ -171,7 +171,7 @@ static qp_err qp_build_vt(qp_problem *p) {
                   col[i] = 0.0;
                 continue;
               }
-              const double factor = rc[lj].negate ? -f[rc[lj].k] : f[rc[lj].k];
+              const double factor = qp_basis_signed_factor(&rc[lj], f);
               const double *t = rc[lj].trig == QP_TRIG_COS   ? cm + rc[lj].m * QP_VT_BLOCK
                                 : rc[lj].trig == QP_TRIG_SIN ? sm + rc[lj].m * QP_VT_BLOCK
                                                              : ones;
