@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(build-essential cmake pkg-config libopenblas-dev liblapacke-dev libhdf5-dev
-  libcfitsio-dev libchealpix-dev libyaml-dev libopenmpi-dev openmpi-bin
+  libcfitsio-dev libchealpix-dev libbz2-dev libyaml-dev libopenmpi-dev openmpi-bin
   libscalapack-openmpi-dev python3-numpy python3-h5py python3-matplotlib file xz-utils)
 if [ "${QP_SKIP_APT:-0}" != 1 ]; then
   sudo=""
