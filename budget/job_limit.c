@@ -203,6 +203,12 @@ static qp_err qp_slurm_node_tasks(const qp_job_env *env, int *tasks, const char 
 }
 
 /* VmSize - VmRSS from /proc/self/status, bytes (0 when unreadable), and Threads (1). */
+double qp_address_space_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0) return -1.0;
+  return rl.rlim_cur == RLIM_INFINITY ? 0.0 : (double)rl.rlim_cur;
+}
+
 static double qp_unresident(int *threads) {
   FILE *f = fopen("/proc/self/status", "r");
   *threads = 1;
@@ -280,11 +286,7 @@ qp_err qp_job_limit_find(const qp_job_env *env_in, double configured, int node_r
   }
 
   double as = env.rlimit_as;
-  if (as == -1) {
-    struct rlimit rl;
-    as = (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? (double)rl.rlim_cur
-                                                                           : 0.0;
-  }
+  if (as == -1) as = qp_address_space_limit(); /* unreadable (-1): as none */
   if (as > 0) {
     int now = 1;
     const double measured = qp_unresident(&now);

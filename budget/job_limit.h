@@ -69,6 +69,10 @@ typedef struct qp_job_limit {
   char notes[768];   /* sources skipped, and why ("" when none) */
 } qp_job_limit;
 
+/** RLIMIT_AS's soft limit (`ulimit -v`) in bytes: 0 when there is none, -1 when getrlimit
+ *  fails (each caller decides what an unreadable limit means for it). */
+double qp_address_space_limit(void);
+
 /** Finds the smallest of the limits enforced on this process and `configured` (bytes of
  *  memory.host_limit, 0 or less when not set), after each one's margin, and says where it came
  *  from. `node_ranks`: the ranks on this node as the caller knows them (1 when it does not).

@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
+
+#include "job_limit.h"
 
 /* VmSize in bytes (0 when unreadable). */
 static double qp_vm_size(void) {
@@ -75,9 +76,8 @@ static int qp_blas_count(const qp_blas_mapping *m, void *context) {
 static int qp_blas_buffers_mapped(void) { return qp_blas_each_mapping(qp_blas_count, NULL); }
 
 qp_err qp_blas_check_address_space(void) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return QP_OK;
-  const double limit = (double)rl.rlim_cur, used = qp_vm_size();
+  const double limit = qp_address_space_limit(), used = qp_vm_size();
+  if (limit <= 0) return QP_OK; /* none, or unreadable */
   const int threads = openblas_get_num_threads() > 0 ? openblas_get_num_threads() : 1;
   const int mapped = qp_blas_buffers_mapped();
   const int missing = threads > mapped ? threads - mapped : 0;

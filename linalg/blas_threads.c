@@ -7,16 +7,15 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
+
+#include "job_limit.h"
 
 /* openblas_get_parallel()'s answer for the pthreads build (0 serial, 2 OpenMP). */
 #define QP_OPENBLAS_PTHREADS 1
 
 qp_blas_threads_outcome qp_blas_threads_settle(void) {
   if (getenv("OPENBLAS_THREAD_TIMEOUT")) return QP_BLAS_THREADS_USER;
-  struct rlimit as;
-  if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur != RLIM_INFINITY)
-    return QP_BLAS_THREADS_LIMITED;
+  if (qp_address_space_limit() != 0.0) return QP_BLAS_THREADS_LIMITED; /* or unreadable */
   /* Symbols, not declarations: OpenBLAS's headers do not declare these (see the .h). */
   void (*read_env)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "openblas_read_env");
   int (*timeout)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_thread_timeout");

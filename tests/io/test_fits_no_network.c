@@ -32,8 +32,7 @@ static void test_https_driver_refused(void) {
   double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   char text[FLEN_ERRMSG] = "", line[FLEN_ERRMSG];
   while (fits_read_errmsg(line)) {
-    if (strstr(line, "https") && !text[0])
-      snprintf(text, sizeof text, "%s", line);
+    if (strstr(line, "https") && !text[0]) snprintf(text, sizeof text, "%s", line);
   }
   TEST_ASSERT(status != 0 && f == NULL, "fits_open_file(https://...) status %d", status);
   TEST_ASSERT(text[0] != '\0', "cfitsio's message names the https driver");
