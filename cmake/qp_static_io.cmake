@@ -5,8 +5,8 @@
 # cfitsio each bring a libcurl (OpenSSL's and GnuTLS's) and with them ~30 libraries (TLS,
 # Kerberos, LDAP, SSH, IDN, ...) that qmlpipe never calls: `qmlpipe --version` took 34 ms with
 # them and 16 ms from the archives, 59 libraries against 23 (docs/benchmarks.md, "2026-11-27
-# 10:40-11:10 UTC"). From an archive the linker takes only the objects qmlpipe uses: HDF5's need no
-# libcurl (its S3 driver is not among them); cfitsio's network drivers are (its file-name
+# 10:40-11:10 UTC"). From an archive the linker takes only the objects qmlpipe uses: HDF5's
+# need no libcurl (its S3 driver is not among them); cfitsio's network drivers are (its file-name
 # parser registers them), and io/cfitsio_no_network.c answers their libcurl calls with a
 # refusal. qmlpipe opens every FITS file with fits_open_diskfile / fits_create_diskfile, which
 # never reach those drivers (io/fits_map.c).
