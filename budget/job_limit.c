@@ -202,13 +202,13 @@ static qp_err qp_slurm_node_tasks(const qp_job_env *env, int *tasks, const char 
   return QP_OK;
 }
 
-/* VmSize - VmRSS from /proc/self/status, bytes (0 when unreadable), and Threads (1). */
 double qp_address_space_limit(void) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_AS, &rl) != 0) return -1.0;
   return rl.rlim_cur == RLIM_INFINITY ? 0.0 : (double)rl.rlim_cur;
 }
 
+/* VmSize - VmRSS from /proc/self/status, bytes (0 when unreadable), and Threads (1). */
 static double qp_unresident(int *threads) {
   FILE *f = fopen("/proc/self/status", "r");
   *threads = 1;

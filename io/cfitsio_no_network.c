@@ -8,11 +8,9 @@
  * of 34 on the machines measured (docs/benchmarks.md). Were a driver reached all the same (a
  * program calling fits_open_file on an "https://" name), it would meet curl's own "failed to
  * initialise" and cfitsio would say it cannot open the file: no network, no crash
- * (tests/unit/test_fits_no_network.c). */
+ * (tests/io/test_fits_no_network.c). */
 #define CURL_DISABLE_TYPECHECK /* curl_easy_setopt is a type-checking macro otherwise */
 #include <curl/curl.h>
-
-#include <stddef.h>
 
 CURLcode curl_global_init(long flags) {
   (void)flags;
