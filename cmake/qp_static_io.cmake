@@ -79,9 +79,10 @@ if(QP_STATIC_IO_LINKED)
   qp_archive(qp_cfitsio_a ${qp_cfitsio_a} qp_cfitsio_no_network ${QP_LIBZ} ${QP_LIBBZ2}
     Threads::Threads m)
   qp_archive(qp_chealpix_a ${qp_chealpix_a} qp_cfitsio_a m)
-  # LAPACKE's C wrappers call the LAPACK routines of the BLAS linked after them (OpenBLAS); from
-  # the archive, the reference LAPACK's libtmglib is not loaded.
-  qp_archive(qp_lapacke_a ${qp_lapacke_a})
+  # LAPACKE's C wrappers call the LAPACK routines of qp_blas, linked after them (OpenBLAS's, or
+  # the reference LAPACK under QP_BLAS=blis: cmake/qp_blas.cmake); from the archive, the
+  # reference LAPACK's libtmglib is not loaded.
+  qp_archive(qp_lapacke_a ${qp_lapacke_a} qp_blas)
   target_include_directories(qp_hdf5 INTERFACE ${HDF5_C_INCLUDE_DIRS})
   target_link_libraries(qp_hdf5 INTERFACE qp_hdf5_a)
   target_link_libraries(qp_hdf5_hl INTERFACE qp_hdf5_hl_a qp_hdf5)
@@ -95,5 +96,5 @@ else()
   target_link_libraries(qp_hdf5 INTERFACE hdf5::hdf5)
   target_link_libraries(qp_hdf5_hl INTERFACE hdf5::hdf5_hl hdf5::hdf5)
   target_link_libraries(qp_fitsio INTERFACE PkgConfig::CHEALPIX PkgConfig::CFITSIO)
-  target_link_libraries(qp_lapacke INTERFACE PkgConfig::LAPACKE)
+  target_link_libraries(qp_lapacke INTERFACE PkgConfig::LAPACKE qp_blas)
 endif()

@@ -3,11 +3,11 @@
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include "blas_threads.h"
 
-#include <cblas.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "blas_library.h"
 #include "job_limit.h"
 
 /* openblas_get_parallel()'s answer for the pthreads build (0 serial, 2 OpenMP). */
@@ -21,8 +21,12 @@ qp_blas_threads_outcome qp_blas_threads_settle(void) {
   int (*timeout)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_thread_timeout");
   int (*shutdown)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
   int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "blas_thread_init");
-  if (!read_env || !timeout || !shutdown || !init ||
-      openblas_get_parallel() != QP_OPENBLAS_PTHREADS || openblas_get_num_threads() < 2)
+  /* Looked up too, so that a build against another BLAS (BLIS: cmake/qp_blas.cmake) compiles
+   * and does nothing here. */
+  int (*parallel)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_parallel");
+  int (*threads)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+  if (!read_env || !timeout || !shutdown || !init || !parallel || !threads ||
+      !qp_blas_library_is_openblas() || parallel() != QP_OPENBLAS_PTHREADS || threads() < 2)
     return QP_BLAS_THREADS_NOT_POOL;
   char value[16];
   snprintf(value, sizeof value, "%d", QP_BLAS_THREAD_TIMEOUT);

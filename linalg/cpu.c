@@ -1,6 +1,7 @@
-/* cpu.c: the CPU backend, OpenBLAS (CBLAS) and LAPACKE. LAPACK routines are called through
- * their LAPACKE _work variants so that no library allocates behind the budget; the routines
- * used here (potrf, trtri, potrs) need no workspace. */
+/* cpu.c: the CPU backend, CBLAS (OpenBLAS, or BLIS: cmake/qp_blas.cmake) and LAPACKE. LAPACK
+ * routines are called through their LAPACKE _work variants so that no library allocates behind
+ * the budget; the routines used here (potrf, trtri, potrs) need no workspace. The CBLAS enums
+ * are named `enum CBLAS_...`: BLIS's cblas.h has no typedefs for them. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -12,7 +13,7 @@
 #include "fault.h"
 #include "matrix.h"
 
-static CBLAS_TRANSPOSE qp_cblas_trans(qp_trans t) { return t ? CblasTrans : CblasNoTrans; }
+static enum CBLAS_TRANSPOSE qp_cblas_trans(qp_trans t) { return t ? CblasTrans : CblasNoTrans; }
 
 /* LAPACK info < 0 is a bad argument: a bug here, not the user's. */
 static qp_err qp_lapack_check(int info, const char *routine, const qp_matrix *a) {
@@ -66,7 +67,7 @@ static qp_err qp_cpu_triangular(int solve, qp_side side, qp_trans trans, double 
   QP_BLAS_INT(b->cols, &n, "columns");
   QP_BLAS_INT(l->ld, &lda, "leading dimension");
   QP_BLAS_INT(b->ld, &ldb, "leading dimension");
-  CBLAS_SIDE s = side == QP_LEFT ? CblasLeft : CblasRight;
+  enum CBLAS_SIDE s = side == QP_LEFT ? CblasLeft : CblasRight;
   if (solve)
     cblas_dtrsm(CblasColMajor, s, CblasLower, qp_cblas_trans(trans), CblasNonUnit, m, n, alpha,
                 l->data, lda, b->data, ldb);

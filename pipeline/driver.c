@@ -1,7 +1,6 @@
 /* driver.c: the stages in order, each inside its budget stage (driver.h). */
 #include "driver.h"
 
-#include <cblas.h>
 #include <malloc.h>
 #include <math.h>
 #include <omp.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "blas_headroom.h"
+#include "blas_library.h"
 #include "bytes_text.h"
 #include "checkpoint.h"
 #include "comm.h"
@@ -113,11 +113,11 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
  * the same route and chunks). Said on stderr by rank 0 when progress is on. */
 static qp_err qp_driver_find_limit(qp_problem *p) {
   qp_job_limit limit;
-  /* Threads under RLIMIT_AS: the larger of OpenMP's and OpenBLAS's pools (each thread of
+  /* Threads under RLIMIT_AS: the larger of OpenMP's and the BLAS's pools (each thread of
    * either has its stack and malloc arena, OpenBLAS's its 128 MiB buffer too), and the
    * memory timeline's sampler. */
   int threads = omp_get_max_threads();
-  if (openblas_get_num_threads() > threads) threads = openblas_get_num_threads();
+  if (qp_blas_library_threads() > threads) threads = qp_blas_library_threads();
   threads = threads > 4095 ? 4096 : threads + 1;
   const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads};
   qp_err err = qp_comm_agree(qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(),

@@ -11,12 +11,20 @@
  * warm-up: every routine once at order S, then panels GEMM_Q = 256 rows by W + 512 columns
  * per thread, and reports what the routine adds after it (0 = the warm-up covered it).
  * Thread count from OPENBLAS_NUM_THREADS, one process per figure (the buffers persist). */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <lapacke.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* OpenBLAS's thread count, looked up so that this compiles against another CBLAS (1 there). */
+static int blas_threads(void) {
+  int (*threads)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+  return threads && threads() > 0 ? threads() : 1;
+}
 
 /* RssAnon and RssFile of this process, KiB. */
 static void rss(long *anon, long *file) {
@@ -92,8 +100,8 @@ static int call(const char *routine, operands *o) {
            (routine[5] == 'l' || routine[5] == 'r') && routine[6] == '\0') {
     /* L B from the left, B L^T from the right, as the stages call them */
     const int left = routine[5] == 'l';
-    const CBLAS_SIDE side = left ? CblasLeft : CblasRight;
-    const CBLAS_TRANSPOSE trans = left ? CblasNoTrans : CblasTrans;
+    const enum CBLAS_SIDE side = left ? CblasLeft : CblasRight;
+    const enum CBLAS_TRANSPOSE trans = left ? CblasNoTrans : CblasTrans;
     if (routine[2] == 'm')
       cblas_dtrmm(CblasColMajor, side, CblasLower, trans, CblasNonUnit, n, n, 1.0, o->a, n, o->b,
                   n);
@@ -123,7 +131,7 @@ static void warm(int s, int w) {
     if (operands_make(s, &o)) call(all[r], &o);
     operands_free(&o);
   }
-  const int t = openblas_get_num_threads(), k = 256;
+  const int t = blas_threads(), k = 256;
   const int m = 512 * t;
   const size_t cols = (size_t)t * ((size_t)w + 512); /* potrf's panel starts 512 columns in */
   double *l = calloc((size_t)k * k, sizeof(double));
@@ -173,7 +181,7 @@ int main(int argc, char **argv) {
   operands_free(&o);
   /* routine, n, threads, what the warm-up kept (anon, file KiB; its operands are freed) and
    * took, what the routine added after it (anon, file KiB) and took */
-  printf("%-7s %6d %2d %8ld %6ld %7.3f %8ld %6ld %7.3f\n", argv[1], n, openblas_get_num_threads(),
+  printf("%-7s %6d %2d %8ld %6ld %7.3f %8ld %6ld %7.3f\n", argv[1], n, blas_threads(),
          anon_w - anon0, file_w - file0, warm_s, anon2 - anon1, file2 - file1, seconds);
   return 0;
 }

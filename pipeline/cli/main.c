@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blas_library.h"
 #include "blas_threads.h"
 #include "comm.h"
 #include "commands.h"
@@ -50,7 +51,10 @@ static int qp_dispatch(int argc, char **argv) {
     return 0;
   }
   if (strcmp(cmd, "--version") == 0) {
-    printf("qmlpipe %s\n", QP_VERSION);
+    /* What the process really runs (linalg/blas_library.h), not what the build meant. */
+    char blas[4096];
+    qp_blas_library_describe(blas, sizeof blas);
+    printf("qmlpipe %s (built with QP_BLAS=%s)\n%s", QP_VERSION, QP_BLAS_NAME, blas);
     return 0;
   }
   if (strcmp(cmd, "run") == 0) return qp_cmd_run(argc - 1, argv + 1);
@@ -81,6 +85,9 @@ int main(int argc, char **argv) {
   /* OpenBLAS's idle workers sleep after ~0.4 ms, not 0.1 s of spinning beside the stages'
    * OpenMP regions (linalg/blas_threads.h); before any BLAS call. */
   (void)qp_blas_threads_settle();
+  /* BLIS takes one thread unless told (BLIS_NUM_THREADS, OMP_NUM_THREADS): every core, as
+   * OpenBLAS does (linalg/blas_library.h); nothing under OpenBLAS. */
+  (void)qp_blas_library_threads_default();
   /* libgomp read OMP_WAIT_POLICY=passive (pipeline/omp_wait.h) before main: no child of
    * qmlpipe inherits it. */
   qp_omp_wait_forget();

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "blas_headroom.h"
+#include "blas_library.h"
 #include "test_util.h"
 #include "warm_up.h"
 
@@ -49,7 +50,7 @@ static buffer_pages count_pages(size_t prefix) {
     char perms[8] = "", path[256] = "";
     if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %255s", &lo, &hi, perms, path) < 3) continue;
     const size_t bytes = (size_t)(hi - lo);
-    const size_t k = bytes / one, threads = (size_t)openblas_get_num_threads();
+    const size_t k = bytes / one, threads = (size_t)qp_blas_library_threads();
     if (path[0] || strcmp(perms, "rw-p") != 0 || k < 1 || k > threads ||
         bytes > k * (one + ((size_t)1 << 20)))
       continue;
@@ -83,6 +84,11 @@ static double *filled(size_t count, int spd_order) {
 }
 
 int main(void) {
+  if (!qp_blas_library_is_openblas()) {
+    printf("the BLAS is %s, not OpenBLAS: no OpenBLAS buffers to commit: skipped\n",
+           qp_blas_library_name());
+    return 77;
+  }
 #ifdef __SANITIZE_ADDRESS__
   printf("AddressSanitizer's mappings pass for buffers here: skipped\n");
   return 77;
@@ -106,7 +112,7 @@ int main(void) {
   printf("OpenBLAS threads %d, OpenMP threads %d; %d buffer(s), %ld page(s) resident after a "
          "512^3 dgemm; prefix "
          "%.2f MiB a buffer (width %d)\n",
-         openblas_get_num_threads(), threads, before.buffers, before.resident,
+         qp_blas_library_threads(), threads, before.buffers, before.resident,
          (double)prefix / 1048576.0, N_MODES);
   if (before.buffers == 0) {
     printf("no OpenBLAS buffer found in /proc/self/maps: skipped\n");

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "blas_headroom.h"
+#include "blas_library.h"
 #include "test_util.h"
 
 /* AnonHugePages of the whole process in KiB (-1: unreadable). */
@@ -28,8 +29,13 @@ static long anon_huge_kib(void) {
 }
 
 int main(void) {
+  if (!qp_blas_library_is_openblas()) {
+    printf("the BLAS is %s, not OpenBLAS: no OpenBLAS buffers to advise: skipped\n",
+           qp_blas_library_name());
+    return 77;
+  }
   const int available = qp_blas_huge_pages_available();
-  const int threads = openblas_get_num_threads() > 0 ? openblas_get_num_threads() : 1;
+  const int threads = qp_blas_library_threads();
   const long before = anon_huge_kib();
   const int advised = qp_blas_buffers_huge_pages();
   printf("transparent huge pages %s; OpenBLAS threads %d; buffers advised %d\n",
