@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -54,6 +56,7 @@ void qp_cli_run(const char *program, const char *tag, const char *const *args,
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path,
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  r->cpu_seconds = NAN;
   pid_t pid;
   double t0 = qp_clock_seconds();
   int rc = posix_spawn(&pid, program, &actions, NULL, argv, environ);
@@ -63,9 +66,14 @@ void qp_cli_run(const char *program, const char *tag, const char *const *args,
   } else {
     r->started = 1;
     int wstatus = 0;
-    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+    struct rusage ru;
+    pid_t got;
+    while ((got = wait4(pid, &wstatus, 0, &ru)) < 0 && errno == EINTR)
       continue;
     r->seconds = qp_clock_seconds() - t0;
+    if (got == pid)
+      r->cpu_seconds = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+                       (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
     if (WIFEXITED(wstatus)) {
       r->exited = 1;
       r->status = WEXITSTATUS(wstatus);

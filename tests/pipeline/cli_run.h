@@ -8,7 +8,9 @@ typedef struct qp_cli_result {
   int exited;      /* normal exit (else killed by a signal) */
   int status;      /* exit status when exited */
   int signal;      /* the signal when killed */
-  double seconds;  /* wall time of the child */
+  double seconds;  /* wall time of the child: printed, or a hang's ceiling (docs/reliability.md) */
+  double cpu_seconds; /* the child's own CPU time (user + system, wait4), NaN when unknown:
+                       * what "refused before computing" is judged on, unmoved by load */
   char *out, *err; /* its stdout and stderr (malloc'd, NUL-terminated) */
 } qp_cli_result;
 
