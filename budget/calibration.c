@@ -32,6 +32,20 @@ qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
     int used = 0;
     char *s = line + strspn(line, " \t");
     if (*s == '#' || *s == '\n' || *s == '\0') continue;
+    if (strncmp(s, "blas_kernel", 11) == 0 && (s[11] == ' ' || s[11] == '\t')) {
+      const char *text = s + 11 + strspn(s + 11, " \t");
+      const size_t n = strcspn(text, "\r\n");
+      if (n == 0 || n >= sizeof cal->blas_kernel) {
+        err = qp_error_set(QP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                           "calibration file '%s' line %d: blas_kernel needs a name of 1 to %zu "
+                           "characters",
+                           path, line_no, sizeof cal->blas_kernel - 1);
+        continue;
+      }
+      memcpy(cal->blas_kernel, text, n);
+      cal->blas_kernel[n] = '\0';
+      continue;
+    }
     /* The value: a whole decimal number (strtoll, checked), at most 2^56 (checked_size.h):
      * the model adds the overhead to its peaks, which stay below 2^63 only so. */
     char *end = NULL;
@@ -90,9 +104,15 @@ qp_err qp_calibration_write(const char *path, const qp_calibration *cal) {
             "overhead_bytes %zu\nprogram_bytes %zu\nblas_bytes %zu\nhdf5_bytes %zu\nthreads %d\n",
             cal->overhead_bytes, cal->program_bytes, cal->blas_bytes, cal->hdf5_bytes,
             cal->threads);
+    if (cal->blas_kernel[0])
+      fprintf(f,
+              "# the BLAS library and kernel blas_bytes was measured on: used only there\n"
+              "blas_kernel %s\n",
+              cal->blas_kernel);
     if (cal->dgemm_mflops_per_core > 0)
-      fprintf(f, "# the dgemm rate per core with every thread busy, MFLOP/s: plan's job --time\n"
-                 "dgemm_mflops_per_core %zu\n",
+      fprintf(f,
+              "# the dgemm rate per core with every thread busy, MFLOP/s: plan's job --time\n"
+              "dgemm_mflops_per_core %zu\n",
               cal->dgemm_mflops_per_core);
     err = qp_atomic_fcommit(&tmp, f, 1);
   }

@@ -50,7 +50,13 @@ typedef struct qp_model {
   qp_model_term terms[QP_TERMS_MAX];
   size_t overhead_bytes;    /* program + libraries + BLAS buffers + HDF5: the calibrated constant,
                                at most QP_SIZE_TERM_MAX (calibration.h) */
-  size_t overhead_parts[3]; /* program, BLAS buffers, HDF5 when calibrated; 0 otherwise */
+  size_t overhead_parts[3]; /* program, BLAS buffers, HDF5 (the built-in default: its two
+                               parts, BLAS buffers measured on the running kernel) */
+  /* The BLAS library and kernel the BLAS part was measured for, and how (the report says it:
+   * a prediction holds for the kernel it was made on). "" where the planner did not say. */
+  char blas_library[64];
+  char blas_kernel[48];
+  char blas_how[160];
   /* The first term declared beyond QP_SIZE_TERM_MAX: its name (else ""), formula and whole
    * size in bytes (a double: it may not fit 64 bits). It counts 0 bytes, so that no sum of the
    * model can wrap before the program refuses it. */

@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "budget.h"
-#include "h5_attr.h"
 #include "fault.h"
+#include "h5_attr.h"
 #include "h5_error.h"
 #include "report_layout.h"
 #include "timeline.h"
@@ -42,8 +42,8 @@ static int64_t qp_i64(size_t v) { return v > (size_t)INT64_MAX ? INT64_MAX : (in
 
 /* The rows of one stage: predicted terms alive in it, then tracked terms the model lacks.
  * Returns the number of rows; *drift counts rows whose predicted and tracked peak differ. */
-static int qp_report_rows(const qp_model *model, const qp_stage_record *r, int known,
-                          int id, qp_report_row *rows, int *drift) {
+static int qp_report_rows(const qp_model *model, const qp_stage_record *r, int known, int id,
+                          qp_report_row *rows, int *drift) {
   int n = 0;
   if (model && known) {
     for (int i = 0; i < model->n_terms && n < QP_REPORT_ROWS_MAX; ++i) {
@@ -62,8 +62,7 @@ static int qp_report_rows(const qp_model *model, const qp_stage_record *r, int k
     const char *space = qp_space_name(st->space);
     qp_report_row *row = NULL;
     for (int k = 0; k < n && !row; ++k)
-      if (strcmp(rows[k].name, st->name) == 0 && strcmp(rows[k].space, space) == 0)
-        row = &rows[k];
+      if (strcmp(rows[k].name, st->name) == 0 && strcmp(rows[k].space, space) == 0) row = &rows[k];
     if (!row) {
       if (n >= QP_REPORT_ROWS_MAX) break;
       row = &rows[n++];
@@ -88,13 +87,12 @@ static qp_err qp_report_terms(hid_t group, const char *where, const qp_report_ro
   hsize_t dims[1] = {(hsize_t)n};
   QP_H5_GOTO(type = qp_report_row_type(), done, "%s: terms row type", where);
   QP_H5_GOTO(space = H5Screate_simple(1, dims, NULL), done, "%s: terms dataspace", where);
-  QP_H5_GOTO(dset = H5Dcreate2(group, "terms", type, space, H5P_DEFAULT, H5P_DEFAULT,
-                               H5P_DEFAULT),
+  QP_H5_GOTO(dset = H5Dcreate2(group, "terms", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
              done, "%s: cannot create dataset 'terms'", where);
   if (n > 0)
-    QP_H5_GOTO(QP_FAULT_H5("report_write", H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows)),
-               done,
-               "%s: cannot write dataset 'terms'", where);
+    QP_H5_GOTO(
+        QP_FAULT_H5("report_write", H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows)),
+        done, "%s: cannot write dataset 'terms'", where);
 done:
   if (dset >= 0) H5Dclose(dset);
   if (space >= 0) H5Sclose(space);
@@ -104,8 +102,8 @@ done:
 
 /* A group name for the stage: its name, with '/' replaced, made unique by a suffix when the
  * same stage was recorded more than once. */
-static qp_err qp_report_group_name(hid_t budget, const char *where, const char *stage,
-                                   char *name, size_t size) {
+static qp_err qp_report_group_name(hid_t budget, const char *where, const char *stage, char *name,
+                                   size_t size) {
   char base[QP_STAGE_NAME_MAX];
   snprintf(base, sizeof base, "%s", stage[0] ? stage : "stage");
   for (char *c = base; *c; ++c)
@@ -113,15 +111,14 @@ static qp_err qp_report_group_name(hid_t budget, const char *where, const char *
   snprintf(name, size, "%s", base);
   for (int k = 2;; ++k) {
     htri_t exists = H5Lexists(budget, name, H5P_DEFAULT);
-    if (exists < 0)
-      QP_H5_FAIL(QP_ERR_IO, "%s: /budget/%s", where, name);
+    if (exists < 0) QP_H5_FAIL(QP_ERR_IO, "%s: /budget/%s", where, name);
     if (exists == 0) return QP_OK;
     snprintf(name, size, "%s_%d", base, k);
   }
 }
 
-static qp_err qp_report_stage(hid_t budget, const char *where, int index,
-                              const qp_stage_record *r, const qp_model *model) {
+static qp_err qp_report_stage(hid_t budget, const char *where, int index, const qp_stage_record *r,
+                              const qp_model *model) {
   qp_err err = QP_OK;
   hid_t group = -1;
   char gname[QP_STAGE_NAME_MAX + 16], gwhere[QP_REPORT_WHERE_MAX + 64];
@@ -171,8 +168,7 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
        known ? qp_i64(qp_model_stage_peak_in(model, id, QP_SPACE_DEVICE)) : 0},
       {"predicted_device_persistent_bytes",
        known ? qp_i64(qp_model_stage_persistent_in(model, id, QP_SPACE_DEVICE)) : 0},
-      {"predicted_peak_both_spaces_bytes",
-       known ? qp_i64(qp_model_stage_peak_both(model, id)) : 0},
+      {"predicted_peak_both_spaces_bytes", known ? qp_i64(qp_model_stage_peak_both(model, id)) : 0},
       {"device_meter_start_bytes", m0->device_used},
       {"device_meter_end_bytes", m1->device_used},
       {"predicted_carried_bytes", qp_i64(carried)},
@@ -195,8 +191,7 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index,
       {"resumed", r->resumed},
       /* A checkpoint after a stage (pipeline/checkpoint.h) holds the state alive past it, on
        * the host and on a device; the last stage writes the results instead. */
-      {"predicted_checkpoint_bytes",
-       known && id != model->n_stages - 1 ? qp_i64(checkpoint) : 0},
+      {"predicted_checkpoint_bytes", known && id != model->n_stages - 1 ? qp_i64(checkpoint) : 0},
   };
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
     QP_CALL_GOTO(qp_h5_attr_write_i64(group, gwhere, ints[i].name, ints[i].value), done);
@@ -215,7 +210,6 @@ done:
 }
 
 /* ---- the timeline: /budget/timeline ---- */
-
 
 /* A 1-D dataset of n values of `type` (n may be 0). */
 static qp_err qp_report_column(hid_t group, const char *where, const char *name, hid_t type,
@@ -289,8 +283,8 @@ qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample 
   }
   /* Creation order is tracked so that readers list the stages in the order they ran. */
   QP_H5_GOTO(gcpl = H5Pcreate(H5P_GROUP_CREATE), done, "%s: /budget", where);
-  QP_H5_GOTO(H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
-             done, "%s: /budget", where);
+  QP_H5_GOTO(H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), done,
+             "%s: /budget", where);
   QP_H5_GOTO(budget = H5Gcreate2(file, "budget", H5P_DEFAULT, gcpl, H5P_DEFAULT), done,
              "%s: cannot create group /budget", where);
 
@@ -301,26 +295,39 @@ qp_err qp_report_write(hid_t file, const qp_model *model, const qp_meter_sample 
   char bwhere[QP_REPORT_WHERE_MAX + 16];
   snprintf(bwhere, sizeof bwhere, "%s: /budget", where);
   QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "overhead_predicted_bytes",
-                                  model ? qp_i64(model->overhead_bytes) : 0),
+                                    model ? qp_i64(model->overhead_bytes) : 0),
                done);
+  /* The BLAS part of the overhead and the kernel it was measured for (docs/output.md). */
+  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "blas_buffers_predicted_bytes",
+                                    model ? qp_i64(model->overhead_parts[1]) : 0),
+               done);
+  QP_CALL_GOTO(
+      qp_h5_attr_write_string(budget, bwhere, "blas_library", model ? model->blas_library : ""),
+      done);
+  QP_CALL_GOTO(
+      qp_h5_attr_write_string(budget, bwhere, "blas_kernel", model ? model->blas_kernel : ""),
+      done);
+  QP_CALL_GOTO(
+      qp_h5_attr_write_string(budget, bwhere, "blas_footprint", model ? model->blas_how : ""),
+      done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "predicted_lifetime_peak_bytes",
-                                  model ? qp_i64(qp_model_peak(model)) : 0),
+                                    model ? qp_i64(qp_model_peak(model)) : 0),
                done);
-  QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "baseline_rss_bytes",
-                                  baseline ? baseline->rss : -1),
-               done);
+  QP_CALL_GOTO(
+      qp_h5_attr_write_i64(budget, bwhere, "baseline_rss_bytes", baseline ? baseline->rss : -1),
+      done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "baseline_rss_shared_bytes",
-                                  baseline ? baseline->rss_shared : -1),
+                                    baseline ? baseline->rss_shared : -1),
                done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "baseline_cgroup_bytes",
-                                  baseline ? baseline->cgroup_current : -1),
+                                    baseline ? baseline->cgroup_current : -1),
                done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "cgroup_version", qp_meter_cgroup_version()),
                done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "hwm_reset", hwm_reset), done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "n_stages", n_stages), done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(budget, bwhere, "host_tracked_peak_bytes",
-                                  qp_i64(qp_budget_peak(QP_SPACE_HOST))),
+                                    qp_i64(qp_budget_peak(QP_SPACE_HOST))),
                done);
   /* The timeline first: a stage that happens to be named "timeline" becomes timeline_2. */
   QP_CALL_GOTO(qp_report_timeline(budget, bwhere), done);

@@ -40,15 +40,20 @@ static void qp_read_str(hid_t obj, const char *name, char *buf, size_t size) {
 
 /* Bytes in MiB (below 1 GiB) or GiB with three decimals; "n/a" for unknown (negative). */
 static const char *qp_human(int64_t bytes, char *buf, size_t size) {
-  if (bytes < 0) snprintf(buf, size, "n/a");
-  else if (bytes >= ((int64_t)1 << 30)) snprintf(buf, size, "%.3f GiB", (double)bytes / 1073741824.0);
-  else snprintf(buf, size, "%.3f MiB", (double)bytes / 1048576.0);
+  if (bytes < 0)
+    snprintf(buf, size, "n/a");
+  else if (bytes >= ((int64_t)1 << 30))
+    snprintf(buf, size, "%.3f GiB", (double)bytes / 1073741824.0);
+  else
+    snprintf(buf, size, "%.3f MiB", (double)bytes / 1048576.0);
   return buf;
 }
 
 static const char *qp_ratio(double r, char *buf, size_t size) {
-  if (isfinite(r)) snprintf(buf, size, "%.3f", r);
-  else snprintf(buf, size, "n/a");
+  if (isfinite(r))
+    snprintf(buf, size, "%.3f", r);
+  else
+    snprintf(buf, size, "n/a");
   return buf;
 }
 
@@ -80,11 +85,11 @@ static qp_err qp_report_print_terms(hid_t stage, const char *where, FILE *out) {
     r->name[sizeof r->name - 1] = r->kind[sizeof r->kind - 1] = r->space[sizeof r->space - 1] = 0;
     const char *mark = "";
     if (r->predicted_bytes != r->tracked_peak_bytes)
-      mark = r->predicted_bytes == 0   ? "  <-- DRIFT (not in model)"
+      mark = r->predicted_bytes == 0      ? "  <-- DRIFT (not in model)"
              : r->tracked_peak_bytes == 0 ? "  <-- DRIFT (not tracked)"
                                           : "  <-- DRIFT";
-    fprintf(out, "  %-20s %-10s %-6s %20" PRId64 " %13s %20" PRId64 " %13s%s\n", r->name,
-            r->kind, r->space, r->predicted_bytes, qp_human(r->predicted_bytes, a, sizeof a),
+    fprintf(out, "  %-20s %-10s %-6s %20" PRId64 " %13s %20" PRId64 " %13s%s\n", r->name, r->kind,
+            r->space, r->predicted_bytes, qp_human(r->predicted_bytes, a, sizeof a),
             r->tracked_peak_bytes, qp_human(r->tracked_peak_bytes, b, sizeof b), mark);
   }
 done:
@@ -95,8 +100,7 @@ done:
   return err;
 }
 
-static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *name,
-                                    FILE *out) {
+static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *name, FILE *out) {
   char a[32], b[32], c[32];
   char label[256];
   qp_read_str(stage, "stage", label, sizeof label);
@@ -117,18 +121,20 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
   int64_t rss_start = qp_read_i64(stage, "rss_start_bytes", -1);
   int64_t rss_peak = qp_read_i64(stage, "rss_peak_bytes", -1);
   int64_t rss_end = qp_read_i64(stage, "rss_end_bytes", -1);
-  int64_t me_rise = (rss_start >= 0 && rss_peak >= 0)
-                        ? qp_read_i64(stage, "measured_peak_rise_bytes", -1)
-                        : -1;
+  int64_t me_rise =
+      (rss_start >= 0 && rss_peak >= 0) ? qp_read_i64(stage, "measured_peak_rise_bytes", -1) : -1;
   double ratio = me_rise > 0 ? (double)pr_rise / (double)me_rise : NAN;
   fprintf(out, "  %-28s %14s %14s %10s\n", "peak rise (RSS)", qp_human(pr_rise, a, sizeof a),
           qp_human(me_rise, b, sizeof b), qp_ratio(ratio, c, sizeof c));
 
   int64_t pr_peak = qp_read_i64(stage, "predicted_peak_bytes", -1);
   int64_t tr_peak = qp_read_i64(stage, "tracked_peak_bytes", -1);
-  if (resumed) snprintf(c, sizeof c, "RESUMED");
-  else if (pr_peak == tr_peak) snprintf(c, sizeof c, "EXACT");
-  else snprintf(c, sizeof c, "DRIFT (%+" PRId64 " B)", tr_peak - pr_peak);
+  if (resumed)
+    snprintf(c, sizeof c, "RESUMED");
+  else if (pr_peak == tr_peak)
+    snprintf(c, sizeof c, "EXACT");
+  else
+    snprintf(c, sizeof c, "DRIFT (%+" PRId64 " B)", tr_peak - pr_peak);
   fprintf(out, "  %-28s %14s %14s %10s\n", "tracked peak", qp_human(pr_peak, a, sizeof a),
           qp_human(tr_peak, b, sizeof b), c);
 
@@ -137,9 +143,12 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
   int64_t pr_dev = qp_read_i64(stage, "predicted_device_peak_bytes", 0);
   int64_t tr_dev = qp_read_i64(stage, "device_tracked_peak_bytes", 0);
   if (pr_dev > 0 || tr_dev > 0) {
-    if (resumed) snprintf(c, sizeof c, "RESUMED");
-    else if (pr_dev == tr_dev) snprintf(c, sizeof c, "EXACT");
-    else snprintf(c, sizeof c, "DRIFT (%+" PRId64 " B)", tr_dev - pr_dev);
+    if (resumed)
+      snprintf(c, sizeof c, "RESUMED");
+    else if (pr_dev == tr_dev)
+      snprintf(c, sizeof c, "EXACT");
+    else
+      snprintf(c, sizeof c, "DRIFT (%+" PRId64 " B)", tr_dev - pr_dev);
     fprintf(out, "  %-28s %14s %14s %10s\n", "device tracked peak", qp_human(pr_dev, a, sizeof a),
             qp_human(tr_dev, b, sizeof b), c);
     fprintf(out, "  %-28s %14s %14s\n", "device meter at start / end",
@@ -165,7 +174,8 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
             qp_human(cg0, a, sizeof a), qp_human(cg1, b, sizeof b), qp_human(cgp, c, sizeof c),
             qp_read_i64(stage, "cgroup_peak_reset", 0) ? "" : "  (peak not reset)");
   int64_t drift = qp_read_i64(stage, "drift_terms", -1);
-  if (drift >= 0) fprintf(out, "  terms differing between model and allocator: %" PRId64 "\n", drift);
+  if (drift >= 0)
+    fprintf(out, "  terms differing between model and allocator: %" PRId64 "\n", drift);
   QP_CALL(qp_report_print_terms(stage, where, out));
   return QP_OK;
 }
@@ -265,14 +275,28 @@ qp_err qp_report_print(const char *path, FILE *out) {
 
   char version[64], a[32], b[32];
   qp_read_str(file, "qmlpipe_version", version, sizeof version);
-  if (version[0]) fprintf(out, "qmlpipe memory report: %s (written by qmlpipe %s)\n", path, version);
-  else fprintf(out, "qmlpipe memory report: %s\n", path);
+  if (version[0])
+    fprintf(out, "qmlpipe memory report: %s (written by qmlpipe %s)\n", path, version);
+  else
+    fprintf(out, "qmlpipe memory report: %s\n", path);
   fprintf(out, "  overhead (predicted) %s, baseline RSS %s, cgroup v%" PRId64 ", VmHWM reset %s\n",
           qp_human(qp_read_i64(budget, "overhead_predicted_bytes", -1), a, sizeof a),
           qp_human(qp_read_i64(budget, "baseline_rss_bytes", -1), b, sizeof b),
           qp_read_i64(budget, "cgroup_version", 0),
           qp_read_i64(budget, "hwm_reset", 0) ? "yes" : "no");
 
+  /* The BLAS library's part of the overhead and the kernel it was measured for (files from
+   * before it was recorded say nothing). */
+  if (H5Aexists(budget, "blas_library") > 0) {
+    char library[64], kernel[48], how[160];
+    qp_read_str(budget, "blas_library", library, sizeof library);
+    qp_read_str(budget, "blas_kernel", kernel, sizeof kernel);
+    qp_read_str(budget, "blas_footprint", how, sizeof how);
+    fprintf(out, "  BLAS buffers (predicted) %s: %s, kernel %s (%s)\n",
+            qp_human(qp_read_i64(budget, "blas_buffers_predicted_bytes", -1), a, sizeof a),
+            library[0] ? library : "unknown", kernel[0] ? kernel : "unknown",
+            how[0] ? how : "not recorded");
+  }
   /* The limit the run planned to (files from before it was recorded say nothing). */
   if (H5Aexists(budget, "memory_limit") > 0) {
     char source[1024];

@@ -1,16 +1,47 @@
-/* blas_headroom.c: OpenBLAS's buffers: room for them under RLIMIT_AS, and huge pages
- * (blas_headroom.h). */
+/* blas_headroom.c: OpenBLAS's buffers: room for them under RLIMIT_AS, what the running
+ * kernel leaves resident in them (measured), huge pages and their commit (blas_headroom.h).
+ * OpenBLAS's own functions are looked up at run time (qp_openblas_fn): the file builds
+ * against any BLAS and does nothing to another library's memory but measure it. */
+#define _GNU_SOURCE /* RTLD_DEFAULT, dladdr */
 #include "blas_headroom.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <lapacke.h>
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include "budget.h"
 #include "job_limit.h"
+#include "meter.h"
+
+/* An OpenBLAS function by name, NULL where the process runs another BLAS: cblas.h declares
+ * them only in OpenBLAS's own header. */
+static void *qp_openblas_fn(const char *name) {
+  static int openblas = -1;
+  if (openblas < 0) {
+    /* The library that really answers dgemm_ (Debian's alternatives, a site BLAS linked
+     * first, ScaLAPACK's own libblas.so.3 beside it): OpenBLAS only when it is that one. */
+    Dl_info info = {0};
+    void *dgemm = dlsym(RTLD_DEFAULT, "dgemm_");
+    openblas = dgemm && dladdr(dgemm, &info) && info.dli_fname &&
+               strstr(info.dli_fname, "openblas") != NULL;
+  }
+  return openblas ? dlsym(RTLD_DEFAULT, name) : NULL;
+}
+
+/* OpenBLAS's thread count (openblas_get_num_threads), 1 under another library. */
+static int qp_openblas_threads(void) {
+  int (*get)(void) = (int (*)(void))qp_openblas_fn("openblas_get_num_threads");
+  const int n = get ? get() : 1;
+  return n > 0 ? n : 1;
+}
 
 /* VmSize in bytes (0 when unreadable). */
 static double qp_vm_size(void) {
@@ -32,7 +63,7 @@ static double qp_vm_size(void) {
  * two threads' buffers were one 256 MiB line in most runs here. */
 static int qp_blas_buffers_in(unsigned long long bytes) {
   const double b = (double)bytes, one = 128.0 * 1048576.0;
-  const int threads = openblas_get_num_threads() > 0 ? openblas_get_num_threads() : 1;
+  const int threads = qp_openblas_threads();
   const double k = floor(b / one);
   return k >= 1 && k <= threads && b <= k * QP_BLAS_BUFFER_BYTES ? (int)k : 0;
 }
@@ -77,8 +108,9 @@ static int qp_blas_buffers_mapped(void) { return qp_blas_each_mapping(qp_blas_co
 
 qp_err qp_blas_check_address_space(void) {
   const double limit = qp_address_space_limit(), used = qp_vm_size();
-  if (limit <= 0) return QP_OK; /* none, or unreadable */
-  const int threads = openblas_get_num_threads() > 0 ? openblas_get_num_threads() : 1;
+  if (limit <= 0) return QP_OK;                                  /* none, or unreadable */
+  if (!qp_openblas_fn("openblas_get_num_threads")) return QP_OK; /* another BLAS */
+  const int threads = qp_openblas_threads();
   const int mapped = qp_blas_buffers_mapped();
   const int missing = threads > mapped ? threads - mapped : 0;
   const double need = missing * QP_BLAS_BUFFER_BYTES, left = limit > used ? limit - used : 0.0;
@@ -116,7 +148,9 @@ int qp_blas_buffers_huge_pages(void) {
   static int marked = -1; /* once a process: the buffers stay for good */
   if (marked >= 0) return marked;
   marked = 0;
-  if (!qp_blas_huge_pages_available()) return 0;
+  if (!qp_openblas_fn("openblas_get_num_threads") || !qp_blas_huge_pages_available()) return 0;
+  /* The footprint is measured in 4 KiB pages, before any buffer page is huge. */
+  (void)qp_blas_footprint_get();
   /* The calling thread's buffer is mapped by its first BLAS call: this one touches none of it
    * (its pages were 0 kB of Rss after it), so every page of it can still come huge. */
   double one = 1.0;
@@ -144,9 +178,248 @@ static int qp_blas_populate(const qp_blas_mapping *m, void *context) {
 
 int qp_blas_buffers_commit(size_t bytes) {
 #ifdef MADV_POPULATE_WRITE
+  if (!qp_openblas_fn("openblas_get_num_threads")) return 0;
+  (void)qp_blas_footprint_get(); /* measured first: its probe empties the buffers */
   return qp_blas_each_mapping(qp_blas_populate, &bytes);
 #else
   (void)bytes;
   return 0;
 #endif
+}
+
+/* ---- The footprint: what the running kernel leaves resident ---------------------------- */
+
+/* The probe's order: larger than every kernel's blocking (GEMM_P and GEMM_Q of OpenBLAS 0.3.21
+ * are at most 768 and 512 on any CPU; a BLIS kernel's MC and KC are smaller still), so that a
+ * call of this depth packs A's whole block and GEMM_Q rows of every column. OpenBLAS takes
+ * GEMM_Q rows per pass only where the depth is at least 2 GEMM_Q (level3.c halves it between Q
+ * and 2Q): 1024 measures any Q up to 512, and a Q found at K/2 or more is not trusted. The
+ * rows too: with at most GEMM_P rows OpenBLAS packs B a few columns at a time into the same
+ * place (l1stride 0), so the probe has more rows than any GEMM_P. The columns' difference, 128,
+ * gives a column's bytes to 4096 / 128 = 32 B (a page), rounded up: at most 64 B, 3% of
+ * Haswell's 2 KiB, too many (safe). ~0.3 GFLOP on one thread, 8-12 ms here. */
+enum { QP_PROBE_DEPTH = 1024, QP_PROBE_FEW = 8, QP_PROBE_MANY = 136 };
+
+/* The highest resident byte of any buffer of the mapping, as an offset from its buffer's
+ * start, rounded up to a page (mincore in base pages); also each buffer's size. */
+typedef struct {
+  size_t extent, buffer_bytes;
+} qp_blas_extent;
+
+static int qp_blas_measure_extent(const qp_blas_mapping *m, void *context) {
+  qp_blas_extent *e = context;
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = (size_t)(m->hi - m->lo);
+  const size_t stride = bytes / (size_t)m->buffers, pages = bytes / page;
+  unsigned char *resident = malloc(pages);
+  if (!resident) return 0;
+  if (mincore((void *)(uintptr_t)m->lo, bytes, resident) == 0) {
+    for (size_t i = 0; i < pages; ++i)
+      if (resident[i] & 1) {
+        const size_t end = (i * page) % stride + page;
+        if (end > e->extent) e->extent = end;
+      }
+    if (stride > e->buffer_bytes) e->buffer_bytes = stride;
+  }
+  free(resident);
+  return 1;
+}
+
+/* Empties every buffer (MADV_DONTNEED: their contents are scratch between calls, and no call
+ * runs) and keeps it in base pages while `base_pages` (MADV_NOHUGEPAGE, so that the probe's
+ * extent is read to 4 KiB whatever the kernel's THP setting); else lets it have huge pages
+ * again where qp_blas_buffers_huge_pages gives them. */
+static int qp_blas_empty(const qp_blas_mapping *m, void *context) {
+  const int base_pages = *(const int *)context;
+  if (!m->writable) return 0;
+  void *lo = (void *)(uintptr_t)m->lo;
+  const size_t bytes = (size_t)(m->hi - m->lo);
+  if (base_pages) (void)madvise(lo, bytes, MADV_NOHUGEPAGE);
+  return madvise(lo, bytes, MADV_DONTNEED) == 0;
+}
+
+static size_t qp_blas_extent_now(size_t *buffer_bytes) {
+  qp_blas_extent e = {0, 0};
+  (void)qp_blas_each_mapping(qp_blas_measure_extent, &e);
+  if (buffer_bytes) *buffer_bytes = e.buffer_bytes;
+  return e.extent;
+}
+
+/* RssAnon in bytes (-1: unreadable): the generic probe's measure. */
+static double qp_rss_anon(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long long kib = -1;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "RssAnon:", 8) == 0) sscanf(line + 8, "%lld", &kib);
+  fclose(f);
+  return kib < 0 ? -1.0 : (double)kib * 1024.0;
+}
+
+static void qp_probe_gemm(double *a, double *b, double *c, int m, int n, int k) {
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, m, b, k, 0.0, c, m);
+}
+
+/* OpenBLAS: two single-threaded dgemm on the calling thread's emptied buffer, one that packs
+ * A's whole block and QP_PROBE_FEW columns, one that packs QP_PROBE_MANY columns; the extent
+ * of each, read by mincore, gives the bytes of a packed column (their difference over the
+ * columns) and the bytes before the columns (the head). One thread, so that the columns are
+ * not split among threads; every thread's buffer has the same layout. */
+static void qp_blas_probe_openblas(qp_blas_footprint *f, double *a, double *b, double *c) {
+  void (*set)(int) = (void (*)(int))qp_openblas_fn("openblas_set_num_threads");
+  int (*parallel)(void) = (int (*)(void))qp_openblas_fn("openblas_get_parallel");
+  const int threads = qp_openblas_threads(), omp = omp_get_max_threads();
+  if (!set) return;
+  /* The calling thread's buffer mapped (a 1 x 1 dpotrf packs nothing into it). */
+  double one = 1.0;
+  (void)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', 1, &one, 1);
+  int base_pages = 1;
+  if (qp_blas_each_mapping(qp_blas_empty, &base_pages) == 0) return; /* no buffer mapped yet */
+  set(1);
+  qp_probe_gemm(a, b, c, QP_PROBE_DEPTH, QP_PROBE_FEW, QP_PROBE_DEPTH);
+  const size_t few = qp_blas_extent_now(NULL);
+  qp_probe_gemm(a, b, c, QP_PROBE_DEPTH, QP_PROBE_MANY, QP_PROBE_DEPTH);
+  size_t buffer_bytes = 0;
+  const size_t many = qp_blas_extent_now(&buffer_bytes);
+  set(threads);
+  if (parallel && parallel() == 2) omp_set_num_threads(omp); /* the OpenMP build set it too */
+  base_pages = 0;
+  (void)qp_blas_each_mapping(qp_blas_empty, &base_pages);
+  /* MADV_NOHUGEPAGE stays until qp_blas_buffers_huge_pages, which always comes after this
+   * (it measures first), advises them again where the kernel has huge pages. */
+  /* Each extent is known to a page: their difference to one page either way, so a page more
+   * over the columns, rounded up to whole doubles, is at least a column's bytes. */
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (many <= few || few < page) return;
+  const size_t columns = QP_PROBE_MANY - QP_PROBE_FEW;
+  const size_t column = (many - few + page + columns * 8 - 1) / (columns * 8) * 8;
+  if (column < 8 || column / 8 >= QP_PROBE_DEPTH / 2) return; /* Q beyond what K measures */
+  f->column_bytes = column;
+  /* What lies before the first column: A's block and the buffer's offsets; the few columns'
+   * bytes are taken off, and the page's rounding kept (an upper bound by < 4 KiB). */
+  f->head_bytes = few - (size_t)QP_PROBE_FEW * column;
+  f->buffer_bytes = buffer_bytes;
+  f->per_thread = 1;
+  f->measured = 1;
+  snprintf(f->how, sizeof f->how,
+           "measured: mincore of the calling thread's buffer after two dgemm (K %d)",
+           QP_PROBE_DEPTH);
+}
+
+/* Another BLAS (BLIS, a site library): its packing buffers are its own (BLIS's pool, from
+ * malloc), bounded by its blocking, not by a call's width. The probe runs calls deeper and
+ * wider than any blocking, on every thread, and what they leave resident in the process
+ * (RssAnon, the operands freed) is the library's: the warm-up leaves the same (its pool keeps
+ * its blocks), and nothing wider adds to it. */
+enum { QP_PROBE_WIDE = 8192, QP_PROBE_WIDE_DEPTH = 512 };
+
+static void qp_blas_probe_other(qp_blas_footprint *f) {
+  const double before = qp_rss_anon();
+  double *a = NULL, *b = NULL, *c = NULL;
+  const size_t a_count = (size_t)QP_PROBE_DEPTH * QP_PROBE_WIDE_DEPTH,
+               b_count = (size_t)QP_PROBE_WIDE_DEPTH * QP_PROBE_WIDE,
+               c_count = (size_t)QP_PROBE_DEPTH * QP_PROBE_WIDE;
+  /* c holds both results: QP_PROBE_DEPTH x QP_PROBE_FEW and QP_PROBE_FEW x QP_PROBE_WIDE */
+  if (qp_budget_alloc_doubles("warm_up", QP_TERM_TRANSIENT, (int64_t)a_count, &a) == QP_OK &&
+      qp_budget_alloc_doubles("warm_up", QP_TERM_TRANSIENT, (int64_t)b_count, &b) == QP_OK &&
+      qp_budget_alloc_doubles("warm_up", QP_TERM_TRANSIENT, (int64_t)(c_count / 64), &c) == QP_OK) {
+    qp_probe_gemm(a, b, c, QP_PROBE_DEPTH, QP_PROBE_FEW, QP_PROBE_WIDE_DEPTH);
+    qp_probe_gemm(a, b, c, QP_PROBE_FEW, QP_PROBE_WIDE, QP_PROBE_WIDE_DEPTH);
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, QP_PROBE_FEW, QP_PROBE_WIDE_DEPTH, 1.0, b,
+                QP_PROBE_WIDE_DEPTH, 0.0, c, QP_PROBE_FEW);
+  }
+  qp_error_clear();
+  qp_budget_free(a);
+  qp_budget_free(b);
+  qp_budget_free(c);
+  const double after = qp_rss_anon();
+  if (before < 0 || after < 0) return;
+  f->pool_bytes = after > before ? (size_t)(after - before) : 0;
+  f->measured = 1;
+  snprintf(f->how, sizeof f->how,
+           "measured: RssAnon kept after dgemm %d x %d x %d and %d x %d x %d on every thread",
+           QP_PROBE_DEPTH, QP_PROBE_FEW, QP_PROBE_WIDE_DEPTH, QP_PROBE_FEW, QP_PROBE_WIDE,
+           QP_PROBE_WIDE_DEPTH);
+}
+
+/* The library's name, version and kernel, as it says them. */
+static void qp_blas_identify(qp_blas_footprint *f) {
+  char *(*config)(void) = (char *(*)(void))qp_openblas_fn("openblas_get_config");
+  char *(*core)(void) = (char *(*)(void))qp_openblas_fn("openblas_get_corename");
+  if (config && core) {
+    /* "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64": its first two
+     * words, then the kernel in use (which DYNAMIC_ARCH picks, or OPENBLAS_CORETYPE forces) */
+    char version[32] = "";
+    (void)sscanf(config(), "%*s %31s", version);
+    snprintf(f->library, sizeof f->library, "OpenBLAS %s", version);
+    snprintf(f->kernel, sizeof f->kernel, "%s", core());
+    return;
+  }
+  const char *(*blis)(void) =
+      (const char *(*)(void))dlsym(RTLD_DEFAULT, "bli_info_get_version_str");
+  const char *(*arch)(int) = (const char *(*)(int))dlsym(RTLD_DEFAULT, "bli_arch_string");
+  int (*arch_id)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "bli_arch_query_id");
+  if (blis) {
+    snprintf(f->library, sizeof f->library, "BLIS %s", blis());
+    snprintf(f->kernel, sizeof f->kernel, "%s", arch && arch_id ? arch(arch_id()) : "unknown");
+    return;
+  }
+  Dl_info info = {0};
+  void *dgemm = dlsym(RTLD_DEFAULT, "dgemm_");
+  const char *file = dgemm && dladdr(dgemm, &info) && info.dli_fname ? info.dli_fname : "";
+  const char *base = strrchr(file, '/');
+  snprintf(f->library, sizeof f->library, "%s", file[0] ? (base ? base + 1 : file) : "unknown");
+  snprintf(f->kernel, sizeof f->kernel, "unknown");
+}
+
+const qp_blas_footprint *qp_blas_footprint_get(void) {
+  static qp_blas_footprint f;
+  static int done = 0;
+  if (done) return &f;
+  done = 1;
+  memset(&f, 0, sizeof f);
+  qp_blas_identify(&f);
+  snprintf(f.how, sizeof f.how, "not measured");
+  if (qp_openblas_fn("openblas_get_num_threads")) {
+    /* Under `ulimit -v` without room for the calling thread's buffer, its first call would
+     * wait for ever (qp_blas_check_address_space says so before the warm-up): not probed. */
+    if (qp_blas_check_address_space() != QP_OK) {
+      qp_error_clear();
+      return &f;
+    }
+    double *a = NULL, *b = NULL, *c = NULL;
+    const int64_t operand = (int64_t)QP_PROBE_DEPTH * QP_PROBE_DEPTH;
+    if (qp_budget_alloc_doubles("warm_up", QP_TERM_TRANSIENT, operand, &a) == QP_OK &&
+        qp_budget_alloc_doubles("warm_up", QP_TERM_TRANSIENT,
+                                (int64_t)QP_PROBE_DEPTH * QP_PROBE_MANY, &c) == QP_OK) {
+      b = a; /* the values do not matter, only what the calls pack */
+      qp_blas_probe_openblas(&f, a, b, c);
+    }
+    qp_error_clear();
+    qp_budget_free(a);
+    qp_budget_free(c);
+  } else {
+    qp_blas_probe_other(&f);
+  }
+  return &f;
+}
+
+size_t qp_blas_footprint_bytes(const qp_blas_footprint *f, int64_t width, int threads) {
+  if (threads < 1) threads = 1;
+  if (!f->per_thread) return f->pool_bytes;
+  /* Per thread: the head, then a column for each of the run's widest call (a right trsm gives
+   * every thread the whole width) and, on one thread, the single-threaded potrf's trailing
+   * panel beyond it (OpenBLAS puts it max(P, Q) x Q doubles in: the head or Q columns,
+   * whichever is more); no more than the buffer. Whole huge pages: the buffers come in them
+   * where the kernel gives them (qp_blas_buffers_huge_pages), and the warm-up commits this
+   * figure whatever the setting, so that a plan does not depend on it. */
+  const size_t q = f->column_bytes / 8;
+  const size_t margin =
+      threads == 1 ? (f->head_bytes > q * f->column_bytes ? f->head_bytes : q * f->column_bytes)
+                   : 0;
+  const size_t page = QP_BLAS_HUGE_PAGE_BYTES;
+  size_t per = f->head_bytes + (size_t)(width > 0 ? width : 0) * f->column_bytes + margin;
+  per = (per + page - 1) / page * page;
+  if (f->buffer_bytes > 0 && per > f->buffer_bytes) per = f->buffer_bytes / page * page;
+  return (size_t)threads * per;
 }

@@ -12,6 +12,7 @@
 #define QP_BLAS_HEADROOM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "qp_error.h"
 
@@ -36,9 +37,9 @@ qp_err qp_blas_check_address_space(void);
  *  mapping of one or more buffers' size (/proc/self/maps; the kernel merges adjacent ones,
  *  two threads' buffers were one 256 MiB line in most runs; a worker maps its own as it
  *  starts, which in a young process may not have happened yet: that one keeps 4 KiB pages).
- *  Once a process; returns the buffers advised (0 where the kernel has no transparent huge pages or none was found). Best
- *  effort: a buffer not advised keeps 4 KiB pages, nothing fails. Call it before the first
- *  BLAS call that packs anything. */
+ *  Once a process; returns the buffers advised (0 where the kernel has no transparent huge pages or
+ * none was found). Best effort: a buffer not advised keeps 4 KiB pages, nothing fails. Call it
+ * before the first BLAS call that packs anything. */
 int qp_blas_buffers_huge_pages(void);
 
 /** Commits the first `bytes` of every OpenBLAS buffer mapped now (each thread's that has one;
@@ -59,5 +60,37 @@ int qp_blas_buffers_commit(size_t bytes);
  *  (/sys/kernel/mm/transparent_hugepage/enabled 'always' or 'madvise'), 0 where it is 'never'
  *  or unreadable. */
 int qp_blas_huge_pages_available(void);
+
+/** What the BLAS library the process runs leaves resident in its buffers, measured on this
+ *  machine, with the kernel it was measured for (docs/memory-model.md "The warm-up"). */
+typedef struct qp_blas_footprint {
+  char library[64];    /* "OpenBLAS 0.3.21", "BLIS 0.9.0", or the file that answers dgemm_ */
+  char kernel[48];     /* openblas_get_corename() ("Haswell", "SkylakeX"), BLIS's arch */
+  int measured;        /* 1: the probe ran here; 0: not (no buffer found, a limit, a failure) */
+  int per_thread;      /* 1: OpenBLAS's per-thread buffers (head and columns below) */
+  size_t head_bytes;   /* per buffer: what comes before the packed columns (A's block) */
+  size_t column_bytes; /* per buffer: what a packed column adds (GEMM_Q doubles) */
+  size_t buffer_bytes; /* per buffer: its size as mapped (the cap) */
+  size_t pool_bytes;   /* another library: what its probe left resident, all threads */
+  char how[128];       /* how it was found, for the report */
+} qp_blas_footprint;
+
+/** Measures the footprint once per process (later calls return the same): under OpenBLAS, two
+ *  single-threaded dgemm (1024 x 1024 by 8 and by 136 columns, ~0.3 GFLOP) on the calling
+ *  thread's emptied buffer, whose extents (mincore, in 4 KiB pages: the buffers are kept from
+ *  huge pages until then) give the bytes of a packed column and those before the first; the
+ *  buffers are emptied again after (MADV_DONTNEED: scratch between calls). Under another
+ *  library, the RssAnon that calls deeper and wider than its blocking leave (its pool keeps
+ *  them). Its operands (8 MiB and 1.1 MiB, or 36 MiB under another library) are term
+ *  "warm_up", freed before it returns. Call it where no other thread is in a BLAS call, before
+ *  the warm-up commits the buffers (qp_blas_buffers_huge_pages and qp_blas_buffers_commit call
+ *  it first). Never fails: `measured` 0 says it could not. Local, not collective. */
+const qp_blas_footprint *qp_blas_footprint_get(void);
+
+/** Bytes the BLAS library keeps resident for a run whose widest call is `width` columns on
+ *  `threads` threads: per thread, the head, `width` columns and on one thread the
+ *  single-threaded potrf's panel beyond them, in whole huge pages, at most a buffer; under
+ *  another library its measured pool. 0 when not measured. */
+size_t qp_blas_footprint_bytes(const qp_blas_footprint *f, int64_t width, int threads);
 
 #endif

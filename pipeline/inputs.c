@@ -11,15 +11,15 @@
 
 #include "bins_text.h"
 #include "calibration.h"
+#include "comm.h"
+#include "conditioning.h"
 #include "driver.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
-#include "host_window.h"
-#include "comm.h"
 #include "harmonic_route.h"
-#include "spin_harmonics.h"
-#include "conditioning.h"
+#include "host_window.h"
 #include "legendre.h"
+#include "spin_harmonics.h"
 #include "terms.h"
 
 /* HEALPix marks unobserved pixels with this value (healpy's UNSEEN). */
@@ -173,6 +173,24 @@ static qp_err qp_inputs_share_plan(qp_problem *p) {
   return QP_OK;
 }
 
+/* A calibration's BLAS part holds for the library and kernel it was measured on: the buffers
+ * follow the kernel's blocking (SkylakeX packs 384 rows a column where Haswell packs 256). On
+ * another, or where the file does not say (files from before it was recorded), the planner
+ * uses the footprint measured here instead, and rank 0 says so: never applied silently. */
+static void qp_inputs_check_calibration_kernel(qp_calibration *cal) {
+  if (cal->builtin) return;
+  const qp_blas_footprint f = qp_driver_blas_footprint();
+  char running[sizeof cal->blas_kernel];
+  snprintf(running, sizeof running, "%.63s %.47s", f.library, f.kernel);
+  cal->blas_stale = strcmp(cal->blas_kernel, running) != 0;
+  if (cal->blas_stale && qp_comm_rank() == 0)
+    fprintf(stderr,
+            "[qmlpipe] calibration '%s': its BLAS buffers were measured on %s, this process runs "
+            "%s: that part is measured here instead (run `qmlpipe calibrate` on this node type "
+            "to calibrate it)\n",
+            cal->source, cal->blas_kernel[0] ? cal->blas_kernel : "an unrecorded kernel", running);
+}
+
 qp_err qp_inputs_plan(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   if (!p->limit_source[0]) {
@@ -182,6 +200,7 @@ qp_err qp_inputs_plan(qp_problem *p) {
              cfg->host_limit > 0 ? "memory.host_limit" : "none");
   }
   QP_CALL(qp_calibration_load(cfg->calibration, &p->calibration));
+  qp_inputs_check_calibration_kernel(&p->calibration);
   if (cfg->has_dimensions) {
     QP_CALL(qp_inputs_plan_dimensions(p));
     return QP_OK;
@@ -215,8 +234,7 @@ qp_err qp_inputs_plan(qp_problem *p) {
     double v[2] = {cfg->noise_variance,
                    cfg->noise_variance_pol > 0 ? cfg->noise_variance_pol : cfg->noise_variance};
     const int first = qp_has_t(cfg) ? 0 : 1, count = qp_has_p(cfg) ? 2 - first : 1;
-    qp_plan_smw_noise_check(p, qp_rcond_diagonal(v + first, count),
-                              qp_largest(v + first, count));
+    qp_plan_smw_noise_check(p, qp_rcond_diagonal(v + first, count), qp_largest(v + first, count));
   }
   QP_CALL(qp_plan_route(p));
   return QP_OK;
@@ -266,7 +284,6 @@ static qp_err qp_inputs_read_positions(qp_problem *p) {
   return QP_OK;
 }
 
-
 qp_err qp_inputs_read_geometry(qp_problem *p) {
   const int reader = qp_inputs_reader();
   /* Each rank's allocations go into the agreement below: a rank refused one (out of memory)
@@ -274,11 +291,11 @@ qp_err qp_inputs_read_geometry(qp_problem *p) {
   qp_err err = QP_OK;
   if (reader) err = QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &p->sky);
   if (err == QP_OK)
-    err = qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT,
-                                (size_t)p->n_observed, sizeof(int64_t), (void **)&p->observed);
+    err = qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT, (size_t)p->n_observed,
+                                sizeof(int64_t), (void **)&p->observed);
   if (err == QP_OK)
-    err = QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * p->n_observed,
-                           &p->vectors);
+    err =
+        QP_ALLOC_DOUBLES(QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT, 3 * p->n_observed, &p->vectors);
   if (err == QP_OK && reader) err = qp_inputs_read_positions(p);
   QP_CALL(qp_comm_agree(err));
   QP_CALL(qp_comm_bcast(p->observed, (size_t)p->n_observed * sizeof(int64_t)));
@@ -395,12 +412,12 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
     QP_CALL(qp_host_window_open(&p->noise, col0, width, QP_ACCESS_WRITE, &w));
     if (g)
       QP_CALL_GOTO(qp_h5_matrix_read_local_columns(cfg->noise_file, cfg->noise_dataset, rows,
-                                                   g->block, g->nprow, g->npcol, g->myrow,
-                                                   g->mycol, col0, width, w.data, w.ld),
+                                                   g->block, g->nprow, g->npcol, g->myrow, g->mycol,
+                                                   col0, width, w.data, w.ld),
                    fail);
     else
-      QP_CALL_GOTO(qp_h5_matrix_read_columns(cfg->noise_file, cfg->noise_dataset, rows, col0,
-                                             width, w.data, w.ld),
+      QP_CALL_GOTO(qp_h5_matrix_read_columns(cfg->noise_file, cfg->noise_dataset, rows, col0, width,
+                                             w.data, w.ld),
                    fail);
     QP_CALL(qp_host_window_close(&w));
   }
@@ -426,8 +443,8 @@ qp_err qp_inputs_read_data(qp_problem *p) {
    * others waiting in the collectives below (qp_inputs_read_geometry). */
   qp_err err = QP_ALLOC_DOUBLES(QP_TERM_MAPS, QP_TERM_PERSISTENT, p->n_pix * p->n_maps, &p->maps);
   if (err == QP_OK && cfg->noise_kind != QP_NOISE_COVARIANCE)
-    err = QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix,
-                           &p->noise_variance);
+    err =
+        QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix, &p->noise_variance);
   QP_CALL(qp_comm_agree(err));
   switch (cfg->noise_kind) {
   case QP_NOISE_VARIANCE:

@@ -104,7 +104,8 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, const qp_pl
     dims.grid_col = grid->mycol;
     dims.block = grid->block;
   }
-  for (int f = 0; f < 3; ++f) dims.n_fields += p->field_offset[f] >= 0;
+  for (int f = 0; f < 3; ++f)
+    dims.n_fields += p->field_offset[f] >= 0;
   dims.n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
   int slot[81];
   dims.fisher_block_slots = qp_fisher_block_slots(cfg, slot);
@@ -112,15 +113,35 @@ static qp_err qp_plan_model(const qp_problem *p, qp_model_path path, const qp_pl
   QP_CALL(qp_model_predict(&dims, model));
   if (dims_out) *dims_out = dims;
   /* At most 2^56 from a calibration file (calibration.h); the built-in one is 24 MiB plus
-   * OpenBLAS's buffers as the warm-up leaves them (warm_up.h), at most 130 MiB a thread. */
+   * the BLAS library's buffers as the warm-up leaves them, measured on the kernel that runs
+   * (warm_up.h), at most 130 MiB a thread. A calibration's BLAS part is used on the kernel it
+   * was measured on only; elsewhere the measured footprint stands in (inputs.c says so). */
+  const size_t blas = qp_driver_warm_up_panel_bytes(qp_plan_blas_width(p, path));
+  const qp_calibration *cal = &p->calibration;
+  if (cal->builtin) {
+    model->overhead_parts[0] =
+        QP_MODEL_DEFAULT_OVERHEAD + (grid ? QP_MODEL_DEFAULT_OVERHEAD_MPI : 0);
+    model->overhead_parts[1] = blas;
+    model->overhead_parts[2] = 0; /* in the first part */
+  } else {
+    model->overhead_parts[0] = cal->program_bytes;
+    model->overhead_parts[1] = cal->blas_stale ? blas : cal->blas_bytes;
+    model->overhead_parts[2] = cal->hdf5_bytes;
+  }
   model->overhead_bytes =
-      p->calibration.builtin
-          ? QP_MODEL_DEFAULT_OVERHEAD + qp_driver_warm_up_panel_bytes(qp_plan_blas_width(p, path))
-          : p->calibration.overhead_bytes;
-  if (p->calibration.builtin && grid) model->overhead_bytes += QP_MODEL_DEFAULT_OVERHEAD_MPI;
-  model->overhead_parts[0] = p->calibration.program_bytes;
-  model->overhead_parts[1] = p->calibration.blas_bytes;
-  model->overhead_parts[2] = p->calibration.hdf5_bytes;
+      cal->builtin || cal->blas_stale
+          ? model->overhead_parts[0] + model->overhead_parts[1] + model->overhead_parts[2]
+          : cal->overhead_bytes;
+  const qp_blas_footprint f = qp_driver_blas_footprint();
+  snprintf(model->blas_library, sizeof model->blas_library, "%s", f.library);
+  snprintf(model->blas_kernel, sizeof model->blas_kernel, "%s", f.kernel);
+  if (!cal->builtin && !cal->blas_stale)
+    snprintf(model->blas_how, sizeof model->blas_how, "calibrated: %.140s", cal->source);
+  else if (f.per_thread)
+    snprintf(model->blas_how, sizeof model->blas_how, "%.100s; head %zu B, %zu B a column", f.how,
+             f.head_bytes, f.column_bytes);
+  else
+    snprintf(model->blas_how, sizeof model->blas_how, "%.100s", f.how);
   return QP_OK;
 }
 
@@ -287,8 +308,7 @@ static qp_err qp_plan_map_batch(const qp_problem *p, qp_model_path path, int64_t
  * basis_setup, where W is formed, and fisher_run, where it is read, inside memory.device_limit
  * less the device context (the backend's workspaces are terms of the model); the maps'
  * batch, planned after it, keeps spectra_run there. A plan that cannot be sized does not fit. */
-static qp_err qp_plan_w_block_fits(const qp_problem *p, const void *how, int64_t units,
-                                   int *fits) {
+static qp_err qp_plan_w_block_fits(const qp_problem *p, const void *how, int64_t units, int *fits) {
   const int64_t w_block = units * *(const int64_t *)how;
   qp_model model;
   const qp_plan_pieces pieces = {p->n_params, p->n_params, p->n_maps, w_block, 0};
@@ -440,7 +460,8 @@ qp_err qp_plan_route(qp_problem *p) {
   int best = -1, best_fit = -1;
   /* Each route's pieces; the pixel-direct chunks are the only ones below n_params. */
   qp_plan_pieces pieces[3];
-  for (int r = 0; r < 3; ++r) pieces[r] = (qp_plan_pieces){p->n_params, p->n_params, 0, 0, 0};
+  for (int r = 0; r < 3; ++r)
+    pieces[r] = (qp_plan_pieces){p->n_params, p->n_params, 0, 0, 0};
   int64_t *fisher_chunk = &pieces[0].fisher_chunk, *spectra_chunk = &pieces[0].spectra_chunk;
   /* A route whose model has a term beyond 2^56 bytes cannot be sized: it is left out (the
    * same on every rank: the model decides on whole sizes); when no route is left, the first
@@ -452,8 +473,8 @@ qp_err qp_plan_route(qp_problem *p) {
     qp_err err = r == QP_MODEL_HARMONIC_PROJECTED ? qp_plan_w_block(p, &k->w_block) : QP_OK;
     if (err == QP_OK) err = qp_plan_map_batch(p, (qp_model_path)r, k->w_block, &k->map_batch);
     if (err == QP_OK)
-      err = r == 0 ? qp_plan_chunks(p, k->map_batch, fisher_chunk, spectra_chunk, &p->model)
-                   : QP_OK;
+      err =
+          r == 0 ? qp_plan_chunks(p, k->map_batch, fisher_chunk, spectra_chunk, &p->model) : QP_OK;
     /* The route's model with its own pieces. */
     if (err == QP_OK) err = qp_plan_model(p, (qp_model_path)r, k, &p->model, &p->model_dims);
     if (err == QP_ERR_INPUT && p->model.oversize_term[0]) {
@@ -571,7 +592,7 @@ qp_err qp_plan_reroute_smw(qp_problem *p) {
   if (p->path_used != QP_PATH_HARMONIC || !p->smw || !p->noise_variance || p->switched)
     return QP_OK;
   qp_plan_smw_noise_check(p, qp_rcond_diagonal(p->noise_variance, p->n_pix),
-                            qp_largest(p->noise_variance, p->n_pix));
+                          qp_largest(p->noise_variance, p->n_pix));
   if (!p->smw_refused[0]) return QP_OK;
   QP_CALL(qp_plan_route(p));
   if (p->smw) return QP_OK; /* the only route allowed: basis_setup refuses it */
@@ -581,8 +602,7 @@ qp_err qp_plan_reroute_smw(qp_problem *p) {
 }
 
 /* The stage of a space's peak and its largest term there: what the user would have to shrink. */
-static qp_stage_id qp_plan_worst(const qp_model *m, qp_space space,
-                                 const qp_model_term **largest) {
+static qp_stage_id qp_plan_worst(const qp_model *m, qp_space space, const qp_model_term **largest) {
   qp_stage_id worst = QP_STAGE_COVARIANCE_SETUP;
   for (int s = 0; s < QP_STAGE_COUNT; ++s)
     if (qp_model_stage_peak_in(m, s, space) > qp_model_stage_peak_in(m, worst, space))
@@ -678,9 +698,8 @@ qp_err qp_plan_check_limit(const qp_problem *p) {
             "exceeds the job's memory limit %s (%s) by %s; "
             "nothing was allocated for it. Ask the batch system for more memory per rank, "
             "mask fewer pixels, or use fewer bins",
-            need_text.text, qp_stage_name(worst), largest ? largest->name : "?",
-            largest_text.text, overhead_text.text, panels, limit_text.text, p->limit_source,
-            by_text.text);
+            need_text.text, qp_stage_name(worst), largest ? largest->name : "?", largest_text.text,
+            overhead_text.text, panels, limit_text.text, p->limit_source, by_text.text);
   QP_FAIL(QP_ERR_BUDGET,
           "predicted peak %s (stage %s, largest term '%s' %s, overhead %s%s) "
           "exceeds memory.host_limit %s by %s; nothing was allocated for it. "
@@ -688,4 +707,3 @@ qp_err qp_plan_check_limit(const qp_problem *p) {
           need_text.text, qp_stage_name(worst), largest ? largest->name : "?", largest_text.text,
           overhead_text.text, panels, limit_text.text, by_text.text);
 }
-

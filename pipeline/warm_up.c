@@ -1,8 +1,8 @@
 /* warm_up.c: the libraries' first use before the run's baseline (warm_up.h): OpenBLAS's
  * buffers and threads, PBLAS/BLACS and MPI's channels, the threads' heaps and stacks, so that
  * none of it is measured inside a stage. What each routine touches follows OpenBLAS 0.3.21's
- * internals as measured here (docs/memory-model.md); a BLAS with other internals needs its own
- * figures (`qmlpipe calibrate`). */
+ * internals, its blocking measured on the kernel that runs (qp_blas_footprint_get); another
+ * BLAS library's buffers are measured whole by the same probe (docs/memory-model.md). */
 #include "warm_up.h"
 
 #include <cblas.h>
@@ -162,49 +162,61 @@ static __attribute__((noinline)) void qp_warm_up_stack(size_t bytes) {
 
 /* OpenBLAS's buffers, one per thread (128 MiB of address space each here, in huge pages where
  * the kernel has them: qp_blas_buffers_huge_pages, linalg/blas_headroom.h), hold what a
- * level-3 call packs: A's GEMM_P x GEMM_Q block (512 x 256 doubles, 1 MiB) first, then
- * GEMM_Q = 256 rows of B by up to GEMM_R (~65k) columns, 2 KiB per column. Their pages are
- * touched on first use and kept, and which ones a call touches depends on its width, not on
- * its work (tools/blas_pages.sh, docs/memory-model.md "The warm-up"): a left trmm or a gemm
- * splits the columns among the threads, a right trmm or trsm gives each thread the whole
- * width, and the single-threaded potrf packs its trailing panel 512 columns into B's part (on
- * 1 thread a potrf of n touched 512 KiB beyond a panel n wide; on 2 threads potrf splits its
- * updates among them and touched nothing beyond). So thin panels touch what full-size work
- * would: a 256 x 256 triangle times a 256 x (threads x width) panel from the left gives each
- * thread `width` columns (+ 512 on one thread), and a (512 threads) x 256 by 256 x 256 gemm
- * A's block in every thread. Beyond GEMM_R a call loops on the same columns: the width is
- * capped at 65536. */
+ * level-3 call packs: A's GEMM_P x GEMM_Q block first, then GEMM_Q rows of B by up to GEMM_R
+ * columns. Their pages are touched on first use and kept, and which ones a call touches
+ * depends on its width, not on its work (tools/blas_pages.sh, docs/memory-model.md "The
+ * warm-up"): a left trmm or a gemm splits the columns among the threads, a right trmm or trsm
+ * gives each thread the whole width, and the single-threaded potrf packs its trailing panel
+ * beyond the columns. The block sizes are the kernel's (Haswell's 512 x 256, SkylakeX's
+ * 192 x 384 ...): the footprint (qp_blas_footprint_get) measures the head and the bytes of a
+ * column on the kernel that runs, and the warm-up commits what they give for the run's widest
+ * call. Beyond GEMM_R a call loops on the same columns: the width is capped at 65536, the
+ * bytes at a buffer. */
 /* The order of the kernels' one run each (~0.2 GFLOP in all): every kernel's code is paged in
  * at 256 as at 2048 (tools/blas_pages.sh). At 512 the same kernels took 2 s on this 2-core VM
  * under a load of 10, 0.1 s at 256: OpenBLAS's threaded LAPACK synchronises its threads once
  * per block, and a descheduled thread makes every synchronisation wait. */
 enum { QP_WARM_UP_ORDER = 256 };
 
-enum { QP_PANEL_ROWS = 256, QP_PANEL_MARGIN = 512, QP_PACK_ROWS = 512, QP_WIDEST_MAX = 65536 };
+enum { QP_WIDEST_MAX = 65536 };
 
-static int64_t qp_warm_up_panel_columns(int64_t width) {
-  const int64_t w = width < QP_WIDEST_MAX ? width : QP_WIDEST_MAX;
-  const int threads = omp_get_max_threads();
-  return (int64_t)threads * (w + (threads == 1 ? QP_PANEL_MARGIN : 0));
+/* The footprint the warm-up commits and the model predicts: the measured one, or where the
+ * probe could not run under OpenBLAS (an address-space limit without room, no buffer found)
+ * the figures of its Haswell kernels (a 512 x 256 block, 256 rows a column), said as such in
+ * the report. */
+static qp_blas_footprint qp_warm_up_footprint(void) {
+  qp_blas_footprint f = *qp_blas_footprint_get();
+  if (f.measured || strncmp(f.library, "OpenBLAS", 8) != 0) return f;
+  f.per_thread = 1;
+  f.head_bytes = (size_t)512 * 256 * sizeof(double);
+  f.column_bytes = (size_t)256 * sizeof(double);
+  f.buffer_bytes = (size_t)128 << 20;
+  snprintf(f.how, sizeof f.how, "not measured: OpenBLAS's Haswell figures (512 x 256, 256 rows)");
+  return f;
 }
 
 size_t qp_driver_warm_up_panel_bytes(int64_t width) {
-  /* per thread: A's block and the panel's columns, 8 bytes by 256 rows each, from the start of
-   * its buffer; a whole number of 2 MiB pages, as the buffers come where the kernel gives them
-   * huge pages (qp_blas_buffers_huge_pages; x86_64's size, and an upper bound elsewhere): the
-   * same figure on every machine, so that plans do not depend on the kernel's setting */
-  const int threads = omp_get_max_threads();
-  const size_t page = QP_BLAS_HUGE_PAGE_BYTES;
-  const size_t per_thread = (size_t)QP_PACK_ROWS * QP_PANEL_ROWS * sizeof(double) +
-                            (size_t)(qp_warm_up_panel_columns(width) / threads) *
-                                QP_PANEL_ROWS * sizeof(double);
-  return (size_t)threads * ((per_thread + page - 1) / page * page);
+  const qp_blas_footprint f = qp_warm_up_footprint();
+  return qp_blas_footprint_bytes(&f, width < QP_WIDEST_MAX ? width : QP_WIDEST_MAX,
+                                 omp_get_max_threads());
 }
 
+qp_blas_footprint qp_driver_blas_footprint(void) { return qp_warm_up_footprint(); }
+
+/* Where MADV_POPULATE_WRITE is missing (Linux < 5.14) or a worker's buffer is not mapped yet:
+ * thin panels that have OpenBLAS pack the same pages itself, at the measured blocking. A
+ * GEMM_Q deep triangle times a panel of threads x per-thread columns from the left (each
+ * thread packs its share), and a (threads x P) x Q by Q x Q gemm (A's block in every thread). */
 static void qp_warm_up_panels(int64_t width) {
   static int64_t done = 0;
-  const int64_t k = QP_PANEL_ROWS, m = qp_warm_up_panel_columns(width);
-  const int64_t rows = (int64_t)omp_get_max_threads() * QP_PACK_ROWS;
+  const qp_blas_footprint f = qp_warm_up_footprint();
+  if (!f.per_thread || f.column_bytes == 0) return;
+  const int threads = omp_get_max_threads();
+  const int64_t k = (int64_t)(f.column_bytes / sizeof(double));
+  const int64_t per_thread = (int64_t)(qp_driver_warm_up_panel_bytes(width) / (size_t)threads);
+  const int64_t m = (int64_t)threads * (per_thread / (int64_t)f.column_bytes);
+  const int64_t rows =
+      (int64_t)threads * (int64_t)((f.head_bytes + f.column_bytes - 1) / f.column_bytes);
   if (m <= done) return;
   qp_matrix l = {0}, b = {0}, a = {0}, c = {0};
   const qp_linalg_ops *ops = qp_linalg_cpu_ops();
@@ -231,8 +243,11 @@ static void qp_warm_up_panels(int64_t width) {
  * MiB of the buffers), else (a worker not started yet, a kernel without MADV_POPULATE_WRITE)
  * by the thin panels, which have OpenBLAS touch them itself. Either way the same pages, from
  * each buffer's first byte (docs/memory-model.md "The warm-up"; test_warm_up_buffers checks
- * that the stages' calls touch nothing beyond them). */
+ * that the stages' calls touch nothing beyond them). Another library's pool needs nothing:
+ * its probe left it resident. */
 static void qp_warm_up_buffers(int64_t width) {
+  const qp_blas_footprint f = qp_warm_up_footprint();
+  if (!f.per_thread) return;
   const int threads = omp_get_max_threads();
   const size_t per_thread = qp_driver_warm_up_panel_bytes(width) / (size_t)threads;
   if (qp_blas_buffers_commit(per_thread) >= threads) return;

@@ -19,16 +19,17 @@
 enum { QP_CALIBRATE_DGEMM_N = 2048 };
 
 static void qp_calibrate_usage(FILE *out) {
-  fprintf(out, "usage: qmlpipe calibrate [--output FILE] [--size N]\n"
-               "  Measures the overhead term of the memory model (program and libraries, OpenBLAS\n"
-               "  buffers per thread after the warm-up a run of order N does, HDF5) and writes it\n"
-               "  to FILE (default qmlpipe-calibration.txt). N defaults to 16384: the warm-up\n"
-               "  of a run whose widest BLAS call is N columns (each kernel once at order 256,\n"
-               "  then 256 x threads x N panels); OpenBLAS's buffers grow with that width (2 KiB\n"
-               "  per column and thread, up to 128 MiB a thread), so give the n_pix of the jobs.\n"
-               "  Also times a dgemm of order %d with every thread busy and records the rate per\n"
-               "  core, which `plan --sbatch` turns into the job's --time.\n"
-               "  Use it with memory: {calibration: FILE} or QMLPIPE_CALIBRATION=FILE.\n",
+  fprintf(out,
+          "usage: qmlpipe calibrate [--output FILE] [--size N]\n"
+          "  Measures the overhead term of the memory model (program and libraries, OpenBLAS\n"
+          "  buffers per thread after the warm-up a run of order N does, HDF5) and writes it\n"
+          "  to FILE (default qmlpipe-calibration.txt). N defaults to 16384: the warm-up\n"
+          "  of a run whose widest BLAS call is N columns (each kernel once at order 256,\n"
+          "  then 256 x threads x N panels); OpenBLAS's buffers grow with that width (2 KiB\n"
+          "  per column and thread, up to 128 MiB a thread), so give the n_pix of the jobs.\n"
+          "  Also times a dgemm of order %d with every thread busy and records the rate per\n"
+          "  core, which `plan --sbatch` turns into the job's --time.\n"
+          "  Use it with memory: {calibration: FILE} or QMLPIPE_CALIBRATION=FILE.\n",
           QP_CALIBRATE_DGEMM_N);
 }
 
@@ -88,16 +89,19 @@ int qp_cmd_calibrate(int argc, char **argv) {
                         .hdf5_bytes = (size_t)(h5.rss - start.rss),
                         .threads = omp_get_max_threads(),
                         .dgemm_mflops_per_core = (size_t)(per_core * 1e-6)};
+  const qp_blas_footprint blas = qp_driver_blas_footprint();
+  snprintf(cal.blas_kernel, sizeof cal.blas_kernel, "%.63s %.47s", blas.library, blas.kernel);
   err = qp_calibration_write(output, &cal);
   if (err != QP_OK) {
     qp_error_print(stderr, 0);
     return qp_err_exit_status(err);
   }
-  printf("qmlpipe calibrate: overhead %zu bytes (%.2f MiB) = program %.2f MiB + BLAS buffers "
-         "%.2f MiB + HDF5 %.2f MiB, with %d thread(s), warm-up %d; dgemm %.1f GFLOP/s per core "
-         "(order %d); written to %s\n",
-         cal.overhead_bytes, cal.overhead_bytes / 1048576.0, cal.program_bytes / 1048576.0,
-         cal.blas_bytes / 1048576.0, cal.hdf5_bytes / 1048576.0, cal.threads, size,
-         cal.dgemm_mflops_per_core * 1e-3, QP_CALIBRATE_DGEMM_N, output);
+  printf(
+      "qmlpipe calibrate: overhead %zu bytes (%.2f MiB) = program %.2f MiB + BLAS buffers "
+      "%.2f MiB (%s) + HDF5 %.2f MiB, with %d thread(s), warm-up %d; dgemm %.1f GFLOP/s per core "
+      "(order %d); written to %s\n",
+      cal.overhead_bytes, cal.overhead_bytes / 1048576.0, cal.program_bytes / 1048576.0,
+      cal.blas_bytes / 1048576.0, cal.blas_kernel, cal.hdf5_bytes / 1048576.0, cal.threads, size,
+      cal.dgemm_mflops_per_core * 1e-3, QP_CALIBRATE_DGEMM_N, output);
   return 0;
 }
