@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "blas_library.h"
 #include "budget.h"
 #include "job_limit.h"
 #include "meter.h"
@@ -24,16 +25,9 @@
 /* An OpenBLAS function by name, NULL where the process runs another BLAS: cblas.h declares
  * them only in OpenBLAS's own header. */
 static void *qp_openblas_fn(const char *name) {
-  static int openblas = -1;
-  if (openblas < 0) {
-    /* The library that really answers dgemm_ (Debian's alternatives, a site BLAS linked
-     * first, ScaLAPACK's own libblas.so.3 beside it): OpenBLAS only when it is that one. */
-    Dl_info info = {0};
-    void *dgemm = dlsym(RTLD_DEFAULT, "dgemm_");
-    openblas = dgemm && dladdr(dgemm, &info) && info.dli_fname &&
-               strstr(info.dli_fname, "openblas") != NULL;
-  }
-  return openblas ? dlsym(RTLD_DEFAULT, name) : NULL;
+  /* Only where the library that really answers dgemm_ is OpenBLAS (blas_library.h): under
+   * another, OpenBLAS may still be loaded beside it (ScaLAPACK's libblas.so.3). */
+  return qp_blas_library_is_openblas() ? dlsym(RTLD_DEFAULT, name) : NULL;
 }
 
 /* OpenBLAS's thread count (openblas_get_num_threads), 1 under another library. */
@@ -275,13 +269,17 @@ static void qp_blas_probe_openblas(qp_blas_footprint *f, double *a, double *b, d
   (void)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', 1, &one, 1);
   int base_pages = 1;
   if (qp_blas_each_mapping(qp_blas_empty, &base_pages) == 0) return; /* no buffer mapped yet */
+  /* The extents are read with the thread count restored: a mapping holds up to that many
+   * buffers (qp_blas_buffers_in), and the kernel merges adjacent ones. */
   set(1);
   qp_probe_gemm(a, b, c, QP_PROBE_DEPTH, QP_PROBE_FEW, QP_PROBE_DEPTH);
+  set(threads);
   const size_t few = qp_blas_extent_now(NULL);
+  set(1);
   qp_probe_gemm(a, b, c, QP_PROBE_DEPTH, QP_PROBE_MANY, QP_PROBE_DEPTH);
+  set(threads);
   size_t buffer_bytes = 0;
   const size_t many = qp_blas_extent_now(&buffer_bytes);
-  set(threads);
   if (parallel && parallel() == 2) omp_set_num_threads(omp); /* the OpenMP build set it too */
   base_pages = 0;
   (void)qp_blas_each_mapping(qp_blas_empty, &base_pages);

@@ -62,9 +62,10 @@ static void check_piece_printed(const char *path, const char *format, const char
 
 static void write_config(const char *path, const char *limit) {
   FILE *f = fopen(path, "w");
-  fprintf(f, "fields: QU\nspectra: [EE, BB]\nnoise: {variance: 1.0}\nlmax: 128\n"
-             "dimensions: {n_pix: 59136, n_modes: 33274, lmax_signal: 256, lmax: 128, "
-             "n_bins: 127}\npath: harmonic\n%s",
+  fprintf(f,
+          "fields: QU\nspectra: [EE, BB]\nnoise: {variance: 1.0}\nlmax: 128\n"
+          "dimensions: {n_pix: 59136, n_modes: 33274, lmax_signal: 256, lmax: 128, "
+          "n_bins: 127}\npath: harmonic\n%s",
           limit);
   fclose(f);
 }
@@ -109,6 +110,34 @@ int main(int argc, char **argv) {
   char expect[64];
   snprintf(expect, sizeof expect, "%lld B", overhead);
   TEST_ASSERT(output_has(expect), "budget does not report the calibrated overhead %s", expect);
+  TEST_ASSERT(!output_has("measured here instead"),
+              "a calibration made on this kernel was not taken as it is");
+  /* A calibration made on another BLAS kernel (its blas_kernel line changed): its BLAS part is
+   * not applied; budget says so and uses the footprint measured here. */
+  FILE *other = fopen("plan_cal_other.txt", "w");
+  f = fopen("plan_cal.txt", "r");
+  while (other && f && fgets(line, sizeof line, f))
+    fputs(strncmp(line, "blas_kernel ", 12) == 0 ? "blas_kernel OpenBLAS 0.3.21 NoSuchKernel\n"
+                                                 : line,
+          other);
+  if (f) fclose(f);
+  if (other) fclose(other);
+  write_config("plan_cal_other.yaml", "memory: {calibration: plan_cal_other.txt}\n");
+  TEST_ASSERT(run("budget plan_cal_other.yaml") == 0, "budget with another kernel's calibration "
+                                                      "failed");
+  TEST_ASSERT(output_has("measured on OpenBLAS 0.3.21 NoSuchKernel") &&
+                  output_has("measured here instead") && output_has("overhead: BLAS buffers"),
+              "another kernel's calibration was applied without a word");
+  /* A blas_kernel without a name is refused, naming the file and line. */
+  FILE *bad = fopen("plan_cal_noname.txt", "w");
+  if (bad) {
+    fprintf(bad, "overhead_bytes %lld\nblas_kernel \n", overhead);
+    fclose(bad);
+  }
+  write_config("plan_cal_noname.yaml", "memory: {calibration: plan_cal_noname.txt}\n");
+  TEST_ASSERT(run("budget plan_cal_noname.yaml") == qp_err_exit_status(QP_ERR_INPUT) &&
+                  output_has("plan_cal_noname.txt' line 2: blas_kernel needs a name"),
+              "a blas_kernel without a name was not refused by file and line");
   /* The job's --time: calibrate records the dgemm rate per core, plan uses it; without a
    * calibration file plan times a dgemm itself; the JSON says which and by how much. */
   long long mflops = -1;
