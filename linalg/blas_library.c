@@ -169,25 +169,27 @@ size_t qp_blas_library_describe(char *buf, size_t n) {
     const qp_str_fn core = (qp_str_fn)qp_sym(RTLD_DEFAULT, "openblas_get_corename");
     const qp_int_fn parallel = (qp_int_fn)qp_sym(RTLD_DEFAULT, "openblas_get_parallel");
     const int mode = parallel ? parallel() : -1;
-    qp_add(buf, n, &len, "BLAS: %s (core %s; %s, %d threads) %s\n",
+    const int t = qp_blas_library_threads();
+    qp_add(buf, n, &len, "BLAS: %s (core %s; %s, %d thread%s) %s\n",
            config ? config() : "OpenBLAS", core ? core() : "?",
            mode == 0   ? "serial"
            : mode == 1 ? "pthreads"
            : mode == 2 ? "OpenMP"
                        : "threading unknown",
-           qp_blas_library_threads(), blas);
+           t, t == 1 ? "" : "s", blas);
   } else if (qp_blas_library_is_blis()) {
     const qp_str_fn version = (qp_str_fn)qp_sym(RTLD_DEFAULT, "bli_info_get_version_str");
     const qp_int_fn arch_id = (qp_int_fn)qp_sym(RTLD_DEFAULT, "bli_arch_query_id");
     char *(*arch_string)(int) = (char *(*)(int))qp_sym(RTLD_DEFAULT, "bli_arch_string");
     const qp_i64_fn omp = (qp_i64_fn)qp_sym(RTLD_DEFAULT, "bli_info_get_enable_openmp");
     const qp_i64_fn pthreads = (qp_i64_fn)qp_sym(RTLD_DEFAULT, "bli_info_get_enable_pthreads");
-    qp_add(buf, n, &len, "BLAS: BLIS %s (arch %s; %s, %d threads) %s\n",
+    const int t = qp_blas_library_threads();
+    qp_add(buf, n, &len, "BLAS: BLIS %s (arch %s; %s, %d thread%s) %s\n",
            version ? version() : "?", arch_id && arch_string ? arch_string(arch_id()) : "?",
            omp && omp()             ? "OpenMP"
            : pthreads && pthreads() ? "pthreads"
                                     : "single-threaded",
-           qp_blas_library_threads(), blas);
+           t, t == 1 ? "" : "s", blas);
   } else {
     qp_add(buf, n, &len, "BLAS: %s %s\n", qp_blas_library_name(), blas);
   }

@@ -5,8 +5,8 @@
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 # Not ELF files: the loader stops at the first one it opens ("file too short", exit 127).
-foreach(lib libgomp.so.1 libm.so.6 libmpi.so.40 libopenblas.so.0 libhdf5_serial.so.103
-    libcfitsio.so.10 libyaml-0.so.2 libc.so.6)
+foreach(lib libgomp.so.1 libm.so.6 libmpi.so.40 libopenblas.so.0 libblis.so.4 libblas.so.3
+    liblapack.so.3 libhdf5_serial.so.103 libcfitsio.so.10 libyaml-0.so.2 libc.so.6)
   file(WRITE ${WORK_DIR}/${lib} "not a library\n")
 endforeach()
 execute_process(COMMAND ${QMLPIPE} --help WORKING_DIRECTORY ${WORK_DIR}
