@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "blas_headroom.h"
+#include "openblas_tuning.h"
 #include "blas_library.h"
 #include "bytes_text.h"
 #include "checkpoint.h"

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "bench_floor.h"
-#include "blas_threads.h"
+#include "openblas_tuning.h"
 #include "clock.h"
 #include "cls_text.h"
 #include "cmd_common.h"

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "blas_library.h"
-#include "blas_threads.h"
+#include "openblas_tuning.h"
 #include "comm.h"
 #include "commands.h"
 #include "fault.h"
@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
     return qp_err_exit_status(QP_ERR_INPUT);
   }
   /* OpenBLAS's idle workers sleep after ~0.4 ms, not 0.1 s of spinning beside the stages'
-   * OpenMP regions (linalg/blas_threads.h); before any BLAS call. */
+   * OpenMP regions (linalg/openblas_tuning.h); before any BLAS call. */
   (void)qp_blas_threads_settle();
   /* BLIS takes one thread unless told (BLIS_NUM_THREADS, OMP_NUM_THREADS): every core, as
    * OpenBLAS does (linalg/blas_library.h); nothing under OpenBLAS. */

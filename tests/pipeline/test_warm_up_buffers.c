@@ -1,5 +1,5 @@
 /* test_warm_up_buffers.c: the warm-up commits OpenBLAS's buffers without a BLAS call
- * (qp_blas_buffers_commit, linalg/blas_headroom.h), and the pages the stages' calls then
+ * (qp_blas_buffers_commit, linalg/openblas_tuning.h), and the pages the stages' calls then
  * touch lie inside what it committed.
  *
  * The warm-up used to have OpenBLAS pack thin panels as wide as the run's widest call, so
@@ -24,7 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "blas_headroom.h"
+#include "openblas_tuning.h"
 #include "blas_library.h"
 #include "test_util.h"
 #include "warm_up.h"

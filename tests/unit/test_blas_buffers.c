@@ -1,4 +1,4 @@
-/* test_blas_buffers.c: OpenBLAS's buffers in transparent huge pages (linalg/blas_headroom.h).
+/* test_blas_buffers.c: OpenBLAS's buffers in transparent huge pages (linalg/openblas_tuning.h).
  *
  * Where the kernel has them ('always' or 'madvise'): qp_blas_buffers_huge_pages finds at least
  * the calling thread's buffer (mapped by its 1 x 1 dpotrf; a worker maps its own as it starts,
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas_headroom.h"
+#include "openblas_tuning.h"
 #include "blas_library.h"
 #include "test_util.h"
 

@@ -1,5 +1,5 @@
 /* test_blas_threads.c: OpenBLAS's idle workers sleep soon after a call once
- * qp_blas_threads_settle has run (linalg/blas_threads.h).
+ * qp_blas_threads_settle has run (linalg/openblas_tuning.h).
  *
  * The spin is measured, not inferred: the process's CPU time while its only caller sleeps 60
  * ms right after a dgemm is the workers' spinning. Before the settle (OpenBLAS's default,
@@ -25,7 +25,7 @@
 #include <time.h>
 
 #include "blas_library.h"
-#include "blas_threads.h"
+#include "openblas_tuning.h"
 #include "test_util.h"
 
 enum { N = 384 };
