@@ -100,6 +100,18 @@ done:
   return err;
 }
 
+/* A stage's tracked peak against the prediction: EXACT, DRIFT by how much, or RESUMED (a stage
+ * a resumed run did not run: its records are the checkpoint's). */
+static void qp_tracked_verdict(int resumed, int64_t predicted, int64_t tracked, char *out,
+                               size_t size) {
+  if (resumed)
+    snprintf(out, size, "RESUMED");
+  else if (predicted == tracked)
+    snprintf(out, size, "EXACT");
+  else
+    snprintf(out, size, "DRIFT (%+" PRId64 " B)", tracked - predicted);
+}
+
 static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *name, FILE *out) {
   char a[32], b[32], c[32];
   char label[256];
@@ -129,12 +141,7 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
 
   int64_t pr_peak = qp_read_i64(stage, "predicted_peak_bytes", -1);
   int64_t tr_peak = qp_read_i64(stage, "tracked_peak_bytes", -1);
-  if (resumed)
-    snprintf(c, sizeof c, "RESUMED");
-  else if (pr_peak == tr_peak)
-    snprintf(c, sizeof c, "EXACT");
-  else
-    snprintf(c, sizeof c, "DRIFT (%+" PRId64 " B)", tr_peak - pr_peak);
+  qp_tracked_verdict(resumed, pr_peak, tr_peak, c, sizeof c);
   fprintf(out, "  %-28s %14s %14s %10s\n", "tracked peak", qp_human(pr_peak, a, sizeof a),
           qp_human(tr_peak, b, sizeof b), c);
 
@@ -143,12 +150,7 @@ static qp_err qp_report_print_stage(hid_t stage, const char *where, const char *
   int64_t pr_dev = qp_read_i64(stage, "predicted_device_peak_bytes", 0);
   int64_t tr_dev = qp_read_i64(stage, "device_tracked_peak_bytes", 0);
   if (pr_dev > 0 || tr_dev > 0) {
-    if (resumed)
-      snprintf(c, sizeof c, "RESUMED");
-    else if (pr_dev == tr_dev)
-      snprintf(c, sizeof c, "EXACT");
-    else
-      snprintf(c, sizeof c, "DRIFT (%+" PRId64 " B)", tr_dev - pr_dev);
+    qp_tracked_verdict(resumed, pr_dev, tr_dev, c, sizeof c);
     fprintf(out, "  %-28s %14s %14s %10s\n", "device tracked peak", qp_human(pr_dev, a, sizeof a),
             qp_human(tr_dev, b, sizeof b), c);
     fprintf(out, "  %-28s %14s %14s\n", "device meter at start / end",
