@@ -130,7 +130,17 @@ int qp_blas_huge_pages_available(void) {
   if (!f) return 0;
   const int read = fgets(mode, sizeof mode, f) != NULL;
   fclose(f);
-  return read && !strstr(mode, "[never]");
+  if (!read || strstr(mode, "[never]")) return 0;
+  /* Off for this process (prctl PR_SET_THP_DISABLE, inherited from whatever started it:
+   * tools/without_huge_pages.sh, a batch system): "THP_enabled: 0" (Linux >= 5.0). */
+  f = fopen("/proc/self/status", "r");
+  if (!f) return 1;
+  char line[256];
+  int enabled = 1;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "THP_enabled:", 12) == 0) enabled = atoi(line + 12) != 0;
+  fclose(f);
+  return enabled;
 }
 
 static int qp_blas_advise_huge(const qp_blas_mapping *m, void *context) {

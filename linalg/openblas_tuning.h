@@ -60,8 +60,9 @@ int qp_blas_buffers_commit(size_t bytes);
 #define QP_BLAS_HUGE_PAGE_BYTES ((size_t)2 << 20)
 
 /** 1 where the kernel has transparent huge pages for advised mappings
- *  (/sys/kernel/mm/transparent_hugepage/enabled 'always' or 'madvise'), 0 where it is 'never'
- *  or unreadable. */
+ *  (/sys/kernel/mm/transparent_hugepage/enabled 'always' or 'madvise') and this process may
+ *  have them (/proc/self/status "THP_enabled: 1", or no such line); 0 where the setting is
+ *  'never' or unreadable, or the process has them off (prctl PR_SET_THP_DISABLE). */
 int qp_blas_huge_pages_available(void);
 
 /** What the BLAS library the process runs leaves resident in its buffers, measured on this
