@@ -202,8 +202,17 @@ int qp_blas_buffers_commit(size_t bytes) {
  * rows too: with at most GEMM_P rows OpenBLAS packs B a few columns at a time into the same
  * place (l1stride 0), so the probe has more rows than any GEMM_P. The columns' difference, 128,
  * gives a column's bytes to 4096 / 128 = 32 B (a page), rounded up: at most 64 B, 3% of
- * Haswell's 2 KiB, too many (safe). ~0.3 GFLOP on one thread, 8-12 ms here. */
+ * Haswell's 2 KiB, too many (safe). ~0.3 GFLOP on one thread: 18-27 ms here with the other
+ * core busy (docs/benchmarks.md, 2026-11-27 18:50-19:20). */
 enum { QP_PROBE_DEPTH = 1024, QP_PROBE_FEW = 8, QP_PROBE_MANY = 136 };
+
+/* OpenBLAS 0.3.21 maps each buffer as exactly BUFFER_SIZE (128 MiB on x86_64): a line of
+ * /proc/self/maps that is not a whole number of them holds something else too (another
+ * mapping the kernel merged in), whose contents MADV_DONTNEED would zero, so it is left
+ * alone, and so is its extent. */
+static int qp_blas_whole_buffers(const qp_blas_mapping *m) {
+  return (m->hi - m->lo) % ((unsigned long long)128 << 20) == 0;
+}
 
 /* The highest resident byte of any buffer of the mapping, as an offset from its buffer's
  * start, rounded up to a page (mincore in base pages); also each buffer's size. */
@@ -213,6 +222,7 @@ typedef struct {
 
 static int qp_blas_measure_extent(const qp_blas_mapping *m, void *context) {
   qp_blas_extent *e = context;
+  if (!qp_blas_whole_buffers(m)) return 0;
   const size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = (size_t)(m->hi - m->lo);
   const size_t stride = bytes / (size_t)m->buffers, pages = bytes / page;
   unsigned char *resident = malloc(pages);
@@ -230,12 +240,12 @@ static int qp_blas_measure_extent(const qp_blas_mapping *m, void *context) {
 }
 
 /* Empties every buffer (MADV_DONTNEED: their contents are scratch between calls, and no call
- * runs) and keeps it in base pages while `base_pages` (MADV_NOHUGEPAGE, so that the probe's
- * extent is read to 4 KiB whatever the kernel's THP setting); else lets it have huge pages
- * again where qp_blas_buffers_huge_pages gives them. */
+ * runs) and, when `base_pages`, keeps it in base pages (MADV_NOHUGEPAGE, so that the probe's
+ * extent is read to 4 KiB whatever the kernel's THP setting) until qp_blas_buffers_huge_pages
+ * advises it huge pages again. */
 static int qp_blas_empty(const qp_blas_mapping *m, void *context) {
   const int base_pages = *(const int *)context;
-  if (!m->writable) return 0;
+  if (!m->writable || !qp_blas_whole_buffers(m)) return 0;
   void *lo = (void *)(uintptr_t)m->lo;
   const size_t bytes = (size_t)(m->hi - m->lo);
   if (base_pages) (void)madvise(lo, bytes, MADV_NOHUGEPAGE);
@@ -389,6 +399,13 @@ const qp_blas_footprint *qp_blas_footprint_get(void) {
   memset(&f, 0, sizeof f);
   qp_blas_identify(&f);
   snprintf(f.how, sizeof f.how, "not measured");
+#if defined(__SANITIZE_ADDRESS__)
+  /* AddressSanitizer maps regions of a buffer's size of its own, which the probe's
+   * MADV_DONTNEED must not touch: the model falls back to Haswell's figures there (the
+   * sanitizer build judges no RSS). */
+  snprintf(f.how, sizeof f.how, "not measured (AddressSanitizer: its mappings pass for buffers)");
+  return &f;
+#endif
   if (qp_openblas_fn("openblas_get_num_threads")) {
     /* Under `ulimit -v` without room for the calling thread's buffer, its first call would
      * wait for ever (qp_blas_check_address_space says so before the warm-up): not probed. */
