@@ -35,12 +35,18 @@ static int qp_same_file(const void *addr, const char *name) {
   return qp_file_of(addr, a) && qp_file_of(qp_sym(RTLD_DEFAULT, name), b) && strcmp(a, b) == 0;
 }
 
+/* Asked once a process (two realpath calls each time otherwise; openblas_tuning.c asks before
+ * every step): the libraries a process binds dgemm_ to do not change. */
 int qp_blas_library_is_openblas(void) {
-  return qp_same_file(qp_sym(RTLD_DEFAULT, "dgemm_"), "openblas_get_config");
+  static int answer = -1;
+  if (answer < 0) answer = qp_same_file(qp_sym(RTLD_DEFAULT, "dgemm_"), "openblas_get_config");
+  return answer;
 }
 
 int qp_blas_library_is_blis(void) {
-  return qp_same_file(qp_sym(RTLD_DEFAULT, "dgemm_"), "bli_info_get_version_str");
+  static int answer = -1;
+  if (answer < 0) answer = qp_same_file(qp_sym(RTLD_DEFAULT, "dgemm_"), "bli_info_get_version_str");
+  return answer;
 }
 
 const char *qp_blas_library_name(void) {
@@ -156,6 +162,32 @@ static void qp_soname_file(const char *soname, const char *symbol, char *out) {
   dlclose(h);
 }
 
+void qp_blas_library_identity(char *library, size_t library_size, char *kernel,
+                              size_t kernel_size) {
+  if (qp_blas_library_is_openblas()) {
+    const qp_str_fn config = (qp_str_fn)qp_sym(RTLD_DEFAULT, "openblas_get_config");
+    const qp_str_fn core = (qp_str_fn)qp_sym(RTLD_DEFAULT, "openblas_get_corename");
+    /* "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64": its version, then the
+     * kernel in use (which DYNAMIC_ARCH picks, or OPENBLAS_CORETYPE forces) */
+    char version[32] = "?";
+    if (config) (void)sscanf(config(), "%*s %31s", version);
+    snprintf(library, library_size, "OpenBLAS %s", version);
+    snprintf(kernel, kernel_size, "%s", core ? core() : "unknown");
+  } else if (qp_blas_library_is_blis()) {
+    const qp_str_fn version = (qp_str_fn)qp_sym(RTLD_DEFAULT, "bli_info_get_version_str");
+    const qp_int_fn arch_id = (qp_int_fn)qp_sym(RTLD_DEFAULT, "bli_arch_query_id");
+    char *(*arch_string)(int) = (char *(*)(int))qp_sym(RTLD_DEFAULT, "bli_arch_string");
+    snprintf(library, library_size, "BLIS %s", version ? version() : "?");
+    snprintf(kernel, kernel_size, "%s",
+             arch_id && arch_string ? arch_string(arch_id()) : "unknown");
+  } else {
+    char file[PATH_MAX] = "";
+    const char *base = qp_file_of(qp_sym(RTLD_DEFAULT, "dgemm_"), file) ? strrchr(file, '/') : 0;
+    snprintf(library, library_size, "%s", file[0] ? (base ? base + 1 : file) : "unknown");
+    snprintf(kernel, kernel_size, "unknown");
+  }
+}
+
 size_t qp_blas_library_describe(char *buf, size_t n) {
   size_t len = 0;
   if (n) buf[0] = '\0';
@@ -170,22 +202,20 @@ size_t qp_blas_library_describe(char *buf, size_t n) {
     const qp_int_fn parallel = (qp_int_fn)qp_sym(RTLD_DEFAULT, "openblas_get_parallel");
     const int mode = parallel ? parallel() : -1;
     const int t = qp_blas_library_threads();
-    qp_add(buf, n, &len, "BLAS: %s (core %s; %s, %d thread%s) %s\n",
-           config ? config() : "OpenBLAS", core ? core() : "?",
+    qp_add(buf, n, &len, "BLAS: %s (core %s; %s, %d thread%s) %s\n", config ? config() : "OpenBLAS",
+           core ? core() : "?",
            mode == 0   ? "serial"
            : mode == 1 ? "pthreads"
            : mode == 2 ? "OpenMP"
                        : "threading unknown",
            t, t == 1 ? "" : "s", blas);
   } else if (qp_blas_library_is_blis()) {
-    const qp_str_fn version = (qp_str_fn)qp_sym(RTLD_DEFAULT, "bli_info_get_version_str");
-    const qp_int_fn arch_id = (qp_int_fn)qp_sym(RTLD_DEFAULT, "bli_arch_query_id");
-    char *(*arch_string)(int) = (char *(*)(int))qp_sym(RTLD_DEFAULT, "bli_arch_string");
+    char library[64], arch[48];
+    qp_blas_library_identity(library, sizeof library, arch, sizeof arch);
     const qp_i64_fn omp = (qp_i64_fn)qp_sym(RTLD_DEFAULT, "bli_info_get_enable_openmp");
     const qp_i64_fn pthreads = (qp_i64_fn)qp_sym(RTLD_DEFAULT, "bli_info_get_enable_pthreads");
     const int t = qp_blas_library_threads();
-    qp_add(buf, n, &len, "BLAS: BLIS %s (arch %s; %s, %d thread%s) %s\n",
-           version ? version() : "?", arch_id && arch_string ? arch_string(arch_id()) : "?",
+    qp_add(buf, n, &len, "BLAS: %s (arch %s; %s, %d thread%s) %s\n", library, arch,
            omp && omp()             ? "OpenMP"
            : pthreads && pthreads() ? "pthreads"
                                     : "single-threaded",
@@ -215,8 +245,8 @@ size_t qp_blas_library_describe(char *buf, size_t n) {
   if (have_blas && !qp_blas_library_is_openblas() &&
       qp_file_of(qp_sym(RTLD_DEFAULT, "openblas_get_config"), openblas))
     qp_add(buf, n, &len,
-           "  warning: OpenBLAS is loaded too (%s) beside %s: two BLAS in the process\n",
-           openblas, qp_blas_library_name());
+           "  warning: OpenBLAS is loaded too (%s) beside %s: two BLAS in the process\n", openblas,
+           qp_blas_library_name());
 #if QP_HAVE_SCALAPACK
   /* ScaLAPACK's own calls bind, like qmlpipe's, to the first definition in the process; what
    * it names is the sonames libblas.so.3 and liblapack.so.3: the files that hold them. */
@@ -232,8 +262,8 @@ size_t qp_blas_library_describe(char *buf, size_t n) {
                                strcmp(qp_family_of_loaded(solapack), "OpenBLAS") == 0 &&
                                !qp_blas_library_is_openblas();
     qp_add(buf, n, &len, "ScaLAPACK: %s; its libblas.so.3 is %s (%s), its liblapack.so.3 %s %s\n",
-           scalapack, soblas[0] ? soblas : "not loaded", fb,
-           solapack[0] ? solapack : "not loaded", fl);
+           scalapack, soblas[0] ? soblas : "not loaded", fb, solapack[0] ? solapack : "not loaded",
+           fl);
     if (blas_differs || lapack_differs)
       qp_add(buf, n, &len,
              "  warning: ScaLAPACK's libraries differ from qmlpipe's BLAS (%s): two BLAS in "

@@ -34,6 +34,12 @@ int qp_blas_library_threads(void);
  *  main, before the first BLAS call of another thread. */
 int qp_blas_library_threads_default(void);
 
+/** The library's name and version ("OpenBLAS 0.3.21", "BLIS 0.9.0", else the file that
+ *  defines dgemm_) and its kernel (openblas_get_corename(): "Haswell", "SkylakeX"; BLIS's
+ *  arch: "zen3"; else "unknown"), as the library says them: what a measurement of its
+ *  buffers is recorded against (linalg/openblas_tuning.h). Truncated to the sizes given. */
+void qp_blas_library_identity(char *library, size_t library_size, char *kernel, size_t kernel_size);
+
 /** Lines, each ending in '\n', saying what runs: "BLAS: <name> <version> (<kernel/arch>,
  *  <threading>, <n> threads) <file>", "LAPACK: <version> <file>" (the file of dpotrf_), and,
  *  where they apply: another loaded library that defines dgemm_ (not the one calls bind to),

@@ -31,13 +31,6 @@ static void *qp_openblas_fn(const char *name) {
   return qp_blas_library_is_openblas() ? dlsym(RTLD_DEFAULT, name) : NULL;
 }
 
-/* OpenBLAS's thread count (openblas_get_num_threads), 1 under another library. */
-static int qp_openblas_threads(void) {
-  int (*get)(void) = (int (*)(void))qp_openblas_fn("openblas_get_num_threads");
-  const int n = get ? get() : 1;
-  return n > 0 ? n : 1;
-}
-
 /* VmSize in bytes (0 when unreadable). */
 static double qp_vm_size(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -58,7 +51,7 @@ static double qp_vm_size(void) {
  * two threads' buffers were one 256 MiB line in most runs here. */
 static int qp_blas_buffers_in(unsigned long long bytes) {
   const double b = (double)bytes, one = 128.0 * 1048576.0;
-  const int threads = qp_openblas_threads();
+  const int threads = qp_blas_library_threads();
   const double k = floor(b / one);
   return k >= 1 && k <= threads && b <= k * QP_BLAS_BUFFER_BYTES ? (int)k : 0;
 }
@@ -105,7 +98,7 @@ qp_err qp_blas_check_address_space(void) {
   const double limit = qp_address_space_limit(), used = qp_vm_size();
   if (limit <= 0) return QP_OK;                                  /* none, or unreadable */
   if (!qp_openblas_fn("openblas_get_num_threads")) return QP_OK; /* another BLAS */
-  const int threads = qp_openblas_threads();
+  const int threads = qp_blas_library_threads();
   const int mapped = qp_blas_buffers_mapped();
   const int missing = threads > mapped ? threads - mapped : 0;
   const double need = missing * QP_BLAS_BUFFER_BYTES, left = limit > used ? limit - used : 0.0;
@@ -259,18 +252,13 @@ static size_t qp_blas_extent_now(size_t *buffer_bytes) {
   return e.extent;
 }
 
-/* RssAnon in bytes (-1: unreadable): the generic probe's measure. */
+/* The process's anonymous RSS (VmRSS less its file-backed and shared pages: meter.h), -1 when
+ * unreadable: the generic probe's measure. */
 static double qp_rss_anon(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  long long kib = -1;
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, "RssAnon:", 8) == 0) sscanf(line + 8, "%lld", &kib);
-  fclose(f);
-  return kib < 0 ? -1.0 : (double)kib * 1024.0;
+  qp_meter_sample m;
+  qp_meter_read(&m);
+  return m.rss < 0 || m.rss_shared < 0 ? -1.0 : (double)(m.rss - m.rss_shared);
 }
-
 static void qp_probe_gemm(double *a, double *b, double *c, int m, int n, int k) {
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, m, b, k, 0.0, c, m);
 }
@@ -283,7 +271,7 @@ static void qp_probe_gemm(double *a, double *b, double *c, int m, int n, int k) 
 static void qp_blas_probe_openblas(qp_blas_footprint *f, double *a, double *b, double *c) {
   void (*set)(int) = (void (*)(int))qp_openblas_fn("openblas_set_num_threads");
   int (*parallel)(void) = (int (*)(void))qp_openblas_fn("openblas_get_parallel");
-  const int threads = qp_openblas_threads(), omp = omp_get_max_threads();
+  const int threads = qp_blas_library_threads(), omp = omp_get_max_threads();
   if (!set) return;
   /* The calling thread's buffer mapped (a 1 x 1 dpotrf packs nothing into it). */
   double one = 1.0;
@@ -361,43 +349,13 @@ static void qp_blas_probe_other(qp_blas_footprint *f) {
            QP_PROBE_WIDE_DEPTH);
 }
 
-/* The library's name, version and kernel, as it says them. */
-static void qp_blas_identify(qp_blas_footprint *f) {
-  char *(*config)(void) = (char *(*)(void))qp_openblas_fn("openblas_get_config");
-  char *(*core)(void) = (char *(*)(void))qp_openblas_fn("openblas_get_corename");
-  if (config && core) {
-    /* "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64": its first two
-     * words, then the kernel in use (which DYNAMIC_ARCH picks, or OPENBLAS_CORETYPE forces) */
-    char version[32] = "";
-    (void)sscanf(config(), "%*s %31s", version);
-    snprintf(f->library, sizeof f->library, "OpenBLAS %s", version);
-    snprintf(f->kernel, sizeof f->kernel, "%s", core());
-    return;
-  }
-  const char *(*blis)(void) =
-      (const char *(*)(void))dlsym(RTLD_DEFAULT, "bli_info_get_version_str");
-  const char *(*arch)(int) = (const char *(*)(int))dlsym(RTLD_DEFAULT, "bli_arch_string");
-  int (*arch_id)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "bli_arch_query_id");
-  if (blis) {
-    snprintf(f->library, sizeof f->library, "BLIS %s", blis());
-    snprintf(f->kernel, sizeof f->kernel, "%s", arch && arch_id ? arch(arch_id()) : "unknown");
-    return;
-  }
-  Dl_info info = {0};
-  void *dgemm = dlsym(RTLD_DEFAULT, "dgemm_");
-  const char *file = dgemm && dladdr(dgemm, &info) && info.dli_fname ? info.dli_fname : "";
-  const char *base = strrchr(file, '/');
-  snprintf(f->library, sizeof f->library, "%s", file[0] ? (base ? base + 1 : file) : "unknown");
-  snprintf(f->kernel, sizeof f->kernel, "unknown");
-}
-
 const qp_blas_footprint *qp_blas_footprint_get(void) {
   static qp_blas_footprint f;
   static int done = 0;
   if (done) return &f;
   done = 1;
   memset(&f, 0, sizeof f);
-  qp_blas_identify(&f);
+  qp_blas_library_identity(f.library, sizeof f.library, f.kernel, sizeof f.kernel);
   snprintf(f.how, sizeof f.how, "not measured");
 #if defined(__SANITIZE_ADDRESS__)
   /* AddressSanitizer maps regions of a buffer's size of its own, which the probe's
