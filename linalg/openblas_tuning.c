@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "blas_library.h"
+#include "blas_pool.h"
 #include "budget.h"
 #include "job_limit.h"
-#include "meter.h"
 
 /* An OpenBLAS function by name, NULL where the process runs another BLAS: cblas.h declares
  * them only in OpenBLAS's own header. */
@@ -252,13 +252,6 @@ static size_t qp_blas_extent_now(size_t *buffer_bytes) {
   return e.extent;
 }
 
-/* The process's anonymous RSS (VmRSS less its file-backed and shared pages: meter.h), -1 when
- * unreadable: the generic probe's measure. */
-static double qp_rss_anon(void) {
-  qp_meter_sample m;
-  qp_meter_read(&m);
-  return m.rss < 0 || m.rss_shared < 0 ? -1.0 : (double)(m.rss - m.rss_shared);
-}
 static void qp_probe_gemm(double *a, double *b, double *c, int m, int n, int k) {
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, m, b, k, 0.0, c, m);
 }
@@ -313,42 +306,6 @@ static void qp_blas_probe_openblas(qp_blas_footprint *f, double *a, double *b, d
            QP_PROBE_DEPTH);
 }
 
-/* Another BLAS (BLIS, a site library): its packing buffers are its own (BLIS's pool, from
- * malloc), bounded by its blocking, not by a call's width. The probe runs calls deeper and
- * wider than any blocking, on every thread, and what they leave resident in the process
- * (RssAnon, the operands freed) is the library's: the warm-up leaves the same (its pool keeps
- * its blocks), and nothing wider adds to it. */
-enum { QP_PROBE_WIDE = 8192, QP_PROBE_WIDE_DEPTH = 512 };
-
-static void qp_blas_probe_other(qp_blas_footprint *f) {
-  const double before = qp_rss_anon();
-  double *a = NULL, *b = NULL, *c = NULL;
-  const size_t a_count = (size_t)QP_PROBE_DEPTH * QP_PROBE_WIDE_DEPTH,
-               b_count = (size_t)QP_PROBE_WIDE_DEPTH * QP_PROBE_WIDE,
-               c_count = (size_t)QP_PROBE_DEPTH * QP_PROBE_WIDE;
-  /* c holds both results: QP_PROBE_DEPTH x QP_PROBE_FEW and QP_PROBE_FEW x QP_PROBE_WIDE */
-  if (qp_budget_alloc_doubles("warm_up", QP_TERM_TRANSIENT, (int64_t)a_count, &a) == QP_OK &&
-      qp_budget_alloc_doubles("warm_up", QP_TERM_TRANSIENT, (int64_t)b_count, &b) == QP_OK &&
-      qp_budget_alloc_doubles("warm_up", QP_TERM_TRANSIENT, (int64_t)(c_count / 64), &c) == QP_OK) {
-    qp_probe_gemm(a, b, c, QP_PROBE_DEPTH, QP_PROBE_FEW, QP_PROBE_WIDE_DEPTH);
-    qp_probe_gemm(a, b, c, QP_PROBE_FEW, QP_PROBE_WIDE, QP_PROBE_WIDE_DEPTH);
-    cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, QP_PROBE_FEW, QP_PROBE_WIDE_DEPTH, 1.0, b,
-                QP_PROBE_WIDE_DEPTH, 0.0, c, QP_PROBE_FEW);
-  }
-  qp_error_clear();
-  qp_budget_free(a);
-  qp_budget_free(b);
-  qp_budget_free(c);
-  const double after = qp_rss_anon();
-  if (before < 0 || after < 0) return;
-  f->pool_bytes = after > before ? (size_t)(after - before) : 0;
-  f->measured = 1;
-  snprintf(f->how, sizeof f->how,
-           "measured: RssAnon kept after dgemm %d x %d x %d and %d x %d x %d on every thread",
-           QP_PROBE_DEPTH, QP_PROBE_FEW, QP_PROBE_WIDE_DEPTH, QP_PROBE_FEW, QP_PROBE_WIDE,
-           QP_PROBE_WIDE_DEPTH);
-}
-
 const qp_blas_footprint *qp_blas_footprint_get(void) {
   static qp_blas_footprint f;
   static int done = 0;
@@ -383,7 +340,7 @@ const qp_blas_footprint *qp_blas_footprint_get(void) {
     qp_budget_free(a);
     qp_budget_free(c);
   } else {
-    qp_blas_probe_other(&f);
+    qp_blas_pool_probe(&f); /* blas_pool.c */
   }
   return &f;
 }
