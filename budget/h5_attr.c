@@ -22,11 +22,45 @@
 #include "h5_attr.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "h5_error.h"
+
+/* Opens attribute `name` of obj into *a after checking that it holds one value (a scalar or
+ * one element): the reads below fill one value's room, and a file's array attribute of 4096
+ * int64 once overwrote report's stack through H5LTget_attribute_long_long. */
+static qp_err qp_h5_attr_open_one(hid_t obj, const char *where, const char *name, hid_t *a) {
+  qp_err err = QP_OK;
+  hid_t space = -1;
+  QP_H5_GOTO(*a = H5Aopen(obj, name, H5P_DEFAULT), done, "%s: attribute '%s'", where, name);
+  QP_H5_GOTO(space = H5Aget_space(*a), done, "%s: attribute '%s'", where, name);
+  const hssize_t points = H5Sget_simple_extent_npoints(space);
+  QP_CHECK_GOTO(points == 1, QP_ERR_INPUT, done,
+                "%s: attribute '%s' holds %lld values where qmlpipe writes one (a damaged or "
+                "foreign file)",
+                where, name, (long long)points);
+done:
+  if (space >= 0) H5Sclose(space);
+  return err;
+}
+
+qp_err qp_h5_attr_f64(hid_t obj, const char *where, const char *name, double *v) {
+  qp_err err = QP_OK;
+  hid_t a = -1;
+  *v = NAN;
+  htri_t has = H5Aexists(obj, name);
+  QP_H5_GOTO(has, done, "%s: attribute '%s'", where, name);
+  if (has == 0) goto done;
+  QP_CALL_GOTO(qp_h5_attr_open_one(obj, where, name, &a), done);
+  QP_H5_GOTO(H5Aread(a, H5T_NATIVE_DOUBLE, v), done, "%s: cannot read attribute '%s' as a number",
+             where, name);
+done:
+  if (a >= 0) H5Aclose(a);
+  return err;
+}
 
 qp_err qp_h5_attr_i64(hid_t obj, const char *where, const char *name, int required, int64_t *v) {
   qp_err err = QP_OK;
@@ -41,7 +75,7 @@ qp_err qp_h5_attr_i64(hid_t obj, const char *where, const char *name, int requir
     *v = -1;
     goto done;
   }
-  QP_H5_GOTO(a = H5Aopen(obj, name, H5P_DEFAULT), done, "%s: attribute '%s'", where, name);
+  QP_CALL_GOTO(qp_h5_attr_open_one(obj, where, name, &a), done);
   QP_H5_GOTO(H5Aread(a, H5T_NATIVE_INT64, v), done, "%s: cannot read attribute '%s'", where, name);
 done:
   if (a >= 0) H5Aclose(a);
@@ -56,7 +90,7 @@ qp_err qp_h5_attr_string(hid_t obj, const char *where, const char *name, char *b
   htri_t has = H5Aexists(obj, name);
   QP_H5_GOTO(has, done, "%s: attribute '%s'", where, name);
   if (has == 0) goto done;
-  QP_H5_GOTO(a = H5Aopen(obj, name, H5P_DEFAULT), done, "%s: attribute '%s'", where, name);
+  QP_CALL_GOTO(qp_h5_attr_open_one(obj, where, name, &a), done);
   QP_H5_GOTO(ftype = H5Aget_type(a), done, "%s: attribute '%s'", where, name);
   QP_CHECK_GOTO(H5Tget_class(ftype) == H5T_STRING, QP_ERR_INPUT, done,
                 "%s: attribute '%s' is not a string", where, name);

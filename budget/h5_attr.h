@@ -10,8 +10,12 @@
 
 #include "qp_error.h"
 
+/* Every reader checks that the attribute holds one value (QP_ERR_INPUT naming it otherwise:
+ * a damaged or foreign file), so that nothing read can overrun the room for it. */
 /** An int64 attribute into *v; a missing one is QP_ERR_INPUT when `required`, else -1. */
 qp_err qp_h5_attr_i64(hid_t obj, const char *where, const char *name, int required, int64_t *v);
+/** A double attribute into *v; NaN when missing. */
+qp_err qp_h5_attr_f64(hid_t obj, const char *where, const char *name, double *v);
 /** A scalar string attribute (variable or fixed length, in the file's character set) into
  *  buf; "" when missing. QP_ERR_INPUT when it is not a string, QP_ERR_IO on HDF5 failures. */
 qp_err qp_h5_attr_string(hid_t obj, const char *where, const char *name, char *buf, size_t size);

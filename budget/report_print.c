@@ -14,26 +14,53 @@
 
 /* An attribute as int64 (or double); `fallback` when the attribute is missing or unreadable:
  * the report prints what the file holds and "n/a" for the rest. */
-static int64_t qp_read_i64(hid_t obj, const char *name, int64_t fallback) {
-  long long v = fallback;
-  if (H5LTget_attribute_long_long(obj, ".", name, &v) < 0) v = fallback;
+/* The readers print what the file holds: a missing or unreadable attribute gives the
+ * fallback (files of older versions lack some). One that holds other than one value (a
+ * damaged or foreign file: h5_attr.c) gives the fallback too, and its message is kept here,
+ * the first of them, for qp_report_print to fail with once the report is printed. */
+static char qp_report_malformed[512];
+
+static void qp_read_failed(qp_err err) {
+  if (err == QP_ERR_INPUT && !qp_report_malformed[0])
+    snprintf(qp_report_malformed, sizeof qp_report_malformed, "%s", qp_error_message());
+  qp_error_clear();
   H5Eclear2(H5E_DEFAULT);
-  return (int64_t)v;
+}
+
+static int64_t qp_read_i64(hid_t obj, const char *name, int64_t fallback) {
+  int64_t v = fallback;
+  if (H5Aexists(obj, name) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return fallback;
+  }
+  const qp_err err = qp_h5_attr_i64(obj, "report", name, 0, &v);
+  if (err != QP_OK) {
+    qp_read_failed(err);
+    v = fallback;
+  }
+  return v;
 }
 
 static double qp_read_f64(hid_t obj, const char *name, double fallback) {
   double v = fallback;
-  if (H5LTget_attribute_double(obj, ".", name, &v) < 0) v = fallback;
-  H5Eclear2(H5E_DEFAULT);
+  if (H5Aexists(obj, name) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return fallback;
+  }
+  const qp_err err = qp_h5_attr_f64(obj, "report", name, &v);
+  if (err != QP_OK) {
+    qp_read_failed(err);
+    v = fallback;
+  }
   return v;
 }
 
-/* A scalar string attribute into buf; "" when missing or unreadable (the report prints what
- * the file holds). */
+/* A scalar string attribute into buf; "" when missing or unreadable. */
 static void qp_read_str(hid_t obj, const char *name, char *buf, size_t size) {
-  if (qp_h5_attr_string(obj, "report", name, buf, size) != QP_OK) {
+  const qp_err err = qp_h5_attr_string(obj, "report", name, buf, size);
+  if (err != QP_OK) {
     buf[0] = '\0';
-    qp_error_clear();
+    qp_read_failed(err);
   }
   H5Eclear2(H5E_DEFAULT);
 }
@@ -273,6 +300,7 @@ qp_err qp_report_print(const char *path, FILE *out) {
    * older versions), and real failures come back as our messages. */
   qp_h5_quiet quiet;
   qp_h5_quiet_begin(&quiet);
+  qp_report_malformed[0] = '\0';
   QP_CALL_GOTO(qp_h5_open_budget(path, &file, &budget), done);
 
   char version[64], a[32], b[32];
@@ -360,6 +388,8 @@ qp_err qp_report_print(const char *path, FILE *out) {
     H5Gclose(stage);
     stage = -1;
   }
+  QP_CHECK_GOTO(!qp_report_malformed[0], QP_ERR_INPUT, done, "%s (in '%s')", qp_report_malformed,
+                path);
 done:
   if (stage >= 0) H5Gclose(stage);
   if (budget >= 0) H5Gclose(budget);

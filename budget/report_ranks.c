@@ -172,15 +172,18 @@ static qp_err qp_rank_stages(const char *path, hid_t group,
 static int qp_rank_stage_resumed(hid_t file, const char *stage) {
   char name[64];
   snprintf(name, sizeof name, "budget/%s", stage);
-  long long resumed = 0; /* stays 0 when the group or the attribute is missing */
-  if (H5LTget_attribute_long_long(file, name, "resumed", &resumed) < 0) resumed = 0;
+  int64_t resumed = 0; /* stays 0 when the group or the attribute is missing or malformed */
+  hid_t group = H5Gopen2(file, name, H5P_DEFAULT);
+  if (group >= 0 && qp_h5_attr_i64(group, name, "resumed", 0, &resumed) != QP_OK) resumed = 0;
+  qp_error_clear();
+  if (group >= 0) H5Gclose(group);
   H5Eclear2(H5E_DEFAULT);
   return resumed > 0;
 }
 
 qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   qp_err err = QP_OK;
-  hid_t file = -1, group = -1, attr = -1;
+  hid_t file = -1, group = -1;
   double *v[QP_RANK_FIELDS] = {0};
   *mismatch = 0;
   qp_h5_quiet quiet;
@@ -193,18 +196,14 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   QP_H5_GOTO(group = H5Gopen2(file, "budget/ranks", H5P_DEFAULT), done, "%s: /budget/ranks", path);
   char where[QP_RANK_WHERE_MAX];
   snprintf(where, sizeof where, "'%s': /budget/ranks", path);
-  long long n = 0, rows = 0, cols = 0, block = 0;
+  int64_t n = 0, rows = 0, cols = 0, block = 0;
   const char *names[4] = {"n_ranks", "grid_rows", "grid_cols", "block"};
-  long long *dst[4] = {&n, &rows, &cols, &block};
-  for (int i = 0; i < 4; ++i) { /* by hand: HDF5's reason kept in the message (h5_attr.c) */
-    QP_H5_GOTO(attr = H5Aopen(group, names[i], H5P_DEFAULT), done, "%s: %s", path, names[i]);
-    QP_H5_GOTO(H5Aread(attr, H5T_NATIVE_LLONG, dst[i]), done, "%s: %s", path, names[i]);
-    H5Aclose(attr);
-    attr = -1;
-  }
+  int64_t *dst[4] = {&n, &rows, &cols, &block};
+  for (int i = 0; i < 4; ++i) /* one value each, HDF5's reason kept (h5_attr.c) */
+    QP_CALL_GOTO(qp_h5_attr_i64(group, where, names[i], 1, dst[i]), done);
   /* From the file: checked before it sizes anything. */
   QP_CHECK_GOTO(n >= 1 && n <= QP_RANK_TABLE_MAX, QP_ERR_INPUT, done,
-                "'%s': /budget/ranks n_ranks = %lld is not a rank count (1 to %d)", path, n,
+                "'%s': /budget/ranks n_ranks = %lld is not a rank count (1 to %d)", path, (long long)n,
                 QP_RANK_TABLE_MAX);
   char stage[QP_MODEL_STAGES_MAX][QP_STAGE_NAME_MAX];
   int n_st = 0;
@@ -218,7 +217,7 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   }
   fprintf(out, "per rank (%lld ranks, grid %lld x %lld, block %lld); MiB above each rank's "
                "baseline; error = (measured - predicted) / measured\n",
-          n, rows, cols, block);
+          (long long)n, (long long)rows, (long long)cols, (long long)block);
   fprintf(out, "%-17s %4s | %10s %10s %10s %7s | %10s %10s %7s | %s\n", "stage", "rank",
           "pred+lib", "tracked", "RSS peak", "err %", "pred kept", "RSS end", "err %",
           "tracked == predicted");
@@ -272,7 +271,6 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   free(base);
 done:
   for (int f = 0; f < QP_RANK_FIELDS; ++f) free(v[f]);
-  if (attr >= 0) H5Aclose(attr);
   if (group >= 0) H5Gclose(group);
   if (file >= 0) H5Fclose(file);
   qp_h5_quiet_end(&quiet);

@@ -18,6 +18,7 @@
 #include "atomic_file.h"
 #include "budget.h"
 #include "config.h"
+#include "h5_attr.h"
 #include "meter.h"
 #include "memory_model.h"
 #include "qp_config.h"
@@ -212,6 +213,51 @@ static void check_print(const char *path) {
   fclose(out);
 }
 
+/* /budget's baseline_rss_bytes replaced by an array of 4096 int64 (a hostile or damaged file:
+ * it once overwrote report's stack): the report refuses it by name, and so does the shared
+ * reader (qp_h5_attr_i64) that validate and the rank table use. Restored after. */
+static void check_array_attribute(const char *path) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  hid_t g = f >= 0 ? H5Gopen2(f, "/budget", H5P_DEFAULT) : -1;
+  TEST_ASSERT(g >= 0, "opening %s's /budget", path);
+  if (g < 0) {
+    if (f >= 0) H5Fclose(f);
+    return;
+  }
+  long long saved = 0;
+  hid_t a = H5Aopen(g, "baseline_rss_bytes", H5P_DEFAULT);
+  TEST_ASSERT(a >= 0 && H5Aread(a, H5T_NATIVE_LLONG, &saved) >= 0, "reading baseline_rss_bytes");
+  if (a >= 0) H5Aclose(a);
+  H5Adelete(g, "baseline_rss_bytes");
+  static long long big[4096];
+  for (int i = 0; i < 4096; ++i) big[i] = 0x4141414141414141LL;
+  hsize_t dims[1] = {4096};
+  hid_t space = H5Screate_simple(1, dims, NULL);
+  a = H5Acreate2(g, "baseline_rss_bytes", H5T_NATIVE_LLONG, space, H5P_DEFAULT, H5P_DEFAULT);
+  TEST_ASSERT(a >= 0 && H5Awrite(a, H5T_NATIVE_LLONG, big) >= 0, "writing the array attribute");
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(space);
+  H5Gclose(g);
+  H5Fclose(f);
+
+  FILE *out = tmpfile();
+  EXPECT_ERROR(qp_report_print(path, out ? out : stdout), QP_ERR_INPUT, "baseline_rss_bytes",
+               "holds 4096 values where qmlpipe writes one", path);
+  if (out) fclose(out);
+  int64_t v = 0;
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  g = f >= 0 ? H5Gopen2(f, "/budget", H5P_DEFAULT) : -1;
+  if (g >= 0) {
+    EXPECT_ERROR(qp_h5_attr_i64(g, "/budget", "baseline_rss_bytes", 1, &v), QP_ERR_INPUT,
+                 "'baseline_rss_bytes' holds 4096 values");
+    H5Adelete(g, "baseline_rss_bytes");
+    TEST_OK(qp_h5_attr_write_i64(g, "/budget", "baseline_rss_bytes", (int64_t)saved));
+    H5Gclose(g);
+  }
+  if (f >= 0) H5Fclose(f);
+  check_print(path); /* whole again */
+}
+
 int main(void) {
   char dir[] = "test_report_XXXXXX";
   TEST_ASSERT(mkdtemp(dir) != NULL, "mkdtemp");
@@ -268,6 +314,7 @@ int main(void) {
               "results.h5", dir, n, tmp_found);
   check_file(path, fisher, &baseline);
   check_print(path);
+  check_array_attribute(path);
 
   /* A path in a directory that does not exist: QP_ERR_IO, and nothing left anywhere. */
   TEST_FAILS(qp_results_write(bad, &res), QP_ERR_IO);
