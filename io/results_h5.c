@@ -307,6 +307,7 @@ static qp_err qp_results_datasets(const qp_h5_out *o, const qp_results *r) {
   hid_t diag = H5Gopen2(o->file, "/diagnostics", H5P_DEFAULT);
   QP_CHECK(diag >= 0, QP_ERR_IO, "%s: cannot open /diagnostics", o->path);
   qp_err err = qp_out_f64(o, diag, "accuracy", r->accuracy);
+  if (err == QP_OK) err = qp_out_f64(o, diag, "spectra_error", r->spectra_error);
   for (int i = 0; i < r->n_rcond && err == QP_OK; ++i) {
     char name[64];
     snprintf(name, sizeof name, "rcond_%s", r->rcond_names[i]);

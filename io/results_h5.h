@@ -51,6 +51,8 @@ typedef struct qp_results {
   const double *rcond;
   const char *const *rcond_names;
   double accuracy;
+  /* the largest rounding error of C_hat in units of its error bars (NaN: not estimated) */
+  double spectra_error;
 } qp_results;
 
 /** Writes the results file (with the /budget report of every stage recorded so far).

@@ -154,6 +154,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
                      qp_meter_sample *baseline) {
   memset(p, 0, sizeof *p);
   for (int i = 0; i < QP_RCOND_COUNT; ++i) p->rcond[i] = NAN;
+  p->spectra_error = NAN;
   p->cfg = cfg;
   p->progress = options->progress;
   qp_err err = QP_OK;
@@ -262,6 +263,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
         .rcond = p->rcond,
         .rcond_names = rcond_names,
         .accuracy = cfg->accuracy,
+        .spectra_error = p->spectra_error,
     };
     for (int i = 0; i < QP_RCOND_COUNT; ++i) rcond_names[i] = qp_rcond_name((qp_rcond_id)i);
     err = qp_results_write(cfg->output, &results);

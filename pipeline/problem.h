@@ -72,6 +72,9 @@ typedef struct qp_problem {
 
   /* reciprocal condition numbers (NaN: not formed on this route) */
   double rcond[QP_RCOND_COUNT];
+  /* The largest rounding error of C_hat in units of its error bars (stage_spectra.c), NaN
+   * until spectra_run */
+  double spectra_error;
 
   /* results */
   double *fisher;         /* QP_TERM_FISHER: n_params^2 */

@@ -50,6 +50,29 @@ qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const c
   return QP_OK;
 }
 
+/* The error of C_hat in error bars, eps / rcond(Fe) x the largest signal-to-noise (the
+ * header says why); refused only above `accuracy`, recorded either way. */
+qp_err qp_spectra_error_check(qp_problem *p) {
+  const int64_t np = p->n_params, n_maps = p->n_maps;
+  double snr = 1.0;
+  for (int64_t m = 0; m < n_maps; ++m)
+    for (int64_t q = 0; q < np; ++q) {
+      const double s = fabs(p->cl[m * np + q]) * sqrt(p->fisher[q + q * np]);
+      snr = s > snr ? s : snr;
+    }
+  const double rcond = p->rcond[QP_RCOND_FISHER];
+  const double error = rcond > 0 ? DBL_EPSILON / rcond * snr : INFINITY;
+  p->spectra_error = error;
+  QP_CHECK(isfinite(error) && error <= p->cfg->accuracy, QP_ERR_NUMERICAL,
+           "stage spectra_run: the Fisher matrix F is too ill-conditioned for double precision: "
+           "rcond = %.3g after equilibration (unit diagonal), so C_hat would carry rounding "
+           "errors of up to ~%.1e of its error bars (signal-to-noise up to %.3g), above "
+           "accuracy %.1e; some bins are nearly unconstrained or degenerate with others: use "
+           "wider bins, fewer spectra or a larger ell_min",
+           rcond, error, snr, p->cfg->accuracy);
+  return QP_OK;
+}
+
 double qp_signal_eigen_bound(const qp_problem *p) {
   const int t = p->n_obs_t > 0, pol = p->n_obs_p > 0;
   double largest = 0.0;

@@ -38,6 +38,16 @@ double qp_rcond_diagonal(const double *d, int64_t n);
 qp_err qp_conditioning_check(qp_problem *p, qp_rcond_id id, double rcond, const char *what,
                              const char *advice);
 
+/** The Fisher guard, after spectra_run has C_hat (p->cl), F^-1 and rcond of the equilibrated
+ *  F (p->rcond[QP_RCOND_FISHER], unit diagonal: stage_spectra.c). A solve with Fe loses a
+ *  factor kappa(Fe) = 1/rcond to rounding in the scaled unknowns u = D^-1 C_hat (D =
+ *  diag(F)^-1/2), whose size is the signal-to-noise |C_hat_p| sqrt(F_pp); in units of the error
+ *  bars (sigma_p = D_p sqrt((Fe^-1)_pp) >= D_p, as Fe has a unit diagonal) each C_hat_p is
+ *  therefore off by at most about eps / rcond x max(1, max_p |C_hat_p| sqrt(F_pp)). Records
+ *  that in p->spectra_error (/diagnostics) and fails with QP_ERR_NUMERICAL, stating it, when it
+ *  exceeds p->cfg->accuracy. */
+qp_err qp_spectra_error_check(qp_problem *p);
+
 /** A = L L^T in place with the condition check: |A|_1 before, dpocon after (collective).
  *  *anorm (may be NULL) receives |A|_1. */
 qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const char *what,

@@ -13,25 +13,54 @@
 #include "stages.h"
 #include "terms.h"
 
-/* F is small and whole on every rank: inverted locally (the cpu backend) on each. */
+/* F is small and whole on every rank: inverted locally (the cpu backend) on each, after
+ * equilibration. Its parameters carry different units and scales (TT against BB, low against
+ * high ell: diagonals decades apart), so rcond of F as it stands measures that scaling, not
+ * how well the estimates are determined: Fe = D F D with D = diag(F)^-1/2 (unit diagonal,
+ * LAPACK's dpoequ) is factored and inverted, and F^-1 = D Fe^-1 D. Cholesky is invariant
+ * under that scaling, so the numbers are those of F; only the condition figure changes. */
 static qp_err qp_invert_fisher(qp_problem *p) {
   const int64_t np = p->n_params;
-  memcpy(p->fisher_inverse, p->fisher, (size_t)(np * np) * sizeof(double));
+  double *d = malloc((size_t)np * sizeof *d);
+  QP_CHECK(d, QP_ERR_NOMEM, "spectra_run: out of memory for %lld scales", (long long)np);
+  for (int64_t q = 0; q < np; ++q) {
+    const double fqq = p->fisher[q + q * np];
+    if (!(fqq > 0.0) || !isfinite(fqq)) {
+      free(d);
+      QP_CHECK(0, QP_ERR_NOT_POSDEF,
+               "the Fisher matrix (%lld parameters) is not positive definite, so the spectra "
+               "cannot be estimated: parameter %lld (%s, ell %d-%d) has F_pp = %g, so no pixel "
+               "constrains it; drop that spectrum or bin, or lower lmax",
+               (long long)np, (long long)q, qp_spectrum_name(p->cfg->spectra[q / p->n_bins]),
+               p->bin_lo[q % p->n_bins], p->bin_hi[q % p->n_bins], fqq);
+    }
+    d[q] = 1.0 / sqrt(fqq);
+  }
+  for (int64_t r = 0; r < np; ++r)
+    for (int64_t q = 0; q < np; ++q)
+      p->fisher_inverse[q + r * np] = d[q] * p->fisher[q + r * np] * d[r];
   qp_matrix finv;
-  QP_CALL(qp_matrix_view(qp_linalg_cpu_ops(), "fisher", p->fisher_inverse, np, np, np, &finv));
+  qp_err err = qp_matrix_view(qp_linalg_cpu_ops(), "fisher", p->fisher_inverse, np, np, np, &finv);
   double anorm = 0.0, rcond = 0.0;
-  QP_CALL(qp_linalg_norm1(&finv, &anorm));
-  qp_err err = qp_linalg_potrf(&finv);
-  QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
-           "the Fisher matrix (%lld parameters) is not positive definite, so the spectra cannot "
-           "be estimated: some bins carry no information (%s)",
-           (long long)np, qp_error_message());
+  if (err == QP_OK) err = qp_linalg_norm1(&finv, &anorm);
+  if (err == QP_OK) {
+    err = qp_linalg_potrf(&finv);
+    if (err == QP_ERR_NOT_POSDEF) {
+      free(d);
+      QP_CHECK(0, QP_ERR_NOT_POSDEF,
+               "the Fisher matrix (%lld parameters) is not positive definite, so the spectra "
+               "cannot be estimated: some bins carry no information or repeat others (%s)",
+               (long long)np, qp_error_message());
+    }
+  }
+  if (err == QP_OK) err = qp_linalg_pocon(&finv, anorm, &rcond);
+  if (err == QP_OK) err = qp_linalg_potri(&finv);
+  if (err == QP_OK)
+    for (int64_t r = 0; r < np; ++r)
+      for (int64_t q = 0; q < np; ++q) p->fisher_inverse[q + r * np] *= d[q] * d[r];
+  free(d);
   QP_CALL(err);
-  QP_CALL(qp_linalg_pocon(&finv, anorm, &rcond));
-  QP_CALL(qp_conditioning_check(p, QP_RCOND_FISHER, rcond, "the Fisher matrix F",
-                                "some bins are nearly unconstrained or degenerate with others: "
-                                "use wider bins, fewer spectra or a larger ell_min"));
-  QP_CALL(qp_linalg_potri(&finv));
+  p->rcond[QP_RCOND_FISHER] = rcond;
   return QP_OK;
 }
 
@@ -145,6 +174,7 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
         s += p->fisher_inverse[q + r * np] * (p->yb[m * np + r] - p->noise_bias[r]);
       p->cl[m * np + q] = s;
     }
+  QP_CALL(qp_spectra_error_check(p));
   /* Nothing that is not a finite number reaches the results file. */
   QP_CALL(qp_check_finite(p->yb, n_maps * np, "spectra_run", "y (raw quadratic /spectra/yb)"));
   QP_CALL(qp_check_finite(p->error, np, "spectra_run", "the error bars sqrt(diag F^-1)"));

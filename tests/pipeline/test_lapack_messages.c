@@ -3,9 +3,9 @@
  *
  * 1. Fisher, end to end through the qmlpipe binary (argv[1]): a Gaussian beam of 100000
  *    arcmin makes B_l^2 underflow to 0 for every l >= 2, so every bin matrix and the whole
- *    Fisher matrix are 0: spectra_run's Cholesky of F fails at its first leading minor. The run
- *    must exit with the not-positive-definite status and print "the Fisher matrix ... not
- *    positive definite" and the leading minor of order 1.
+ *    Fisher matrix are 0: spectra_run finds F_pp = 0 before its Cholesky (which equilibrates
+ *    by diag(F)^-1/2). The run must exit with the not-positive-definite status and print "the
+ *    Fisher matrix ... not positive definite" and the parameter, spectrum and bin at fault.
  * 2. SMW, in process: I + K Lambda exactly singular needs Lambda to cancel K to the last bit,
  *    which no config file can promise (a C_ell file must be >= 0), so the test crafts it. Four
  *    modes (T, l = 0 and 1) with C_1 = 0: Lambda = diag(lambda_0, 0, 0, 0), and row 0 of
@@ -63,8 +63,8 @@ static void fisher_not_posdef(void) {
               "fisher_zero: exit status %d (signal %d), expected %d", r.status, r.signal,
               qp_err_exit_status(QP_ERR_NOT_POSDEF));
   const char *words[] = {
-      "the Fisher matrix (3 parameters) is not positive definite", "some bins carry no information",
-      "matrix 'fisher' (3 x 3) is not positive definite", "leading minor of order 1 (row 1)"};
+      "the Fisher matrix (3 parameters) is not positive definite",
+      "parameter 0 (TT, ell 2-4) has F_pp = 0", "no pixel constrains it"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; ++i)
     TEST_ASSERT(strstr(r.err, words[i]) != NULL, "fisher_zero: stderr lacks '%s':\n%s", words[i],
                 r.err);

@@ -241,8 +241,42 @@ static void check_direct(void) {
   TEST_OK(qp_check_finite(y, 4, "fisher_run", "F"));
 }
 
+/* The Fisher guard in error bars (qp_spectra_error_check): eps / rcond(Fe) x the largest
+ * signal-to-noise |C_hat_p| sqrt(F_pp), against accuracy 1e-6. */
+static void check_spectra_error(void) {
+  qp_config cfg;
+  qp_config_defaults(&cfg);
+  qp_problem p;
+  memset(&p, 0, sizeof p);
+  p.cfg = &cfg;
+  double fisher[4] = {1e12, 0.0, 0.0, 1e-12}; /* scales 24 decades apart, equilibrated 1 */
+  double cl[2] = {3e-6, 5e5};                 /* signal-to-noise 3 and 0.5 */
+  p.fisher = fisher;
+  p.cl = cl;
+  p.n_params = 2;
+  p.n_maps = 1;
+  p.rcond[QP_RCOND_FISHER] = 1.0;
+  TEST_OK(qp_spectra_error_check(&p));
+  TEST_WITHIN(fabs(p.spectra_error - 3.0 * DBL_EPSILON) / DBL_EPSILON, 1e-12,
+              "error = eps x 3: %.3g", p.spectra_error);
+  p.rcond[QP_RCOND_FISHER] = 1e-9; /* a signal-to-noise of 3 x 4.5e9 eps: 6.7e-7 of sigma, ok */
+  TEST_OK(qp_spectra_error_check(&p));
+  cl[0] = 3e-5; /* signal-to-noise 30: 6.7e-6 of the error bars, refused */
+  EXPECT_ERROR(qp_spectra_error_check(&p), QP_ERR_NUMERICAL, "spectra_run",
+               "rcond = 1e-09 after equilibration", "~6.7e-06 of its error bars",
+               "signal-to-noise up to 30", "accuracy 1.0e-06");
+  TEST_ASSERT(p.spectra_error > 6.6e-6 && p.spectra_error < 6.7e-6,
+              "the refused error is still recorded: %.3g", p.spectra_error);
+  p.rcond[QP_RCOND_FISHER] = NAN; /* not estimated: never passes */
+  EXPECT_ERROR(qp_spectra_error_check(&p), QP_ERR_NUMERICAL, "Fisher matrix F");
+  cfg.accuracy = 1e-3; /* a looser accuracy accepts the 6.7e-6 */
+  p.rcond[QP_RCOND_FISHER] = 1e-9;
+  TEST_OK(qp_spectra_error_check(&p));
+}
+
 int main(void) {
   check_direct();
+  check_spectra_error();
   check_overflowing_map();
   check_plan_time_skip();
   check_blas_split();
