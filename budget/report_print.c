@@ -338,6 +338,20 @@ qp_err qp_report_print(const char *path, FILE *out) {
     else
       fprintf(out, "  memory limit: none\n");
   }
+  /* The spectra's numerical quality (/diagnostics, docs/numerical-checks.md): the rounding
+   * error the Fisher guard estimated, in error bars, against the accuracy asked for. */
+  if (H5Lexists(file, "diagnostics", H5P_DEFAULT) > 0) {
+    hid_t diag = H5Gopen2(file, "diagnostics", H5P_DEFAULT);
+    if (diag >= 0) {
+      const double error = qp_read_f64(diag, "spectra_error", NAN);
+      if (isfinite(error))
+        fprintf(out, "  spectra: rounding error up to %.2g of the error bars (accuracy %.2g; "
+                     "rcond of F equilibrated %.3g)\n",
+                error, qp_read_f64(diag, "accuracy", NAN), qp_read_f64(diag, "rcond_fisher", NAN));
+      H5Gclose(diag);
+    }
+  }
+  H5Eclear2(H5E_DEFAULT);
   /* A device run's context: what the plan reserved beside what the device meter's baseline
    * measured (files of host runs and of older versions say nothing). */
   if (H5Aexists(budget, "device_context_predicted_bytes") > 0) {

@@ -205,6 +205,9 @@ static void check_print(const char *path) {
     TEST_ASSERT(strstr(text, "covariance_setup") != NULL, "report lacks covariance_setup");
     TEST_ASSERT(strstr(text, "basis_setup") != NULL, "report lacks basis_setup");
     TEST_ASSERT(strstr(text, "DRIFT") != NULL, "report marks no drift");
+    TEST_ASSERT(strstr(text, "rounding error up to 2.5e-14 of the error bars (accuracy 1e-06") !=
+                    NULL,
+                "report lacks the spectra's rounding error (/diagnostics spectra_error)");
     fputs(text, stderr); /* shown by ctest --output-on-failure / -V */
   } else {
     TEST_ASSERT(0, "cannot read the printed report back");
@@ -305,7 +308,8 @@ int main(void) {
                     .bin_ell_min = ell_min, .bin_ell_max = ell_max, .fisher = fisher, .yb = yb,
                     .noise_bias = noise_bias, .cl = cl, .error = error,
                     .path_used = "pixel_direct", .path_reason = "test_report",
-                    .model = &model, .baseline = &baseline};
+                    .model = &model, .baseline = &baseline, .accuracy = 1e-6,
+                    .spectra_error = 2.5e-14};
 
   TEST_OK(qp_results_write(path, &res));
   int tmp_found = 0;
