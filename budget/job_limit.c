@@ -305,3 +305,28 @@ qp_err qp_job_limit_find(const qp_job_env *env_in, double configured, int node_r
   }
   return QP_OK;
 }
+
+void qp_stack_limit_raise(void) {
+  struct rlimit stack;
+  if (getrlimit(RLIMIT_STACK, &stack) != 0 || stack.rlim_cur == RLIM_INFINITY ||
+      (double)stack.rlim_cur >= QP_STACK_WANTED_BYTES)
+    return;
+  rlim_t wanted = (rlim_t)QP_STACK_WANTED_BYTES;
+  if (stack.rlim_max != RLIM_INFINITY && stack.rlim_max < wanted) wanted = stack.rlim_max;
+  stack.rlim_cur = wanted;
+  (void)setrlimit(RLIMIT_STACK, &stack);
+}
+
+qp_err qp_stack_limit_check(void) {
+  struct rlimit stack;
+  if (getrlimit(RLIMIT_STACK, &stack) != 0 || stack.rlim_cur == RLIM_INFINITY) return QP_OK;
+  QP_CHECK((double)stack.rlim_cur >= QP_STACK_NEEDED_BYTES, QP_ERR_BUDGET,
+           "the stack limit is %llu KiB (`ulimit -s`, its hard limit %s): the BLAS library's "
+           "threaded LU (the SMW route) keeps up to ~4 MiB of job tables on the calling "
+           "thread's stack and would crash; raise it to %d KiB or more (`ulimit -s 8192`), or "
+           "choose harmonic_method: projected or path: pixel_direct",
+           (unsigned long long)(stack.rlim_cur / 1024),
+           stack.rlim_max == RLIM_INFINITY ? "unlimited" : "no higher",
+           (int)(QP_STACK_NEEDED_BYTES / 1024));
+  return QP_OK;
+}

@@ -73,6 +73,22 @@ typedef struct qp_job_limit {
  *  fails (each caller decides what an unreadable limit means for it). */
 double qp_address_space_limit(void);
 
+/** The stack the calling thread's BLAS calls need: OpenBLAS's threaded drivers keep their job
+ *  tables on the caller's stack, and its dgetrf (the SMW route's LU) died of SIGSEGV with
+ *  `ulimit -s` below 4 MiB (Debian's OpenBLAS 0.3.21, measured; its Cholesky ran at 128 KiB;
+ *  8 MiB, Linux's default, is what qmlpipe asks for). */
+#define QP_STACK_WANTED_BYTES (8.0 * 1048576.0)
+#define QP_STACK_NEEDED_BYTES (4.0 * 1048576.0)
+
+/** Raises the soft stack limit (RLIMIT_STACK) to QP_STACK_WANTED_BYTES where it is lower and
+ *  the hard limit allows (the main thread's stack grows to whatever the soft limit is when it
+ *  faults, so raising it at run time is enough). Call first in main. Never fails. */
+void qp_stack_limit_raise(void);
+
+/** QP_ERR_BUDGET naming `ulimit -s` when the soft stack limit is below QP_STACK_NEEDED_BYTES
+ *  (after qp_stack_limit_raise: the hard limit forbids more), else QP_OK. */
+qp_err qp_stack_limit_check(void);
+
 /** Finds the smallest of the limits enforced on this process and `configured` (bytes of
  *  memory.host_limit, 0 or less when not set), after each one's margin, and says where it came
  *  from. `node_ranks`: the ranks on this node as the caller knows them (1 when it does not).

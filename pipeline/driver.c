@@ -176,6 +176,10 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   /* The inputs' hashes, and with --resume the checkpoint's checks, before any work. */
   QP_CALL_GOTO(qp_checkpoint_open(&ck, cfg->checkpoint, options->resume, p), fail);
   QP_CALL_GOTO(qp_inputs_touch_libraries(p), fail);
+  /* A stack OpenBLAS's threaded LU fits on, where the route has one (SMW; the Cholesky routes
+   * ran under `ulimit -s 128`), if qp_stack_limit_raise could not give it. */
+  if (qp_driver_warm_up_kernels(p->model_dims.path) & QP_WARM_UP_LU)
+    QP_CALL_GOTO(qp_comm_agree(qp_stack_limit_check()), fail);
   /* Under `ulimit -v`, room for OpenBLAS's buffers, whatever the planner was told. */
   QP_CALL_GOTO(qp_comm_agree(qp_blas_check_address_space()), fail);
   qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->model_dims.path),

@@ -3,12 +3,14 @@
  * none of it is measured inside a stage. What each routine touches follows OpenBLAS 0.3.21's
  * internals, its blocking measured on the kernel that runs (qp_blas_footprint_get); another
  * BLAS library's buffers are measured whole by the same probe (docs/memory-model.md). */
+#define _GNU_SOURCE /* pthread_getattr_np */
 #include "warm_up.h"
 
 #include <cblas.h>
 #include <malloc.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,15 +151,28 @@ static void qp_warm_up_heap(size_t bytes) {
  * touched 12-56 KiB of new stack in basis_setup of the SMW route. Its own function, so that
  * the warm-up's BLAS calls keep the depth they have without it. The lowest byte is written
  * first: that one fault grows the stack's mapping down over the whole range, which madvise
- * can then fill. */
+ * can then fill. No more than half of what is left of this thread's stack below this frame
+ * (pthread_getattr_np: the main thread's limit is `ulimit -s`, a worker's the size it was
+ * made with): a fixed 512 KiB array overflowed a 512 KiB stack, and an OpenMP worker's
+ * 128 KiB one (SIGSEGV, issue 38). */
 static __attribute__((noinline)) void qp_warm_up_stack(size_t bytes) {
   enum { QP_STACK_MAX = 512 * 1024 };
-  volatile char stack_touch[QP_STACK_MAX];
-  const size_t n = bytes < QP_STACK_MAX ? bytes : QP_STACK_MAX;
-  /* The n bytes nearest this frame: the array's top end (the stack grows down). */
-  volatile char *lowest = stack_touch + (QP_STACK_MAX - n);
-  lowest[0] = 0;
-  qp_warm_up_populate(lowest, n);
+  size_t n = bytes < QP_STACK_MAX ? bytes : QP_STACK_MAX;
+  pthread_attr_t attr;
+  void *low = NULL;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return; /* unknown room: commit nothing */
+  const int known = pthread_attr_getstack(&attr, &low, &size) == 0;
+  pthread_attr_destroy(&attr);
+  const uintptr_t here = (uintptr_t)&n;
+  if (!known || here <= (uintptr_t)low) return;
+  const size_t room = (size_t)(here - (uintptr_t)low) / 2;
+  if (n > room) n = room;
+  if (n == 0) return;
+  volatile char stack_touch[n]; /* n <= 512 KiB and a quarter of the limit */
+  /* The lowest byte first (the stack grows down), then the rest. */
+  stack_touch[0] = 0;
+  qp_warm_up_populate(stack_touch, n);
 }
 
 /* OpenBLAS's buffers, one per thread (128 MiB of address space each here, in huge pages where

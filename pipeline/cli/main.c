@@ -11,6 +11,7 @@
 #include "fault.h"
 #include "h5_error.h"
 #include "interrupt.h"
+#include "job_limit.h"
 #include "omp_wait.h"
 #include "qp_config.h"
 
@@ -70,6 +71,9 @@ static int qp_dispatch(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  /* `ulimit -s` below 8 MiB raised as far as the hard limit allows, before any thread exists
+   * (budget/job_limit.h: OpenBLAS's threaded drivers need ~4 MiB of the caller's stack). */
+  qp_stack_limit_raise();
   /* MPI starts when an MPI launcher started qmlpipe (linalg/comm.h); then every command runs
    * on every rank, and rank 0 prints and writes. */
   if (qp_comm_init(&argc, &argv) != QP_OK) {
