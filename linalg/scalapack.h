@@ -47,6 +47,10 @@ double pdlange_(const char *norm, const int *m, const int *n, const double *a, c
 void pdpocon_(const char *uplo, const int *n, const double *a, const int *ia, const int *ja,
               const int *desca, const double *anorm, double *rcond, double *work,
               const int *lwork, int *iwork, const int *liwork, int *info, size_t uplo_len);
+void pdtrsv_(const char *uplo, const char *trans, const char *diag, const int *n,
+             const double *a, const int *ia, const int *ja, const int *desca, double *x,
+             const int *ix, const int *jx, const int *descx, const int *incx, size_t uplo_len,
+             size_t trans_len, size_t diag_len);
 void pdgecon_(const char *norm, const int *n, const double *a, const int *ia, const int *ja,
               const int *desca, const double *anorm, double *rcond, double *work,
               const int *lwork, int *iwork, const int *liwork, int *info, size_t norm_len);
