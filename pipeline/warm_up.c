@@ -29,12 +29,18 @@
  * buffers of a panel's size (local rows x block) on first use, and BLACS keeps its largest
  * message buffer for good; MPI sets up its shared-memory channels to every peer. All of that
  * belongs to the baseline, not to basis_setup (measured there at +2.6 MiB kept per rank at
- * n_pix 4480 on 1 x 2 ranks before this warm-up covered the problem's height). */
+ * n_pix 4480 on 1 x 2 ranks before this warm-up covered the problem's height).
+ * The panels are two blocks a process wide, but never wider than a fifth of the problem:
+ * their matrices (2 k^2 + 4 n k doubles in all) then stay within C's own size. Sized by the
+ * block alone, `--block 4096` on 2 ranks of an nside 4 case built ~12 GiB and 10 TFLOP of
+ * warm-up, beyond memory.host_limit and the plan (issue 38). */
 static void qp_warm_up_distributed(int64_t n_pix) {
   const qp_linalg_ops *ops = qp_linalg_dist_ops();
   if (!ops || !qp_grid_current()) return;
   const qp_grid *g = qp_grid_current();
-  const int64_t k = 2 * (int64_t)g->block * (g->nprow > g->npcol ? g->nprow : g->npcol);
+  const int64_t widest = 2 * (int64_t)g->block * (g->nprow > g->npcol ? g->nprow : g->npcol);
+  const int64_t fifth = n_pix / 5 > 1 ? n_pix / 5 : 1;
+  const int64_t k = widest < fifth ? widest : fifth;
   const int64_t n = n_pix > k ? n_pix : k;
   qp_matrix a = {0}, b = {0}, c = {0}, t = {0}, b2 = {0}, tall = {0};
   int *pivots = NULL;
