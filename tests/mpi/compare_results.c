@@ -3,8 +3,10 @@
  * (default 1e-10), measured as max |a - b| / max |a| over each dataset with the suite's one
  * NaN-aware comparison (qp_test_max_rel_diff and TEST_WITHIN of tests/test_util.h): a NaN or
  * an infinity in either file fails, wherever it is. Exit 0 when they agree, 1 otherwise, 2 on a
- * bad command line. */
+ * bad command line. The conditioning figures of /diagnostics (rcond_*) must agree too.
+ */
 #include <hdf5.h>
+#include <hdf5_hl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,38 @@ static size_t count_not_finite(const double *v, hsize_t n) {
   for (hsize_t i = 0; i < n; ++i)
     bad += !isfinite(v[i]);
   return bad;
+}
+
+/* /diagnostics' rcond_<matrix> of one file (NaN: not formed on the route, or missing). */
+static double read_rcond(const char *path, const char *name) {
+  double v = NAN;
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f >= 0) {
+    if (H5LTget_attribute_double(f, "diagnostics", name, &v) < 0) v = NAN;
+    H5Fclose(f);
+  }
+  H5Eclear2(H5E_DEFAULT);
+  return v;
+}
+
+/* The conditioning guards judge the same figures on any number of ranks (issue 38): each
+ * rcond the reference formed agrees, and none is formed in one file only. The Cholesky ones
+ * to 1e-6 relative (the estimates take the same dlacn2 steps; their solves differ by
+ * rounding). The LU one (SMW's I + K Lambda) to 25%: like dgecon, the estimate applies the
+ * factors without the row interchanges, (LU)^-1 = A^-1 P^T, so its vectors, and the lower
+ * bound they reach, follow the pivots, which near-ties make differ between OpenBLAS's
+ * recursive dgetrf and pdgetrf (7% on smw_QU's 2x1 grid). */
+static void check_rcond(const char *reference, const char *other) {
+  static const char *const names[] = {"rcond_covariance", "rcond_noise", "rcond_smw_kernel",
+                                      "rcond_fisher"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
+    const double a = read_rcond(reference, names[k]), b = read_rcond(other, names[k]);
+    if (isnan(a) && isnan(b)) continue;
+    const double rel = qp_test_rel_diff(a, b), tolerance = k == 2 ? 0.25 : 1e-6;
+    printf("%-20s %.6g and %.6g  rel. difference %.3e  %s\n", names[k], a, b, rel,
+           qp_test_within(rel, tolerance) ? "ok" : "DIFFERENT");
+    TEST_WITHIN(rel, tolerance, "/diagnostics %s: %s against %s", names[k], other, reference);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -50,5 +84,6 @@ int main(int argc, char **argv) {
     free(a);
     free(b);
   }
+  check_rcond(argv[1], argv[2]);
   return TEST_RETURN();
 }
