@@ -35,16 +35,17 @@ static qp_err qp_input_check_name(const char *role, const char *path) {
   const int begins = len > 0 && (qp_input_blank(path[0]) || qp_input_blank(name[0]));
   const int ends = len > 0 && qp_input_blank(path[len - 1]);
   QP_CHECK(!begins && !ends, QP_ERR_INPUT,
-           "%s '%s': the name %s with a blank, which FITS readers strip (another file would be "
-           "read than the one named): remove the blank from the path, or rename the file",
+           "%s '%s': the name %s with a blank, refused: cfitsio strips such blanks, so another "
+           "file than the one named (and hashed) could be read; remove the blank from the path, "
+           "or rename the file",
            role, path, begins ? "begins" : "ends");
   return QP_OK;
 }
 
 static qp_err qp_input_refuse_kind(const char *role, const char *path, unsigned mode) {
   QP_FAIL(QP_ERR_IO,
-          "%s '%s' is %s, not a regular file: refused, since reading it could block or never "
-          "end",
+          "%s '%s' is %s, not a regular file: refused (only regular files are read as inputs: "
+          "a FIFO or a device can block a reader or feed it for ever)",
           role, path, qp_input_kind(mode));
 }
 
@@ -76,8 +77,8 @@ qp_err qp_input_open(const char *role, const char *path, int64_t max_bytes, int 
     goto fail;
   }
   QP_CHECK_GOTO(max_bytes <= 0 || (int64_t)st.st_size <= max_bytes, QP_ERR_INPUT, fail,
-                "%s '%s' holds %s, more than the %s an input of its kind may: not a file this "
-                "program wrote or reads",
+                "%s '%s' holds %s, more than the %s accepted for an input of its kind: not a "
+                "file qmlpipe reads",
                 role, path, qp_bytes_readable((double)st.st_size).text,
                 qp_bytes_readable((double)max_bytes).text);
   /* Reads of a regular file ignore O_NONBLOCK; cleared so the descriptor is an ordinary one. */

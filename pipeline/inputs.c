@@ -123,6 +123,7 @@ static qp_err qp_inputs_read_plan_files(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   /* The mask first: its nside bounds lmax, the first thing a user gets wrong. */
   qp_healpix_info mask_info;
+  QP_CALL(qp_input_check("mask file", cfg->mask, QP_INPUT_ANY_SIZE));
   QP_CALL(qp_fits_map_info(cfg->mask, &mask_info));
   p->nside = mask_info.nside;
   p->n_sky = mask_info.n_sky;
