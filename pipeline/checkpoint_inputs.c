@@ -28,8 +28,7 @@ uint64_t qp_hash_bytes(uint64_t h, const void *data, size_t n) {
   return h;
 }
 
-static qp_err qp_ck_hash_file(const char *role, const char *path, uint64_t *hash,
-                              int64_t *bytes) {
+static qp_err qp_ck_hash_file(const char *role, const char *path, uint64_t *hash, int64_t *bytes) {
   enum { QP_CK_CHUNK = 1 << 20 }; /* a multiple of 8: chunks keep the words aligned */
   /* Through the shared check (input_file.h): what is hashed is the regular file the readers
    * read, and a FIFO or /dev/zero named as an input can neither block nor feed this forever. */

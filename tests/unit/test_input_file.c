@@ -37,14 +37,14 @@ static void write_text(const char *path, const char *text) {
 }
 
 /* One refused path: the code, the words of the message, *fd -1, no descriptor left open. */
-#define REFUSED(path, max, code, ...)                                                          \
-  do {                                                                                         \
-    const int fds_ = open_fds();                                                               \
-    int fd_ = 7;                                                                               \
-    EXPECT_ERROR(qp_input_open("test file", (path), (max), &fd_), (code), "test file",         \
-                 __VA_ARGS__);                                                                 \
-    TEST_ASSERT(fd_ == -1, "%s: *fd is %d after a failure", (path), fd_);                      \
-    TEST_ASSERT(open_fds() == fds_, "%s: a descriptor was left open", (path));                 \
+#define REFUSED(path, max, code, ...)                                                              \
+  do {                                                                                             \
+    const int fds_ = open_fds();                                                                   \
+    int fd_ = 7;                                                                                   \
+    EXPECT_ERROR(qp_input_open("test file", (path), (max), &fd_), (code), "test file",             \
+                 __VA_ARGS__);                                                                     \
+    TEST_ASSERT(fd_ == -1, "%s: *fd is %d after a failure", (path), fd_);                          \
+    TEST_ASSERT(open_fds() == fds_, "%s: a descriptor was left open", (path));                     \
   } while (0)
 
 int main(void) {
