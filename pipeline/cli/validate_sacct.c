@@ -192,8 +192,10 @@ static qp_err qp_cgroup_peak_read(const char *arg, int64_t *peak) {
   }
   qp_error_clear();
   FILE *in = NULL;
-  QP_CALL(qp_input_fopen("--cgroup-peak file", arg, QP_INPUT_TEXT_MAX_BYTES, &in));
-  qp_err err = QP_OK;
+  qp_err err = qp_input_fopen("--cgroup-peak file", arg, QP_INPUT_TEXT_MAX_BYTES, &in);
+  /* Not a size either: say both, since '12XB' is more likely a size mistyped than a file. */
+  QP_CHECK(err == QP_OK, err, "--cgroup-peak '%s' is not a size, and not a file to read: %s", arg,
+           qp_error_message());
   char line[512];
   int lineno = 0;
   *peak = -1;
