@@ -10,6 +10,7 @@
 
 #include "atomic_file.h"
 #include "checked_size.h"
+#include "input_file.h"
 
 qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
   memset(cal, 0, sizeof *cal);
@@ -20,8 +21,9 @@ qp_err qp_calibration_load(const char *path, qp_calibration *cal) {
     return QP_OK;
   }
   snprintf(cal->source, sizeof cal->source, "%s", path);
-  FILE *f = fopen(path, "r");
-  QP_CHECK(f, QP_ERR_IO, "cannot open calibration file '%s': %s", path, strerror(errno));
+  /* A regular text file only (input_file.h): /dev/zero would feed the loop below forever. */
+  FILE *f = NULL;
+  QP_CALL(qp_input_fopen("calibration file", path, QP_INPUT_TEXT_MAX_BYTES, &f));
   char line[512];
   int line_no = 0, have_overhead = 0;
   qp_err err = QP_OK;

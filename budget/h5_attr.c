@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "h5_error.h"
+#include "input_file.h"
 
 /* Opens attribute `name` of obj into *a after checking that it holds one value (a scalar or
  * one element): the reads below fill one value's room, and a file's array attribute of 4096
@@ -164,9 +165,9 @@ qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int6
 qp_err qp_h5_open_budget(const char *path, hid_t *file, hid_t *budget) {
   qp_err err = QP_OK;
   *file = *budget = -1;
-  FILE *probe = fopen(path, "rb");
-  QP_CHECK(probe, QP_ERR_IO, "cannot open results file '%s': %s", path, strerror(errno));
-  fclose(probe);
+  /* Before HDF5 opens the name: the system's reason for a file that cannot be opened (HDF5
+   * says only "unable to open file"), and a FIFO or device refused (input_file.h). */
+  QP_CALL(qp_input_check("results file", path, QP_INPUT_ANY_SIZE));
   QP_H5_GOTO(*file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), done,
              "cannot open '%s' as an HDF5 file", path);
   htri_t has = H5Lexists(*file, "budget", H5P_DEFAULT);

@@ -3,12 +3,13 @@
 
 #include "bins_text.h"
 
+#include "input_file.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Tokens are quoted in messages up to this many characters. */
@@ -127,22 +128,19 @@ qp_err qp_bins_read(const char *path, int ell_min, int lmax, qp_bins *bins) {
 
   QP_CHECK(path != NULL && bins != NULL, QP_ERR_INTERNAL, "qp_bins_read: NULL argument");
   memset(bins, 0, sizeof *bins);
-  /* Looked at before it is opened: opening a FIFO would wait for a writer, and a directory
-   * opens but cannot be read. */
-  struct stat st;
-  QP_CHECK(stat(path, &st) == 0, QP_ERR_IO, "cannot open bins file '%s': %s", path,
-           strerror(errno));
-  QP_CHECK(!S_ISDIR(st.st_mode), QP_ERR_IO,
-           "bins file '%s' is a directory, not a file of 'ell_min ell_max' rows", path);
-  QP_CHECK(S_ISREG(st.st_mode), QP_ERR_IO,
-           "bins file '%s' is not a regular file (a FIFO, socket or device)", path);
-  file = fopen(path, "r");
-  QP_CHECK(file != NULL, QP_ERR_IO, "cannot open bins file '%s': %s", path, strerror(errno));
+  /* A regular file only (a FIFO would wait for a writer, a directory opens but cannot be
+   * read), of at most QP_INPUT_TEXT_MAX_BYTES: input_file.h. */
+  QP_CALL(qp_input_fopen("bins file", path, QP_INPUT_TEXT_MAX_BYTES, &file));
 
   errno = 0;
   ssize_t len;
+  int64_t bytes = 0; /* a file appended to while it is read stops at the same bound */
   while ((len = getline(&line, &line_size, file)) != -1) {
     ++line_no;
+    bytes += len;
+    QP_CHECK_GOTO(bytes <= QP_INPUT_TEXT_MAX_BYTES, QP_ERR_INPUT, done,
+                  "bins file '%s' grew past %lld bytes while it was read", path,
+                  (long long)QP_INPUT_TEXT_MAX_BYTES);
     QP_CHECK_GOTO(strlen(line) == (size_t)len, QP_ERR_INPUT, done,
                   "bins file '%s' line %ld holds a NUL byte: not a text file", path, line_no);
     const char *s = line;

@@ -4,6 +4,7 @@
 #include "cls_text.h"
 
 #include "atomic_file.h"
+#include "input_file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -102,12 +103,19 @@ qp_err qp_cls_read(const char *path, qp_cls *cls) {
 
   QP_CHECK(path != NULL && cls != NULL, QP_ERR_INTERNAL, "qp_cls_read: NULL argument");
   memset(cls, 0, sizeof *cls);
-  file = fopen(path, "r");
-  QP_CHECK(file != NULL, QP_ERR_IO, "cannot open C_ell file '%s': %s", path, strerror(errno));
+  QP_CALL(qp_input_fopen("C_ell file", path, QP_INPUT_TEXT_MAX_BYTES, &file));
 
+  /* The bytes read are counted too: a file that grows while it is read (appended to) stops at
+   * the same bound as one that was too large when opened. */
+  int64_t bytes = 0;
+  ssize_t len;
   errno = 0;
-  while (getline(&line, &line_size, file) != -1) {
+  while ((len = getline(&line, &line_size, file)) != -1) {
     ++line_no;
+    bytes += len;
+    QP_CHECK_GOTO(bytes <= QP_INPUT_TEXT_MAX_BYTES, QP_ERR_INPUT, done,
+                  "C_ell file '%s' grew past %lld bytes while it was read", path,
+                  (long long)QP_INPUT_TEXT_MAX_BYTES);
     char *p = line;
     while (isspace((unsigned char)*p))
       ++p;

@@ -19,6 +19,7 @@
 #include <yaml.h>
 
 #include "config_sections.h"
+#include "input_file.h"
 #include "timeline.h"
 
 void qp_config_defaults(qp_config *cfg) {
@@ -158,9 +159,7 @@ qp_err qp_config_load(const char *path, qp_config *cfg) {
   ctx.file = path;
   QP_CALL_GOTO(qp_cfg_dir(&ctx, path), done);
 
-  file = fopen(path, "rb");
-  QP_CHECK_GOTO(file != NULL, QP_ERR_IO, done, "cannot open config file '%s': %s", path,
-                strerror(errno));
+  QP_CALL_GOTO(qp_input_fopen("config file", path, QP_INPUT_TEXT_MAX_BYTES, &file), done);
   QP_CHECK_GOTO(yaml_parser_initialize(&parser), QP_ERR_NOMEM, done,
                 "cannot initialise the YAML parser");
   have_parser = 1;

@@ -20,6 +20,7 @@
 
 #include "atomic_file.h"
 #include "checked_size.h"
+#include "input_file.h"
 
 enum {
   QP_FITS_CHUNK = 65536,   /* values per read when a NESTED map is scattered into RING order */
@@ -81,9 +82,9 @@ static qp_err qp_fits_open_map(const char *path, fitsfile **out, qp_healpix_info
   memset(info, 0, sizeof *info);
   fits_clear_errmsg(); /* so that an error reports this file's messages, not older ones */
 
-  /* cfitsio only says "could not open the named file"; the system says why. */
-  QP_CHECK(access(path, R_OK) == 0, QP_ERR_IO, "cannot open map file '%s': %s", path,
-           strerror(errno));
+  /* cfitsio only says "could not open the named file", and waits on a FIFO; the shared
+   * check (input_file.h) says why, and refuses what is not a regular file, before it opens. */
+  QP_CALL(qp_input_check("map file", path, QP_INPUT_ANY_SIZE));
   fits_open_diskfile(&f, path, READONLY, &status);
   QP_CALL_GOTO(QP_FITS_STATUS(status, path, "opening"), done);
 

@@ -22,6 +22,7 @@
 #include "fault.h"
 #include "h5_error.h"
 #include "h5_image.h"
+#include "input_file.h"
 
 /* In functions with a `done:` exit and a local `err`: when an HDF5 call returned < 0, records
  * `code` with "HDF5 file 'path': what: <HDF5's innermost description>" (clearing HDF5's
@@ -43,9 +44,9 @@ static qp_err qp_h5_open(const char *path, const char *dataset, hid_t *file, hid
   hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID, space = H5I_INVALID_HID, type = H5I_INVALID_HID;
   char what[512];
 
-  /* HDF5 says only "unable to open file"; the system says why. */
-  QP_CHECK(access(path, R_OK) == 0, QP_ERR_IO, "cannot open HDF5 file '%s': %s", path,
-           strerror(errno));
+  /* HDF5 says only "unable to open file", and waits on a FIFO; the shared check
+   * (input_file.h) says why, and refuses what is not a regular file, before it opens. */
+  QP_CALL(qp_input_check("HDF5 file", path, QP_INPUT_ANY_SIZE));
   f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   QP_H5_CHECK_GOTO(f, QP_ERR_IO, path, "cannot open (not an HDF5 file?)");
   snprintf(what, sizeof what, "no dataset '%s' (or it cannot be opened)", dataset);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "input_file.h"
 
 #define QP_HASH_PRIME 0x100000001b3ULL
 
@@ -27,11 +28,12 @@ uint64_t qp_hash_bytes(uint64_t h, const void *data, size_t n) {
   return h;
 }
 
-static qp_err qp_ck_hash_file(const char *path, uint64_t *hash, int64_t *bytes) {
+static qp_err qp_ck_hash_file(const char *role, const char *path, uint64_t *hash, int64_t *bytes) {
   enum { QP_CK_CHUNK = 1 << 20 }; /* a multiple of 8: chunks keep the words aligned */
-  FILE *f = fopen(path, "rb");
-  QP_CHECK(f, QP_ERR_IO, "checkpoint: cannot read input '%s' to hash it: %s", path,
-           strerror(errno));
+  /* Through the shared check (input_file.h): what is hashed is the regular file the readers
+   * read, and a FIFO or /dev/zero named as an input can neither block nor feed this forever. */
+  FILE *f = NULL;
+  QP_CALL(qp_input_fopen(role, path, QP_INPUT_ANY_SIZE, &f));
   unsigned char *buf = malloc(QP_CK_CHUNK);
   if (!buf) {
     fclose(f);
@@ -54,10 +56,10 @@ static qp_err qp_ck_hash_file(const char *path, uint64_t *hash, int64_t *bytes) 
 }
 
 /* Appends one input's line to the growing text. */
-static qp_err qp_ck_add_input(char **text, size_t *len, const char *path) {
+static qp_err qp_ck_add_input(char **text, size_t *len, const char *role, const char *path) {
   uint64_t h = 0;
   int64_t bytes = 0;
-  QP_CALL(qp_ck_hash_file(path, &h, &bytes));
+  QP_CALL(qp_ck_hash_file(role, path, &h, &bytes));
   const size_t need = *len + strlen(path) + 64;
   char *grown = realloc(*text, need);
   QP_CHECK(grown, QP_ERR_NOMEM, "checkpoint: no memory for the list of inputs");
@@ -72,13 +74,15 @@ static qp_err qp_ck_hash_inputs(const qp_config *cfg, char **text) {
   size_t len = 0;
   *text = calloc(1, 1);
   QP_CHECK(*text, QP_ERR_NOMEM, "checkpoint: no memory for the list of inputs");
-  QP_CALL(qp_ck_add_input(text, &len, cfg->source));
-  for (int m = 0; m < cfg->n_maps; ++m) QP_CALL(qp_ck_add_input(text, &len, cfg->maps[m]));
+  QP_CALL(qp_ck_add_input(text, &len, "config file", cfg->source));
+  for (int m = 0; m < cfg->n_maps; ++m)
+    QP_CALL(qp_ck_add_input(text, &len, "map file", cfg->maps[m]));
   const char *more[] = {cfg->mask, cfg->mask_pol, cfg->cls,
                         cfg->noise_kind != QP_NOISE_VARIANCE ? cfg->noise_file : "",
                         cfg->bins_file};
+  const char *roles[] = {"mask file", "mask_pol file", "C_ell file", "noise file", "bins file"};
   for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
-    if (more[i][0]) QP_CALL(qp_ck_add_input(text, &len, more[i]));
+    if (more[i][0]) QP_CALL(qp_ck_add_input(text, &len, roles[i], more[i]));
   return QP_OK;
 }
 

@@ -10,6 +10,7 @@
 #include "checkpoint_inputs.h"
 #include "h5_attr.h"
 #include "h5_error.h"
+#include "input_file.h"
 #include "memory_model.h"
 #include "terms.h"
 
@@ -41,6 +42,9 @@ qp_err qp_ck_check_header(const qp_checkpoint *ck, const qp_problem *p, qp_stage
   char text[256];
   char *inputs = NULL;
   qp_h5_quiet quiet;
+  /* A checkpoint that is not a regular file (a FIFO would block HDF5's open) is refused
+   * before HDF5 opens the name (input_file.h). */
+  QP_CALL(qp_input_check("checkpoint", path, QP_INPUT_ANY_SIZE));
   qp_h5_quiet_begin(&quiet);
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   QP_H5_GOTO(file, done,
@@ -155,6 +159,7 @@ done:
 static qp_err qp_ck_restore_file(qp_problem *p, const char *path) {
   qp_err err = QP_OK;
   qp_h5_quiet quiet;
+  QP_CALL(qp_input_check("checkpoint", path, QP_INPUT_ANY_SIZE));
   qp_h5_quiet_begin(&quiet);
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   QP_H5_GOTO(file, done, "checkpoint '%s' cannot be read", path);

@@ -169,6 +169,9 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   /* Progress lines from rank 0 only. */
   if (qp_comm_rank() != 0) p->progress = 0;
   QP_CALL_GOTO(qp_driver_find_limit(p), fail);
+  /* Every input file is a regular file before anything reads one (input_file.h): a FIFO as
+   * maps[3] is refused now, not after the stages before the maps are read. */
+  QP_CALL_GOTO(qp_comm_agree(qp_comm_rank() == 0 ? qp_inputs_check_files(cfg) : QP_OK), fail);
   /* The plan and the limit check come before anything large, the warm-up included. */
   QP_CALL_GOTO(qp_inputs_plan(p), fail);
   QP_CALL_GOTO(qp_comm_agree(qp_plan_check_limit(p)), fail);

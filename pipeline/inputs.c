@@ -18,6 +18,7 @@
 #include "h5_matrix.h"
 #include "harmonic_route.h"
 #include "host_window.h"
+#include "input_file.h"
 #include "legendre.h"
 #include "spin_harmonics.h"
 #include "terms.h"
@@ -63,6 +64,9 @@ static const char *qp_mask_pol(const qp_config *cfg) {
 static qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double *sky,
                                   int64_t *n_observed) {
   qp_healpix_info info;
+  /* Checked under its key's name first: the map reader's own check says only "map file". */
+  QP_CALL(qp_input_check(path == p->cfg->mask ? "mask file" : "mask_pol file", path,
+                         QP_INPUT_ANY_SIZE));
   QP_CALL(qp_fits_map_info(path, &info));
   QP_CHECK(info.nside == p->nside, QP_ERR_INPUT,
            "mask '%s' has nside %lld but the mask '%s' has nside %lld", path, (long long)info.nside,
@@ -119,6 +123,7 @@ static qp_err qp_inputs_read_plan_files(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   /* The mask first: its nside bounds lmax, the first thing a user gets wrong. */
   qp_healpix_info mask_info;
+  QP_CALL(qp_input_check("mask file", cfg->mask, QP_INPUT_ANY_SIZE));
   QP_CALL(qp_fits_map_info(cfg->mask, &mask_info));
   p->nside = mask_info.nside;
   p->n_sky = mask_info.n_sky;
@@ -189,6 +194,29 @@ static void qp_inputs_check_calibration_kernel(qp_calibration *cal) {
             "%s: that part is measured here instead (run `qmlpipe calibrate` on this node type "
             "to calibrate it)\n",
             cal->source, cal->blas_kernel[0] ? cal->blas_kernel : "an unrecorded kernel", running);
+}
+
+qp_err qp_inputs_check_files(const qp_config *cfg) {
+  char role[64];
+  for (int m = 0; m < cfg->n_maps; ++m) {
+    snprintf(role, sizeof role, "map file (maps[%d])", m);
+    QP_CALL(qp_input_check(role, cfg->maps[m], QP_INPUT_ANY_SIZE));
+  }
+  const int noise_file = cfg->noise_kind != QP_NOISE_VARIANCE;
+  const struct {
+    const char *role, *path;
+  } files[] = {
+      {"mask file", cfg->mask},
+      {"mask_pol file", cfg->mask_pol},
+      {"C_ell file", cfg->cls},
+      {cfg->noise_kind == QP_NOISE_COVARIANCE ? "noise covariance file (noise.covariance)"
+                                              : "noise variance map (noise.variance_map)",
+       noise_file ? cfg->noise_file : ""},
+      {"bins file", cfg->bins_file},
+  };
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i)
+    if (files[i].path[0]) QP_CALL(qp_input_check(files[i].role, files[i].path, QP_INPUT_ANY_SIZE));
+  return QP_OK;
 }
 
 qp_err qp_inputs_plan(qp_problem *p) {

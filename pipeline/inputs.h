@@ -6,6 +6,12 @@
 
 #include "problem.h"
 
+/** Checks every file the config names (maps, mask, mask_pol, C_ell, noise file, bins) with
+ *  qp_input_check under its key's name (budget/input_file.h): one missing, not a regular file
+ *  or named with a blank at an end is refused before any work (QP_ERR_IO / QP_ERR_INPUT).
+ *  `run` calls it on the reading rank before the plan; not collective. */
+qp_err qp_inputs_check_files(const qp_config *cfg);
+
 /** Plans the run without allocating anything large: checks the mask against lmax, reads the
  *  fiducial spectrum, counts the observed pixels (a QP_TERM_SKY_BUFFER for the time of it),
  *  sets the bins, the dimensions and the model. `qmlpipe budget` stops here. */

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "h5_attr.h"
 #include "h5_error.h"
+#include "input_file.h"
 #include "qp_error.h"
 #include "report_ranks.h"
 #include "validate_figures.h"
@@ -93,8 +94,9 @@ static qp_err qp_sacct_read(const char *path, qp_sacct *a) {
   memset(a, 0, sizeof *a);
   a->path = path;
   a->max_rss = -1;
-  FILE *in = fopen(path, "r");
-  QP_CHECK(in, QP_ERR_INPUT, "%s: cannot open the sacct output: %s", path, strerror(errno));
+  /* A regular text file only (input_file.h): /dev/zero would feed the loop below forever. */
+  FILE *in = NULL;
+  QP_CALL(qp_input_fopen("sacct file (--sacct)", path, QP_INPUT_TEXT_MAX_BYTES, &in));
   qp_err err = QP_OK;
   char line[QP_SACCT_LINE_MAX], header[QP_SACCT_LINE_MAX];
   char *h[QP_SACCT_COLS_MAX], *f[QP_SACCT_COLS_MAX];
@@ -189,10 +191,11 @@ static qp_err qp_cgroup_peak_read(const char *arg, int64_t *peak) {
     return QP_OK;
   }
   qp_error_clear();
-  FILE *in = fopen(arg, "r");
-  QP_CHECK(in, QP_ERR_INPUT, "--cgroup-peak '%s': neither a size nor a readable file (%s)", arg,
-           strerror(errno));
-  qp_err err = QP_OK;
+  FILE *in = NULL;
+  qp_err err = qp_input_fopen("--cgroup-peak file", arg, QP_INPUT_TEXT_MAX_BYTES, &in);
+  /* Not a size either: say both, since '12XB' is more likely a size mistyped than a file. */
+  QP_CHECK(err == QP_OK, err, "--cgroup-peak '%s' is not a size, and not a file to read: %s", arg,
+           qp_error_message());
   char line[512];
   int lineno = 0;
   *peak = -1;

@@ -515,12 +515,13 @@ int main(int argc, char **argv) {
                 "disk_full_hostdev: temporaries left: %s", left);
     umount("ck-fullhd");
   }
-  /* An input that cannot be read to hash it: refused before any stage (8), naming it. */
+  /* An input that cannot be read to hash it: refused before any stage (8), naming it and its
+   * key (run checks every input file before the plan, before the hashes: input_file.h). */
   {
     write_config("unread", cls, "path: pixel_direct");
     TEST_ASSERT(system("sed -i 's/map_0001.fits/missing.fits/' unread.yaml") == 0, "sed failed");
     const char *args[] = {"run", "unread.yaml", "--checkpoint", "ck-unread", NULL};
-    const char *words[] = {"cannot read input 'missing.fits' to hash it", NULL};
+    const char *words[] = {"cannot open map file (maps[1]) 'missing.fits'", NULL};
     TEST_ASSERT(run_words("unreadable_input", 1, args, words) == 8, "unreadable input: not 8");
   }
 
