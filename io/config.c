@@ -172,6 +172,22 @@ qp_err qp_config_load(const char *path, qp_config *cfg) {
   }
   have_doc = 1;
   ctx.doc = &doc;
+  /* One document: a second (after `---`) was ignored, its keys silently lost (issue 38). */
+  {
+    yaml_document_t next;
+    if (!yaml_parser_load(&parser, &next)) {
+      QP_CHECK_GOTO(0, QP_ERR_INPUT, done, "config %s line %d: YAML error: %s", path,
+                    (int)parser.problem_mark.line + 1,
+                    parser.problem ? parser.problem : "unknown problem");
+    }
+    const yaml_node_t *second = yaml_document_get_root_node(&next);
+    const int line = second ? (int)second->start_mark.line + 1 : 0;
+    yaml_document_delete(&next);
+    QP_CHECK_GOTO(second == NULL, QP_ERR_INPUT, done,
+                  "config %s line %d: a second YAML document (after '---'): a config is one "
+                  "document; merge its keys into the first",
+                  path, line);
+  }
 
   const yaml_node_t *root = yaml_document_get_root_node(&doc);
   QP_CHECK_GOTO(root != NULL, QP_ERR_INPUT, done, "config %s: the file is empty", path);

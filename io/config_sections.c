@@ -145,10 +145,20 @@ static qp_err qp_cfg_memory_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *k
                                 const yaml_node_t *value, void *state) {
   qp_config *cfg = state;
   (void)key_node;
+  /* A limit of 0 bytes is no memory at all, not "no limit" (which is the key left out): it
+   * was taken as none (issue 38). */
   if (index == M_HOST) {
     QP_CALL(qp_cfg_bytes(ctx, "memory.host_limit", value, &cfg->host_limit));
+    QP_CHECK(cfg->host_limit > 0, QP_ERR_INPUT,
+             "config %s line %d: memory.host_limit is 0: no run fits in no memory; leave the "
+             "key out for no limit of the config's own",
+             ctx->file, qp_node_line(value));
   } else if (index == M_DEVICE) {
     QP_CALL(qp_cfg_bytes(ctx, "memory.device_limit", value, &cfg->device_limit));
+    QP_CHECK(cfg->device_limit > 0, QP_ERR_INPUT,
+             "config %s line %d: memory.device_limit is 0: no run fits in no memory; leave the "
+             "key out for the device's own memory",
+             ctx->file, qp_node_line(value));
   } else if (index == M_DEVICE_OVERHEAD) {
     QP_CALL(qp_cfg_bytes(ctx, "memory.device_overhead", value, &cfg->device_overhead));
   } else if (index == M_CALIBRATION) {

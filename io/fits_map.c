@@ -108,6 +108,12 @@ static qp_err qp_fits_open_map(const char *path, fitsfile **out, qp_healpix_info
   QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading NSIDE"), done);
   QP_CHECK_GOTO(nside >= 1 && nside <= qp_nside_max, QP_ERR_INPUT, done,
                 "map file '%s': NSIDE = %lld is out of range [1, 2^29]", path, nside);
+  /* cfitsio reads NSIDE = 4.5 as 4 (issue 38): the keyword must be a whole number. */
+  double nside_value = 0.0;
+  fits_read_key_dbl(f, "NSIDE", &nside_value, NULL, &status);
+  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading NSIDE"), done);
+  QP_CHECK_GOTO(nside_value == (double)nside, QP_ERR_INPUT, done,
+                "map file '%s': NSIDE = %.17g is not a whole number", path, nside_value);
 
   char value[FLEN_VALUE] = "";
   fits_read_key_str(f, "ORDERING", value, NULL, &status);

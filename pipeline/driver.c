@@ -75,6 +75,14 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
   const int hostdev = strcmp(cfg->backend, "hostdev") == 0;
   const int cuda = strcmp(cfg->backend, "cuda") == 0;
   if (ranks == 1 && strcmp(cfg->backend, "dist") != 0) {
+    /* A grid of several ranks asked of one process is a mistake, not a preference: it was
+     * ignored (issue 38). */
+    QP_CHECK(cfg->grid_rows <= 0 || (int64_t)cfg->grid_rows * cfg->grid_cols == 1, QP_ERR_INPUT,
+             "config '%s': grid %d x %d needs %lld MPI ranks, but qmlpipe runs on one process "
+             "(start it with mpiexec -n %lld, or remove the grid)",
+             cfg->source, cfg->grid_rows, cfg->grid_cols,
+             (long long)cfg->grid_rows * cfg->grid_cols,
+             (long long)cfg->grid_rows * cfg->grid_cols);
     QP_CALL(qp_linalg_backend(cfg->backend, ops));
     return QP_OK;
   }

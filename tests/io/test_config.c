@@ -206,6 +206,13 @@ static void test_errors(void) {
                QP_ERR_INPUT, "line 7: unknown key 'varience_map' in noise", "variance_map");
   expect_error(__LINE__, BASE "lmax: 4\nmemory:\n  host_limit: 1GB\n  host: 2GB\n", QP_ERR_INPUT,
                "line 8: unknown key 'host' in memory", "device_limit");
+  /* issue 38: a second YAML document, a limit of 0 bytes */
+  expect_error(__LINE__, BASE "lmax: 4\n---\nlmax: 8\n", QP_ERR_INPUT,
+               "line 7: a second YAML document", "one document");
+  expect_error(__LINE__, BASE "lmax: 4\nmemory: {host_limit: 0}\n", QP_ERR_INPUT,
+               "memory.host_limit is 0", "leave the key out");
+  expect_error(__LINE__, BASE "lmax: 4\nmemory: {device_limit: 0GiB}\n", QP_ERR_INPUT,
+               "memory.device_limit is 0", NULL);
   /* missing required keys */
   expect_error(__LINE__, "maps: m.fits\nmask: k.fits\ncls: c.txt\nnoise: {variance: 1}\n",
                QP_ERR_INPUT, "missing required key 'lmax'", NULL);

@@ -177,6 +177,25 @@ static void test_errors(void) {
   fprintf(stderr, "  expected error: %s\n", qp_error_message());
   qp_error_clear();
 
+  /* NSIDE 4.5 (issue 38: cfitsio read it as 4 and the map was taken as nside 4) */
+  file_name(path, sizeof path, "half.fits");
+  write_custom(path, 4, "RING", NULL, 1, 192, 1);
+  {
+    fitsfile *f = NULL;
+    int status = 0;
+    fits_open_file(&f, path, READWRITE, &status);
+    fits_movabs_hdu(f, 2, NULL, &status);
+    fits_update_key_dbl(f, "NSIDE", 4.5, -3, NULL, &status);
+    fits_close_file(f, &status);
+    TEST_ASSERT(status == 0, "cannot write NSIDE = 4.5 (cfitsio status %d)", status);
+  }
+  err = qp_fits_map_info(path, &info);
+  TEST_ASSERT(err == QP_ERR_INPUT && strstr(qp_error_message(), "NSIDE = 4.5 is not a whole number"),
+              "NSIDE 4.5: %s: %s", qp_err_name(err), qp_error_message());
+  fprintf(stderr, "  expected error: %s\n", qp_error_message());
+  qp_error_clear();
+  unlink(path);
+
   /* a column of the wrong length: NSIDE 4 needs 192 values, the file has 100 */
   file_name(path, sizeof path, "short.fits");
   write_custom(path, 4, "RING", NULL, 1, 100, 1);

@@ -252,6 +252,24 @@ static void case_missing_file(void) {
   qp_cli_free(&r);
 }
 
+/* The config's grid of 2 x 2 ranks on one process: refused, it was ignored (issue 38; the
+ * command line's --grid is checked by `run` itself). */
+static void case_grid_one_process(void) {
+  int before = qp_test_failures;
+  case_config c = {0};
+  TEST_ASSERT(write_config("grid_one", &c), "cannot write config");
+  FILE *f = fopen("grid_one.yaml", "a");
+  TEST_ASSERT(f && fputs("grid: {rows: 2, cols: 2}\n", f) >= 0 && fclose(f) == 0,
+              "cannot add the grid to grid_one.yaml");
+  const char *args[] = {"run", "grid_one.yaml", NULL};
+  const char *words[] = {"grid 2 x 2 needs 4 MPI ranks", "runs on one process", NULL};
+  run_result r;
+  run_qmlpipe("grid_one", args, &r);
+  expect_failure("grid_one", &r, QP_ERR_INPUT, words, "grid_one_results.h5");
+  report("grid_one", before, &r);
+  qp_cli_free(&r);
+}
+
 /* 2. Map nside 8 against a mask of nside 4. */
 static void case_wrong_nside(void) {
   int before = qp_test_failures;
@@ -510,6 +528,7 @@ int main(int argc, char **argv) {
   case_nan_in_map();
   case_empty_mask();
   case_lmax_too_large();
+  case_grid_one_process();
   case_noise_not_posdef();
   case_host_limit();
   case_unknown_key();
