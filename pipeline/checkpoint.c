@@ -3,9 +3,12 @@
  * checkpoint_read.c; the layout they share: checkpoint_file.h. */
 #include "checkpoint.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -96,9 +99,47 @@ static void qp_ck_remove_files(const qp_checkpoint *ck) {
   }
 }
 
+qp_err qp_checkpoint_lock(const char *dir, int *fd) {
+  char path[QP_CK_PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", dir, QP_CK_LOCK_NAME);
+  *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  QP_CHECK(*fd >= 0, QP_ERR_IO, "checkpoint directory '%s': cannot open its lock file '%s': %s",
+           dir, path, strerror(errno));
+  if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+    const int why = errno;
+    char holder[128] = "";
+    const ssize_t got = pread(*fd, holder, sizeof holder - 1, 0);
+    holder[got > 0 ? got : 0] = '\0';
+    holder[strcspn(holder, "\n")] = '\0';
+    close(*fd);
+    *fd = -1;
+    QP_CHECK(why != EWOULDBLOCK, QP_ERR_IO,
+             "checkpoint directory '%s' is in use by another run (%s): two runs in one "
+             "directory would remove and overwrite each other's checkpoints; give each run its "
+             "own (--checkpoint DIR)",
+             dir, holder[0] ? holder : "its lock file names no process");
+    QP_FAIL(QP_ERR_IO, "checkpoint directory '%s': cannot lock '%s': %s", dir, path,
+            strerror(why));
+  }
+  char host[64] = "?", text[128];
+  (void)gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = '\0';
+  const int n = snprintf(text, sizeof text, "pid %ld host %s\n", (long)getpid(), host);
+  if (ftruncate(*fd, 0) != 0 || pwrite(*fd, text, (size_t)n, 0) != n) {
+    /* The lock holds without its note: a second run is refused all the same. */
+  }
+  return QP_OK;
+}
+
+void qp_checkpoint_unlock(int *fd) {
+  if (*fd >= 0) close(*fd); /* closing drops the flock; the file stays, empty of meaning */
+  *fd = -1;
+}
+
 qp_err qp_checkpoint_open(qp_checkpoint *ck, const char *dir, int resume, const qp_problem *p) {
   memset(ck, 0, sizeof *ck);
   ck->resume_after = -1;
+  ck->lock_fd = -1;
   if (!dir || !dir[0]) return QP_OK;
   QP_CHECK(strlen(dir) + 64 < sizeof ck->dir, QP_ERR_INPUT, "checkpoint directory '%s' is too long",
            dir);
@@ -107,6 +148,7 @@ qp_err qp_checkpoint_open(qp_checkpoint *ck, const char *dir, int resume, const 
   QP_CALL(qp_checkpoint_share_inputs(p->cfg, &ck->inputs));
   qp_ck_check_space(ck, p);
   QP_CALL(qp_comm_agree(qp_ck_probe(ck, p)));
+  QP_CALL(qp_comm_agree(qp_comm_rank() == 0 ? qp_checkpoint_lock(ck->dir, &ck->lock_fd) : QP_OK));
   if (!resume) {
     qp_ck_remove_files(ck);
     qp_ck_resume_hint(ck, -1);
@@ -145,6 +187,7 @@ void qp_checkpoint_remove(const qp_checkpoint *ck) {
 
 void qp_checkpoint_close(qp_checkpoint *ck) {
   if (ck->dir[0]) qp_interrupt_set_resume_hint(NULL);
+  qp_checkpoint_unlock(&ck->lock_fd);
   free(ck->inputs);
   ck->inputs = NULL;
 }

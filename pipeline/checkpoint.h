@@ -28,6 +28,7 @@ typedef struct qp_checkpoint {
   int resume;            /* --resume: continue from the newest checkpoint in dir */
   int resume_after;      /* the stage whose checkpoint is restored (qp_stage_id), -1: none */
   char *inputs;          /* "<hash> <bytes> <path>\n" per input file (malloc'd) */
+  int lock_fd;           /* rank 0: the directory's lock (qp_checkpoint_lock), else -1 */
 } qp_checkpoint;
 
 /** The hash of checkpoints and inputs: 64-bit FNV-1a over 8-byte little-endian words (then
@@ -44,6 +45,18 @@ size_t qp_checkpoint_stage_bytes(const qp_model *model, int stage);
 /** The disk a rank's checkpoints need at most: the largest sum of two consecutive stages'
  *  checkpoints, the older file being removed once the newer is written. */
 size_t qp_checkpoint_disk_bytes(const qp_model *model);
+
+/** The name of the lock file in a checkpoint directory. */
+#define QP_CK_LOCK_NAME "qmlpipe.lock"
+
+/** Takes the directory's lock (an exclusive flock on dir/qmlpipe.lock, which then holds
+ *  "pid <pid> host <host>") into *fd, for the run's life; the system drops it when the
+ *  process ends, however it ends. QP_ERR_IO when another run holds it, naming the directory
+ *  and that run's pid and host: two runs in one directory removed and overwrote each other's
+ *  files (issue 38). Not collective (rank 0 takes it). */
+qp_err qp_checkpoint_lock(const char *dir, int *fd);
+/** Drops a lock of qp_checkpoint_lock (fd -1: nothing). */
+void qp_checkpoint_unlock(int *fd);
 
 /** Sets up checkpointing for a run of `p` (planned): hashes the inputs (rank 0, shared with
  *  the others); without resume, removes this rank's checkpoints left in dir by earlier runs;

@@ -166,7 +166,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   p->cfg = cfg;
   p->progress = options->progress;
   qp_err err = QP_OK;
-  qp_checkpoint ck = {.resume_after = -1};
+  qp_checkpoint ck = {.resume_after = -1, .lock_fd = -1};
   qp_self_cost_reset();
   QP_CALL_GOTO(qp_driver_warm_up_check_env(), fail);
   QP_CHECK_GOTO(!cfg->has_dimensions, QP_ERR_INPUT, fail,

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "cli_run.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
@@ -174,6 +175,34 @@ static void write_config(const char *name, const char *cls, const char *route) {
   write_config_noise(name, cls, "{variance: 20}", route);
 }
 
+/* Two runs in one checkpoint directory (issue 38): while this process holds the directory's
+ * lock (as a running qmlpipe does), a run with --checkpoint there is refused, exit 8, naming
+ * the directory and the holder's pid; nothing of it written. Unlocked, the same run succeeds. */
+static void locked_directory(const char *cls) {
+  write_config("ck_lock", cls, "path: pixel_direct");
+  if (mkdir("ck-lock", 0777) != 0 && errno != EEXIST) TEST_ASSERT(0, "mkdir ck-lock");
+  int fd = -1;
+  TEST_OK(qp_checkpoint_lock("ck-lock", &fd));
+  char pid[32];
+  snprintf(pid, sizeof pid, "pid %ld host", (long)getpid());
+  const char *args[] = {"run", "ck_lock.yaml", "--checkpoint", "ck-lock", "--quiet", NULL};
+  const char *words[] = {"checkpoint directory 'ck-lock' is in use by another run", pid,
+                         "give each run its own", NULL};
+  const int status = run_words("ck_lock (held)", 1, args, words);
+  TEST_ASSERT(status == 8, "a run in a locked checkpoint directory: exit %d, expected 8", status);
+  TEST_ASSERT(!exists("ck_lock.h5"), "the refused run wrote its results file");
+  qp_checkpoint_unlock(&fd);
+  TEST_ASSERT(run("ck_lock (free)", 1, args) == 0, "the same run after the lock was dropped");
+  TEST_ASSERT(exists("ck_lock.h5"), "no results file after the lock was dropped");
+  /* A lock of this process is refused to itself too: flock is per open file. */
+  int first = -1, second = -1;
+  TEST_OK(qp_checkpoint_lock("ck-lock", &first));
+  EXPECT_ERROR(qp_checkpoint_lock("ck-lock", &second), QP_ERR_IO, "in use by another run");
+  TEST_ASSERT(second == -1, "a refused lock left a descriptor");
+  qp_checkpoint_unlock(&first);
+  qp_checkpoint_unlock(&first); /* twice: nothing */
+}
+
 /* An uninterrupted run of <name>.yaml on `ranks` into <name>.h5 whose plan says `plan_says`
  * (NULL: anything), then stopped after each stage of `stages` (NULL-terminated) and resumed:
  * the same bytes. */
@@ -295,6 +324,7 @@ int main(int argc, char **argv) {
                           "mask.fits", "--galactic-cut", "20", "--out", "map", NULL};
     TEST_ASSERT(run("simulate", 1, args) == 0, "simulate failed");
   }
+  locked_directory(cls);
   static const char *const stages[] = {"covariance_setup", "basis_setup", "fisher_run", NULL};
   /* Every route on the cpu backend, and on hostdev (the device path emulated: the device
    * matrices written and read back through host windows, a panel at a time). */
