@@ -135,6 +135,11 @@ static inline int qp_model_w_chunked(const qp_model_dims *d) {
  *  touches (qp_driver_warm_up_panel_bytes, which the planner adds) are taken off, from n_pix
  *  960 to 8064, rounded up; see docs/memory-model.md. */
 #define QP_MODEL_DEFAULT_OVERHEAD ((size_t)24 << 20)
+
+/** The largest order of the distributed warm-up's pdpotrf and pdtrtri (warm_up.c: ~1 s): the
+ *  PBLAS panels of basis_setup's calls up to that order are already in the heap (its freed
+ *  panels stay there for the stage to reuse), so the model carries only the rest. */
+#define QP_DIST_WARM_UP_ORDER_MAX 4096
 /** Added to the default overhead of a rank of a distributed run: Open MPI, BLACS and
  *  ScaLAPACK's code and buffers after the distributed warm-up (driver.c); 7.1-7.4 MiB measured
  *  per rank on 1-4 ranks here (docs/distributed.md), rounded up. */

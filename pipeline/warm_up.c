@@ -24,6 +24,7 @@
 #include "grid.h"
 #include "h5_matrix.h"
 #include "matrix.h"
+#include "memory_model.h"
 
 /* The distributed kernels once, on panels as tall as the problem: PBLAS and BLACS allocate
  * buffers of a panel's size (local rows x block) on first use, and BLACS keeps its largest
@@ -81,7 +82,7 @@ static void qp_warm_up_distributed(int64_t n_pix) {
      * 2-3 MiB kept after basis_setup without this, 1.5-2 with a 1024 warm-up, 0.1 with a
      * full-size one. Capped at 4096 (~1 s): above it the rest is < 1% of a rank's C. */
     qp_matrix big = {0};
-    const int64_t m = n < 4096 ? n : 4096;
+    const int64_t m = n < QP_DIST_WARM_UP_ORDER_MAX ? n : QP_DIST_WARM_UP_ORDER_MAX;
     if (qp_comm_agree(qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, m, m, &big)) == QP_OK) {
       (void)qp_matrix_set_identity(&big, 2.0);
       (void)qp_linalg_potrf(&big);
