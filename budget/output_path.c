@@ -22,7 +22,7 @@ const char *qp_output_file_kind(mode_t mode) {
 qp_err qp_output_path_replaceable(const char *path, const char *source, const char *noun) {
   struct stat link, target;
   if (lstat(path, &link) != 0) return QP_OK; /* nothing there: a new file */
-  /* A dangling symlink is replaced by the file, as a shell's `>` would write through it. */
+  /* A dangling symlink: rename() replaces the link itself by the new file. */
   if (stat(path, &target) != 0) return QP_OK;
   /* rename() would put a regular file in the place of a device, a FIFO or a socket (as root,
    * /dev/null became a file); a reader blocked on a FIFO would get nothing. */

@@ -2,7 +2,6 @@
 #include "plan_job.h"
 
 #include "atomic_file.h"
-#include "config_output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -292,10 +291,6 @@ qp_err qp_job_write_sbatch(const qp_problem *p, const qp_plan_job *job, const qp
                            char *script) {
   const qp_config *cfg = p->cfg;
   char exe[PATH_MAX], config[PATH_MAX], results_dir[PATH_MAX], keep[PATH_MAX];
-  /* The one check of every written file (budget/output_path.h): not a device, a FIFO or a
-   * directory (--force would have replaced /dev/null), not the config or one of its inputs,
-   * in a writable directory. */
-  QP_CALL(qp_config_output_check(cfg, job->sbatch, "--sbatch", "the job script"));
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   QP_CHECK(n > 0, QP_ERR_IO, "cannot find the qmlpipe binary (/proc/self/exe): %s",
            strerror(errno));
