@@ -2,9 +2,11 @@
 #include "simulate_outputs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "output_path.h"
 
@@ -29,10 +31,18 @@ qp_err qp_simulate_check_outputs(const char *prefix, int n_maps, const char *mas
   return QP_OK;
 }
 
-/* 1 when `config` starts with QP_EXAMPLE_MARK (an earlier example's config). */
+/* 1 when `config` is a regular file that starts with QP_EXAMPLE_MARK (an earlier example's
+ * config). Opened without blocking and read only when regular: an open of a FIFO for reading
+ * waits for a writer (a FIFO there hung --example). */
 static int qp_is_example_config(const char *config) {
-  FILE *f = fopen(config, "r");
-  if (!f) return 0;
+  const int fd = open(config, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st;
+  FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "r") : NULL;
+  if (!f) {
+    close(fd);
+    return 0;
+  }
   char line[128] = "";
   const int ok = fgets(line, sizeof line, f) && strncmp(line, QP_EXAMPLE_MARK,
                                                          strlen(QP_EXAMPLE_MARK)) == 0;
@@ -43,7 +53,8 @@ static int qp_is_example_config(const char *config) {
 qp_err qp_simulate_check_example(const char *dir, int n_maps, const char *cls) {
   QP_CHECK(dir[0], QP_ERR_INPUT, "--example: the directory name is empty");
   QP_CHECK(mkdir(dir, 0777) == 0 || errno == EEXIST, QP_ERR_IO,
-           "--example: cannot create directory '%s': %s", dir, strerror(errno));
+           "--example: cannot create directory '%s': %s", dir,
+           errno == ENOENT ? "its parent directory does not exist" : strerror(errno));
   struct stat st;
   QP_CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), QP_ERR_IO,
            "--example: '%s' is not a directory", dir);
