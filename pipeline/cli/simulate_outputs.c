@@ -73,10 +73,11 @@ qp_err qp_simulate_check_example(const char *dir, int n_maps, const char *cls) {
     QP_CHECK(fits, QP_ERR_INPUT, "--example: the directory name '%s' is too long", dir);
     QP_CALL(qp_output_path_check(path, "--example", k < 0 ? "the example" : "a map", inputs, 1));
     QP_CHECK(earlier || lstat(path, &st) != 0, QP_ERR_IO,
-             "--example: '%s' exists and '%s' is not the config of an earlier example (its first "
-             "line is not \"%s\"): the example would replace another run's files; give a new "
-             "directory or remove them",
-             path, config, QP_EXAMPLE_MARK);
+             "--example: '%s' exists and %s%s%s is not the config of an earlier example (its "
+             "first line is not \"%s\"): the example would replace another run's files; give a "
+             "new directory or remove them",
+             path, k == -3 ? "" : "'", k == -3 ? "it" : config, k == -3 ? "" : "'",
+             QP_EXAMPLE_MARK);
   }
   return QP_OK;
 }
