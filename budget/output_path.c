@@ -30,8 +30,7 @@ qp_err qp_output_path_replaceable(const char *path, const char *source, const ch
            "%s%s'%s' is %s%s, not a regular file: writing %s there would replace it; give the "
            "name of a regular file",
            source ? source : "", source ? ": " : "", path,
-           S_ISLNK(link.st_mode) ? "a symlink to " : "", qp_output_file_kind(target.st_mode),
-           noun);
+           S_ISLNK(link.st_mode) ? "a symlink to " : "", qp_output_file_kind(target.st_mode), noun);
   return QP_OK;
 }
 
@@ -68,8 +67,8 @@ qp_err qp_output_path_check(const char *path, const char *source, const char *no
                             const qp_output_input *inputs, size_t n_inputs) {
   const size_t len = strlen(path);
   QP_CHECK(len > 0, QP_ERR_INPUT, "%s: the path of %s is empty", source, noun);
-  QP_CHECK(len < PATH_MAX, QP_ERR_INPUT, "%s: the path of %s is longer than %d characters",
-           source, noun, PATH_MAX - 1);
+  QP_CHECK(len < PATH_MAX, QP_ERR_INPUT, "%s: the path of %s is longer than %d characters", source,
+           noun, PATH_MAX - 1);
   QP_CHECK(path[len - 1] != '/', QP_ERR_IO,
            "%s: '%s' ends in '/': %s needs a file name (e.g. '%sresults.h5')", source, path, noun,
            path);

@@ -44,8 +44,8 @@ static int qp_is_example_config(const char *config) {
     return 0;
   }
   char line[128] = "";
-  const int ok = fgets(line, sizeof line, f) && strncmp(line, QP_EXAMPLE_MARK,
-                                                         strlen(QP_EXAMPLE_MARK)) == 0;
+  const int ok =
+      fgets(line, sizeof line, f) && strncmp(line, QP_EXAMPLE_MARK, strlen(QP_EXAMPLE_MARK)) == 0;
   fclose(f);
   return ok;
 }
@@ -66,10 +66,9 @@ qp_err qp_simulate_check_example(const char *dir, int n_maps, const char *cls) {
   char path[4200];
   for (int k = -3; k < n_maps; ++k) {
     const char *fixed[] = {"config.yaml", "cls.txt", "mask.fits"};
-    const int fits = k < 0 ? snprintf(path, sizeof path, "%s/%s", dir, fixed[k + 3]) <
-                                 (int)sizeof path
-                           : snprintf(path, sizeof path, "%s/map_%04d.fits", dir, k) <
-                                 (int)sizeof path;
+    const int fits =
+        k < 0 ? snprintf(path, sizeof path, "%s/%s", dir, fixed[k + 3]) < (int)sizeof path
+              : snprintf(path, sizeof path, "%s/map_%04d.fits", dir, k) < (int)sizeof path;
     QP_CHECK(fits, QP_ERR_INPUT, "--example: the directory name '%s' is too long", dir);
     QP_CALL(qp_output_path_check(path, "--example", k < 0 ? "the example" : "a map", inputs, 1));
     QP_CHECK(earlier || lstat(path, &st) != 0, QP_ERR_IO,

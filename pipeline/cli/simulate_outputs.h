@@ -15,8 +15,7 @@ int qp_simulate_map_path(const char *prefix, int k, char *out, size_t size);
 /** Checks every map of --out (`prefix`, `n_maps`) and the --mask (`mask`, may be NULL): the
  *  shared output check with --cls (`cls`) as the input, and the mask not one of the maps.
  *  QP_ERR_IO (QP_ERR_INPUT for a path too long) naming the option and the path. */
-qp_err qp_simulate_check_outputs(const char *prefix, int n_maps, const char *mask,
-                                 const char *cls);
+qp_err qp_simulate_check_outputs(const char *prefix, int n_maps, const char *mask, const char *cls);
 
 /** Checks the files of `--example DIR` (made when missing: cls.txt, mask.fits, the n_maps maps
  *  and config.yaml) as above, and that an existing DIR holds no file of another run: where any
