@@ -373,6 +373,8 @@ sig_start() {
   esac
   # Background commands of a script start with SIGINT and SIGQUIT ignored (and qmlpipe keeps
   # an ignored signal ignored, as nohup expects): env puts every signal back to its default.
+  # the last case's stderr holds the pause line too: gone before this one can write its own
+  rm -f "$work/err.txt"
   local reset=--default-signal
   env --default-signal true 2>/dev/null || reset=
   QP_TEST_PAUSE=before_rename env $reset timeout -s KILL 90 "$qmlpipe" "$@" \
