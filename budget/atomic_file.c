@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "interrupt.h"
+#include "output_path.h"
 
 /* The registry the signal handler reads: a slot is published (live = 1) only after its paths
  * are written, and unpublished before they change. Slots are claimed under a mutex (writers of
@@ -191,6 +192,9 @@ qp_err qp_atomic_commit(qp_atomic_file *f, int replace) {
                 strerror(errno));
   qp_interrupt_test_pause("before_rename");
   if (replace) {
+    /* Checked before the command started (output_path.h); again here, for a target that
+     * became a device or a FIFO meanwhile: rename() would replace it. */
+    QP_CALL_GOTO(qp_output_path_replaceable(f->target, NULL, "the new file"), done);
     QP_CHECK_GOTO(rename(f->path, f->target) == 0, QP_ERR_IO, done,
                   "cannot rename '%s' to '%s': %s", f->path, f->target, strerror(errno));
   } else {
@@ -242,7 +246,7 @@ qp_err qp_atomic_probe(const char *target, const char *source) {
     err = qp_error_set(QP_ERR_IO, __FILE__, __LINE__, __func__, "cannot write '%s': %s", target,
                        strerror(errno));
   if (f.slot >= 0) qp_atomic_abort(&f);
-  QP_CHECK(err == QP_OK, err, "%s: checked before the run starts: %s", source,
+  QP_CHECK(err == QP_OK, err, "%s: checked before the work starts: %s", source,
            qp_error_message());
   return QP_OK;
 }

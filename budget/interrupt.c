@@ -28,7 +28,20 @@ static volatile sig_atomic_t qp_int_rank = 0;
 static volatile sig_atomic_t qp_int_installed = 0;
 static atomic_int qp_int_handling = 0;
 
-static const int qp_int_signals[] = {SIGINT, SIGTERM, SIGUSR1, SIGXCPU};
+/* Every signal whose default action ends the process and that reaches a batch job or a
+ * terminal in practice: Ctrl-C and Ctrl-\, a closed terminal or ssh session (SIGHUP), scancel
+ * and time limits (SIGTERM), Slurm's --signal (any name; USR1 and USR2 the usual), a CPU-time
+ * limit, a timer someone armed (alarm, setitimer; qmlpipe arms none). Not here: SIGPROF (a
+ * profiler's own timer), the faults of a bug (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
+ * SIGTRAP, SIGSYS: their core and the sanitizers' report matter more; the next run on the
+ * output removes what they leave), SIGKILL and SIGSTOP (cannot be caught), SIGPIPE and SIGXFSZ
+ * (ignored, qp_int_ignored). */
+static const int qp_int_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,  SIGUSR1,
+                                     SIGUSR2, SIGALRM, SIGXCPU, SIGVTALRM};
+/* Ignored, so that the write that would raise them fails instead (EPIPE, EFBIG) and the
+ * writer's own error path reports the file, removes its temporary and exits 8: a file over
+ * `ulimit -f`, standard output into a pipe whose reader is gone. Sent by kill, they do nothing. */
+static const int qp_int_ignored[] = {SIGPIPE, SIGXFSZ};
 
 /* ---- async-signal-safe text ---- */
 
@@ -63,10 +76,15 @@ static void qp_int_put_seconds(qp_int_text *t, double from) {
 
 static const char *qp_int_signal_name(int sig) {
   switch (sig) {
+  case SIGHUP: return "SIGHUP";
   case SIGINT: return "SIGINT";
+  case SIGQUIT: return "SIGQUIT";
   case SIGTERM: return "SIGTERM";
   case SIGUSR1: return "SIGUSR1";
+  case SIGUSR2: return "SIGUSR2";
+  case SIGALRM: return "SIGALRM";
   case SIGXCPU: return "SIGXCPU";
+  case SIGVTALRM: return "SIGVTALRM";
   }
   return "a signal";
 }
@@ -141,6 +159,8 @@ void qp_interrupt_install(int rank) {
     if (sigaction(qp_int_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
     sigaction(qp_int_signals[i], &sa, NULL);
   }
+  for (size_t i = 0; i < sizeof qp_int_ignored / sizeof qp_int_ignored[0]; ++i)
+    signal(qp_int_ignored[i], SIG_IGN);
   qp_int_installed = 1;
 }
 

@@ -1,15 +1,21 @@
 /* interrupt.h: what a signal that ends the run leaves behind, and what it says.
  *
- * SIGINT (Ctrl-C), SIGTERM (scancel, a time limit, mpiexec/srun forwarding), SIGUSR1 (Slurm's
- * `--signal` warning) and SIGXCPU (a CPU-time limit) end qmlpipe with exit status 128 + the
- * signal (130, 143, 138, 152), after the handler has, with async-signal-safe calls only
- * (write, unlink, rmdir, clock_gettime through clock.h, _exit):
+ * SIGHUP (a closed terminal or ssh session), SIGINT (Ctrl-C), SIGQUIT (Ctrl-\), SIGTERM
+ * (scancel, a time limit, mpiexec/srun forwarding), SIGUSR1 and SIGUSR2 (Slurm's `--signal`
+ * warning), SIGALRM and SIGVTALRM (a timer armed by someone else) and SIGXCPU (a CPU-time
+ * limit) end qmlpipe with exit status 128 + the signal (129, 130, 131, 143, 138, 140, 142,
+ * 154, 152), after the handler has, with async-signal-safe calls only (write, unlink, rmdir,
+ * clock_gettime through clock.h, _exit):
  *   - removed every temporary file of a write in progress (atomic_file.h), so no partial file
  *     stays and the previous results file is left as it was;
  *   - said on stderr (rank 0) which signal, which stage was running (or what was being written,
  *     or "before the first stage"), how long it had run and the run so far, which stages had
  *     finished, and what can be resumed (qp_interrupt_set_resume_hint; by default "checkpoint:
  *     not configured").
+ * SIGPIPE and SIGXFSZ are ignored: a write into a pipe without a reader or beyond `ulimit -f`
+ * then fails (EPIPE, EFBIG) and its writer reports the file and removes its temporary (exit 8;
+ * standard output: main's check at exit), where the default action killed qmlpipe silently
+ * and left the temporary. A signal ignored when qmlpipe started (nohup) stays ignored.
  * No budget report is written: HDF5 is not async-signal-safe, and a stage spends its time
  * inside one LAPACK/ScaLAPACK call that no flag could interrupt at a safe point; the message
  * holds the figures instead.

@@ -19,15 +19,24 @@ void qp_cmd_getopt_begin(void) {
   qp_operands = 0;
 }
 
+/* What the value of long option `name` is, from `needs` ("a value" when not listed). */
+static const char *qp_cmd_needs(const char *name, const char *const *needs) {
+  for (int i = 0; needs && needs[i] && needs[i + 1]; i += 2)
+    if (strcmp(name, needs[i]) == 0) return needs[i + 1];
+  return "a value";
+}
+
 int qp_cmd_getopt(const char *command, int argc, char **argv, const struct option *options,
                   const char *const *needs) {
   opterr = 0;
   /* '-': operands come back in order (1), so that options may follow them even under
    * POSIXLY_CORRECT; ':': a missing value is ':', told apart from an unknown option. */
-  int c = getopt_long(argc, argv, "-:h", options, NULL);
+  int index = -1;
+  int c = getopt_long(argc, argv, "-:h", options, &index);
   while (c == 1) {
     argv[1 + qp_operands++] = optarg;
-    c = getopt_long(argc, argv, "-:h", options, NULL);
+    index = -1;
+    c = getopt_long(argc, argv, "-:h", options, &index);
   }
   if (c == -1) {
     /* The operands after "--", then all of them moved last: argv[optind .. argc). */
@@ -36,6 +45,18 @@ int qp_cmd_getopt(const char *command, int argc, char **argv, const struct optio
     memmove(argv + argc - qp_operands, argv + 1, (size_t)qp_operands * sizeof *argv);
     optind = argc - qp_operands;
     return -1;
+  }
+  /* A value given as the next word must not be an option: `--output --quiet` took
+   * "--quiet" as the results path and dropped the option. "--output=--quiet" (one word) is
+   * taken as written, for a file of that name. */
+  if (c != '?' && c != ':' && index >= 0 && options[index].has_arg == required_argument &&
+      optarg && optind >= 2 && optarg == argv[optind - 1] && strncmp(optarg, "--", 2) == 0) {
+    fprintf(stderr,
+            "qmlpipe %s: --%s needs %s, not the option '%s' (for a value that starts with "
+            "'--', write --%s=%s)\n",
+            command, options[index].name, qp_cmd_needs(options[index].name, needs), optarg,
+            options[index].name, optarg);
+    return '?';
   }
   if (c != '?' && c != ':') return c;
   /* An unknown short option is optopt (a char; optind may still point at its word, "-xh");
@@ -46,12 +67,9 @@ int qp_cmd_getopt(const char *command, int argc, char **argv, const struct optio
     fprintf(stderr, "qmlpipe %s: unknown option '%s'\n", command, argv[optind - 1]);
   else if (c == '?')
     fprintf(stderr, "qmlpipe %s: '%s' takes no value\n", command, argv[optind - 1]);
-  else {
-    const char *what = "a value";
-    for (int i = 0; needs && needs[i] && needs[i + 1]; i += 2)
-      if (strcmp(argv[optind - 1] + 2, needs[i]) == 0) what = needs[i + 1];
-    fprintf(stderr, "qmlpipe %s: %s needs %s\n", command, argv[optind - 1], what);
-  }
+  else
+    fprintf(stderr, "qmlpipe %s: %s needs %s\n", command, argv[optind - 1],
+            qp_cmd_needs(argv[optind - 1] + 2, needs));
   return '?';
 }
 

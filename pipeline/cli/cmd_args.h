@@ -19,7 +19,10 @@ void qp_cmd_getopt_begin(void);
  *  "qmlpipe COMMAND: unknown option 'X'", "qmlpipe COMMAND: --X needs a value" or "... takes
  *  no value" and returns '?'. `needs` (or NULL): pairs of a long option's name and what its
  *  value is, for that message ({"output", "a path", NULL}). Options may come before or after
- *  the operands, whatever POSIXLY_CORRECT says; "--" ends the options. When it returns -1
+ *  the operands, whatever POSIXLY_CORRECT says; "--" ends the options. A value given as the
+ *  next word that starts with "--" is refused ("qmlpipe run: --output needs a path, not the
+ *  option '--quiet'"; '?'): `--output --quiet` would have taken the option as the path;
+ *  `--output=--quiet` is taken as written. When it returns -1
  *  the operands, in their order, are argv[optind .. argc) (argv is reordered). */
 int qp_cmd_getopt(const char *command, int argc, char **argv, const struct option *options,
                   const char *const *needs);

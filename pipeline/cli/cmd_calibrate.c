@@ -13,6 +13,7 @@
 #include "driver.h"
 #include "flop_rate.h"
 #include "h5_matrix.h"
+#include "output_path.h"
 #include "timeline.h"
 
 /* The dgemm timed for the rate: ~17 GFLOP, at the large-matrix rate of OpenBLAS. */
@@ -60,6 +61,13 @@ int qp_cmd_calibrate(int argc, char **argv) {
     qp_calibrate_usage(stderr);
     return 2;
   }
+  /* The file is checked before the measurement (output_path.h): a device, a FIFO or a
+   * directory as --output is refused now, not replaced by a regular file at the end. */
+  qp_err err = qp_output_path_check(output, "--output", "the calibration file", NULL, 0);
+  if (err != QP_OK) {
+    qp_error_print(stderr, 0);
+    return qp_err_exit_status(err);
+  }
   /* The parts: HDF5 first (the warm-up initialises it too, and would hide it among the BLAS
    * buffers), then the warm-up, then what a run sets up before it reads its baseline
    * (driver.c): the stage records and the memory timeline, counted with the program. */
@@ -69,7 +77,7 @@ int qp_cmd_calibrate(int argc, char **argv) {
   qp_meter_read(&h5);
   qp_driver_warm_up(size, size, QP_WARM_UP_EVERY, &warm);
   qp_budget_reset();
-  qp_err err = qp_timeline_start(QP_TIMELINE_DEFAULT_INTERVAL_MS);
+  err = qp_timeline_start(QP_TIMELINE_DEFAULT_INTERVAL_MS);
   qp_meter_read(&baseline);
   qp_timeline_clear();
   if (err != QP_OK) {

@@ -47,10 +47,13 @@ static void qp_run_usage(FILE *out) {
           "  --verbose      a traceback with errors\n"
           "  Started as several processes (mpiexec -n N, srun -n N) without MPI running, it\n"
           "  refuses with exit status %d rather than run N copies onto one results file.\n"
-          "  SIGINT, SIGTERM, SIGUSR1 (Slurm's --signal) and SIGXCPU end it with exit status\n"
-          "  128 + the signal after removing its temporary files and saying which stage ran.\n",
+          "  SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2 (Slurm's --signal),\n"
+          "  SIGALRM, SIGVTALRM and SIGXCPU end it with exit status 128 + the signal after\n"
+          "  removing its temporary files and saying which stage ran. SIGPIPE and SIGXFSZ\n"
+          "  are ignored: a write they would have ended fails with exit %d naming the file.\n",
           qp_err_exit_status(QP_ERR_IO), QP_GRID_BLOCK_MAX, qp_err_exit_status(QP_ERR_INPUT),
-          qp_err_exit_status(QP_ERR_IO), qp_err_exit_status(QP_ERR_MPI));
+          qp_err_exit_status(QP_ERR_IO), qp_err_exit_status(QP_ERR_MPI),
+          qp_err_exit_status(QP_ERR_IO));
 }
 
 static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline) {

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "fits_map.h"
 #include "simulate.h"
+#include "simulate_outputs.h"
 
 static void qp_simulate_usage(FILE *out) {
   fprintf(
@@ -127,7 +128,8 @@ static qp_err qp_write_maps(const qp_sim_cli *cli, const qp_cls *cls, const char
   QP_CALL_GOTO(qp_simulate_sky(cls, &cli->sim, &cli->pol, maps), done);
   for (int k = 0; k < cli->sim.n_maps; ++k) {
     char path[4200];
-    snprintf(path, sizeof path, "%s_%04d.fits", prefix, k);
+    QP_CHECK_GOTO(qp_simulate_map_path(prefix, k, path, sizeof path), QP_ERR_INPUT, done,
+                  "the map prefix '%s' is too long", prefix);
     /* healpy's column names for one and for three maps. */
     const char *names[] = {"TEMPERATURE", "Q_POLARISATION", "U_POLARISATION"};
     const double *columns[3];
@@ -156,8 +158,6 @@ static qp_err qp_write_mask(int64_t nside, double cut, const char *path) {
 /* The built-in example: nside 16, |b| > 20 deg, ell 2..23 in bins of 2, two maps. */
 static qp_err qp_write_example(qp_sim_cli *cli, qp_cls *cls) {
   const char *dir = cli->example_dir;
-  QP_CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, QP_ERR_IO, "cannot create directory '%s': %s",
-           dir, strerror(errno));
   char path[4200], prefix[4200];
   snprintf(path, sizeof path, "%s/cls.txt", dir);
   QP_CALL(qp_cls_write(path, cls));
@@ -175,7 +175,7 @@ static qp_err qp_write_example(qp_sim_cli *cli, qp_cls *cls) {
     QP_CALL(err);
   }
   fprintf(f,
-          "# qmlpipe example written by `qmlpipe simulate --example`; paths are relative to\n"
+          QP_EXAMPLE_MARK "; paths are relative to\n"
           "# this file. Run it with: qmlpipe run %s\n",
           path);
   fprintf(f, "maps: [");
@@ -241,8 +241,14 @@ int qp_cmd_simulate(int argc, char **argv) {
     return 2;
   }
   if (cli.sim.lmax < 0) cli.sim.lmax = (int)(3 * cli.sim.nside - 1);
+  /* Every file to write, checked before anything is read or drawn (simulate_outputs.h): not
+   * a device or a FIFO, not the --cls, not another run's files under --example. */
+  qp_err err = cli.example_dir
+                   ? qp_simulate_check_example(cli.example_dir, cli.sim.n_maps, cli.cls_path)
+                   : qp_simulate_check_outputs(cli.prefix, cli.sim.n_maps, cli.mask_path,
+                                               cli.cls_path);
   qp_cls cls;
-  qp_err err = qp_cls_read(cli.cls_path, &cls);
+  if (err == QP_OK) err = qp_cls_read(cli.cls_path, &cls);
   if (err == QP_OK && cli.sim.lmax > cls.lmax) cli.sim.lmax = cls.lmax;
   if (err == QP_OK) {
     if (cli.example_dir) {

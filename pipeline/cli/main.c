@@ -95,8 +95,9 @@ int main(int argc, char **argv) {
   /* libgomp read OMP_WAIT_POLICY=passive (pipeline/omp_wait.h) before main: no child of
    * qmlpipe inherits it. */
   qp_omp_wait_forget();
-  /* SIGINT, SIGTERM, SIGUSR1, SIGXCPU: temporaries removed, the stage said, exit 128 + signal
-   * (budget/interrupt.h). */
+  /* SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGXCPU:
+   * temporaries removed, the stage said, exit 128 + signal; SIGPIPE and SIGXFSZ ignored, so a
+   * failed write is an I/O error naming the file (budget/interrupt.h). */
   qp_interrupt_install(qp_comm_rank());
   int status = qp_dispatch(argc, argv);
   qp_fault_report(stderr);
@@ -106,6 +107,13 @@ int main(int argc, char **argv) {
   if (fflush(NULL) != 0 && status == 0) {
     fprintf(stderr, "qmlpipe: error (I/O error): cannot write standard output: %s\n",
             strerror(errno));
+    status = qp_err_exit_status(QP_ERR_IO);
+  }
+  /* A write that failed earlier (a command's own fflush; SIGPIPE is ignored, so a pipe whose
+   * reader has gone is EPIPE there) left stdout's error flag, not a buffer to flush. */
+  if (ferror(stdout) && status == 0) {
+    fprintf(stderr, "qmlpipe: error (I/O error): cannot write standard output: a write to it "
+                    "failed (a pipe whose reader has gone, a full disk)\n");
     status = qp_err_exit_status(QP_ERR_IO);
   }
   /* A failed command leaves without the libraries' exit handlers: under an address-space

@@ -19,22 +19,16 @@ int qp_results_arg_is_config(const char *arg);
  *  config's results file does not exist (naming both files); a results path is not opened. */
 qp_err qp_results_path_resolve(const char *arg, char out[QP_PATH_MAX]);
 
-/** Checks, before a run, that `path` can be created: its directory exists, is a directory and
- *  is writable, and `path` is not a directory. `source` says where the path came from
- *  ("--output", "config 'c.yaml' key 'output'") for the message. QP_ERR_IO otherwise. */
-qp_err qp_results_path_check_writable(const char *path, const char *source);
-
 /** Makes directory `dir` when it does not exist (one level: its parent must exist) and checks
  *  that it is a directory this process can write (the checkpoints of `run`). QP_ERR_IO naming
  *  `source` and the directory otherwise. */
 qp_err qp_results_path_make_dir(const char *dir, const char *source);
-/** Everything checked before a run about its results file (rank 0 writes it): as
- *  qp_results_path_check_writable; an existing `output` must be a regular file (not a device
- *  such as /dev/null, a FIFO, a socket or a directory) and must not be any of the run's inputs
- *  (the config file itself, maps, mask, mask_pol, cls, the noise file, the bins file, the calibration
- *  file: the same device and inode, also through a symlink or a hard link); and a temporary
- *  is created and removed beside it the way the results will be written (atomic_file.h), so a
- *  read-only file system is found now. QP_ERR_IO naming the path, the input and the reason. */
+/** Everything checked before a run about its results file (rank 0 writes it): the shared
+ *  check of every written file (budget/output_path.h) with the run's inputs
+ *  (qp_config_output_check): an existing `output` must be a regular file, not one of the
+ *  inputs, in a writable directory, and a temporary is made and removed beside it.
+ *  `source` says where the path came from ("--output", "config 'c.yaml' key 'output'").
+ *  QP_ERR_IO naming the path, the input and the reason. */
 qp_err qp_results_path_check_output(const qp_config *cfg, const char *source);
 
 #endif

@@ -347,7 +347,7 @@ static void part_probe(void) {
   printf("3. the output's file system tried before the first stage\n");
   if (mount_tmpfs("noinode", 0, "size=1m,nr_inodes=2")) {
     const char *args[] = {"run", "safe.yaml", "--output", "noinode/r.h5", NULL};
-    const char *w[] = {"--output", "checked before the run starts", "'noinode/r.h5'",
+    const char *w[] = {"--output", "checked before the work starts", "'noinode/r.h5'",
                        "No space left on device", NULL};
     qp_cli_result r;
     const double t0 = qp_clock_seconds();

@@ -256,7 +256,7 @@ int main(int argc, char **argv) {
   free(text);
   TEST_ASSERT(qp(&r, (const char *const[]){"plan", "ex/config.yaml", "--sbatch", "nodir/job.sh",
                                            NULL}) == io &&
-                  strstr(r.err, "nodir/job.sh") && strstr(r.err, "No such file"),
+                  strstr(r.err, "nodir/job.sh") && strstr(r.err, "'nodir' does not exist"),
               "a missing directory (%d): %s", r.status, r.err);
   if (geteuid() != 0) {
     mkdir("ro", 0555);
