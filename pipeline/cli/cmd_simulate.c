@@ -174,10 +174,16 @@ static qp_err qp_write_example(qp_sim_cli *cli, qp_cls *cls) {
     qp_atomic_abort(&tmp);
     QP_CALL(err);
   }
+  /* The path goes into a comment line: a control character in DIR (a newline) would end the
+   * comment and inject a key of its own (issue 38), so each is written as '?'. */
+  char shown[sizeof path];
+  snprintf(shown, sizeof shown, "%s", path);
+  for (char *c = shown; *c; ++c)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
   fprintf(f,
           QP_EXAMPLE_MARK "; paths are relative to\n"
           "# this file. Run it with: qmlpipe run %s\n",
-          path);
+          shown);
   fprintf(f, "maps: [");
   for (int k = 0; k < cli->sim.n_maps; ++k)
     fprintf(f, "%smap_%04d.fits", k ? ", " : "", k);

@@ -553,6 +553,19 @@ rc=$?
 [[ -f t/--eq_0000.fits ]] || fail "t/--eq_0000.fits not written"
 finish_case
 
+# A directory name that would inject a key into the example's config (issue 38): the path in
+# its comment line has each control character written as '?', so the config is the example's.
+begin "example/newline_in_dir"
+inject=$'t/inj\nlmax: 3'
+q simulate --example "$inject" --cls "$cls" --nside 2 --lmax 5
+rc=$?
+[[ $rc == 0 ]] || fail "exit $rc, expected 0: $(head -c 600 err.txt)"
+grep -q '^lmax: 3' "$inject/config.yaml" 2>/dev/null && fail "the directory's name injected 'lmax: 3'"
+q budget "$inject/config.yaml"
+rc=$?
+[[ $rc == 0 ]] || fail "budget of the example: exit $rc: $(head -c 600 err.txt)"
+finish_case
+
 seconds=$(awk -v a="$start_time" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 echo "hostile_outputs: $cases cases, $failed failed ($skipped skipped) in $seconds s"
 [[ $failed == 0 ]]
