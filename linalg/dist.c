@@ -192,7 +192,8 @@ static qp_err qp_dist_norm1(const qp_matrix *a, double *out) {
 typedef struct {
   const qp_matrix *factor;
   qp_factor_kind kind;
-  double *local; /* this rank's rows of the vector (process column 0), else unused */
+  double *local;      /* this rank's rows of the vector (process column 0), else unused */
+  int64_t local_rows; /* of the vector, on this rank's process row */
   int desc[9];
 } qp_dist_estimate;
 
@@ -201,9 +202,8 @@ static qp_err qp_dist_inverse_apply(void *context, int kase, double *x) {
   const qp_matrix *f = e->factor;
   const qp_grid *g = f->grid;
   const int n = (int)f->rows, holds = g->mycol == 0;
-  const int64_t local_rows = qp_bc_local_count(f->rows, g->block, g->myrow, g->nprow);
   if (holds)
-    for (int64_t li = 0; li < local_rows; ++li)
+    for (int64_t li = 0; li < e->local_rows; ++li)
       e->local[li] = x[qp_bc_global_index(li, g->block, g->myrow, g->nprow)];
   qp_triangular_solve solves[2];
   qp_condition_solves(e->kind, kase, solves);
@@ -213,7 +213,7 @@ static qp_err qp_dist_inverse_apply(void *context, int kase, double *x) {
             &qp_one, e->desc, &qp_one, 1, 1, 1);
   memset(x, 0, (size_t)n * sizeof *x);
   if (holds)
-    for (int64_t li = 0; li < local_rows; ++li)
+    for (int64_t li = 0; li < e->local_rows; ++li)
       x[qp_bc_global_index(li, g->block, g->myrow, g->nprow)] = e->local[li];
   return qp_comm_sum(x, n);
 }
@@ -221,8 +221,8 @@ static qp_err qp_dist_inverse_apply(void *context, int kase, double *x) {
 static qp_err qp_dist_condition(qp_factor_kind kind, const qp_matrix *a, double anorm,
                                 double *rcond) {
   const qp_grid *g = a->grid;
-  qp_dist_estimate e = {.factor = a, .kind = kind};
   const int64_t local_rows = qp_bc_local_count(a->rows, g->block, g->myrow, g->nprow);
+  qp_dist_estimate e = {.factor = a, .kind = kind, .local_rows = local_rows};
   const int lld = local_rows > 0 ? (int)local_rows : 1;
   const int desc[9] = {1, g->context, (int)a->rows, 1, g->block, g->block, 0, 0, lld};
   memcpy(e.desc, desc, sizeof desc);

@@ -21,47 +21,41 @@
  * under that scaling, so the numbers are those of F; only the condition figure changes. */
 static qp_err qp_invert_fisher(qp_problem *p) {
   const int64_t np = p->n_params;
+  qp_err err = QP_OK;
   double *d = malloc((size_t)np * sizeof *d);
   QP_CHECK(d, QP_ERR_NOMEM, "spectra_run: out of memory for %lld scales", (long long)np);
   for (int64_t q = 0; q < np; ++q) {
     const double fqq = p->fisher[q + q * np];
-    if (!(fqq > 0.0) || !isfinite(fqq)) {
-      free(d);
-      QP_CHECK(0, QP_ERR_NOT_POSDEF,
-               "the Fisher matrix (%lld parameters) is not positive definite, so the spectra "
-               "cannot be estimated: parameter %lld (%s, ell %d-%d) has F_pp = %g, so no pixel "
-               "constrains it; drop that spectrum or bin, or lower lmax",
-               (long long)np, (long long)q, qp_spectrum_name(p->cfg->spectra[q / p->n_bins]),
-               p->bin_lo[q % p->n_bins], p->bin_hi[q % p->n_bins], fqq);
-    }
+    QP_CHECK_GOTO(fqq > 0.0 && isfinite(fqq), QP_ERR_NOT_POSDEF, done,
+                  "the Fisher matrix (%lld parameters) is not positive definite, so the spectra "
+                  "cannot be estimated: parameter %lld (%s, ell %d-%d) has F_pp = %g, so no "
+                  "pixel constrains it; drop that spectrum or bin, or lower lmax",
+                  (long long)np, (long long)q, qp_spectrum_name(p->cfg->spectra[q / p->n_bins]),
+                  p->bin_lo[q % p->n_bins], p->bin_hi[q % p->n_bins], fqq);
     d[q] = 1.0 / sqrt(fqq);
   }
   for (int64_t r = 0; r < np; ++r)
     for (int64_t q = 0; q < np; ++q)
       p->fisher_inverse[q + r * np] = d[q] * p->fisher[q + r * np] * d[r];
   qp_matrix finv;
-  qp_err err = qp_matrix_view(qp_linalg_cpu_ops(), "fisher", p->fisher_inverse, np, np, np, &finv);
   double anorm = 0.0, rcond = 0.0;
-  if (err == QP_OK) err = qp_linalg_norm1(&finv, &anorm);
-  if (err == QP_OK) {
-    err = qp_linalg_potrf(&finv);
-    if (err == QP_ERR_NOT_POSDEF) {
-      free(d);
-      QP_CHECK(0, QP_ERR_NOT_POSDEF,
-               "the Fisher matrix (%lld parameters) is not positive definite, so the spectra "
-               "cannot be estimated: some bins carry no information or repeat others (%s)",
-               (long long)np, qp_error_message());
-    }
-  }
-  if (err == QP_OK) err = qp_linalg_pocon(&finv, anorm, &rcond);
-  if (err == QP_OK) err = qp_linalg_potri(&finv);
-  if (err == QP_OK)
-    for (int64_t r = 0; r < np; ++r)
-      for (int64_t q = 0; q < np; ++q) p->fisher_inverse[q + r * np] *= d[q] * d[r];
-  free(d);
-  QP_CALL(err);
+  QP_CALL_GOTO(qp_matrix_view(qp_linalg_cpu_ops(), "fisher", p->fisher_inverse, np, np, np, &finv),
+               done);
+  QP_CALL_GOTO(qp_linalg_norm1(&finv, &anorm), done);
+  err = qp_linalg_potrf(&finv);
+  QP_CHECK_GOTO(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF, done,
+                "the Fisher matrix (%lld parameters) is not positive definite, so the spectra "
+                "cannot be estimated: some bins carry no information or repeat others (%s)",
+                (long long)np, qp_error_message());
+  QP_CALL_GOTO(err, done);
+  QP_CALL_GOTO(qp_linalg_pocon(&finv, anorm, &rcond), done);
+  QP_CALL_GOTO(qp_linalg_potri(&finv), done);
+  for (int64_t r = 0; r < np; ++r)
+    for (int64_t q = 0; q < np; ++q) p->fisher_inverse[q + r * np] *= d[q] * d[r];
   p->rcond[QP_RCOND_FISHER] = rcond;
-  return QP_OK;
+done:
+  free(d);
+  return err;
 }
 
 /* z = C^-1 x = L^-T L^-1 x for the batch of maps from `first` into z (its columns). */
