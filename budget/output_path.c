@@ -8,16 +8,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
-
-const char *qp_output_file_kind(mode_t mode) {
-  if (S_ISREG(mode)) return "a regular file";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a named pipe (FIFO)";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
+#include "input_file.h"
 
 qp_err qp_output_path_replaceable(const char *path, const char *source, const char *noun) {
   struct stat link, target;
@@ -30,7 +21,7 @@ qp_err qp_output_path_replaceable(const char *path, const char *source, const ch
            "%s%s'%s' is %s%s, not a regular file: writing %s there would replace it; give the "
            "name of a regular file",
            source ? source : "", source ? ": " : "", path,
-           S_ISLNK(link.st_mode) ? "a symlink to " : "", qp_output_file_kind(target.st_mode), noun);
+           S_ISLNK(link.st_mode) ? "a symlink to " : "", qp_input_kind(target.st_mode), noun);
   return QP_OK;
 }
 

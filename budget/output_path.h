@@ -32,10 +32,6 @@ typedef struct qp_output_input {
   const char *path;
 } qp_output_input;
 
-/** What kind of file `mode` (st_mode) is, for a message: "a character device", "a named pipe
- *  (FIFO)", "a socket", "a directory", "a block device", "a regular file". */
-const char *qp_output_file_kind(mode_t mode);
-
 /** The whole check above, before the command computes anything.
  *  @param path    the file to write (relative to the current directory)
  *  @param source  where the path came from, first in the message: "--output", "--mask",
