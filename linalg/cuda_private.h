@@ -35,6 +35,7 @@ typedef struct qp_cuda_context {
    * page-locked with cudaHostRegister, and an event per half: its last copy is done. */
   double *pinned[2];
   int pinned_registered;
+  int pinned_resident; /* every page of the pinned staging written once (qp_cuda_pinned_touch) */
   cudaEvent_t pinned_done[2];
 } qp_cuda_context;
 
@@ -73,6 +74,9 @@ qp_err qp_cuda_copy_2d(double *dst, int64_t dld, const double *src, int64_t sld,
 qp_err qp_cuda_pinned_create(void);
 /** Waits for the stream, unregisters and frees the pinned staging (safe when absent). */
 void qp_cuda_pinned_destroy(void);
+/* Makes the pinned staging resident (writes every page once; then a no-op): the first stage
+ * calls it through the table's hold_workspace, where the model counts the block from. */
+void qp_cuda_pinned_touch(void);
 /** A host <-> device copy of pageable host memory through the pinned staging, piece by piece
  *  (linalg/copy_pieces.h), packing one half while the device copies the other; returns when
  *  the host side is complete. kind: cudaMemcpyHostToDevice or cudaMemcpyDeviceToHost. */

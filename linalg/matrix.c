@@ -125,6 +125,12 @@ qp_err qp_linalg_workspaces(const qp_linalg_ops *ops, qp_linalg_op op, int64_t n
   return QP_OK;
 }
 
+void qp_linalg_backend_end(void) {
+#if QP_HAVE_CUDA
+  if (qp_cuda_ready()) qp_cuda_finalize();
+#endif
+}
+
 void qp_linalg_release_workspaces(const qp_linalg_ops *ops) {
   if (ops && ops->release_workspaces) ops->release_workspaces();
 }

@@ -154,6 +154,11 @@ struct qp_linalg_ops {
  *  QP_ERR_INPUT for an unknown name. "dist", "hostdev-dist" and "cuda-dist" need
  *  qp_grid_init. */
 qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops);
+/** Ends what qp_linalg_backend started for this process: the cuda context (its handles, the
+ * cuBLAS workspace, the info word and the pinned staging buffer, all budget blocks) is
+ * finalised; nothing else holds such state. After the last matrix is destroyed, before the
+ * run's check that no block is left; a no-op where no context exists. */
+void qp_linalg_backend_end(void);
 const qp_linalg_ops *qp_linalg_cpu_ops(void);
 /** The ScaLAPACK backend, or NULL in a build without it. */
 const qp_linalg_ops *qp_linalg_dist_ops(void);

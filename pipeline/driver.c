@@ -193,6 +193,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
     QP_CALL_GOTO(qp_comm_agree(qp_stack_limit_check()), fail);
   /* Under `ulimit -v`, room for OpenBLAS's buffers, whatever the planner was told. */
   QP_CALL_GOTO(qp_comm_agree(qp_blas_check_address_space()), fail);
+  qp_driver_warm_up_device(p->ops, p->n_pix);
   qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->model_dims.path),
                     qp_driver_warm_up_kernels(p->model_dims.path), baseline);
   if (p->progress && qp_driver_warm_up_wanted())

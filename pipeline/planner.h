@@ -29,11 +29,12 @@ qp_err qp_plan_reroute_smw(qp_problem *p);
 int64_t qp_plan_blas_width(const qp_problem *p, qp_model_path path);
 /** The device context's bytes when none is configured (memory.device_overhead) on backend
  *  cuda: the CUDA context, the stream, cuBLAS's and cuSOLVER's handles and their loaded code,
- *  the device meter's baseline. An upper bound of the 300-600 MiB expected on an H100
- *  (docs/gpu.md), not yet measured: measure it (`report` prints the meter's baseline) and set
- *  memory.device_overhead. hostdev's default is 0 (its emulated context, QP_HOSTDEV_CONTEXT,
- *  is a test's choice). */
-#define QP_DEVICE_OVERHEAD_CUDA ((size_t)640 << 20)
+ *  the device meter's baseline. `plan` has no GPU to ask, so this is a prior: the first
+ *  measurement, 690.8 MiB on an H200 (CUDA 13.0, driver 580; docs/gpu.md), with room for
+ *  another card or driver. `report` prints the measured baseline beside it; set
+ *  memory.device_overhead to your card's. (640 MiB before that measurement: 51 MiB short.)
+ *  hostdev's default is 0 (its emulated context, QP_HOSTDEV_CONTEXT, is a test's choice). */
+#define QP_DEVICE_OVERHEAD_CUDA ((size_t)768 << 20)
 /** The device context the plan reserves on a device backend (bytes): memory.device_overhead,
  *  else the backend's default; 0 on a host backend. memory.device_limit less it is what the
  *  tracked device terms may use. */

@@ -294,6 +294,53 @@ int qp_driver_warm_up_wanted(void) {
 
 double qp_driver_warm_up_seconds(void) { return qp_warm_up_last_seconds; }
 
+/* The device libraries' first use, on one process: every operation of the table once on
+ * matrices of order QP_DEVICE_WARM_UP_ORDER (or the problem's, if smaller). On an H200 the
+ * first cuSOLVER/cuBLAS calls of a cuda run raised the host's RSS by 60-76 MiB inside
+ * basis_setup (the driver reading the libraries' kernel images out of their mapped files,
+ * CUDA's lazy module loading), against a host model that knows nothing of it: here it lands
+ * in the baseline instead. The workspaces the calls grew are released, so the stages' own
+ * backend terms grow from nothing as the model predicts. Best effort: a failure leaves the
+ * libraries to load in the stages, as before. */
+static void qp_warm_up_device(const qp_linalg_ops *ops, int64_t n_pix) {
+  const int64_t k = n_pix < QP_DEVICE_WARM_UP_ORDER ? n_pix : QP_DEVICE_WARM_UP_ORDER;
+  qp_matrix a = {0}, b = {0}, c = {0};
+  int *pivots = NULL;
+  double value = 0.0;
+  if (k >= 1 && qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &a) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &b) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &c) == QP_OK &&
+      (pivots = malloc((size_t)qp_linalg_pivot_count(&c) * sizeof *pivots)) &&
+      qp_matrix_set_identity(&a, 2.0) == QP_OK && qp_matrix_set_identity(&b, 1.0) == QP_OK &&
+      qp_matrix_set_identity(&c, 3.0) == QP_OK) {
+    /* Each call's status is left: the warm-up changes no result, whatever fails. */
+    (void)(qp_linalg_potrf(&a) || qp_linalg_pocon(&a, 4.0, &value) ||
+           qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b) ||
+           qp_linalg_trsm(QP_RIGHT, QP_TRANS, 1.0, &a, &b) ||
+           qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b) || qp_linalg_potrs(&a, &b) ||
+           qp_linalg_gemm(QP_NOTRANS, QP_TRANS, 1.0, &b, &b, 0.0, &c) ||
+           qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &b, &b, 1.0, &c) ||
+           qp_linalg_syrk(QP_NOTRANS, 1.0, &b, 0.0, &c) ||
+           qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c) ||
+           qp_linalg_trace_product(&b, &c, &value) || qp_linalg_norm1(&c, &value) ||
+           qp_linalg_transpose(&b, &c) || qp_linalg_copy_sub(k, k, &c, 0, 0, &b, 0, 0) ||
+           qp_linalg_clear_upper(&b) || qp_matrix_set_identity(&b, 3.0) ||
+           qp_linalg_getrf(&b, pivots) || qp_linalg_gecon(&b, 3.0, &value) ||
+           qp_linalg_getrs(&b, pivots, &c) || qp_linalg_trtri(&a) || qp_linalg_potri(&a));
+  }
+  free(pivots);
+  qp_matrix_destroy(&c);
+  qp_matrix_destroy(&b);
+  qp_matrix_destroy(&a);
+  qp_linalg_release_workspaces(ops);
+  qp_error_clear();
+}
+
+void qp_driver_warm_up_device(const qp_linalg_ops *ops, int64_t n_pix) {
+  if (ops && qp_linalg_on_device(ops) && qp_comm_size() == 1 && qp_driver_warm_up_wanted())
+    qp_warm_up_device(ops, n_pix);
+}
+
 qp_warm_up_kernels qp_driver_warm_up_kernels(qp_model_path path) {
   /* SMW may become the projection in covariance_setup (qp_plan_reroute_smw): its set holds
    * the projection's solves too. */

@@ -7,6 +7,7 @@
 
 #include "openblas_tuning.h"
 #include "memory_model.h"
+#include "matrix.h"
 #include "meter.h"
 #include "qp_error.h"
 
@@ -26,6 +27,12 @@ typedef enum qp_warm_up_kernels {
  *  + 512 on one thread), which touch the same buffer pages as full-size work would. Transient
  * memory: three 256 x 256 matrices and the panels (2 KiB per column and thread), all tracked as
  * term "warm_up" and freed before it returns. */
+/* Order of the device warm-up's matrices (qp_driver_warm_up_device). */
+#define QP_DEVICE_WARM_UP_ORDER 512
+/** A device backend's libraries once, on one process, before qp_driver_warm_up reads the
+ *  baseline (their first use, not a stage's, pages in what they load); no-op on a host
+ *  backend, on several ranks or under QP_WARM_UP=0. */
+void qp_driver_warm_up_device(const qp_linalg_ops *ops, int64_t n_pix);
 void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_warm_up_kernels kernels,
                        qp_meter_sample *baseline);
 /** The kernels of a route's stages beyond those of every route (gemm, syrk, potrf, its

@@ -9,6 +9,7 @@
 #include "grid.h"
 #include "driver.h"
 #include "launch_check.h"
+#include "matrix.h"
 #include "qp_config.h"
 #include "results_path.h"
 #include "self_cost.h"
@@ -229,7 +230,11 @@ int qp_cmd_run(int argc, char **argv) {
   }
   qp_problem_free(&problem);
   qp_config_free(&cfg);
-  if (qp_budget_current(QP_SPACE_HOST) != 0) {
+  /* The cuda context's blocks (pinned staging on the host, the cuBLAS workspace on the
+   * device) live until the backend ends: first found on an H200, where every cuda run ended
+   * in "budget blocks still alive at exit". */
+  qp_linalg_backend_end();
+  if (qp_budget_current(QP_SPACE_HOST) != 0 || qp_budget_current(QP_SPACE_DEVICE) != 0) {
     fprintf(stderr, "qmlpipe: internal error: budget blocks still alive at exit:\n");
     qp_budget_dump_live(stderr);
     return qp_err_exit_status(QP_ERR_INTERNAL);

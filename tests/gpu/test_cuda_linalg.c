@@ -379,7 +379,7 @@ static void test_moves_and_estimates(const qp_matrix *l, const qp_matrix *dl) {
   fprintf(stderr, "  %-34s cuda %.6g, cpu %.6g\n", "pocon (rcond)", rcond_dev, rcond);
   TEST_OK(qp_linalg_pocon(dl, 0.0, &rcond_dev));
   TEST_ASSERT(rcond_dev == 0.0, "pocon with anorm 0: %g, expected 0", rcond_dev);
-  qp_matrix *all[] = {&h, &d, &hs, &ds, &ht, &dt};
+  qp_matrix *all[] = {&h, &d, &hs, &ds, &ht, &dt, &hu, &du};
   for (size_t k = 0; k < sizeof all / sizeof all[0]; ++k)
     qp_matrix_destroy(all[k]);
 }
@@ -534,8 +534,9 @@ int main(void) {
     qp_workspace w[QP_WORKSPACES_MAX];
     int count = 0;
     die_on(qp_linalg_workspaces(gpu, QP_OP_INIT, 1, 0, w, &count), "the table's workspaces");
-    TEST_ASSERT(count == 2 && w[0].bytes == info.cublas_workspace && w[1].bytes == sizeof(int),
-                "the table's start-up buffers differ from what init holds");
+    TEST_ASSERT(count == 3 && w[0].bytes == info.cublas_workspace && w[1].bytes == sizeof(int) &&
+                    w[2].space == QP_SPACE_HOST && w[2].bytes == QP_PINNED_STAGING_BYTES,
+                "the table's start-up buffers differ from what init holds (%d of them)", count);
   }
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == info.cublas_workspace + sizeof(int),
               "after init %zu device bytes, expected the cuBLAS workspace and the info word",
@@ -559,8 +560,9 @@ int main(void) {
     qp_workspace w[QP_WORKSPACES_MAX];
     int count = 0;
     die_on(qp_linalg_workspaces(gpu, QP_OP_INIT, 1, 0, w, &count), "the table's workspaces");
-    TEST_ASSERT(count == 2 && w[0].bytes == info.cublas_workspace && w[1].bytes == sizeof(int),
-                "the table's start-up buffers differ from what init holds");
+    TEST_ASSERT(count == 3 && w[0].bytes == info.cublas_workspace && w[1].bytes == sizeof(int) &&
+                    w[2].space == QP_SPACE_HOST && w[2].bytes == QP_PINNED_STAGING_BYTES,
+                "the table's start-up buffers differ from what init holds (%d of them)", count);
   }
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == info.cublas_workspace + sizeof(int),
               "after releasing the workspaces %zu device bytes remain",

@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
     write_sky_config("cu.yaml", "lmax: 12\nharmonic_method: smw\nbackend: cuda\n");
     const char *args[] = {"plan", "cu.yaml", NULL};
     const char *words[] = {"the backend's own workspaces are not in these figures: backend cuda",
-                           "device context 640.00 MiB (the backend's default", NULL};
+                           "device context 768.00 MiB (the backend's default", NULL};
     free(expect("plan_cuda", args, 0, words));
   }
 
