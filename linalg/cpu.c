@@ -319,6 +319,7 @@ static const qp_linalg_ops qp_cpu_ops_table = {
     .gecon = qp_cpu_gecon,
     .transpose = qp_cpu_transpose,
     .clear_upper = qp_matrix_clear_upper_local,
+    .scale = qp_matrix_scale_local,
     /* sum_partials NULL: one process holds every matrix; moves_data 0. */
 };
 

@@ -408,6 +408,26 @@ static qp_err qp_cuda_clear_upper(qp_matrix *a) {
   return QP_OK;
 }
 
+static qp_cuda_runs qp_cuda_runs_of(const qp_run_scale *s) {
+  qp_cuda_runs r = {0};
+  if (!s) return r;
+  r.runs = s->runs;
+  for (int k = 0; k < s->runs; ++k) {
+    r.end[k] = s->end[k];
+    r.factor[k] = s->factor[k];
+  }
+  return r;
+}
+
+static qp_err qp_cuda_scale(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols) {
+  QP_CALL(qp_cuda_check_operand(a, "scale"));
+  QP_CALL(qp_cuda_status(qp_cuda_launch_scale(a->data, a->rows, a->cols, a->ld,
+                                              qp_cuda_runs_of(rows), qp_cuda_runs_of(cols),
+                                              qp_cuda_ctx.stream),
+                         qp_what_of("scaling", a).text));
+  return QP_OK;
+}
+
 static const qp_linalg_ops qp_cuda_ops_table = {
     .name = "cuda",
     .space = QP_SPACE_DEVICE,
@@ -431,6 +451,7 @@ static const qp_linalg_ops qp_cuda_ops_table = {
     .gecon = qp_cuda_gecon,
     .transpose = qp_cuda_transpose,
     .clear_upper = qp_cuda_clear_upper,
+    .scale = qp_cuda_scale,
     .workspaces = qp_cuda_workspaces,
     .release_workspaces = qp_cuda_release_workspaces,
     .hold_workspace = qp_cuda_hold_workspace,

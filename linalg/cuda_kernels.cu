@@ -98,7 +98,33 @@ __global__ void clear_upper_kernel(double *a, int64_t n, int64_t lda) {
   }
 }
 
+__device__ double runs_at(const qp_cuda_runs &s, int64_t i) {
+  for (int k = 0; k < s.runs; ++k)
+    if (i < s.end[k]) return s.factor[k];
+  return 1.0;
+}
+
+/* One block of kReduce threads per column j (grid-stride over columns past the grid's 65535
+ * y or its x limit), down the column (coalesced). */
+__global__ void scale_kernel(double *a, int64_t rows, int64_t cols, int64_t lda,
+                             qp_cuda_runs row_runs, qp_cuda_runs col_runs) {
+  for (int64_t j = blockIdx.x; j < cols; j += gridDim.x) {
+    const double c = runs_at(col_runs, j);
+    for (int64_t i = threadIdx.x; i < rows; i += blockDim.x)
+      a[i + j * lda] *= runs_at(row_runs, i) * c;
+  }
+}
+
 } // namespace
+
+extern "C" cudaError_t qp_cuda_launch_scale(double *a, int64_t rows, int64_t cols, int64_t lda,
+                                            qp_cuda_runs row_runs, qp_cuda_runs col_runs,
+                                            cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  const unsigned blocks = (unsigned)(cols < 65535 ? cols : 65535);
+  scale_kernel<<<blocks, kReduce, 0, stream>>>(a, rows, cols, lda, row_runs, col_runs);
+  return cudaGetLastError();
+}
 
 extern "C" cudaError_t qp_cuda_launch_mirror_lower(double *a, int64_t n, int64_t lda,
                                                    cudaStream_t stream) {

@@ -17,6 +17,18 @@ cudaError_t qp_cuda_launch_mirror_lower(double *a, int64_t n, int64_t lda, cudaS
 /** The strictly upper triangle of the n x n matrix a <- 0. */
 cudaError_t qp_cuda_launch_clear_upper(double *a, int64_t n, int64_t lda, cudaStream_t stream);
 
+/** Factors constant on runs of indices (matrix.h's qp_run_scale, as plain C for the kernel). */
+typedef struct qp_cuda_runs {
+  int runs;
+  int64_t end[3];
+  double factor[3];
+} qp_cuda_runs;
+
+/** A(i, j) <- r(i) A(i, j) c(j) for the rows x cols matrix a (rows.runs or cols.runs 0: 1). */
+cudaError_t qp_cuda_launch_scale(double *a, int64_t rows, int64_t cols, int64_t lda,
+                                 qp_cuda_runs row_runs, qp_cuda_runs col_runs,
+                                 cudaStream_t stream);
+
 /** sums[j] = sum_i A(i, j) B(j, i) for j < cols (A rows x cols, B cols x rows), then
  *  sums[cols] = the sum of sums[0..cols) in a fixed order: no atomics, so that the result is
  *  the same from run to run. sums holds cols + 1 doubles; cols >= 1. */

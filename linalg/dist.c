@@ -261,6 +261,7 @@ static const qp_linalg_ops qp_dist_ops_table = {
     .gecon = qp_dist_gecon,
     .transpose = qp_dist_transpose,
     .clear_upper = qp_matrix_clear_upper_local, /* each rank its own entries */
+    .scale = qp_matrix_scale_local,
     .sum_partials = qp_dist_sum_partials,
     .moves_data = 1,
     .hold_workspace = qp_dist_hold_workspace,

@@ -567,6 +567,9 @@ static qp_err qp_hostdev_transpose(const qp_matrix *a, qp_matrix *b) {
 }
 
 static qp_err qp_hostdev_clear_upper(qp_matrix *a) { QP_HOSTDEV_RUN(clear_upper, (a), a); }
+static qp_err qp_hostdev_scale(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols) {
+  QP_HOSTDEV_RUN(scale, (a, rows, cols), a);
+}
 
 /* The wrappers every hostdev table has; the tables differ in their layout, the host table
  * that goes with them, how partial sums are completed, the two operations dist lacks, and
@@ -594,6 +597,7 @@ static const qp_linalg_ops qp_hostdev_ops_table = {
     .copy_sub = qp_hostdev_copy_sub,
     .transpose = qp_hostdev_transpose,
     .clear_upper = qp_hostdev_clear_upper,
+    .scale = qp_hostdev_scale,
     .name = "hostdev",
     .host_table = qp_linalg_cpu_ops,
     .potri = qp_hostdev_potri,
@@ -663,6 +667,10 @@ static qp_err qp_hostdev_dist_transpose(const qp_matrix *a, qp_matrix *b) {
 static qp_err qp_hostdev_dist_clear_upper(qp_matrix *a) {
   QP_HOSTDEV_BATCHED(qp_tiled_clear_upper(a));
 }
+static qp_err qp_hostdev_dist_scale(qp_matrix *a, const qp_run_scale *rows,
+                                    const qp_run_scale *cols) {
+  QP_HOSTDEV_BATCHED(qp_tiled_scale(a, rows, cols));
+}
 static qp_err qp_hostdev_dist_getrf(qp_matrix *a, int *pivots) {
   QP_HOSTDEV_BATCHED(qp_tiled_getrf(a, pivots));
 }
@@ -701,6 +709,7 @@ static const qp_linalg_ops qp_hostdev_dist_ops_table = {
     .copy_sub = qp_hostdev_dist_copy_sub,
     .transpose = qp_hostdev_dist_transpose,
     .clear_upper = qp_hostdev_dist_clear_upper,
+    .scale = qp_hostdev_dist_scale,
     .name = "hostdev-dist",
     .distributed = 1,
     .host_table = qp_linalg_dist_ops,

@@ -418,6 +418,26 @@ qp_err qp_linalg_clear_upper(qp_matrix *a) {
   return QP_OK;
 }
 
+qp_err qp_linalg_scale(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols) {
+  QP_NEED_OP(a, scale);
+  QP_CHECK((!rows || (rows->runs >= 0 && rows->runs <= QP_SCALE_RUNS_MAX)) &&
+               (!cols || (cols->runs >= 0 && cols->runs <= QP_SCALE_RUNS_MAX)),
+           QP_ERR_INTERNAL, "scale of '%s': more than %d runs", a->name, QP_SCALE_RUNS_MAX);
+  if (!rows && !cols) return QP_OK;
+  QP_CALL(a->ops->scale(a, rows, cols));
+  return QP_OK;
+}
+
+qp_err qp_matrix_scale_local(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols) {
+  for (int64_t lj = 0; lj < a->local_cols; ++lj) {
+    const double c = cols ? qp_run_scale_at(cols, qp_matrix_global_col(a, lj)) : 1.0;
+    double *column = a->data + lj * a->ld;
+    for (int64_t li = 0; li < a->local_rows; ++li)
+      column[li] *= (rows ? qp_run_scale_at(rows, qp_matrix_global_row(a, li)) : 1.0) * c;
+  }
+  return QP_OK;
+}
+
 qp_err qp_matrix_clear_upper_local(qp_matrix *a) {
   for (int64_t lj = 0; lj < a->local_cols; ++lj) {
     const int64_t gj = qp_matrix_global_col(a, lj);

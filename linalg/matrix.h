@@ -62,6 +62,21 @@ typedef struct qp_matrix {
 } qp_matrix;
 
 typedef enum qp_side { QP_LEFT = 0, QP_RIGHT = 1 } qp_side;
+/* A diagonal scaling constant on runs of consecutive global indices: index i gets factor[k] of
+ * the first k with i < end[k], 1 past the last run. The data vector's fields (T, then Q and U)
+ * are such runs: the conditioning guards equilibrate a matrix field by field (conditioning.h)
+ * with powers of 2, which scale every operation exactly. */
+#define QP_SCALE_RUNS_MAX 3
+typedef struct qp_run_scale {
+  int runs;
+  int64_t end[QP_SCALE_RUNS_MAX];
+  double factor[QP_SCALE_RUNS_MAX];
+} qp_run_scale;
+static inline double qp_run_scale_at(const qp_run_scale *s, int64_t i) {
+  for (int k = 0; k < s->runs; ++k)
+    if (i < s->end[k]) return s->factor[k];
+  return 1.0;
+}
 typedef enum qp_trans { QP_NOTRANS = 0, QP_TRANS = 1 } qp_trans;
 
 struct qp_linalg_ops {
@@ -122,6 +137,8 @@ struct qp_linalg_ops {
   /* The strictly upper triangle of the square A <- 0 (what potrf and trtri leave of the
    * factored matrix above a lower factor), where A lives: no copy to the host. */
   qp_err (*clear_upper)(qp_matrix *a);
+  /* A(i, j) <- r(i) A(i, j) c(j) for global i, j (rows or cols NULL: 1). */
+  qp_err (*scale)(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols);
   /* x <- the sum over the ranks that share this backend's matrices of their partial x (each
    * rank summed over the elements it holds): a no-op where one process holds everything. */
   qp_err (*sum_partials)(double *x, int64_t count);
@@ -306,6 +323,11 @@ qp_err qp_linalg_clear_upper(qp_matrix *a);
 /** The same on a host matrix of any layout: each rank its own entries (the clear_upper of the
  *  host tables, cpu and dist; nothing to communicate). */
 qp_err qp_matrix_clear_upper_local(qp_matrix *a);
+/** A(i, j) <- r(i) A(i, j) c(j) over global indices, on A's backend (rows or cols NULL: no
+ *  scaling that way). With powers of 2 exact: undone exactly by the reciprocals. */
+qp_err qp_linalg_scale(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols);
+/** The same on a host matrix of any layout, each rank its own entries (cpu's and dist's). */
+qp_err qp_matrix_scale_local(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols);
 /** x <- sum over the ranks of each rank's partial x (collective where matrices are shared
  *  among ranks, a no-op otherwise): what turns sums over a matrix's local entries, such as
  *  the Frobenius product of two matrices of one layout, into sums over the whole matrix. */

@@ -131,6 +131,9 @@ qp_err qp_tiled_transpose(const qp_matrix *a, qp_matrix *b);
 /** Zeros the strict upper triangle: each rank its local entries above the global diagonal,
  *  a local block column at a time (down, cleared, up: no device memory read on the host). */
 qp_err qp_tiled_clear_upper(qp_matrix *a);
+/** A(i, j) <- r(i) A(i, j) c(j) (matrix.h's scale), each rank its local entries a block
+ *  column at a time through the work's staging. */
+qp_err qp_tiled_scale(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols);
 /** |A|_1: each rank sums the magnitudes of its local columns (downloaded in panels of one
  *  block), the sums are completed over the ranks, the largest taken; NaN when an entry is. */
 qp_err qp_tiled_norm1(const qp_matrix *a, double *out);

@@ -118,6 +118,32 @@ qp_err qp_tiled_transpose(const qp_matrix *a, qp_matrix *b) {
   return err;
 }
 
+qp_err qp_tiled_scale(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols) {
+  QP_CHECK(a->grid, QP_ERR_INTERNAL, "tiled scale of '%s': not block-cyclic", a->name);
+  const qp_grid *g = a->grid;
+  const int64_t nb = g->block, m = a->local_rows;
+  /* Every rank opens the work (collective), one without local entries too. */
+  const qp_tiled_sizes sizes = {.stage = m * nb};
+  qp_tiled_work w;
+  QP_CALL(qp_tiled_work_open(a, &sizes, &w));
+  qp_err err = QP_OK;
+  for (int64_t lj = 0; m > 0 && lj < a->local_cols && err == QP_OK; lj += nb) {
+    const int64_t jb = a->local_cols - lj < nb ? a->local_cols - lj : nb;
+    err = qp_linalg_download(a, 0, lj, m, jb, w.stage, m);
+    for (int64_t t = 0; t < jb && err == QP_OK; ++t) {
+      const int64_t gj = qp_bc_global_index(lj + t, nb, g->mycol, g->npcol);
+      const double c = cols ? qp_run_scale_at(cols, gj) : 1.0;
+      for (int64_t li = 0; li < m; ++li) {
+        const int64_t gi = qp_bc_global_index(li, nb, g->myrow, g->nprow);
+        w.stage[li + t * m] *= (rows ? qp_run_scale_at(rows, gi) : 1.0) * c;
+      }
+    }
+    if (err == QP_OK) err = qp_linalg_upload(w.stage, m, a, 0, lj, m, jb);
+  }
+  qp_tiled_work_close(&w);
+  return qp_comm_agree(err);
+}
+
 qp_err qp_tiled_clear_upper(qp_matrix *a) {
   QP_CHECK(a->grid && a->rows == a->cols, QP_ERR_INTERNAL,
            "tiled clear_upper of '%s': not a square block-cyclic matrix", a->name);

@@ -56,6 +56,7 @@ void qp_tiled_table_release(const qp_linalg_ops *local);
       .pocon = qp_tiled_pocon,                                                                   \
       .transpose = qp_tiled_transpose,                                                           \
       .clear_upper = qp_tiled_clear_upper,                                                       \
+      .scale = qp_tiled_scale,                                                                   \
       .sum_partials = qp_tiled_table_sum_partials,                                               \
       .release_workspaces = ident##_release,                                                     \
       .hold_workspace = ident##_hold,                                                            \

@@ -171,6 +171,9 @@ static qp_err qp_ck_restore_file(qp_problem *p, const char *path) {
                done);
   QP_CALL_GOTO(qp_h5_read_array(file, path, "rcond", H5T_NATIVE_DOUBLE, p->rcond, QP_RCOND_COUNT),
                done);
+  QP_CALL_GOTO(qp_h5_read_array(file, path, "noise_field_mean", H5T_NATIVE_DOUBLE,
+                                p->noise_field_mean, 2),
+               done);
   int64_t view = 0;
   QP_CALL_GOTO(qp_h5_attr_i64(file, path, "noise_factor_is_noise", 1, &view), done);
   for (int i = 0; i < QP_CK_SLOTS; ++i) {

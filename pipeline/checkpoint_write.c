@@ -67,6 +67,8 @@ static qp_err qp_ck_write_header(hid_t file, const char *where, const qp_checkpo
                             NULL));
   QP_CALL(qp_h5_write_array(file, where, "rcond", H5T_NATIVE_DOUBLE, QP_RCOND_COUNT, p->rcond,
                             NULL));
+  QP_CALL(qp_h5_write_array(file, where, "noise_field_mean", H5T_NATIVE_DOUBLE, 2,
+                            p->noise_field_mean, NULL));
   return QP_OK;
 }
 

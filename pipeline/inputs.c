@@ -258,11 +258,11 @@ qp_err qp_inputs_plan(qp_problem *p) {
   /* Scalar variances give N's conditioning before anything is read (a variance map's comes
    * with the data: qp_plan_reroute_smw). With the switch SMW inverts N_eff = N + S_fixed
    * instead, dense, whose rcond basis_setup estimates. */
-  if (cfg->noise_kind == QP_NOISE_VARIANCE && !p->switched) {
-    double v[2] = {cfg->noise_variance,
-                   cfg->noise_variance_pol > 0 ? cfg->noise_variance_pol : cfg->noise_variance};
-    const int first = qp_has_t(cfg) ? 0 : 1, count = qp_has_p(cfg) ? 2 - first : 1;
-    qp_plan_smw_noise_check(p, qp_rcond_diagonal(v + first, count), qp_largest(v + first, count));
+  if (cfg->noise_kind == QP_NOISE_VARIANCE) {
+    p->noise_field_mean[0] = cfg->noise_variance;
+    p->noise_field_mean[1] =
+        cfg->noise_variance_pol > 0 ? cfg->noise_variance_pol : cfg->noise_variance;
+    if (!p->switched) qp_plan_smw_noise_check(p, NULL);
   }
   QP_CALL(qp_plan_route(p));
   return QP_OK;
@@ -408,6 +408,27 @@ static qp_err qp_inputs_read_fields(const qp_problem *p, const char *path, const
   return QP_OK;
 }
 
+/* Adds the diagonal entries of N that window w (N's local columns col0.., w's width) holds to
+ * sum[field] (T's entries, then Q's and U's). */
+static void qp_inputs_noise_diagonal(const qp_problem *p, const qp_host_window *w, int64_t col0,
+                                     int64_t width, double sum[2]) {
+  for (int64_t lj = col0; lj < col0 + width; ++lj) {
+    const int64_t gj = qp_matrix_global_col(&p->noise, lj), li = qp_matrix_local_row(&p->noise, gj);
+    if (li >= 0) sum[gj >= p->n_obs_t] += w->data[li + (lj - col0) * w->ld];
+  }
+}
+
+/* The mean of N's diagonal over each field from each rank's partial sums (collective: called
+ * once every rank has read its blocks, after they agreed that all did). */
+static qp_err qp_inputs_noise_means(qp_problem *p, double sum[2]) {
+  QP_CALL(qp_linalg_sum_partials(p->noise.ops, sum, 2));
+  for (int f = 0; f < 2; ++f) {
+    const int64_t count = f == 0 ? p->n_obs_t : p->n_pix - p->n_obs_t;
+    p->noise_field_mean[f] = count > 0 ? sum[f] / (double)count : 0.0;
+  }
+  return QP_OK;
+}
+
 static qp_err qp_inputs_dense_noise(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   int64_t rows, cols;
@@ -422,12 +443,15 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
   /* Read on the host (into N itself on a host backend), checked there, then handed over. */
   qp_host_window w = {0};
   qp_err err = QP_OK;
+  /* This rank's sums of N's diagonal by field, to become their means (qp_inputs_noise_means) */
+  p->noise_field_mean[0] = p->noise_field_mean[1] = 0.0;
   const qp_grid *g = p->noise.grid;
   if (!g && qp_host_panel(p) >= p->noise.local_cols) {
     /* One process, whole: one read, then every entry against its mirror in memory. */
     QP_CALL(qp_host_window_open(&p->noise, 0, p->noise.local_cols, QP_ACCESS_WRITE, &w));
     QP_CALL_GOTO(qp_h5_matrix_read_symmetric(cfg->noise_file, cfg->noise_dataset, rows, w.data),
                  fail);
+    qp_inputs_noise_diagonal(p, &w, 0, p->noise.local_cols, p->noise_field_mean);
     QP_CALL(qp_host_window_close(&w));
     return QP_OK;
   }
@@ -447,6 +471,7 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
       QP_CALL_GOTO(qp_h5_matrix_read_columns(cfg->noise_file, cfg->noise_dataset, rows, col0, width,
                                              w.data, w.ld),
                    fail);
+    qp_inputs_noise_diagonal(p, &w, col0, width, p->noise_field_mean);
     QP_CALL(qp_host_window_close(&w));
   }
   return QP_OK;
@@ -484,11 +509,19 @@ qp_err qp_inputs_read_data(qp_problem *p) {
   case QP_NOISE_COVARIANCE:
     /* Distributed, a rank may find a bad block alone: every rank learns it here. */
     QP_CALL(qp_comm_agree(qp_inputs_dense_noise(p)));
+    QP_CALL(qp_inputs_noise_means(p, p->noise_field_mean));
     break;
   }
   QP_CALL(qp_comm_agree(qp_inputs_reader() ? qp_inputs_read_map_files(p) : QP_OK));
   QP_CALL(qp_comm_bcast(p->maps, (size_t)(p->n_pix * p->n_maps) * sizeof(double)));
-  if (p->noise_variance)
+  if (p->noise_variance) {
     QP_CALL(qp_comm_bcast(p->noise_variance, (size_t)p->n_pix * sizeof(double)));
+    double sum[2] = {0.0, 0.0};
+    for (int64_t k = 0; k < p->n_pix; ++k) sum[k >= p->n_obs_t] += p->noise_variance[k];
+    for (int f = 0; f < 2; ++f) {
+      const int64_t count = f == 0 ? p->n_obs_t : p->n_pix - p->n_obs_t;
+      p->noise_field_mean[f] = count > 0 ? sum[f] / (double)count : 0.0;
+    }
+  }
   return QP_OK;
 }

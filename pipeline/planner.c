@@ -570,18 +570,18 @@ const char *qp_plan_panel_lines(const qp_model_dims *d) {
   }
 }
 
-void qp_plan_smw_noise_check(qp_problem *p, double rcond, double noise_max) {
+void qp_plan_smw_noise_check(qp_problem *p, const double *variance) {
+  /* C's conditioning as SMW bounds it (harmonic_route.c, qp_basis_smw), in the fields' units:
+   * known from the variances and the C_ell alone, so that `auto` can leave SMW before
+   * anything is built. N itself, diagonal, is inverted exactly: only recorded. */
+  const qp_run_scale fields = qp_field_scale(p, p->cfg->lmax_signal + 1, p->cfg->lmax_signal, 1);
+  double rcond = 0.0, noise_max = 0.0;
+  qp_scaled_noise_diagonal(p, &fields, variance, &rcond, &noise_max);
   p->rcond[QP_RCOND_NOISE] = rcond;
   const double floor = qp_rcond_floor(p->cfg->accuracy);
-  /* C's conditioning as SMW bounds it (harmonic_route.c, qp_basis_smw): known from the variances
-   * and the C_ell alone, so that `auto` can leave SMW before anything is built. */
-  const double rcond_c = qp_smw_covariance_rcond(p, rcond, noise_max);
-  if (!(isfinite(rcond) && rcond >= floor))
-    snprintf(p->smw_refused, sizeof p->smw_refused,
-             "it inverts N, whose rcond %.3g (smallest / largest variance) would give relative "
-             "errors of ~%.1e, above accuracy %.1e",
-             rcond, rcond > 0 ? DBL_EPSILON / rcond : INFINITY, p->cfg->accuracy);
-  else if (!(isfinite(rcond_c) && rcond_c >= floor))
+  const double rcond_c = qp_smw_covariance_rcond(p, &fields, rcond, noise_max);
+  p->smw_refused[0] = '\0';
+  if (!(isfinite(rcond_c) && rcond_c >= floor))
     snprintf(p->smw_refused, sizeof p->smw_refused,
              "its bound of rcond(C), rcond(N) / (1 + lambda_max(S) / lambda_max(N)) = %.3g, "
              "is below %.3g (accuracy %.1e)",
@@ -591,8 +591,7 @@ void qp_plan_smw_noise_check(qp_problem *p, double rcond, double noise_max) {
 qp_err qp_plan_reroute_smw(qp_problem *p) {
   if (p->path_used != QP_PATH_HARMONIC || !p->smw || !p->noise_variance || p->switched)
     return QP_OK;
-  qp_plan_smw_noise_check(p, qp_rcond_diagonal(p->noise_variance, p->n_pix),
-                          qp_largest(p->noise_variance, p->n_pix));
+  qp_plan_smw_noise_check(p, p->noise_variance);
   if (!p->smw_refused[0]) return QP_OK;
   QP_CALL(qp_plan_route(p));
   if (p->smw) return QP_OK; /* the only route allowed: basis_setup refuses it */

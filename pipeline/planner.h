@@ -15,10 +15,11 @@ qp_err qp_plan_route(qp_problem *p);
 /** The model again for the route and chunks already planned, for another rank of
  *  p->plan_grid (budget/plan --ranks). */
 qp_err qp_plan_remodel(qp_problem *p);
-/** Records rcond of the diagonal N (smallest / largest variance, the largest `noise_max`) and,
- *  when it or SMW's bound of rcond(C) (conditioning.h) is too small for cfg->accuracy, why
- *  SMW is ruled out (p->smw_refused): the route choice then skips it. */
-void qp_plan_smw_noise_check(qp_problem *p, double rcond, double noise_max);
+/** Records rcond of the diagonal N in the fields' units (conditioning.h; `variance` per
+ *  entry, NULL: p->noise_field_mean per field) and, when SMW's bound of rcond(C) is too small
+ *  for cfg->accuracy, why SMW is ruled out (p->smw_refused): the route choice then skips it.
+ *  N itself is inverted exactly, whatever its spread: never a reason alone. */
+void qp_plan_smw_noise_check(qp_problem *p, const double *variance);
 /** After the variances are read (covariance_setup, before any route's matrix): when SMW was
  *  chosen and its N is too ill-conditioned, chooses again without it (path auto) and checks
  *  the new route against the memory limit; the path reason says why. No-op otherwise. */

@@ -72,6 +72,9 @@ typedef struct qp_problem {
 
   /* reciprocal condition numbers (NaN: not formed on this route) */
   double rcond[QP_RCOND_COUNT];
+  /* The noise's mean variance over T's entries and over Q's and U's (inputs.c): with S's
+   * diagonal, the scale of each field that the conditioning guards equilibrate (conditioning.h) */
+  double noise_field_mean[2];
   /* The largest rounding error of C_hat in units of its error bars (stage_spectra.c), NaN
    * until spectra_run */
   double spectra_error;

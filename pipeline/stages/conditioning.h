@@ -19,6 +19,9 @@
 #define QP_RCOND_COVARIANCE_ADVICE                                                            \
   "C is nearly singular: the noise is too small next to the signal model somewhere (check "     \
   "the noise variances), or lmax_signal asks for multipoles the pixels cannot resolve"
+#define QP_RCOND_SMW_COVARIANCE_ADVICE                                                         \
+  "SMW only bounds C's conditioning (from N's and S's extremes, conservatively); "              \
+  "harmonic_method: projected or path: pixel_direct factor C and measure it"
 #define QP_RCOND_SMW_ADVICE                                                                    \
   "SMW inverts N and I + K Lambda; use harmonic_method: projected or path: pixel_direct, which " \
   "factor C = S + N instead"
@@ -48,10 +51,22 @@ qp_err qp_conditioning_check(qp_problem *p, qp_rcond_id id, double rcond, const 
  *  exceeds p->cfg->accuracy. */
 qp_err qp_spectra_error_check(qp_problem *p);
 
-/** A = L L^T in place with the condition check: |A|_1 before, dpocon after (collective).
- *  *anorm (may be NULL) receives |A|_1. */
+/** The fields' scales, as powers of 2 on the data vector's runs (T's entries, then Q's and
+ *  U's, which share a unit): f_X = 2^-round(log2(d_X) / 2), d_X the mean diagonal of a matrix
+ *  made of S over multipoles [ell_from, ell_to] (none when ell_from > ell_to) plus, with
+ *  `with_noise`, N (p->noise_field_mean). F A F then has a diagonal of order 1 in every field:
+ *  its rcond measures A's conditioning in each field's own units, not the ratio of the fields'
+ *  units (T in uK against Q/U, or in K), which no solve pays for: Cholesky's and the
+ *  estimates' errors are those of F A F (van der Sluis), and with powers of 2 every rounded
+ *  operation scales exactly, so the factor is bitwise the one of A itself. */
+qp_run_scale qp_field_scale(const qp_problem *p, int ell_from, int ell_to, int with_noise);
+
+/** A = L L^T in place with the condition check in the fields' units: A <- F A F (`scale`,
+ *  NULL: none), |A|_1, potrf, dpocon, then L <- F^-1 L, so that L is the factor of A itself
+ *  (bitwise: F is made of powers of 2) and the rcond recorded and judged is F A F's
+ *  (collective). *anorm (may be NULL) receives |F A F|_1. */
 qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const char *what,
-                            const char *advice, double *anorm);
+                            const char *advice, const qp_run_scale *scale, double *anorm);
 
 /** An upper bound of the largest eigenvalue of S_V = V^T Lambda V (the signal the harmonic
  *  basis spans, multipoles [ell_min, cfg->lmax]): 3 n_sky / (4 pi) max_l (C_l^TT + C_l^EE +
@@ -61,11 +76,21 @@ qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const c
  *  Lambda. It lets SMW, which never forms C, bound C's conditioning as the other routes
  *  measure it: rcond(C) >= lambda_min(N) / (lambda_max(N) + lambda_max(S_V)). */
 double qp_signal_eigen_bound(const qp_problem *p);
+/** The same bound for F S_V F with F the fields' scales: S_V's field blocks bound it, sum over
+ *  the fields X of f_X^2 lambda_max(S_V,XX) (a positive semidefinite block matrix's largest
+ *  eigenvalue is at most the sum of its diagonal blocks'). */
+double qp_signal_eigen_bound_scaled(const qp_problem *p, const qp_run_scale *scale);
 
-/** SMW's lower bound of rcond(C) from rcond(N) and lambda_max(N) (`noise_max`):
- *  rcond(N) / (1 + qp_signal_eigen_bound / noise_max), since C >= N and
- *  |C| <= |N| + |S_V|; 0 when noise_max is not positive. */
-double qp_smw_covariance_rcond(const qp_problem *p, double rcond_noise, double noise_max);
+/** SMW's lower bound of rcond(F C F) from rcond(F N F) and lambda_max(F N F) (`noise_max`):
+ *  rcond(FNF) / (1 + qp_signal_eigen_bound_scaled / noise_max), since C >= N and
+ *  |FCF| <= |FNF| + |FS_VF|; 0 when noise_max is not positive. */
+double qp_smw_covariance_rcond(const qp_problem *p, const qp_run_scale *scale, double rcond_noise,
+                               double noise_max);
+
+/** rcond (smallest / largest) and the largest entry of F N F for white noise of `variance`
+ *  (NULL: each field's p->noise_field_mean, the scalar variances of the config). */
+void qp_scaled_noise_diagonal(const qp_problem *p, const qp_run_scale *scale,
+                              const double *variance, double *rcond, double *largest);
 
 /** The largest of n values (0 for none): lambda_max of a diagonal N. */
 double qp_largest(const double *v, int64_t n);

@@ -20,7 +20,7 @@
 /* G^T into g (n_modes^2): SMW: (I + K Lambda)^-1 W. */
 static qp_err qp_noise_kernel_smw(qp_problem *p, qp_matrix *g) {
   QP_CALL(qp_linalg_copy_sub(g->rows, g->cols, &p->kernel, 0, 0, g, 0, 0));
-  QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, g));
+  QP_CALL(qp_smw_solve(p, g));
   return QP_OK;
 }
 
@@ -529,7 +529,7 @@ static qp_err qp_smw_spectra_y(qp_problem *p) {
     if (qp_map_batch(p) < p->n_maps)
       QP_CALL(qp_linalg_upload(qp_mode_maps_host_batch(p, first), z.ld, &z, 0, 0, z.local_rows,
                                z.local_cols));
-    QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, &z));
+    QP_CALL(qp_smw_solve(p, &z));
     QP_CALL(qp_spectra_from_modes(p, &z, first));
   }
   return QP_OK;

@@ -336,6 +336,30 @@ done:
   return err;
 }
 
+/* The fields' units on the modes [T | E | B]: 1 / f_T on T's, 1 / f_P on E's and B's, f_X
+ * qp_field_scale's of the noise SMW inverts (any unit-consistent scale serves). A field whose
+ * values are t times larger has K t^-2 and Lambda t^2 times larger, so that K Lambda's
+ * (T, E) block is 1 / t and its (E, T) block t times larger: I + K Lambda = D^-1 M_0 D with
+ * D = t on T's modes, and D is what the factors take away. */
+static qp_run_scale qp_smw_mode_scale(const qp_problem *p) {
+  const qp_run_scale fields = qp_field_scale(
+      p, p->switched ? p->cfg->lmax + 1 : p->cfg->lmax_signal + 1, p->cfg->lmax_signal, 1);
+  const int64_t end_t = p->field_offset[0] < 0   ? 0
+                        : p->field_offset[1] >= 0 ? p->field_offset[1]
+                                                  : p->n_modes;
+  return (qp_run_scale){.runs = 2, .end = {end_t, p->n_modes},
+                        .factor = {1.0 / fields.factor[0], 1.0 / fields.factor[1]}};
+}
+
+qp_err qp_smw_solve(const qp_problem *p, qp_matrix *b) {
+  qp_run_scale f = qp_smw_mode_scale(p);
+  QP_CALL(qp_linalg_scale(b, &f, NULL));
+  QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, b));
+  for (int k = 0; k < f.runs; ++k) f.factor[k] = 1.0 / f.factor[k];
+  QP_CALL(qp_linalg_scale(b, &f, NULL));
+  return QP_OK;
+}
+
 /* SMW, in three phases that free what they are done with (the model's phases):
  *  0: V^T, Y = N_eff^-1/2 V^T, and V N_eff^-1 x for the maps (in batches); then N_eff goes;
  *  1: K = Y^T Y; then V goes;
@@ -346,27 +370,35 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_TRANSIENT, n, nm, &p->vt));
   QP_CALL(qp_build_vt(p));
   qp_progress_note(progress, "harmonic basis V built");
-  double noise_norm = 0.0; /* lambda_max(N): |N_eff|_1, or the largest variance */
+  /* Every figure in the fields' units (conditioning.h, qp_field_scale): N's own scales for
+   * N, N_eff's with S_fixed's diagonal. */
+  const int no_signal = p->cfg->lmax_signal + 1;
+  const qp_run_scale fields =
+      qp_field_scale(p, p->switched ? p->cfg->lmax + 1 : no_signal, p->cfg->lmax_signal, 1);
+  double noise_norm = 0.0; /* lambda_max(F N F): |F N_eff F|_1, or the largest scaled variance */
   if (p->noise_factor.data) {
     QP_CALL(qp_conditioned_potrf(p, &p->noise_factor, QP_RCOND_NOISE,
                                  p->switched ? "N_eff = N + S_fixed (SMW's noise)"
                                              : "the noise covariance N (SMW)",
-                                 QP_RCOND_SMW_ADVICE, &noise_norm));
+                                 QP_RCOND_SMW_ADVICE, &fields, &noise_norm));
   } else {
-    QP_CALL(qp_conditioning_check(p, QP_RCOND_NOISE, qp_rcond_diagonal(p->noise_variance, n),
-                                  "the noise N (SMW; rcond = smallest / largest variance)",
-                                  QP_RCOND_SMW_ADVICE));
-    noise_norm = qp_largest(p->noise_variance, n);
+    /* A diagonal N is inverted exactly (1 / variance, entry by entry), whatever its spread:
+     * its rcond is recorded, not judged. What a tiny variance does to SMW, I + K Lambda's
+     * guard and C's bound below see. */
+    qp_scaled_noise_diagonal(p, &fields, p->noise_variance, &p->rcond[QP_RCOND_NOISE], &noise_norm);
   }
   /* SMW never forms C, but its results are C^-1 applied to the data all the same, as
-   * sensitive as C's conditioning. C >= N and |C| <= |N| + |S_V| bound it from below:
-   * rcond(C) >= rcond(N) / (1 + lambda_max(S_V) / lambda_max(N)); with a noise of 1e-300
-   * everywhere rcond(N) is 1 and I + K Lambda well conditioned, yet C is singular in double
-   * precision, and this is what refuses it, as the other routes refuse C itself. */
+   * sensitive as C's conditioning. C >= N and |C| <= |N| + |S_V| bound it from below, in the
+   * fields' units: rcond(FCF) >= rcond(FNF) / (1 + lambda_max(FS_VF) / lambda_max(FNF)); with
+   * a noise of 1e-300 everywhere rcond(N) is 1 and I + K Lambda well conditioned, yet C is
+   * singular in double precision, and this is what refuses it, as the other routes refuse C
+   * itself. */
   QP_CALL(qp_conditioning_check(
-      p, QP_RCOND_COVARIANCE, qp_smw_covariance_rcond(p, p->rcond[QP_RCOND_NOISE], noise_norm),
-      "the covariance C = S + N (SMW's bound: rcond(N) / (1 + lambda_max(S) / lambda_max(N)))",
-      QP_RCOND_COVARIANCE_ADVICE));
+      p, QP_RCOND_COVARIANCE,
+      qp_smw_covariance_rcond(p, &fields, p->rcond[QP_RCOND_NOISE], noise_norm),
+      "the covariance C = S + N (SMW's bound: rcond(N) / (1 + lambda_max(S) / lambda_max(N)), "
+      "each field in its own units)",
+      QP_RCOND_SMW_COVARIANCE_ADVICE));
   QP_CALL(qp_whiten_smw(p, &p->vt));
   QP_CALL(qp_smw_mode_maps(p));
   /* N_eff (or the dense N it was made in) is not needed any more. */
@@ -383,6 +415,11 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
                                 (size_t)qp_linalg_pivot_count(&p->smw_lu), sizeof(int),
                                 (void **)&p->pivots));
   QP_CALL(qp_build_smw_matrix(p));
+  /* Factored in the fields' units: F M F^-1 (qp_smw_solve). */
+  const qp_run_scale modes = qp_smw_mode_scale(p);
+  qp_run_scale inverse = modes;
+  for (int k = 0; k < inverse.runs; ++k) inverse.factor[k] = 1.0 / modes.factor[k];
+  QP_CALL(qp_linalg_scale(&p->smw_lu, &modes, &inverse));
   double anorm = 0.0, rcond = 0.0;
   QP_CALL(qp_linalg_norm1(&p->smw_lu, &anorm));
   err = qp_linalg_getrf(&p->smw_lu, p->pivots);
@@ -393,7 +430,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   QP_CALL(qp_linalg_gecon(&p->smw_lu, anorm, &rcond));
   QP_CALL(qp_conditioning_check(p, QP_RCOND_SMW, rcond, "the SMW kernel I + K Lambda",
                                 QP_RCOND_SMW_ADVICE));
-  QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, &p->kernel));
+  QP_CALL(qp_smw_solve(p, &p->kernel));
   qp_progress_note(progress, "W = (I + K Lambda)^-1 K");
   qp_budget_free(p->noise_variance);
   p->noise_variance = NULL;
@@ -460,8 +497,9 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
     QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
   QP_CALL(qp_build_vt(p));
   qp_progress_note(&progress, "harmonic basis V built");
+  const qp_run_scale fields = qp_field_scale(p, p->cfg->ell_min, p->cfg->lmax_signal, 1);
   QP_CALL(qp_conditioned_potrf(p, &p->cov, QP_RCOND_COVARIANCE, QP_RCOND_COVARIANCE_WHAT,
-                               QP_RCOND_COVARIANCE_ADVICE, NULL));
+                               QP_RCOND_COVARIANCE_ADVICE, &fields, NULL));
   QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &p->vt));
   if (chunked)
     QP_CALL(qp_kernel_in_blocks(p));

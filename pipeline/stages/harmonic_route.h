@@ -22,6 +22,12 @@
 void qp_harmonic_layout(qp_problem *p);
 /** basis_setup of the harmonic path: V, Y, W (and M's LU for SMW). */
 qp_err qp_harmonic_basis_setup(qp_problem *p);
+/** B <- (I + K Lambda)^-1 B with SMW's factors. The factored matrix is F (I + K Lambda) F^-1,
+ *  F the fields' units on the modes (T's modes 1 / f_T, E's and B's 1 / f_P: conditioning.h), whose
+ *  rcond does not depend on the fields' units as I + K Lambda's does (T in units 2^17 times
+ *  smaller: 7.8e-14 against 0.0005); the solve is F^-1 (F M F^-1)^-1 F B, exact scalings by
+ *  powers of 2 around getrs. */
+qp_err qp_smw_solve(const qp_problem *p, qp_matrix *b);
 /** SMW with the maps in batches keeps every batch's V N_eff^-1 x on the host from basis_setup
  *  to spectra_run (p->mode_maps_host): batch after batch, each as this rank's local part of
  *  p->mode_maps seen as the batch (qp_map_batch_view), leading dimension p->mode_maps.ld.

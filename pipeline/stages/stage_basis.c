@@ -9,8 +9,9 @@ qp_err qp_stage_basis_setup(qp_problem *p) {
     QP_CALL(qp_harmonic_basis_setup(p));
     return QP_OK;
   }
+  const qp_run_scale fields = qp_field_scale(p, p->cfg->ell_min, p->cfg->lmax_signal, 1);
   QP_CALL(qp_conditioned_potrf(p, &p->cov, QP_RCOND_COVARIANCE, QP_RCOND_COVARIANCE_WHAT,
-                               QP_RCOND_COVARIANCE_ADVICE, NULL));
+                               QP_RCOND_COVARIANCE_ADVICE, &fields, NULL));
   QP_CALL(qp_linalg_trtri(&p->cov));
   /* LAPACK leaves C's upper triangle behind; clear it so the buffer is exactly L^-1. On the
    * backend, where L^-1 lives: on a device, a host window here cost an n_pix^2 staging block

@@ -359,6 +359,14 @@ static void test_moves_and_estimates(const qp_matrix *l, const qp_matrix *dl) {
   TEST_OK(qp_linalg_clear_upper(&du));
   expect_close(&du, &hu, 0, "clear_upper");
 
+  /* scale: rows and columns by runs of factors (the guards' powers of 2), then rows alone */
+  const qp_run_scale runs = {.runs = 2, .end = {20, N}, .factor = {0.5, 4.0}};
+  TEST_OK(qp_linalg_scale(&h, &runs, &runs));
+  TEST_OK(qp_linalg_scale(&d, &runs, &runs));
+  TEST_OK(qp_linalg_scale(&h, &runs, NULL));
+  TEST_OK(qp_linalg_scale(&d, &runs, NULL));
+  expect_close(&d, &h, 0, "scale (rows and columns, rows)");
+
   double norm = 0, norm_dev = 0;
   TEST_OK(qp_linalg_norm1(&h, &norm));
   TEST_OK(qp_linalg_norm1(&d, &norm_dev));
