@@ -64,15 +64,19 @@ static void qp_sim_cov(const qp_cls *cls, int l, double beam, double c[3][3]) {
 
 /* c = f f^T with f lower triangular, for a positive semidefinite c: Cholesky that skips zero
  * pivots (their column of f is 0), which handles C_l = 0, BB = 0 or |TE| = sqrt(TT EE).
- * Returns 0 when c is not positive semidefinite (beyond round-off). */
+ * Returns 0 when c is not positive semidefinite (beyond round-off). Round-off is judged
+ * against each entry's own scale (a pivot against its variance, a correlation against
+ * sqrt(c_ii c_jj)): a tolerance from the largest variance took EE for 0 whenever T's values
+ * were ~1e5 times Q's (T in uK against Q/U in K, or TT in other units), and drew maps without
+ * E or B signal (issue 38). */
 static int qp_sim_factor(const double c[3][3], double f[3][3]) {
-  double scale = fmax(fmax(fabs(c[0][0]), fabs(c[1][1])), fabs(c[2][2]));
-  double tol = 1e-10 * scale;
+  const double rel = 1e-10;
   memset(f, 0, 9 * sizeof(double));
   for (int j = 0; j < 3; ++j) {
     double d = c[j][j];
     for (int k = 0; k < j; ++k)
       d -= f[j][k] * f[j][k];
+    const double tol = rel * fabs(c[j][j]);
     if (d < -tol) return 0;
     int zero = d <= tol;
     if (!zero) f[j][j] = sqrt(d);
@@ -81,7 +85,8 @@ static int qp_sim_factor(const double c[3][3], double f[3][3]) {
       for (int k = 0; k < j; ++k)
         r -= f[i][k] * f[j][k];
       if (zero) {
-        if (fabs(r) > tol) return 0; /* a zero pivot with a non-zero correlation */
+        /* a zero pivot with a non-zero correlation */
+        if (fabs(r) > rel * sqrt(fabs(c[i][i]) * fabs(c[j][j]))) return 0;
       } else {
         f[i][j] = r / f[j][j];
       }

@@ -12,7 +12,9 @@
  *    naming the file and pixel (before: NaN in /spectra/cl, exit 0). One just below that
  *    limit (1.3e154) still overflows y: exit 5 from the finiteness check of spectra_run.
  * 5. The rcond figures a run records, and the two checks called directly: a Fisher rcond below
- *    the floor, a NaN in a result (qp_check_finite), each naming what is at fault. */
+ *    the floor, a NaN in a result (qp_check_finite), each naming what is at fault.
+ * 6. The fields' units (issue 38 item 2): T+Q+U with T in units 2^17 smaller runs on every
+ *    route with the same rcond and C_hat scaled exactly (check_field_units). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -298,16 +300,21 @@ static void check_field_units(void) {
   qp_config a, c;
   TEST_OK(qp_fixture_write(&base, &a));
   TEST_OK(qp_fixture_write(&scaled, &c));
-  /* The same sky in the new units: base's T column x 2^17, Q and U as they are. */
+  /* The simulator draws the same sky in the new units: T x 2^17, Q and U bitwise the same
+   * (its factor of the TEB covariance judged EE against TT's scale before, and drew no E
+   * signal here). */
   qp_healpix_info info;
   TEST_OK(qp_fits_map_info(a.maps[0], &info));
-  double *sky = malloc(3 * (size_t)info.n_sky * sizeof *sky);
-  for (int col = 0; col < 3; ++col)
+  double *sky = malloc(6 * (size_t)info.n_sky * sizeof *sky);
+  for (int col = 0; col < 3; ++col) {
     TEST_OK(qp_fits_map_read(a.maps[0], &info, col, sky + col * info.n_sky));
-  for (int64_t i = 0; i < info.n_sky; ++i) sky[i] *= t;
-  const char *names[] = {"TEMPERATURE", "Q_POLARISATION", "U_POLARISATION"};
-  const double *cols[] = {sky, sky + info.n_sky, sky + 2 * info.n_sky};
-  TEST_OK(qp_fits_map_write(c.maps[0], base.nside, 3, names, cols));
+    TEST_OK(qp_fits_map_read(c.maps[0], &info, col, sky + (3 + col) * info.n_sky));
+  }
+  int64_t differ = 0;
+  for (int64_t i = 0; i < 3 * info.n_sky; ++i)
+    differ += sky[i] * (i < info.n_sky ? t : 1.0) != sky[3 * info.n_sky + i];
+  TEST_ASSERT(differ == 0, "simulate: %lld of %lld values not the same sky in T's new units",
+              (long long)differ, (long long)(3 * info.n_sky));
   free(sky);
   const char *route[3] = {"pixel_direct", "smw", "projected"};
   for (int r = 0; r < 3; ++r) {
