@@ -18,6 +18,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "backends.h"
 #include "config_sections.h"
 #include "input_file.h"
 #include "timeline.h"
@@ -62,11 +63,22 @@ const char *const qp_top_keys[K_COUNT] = {
     "checkpoint"};
 const char *const qp_cfg_field_names[3] = {"T", "QU", "TQU"};
 
+/* The backends a config may name: the registry's configurable rows (linalg/backends.h). */
+static qp_err qp_cfg_backend(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
+                             char *out, size_t size) {
+  const char *names[16];
+  int n = 0;
+  for (int i = 0; i < qp_backend_count() && n < 16; ++i)
+    if (qp_backend_at(i)->configurable) names[n++] = qp_backend_at(i)->name;
+  int choice = 0;
+  QP_CALL(qp_cfg_choice(ctx, key, node, names, n, &choice));
+  snprintf(out, size, "%s", names[choice]);
+  return QP_OK;
+}
+
 static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_node,
                              const yaml_node_t *value, void *state) {
   static const char *const path_names[] = {"auto", "pixel_direct", "harmonic"};
-  /* hostdev: the test-only device emulation (linalg/hostdev.h) */
-  static const char *const backend_names[] = {"cpu", "cuda", "dist", "hostdev"};
   qp_config *cfg = state;
   const char *key = qp_top_keys[index];
   ctx->line[index] = qp_node_line(key_node);
@@ -119,8 +131,7 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
     break;
   }
   case K_BACKEND:
-    QP_CALL(qp_cfg_choice(ctx, key, value, backend_names, 4, &choice));
-    snprintf(cfg->backend, sizeof cfg->backend, "%s", backend_names[choice]);
+    QP_CALL(qp_cfg_backend(ctx, key, value, cfg->backend, sizeof cfg->backend));
     break;
   case K_OUTPUT: QP_CALL(qp_cfg_path(ctx, key, value, cfg->output)); break;
   case K_CHECKPOINT: QP_CALL(qp_cfg_path(ctx, key, value, cfg->checkpoint)); break;
@@ -206,5 +217,6 @@ done:
 }
 
 int qp_config_device_backend(const qp_config *cfg) {
-  return strcmp(cfg->backend, "cuda") == 0 || strcmp(cfg->backend, "hostdev") == 0;
+  const qp_backend *b = qp_backend_find(cfg->backend);
+  return b && b->space == QP_SPACE_DEVICE;
 }

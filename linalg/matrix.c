@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends.h"
 #include "host_window.h"
 #include "hostdev.h"
 #include "qp_config.h"
@@ -11,6 +12,7 @@
 #include "cuda.h"
 #endif
 
+/* Starts the backend of a row of backends.h by its name (each row's start below). */
 qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
   *ops = NULL;
   if (strcmp(name, "cpu") == 0) {
@@ -65,9 +67,11 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
     *ops = table;
     return QP_OK;
   }
-  QP_FAIL(QP_ERR_INPUT,
-          "unknown backend '%s' (known: cpu, cuda, cuda-dist, dist, hostdev, hostdev-dist, "
-          "hostdev-tiled)", name);
+  char known[256] = "";
+  for (int i = 0; i < qp_backend_count(); ++i)
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+             qp_backend_at(i)->name);
+  QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: %s)", name, known);
 }
 
 /* The shape fields of a rows x cols matrix of `ops`: local, or this rank's part of a

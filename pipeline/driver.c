@@ -14,6 +14,7 @@
 #include "bytes_text.h"
 #include "checkpoint.h"
 #include "comm.h"
+#include "backends.h"
 #include "conditioning.h"
 #include "fault.h"
 #include "h5_matrix.h"
@@ -72,9 +73,10 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p,
 
 qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
   const int ranks = qp_comm_size();
-  const int hostdev = strcmp(cfg->backend, "hostdev") == 0;
-  const int cuda = strcmp(cfg->backend, "cuda") == 0;
-  if (ranks == 1 && strcmp(cfg->backend, "dist") != 0) {
+  const qp_backend *row = qp_backend_find(cfg->backend);
+  QP_CHECK(row, QP_ERR_INPUT, "config '%s': unknown backend '%s'", cfg->source, cfg->backend);
+  /* A backend with a distributed form runs as itself on one rank; dist is distributed. */
+  if (ranks == 1 && row->on_ranks) {
     /* A grid of several ranks asked of one process is a mistake, not a preference: it was
      * ignored (issue 38). */
     QP_CHECK(cfg->grid_rows <= 0 || (int64_t)cfg->grid_rows * cfg->grid_cols == 1, QP_ERR_INPUT,
@@ -107,11 +109,8 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
   }
   /* Test hook (docs/gpu.md): hostdev on several ranks with cuda-dist's own table. */
   const char *table = getenv("QP_TEST_HOSTDEV_TABLE");
-  const int tiled = hostdev && table && strcmp(table, "tiled") == 0;
-  QP_CALL(qp_linalg_backend(tiled     ? "hostdev-tiled"
-                            : hostdev ? "hostdev-dist"
-                            : cuda    ? "cuda-dist"
-                                      : "dist",
+  const int tiled = row->test_only && table && strcmp(table, "tiled") == 0;
+  QP_CALL(qp_linalg_backend(tiled ? "hostdev-tiled" : row->on_ranks ? row->on_ranks : row->name,
                             ops));
   return QP_OK;
 }

@@ -1,4 +1,5 @@
 /* planner.c: the route and the chunks of a run, and its memory model (planner.h). */
+#include "backends.h"
 #include "planner.h"
 
 #include <float.h>
@@ -29,14 +30,17 @@ const qp_linalg_ops *qp_plan_backend_table(const qp_problem *p) {
     qp_error_clear();
     return NULL;
   }
-  /* `plan` starts no backend: hostdev's sizes are a formula, its table needs no start */
-  return strcmp(p->cfg->backend, "hostdev") == 0 ? qp_linalg_hostdev_ops() : NULL;
+  /* `plan` starts no backend: the emulated device's sizes are a formula, its table needs no
+   * start */
+  const qp_backend *row = qp_backend_find(p->cfg->backend);
+  return row && row->device_in_host ? qp_linalg_hostdev_ops() : NULL;
 }
 
 double qp_plan_device_overhead(const qp_problem *p) {
   if (!qp_config_device_backend(p->cfg)) return 0;
   if (p->cfg->device_overhead >= 0) return p->cfg->device_overhead;
-  return strcmp(p->cfg->backend, "cuda") == 0 ? (double)QP_DEVICE_OVERHEAD_CUDA : 0.0;
+  const qp_backend *row = qp_backend_find(p->cfg->backend);
+  return row ? (double)row->context_bytes : 0.0;
 }
 
 const char *qp_plan_device_overhead_source(const qp_problem *p) {

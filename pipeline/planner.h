@@ -28,14 +28,8 @@ qp_err qp_plan_reroute_smw(qp_problem *p);
  *  is factored or multiplied (C; N or N_eff when dense), n_modes on the SMW route with a
  *  diagonal N_eff. The warm-up (driver.h) and the default overhead follow it. */
 int64_t qp_plan_blas_width(const qp_problem *p, qp_model_path path);
-/** The device context's bytes when none is configured (memory.device_overhead) on backend
- *  cuda: the CUDA context, the stream, cuBLAS's and cuSOLVER's handles and their loaded code,
- *  the device meter's baseline. `plan` has no GPU to ask, so this is a prior: the first
- *  measurement, 690.8 MiB on an H200 (CUDA 13.0, driver 580; docs/gpu.md), with room for
- *  another card or driver. `report` prints the measured baseline beside it; set
- *  memory.device_overhead to your card's. (640 MiB before that measurement: 51 MiB short.)
- *  hostdev's default is 0 (its emulated context, QP_HOSTDEV_CONTEXT, is a test's choice). */
-#define QP_DEVICE_OVERHEAD_CUDA ((size_t)768 << 20)
+/* The device context's bytes when none is configured (memory.device_overhead): the backend's
+ * row, qp_backend.context_bytes (linalg/backends.c says how cuda's was measured). */
 /** The device context the plan reserves on a device backend (bytes): memory.device_overhead,
  *  else the backend's default; 0 on a host backend. memory.device_limit less it is what the
  *  tracked device terms may use. */

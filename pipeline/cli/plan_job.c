@@ -1,4 +1,5 @@
 /* plan_job.c: see plan_job.h. */
+#include "backends.h"
 #include "plan_job.h"
 
 #include "atomic_file.h"
@@ -36,7 +37,8 @@ qp_err qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_jo
   f->cpus_per_task = job->cpus_per_task > 0 ? job->cpus_per_task : 1;
   /* One GPU per rank (linalg/device_choice.h picks it from the local rank): --gpus, which
    * cmd_common.c has made the ranks per node, or the config's backend cuda. */
-  if (job->gpus > 0 || strcmp(p->cfg->backend, "cuda") == 0) f->gpus_per_node = f->tasks_per_node;
+  const qp_backend *row = qp_backend_find(p->cfg->backend);
+  if (job->gpus > 0 || (row && row->gpu)) f->gpus_per_node = f->tasks_per_node;
   const double margin = QP_JOB_MEM_MARGIN * (double)job->node_peak;
   f->margin_bytes =
       margin > (double)QP_JOB_MEM_MARGIN_MIN ? (size_t)ceil(margin) : QP_JOB_MEM_MARGIN_MIN;

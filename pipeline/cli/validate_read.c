@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "h5_attr.h"
 #include "h5_error.h"
 #include "validate_set.h"
@@ -148,7 +149,8 @@ qp_err qp_val_read_file(qp_val_set *set, int file) {
       done);
   char backend[QP_VAL_TEXT_MAX];
   QP_CALL_GOTO(qp_h5_attr_string(h5, path, "backend", backend, sizeof backend), done);
-  f->device_in_host = strncmp(backend, "hostdev", 7) == 0;
+  const qp_backend *row = qp_backend_find(backend);
+  f->device_in_host = row && row->device_in_host;
 
   H5G_info_t info;
   QP_H5_GOTO(H5Gget_info(budget, &info), done, "%s: /budget", path);
