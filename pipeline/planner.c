@@ -1,5 +1,4 @@
 /* planner.c: the route and the chunks of a run, and its memory model (planner.h). */
-#include "backends.h"
 #include "planner.h"
 
 #include <float.h>
@@ -8,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends.h"
 #include "bytes_text.h"
 #include "comm.h"
 #include "conditioning.h"

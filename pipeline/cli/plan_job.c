@@ -1,5 +1,4 @@
 /* plan_job.c: see plan_job.h. */
-#include "backends.h"
 #include "plan_job.h"
 
 #include "atomic_file.h"
@@ -13,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backends.h"
 #include "flop_rate.h"
 
 void qp_job_format_time(int64_t minutes, char out[32]) {
