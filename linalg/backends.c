@@ -35,11 +35,11 @@ const qp_backend *qp_backend_find(const char *name) {
   return NULL;
 }
 
-const char *qp_backend_names(char *buf, size_t size) {
+const char *qp_backend_names(char *buf, size_t size, int all) {
   size_t used = 0;
   if (size) buf[0] = '\0';
   for (int i = 0; i < qp_backend_count(); ++i) {
-    if (!qp_backend_rows[i].configurable) continue;
+    if (!all && !qp_backend_rows[i].configurable) continue;
     const int n = snprintf(buf + used, size > used ? size - used : 0, "%s%s", used ? ", " : "",
                            qp_backend_rows[i].name);
     if (n > 0) used += (size_t)n;

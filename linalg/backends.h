@@ -26,7 +26,8 @@ const qp_backend *qp_backend_find(const char *name);
 /** Rows 0 .. qp_backend_count() - 1 (for the config's list of names). */
 int qp_backend_count(void);
 const qp_backend *qp_backend_at(int i);
-/** The configurable names, ", "-separated, into buf (for messages). */
-const char *qp_backend_names(char *buf, size_t size);
+/** The names, ", "-separated, into buf (for messages): the configurable ones, or (all) every
+ *  row's, the distributed forms the driver picks included. */
+const char *qp_backend_names(char *buf, size_t size, int all);
 
 #endif

@@ -67,11 +67,9 @@ qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
     *ops = table;
     return QP_OK;
   }
-  char known[256] = "";
-  for (int i = 0; i < qp_backend_count(); ++i)
-    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
-             qp_backend_at(i)->name);
-  QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: %s)", name, known);
+  char known[256];
+  QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: %s)", name,
+          qp_backend_names(known, sizeof known, 1));
 }
 
 /* The shape fields of a rows x cols matrix of `ops`: local, or this rank's part of a

@@ -77,6 +77,12 @@ static inline double qp_run_scale_at(const qp_run_scale *s, int64_t i) {
     if (i < s->end[k]) return s->factor[k];
   return 1.0;
 }
+/* The same runs with the reciprocal factors: what undoes a scaling (exactly, for powers of 2). */
+static inline qp_run_scale qp_run_scale_reciprocal(const qp_run_scale *s) {
+  qp_run_scale r = *s;
+  for (int k = 0; k < r.runs; ++k) r.factor[k] = 1.0 / s->factor[k];
+  return r;
+}
 typedef enum qp_trans { QP_NOTRANS = 0, QP_TRANS = 1 } qp_trans;
 
 struct qp_linalg_ops {

@@ -58,12 +58,6 @@ qp_run_scale qp_field_scale(const qp_problem *p, int ell_from, int ell_to, int w
   return s;
 }
 
-static qp_run_scale qp_reciprocal_scale(const qp_run_scale *s) {
-  qp_run_scale r = *s;
-  for (int k = 0; k < r.runs; ++k) r.factor[k] = 1.0 / s->factor[k];
-  return r;
-}
-
 qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const char *what,
                             const char *advice, const qp_run_scale *scale, double *anorm_out) {
   double anorm = 0.0, rcond = 0.0;
@@ -75,7 +69,7 @@ qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const c
   QP_CALL(qp_linalg_potrf(a));
   QP_CALL(qp_linalg_pocon(a, anorm, &rcond));
   if (scale) {
-    const qp_run_scale back = qp_reciprocal_scale(scale);
+    const qp_run_scale back = qp_run_scale_reciprocal(scale);
     QP_CALL(qp_linalg_scale(a, &back, NULL)); /* F L -> L, exactly */
   }
   QP_CALL(qp_conditioning_check(p, id, rcond, what, advice));
@@ -105,7 +99,8 @@ qp_err qp_spectra_error_check(qp_problem *p) {
   return QP_OK;
 }
 
-/* The bound of qp_signal_eigen_bound for field 0 (T) or 1 (Q and U), 0 when it is absent. */
+/* The unscaled bound of qp_signal_eigen_bound_scaled for field 0 (T) or 1 (Q and U), 0 when
+ * the field is absent. */
 static double qp_signal_eigen_bound_field(const qp_problem *p, int field) {
   if (field == 0 ? p->n_obs_t == 0 : p->n_obs_p == 0) return 0.0;
   double largest = 0.0;
@@ -117,10 +112,6 @@ static double qp_signal_eigen_bound_field(const qp_problem *p, int field) {
     largest = c > largest ? c : largest;
   }
   return 3.0 * (double)p->n_sky / (4.0 * M_PI) * largest;
-}
-
-double qp_signal_eigen_bound(const qp_problem *p) {
-  return qp_signal_eigen_bound_field(p, 0) + qp_signal_eigen_bound_field(p, 1);
 }
 
 double qp_signal_eigen_bound_scaled(const qp_problem *p, const qp_run_scale *scale) {
@@ -150,12 +141,6 @@ void qp_scaled_noise_diagonal(const qp_problem *p, const qp_run_scale *scale,
   }
   *largest = hi;
   *rcond = isnan(lo) ? NAN : hi > 0 ? lo / hi : 0.0;
-}
-
-double qp_largest(const double *v, int64_t n) {
-  double m = 0.0;
-  for (int64_t i = 0; i < n; ++i) m = v[i] > m ? v[i] : m;
-  return m;
 }
 
 qp_err qp_check_finite(const double *values, int64_t n, const char *stage, const char *quantity) {

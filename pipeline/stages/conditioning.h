@@ -68,17 +68,15 @@ qp_run_scale qp_field_scale(const qp_problem *p, int ell_from, int ell_to, int w
 qp_err qp_conditioned_potrf(qp_problem *p, qp_matrix *a, qp_rcond_id id, const char *what,
                             const char *advice, const qp_run_scale *scale, double *anorm);
 
-/** An upper bound of the largest eigenvalue of S_V = V^T Lambda V (the signal the harmonic
- *  basis spans, multipoles [ell_min, cfg->lmax]): 3 n_sky / (4 pi) max_l (C_l^TT + C_l^EE +
- *  C_l^BB) B_l^2 over the fields present. V^T V is a principal submatrix of the full-sky
- *  sum_lm Y_lm Y_lm^T, whose eigenvalues are n_sky / (4 pi) up to HEALPix's quadrature error
- *  (the factor 3 covers it up to l = 3 nside - 1), and the trace bounds each (l, m) block of
- *  Lambda. It lets SMW, which never forms C, bound C's conditioning as the other routes
- *  measure it: rcond(C) >= lambda_min(N) / (lambda_max(N) + lambda_max(S_V)). */
-double qp_signal_eigen_bound(const qp_problem *p);
-/** The same bound for F S_V F with F the fields' scales: S_V's field blocks bound it, sum over
- *  the fields X of f_X^2 lambda_max(S_V,XX) (a positive semidefinite block matrix's largest
- *  eigenvalue is at most the sum of its diagonal blocks'). */
+/** An upper bound of the largest eigenvalue of F S_V F, S_V = V^T Lambda V the signal the
+ *  harmonic basis spans (multipoles [ell_min, cfg->lmax]) and F the fields' scales: the sum
+ *  over the fields X present of f_X^2 3 n_sky / (4 pi) max_l C_l^XX B_l^2 (C^EE + C^BB for Q
+ *  and U), since a positive semidefinite block matrix's largest eigenvalue is at most the sum
+ *  of its diagonal blocks'. V^T V is a principal submatrix of the full-sky sum_lm Y_lm Y_lm^T,
+ *  whose eigenvalues are n_sky / (4 pi) up to HEALPix's quadrature error (the factor 3 covers
+ *  it up to l = 3 nside - 1), and the trace bounds each (l, m) block of Lambda. It lets SMW,
+ *  which never forms C, bound C's conditioning as the other routes measure it:
+ *  rcond(C) >= lambda_min(N) / (lambda_max(N) + lambda_max(S_V)). */
 double qp_signal_eigen_bound_scaled(const qp_problem *p, const qp_run_scale *scale);
 
 /** SMW's lower bound of rcond(F C F) from rcond(F N F) and lambda_max(F N F) (`noise_max`):
@@ -91,9 +89,6 @@ double qp_smw_covariance_rcond(const qp_problem *p, const qp_run_scale *scale, d
  *  (NULL: each field's p->noise_field_mean, the scalar variances of the config). */
 void qp_scaled_noise_diagonal(const qp_problem *p, const qp_run_scale *scale,
                               const double *variance, double *rcond, double *largest);
-
-/** The largest of n values (0 for none): lambda_max of a diagonal N. */
-double qp_largest(const double *v, int64_t n);
 
 /** Fails with QP_ERR_NUMERICAL, naming the stage and `quantity`, when any of the n values is
  *  not finite (NaN or infinite): the last check before anything is written. */

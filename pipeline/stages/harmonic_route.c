@@ -352,11 +352,10 @@ static qp_run_scale qp_smw_mode_scale(const qp_problem *p) {
 }
 
 qp_err qp_smw_solve(const qp_problem *p, qp_matrix *b) {
-  qp_run_scale f = qp_smw_mode_scale(p);
+  const qp_run_scale f = qp_smw_mode_scale(p), back = qp_run_scale_reciprocal(&f);
   QP_CALL(qp_linalg_scale(b, &f, NULL));
   QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, b));
-  for (int k = 0; k < f.runs; ++k) f.factor[k] = 1.0 / f.factor[k];
-  QP_CALL(qp_linalg_scale(b, &f, NULL));
+  QP_CALL(qp_linalg_scale(b, &back, NULL));
   return QP_OK;
 }
 
@@ -416,9 +415,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
                                 (void **)&p->pivots));
   QP_CALL(qp_build_smw_matrix(p));
   /* Factored in the fields' units: F M F^-1 (qp_smw_solve). */
-  const qp_run_scale modes = qp_smw_mode_scale(p);
-  qp_run_scale inverse = modes;
-  for (int k = 0; k < inverse.runs; ++k) inverse.factor[k] = 1.0 / modes.factor[k];
+  const qp_run_scale modes = qp_smw_mode_scale(p), inverse = qp_run_scale_reciprocal(&modes);
   QP_CALL(qp_linalg_scale(&p->smw_lu, &modes, &inverse));
   double anorm = 0.0, rcond = 0.0;
   QP_CALL(qp_linalg_norm1(&p->smw_lu, &anorm));

@@ -23,7 +23,7 @@ int main(void) {
                 "host backend '%s' reserves a device context", b->name);
   }
   char names[256];
-  TEST_ASSERT(strcmp(qp_backend_names(names, sizeof names), "cpu, cuda, dist, hostdev") == 0,
+  TEST_ASSERT(strcmp(qp_backend_names(names, sizeof names, 0), "cpu, cuda, dist, hostdev") == 0,
               "configurable names: '%s'", names);
   const qp_backend *cuda = qp_backend_find("cuda"), *hostdev = qp_backend_find("hostdev");
   TEST_ASSERT(cuda && cuda->gpu && cuda->context_bytes == (size_t)768 << 20 &&
