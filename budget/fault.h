@@ -12,7 +12,7 @@
  *   QP_FAULT=count                 nothing fails; the counts are printed at exit
  *
  * @R limits it to MPI rank R (default: every rank). The names (qp_fault_site_names) are the
- * routines of linalg/cpu.c and linalg/dist.c that factor (dpotrf dpotri dtrtri dgetrf pdpotrf
+ * routines of linalg/backends/cpu.c and linalg/backends/dist.c that factor (dpotrf dpotri dtrtri dgetrf pdpotrf
  * pdtrtri pdgetrf) and three HDF5 sites: matrix_read (io/h5_matrix.c, every dense read),
  * results_write (io/results_h5.c, every dataset of the results) and report_write
  * (budget/report_h5.c, the budget's table of terms). A value that does not parse, or names an

@@ -21,7 +21,7 @@
 #   QP_BLIS_INCLUDE_DIR    the variant's cblas.h
 # QP_BLIS_VARIANT (openmp, pthread or serial) picks Debian's directories; a site's BLIS is given
 # by setting the four paths. `qmlpipe --version` says what the process really runs
-# (linalg/blas_library.h).
+# (linalg/blas/blas_library.h).
 set(QP_BLAS "openblas" CACHE STRING "BLAS/LAPACK: openblas (default) or blis (BLIS + reference LAPACK)")
 set_property(CACHE QP_BLAS PROPERTY STRINGS openblas blis)
 add_library(qp_blas INTERFACE)

@@ -345,7 +345,7 @@ qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, i
   char what[512];
   snprintf(what, sizeof what, "creating dataset '%s'", dataset);
 
-  /* Built in memory, then written whole beside `path` and renamed (budget/h5_image.h). */
+  /* Built in memory, then written whole beside `path` and renamed (base/h5_image.h). */
   QP_CALL_GOTO(qp_h5_image_create(path, &file), done);
   /* Dataset names like "/noise/covariance" get their groups made on the way. */
   lcpl = H5Pcreate(H5P_LINK_CREATE);

@@ -44,7 +44,7 @@ qp_err qp_h5_matrix_read_local_columns(const char *path, const char *dataset, in
                                        int64_t block, int nprow, int npcol, int myrow, int mycol,
                                        int64_t col0, int64_t cols, double *out, int64_t ld);
 /** Writes a matrix (for tests and simulate), atomically: built in memory, written to a private
- *  temporary beside `path`, renamed (budget/h5_image.h, atomic_file.h). */
+ *  temporary beside `path`, renamed (base/h5_image.h, atomic_file.h). */
 qp_err qp_h5_matrix_write(const char *path, const char *dataset, int64_t rows, int64_t cols,
                           const double *data);
 

@@ -1,7 +1,7 @@
 /* results_h5.c: the results file of `qmlpipe run` (results_h5.h; layout in QML.md 6).
  *
  * The file is built in memory and written whole to a private temporary beside <path>, which
- * is renamed to <path> only once complete and flushed (budget/h5_image.h, atomic_file.h); on
+ * is renamed to <path> only once complete and flushed (base/h5_image.h, atomic_file.h); on
  * any failure the temporary is removed, so a failed run never leaves a partial (or a
  * stale-looking) results file, and an existing one stays as it was. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,6 +1,6 @@
 /* results_h5.h: the results file of `qmlpipe run` (layout in docs/output.md and QML.md 6).
  *
- * Written to a private temporary beside <path> (budget/atomic_file.h) and renamed to <path>
+ * Written to a private temporary beside <path> (base/atomic_file.h) and renamed to <path>
  * only when complete, so a failed run never leaves a partial results file. */
 #ifndef QP_RESULTS_H5_H
 #define QP_RESULTS_H5_H

@@ -423,7 +423,7 @@ static qp_err qp_hostdev_open(const char *op, int compute, const qp_matrix *cons
   for (int k = 0; k < n; ++k)
     QP_CHECK(!compute || !operands[k]->grid, QP_ERR_INTERNAL,
              "hostdev %s: matrix '%s' is block-cyclic: a distributed table's operations are "
-             "tiled (linalg/tiled.h)", op, operands[k]->name);
+             "tiled (linalg/tiled/tiled.h)", op, operands[k]->name);
   qp_err err = QP_OK;
   for (int k = 0; k < n && err == QP_OK; ++k) err = qp_hostdev_open_one(op, operands[k], s);
   if (err != QP_OK) qp_hostdev_close(s);
@@ -689,7 +689,7 @@ static qp_err qp_hostdev_dist_copy_sub(int64_t rows, int64_t cols, const qp_matr
   QP_HOSTDEV_BATCHED(qp_tiled_table_copy_sub(rows, cols, a, ai, aj, b, bi, bj));
 }
 
-/* Every operation is a tiled algorithm (linalg/tiled.h) over hostdev's local operations, in
+/* Every operation is a tiled algorithm (linalg/tiled/tiled.h) over hostdev's local operations, in
  * batches: what a GPU per rank runs (the cuda table as the local one), exercised here on the
  * emulated devices. */
 static const qp_linalg_ops qp_hostdev_dist_ops_table = {

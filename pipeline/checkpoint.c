@@ -19,7 +19,7 @@
 #include "interrupt.h"
 #include "terms.h"
 
-/* What the signal handler says can be resumed (budget/interrupt.h). */
+/* What the signal handler says can be resumed (base/interrupt.h). */
 void qp_ck_resume_hint(const qp_checkpoint *ck, int after) {
   char hint[512];
   if (after < 0)

@@ -114,7 +114,7 @@ static qp_err qp_ck_write_state(hid_t file, const char *where, const qp_problem 
 }
 
 /* A checkpoint is written where it will stay, through a private temporary beside it
- * (budget/atomic_file.h: exclusive, unpredictable, removed by the signal handler), then fsync
+ * (base/atomic_file.h: exclusive, unpredictable, removed by the signal handler), then fsync
  * and rename. HDF5 writes the file itself, straight from the tracked buffers: a checkpoint can
  * hold GiB, which the in-memory image of the results (h5_image.h) would double. An H5Fclose
  * that fails here leaves HDF5's table broken for its exit handler (h5_image.h): it is marked,

@@ -7,7 +7,7 @@
 #include "problem.h"
 
 /** Checks every file the config names (maps, mask, mask_pol, C_ell, noise file, bins) with
- *  qp_input_check under its key's name (budget/input_file.h): one missing, not a regular file
+ *  qp_input_check under its key's name (base/input_file.h): one missing, not a regular file
  *  or named with a blank at an end is refused before any work (QP_ERR_IO / QP_ERR_INPUT).
  *  `run` calls it on the reading rank before the plan; not collective. */
 qp_err qp_inputs_check_files(const qp_config *cfg);

@@ -11,7 +11,7 @@
 #include "checked_size.h"
 #include "host_window.h"
 #include "terms.h"
-#include "tiled.h"
+#include "tiled_sizes.h"
 
 const char *const qp_stage_names[QP_STAGE_COUNT] = {"covariance_setup", "basis_setup",
                                                     "fisher_run", "spectra_run"};
@@ -222,7 +222,7 @@ static qp_model_bytes qp_tiled_bytes(const qp_model_dims *d, int64_t dim,
 }
 
 /* A distributed device backend (hostdev-dist, cuda-dist) runs the tiled algorithms
- * (linalg/tiled.h) and holds their blocks (pocon's vector in them) from its start at the bound
+ * (linalg/tiled/tiled.h) and holds their blocks (pocon's vector in them) from its start at the bound
  * of the problem's largest dimension, with the local table's workspace of a diagonal block's
  * Cholesky; dist holds the same blocks in host memory on the harmonic routes, for SMW's solves
  * (its getrs is tiled) and the field blocks' redistribution (its copy_sub is, while held). */

@@ -1,6 +1,6 @@
 /* terms.h: the names of the pipeline's budget terms, shared by the code that allocates them
  * and by the model (memory_model.c) that predicts them, so that the two cannot drift apart in
- * name. The cuda backend's own buffers are named in linalg/cuda.h. */
+ * name. The cuda backend's own buffers are named in linalg/backends/cuda.h. */
 #ifndef QP_TERMS_H
 #define QP_TERMS_H
 

@@ -183,7 +183,7 @@ static __attribute__((noinline)) void qp_warm_up_stack(size_t bytes) {
 }
 
 /* OpenBLAS's buffers, one per thread (128 MiB of address space each here, in huge pages where
- * the kernel has them: qp_blas_buffers_huge_pages, linalg/openblas_tuning.h), hold what a
+ * the kernel has them: qp_blas_buffers_huge_pages, linalg/blas/openblas_tuning.h), hold what a
  * level-3 call packs: A's GEMM_P x GEMM_Q block first, then GEMM_Q rows of B by up to GEMM_R
  * columns. Their pages are touched on first use and kept, and which ones a call touches
  * depends on its width, not on its work (tools/blas_pages.sh, docs/memory-model.md "The

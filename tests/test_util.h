@@ -131,7 +131,7 @@ static inline void qp_test_write_text(const char *path, const char *text) {
   TEST_ASSERT(fclose(f) == 0, "cannot write the test file '%s'", path);
 }
 
-/** The temporaries of budget/atomic_file.h (names holding QP_ATOMIC_TEMP_MARK) in `dir`: their
+/** The temporaries of base/atomic_file.h (names holding QP_ATOMIC_TEMP_MARK) in `dir`: their
  *  number (-1 when `dir` cannot be read) and, when `names` is not NULL, their names
  *  comma-separated into it. Writers must leave none behind, whatever happened. */
 static inline int qp_test_find_temps(const char *dir, char *names, size_t size) {

@@ -14,7 +14,7 @@
  * Memory per order: six N x N device matrices (8 N^2 bytes each: 3 GiB at N = 8192, 19.2 GB
  * at N = 20000) plus the N x K right-hand sides (K = N / 8 by default), and one N x N host
  * matrix (pageable: the upload/download figures are those of the backend's copies from
- * pageable memory, through its pinned staging, linalg/cuda_pinned.c; the setup's
+ * pageable memory, through its pinned staging, linalg/backends/cuda_pinned.c; the setup's
  * identity takes one more, briefly, as host staging). The
  * inputs are A = G G^T / N + I (SPD) and G, from a fixed random sequence. */
 #include <errno.h>

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "cmd_args.h"
+#include "plan_job.h"
 #include "problem.h"
 
 /** The sizing options both commands take, for their usage text. */
@@ -20,27 +21,6 @@
   "    --ranks-per-node K  consecutive ranks sharing a node (default 1)\n"                         \
   "    --mem-per-node M    a node's memory, e.g. 180GiB: the grid is chosen to fit it, and\n"      \
   "                        without memory.host_limit each rank plans for M / K\n"
-
-/** A plan request (the command line) and, once planned, the figures of the job. */
-typedef struct qp_plan_job {
-  /* sizing (budget and plan) */
-  int ranks; /* 0: one process without MPI */
-  int rows, cols, block, per_node;
-  int grid_given, per_node_given;
-  double mem_per_node;
-  /* the job (plan only) */
-  const char *sbatch;  /* --sbatch FILE, or NULL */
-  int force, json, keep_output;
-  int nodes;           /* --nodes (0: from ranks and --ranks-per-node) */
-  int cpus_per_task;   /* --cpus-per-task (default 1) */
-  int gpus;            /* --gpus: GPUs per node, one rank each (0: not given) */
-  const char *partition, *account;
-  /* figures, filled after planning: peaks with the overhead, in bytes; for one process
-   * without --ranks the node is the process */
-  size_t rank_stage[QP_STAGE_COUNT], node_stage[QP_STAGE_COUNT];
-  size_t rank_peak, node_peak;
-  int fits; /* the plan fits memory.host_limit and --mem-per-node */
-} qp_plan_job;
 
 /** Runs `CONFIG.yaml` through the plan and hands the problem to `print` (text, not with
  *  --json); then, when `finish` is given (plan), hands it the problem and the job's figures

@@ -130,7 +130,7 @@ static void qp_plan_print(const qp_problem *p) {
 /* After the plan: the job's figures, the JSON, the script (only for a plan that fits). */
 static qp_err qp_plan_finish(const qp_problem *p, qp_plan_job *job, qp_err limit) {
   /* The script's path first, before the job's figures (which may time a dgemm): the one check
-   * of every written file (budget/output_path.h): not a device, a FIFO or a directory
+   * of every written file (base/output_path.h): not a device, a FIFO or a directory
    * (--force replaced /dev/null), not the config or one of its inputs, a writable directory. */
   if (job->sbatch && limit == QP_OK)
     QP_CALL(qp_config_output_check(p->cfg, job->sbatch, "--sbatch", "the job script"));

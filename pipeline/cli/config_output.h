@@ -1,5 +1,5 @@
 /* config_output.h: a file a command writes, checked against the inputs its config names
- * (budget/output_path.h): `run`'s results file and `plan --sbatch`'s job script. */
+ * (base/output_path.h): `run`'s results file and `plan --sbatch`'s job script. */
 #ifndef QP_CONFIG_OUTPUT_H
 #define QP_CONFIG_OUTPUT_H
 

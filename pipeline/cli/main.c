@@ -52,7 +52,7 @@ static int qp_dispatch(int argc, char **argv) {
     return 0;
   }
   if (strcmp(cmd, "--version") == 0) {
-    /* What the process really runs (linalg/blas_library.h), not what the build meant. */
+    /* What the process really runs (linalg/blas/blas_library.h), not what the build meant. */
     char blas[4096];
     qp_blas_library_describe(blas, sizeof blas);
     printf("qmlpipe %s (built with QP_BLAS=%s)\n%s", QP_VERSION, QP_BLAS_NAME, blas);
@@ -87,17 +87,17 @@ int main(int argc, char **argv) {
     return qp_err_exit_status(QP_ERR_INPUT);
   }
   /* OpenBLAS's idle workers sleep after ~0.4 ms, not 0.1 s of spinning beside the stages'
-   * OpenMP regions (linalg/openblas_tuning.h); before any BLAS call. */
+   * OpenMP regions (linalg/blas/openblas_tuning.h); before any BLAS call. */
   (void)qp_blas_threads_settle();
   /* BLIS takes one thread unless told (BLIS_NUM_THREADS, OMP_NUM_THREADS): every core, as
-   * OpenBLAS does (linalg/blas_library.h); nothing under OpenBLAS. */
+   * OpenBLAS does (linalg/blas/blas_library.h); nothing under OpenBLAS. */
   (void)qp_blas_library_threads_default();
   /* libgomp read OMP_WAIT_POLICY=passive (pipeline/omp_wait.h) before main: no child of
    * qmlpipe inherits it. */
   qp_omp_wait_forget();
   /* SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGXCPU:
    * temporaries removed, the stage said, exit 128 + signal; SIGPIPE and SIGXFSZ ignored, so a
-   * failed write is an I/O error naming the file (budget/interrupt.h). */
+   * failed write is an I/O error naming the file (base/interrupt.h). */
   qp_interrupt_install(qp_comm_rank());
   int status = qp_dispatch(argc, argv);
   qp_fault_report(stderr);
@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
    * retries forever, and OpenBLAS's handler joins it, so a refused run (exit 4 in 0.1 s)
    * never ended. Nothing of a failed command needs them: no results file is open. */
   /* Nor after an H5Fclose that failed (a checkpoint on a full disk): HDF5's exit handler
-   * would crash on the file it freed (budget/h5_error.h). */
+   * would crash on the file it freed (base/h5_error.h). */
   if (status != 0 || qp_h5_close_failed()) {
     fflush(stdout);
     fflush(stderr);

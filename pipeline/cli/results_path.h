@@ -24,7 +24,7 @@ qp_err qp_results_path_resolve(const char *arg, char out[QP_PATH_MAX]);
  *  `source` and the directory otherwise. */
 qp_err qp_results_path_make_dir(const char *dir, const char *source);
 /** Everything checked before a run about its results file (rank 0 writes it): the shared
- *  check of every written file (budget/output_path.h) with the run's inputs
+ *  check of every written file (base/output_path.h) with the run's inputs
  *  (qp_config_output_check): an existing `output` must be a regular file, not one of the
  *  inputs, in a writable directory, and a temporary is made and removed beside it.
  *  `source` says where the path came from ("--output", "config 'c.yaml' key 'output'").

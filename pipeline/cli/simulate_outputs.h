@@ -1,5 +1,5 @@
 /* simulate_outputs.h: the files `qmlpipe simulate` writes, checked before it draws anything
- * (budget/output_path.h): the maps of --out, the --mask, and --example's directory. */
+ * (base/output_path.h): the maps of --out, the --mask, and --example's directory. */
 #ifndef QP_SIMULATE_OUTPUTS_H
 #define QP_SIMULATE_OUTPUTS_H
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # inputs.sh: inputs that are not files (issue 38, "Hostile inputs, second round").
 #   inputs.sh QMLPIPE CLS WORK
-# Every file qmlpipe reads goes through one check (budget/input_file.h): it is opened without
+# Every file qmlpipe reads goes through one check (base/input_file.h): it is opened without
 # blocking and refused unless its descriptor is a regular file, a name with a blank at an end
 # is refused, text inputs are bounded to 1 GiB. Here each input a user names, through each
 # command that reads it:

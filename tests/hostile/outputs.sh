@@ -10,7 +10,7 @@
 #    a path ending in '/'; and two that must be written (an existing regular file, a dangling
 #    symlink). A refusal: exit 8 before any work, the message names the option, the path and the
 #    kind; the target is still what it was (/dev/null still the null device), the inputs byte
-#    for byte the same, no temporary (budget/atomic_file.h's ".qmlpipe-tmp." in a name) left.
+#    for byte the same, no temporary (base/atomic_file.h's ".qmlpipe-tmp." in a name) left.
 #    --example's own cases: a directory holding another run's config, a file as DIR.
 # 2. Every signal sent in the write window (QP_TEST_PAUSE=before_rename: the file complete in
 #    its temporary, not yet renamed) of each writer: SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,

@@ -1,5 +1,5 @@
 /* test_h5_disk_full.c: an HDF5 file written onto a full disk (io/h5_matrix.h, through
- * budget/h5_image.h and atomic_file.h): QP_ERR_IO naming the file and "No space left on
+ * base/h5_image.h and atomic_file.h): QP_ERR_IO naming the file and "No space left on
  * device" (or "File too large"), no temporary left, the old file under that name untouched,
  * and then a normal exit: HDF5 1.10's exit handler crashed (SIGSEGV) after an H5Fclose that
  * had failed to flush, so this program must also end with status 0, through exit() and the

@@ -1,6 +1,6 @@
 /* test_hostdev_dist.c: the distributed device emulation (hostdev-dist, linalg/hostdev.h)
  * against the dist backend on the same block-cyclic matrices: every operation is a tiled
- * algorithm over hostdev's local operations (linalg/tiled.h: dist's to rounding, test_tiled
+ * algorithm over hostdev's local operations (linalg/tiled/tiled.h: dist's to rounding, test_tiled
  * checks each); its tables (host: dist, local: hostdev); align into a host work matrix of
  * another layout and replicate; and a collective operation whose operand one rank refuses (a
  * view past its block) returning that error on every rank, none left waiting. Run under

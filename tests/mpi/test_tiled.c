@@ -1,4 +1,4 @@
-/* test_tiled.c: the tiled algorithms (linalg/tiled.h: block-cyclic BLAS and Cholesky over a
+/* test_tiled.c: the tiled algorithms (linalg/tiled/tiled.h: block-cyclic BLAS and Cholesky over a
  * local table and MPI, the way to a GPU per rank without cuSOLVERMp) against ScaLAPACK (the
  * dist backend) on the same matrices. Each runs twice: on dist's matrices (local table cpu)
  * and on hostdev-dist's (local table hostdev: every local step on the emulated device, whose

@@ -1,4 +1,4 @@
-/* test_tiled_move.c: the tiled trtri, copy_sub, transpose and clear_upper (linalg/tiled.h,
+/* test_tiled_move.c: the tiled trtri, copy_sub, transpose and clear_upper (linalg/tiled/tiled.h,
  * what a distributed device table needs beyond BLAS and Cholesky) against ScaLAPACK and dist
  * (pdtrtri, pdgemr2d, pdtran, each rank's own clearing) on the same matrices, on dist's
  * matrices (local table cpu) and on hostdev-dist's (local table hostdev). Checked: L^-1 to

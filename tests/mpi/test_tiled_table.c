@@ -1,4 +1,4 @@
-/* test_tiled_table.c: the table a GPU per rank runs (linalg/tiled_table.h, cuda-dist's) over
+/* test_tiled_table.c: the table a GPU per rank runs (linalg/tiled/tiled_table.h, cuda-dist's) over
  * hostdev's emulated devices instead of cuda ("hostdev-tiled"), through the qp_linalg_* calls
  * the stages make, against dist (ScaLAPACK) on the same matrices: pixel-direct's factor and
  * inverse, the products and solves, syrk, norm1 and pocon to 1e-12; the moves bitwise: a

@@ -104,7 +104,7 @@ static void stop_and_resume(const char *name, const char *config, int ranks, con
   char dir[128];
   snprintf(dir, sizeof dir, "ck-%s", name);
   const char *args[] = {"run", config, "--output", out, "--checkpoint", dir, NULL};
-  /* The SIGTERM goes through the signal handler (budget/interrupt.h), which says what can be
+  /* The SIGTERM goes through the signal handler (base/interrupt.h), which says what can be
    * resumed: the checkpoint after this stage. */
   char hint[160];
   snprintf(hint, sizeof hint, "the checkpoint after %s is in", stage);
@@ -283,7 +283,7 @@ static void flip_byte(const char *path, long offset) {
 }
 
 /* Rewrites checkpoint `path`'s root attribute "format" to `text`, as another qmlpipe would have
- * written it (a variable-length UTF-8 string, as budget/h5_attr.c writes it). */
+ * written it (a variable-length UTF-8 string, as base/h5_attr.c writes it). */
 static void set_checkpoint_format(const char *path, const char *text) {
   const hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
   TEST_ASSERT(file >= 0, "cannot open checkpoint '%s'", path);
@@ -514,7 +514,7 @@ int main(int argc, char **argv) {
   /* A checkpoint directory on a full disk (a 1 MiB tmpfs: the header probe fits, a stage's
    * 30 MiB do not): each write fails with a warning, the run ends with the same results and
    * exit 0, not with HDF5's exit-handler crash after a failed H5Fclose (exit 139; main ends
-   * without the exit handlers then, budget/h5_error.h). Needs root for the mount. */
+   * without the exit handlers then, base/h5_error.h). Needs root for the mount. */
   if (mkdir("ck-full", 0755) == 0 && mount("tmpfs", "ck-full", "tmpfs", 0, "size=1m") == 0) {
     const char *args[] = {"run", "pd.yaml", "--output", "full.h5", "--checkpoint", "ck-full",
                           NULL};

@@ -24,7 +24,7 @@
  *
  * With the test hook QP_TEST_HOSTDEV_TABLE=tiled (tests/mpi/CMakeLists.txt: 2 ranks) hostdev
  * runs cuda-dist's own table over the emulated devices (hostdev-tiled): the T routes against
- * dist, SMW's LU the tiled one (linalg/tiled_lu.c) as on hostdev-dist. */
+ * dist, SMW's LU the tiled one (linalg/tiled/tiled_lu.c) as on hostdev-dist. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +87,7 @@ static void check_route(qp_config *cfg, qp_path path, int method, double device_
 }
 
 /* 1 under the test hook QP_TEST_HOSTDEV_TABLE=tiled on several ranks: hostdev runs cuda-dist's
- * own table (hostdev-tiled, linalg/tiled_table.h). */
+ * own table (hostdev-tiled, linalg/tiled/tiled_table.h). */
 static int tiled_table(void) {
   const char *table = getenv("QP_TEST_HOSTDEV_TABLE");
   return qp_comm_size() > 1 && table && strcmp(table, "tiled") == 0;

@@ -4,7 +4,7 @@
  * (n_modes^2) outweighs the rest of the device peak:
  *  - T, QU and TQU: a device_limit that holds W whole changes nothing (the cpu run's estimates
  *    to the bit; on several ranks dist's to 1e-12: hostdev-dist's products and solves are the
- *    tiled algorithms, linalg/tiled.h); a device_limit equal to the device peak the model predicts at a chosen
+ *    tiled algorithms, linalg/tiled/tiled.h); a device_limit equal to the device peak the model predicts at a chosen
  *    block makes the planner pick that block, with a last block narrower than the others;
  *    F, b, y and C_hat equal the unchunked cpu run's to 1e-12, both spaces' tracked peaks and
  *    terms equal the model's exactly (budget_check.h), and the route's reason, which the

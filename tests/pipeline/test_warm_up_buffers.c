@@ -1,5 +1,5 @@
 /* test_warm_up_buffers.c: the warm-up commits OpenBLAS's buffers without a BLAS call
- * (qp_blas_buffers_commit, linalg/openblas_tuning.h), and the pages the stages' calls then
+ * (qp_blas_buffers_commit, linalg/blas/openblas_tuning.h), and the pages the stages' calls then
  * touch lie inside what it committed.
  *
  * The warm-up used to have OpenBLAS pack thin panels as wide as the run's widest call, so

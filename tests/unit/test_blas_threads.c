@@ -1,5 +1,5 @@
 /* test_blas_threads.c: OpenBLAS's idle workers sleep soon after a call once
- * qp_blas_threads_settle has run (linalg/openblas_tuning.h).
+ * qp_blas_threads_settle has run (linalg/blas/openblas_tuning.h).
  *
  * The spin is measured, not inferred: the process's CPU time while its only caller sleeps 60
  * ms right after a dgemm is the workers' spinning. Before the settle (OpenBLAS's default,

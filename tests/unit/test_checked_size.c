@@ -1,4 +1,4 @@
-/* test_checked_size: the checked size arithmetic of budget/checked_size.h at and around the
+/* test_checked_size: the checked size arithmetic of base/checked_size.h at and around the
  * 64-bit bounds: exact results where they fit, a 0 return and a saturated result where they
  * do not, negative int64 counts refused. */
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* test_clock: budget/clock.h, the one clock of qmlpipe: the monotonic seconds never go back and
+/* test_clock: base/clock.h, the one clock of qmlpipe: the monotonic seconds never go back and
  * follow a real sleep, the CPU seconds follow real work and not a sleep, and a time converts
  * to the timespec a timed wait takes. */
 #include <math.h>

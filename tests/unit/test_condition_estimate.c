@@ -1,4 +1,4 @@
-/* test_condition_estimate.c: the condition estimate of linalg/condition_estimate.h, which the
+/* test_condition_estimate.c: the condition estimate of linalg/backends/condition_estimate.h, which the
  * cuda backend's pocon and gecon run with device solves, here with host solves (cblas_dtrsv
  * applying qp_condition_solves' triangles) against LAPACK's own dpocon and dgecon on the same
  * factors: same estimator, same solves, so the same rcond to rounding. Also LAPACK's
@@ -6,7 +6,7 @@
  * and an error of the solver handed back.
  *
  * The cpu backend's pocon runs the same estimator over blocked solves (a 256 triangle at a
- * time, the rest by dgemv: linalg/cpu.c): against dpocon at order 700 (three blocks and a
+ * time, the rest by dgemv: linalg/backends/cpu.c): against dpocon at order 700 (three blocks and a
  * partial one; ld 703), on a well and an ill conditioned factor, to 1e-12, and 0 for a
  * singular one, as dpocon. Its norm1 (the columns over the OpenMP threads) equals dlange's
  * '1' exactly, and is NaN with a NaN anywhere, Inf with an Inf. */

@@ -1,4 +1,4 @@
-/* test_input_file: budget/input_file.h, the opener every user-named input passes through.
+/* test_input_file: base/input_file.h, the opener every user-named input passes through.
  * A regular file opens (blocking, close-on-exec, through a symlink too); a FIFO without a
  * writer, /dev/null, /dev/zero, a directory, a socket and a symlink to a FIFO are refused at
  * once naming role, path and kind (QP_ERR_IO); a missing or unreadable file is QP_ERR_IO with

@@ -1,5 +1,5 @@
 /* test_linalg.c: the linear algebra layer through its public qp_linalg_* calls with the cpu
- * backend (linalg/matrix.c, linalg/cpu.c).
+ * backend (linalg/matrix.c, linalg/backends/cpu.c).
  *
  * Backend lookup; Cholesky (potrf) with a solve (potrs), the inverse (potri, mirrored full)
  * and the triangular inverse (trtri); trmm, trsm, gemm and syrk against naive loops in every

@@ -1,7 +1,7 @@
 /* test_model_sizes: byte counts of the memory model, the tracked allocator and the
  * calibration file that do not fit 64 bits.
  *  - The model: n_pix 1518500250 makes C = n_pix^2 x 8 = 2^64 + 3.3e9 bytes, which wrapped to
- *    277 MiB. Every term must be refused past 2^56 bytes (budget/checked_size.h), naming the
+ *    277 MiB. Every term must be refused past 2^56 bytes (base/checked_size.h), naming the
  *    term, its formula and the dimensions, on every rank of a grid alike (each rank's share of
  *    C fits 64 bits; the decision must not depend on the rank). A model just at the bound is
  *    accepted and its stage sums are exact.

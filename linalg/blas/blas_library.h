@@ -37,7 +37,7 @@ int qp_blas_library_threads_default(void);
 /** The library's name and version ("OpenBLAS 0.3.21", "BLIS 0.9.0", else the file that
  *  defines dgemm_) and its kernel (openblas_get_corename(): "Haswell", "SkylakeX"; BLIS's
  *  arch: "zen3"; else "unknown"), as the library says them: what a measurement of its
- *  buffers is recorded against (linalg/openblas_tuning.h). Truncated to the sizes given. */
+ *  buffers is recorded against (linalg/blas/openblas_tuning.h). Truncated to the sizes given. */
 void qp_blas_library_identity(char *library, size_t library_size, char *kernel, size_t kernel_size);
 
 /** Lines, each ending in '\n', saying what runs: "BLAS: <name> <version> (<kernel/arch>,

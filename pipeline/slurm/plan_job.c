@@ -35,7 +35,7 @@ qp_err qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_jo
   f->tasks_per_node = f->mpi ? (job->per_node < f->tasks ? job->per_node : f->tasks) : 1;
   f->nodes = job->nodes > 0 ? job->nodes : (f->tasks + f->tasks_per_node - 1) / f->tasks_per_node;
   f->cpus_per_task = job->cpus_per_task > 0 ? job->cpus_per_task : 1;
-  /* One GPU per rank (linalg/device_choice.h picks it from the local rank): --gpus, which
+  /* One GPU per rank (linalg/backends/device_choice.h picks it from the local rank): --gpus, which
    * cmd_common.c has made the ranks per node, or the config's backend cuda. */
   const qp_backend *row = qp_backend_find(p->cfg->backend);
   if (job->gpus > 0 || (row && row->gpu)) f->gpus_per_node = f->tasks_per_node;

@@ -126,7 +126,7 @@ typedef enum {
 /** Restarts OpenBLAS's worker threads with QP_BLAS_THREAD_TIMEOUT unless the environment sets
  *  OPENBLAS_THREAD_TIMEOUT (then the user's value stands) or an address-space limit is set
  *  (RLIMIT_AS, `ulimit -v`): there a worker whose 128 MiB buffer was refused as it started
- *  asks for it again for ever (linalg/openblas_tuning.h), and the shutdown's join would wait
+ *  asks for it again for ever (linalg/blas/openblas_tuning.h), and the shutdown's join would wait
  *  for it for ever (tests/faults/rlimit_as.sh hung so). OpenBLAS exports what this needs
  *  (openblas_read_env, blas_thread_shutdown_, blas_thread_init: its own re-start after fork)
  *  but declares none of it: they are looked up at run time, and where one is missing nothing

@@ -221,7 +221,7 @@ static qp_err qp_cpu_norm1(const qp_matrix *a, double *out) {
   return QP_OK;
 }
 
-/* pocon: LAPACK's estimator (dlacn2, linalg/condition_estimate.h, as on the cuda backend) over
+/* pocon: LAPACK's estimator (dlacn2, linalg/backends/condition_estimate.h, as on the cuda backend) over
  * blocked solves with L. dpocon's own solves (dlatrs, which calls dtrsv) run on one thread and
  * read L whole twice per product, ~10 times in all: at n 1984 in a run 7.1-8.9 ms. A triangle
  * of QP_CPU_SOLVE_BLOCK at a time and the rest of each block column by dgemv, which OpenBLAS

@@ -8,7 +8,29 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cmd_common.h"
+#include "memory_model.h"
+#include "problem.h"
+
+/** A plan request (the command line) and, once planned, the figures of the job. */
+typedef struct qp_plan_job {
+  /* sizing (budget and plan) */
+  int ranks; /* 0: one process without MPI */
+  int rows, cols, block, per_node;
+  int grid_given, per_node_given;
+  double mem_per_node;
+  /* the job (plan only) */
+  const char *sbatch;  /* --sbatch FILE, or NULL */
+  int force, json, keep_output;
+  int nodes;           /* --nodes (0: from ranks and --ranks-per-node) */
+  int cpus_per_task;   /* --cpus-per-task (default 1) */
+  int gpus;            /* --gpus: GPUs per node, one rank each (0: not given) */
+  const char *partition, *account;
+  /* figures, filled after planning: peaks with the overhead, in bytes; for one process
+   * without --ranks the node is the process */
+  size_t rank_stage[QP_STAGE_COUNT], node_stage[QP_STAGE_COUNT];
+  size_t rank_peak, node_peak;
+  int fits; /* the plan fits memory.host_limit and --mem-per-node */
+} qp_plan_job;
 
 /** The --time estimate: the route's leading flop count at the measured or calibrated dgemm
  *  rate per core (flop_rate.h) times cpus per task and tasks, times the factor (the stages

@@ -1,4 +1,4 @@
-/* tiled_bench.c: the tiled algorithms (linalg/tiled.h) against ScaLAPACK on the same matrices.
+/* tiled_bench.c: the tiled algorithms (linalg/tiled/tiled.h) against ScaLAPACK on the same matrices.
  *
  *   mpiexec -n P qp-tiled-bench [--repeat R] [--block B] N [N ...]
  *
