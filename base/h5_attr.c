@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "h5_error.h"
-#include "input_file.h"
 
 /* Opens attribute `name` of obj into *a after checking that it holds one value (a scalar or
  * one element): the reads below fill one value's room, and a file's array attribute of 4096
@@ -157,32 +156,14 @@ done:
   return err;
 }
 
-qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int64_t v) {
-  QP_CALL(qp_h5_attr_write(obj, where, name, H5T_NATIVE_INT64, &v));
+qp_err qp_h5_attr_write_f64(hid_t obj, const char *where, const char *name, double v) {
+  QP_CALL(qp_h5_attr_write(obj, where, name, H5T_NATIVE_DOUBLE, &v));
   return QP_OK;
 }
 
-qp_err qp_h5_open_budget(const char *path, hid_t *file, hid_t *budget) {
-  qp_err err = QP_OK;
-  *file = *budget = -1;
-  /* Before HDF5 opens the name: the system's reason for a file that cannot be opened (HDF5
-   * says only "unable to open file"), and a FIFO or device refused (input_file.h). */
-  QP_CALL(qp_input_check("results file", path, QP_INPUT_ANY_SIZE));
-  QP_H5_GOTO(*file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), done,
-             "cannot open '%s' as an HDF5 file", path);
-  htri_t has = H5Lexists(*file, "budget", H5P_DEFAULT);
-  QP_H5_GOTO(has, done, "%s: /budget", path);
-  QP_CHECK_GOTO(has > 0, QP_ERR_INPUT, done,
-                "'%s' has no /budget group: not a qmlpipe results file, or one written "
-                "without its memory report",
-                path);
-  QP_H5_GOTO(*budget = H5Gopen2(*file, "budget", H5P_DEFAULT), done, "%s: /budget", path);
-done:
-  if (err != QP_OK && *file >= 0) {
-    H5Fclose(*file);
-    *file = -1;
-  }
-  return err;
+qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int64_t v) {
+  QP_CALL(qp_h5_attr_write(obj, where, name, H5T_NATIVE_INT64, &v));
+  return QP_OK;
 }
 
 qp_err qp_h5_attr_write_string(hid_t obj, const char *where, const char *name, const char *text) {
@@ -191,7 +172,8 @@ qp_err qp_h5_attr_write_string(hid_t obj, const char *where, const char *name, c
   QP_H5_GOTO(type = H5Tcopy(H5T_C_S1), done, "%s: attribute '%s'", where, name);
   QP_H5_GOTO(H5Tset_size(type, H5T_VARIABLE), done, "%s: attribute '%s'", where, name);
   QP_H5_GOTO(H5Tset_cset(type, H5T_CSET_UTF8), done, "%s: attribute '%s'", where, name);
-  QP_CALL_GOTO(qp_h5_attr_write(obj, where, name, type, &text), done);
+  const char *value = text ? text : "";
+  QP_CALL_GOTO(qp_h5_attr_write(obj, where, name, type, &value), done);
 done:
   if (type >= 0) H5Tclose(type);
   return err;

@@ -19,10 +19,6 @@ qp_err qp_h5_attr_f64(hid_t obj, const char *where, const char *name, double *v)
 /** A scalar string attribute (variable or fixed length, in the file's character set) into
  *  buf; "" when missing. QP_ERR_INPUT when it is not a string, QP_ERR_IO on HDF5 failures. */
 qp_err qp_h5_attr_string(hid_t obj, const char *where, const char *name, char *buf, size_t size);
-/** Opens a results file read-only and its /budget group, with the errors a user needs:
- *  QP_ERR_IO for a file that cannot be opened (with errno's reason) or is not HDF5,
- *  QP_ERR_INPUT for one without /budget. Close both with H5Gclose/H5Fclose (-1 on failure). */
-qp_err qp_h5_open_budget(const char *path, hid_t *file, hid_t *budget);
 /** Writes a scalar attribute of HDF5 type `type` from *value (QP_ERR_IO naming `where`). */
 qp_err qp_h5_attr_write(hid_t obj, const char *where, const char *name, hid_t type,
                         const void *value);
@@ -41,9 +37,10 @@ qp_err qp_h5_read_array(hid_t loc, const char *where, const char *name, hid_t ty
  *  host panels (pipeline/checkpoint_write.c). QP_ERR_IO naming `where` and the range. */
 qp_err qp_h5_array_part(hid_t dset, const char *where, const char *name, hid_t type, int write,
                         hsize_t offset, hsize_t n, void *values);
-/** Writes a scalar int64 attribute. */
+/** Writes a scalar double or int64 attribute. */
+qp_err qp_h5_attr_write_f64(hid_t obj, const char *where, const char *name, double v);
 qp_err qp_h5_attr_write_i64(hid_t obj, const char *where, const char *name, int64_t v);
-/** Writes a scalar UTF-8 string attribute (variable length). */
+/** Writes a scalar UTF-8 string attribute (variable length; NULL writes ""). */
 qp_err qp_h5_attr_write_string(hid_t obj, const char *where, const char *name, const char *text);
 
 #endif

@@ -22,11 +22,6 @@
 
 /* ---- writing ---- */
 
-/* A scalar double attribute. */
-static qp_err qp_report_attr_f64(hid_t obj, const char *where, const char *name, double v) {
-  return qp_h5_attr_write(obj, where, name, H5T_NATIVE_DOUBLE, &v);
-}
-
 /* The model's index of the stage named `name`; 0 when the model has no such stage. */
 static int qp_report_stage_id(const qp_model *model, const char *name, int *id) {
   for (int s = 0; s < model->n_stages; ++s) {
@@ -196,12 +191,12 @@ static qp_err qp_report_stage(hid_t budget, const char *where, int index, const 
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
     QP_CALL_GOTO(qp_h5_attr_write_i64(group, gwhere, ints[i].name, ints[i].value), done);
   QP_CALL_GOTO(qp_h5_attr_write_string(group, gwhere, "stage", r->name), done);
-  QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "seconds", r->seconds), done);
-  QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "flops", r->flops), done);
-  QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "gflops_per_s",
+  QP_CALL_GOTO(qp_h5_attr_write_f64(group, gwhere, "seconds", r->seconds), done);
+  QP_CALL_GOTO(qp_h5_attr_write_f64(group, gwhere, "flops", r->flops), done);
+  QP_CALL_GOTO(qp_h5_attr_write_f64(group, gwhere, "gflops_per_s",
                                   r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0.0),
                done);
-  QP_CALL_GOTO(qp_report_attr_f64(group, gwhere, "ratio_peak_rise", ratio), done);
+  QP_CALL_GOTO(qp_h5_attr_write_f64(group, gwhere, "ratio_peak_rise", ratio), done);
   QP_CALL_GOTO(qp_report_terms(group, gwhere, rows, n), done);
 done:
   free(rows);
@@ -255,8 +250,8 @@ static qp_err qp_report_timeline(hid_t budget, const char *bwhere) {
   QP_H5_GOTO(etype = qp_report_event_type(1, 1, 1), done, "%s: events row type", where);
   QP_CALL_GOTO(qp_report_column(group, where, "events", etype, (hsize_t)tl.n_events, rows), done);
 
-  QP_CALL_GOTO(qp_report_attr_f64(group, where, "interval_ms", tl.interval_ms), done);
-  QP_CALL_GOTO(qp_report_attr_f64(group, where, "initial_interval_ms", tl.initial_interval_ms),
+  QP_CALL_GOTO(qp_h5_attr_write_f64(group, where, "interval_ms", tl.interval_ms), done);
+  QP_CALL_GOTO(qp_h5_attr_write_f64(group, where, "initial_interval_ms", tl.initial_interval_ms),
                done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(group, where, "n_samples", tl.n_samples), done);
   QP_CALL_GOTO(qp_h5_attr_write_i64(group, where, "capacity", tl.capacity), done);

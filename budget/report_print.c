@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "h5_attr.h"
+#include "report_open.h"
 #include "h5_error.h"
 #include "report_h5.h"
 #include "report_layout.h"
@@ -301,7 +302,7 @@ qp_err qp_report_print(const char *path, FILE *out) {
   qp_h5_quiet quiet;
   qp_h5_quiet_begin(&quiet);
   qp_report_malformed[0] = '\0';
-  QP_CALL_GOTO(qp_h5_open_budget(path, &file, &budget), done);
+  QP_CALL_GOTO(qp_report_open(path, &file, &budget), done);
 
   char version[64], a[32], b[32];
   qp_read_str(file, "qmlpipe_version", version, sizeof version);

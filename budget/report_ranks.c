@@ -8,6 +8,7 @@
 
 #include "budget.h"
 #include "h5_attr.h"
+#include "report_open.h"
 #include "h5_error.h"
 
 static const char *const qp_rank_field_names[QP_RANK_FIELDS] = {
@@ -189,7 +190,7 @@ qp_err qp_report_print_ranks(const char *path, FILE *out, int *mismatch) {
   qp_h5_quiet quiet;
   qp_h5_quiet_begin(&quiet);
   hid_t budget = -1;
-  QP_CALL_GOTO(qp_h5_open_budget(path, &file, &budget), done);
+  QP_CALL_GOTO(qp_report_open(path, &file, &budget), done);
   H5Gclose(budget);
   QP_CHECK_GOTO(H5Lexists(file, "budget/ranks", H5P_DEFAULT) > 0, QP_ERR_INPUT, done,
                 "'%s' has no /budget/ranks: it is not from a distributed run", path);

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "fault.h"
+#include "h5_attr.h"
 #include "h5_error.h"
 #include "h5_image.h"
 #include "qp_config.h"
@@ -28,45 +29,6 @@ typedef struct qp_h5_out {
   hid_t file;
   const char *path;
 } qp_h5_out;
-
-static qp_err qp_out_attr(const qp_h5_out *o, hid_t obj, const char *name, hid_t type,
-                          const void *value) {
-  qp_err err = QP_OK;
-  hid_t space = -1, attr = -1;
-  QP_H5_GOTO(space = H5Screate(H5S_SCALAR), done, "%s: attribute '%s'", o->path, name);
-  QP_H5_GOTO(attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT), done,
-             "%s: cannot create attribute '%s'", o->path, name);
-  QP_H5_GOTO(H5Awrite(attr, type, value), done, "%s: cannot write attribute '%s'", o->path,
-             name);
-done:
-  if (attr >= 0) H5Aclose(attr);
-  if (space >= 0) H5Sclose(space);
-  return err;
-}
-
-static qp_err qp_out_i64(const qp_h5_out *o, hid_t obj, const char *name, int64_t v) {
-  QP_CALL(qp_out_attr(o, obj, name, H5T_NATIVE_INT64, &v));
-  return QP_OK;
-}
-
-static qp_err qp_out_f64(const qp_h5_out *o, hid_t obj, const char *name, double v) {
-  QP_CALL(qp_out_attr(o, obj, name, H5T_NATIVE_DOUBLE, &v));
-  return QP_OK;
-}
-
-/* A scalar variable-length UTF-8 string (h5py reads it as str). */
-static qp_err qp_out_str(const qp_h5_out *o, hid_t obj, const char *name, const char *text) {
-  qp_err err = QP_OK;
-  hid_t type = -1;
-  const char *value = text ? text : "";
-  QP_H5_GOTO(type = H5Tcopy(H5T_C_S1), done, "%s: attribute '%s'", o->path, name);
-  QP_H5_GOTO(H5Tset_size(type, H5T_VARIABLE), done, "%s: attribute '%s'", o->path, name);
-  QP_H5_GOTO(H5Tset_cset(type, H5T_CSET_UTF8), done, "%s: attribute '%s'", o->path, name);
-  QP_CALL_GOTO(qp_out_attr(o, obj, name, type, &value), done);
-done:
-  if (type >= 0) H5Tclose(type);
-  return err;
-}
 
 /* Creates dataset `name` (a path under the file's root) and writes `data` (may be NULL when
  * the dataset is empty). `units`, when not NULL, becomes its "units" attribute. */
@@ -86,7 +48,7 @@ static qp_err qp_out_dataset(const qp_h5_out *o, const char *name, hid_t file_ty
                            H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data)),
                done,
                "%s: cannot write dataset %s", o->path, name);
-  if (units) QP_CALL_GOTO(qp_out_str(o, dset, "units", units), done);
+  if (units) QP_CALL_GOTO(qp_h5_attr_write_string(dset, o->path, "units", units), done);
 done:
   if (dset >= 0) H5Dclose(dset);
   if (space >= 0) H5Sclose(space);
@@ -204,14 +166,14 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
       {"output", c->output},
   };
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; ++i)
-    QP_CALL_GOTO(qp_out_str(o, root, strs[i].name, strs[i].value), done);
+    QP_CALL_GOTO(qp_h5_attr_write_string(root, o->path, strs[i].name, strs[i].value), done);
   if (c->noise_kind == QP_NOISE_VARIANCE) {
-    QP_CALL_GOTO(qp_out_f64(o, root, "noise_variance", c->noise_variance), done);
-    QP_CALL_GOTO(qp_out_f64(o, root, "noise_variance_pol", c->noise_variance_pol), done);
+    QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "noise_variance", c->noise_variance), done);
+    QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "noise_variance_pol", c->noise_variance_pol), done);
   } else {
-    QP_CALL_GOTO(qp_out_str(o, root, "noise_file", c->noise_file), done);
+    QP_CALL_GOTO(qp_h5_attr_write_string(root, o->path, "noise_file", c->noise_file), done);
     if (c->noise_kind == QP_NOISE_COVARIANCE)
-      QP_CALL_GOTO(qp_out_str(o, root, "noise_dataset", c->noise_dataset), done);
+      QP_CALL_GOTO(qp_h5_attr_write_string(root, o->path, "noise_dataset", c->noise_dataset), done);
   }
 
   const struct {
@@ -235,11 +197,11 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
       {"n_spectra", r->n_spectra},
   };
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i)
-    QP_CALL_GOTO(qp_out_i64(o, root, ints[i].name, ints[i].value), done);
-  QP_CALL_GOTO(qp_out_f64(o, root, "beam_fwhm_arcmin", c->beam_fwhm_arcmin), done);
-  QP_CALL_GOTO(qp_out_f64(o, root, "host_limit", c->host_limit), done);
-  QP_CALL_GOTO(qp_out_f64(o, root, "device_limit", c->device_limit), done);
-  QP_CALL_GOTO(qp_out_f64(o, root, "sample_interval_ms", c->sample_interval_ms), done);
+    QP_CALL_GOTO(qp_h5_attr_write_i64(root, o->path, ints[i].name, ints[i].value), done);
+  QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "beam_fwhm_arcmin", c->beam_fwhm_arcmin), done);
+  QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "host_limit", c->host_limit), done);
+  QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "device_limit", c->device_limit), done);
+  QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "sample_interval_ms", c->sample_interval_ms), done);
 done:
   free(maps);
   return err;
@@ -306,12 +268,12 @@ static qp_err qp_results_datasets(const qp_h5_out *o, const qp_results *r) {
   QP_CALL(qp_out_group(o, "/diagnostics"));
   hid_t diag = H5Gopen2(o->file, "/diagnostics", H5P_DEFAULT);
   QP_CHECK(diag >= 0, QP_ERR_IO, "%s: cannot open /diagnostics", o->path);
-  qp_err err = qp_out_f64(o, diag, "accuracy", r->accuracy);
-  if (err == QP_OK) err = qp_out_f64(o, diag, "spectra_error", r->spectra_error);
+  qp_err err = qp_h5_attr_write_f64(diag, o->path, "accuracy", r->accuracy);
+  if (err == QP_OK) err = qp_h5_attr_write_f64(diag, o->path, "spectra_error", r->spectra_error);
   for (int i = 0; i < r->n_rcond && err == QP_OK; ++i) {
     char name[64];
     snprintf(name, sizeof name, "rcond_%s", r->rcond_names[i]);
-    err = qp_out_f64(o, diag, name, r->rcond[i]);
+    err = qp_h5_attr_write_f64(diag, o->path, name, r->rcond[i]);
   }
   H5Gclose(diag);
   QP_CALL(err);

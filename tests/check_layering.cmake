@@ -1,24 +1,97 @@
-# check_layering.cmake: the stages never look behind the linalg table (docs/architecture.md).
-#   cmake -DSOURCE_DIR=... -P check_layering.cmake
-# Fails when a file of pipeline/stages/ or pipeline/sky/ includes a backend or MPI header, or
-# tests which backend it runs on (a matrix's grid or space, the table's `distributed` flag,
-# qp_comm_*), or reaches the hostdev backend: entries of a matrix of any space are reached
-# through host windows (linalg/host_window.h);
-# what differs between backends is the linalg table's (qp_linalg_align, qp_linalg_replicate,
-# qp_linalg_sum_partials, qp_linalg_transpose and the local element ranges of matrix.h).
+# check_layering.cmake: the include rules of docs/architecture.md ("The layers"), checked on the
+# source tree.   cmake -DSOURCE_DIR=... -P check_layering.cmake
+#
+# 1. Folders: every `#include "x.h"` of a file in a product folder names a header of a folder
+#    that the table below allows (a header is found by its name among the product folders'
+#    headers; qp_config.h, generated, is allowed everywhere). The build enforces most of it
+#    through the libraries' include paths; this check also covers the folders that share a
+#    library (pipeline/'s) and says which file broke which rule.
+# 2. Stages: a file of pipeline/stages/ or pipeline/sky/ never looks behind the linalg table:
+#    no backend or MPI header, no test of which backend it runs on (a matrix's grid or space,
+#    the table's `distributed` flag, qp_comm_*/qp_grid_*); entries of a matrix of any space are
+#    reached through host windows (linalg/host_window.h), and what differs between backends is
+#    the table's (qp_linalg_align, qp_linalg_replicate, qp_linalg_sum_partials,
+#    qp_linalg_transpose and the local element ranges of matrix.h).
+set(folders base budget linalg linalg/backends linalg/tiled linalg/blas io
+  pipeline pipeline/sky pipeline/stages pipeline/run pipeline/slurm pipeline/validate
+  pipeline/cli pipeline/bench)
+# What each folder may include besides itself. `linalg` alone means linalg/'s public headers
+# (its top and blas/); its private folders (backends/, tiled/) only linalg/ itself includes.
+set(linalg_all linalg linalg/backends linalg/tiled linalg/blas)
+set(allow_base "")
+set(allow_budget base)
+foreach(d linalg linalg/backends linalg/tiled linalg/blas)
+  set(allow_${d} base budget ${linalg_all})
+endforeach()
+set(allow_io base budget linalg/backends.h)
+set(allow_pipeline base budget linalg linalg/blas io)
+set(allow_pipeline/sky base budget linalg io pipeline)
+set(allow_pipeline/stages base budget linalg io pipeline pipeline/sky)
+set(allow_pipeline/run base budget linalg linalg/blas io pipeline pipeline/sky pipeline/stages)
+set(allow_pipeline/slurm base budget linalg io pipeline)
+set(allow_pipeline/validate base budget linalg/backends.h io)
+set(allow_pipeline/cli base budget linalg linalg/blas io pipeline pipeline/sky pipeline/stages
+  pipeline/run pipeline/slurm pipeline/validate)
+set(allow_pipeline/bench base budget linalg linalg/blas linalg/tiled io pipeline pipeline/sky
+  pipeline/run pipeline/slurm pipeline/cli)
+
+# header name -> folder
+set(headers "")
+foreach(d ${folders})
+  file(GLOB hs RELATIVE ${SOURCE_DIR}/${d} ${SOURCE_DIR}/${d}/*.h)
+  foreach(h ${hs})
+    set(folder_of_${h} ${d})
+  endforeach()
+endforeach()
+
+set(failures "")
+set(n_files 0)
+foreach(d ${folders})
+  file(GLOB files ${SOURCE_DIR}/${d}/*.c ${SOURCE_DIR}/${d}/*.h ${SOURCE_DIR}/${d}/*.cu)
+  foreach(f ${files})
+    math(EXPR n_files "${n_files} + 1")
+    file(STRINGS ${f} includes REGEX "^#include \"[^\"]+\"")
+    file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
+    foreach(line ${includes})
+      string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" h "${line}")
+      if(NOT DEFINED folder_of_${h})
+        continue() # qp_config.h (generated), or a header outside the product folders
+      endif()
+      set(to ${folder_of_${h}})
+      if(to STREQUAL d)
+        continue()
+      endif()
+      list(FIND allow_${d} ${to} i)
+      list(FIND allow_${d} ${to}/${h} j)
+      # `linalg` in a rule is linalg/'s public headers: its top and blas/
+      if(i LESS 0 AND to STREQUAL "linalg/blas")
+        list(FIND allow_${d} linalg k)
+        if(NOT k LESS 0 AND NOT d MATCHES "^(io|pipeline/validate)$")
+          set(i ${k})
+        endif()
+      endif()
+      if(i LESS 0 AND j LESS 0)
+        string(APPEND failures "  ${rel} includes ${to}/${h}: ${d}/ may include only ${allow_${d}}\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(n_files LESS 200)
+  message(FATAL_ERROR "check_layering: found only ${n_files} source files under ${SOURCE_DIR}")
+endif()
+
 file(GLOB stage_files ${SOURCE_DIR}/pipeline/stages/*.[ch] ${SOURCE_DIR}/pipeline/sky/*.[ch])
 set(forbidden
   "#include [\"<](comm|grid|scalapack|cuda|cuda_private|cuda_kernels|hostdev|mpi|cublas_v2|cusolverDn)\\.h[\">]"
   "->grid[^_a-z]" "\\.grid[^_a-z]" "->space[^_a-z]" "\\.space[^_a-z]" "QP_SPACE_DEVICE"
   "->distributed" "qp_comm_[a-z]+\\(" "qp_grid_[a-z]+\\(")
-set(failures "")
 foreach(f ${stage_files})
   file(READ ${f} text)
   foreach(pattern ${forbidden})
     string(REGEX MATCH "${pattern}" hit "${text}")
     if(hit)
       file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
-      string(APPEND failures "  ${rel}: '${hit}'\n")
+      string(APPEND failures "  ${rel}: '${hit}' (stage code looks behind the linalg table)\n")
     endif()
   endforeach()
 endforeach()
@@ -27,6 +100,7 @@ if(n LESS 10)
   message(FATAL_ERROR "check_layering: found only ${n} stage files under ${SOURCE_DIR}")
 endif()
 if(failures)
-  message(FATAL_ERROR "stage code looks behind the linalg table:\n${failures}")
+  message(FATAL_ERROR "include rules broken (docs/architecture.md, \"The layers\"):\n${failures}")
 endif()
-message(STATUS "check_layering: ${n} stage and sky files, none looks behind the linalg table")
+message(STATUS "check_layering: ${n_files} files keep the include rules; ${n} stage and sky files "
+  "do not look behind the linalg table")

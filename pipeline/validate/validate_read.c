@@ -5,6 +5,7 @@
 
 #include "backends.h"
 #include "h5_attr.h"
+#include "report_open.h"
 #include "h5_error.h"
 #include "validate_set.h"
 
@@ -136,7 +137,7 @@ qp_err qp_val_read_file(qp_val_set *set, int file) {
   hid_t h5 = -1, budget = -1, group = -1;
   char where[QP_VAL_WHERE_MAX];
 
-  QP_CALL(qp_h5_open_budget(path, &h5, &budget));
+  QP_CALL(qp_report_open(path, &h5, &budget));
   QP_CALL_GOTO(qp_h5_attr_string(h5, path, "path_used", f->path_used, sizeof f->path_used), done);
   QP_CALL_GOTO(qp_h5_attr_i64(h5, path, "n_pix", 0, &f->n_pix), done);
   snprintf(where, sizeof where, "%s: /budget", path);

@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "h5_attr.h"
+#include "report_open.h"
 #include "h5_error.h"
 #include "input_file.h"
 #include "qp_error.h"
@@ -250,7 +251,7 @@ static qp_err qp_sacct_predict(const char *path, const qp_val_set *set, int gath
   double *v = NULL;
   int64_t overhead = 0, shared = -1;
   memset(out, 0, sizeof *out);
-  QP_CALL(qp_h5_open_budget(path, &h5, &budget));
+  QP_CALL(qp_report_open(path, &h5, &budget));
   char where[QP_SACCT_WHERE_MAX];
   snprintf(where, sizeof where, "%s: /budget", path);
   QP_CALL_GOTO(qp_h5_attr_i64(budget, where, "overhead_predicted_bytes", 1, &overhead), done);

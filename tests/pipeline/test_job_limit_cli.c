@@ -22,6 +22,7 @@
 
 #include "cli_run.h"
 #include "h5_attr.h"
+#include "report_open.h"
 #include "test_util.h"
 
 static char qmlpipe[PATH_MAX];
@@ -91,7 +92,7 @@ static void case_chunked(double peak_mib) {
               "chunked: the path reason names no chunks");
   /* The results file: /budget attributes, and the stages' measured RSS peaks. */
   hid_t file = -1, budget = -1;
-  TEST_OK(qp_h5_open_budget("ex/results.h5", &file, &budget));
+  TEST_OK(qp_report_open("ex/results.h5", &file, &budget));
   if (budget >= 0) {
     int64_t limit = 0;
     char text[1024] = "";
