@@ -71,6 +71,160 @@ static int qp_fits_key_missing(int *status) {
   return 1;
 }
 
+/* Moves to the file's first binary-table HDU (healpy's layout). */
+static qp_err qp_fits_find_table(fitsfile *f, const char *path) {
+  int status = 0, n_hdus = 0, hdu_type = 0, found = 0;
+  fits_get_num_hdus(f, &n_hdus, &status);
+  QP_CALL(QP_FITS_STATUS(status, path, "counting HDUs"));
+  for (int h = 1; h <= n_hdus && !found; ++h) {
+    fits_movabs_hdu(f, h, &hdu_type, &status);
+    QP_CALL(QP_FITS_STATUS(status, path, "moving to an HDU"));
+    found = hdu_type == BINARY_TBL;
+  }
+  QP_CHECK(found, QP_ERR_INPUT,
+           "map file '%s' has no binary-table extension: not a HEALPix map in healpy's layout",
+           path);
+  return QP_OK;
+}
+
+/* NSIDE: present, a whole number, in [1, 2^29]. */
+static qp_err qp_fits_read_nside(fitsfile *f, const char *path, long long *nside) {
+  int status = 0;
+  fits_read_key_lnglng(f, "NSIDE", nside, NULL, &status);
+  QP_CHECK(!qp_fits_key_missing(&status), QP_ERR_INPUT,
+           "map file '%s' has no NSIDE keyword: not a HEALPix map", path);
+  QP_CALL(QP_FITS_STATUS(status, path, "reading NSIDE"));
+  QP_CHECK(*nside >= 1 && *nside <= qp_nside_max, QP_ERR_INPUT,
+           "map file '%s': NSIDE = %lld is out of range [1, 2^29]", path, *nside);
+  /* cfitsio reads NSIDE = 4.5 as 4 (issue 38): the keyword must be a whole number. */
+  double nside_value = 0.0;
+  fits_read_key_dbl(f, "NSIDE", &nside_value, NULL, &status);
+  QP_CALL(QP_FITS_STATUS(status, path, "reading NSIDE"));
+  QP_CHECK(nside_value == (double)*nside, QP_ERR_INPUT,
+           "map file '%s': NSIDE = %.17g is not a whole number", path, nside_value);
+  return QP_OK;
+}
+
+/* ORDERING: RING or NESTED (NEST), NESTED only for a power-of-2 NSIDE. */
+static qp_err qp_fits_read_ordering(fitsfile *f, const char *path, long long nside,
+                                    qp_healpix_info *info) {
+  int status = 0;
+  char value[FLEN_VALUE] = "";
+  fits_read_key_str(f, "ORDERING", value, NULL, &status);
+  QP_CHECK(!qp_fits_key_missing(&status), QP_ERR_INPUT,
+           "map file '%s' has no ORDERING keyword (RING or NESTED)", path);
+  QP_CALL(QP_FITS_STATUS(status, path, "reading ORDERING"));
+  qp_rstrip(value);
+  if (strcasecmp(value, "RING") == 0) {
+    info->nested = 0;
+  } else {
+    QP_CHECK(strcasecmp(value, "NESTED") == 0 || strcasecmp(value, "NEST") == 0, QP_ERR_INPUT,
+             "map file '%s': ORDERING = '%s' (expected RING or NESTED)", path, value);
+    info->nested = 1;
+  }
+  /* NESTED numbering exists only for powers of two. */
+  QP_CHECK(!info->nested || (nside & (nside - 1)) == 0, QP_ERR_INPUT,
+           "map file '%s': NESTED ordering needs NSIDE a power of 2, got %lld", path, nside);
+  return QP_OK;
+}
+
+/* Partial-sky files (INDXSCHM = EXPLICIT, or OBJECT = PARTIAL) hold a PIXEL column: refused. */
+static qp_err qp_fits_check_full_sky(fitsfile *f, const char *path) {
+  int status = 0;
+  char value[FLEN_VALUE] = "";
+  fits_read_key_str(f, "INDXSCHM", value, NULL, &status);
+  if (qp_fits_key_missing(&status)) value[0] = '\0';
+  QP_CALL(QP_FITS_STATUS(status, path, "reading INDXSCHM"));
+  qp_rstrip(value);
+  QP_CHECK(strcasecmp(value, "EXPLICIT") != 0, QP_ERR_UNSUPPORTED,
+           "map file '%s' is a partial-sky map (INDXSCHM = EXPLICIT); only full-sky "
+           "(implicit) maps are supported",
+           path);
+  fits_read_key_str(f, "OBJECT", value, NULL, &status);
+  if (qp_fits_key_missing(&status)) value[0] = '\0';
+  QP_CALL(QP_FITS_STATUS(status, path, "reading OBJECT"));
+  qp_rstrip(value);
+  QP_CHECK(strcasecmp(value, "PARTIAL") != 0, QP_ERR_UNSUPPORTED,
+           "map file '%s' is a partial-sky map (OBJECT = PARTIAL); only full-sky maps are "
+           "supported",
+           path);
+  return QP_OK;
+}
+
+/* Column c (1-based in cfitsio): its name, a numeric fixed-length type, and rows x values per
+ * row equal to the map's n_sky; *repeat receives the values per row. */
+static qp_err qp_fits_read_column(fitsfile *f, const char *path, int c, long long n_rows,
+                                  long long nside, qp_healpix_info *info, int64_t *repeat) {
+  int status = 0;
+  char key[FLEN_KEYWORD], value[FLEN_VALUE] = "";
+  snprintf(key, sizeof key, "TTYPE%d", c + 1);
+  fits_read_key_str(f, key, value, NULL, &status);
+  if (qp_fits_key_missing(&status)) /* an unnamed column is allowed */
+    snprintf(value, sizeof value, "COLUMN%d", c + 1);
+  QP_CALL(QP_FITS_STATUS(status, path, "reading a column name"));
+  qp_rstrip(value);
+  snprintf(info->column_names[c], sizeof info->column_names[c], "%s", value);
+
+  int type = 0;
+  long long rep = 0, width = 0;
+  fits_get_coltypell(f, c + 1, &type, &rep, &width, &status);
+  QP_CALL(QP_FITS_STATUS(status, path, "reading a column type"));
+  /* Negative codes are variable-length arrays; strings, logicals, bits and complex values
+   * are no map. */
+  int numeric = type == TBYTE || type == TSBYTE || type == TSHORT || type == TUSHORT ||
+                type == TINT || type == TUINT || type == TLONG || type == TULONG ||
+                type == TLONGLONG || type == TULONGLONG || type == TFLOAT || type == TDOUBLE;
+  QP_CHECK(numeric, QP_ERR_INPUT,
+           "map file '%s': column %d ('%s') is not a numeric fixed-length column "
+           "(cfitsio type code %d)",
+           path, c + 1, info->column_names[c], type);
+  /* Rows and values per row come from the header: their product may not fit 64 bits
+   * (it wrapped to a plausible n_sky before it was checked). */
+  int64_t values = 0;
+  QP_CHECK(rep >= 1 && n_rows >= 0 && qp_i64_mul(n_rows, rep, &values), QP_ERR_INPUT,
+           "map file '%s': column %d ('%s') holds %lld rows x %lld values, more than "
+           "2^63 values (NSIDE = %lld needs 12 nside^2 = %lld)",
+           path, c + 1, info->column_names[c], n_rows, rep, nside, (long long)info->n_sky);
+  QP_CHECK(values == info->n_sky, QP_ERR_INPUT,
+           "map file '%s': column %d ('%s') holds %lld values (%lld rows x %lld), but "
+           "NSIDE = %lld needs 12 nside^2 = %lld",
+           path, c + 1, info->column_names[c], (long long)values, n_rows, rep, nside,
+           (long long)info->n_sky);
+  *repeat = rep;
+  return QP_OK;
+}
+
+/* The map's size (n_sky within what a buffer may hold) and every column. */
+static qp_err qp_fits_read_table(fitsfile *f, const char *path, long long nside,
+                                 qp_healpix_info *info, int64_t repeat[QP_FITS_COLUMNS_MAX]) {
+  int status = 0;
+  info->nside = nside;
+  /* Bounded: nside <= 2^29 (checked above), so 12 nside^2 <= 3 x 2^60 fits int64. A column
+   * of that many doubles must also fit memory: n_sky x 8 within QP_SIZE_TERM_MAX (2^56,
+   * checked_size.h), i.e. nside up to ~7.7e7. */
+  info->n_sky = 12 * (int64_t)nside * (int64_t)nside;
+  size_t column_bytes = 0;
+  QP_CHECK(qp_size_bytes(info->n_sky, sizeof(double), &column_bytes) &&
+               column_bytes <= QP_SIZE_TERM_MAX,
+           QP_ERR_INPUT,
+           "map file '%s': NSIDE = %lld means 12 nside^2 = %lld pixels, %.3g bytes a "
+           "column, more than the 2^56 bytes a buffer may have",
+           path, nside, (long long)info->n_sky, (double)info->n_sky * sizeof(double));
+
+  int n_columns = 0;
+  long long n_rows = 0;
+  fits_get_num_cols(f, &n_columns, &status);
+  fits_get_num_rowsll(f, &n_rows, &status);
+  QP_CALL(QP_FITS_STATUS(status, path, "reading the table size"));
+  QP_CHECK(n_columns >= 1 && n_columns <= QP_FITS_COLUMNS_MAX, QP_ERR_INPUT,
+           "map file '%s' has %d columns (expected 1 to %d)", path, n_columns,
+           QP_FITS_COLUMNS_MAX);
+  info->n_columns = n_columns;
+  for (int c = 0; c < n_columns; ++c)
+    QP_CALL(qp_fits_read_column(f, path, c, n_rows, nside, info, &repeat[c]));
+  return QP_OK;
+}
+
 /* Opens `path`, moves to its first binary-table HDU and reads the HEALPix description there.
  * repeat[c] receives column c's values per row. On success *out is open (caller closes). */
 static qp_err qp_fits_open_map(const char *path, fitsfile **out, qp_healpix_info *info,
@@ -78,6 +232,7 @@ static qp_err qp_fits_open_map(const char *path, fitsfile **out, qp_healpix_info
   qp_err err = QP_OK;
   fitsfile *f = NULL;
   int status = 0;
+  long long nside = 0;
   *out = NULL;
   memset(info, 0, sizeof *info);
   fits_clear_errmsg(); /* so that an error reports this file's messages, not older ones */
@@ -87,130 +242,11 @@ static qp_err qp_fits_open_map(const char *path, fitsfile **out, qp_healpix_info
   QP_CALL(qp_input_check("map file", path, QP_INPUT_ANY_SIZE));
   fits_open_diskfile(&f, path, READONLY, &status);
   QP_CALL_GOTO(QP_FITS_STATUS(status, path, "opening"), done);
-
-  int n_hdus = 0, hdu_type = 0, found = 0;
-  fits_get_num_hdus(f, &n_hdus, &status);
-  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "counting HDUs"), done);
-  for (int h = 1; h <= n_hdus && !found; ++h) {
-    fits_movabs_hdu(f, h, &hdu_type, &status);
-    QP_CALL_GOTO(QP_FITS_STATUS(status, path, "moving to an HDU"), done);
-    found = hdu_type == BINARY_TBL;
-  }
-  QP_CHECK_GOTO(found, QP_ERR_INPUT, done,
-                "map file '%s' has no binary-table extension: not a HEALPix map in healpy's "
-                "layout",
-                path);
-
-  long long nside = 0;
-  fits_read_key_lnglng(f, "NSIDE", &nside, NULL, &status);
-  QP_CHECK_GOTO(!qp_fits_key_missing(&status), QP_ERR_INPUT, done,
-                "map file '%s' has no NSIDE keyword: not a HEALPix map", path);
-  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading NSIDE"), done);
-  QP_CHECK_GOTO(nside >= 1 && nside <= qp_nside_max, QP_ERR_INPUT, done,
-                "map file '%s': NSIDE = %lld is out of range [1, 2^29]", path, nside);
-  /* cfitsio reads NSIDE = 4.5 as 4 (issue 38): the keyword must be a whole number. */
-  double nside_value = 0.0;
-  fits_read_key_dbl(f, "NSIDE", &nside_value, NULL, &status);
-  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading NSIDE"), done);
-  QP_CHECK_GOTO(nside_value == (double)nside, QP_ERR_INPUT, done,
-                "map file '%s': NSIDE = %.17g is not a whole number", path, nside_value);
-
-  char value[FLEN_VALUE] = "";
-  fits_read_key_str(f, "ORDERING", value, NULL, &status);
-  QP_CHECK_GOTO(!qp_fits_key_missing(&status), QP_ERR_INPUT, done,
-                "map file '%s' has no ORDERING keyword (RING or NESTED)", path);
-  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading ORDERING"), done);
-  qp_rstrip(value);
-  if (strcasecmp(value, "RING") == 0) {
-    info->nested = 0;
-  } else if (strcasecmp(value, "NESTED") == 0 || strcasecmp(value, "NEST") == 0) {
-    info->nested = 1;
-  } else {
-    QP_CHECK_GOTO(0, QP_ERR_INPUT, done, "map file '%s': ORDERING = '%s' (expected RING or NESTED)",
-                  path, value);
-  }
-  /* NESTED numbering exists only for powers of two. */
-  QP_CHECK_GOTO(!info->nested || (nside & (nside - 1)) == 0, QP_ERR_INPUT, done,
-                "map file '%s': NESTED ordering needs NSIDE a power of 2, got %lld", path, nside);
-
-  /* Partial-sky files (INDXSCHM = EXPLICIT, or OBJECT = PARTIAL) hold a PIXEL column. */
-  fits_read_key_str(f, "INDXSCHM", value, NULL, &status);
-  if (qp_fits_key_missing(&status)) value[0] = '\0';
-  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading INDXSCHM"), done);
-  qp_rstrip(value);
-  QP_CHECK_GOTO(strcasecmp(value, "EXPLICIT") != 0, QP_ERR_UNSUPPORTED, done,
-                "map file '%s' is a partial-sky map (INDXSCHM = EXPLICIT); only full-sky "
-                "(implicit) maps are supported",
-                path);
-  fits_read_key_str(f, "OBJECT", value, NULL, &status);
-  if (qp_fits_key_missing(&status)) value[0] = '\0';
-  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading OBJECT"), done);
-  qp_rstrip(value);
-  QP_CHECK_GOTO(strcasecmp(value, "PARTIAL") != 0, QP_ERR_UNSUPPORTED, done,
-                "map file '%s' is a partial-sky map (OBJECT = PARTIAL); only full-sky maps are "
-                "supported",
-                path);
-
-  info->nside = nside;
-  /* Bounded: nside <= 2^29 (checked above), so 12 nside^2 <= 3 x 2^60 fits int64. A column
-   * of that many doubles must also fit memory: n_sky x 8 within QP_SIZE_TERM_MAX (2^56,
-   * checked_size.h), i.e. nside up to ~7.7e7. */
-  info->n_sky = 12 * (int64_t)nside * (int64_t)nside;
-  size_t column_bytes = 0;
-  QP_CHECK_GOTO(qp_size_bytes(info->n_sky, sizeof(double), &column_bytes) &&
-                    column_bytes <= QP_SIZE_TERM_MAX,
-                QP_ERR_INPUT, done,
-                "map file '%s': NSIDE = %lld means 12 nside^2 = %lld pixels, %.3g bytes a "
-                "column, more than the 2^56 bytes a buffer may have",
-                path, nside, (long long)info->n_sky, (double)info->n_sky * sizeof(double));
-
-  int n_columns = 0;
-  long long n_rows = 0;
-  fits_get_num_cols(f, &n_columns, &status);
-  fits_get_num_rowsll(f, &n_rows, &status);
-  QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading the table size"), done);
-  QP_CHECK_GOTO(n_columns >= 1 && n_columns <= QP_FITS_COLUMNS_MAX, QP_ERR_INPUT, done,
-                "map file '%s' has %d columns (expected 1 to %d)", path, n_columns,
-                QP_FITS_COLUMNS_MAX);
-  info->n_columns = n_columns;
-
-  for (int c = 0; c < n_columns; ++c) {
-    char key[FLEN_KEYWORD];
-    snprintf(key, sizeof key, "TTYPE%d", c + 1);
-    fits_read_key_str(f, key, value, NULL, &status);
-    if (qp_fits_key_missing(&status)) /* an unnamed column is allowed */
-      snprintf(value, sizeof value, "COLUMN%d", c + 1);
-    QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading a column name"), done);
-    qp_rstrip(value);
-    snprintf(info->column_names[c], sizeof info->column_names[c], "%s", value);
-
-    int type = 0;
-    long long rep = 0, width = 0;
-    fits_get_coltypell(f, c + 1, &type, &rep, &width, &status);
-    QP_CALL_GOTO(QP_FITS_STATUS(status, path, "reading a column type"), done);
-    /* Negative codes are variable-length arrays; strings, logicals, bits and complex values
-     * are no map. */
-    int numeric = type == TBYTE || type == TSBYTE || type == TSHORT || type == TUSHORT ||
-                  type == TINT || type == TUINT || type == TLONG || type == TULONG ||
-                  type == TLONGLONG || type == TULONGLONG || type == TFLOAT || type == TDOUBLE;
-    QP_CHECK_GOTO(numeric, QP_ERR_INPUT, done,
-                  "map file '%s': column %d ('%s') is not a numeric fixed-length column "
-                  "(cfitsio type code %d)",
-                  path, c + 1, info->column_names[c], type);
-    /* Rows and values per row come from the header: their product may not fit 64 bits
-     * (it wrapped to a plausible n_sky before it was checked). */
-    int64_t values = 0;
-    QP_CHECK_GOTO(rep >= 1 && n_rows >= 0 && qp_i64_mul(n_rows, rep, &values), QP_ERR_INPUT, done,
-                  "map file '%s': column %d ('%s') holds %lld rows x %lld values, more than "
-                  "2^63 values (NSIDE = %lld needs 12 nside^2 = %lld)",
-                  path, c + 1, info->column_names[c], n_rows, rep, nside, (long long)info->n_sky);
-    QP_CHECK_GOTO(values == info->n_sky, QP_ERR_INPUT, done,
-                  "map file '%s': column %d ('%s') holds %lld values (%lld rows x %lld), but "
-                  "NSIDE = %lld needs 12 nside^2 = %lld",
-                  path, c + 1, info->column_names[c], (long long)values, n_rows, rep, nside,
-                  (long long)info->n_sky);
-    repeat[c] = rep;
-  }
+  QP_CALL_GOTO(qp_fits_find_table(f, path), done);
+  QP_CALL_GOTO(qp_fits_read_nside(f, path, &nside), done);
+  QP_CALL_GOTO(qp_fits_read_ordering(f, path, nside, info), done);
+  QP_CALL_GOTO(qp_fits_check_full_sky(f, path), done);
+  QP_CALL_GOTO(qp_fits_read_table(f, path, nside, info, repeat), done);
 
 done:
   if (err != QP_OK) {
