@@ -12,14 +12,15 @@
 #    reached through host windows (linalg/host_window.h), and what differs between backends is
 #    the table's (qp_linalg_align, qp_linalg_replicate, qp_linalg_sum_partials,
 #    qp_linalg_transpose and the local element ranges of matrix.h).
-set(folders base budget linalg linalg/backends linalg/tiled linalg/blas io
+set(folders base budget budget/private linalg linalg/backends linalg/tiled linalg/blas io
   pipeline pipeline/sky pipeline/stages pipeline/run pipeline/slurm pipeline/validate
   pipeline/cli pipeline/bench)
 # What each folder may include besides itself. `linalg` alone means linalg/'s public headers
 # (its top and blas/); its private folders (backends/, tiled/) only linalg/ itself includes.
 set(linalg_all linalg linalg/backends linalg/tiled linalg/blas)
 set(allow_base "")
-set(allow_budget base)
+set(allow_budget base budget/private)
+set(allow_budget/private base budget)
 foreach(d linalg linalg/backends linalg/tiled linalg/blas)
   set(allow_${d} base budget ${linalg_all})
 endforeach()
