@@ -96,17 +96,15 @@ enum {
 /* The largest --tolerance: a relative error of 10^6 accepts anything a run can measure. */
 #define QP_VAL_TOLERANCE_MAX 1e6
 
-int qp_cmd_validate(int argc, char **argv) {
-  double tolerance = 0.02, min_bytes = 16.0 * 1048576.0; /* 16 MiB */
-  qp_val_set set = {0};
-  set.files = calloc((size_t)(argc > 1 ? argc : 1), sizeof *set.files);
-  /* Results paths resolved from configs (qmlpipe validate CONFIG.yaml). */
-  char(*resolved)[QP_PATH_MAX] = calloc((size_t)(argc > 1 ? argc : 1), sizeof *resolved);
-  if (!set.files || !resolved) {
-    free(resolved);
-    fprintf(stderr, "qmlpipe validate: no memory\n");
-    return qp_err_exit_status(QP_ERR_NOMEM);
-  }
+/* What the command line asks of `validate`. */
+typedef struct qp_validate_args {
+  double tolerance, min_bytes;
+  const char *sacct_path, *cgroup_arg;
+  int gather_linux; /* --sacct-gather linux */
+} qp_validate_args;
+
+/* The options; 1 on a usage error (said on stderr), 0 to go on, -1 after --help. */
+static int qp_validate_options(int argc, char **argv, qp_validate_args *a) {
   static const struct option options[] = {
       {"help", no_argument, NULL, 'h'},
       {"tolerance", required_argument, NULL, QP_VAL_TOLERANCE},
@@ -116,31 +114,26 @@ int qp_cmd_validate(int argc, char **argv) {
       {"cgroup-peak", required_argument, NULL, QP_VAL_CGROUP_PEAK},
       {NULL, 0, NULL, 0}};
   int usage_error = 0;
-  const char *sacct_path = NULL, *cgroup_arg = NULL;
-  int gather_linux = 0; /* --sacct-gather linux */
   qp_cmd_getopt_begin();
   for (int c; !usage_error && (c = qp_cmd_getopt("validate", argc, argv, options, NULL)) != -1;) {
     switch (c) {
-    case 'h':
-      qp_validate_usage(stdout);
-      free(set.files);
-      free(resolved);
-      return 0;
+    case 'h': qp_validate_usage(stdout); return -1;
     case QP_VAL_TOLERANCE:
-      usage_error = !qp_cmd_parse_real("--tolerance", optarg, 0, QP_VAL_TOLERANCE_MAX, &tolerance);
+      usage_error =
+          !qp_cmd_parse_real("--tolerance", optarg, 0, QP_VAL_TOLERANCE_MAX, &a->tolerance);
       break;
     case QP_VAL_MIN_BYTES:
-      if (qp_parse_bytes(optarg, &min_bytes) != QP_OK) {
+      if (qp_parse_bytes(optarg, &a->min_bytes) != QP_OK) {
         fprintf(stderr, "qmlpipe validate: --min-bytes: %s\n", qp_error_message());
         qp_error_clear();
         usage_error = 1;
       }
       break;
-    case QP_VAL_SACCT: sacct_path = optarg; break;
-    case QP_VAL_CGROUP_PEAK: cgroup_arg = optarg; break;
+    case QP_VAL_SACCT: a->sacct_path = optarg; break;
+    case QP_VAL_CGROUP_PEAK: a->cgroup_arg = optarg; break;
     case QP_VAL_SACCT_GATHER:
-      gather_linux = strcmp(optarg, "linux") == 0;
-      if (!gather_linux && strcmp(optarg, "cgroup") != 0) {
+      a->gather_linux = strcmp(optarg, "linux") == 0;
+      if (!a->gather_linux && strcmp(optarg, "cgroup") != 0) {
         fprintf(stderr,
                 "qmlpipe validate: --sacct-gather expects cgroup or linux (Slurm's "
                 "JobAcctGatherType), got '%s'\n",
@@ -151,75 +144,122 @@ int qp_cmd_validate(int argc, char **argv) {
     default: usage_error = 1; /* qp_cmd_getopt said why */
     }
   }
-  /* The results files (getopt_long put them last; "--" ends the options). A config stands for
-   * its results file; one that cannot be resolved stops here (the message names the config
-   * and the results file it names). */
-  for (int i = optind; i < argc && !usage_error; ++i) {
-    set.files[set.n_files].path = argv[i];
+  return usage_error;
+}
+
+/* The results files (getopt_long put them last; "--" ends the options). A config stands for
+ * its results file, resolved into resolved[]; one that cannot be resolved stops here (the
+ * message names the config and the results file it names): its exit status, else 0, or 2 for
+ * a usage error (said on stderr). */
+static int qp_validate_files(int argc, char **argv, const qp_validate_args *a, qp_val_set *set,
+                             char (*resolved)[QP_PATH_MAX]) {
+  for (int i = optind; i < argc; ++i) {
+    set->files[set->n_files].path = argv[i];
     if (qp_results_arg_is_config(argv[i])) {
-      qp_err err = qp_results_path_resolve(argv[i], resolved[set.n_files]);
+      qp_err err = qp_results_path_resolve(argv[i], resolved[set->n_files]);
       if (err != QP_OK) {
         qp_error_print(stderr, 0);
-        free(set.files);
-        free(resolved);
         return qp_err_exit_status(err);
       }
-      set.files[set.n_files].path = resolved[set.n_files];
+      set->files[set->n_files].path = resolved[set->n_files];
     }
-    ++set.n_files;
+    ++set->n_files;
   }
-  if (!usage_error && set.n_files == 0) {
+  if (set->n_files == 0) {
     fprintf(stderr, "qmlpipe validate: no results file given\n");
-    usage_error = 1;
+    return 2;
   }
-  if (!usage_error && (sacct_path || cgroup_arg) && set.n_files != 1) {
+  if ((a->sacct_path || a->cgroup_arg) && set->n_files != 1) {
     fprintf(stderr,
             "qmlpipe validate: --sacct and --cgroup-peak need exactly one results file "
             "(the job's), got %d\n",
-            set.n_files);
-    usage_error = 1;
-  }
-  if (!usage_error && cgroup_arg && !sacct_path) {
-    fprintf(stderr, "qmlpipe validate: --cgroup-peak needs --sacct\n");
-    usage_error = 1;
-  }
-  if (usage_error) {
-    qp_validate_usage(stderr);
-    free(set.files);
-    free(resolved);
+            set->n_files);
     return 2;
   }
+  if (a->cgroup_arg && !a->sacct_path) {
+    fprintf(stderr, "qmlpipe validate: --cgroup-peak needs --sacct\n");
+    return 2;
+  }
+  return 0;
+}
 
-  /* Every file is read, and an unreadable one reported, before the table is printed. */
+/* Every file is read, and an unreadable one reported, before the table is printed: the
+ * first error (an I/O one preferred), QP_OK when all were read. */
+static qp_err qp_validate_read_all(qp_val_set *set) {
   qp_h5_quiet q;
   qp_h5_quiet_begin(&q);
   qp_err io_err = QP_OK;
-  for (int i = 0; i < set.n_files; ++i) {
-    set.files[i].n_pix = -1;
-    set.files[i].baseline = -1;
-    const int n_stages = set.n_stages, n_drifts = set.n_drifts;
-    qp_err err = qp_val_read_file(&set, i);
+  for (int i = 0; i < set->n_files; ++i) {
+    set->files[i].n_pix = -1;
+    set->files[i].baseline = -1;
+    const int n_stages = set->n_stages, n_drifts = set->n_drifts;
+    qp_err err = qp_val_read_file(set, i);
     if (err != QP_OK) { /* none of its stages is shown */
-      set.n_stages = n_stages;
-      set.n_drifts = n_drifts;
+      set->n_stages = n_stages;
+      set->n_drifts = n_drifts;
       qp_error_print(stderr, 0);
       qp_error_clear();
       if (io_err == QP_OK || err == QP_ERR_IO) io_err = err;
     }
   }
   qp_h5_quiet_end(&q);
+  return io_err;
+}
 
+/* The exit status from what failed: a file unread, the job's accounting, the comparisons. */
+static int qp_validate_status(const qp_val_set *set, qp_err io_err, qp_err job_err, int n_failed,
+                              int job_failed, double tolerance) {
+  if (io_err != QP_OK) {
+    int n_bad = 0;
+    for (int i = 0; i < set->n_files; ++i)
+      n_bad += !set->files[i].read_ok;
+    fprintf(stderr, "qmlpipe validate: %d of %d file(s) could not be read (see above)\n", n_bad,
+            set->n_files);
+    return qp_err_exit_status(io_err);
+  }
+  if (job_err != QP_OK) return qp_err_exit_status(job_err);
+  if (n_failed > 0 || job_failed > 0) {
+    qp_error_set(QP_ERR_BUDGET, __FILE__, __LINE__, __func__,
+                 "memory validation failed: %d stage(s) outside the tolerance %.4g%% or with "
+                 "term drift, %d job comparison(s) failed (listed on stdout)",
+                 n_failed, 100.0 * tolerance, job_failed);
+    qp_error_print(stderr, 0);
+    qp_error_clear();
+    return qp_err_exit_status(QP_ERR_BUDGET);
+  }
+  return 0;
+}
+
+int qp_cmd_validate(int argc, char **argv) {
+  qp_validate_args a = {.tolerance = 0.02, .min_bytes = 16.0 * 1048576.0}; /* 16 MiB */
+  qp_val_set set = {0};
+  set.files = calloc((size_t)(argc > 1 ? argc : 1), sizeof *set.files);
+  /* Results paths resolved from configs (qmlpipe validate CONFIG.yaml). */
+  char(*resolved)[QP_PATH_MAX] = calloc((size_t)(argc > 1 ? argc : 1), sizeof *resolved);
+  int status = 0;
+  if (!set.files || !resolved) {
+    fprintf(stderr, "qmlpipe validate: no memory\n");
+    status = qp_err_exit_status(QP_ERR_NOMEM);
+    goto done;
+  }
+  const int options = qp_validate_options(argc, argv, &a);
+  if (options < 0) goto done; /* --help */
+  status = options ? 2 : qp_validate_files(argc, argv, &a, &set, resolved);
+  if (status == 2) qp_validate_usage(stderr);
+  if (status) goto done;
+
+  const qp_err io_err = qp_validate_read_all(&set);
   qp_val_short_names(&set);
-  qp_val_judge(&set, tolerance, (int64_t)min_bytes);
-  qp_val_print(stdout, &set, tolerance, (int64_t)min_bytes);
-  int n_failed = qp_val_print_failures(stdout, &set, tolerance);
+  qp_val_judge(&set, a.tolerance, (int64_t)a.min_bytes);
+  qp_val_print(stdout, &set, a.tolerance, (int64_t)a.min_bytes);
+  const int n_failed = qp_val_print_failures(stdout, &set, a.tolerance);
 
   /* Slurm's accounting of the job: malformed, stepless or unfinished -> QP_ERR_INPUT. */
   qp_err job_err = QP_OK;
   int job_failed = 0;
-  if (sacct_path && io_err == QP_OK) {
-    const qp_sacct_request request = {set.files[0].path, sacct_path, cgroup_arg, gather_linux,
-                                      tolerance, &set};
+  if (a.sacct_path && io_err == QP_OK) {
+    const qp_sacct_request request = {set.files[0].path, a.sacct_path, a.cgroup_arg,
+                                      a.gather_linux, a.tolerance, &set};
     job_err = qp_validate_sacct(&request, stdout, &job_failed);
     if (job_err != QP_OK) {
       qp_error_print(stderr, 0);
@@ -228,26 +268,8 @@ int qp_cmd_validate(int argc, char **argv) {
     fprintf(stdout, "%d job comparison(s) failed\n", job_failed);
   }
   fflush(stdout);
-
-  int status = 0;
-  if (io_err != QP_OK) {
-    int n_bad = 0;
-    for (int i = 0; i < set.n_files; ++i)
-      n_bad += !set.files[i].read_ok;
-    fprintf(stderr, "qmlpipe validate: %d of %d file(s) could not be read (see above)\n", n_bad,
-            set.n_files);
-    status = qp_err_exit_status(io_err);
-  } else if (job_err != QP_OK) {
-    status = qp_err_exit_status(job_err);
-  } else if (n_failed > 0 || job_failed > 0) {
-    qp_error_set(QP_ERR_BUDGET, __FILE__, __LINE__, __func__,
-                 "memory validation failed: %d stage(s) outside the tolerance %.4g%% or with "
-                 "term drift, %d job comparison(s) failed (listed on stdout)",
-                 n_failed, 100.0 * tolerance, job_failed);
-    qp_error_print(stderr, 0);
-    qp_error_clear();
-    status = qp_err_exit_status(QP_ERR_BUDGET);
-  }
+  status = qp_validate_status(&set, io_err, job_err, n_failed, job_failed, a.tolerance);
+done:
   free(set.drifts);
   free(set.stages);
   free(set.files);
