@@ -12,7 +12,8 @@
  * the most its windows hold open at once; 0 on a host backend. */
 static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE_COUNT]) {
   const qp_model_bytes none = {0, 0, 0.0};
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) out[s] = none;
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    out[s] = none;
   if (!d->device) return;
   const int64_t n = d->n_pix, nm = d->n_modes;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
@@ -29,18 +30,18 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
    * (SMW), I + K Lambda built a panel of columns at a time (SMW); pixel-direct nothing
    * (L^-1's upper triangle is cleared on the device). */
   const qp_model_bytes vt = qp_model_window_bytes(d, n, nm, 1);
-  out[QP_STAGE_BASIS_SETUP] =
-      pixel ? none : smw ? qp_model_bytes_max(qp_model_bytes_max(vt, maps), kernel) : vt;
+  out[QP_STAGE_BASIS_SETUP] = pixel ? none
+                              : smw ? qp_model_bytes_max(qp_model_bytes_max(vt, maps), kernel)
+                                    : vt;
   /* fisher_run: pixel-direct, the whitened noise (unless a dense N without the switch is
    * copied in), a chunk of P_p (each a panel at a time: pixel_matrices.h), then the Gram
    * matrix read (whole on every rank); projection, N_eff with the switch, then a panel of
    * Z's columns (or N_eff Z's) read for the bias; SMW, a panel of G's columns read. */
   const int64_t k = d->fisher_chunk;
   if (pixel)
-    out[QP_STAGE_FISHER_RUN] =
-        qp_model_bytes_max(qp_model_bytes_times((size_t)k, built), /* k panels >= the noise's */
-                           qp_model_bytes_times((size_t)k + 1,
-                                                qp_model_vector_bytes(k + 1, sizeof(double))));
+    out[QP_STAGE_FISHER_RUN] = qp_model_bytes_max(
+        qp_model_bytes_times((size_t)k, built), /* k panels >= the noise's */
+        qp_model_bytes_times((size_t)k + 1, qp_model_vector_bytes(k + 1, sizeof(double))));
   else
     out[QP_STAGE_FISHER_RUN] =
         smw ? kernel
@@ -51,7 +52,8 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   out[QP_STAGE_SPECTRA_RUN] =
       pixel ? qp_model_bytes_max(qp_model_bytes_times((size_t)d->spectra_chunk, built),
                                  qp_model_bytes_times(2, maps))
-            : smw ? none : maps;
+      : smw ? none
+            : maps;
 }
 
 /* An operation with buffers of the backend's own that a stage runs on the device (one rank:
@@ -129,8 +131,8 @@ static void qp_model_add_init_workspaces(qp_model *m, const qp_workspace *need, 
  * most of every block-cyclic dimension (whole). */
 static qp_model_bytes qp_tiled_bytes(const qp_model_dims *d, int64_t dim,
                                      int64_t (*doubles_of)(const qp_tiled_sizes *)) {
-  const qp_tiled_sizes here = qp_tiled_bound_sizes(dim, d->block, d->grid_rows, d->grid_cols,
-                                                   d->grid_row, d->grid_col);
+  const qp_tiled_sizes here =
+      qp_tiled_bound_sizes(dim, d->block, d->grid_rows, d->grid_cols, d->grid_row, d->grid_col);
   const qp_tiled_sizes whole =
       qp_tiled_bound_sizes(dim, d->block, d->grid_rows, d->grid_cols, 0, 0);
   qp_model_bytes b = qp_model_vector_bytes(doubles_of(&whole), sizeof(double));
@@ -150,11 +152,9 @@ static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
   int64_t dim = d->n_modes > d->n_pix ? d->n_modes : d->n_pix;
   if (batch > dim) dim = batch;
   qp_model_add(m, QP_TERM_TILED_HOST, QP_TERM_PERSISTENT,
-               qp_tiled_bytes(d, dim, qp_tiled_host_doubles), first, last,
-               qp_backend_init_formula);
+               qp_tiled_bytes(d, dim, qp_tiled_host_doubles), first, last, qp_backend_init_formula);
   qp_model_add(m, QP_TERM_TILED_PANELS, QP_TERM_PERSISTENT,
-               qp_tiled_bytes(d, dim, qp_tiled_local_doubles), first, last,
-               qp_backend_init_formula)
+               qp_tiled_bytes(d, dim, qp_tiled_local_doubles), first, last, qp_backend_init_formula)
       ->space = d->device ? QP_SPACE_DEVICE : QP_SPACE_HOST;
   if (d->backend && d->device) {
     /* The local table's own (cuda's: cuBLAS's workspace, the info word, pinned staging), then
@@ -169,7 +169,8 @@ static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
     QP_CALL(qp_linalg_workspaces(local, QP_OP_TRTRI, d->block, 0, more, &extra));
     for (int i = 0; i < extra; ++i) {
       int h = 0;
-      while (h < count && strcmp(need[h].term, more[i].term) != 0) ++h;
+      while (h < count && strcmp(need[h].term, more[i].term) != 0)
+        ++h;
       if (h < count && need[h].bytes < more[i].bytes) need[h].bytes = more[i].bytes;
       if (h == count && count < QP_WORKSPACES_MAX) need[count++] = more[i];
     }

@@ -8,7 +8,7 @@
 
 #include "memory_model.h"
 
-#define QP_TERM_PBLAS_PANELS "pblas_panels"     /* PBLAS/ScaLAPACK's own panel buffers (library) */
+#define QP_TERM_PBLAS_PANELS "pblas_panels" /* PBLAS/ScaLAPACK's own panel buffers (library) */
 
 /** Adds to `m` the host staging of a device run (one block per stage), the backend's own
  *  buffers for the operations the stages of `d` run, and dist's PBLAS panels. Fails where the

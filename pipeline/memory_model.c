@@ -13,8 +13,8 @@
 #include "fisher_terms.h"
 #include "spectra_terms.h"
 
-const char *const qp_stage_names[QP_STAGE_COUNT] = {"covariance_setup", "basis_setup",
-                                                    "fisher_run", "spectra_run"};
+const char *const qp_stage_names[QP_STAGE_COUNT] = {"covariance_setup", "basis_setup", "fisher_run",
+                                                    "spectra_run"};
 
 /* Each stage's declaration of its terms, in stage order: the order `qmlpipe budget` prints
  * them and the report lists them. */
@@ -53,16 +53,17 @@ qp_err qp_model_predict(const qp_model_dims *d, qp_model *m) {
            "budget model: host panel %lld: 0 (whole) or, on a device backend only, 1 or more "
            "lines",
            (long long)d->host_panel);
-  QP_CHECK(d->grid_rows <= 0 || (d->block > 0 && d->grid_cols > 0 && d->grid_row >= 0 &&
-                                   d->grid_row < d->grid_rows && d->grid_col >= 0 &&
-                                   d->grid_col < d->grid_cols),
+  QP_CHECK(d->grid_rows <= 0 ||
+               (d->block > 0 && d->grid_cols > 0 && d->grid_row >= 0 &&
+                d->grid_row < d->grid_rows && d->grid_col >= 0 && d->grid_col < d->grid_cols),
            QP_ERR_INPUT, "budget model: rank (%d, %d) outside a %d x %d grid of block %d",
            d->grid_row, d->grid_col, d->grid_rows, d->grid_cols, d->block);
   m->overhead_bytes = QP_MODEL_DEFAULT_OVERHEAD;
   QP_CHECK(d->n_modes >= 0 && d->n_fields >= 0 && d->n_lm >= 0, QP_ERR_INPUT,
            "budget model: n_modes (%lld), n_fields (%d) and n_lm (%lld) must not be negative",
            (long long)d->n_modes, d->n_fields, (long long)d->n_lm);
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) QP_CALL(qp_stage_terms[s](d, m));
+  for (int s = 0; s < QP_STAGE_COUNT; ++s)
+    QP_CALL(qp_stage_terms[s](d, m));
   QP_CALL(qp_backend_terms(d, m));
   QP_CHECK(!m->too_many_terms, QP_ERR_INTERNAL, "budget model: more than %d terms", QP_TERMS_MAX);
   QP_CHECK(!m->oversize_term[0], QP_ERR_INPUT,

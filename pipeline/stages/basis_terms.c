@@ -21,12 +21,12 @@ static void qp_basis_kernel_terms(const qp_model_dims *d, qp_model *m) {
     /* W = Y^T Y a block of columns at a time on the device, each downloaded into a host W
      * that fisher_run's block sums read (harmonic_route.c). */
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_KERNEL_BLOCK, QP_TERM_TRANSIENT,
-                                        qp_model_matrix_bytes(d, d->n_modes, d->w_block), bas,
-                                        bas, "n_modes w_block x 8 (a block of W's columns)"));
+                                        qp_model_matrix_bytes(d, d->n_modes, d->w_block), bas, bas,
+                                        "n_modes w_block x 8 (a block of W's columns)"));
     qp_model_add(m, QP_TERM_KERNEL_HOST, QP_TERM_PERSISTENT, mode_sq, bas, fis,
                  "n_modes^2 x 8 (W, assembled from its blocks)")
         ->phase_free = 0; /* freed once F is summed */
-    return; /* projection: no LU */
+    return;               /* projection: no LU */
   }
   qp_model_term *t = qp_model_on_backend(
       d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, smw ? spe : fis,
@@ -40,8 +40,7 @@ static void qp_basis_kernel_terms(const qp_model_dims *d, qp_model *m) {
                                       "n_modes^2 x 8 (I + K Lambda, LU)"))
       ->phase_alloc = 2;
   /* ScaLAPACK's pdgetrf wants LOCr(n_modes) + MB pivots; the whole is n_modes + MB. */
-  qp_model_bytes pivots =
-      qp_model_vector_bytes(d->n_modes + (dist ? d->block : 0), sizeof(int));
+  qp_model_bytes pivots = qp_model_vector_bytes(d->n_modes + (dist ? d->block : 0), sizeof(int));
   if (dist)
     qp_size_bytes(qp_bc_local_count(d->n_modes, d->block, d->grid_row, d->grid_rows) + d->block,
                   sizeof(int), &pivots.here);
@@ -73,12 +72,12 @@ qp_err qp_basis_terms(const qp_model_dims *d, qp_model *m) {
                       "n_pix n_modes x 8 (V^T, then Y in place)"));
   if (smw) {
     t->phase_free = 1;
-    qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps,
-                                        bas, bas, "n_pix map_batch x 8 (N_eff^-1/2 x)"))
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, bas,
+                                        bas, "n_pix map_batch x 8 (N_eff^-1/2 x)"))
         ->phase_free = 0;
-    qp_model_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas,
-                                        spe,
-                                        "n_modes map_batch x 8 (V N_eff^-1 x, then z in place)"));
+    qp_model_on_backend(d,
+                        qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas, spe,
+                                     "n_modes map_batch x 8 (V N_eff^-1 x, then z in place)"));
     /* In batches, every map's V N_eff^-1 x waits on the host for spectra_run: each batch's
      * local part (harmonic_route.c, qp_mode_maps_host_batch). */
     if (batch < d->n_maps) {

@@ -6,16 +6,16 @@
 
 #include "memory_model.h"
 
-#define QP_TERM_V "V"                           /* V^T, then Y = N^-1/2 V^T or L^-1 V^T */
-#define QP_TERM_KERNEL "K"                      /* V N^-1 V^T, then W = V C^-1 V^T */
-#define QP_TERM_SMW_LU "I_plus_K_Lambda"        /* LU factors of I + K Lambda (SMW) */
+#define QP_TERM_V "V"                    /* V^T, then Y = N^-1/2 V^T or L^-1 V^T */
+#define QP_TERM_KERNEL "K"               /* V N^-1 V^T, then W = V C^-1 V^T */
+#define QP_TERM_SMW_LU "I_plus_K_Lambda" /* LU factors of I + K Lambda (SMW) */
 #define QP_TERM_PIVOTS "pivots"
 #define QP_TERM_MODE_MAPS_HOST "mode_maps_host" /* SMW in map batches: V N^-1 x of every map */
 /* projection with W in column blocks (memory.device_limit, w_block < n_modes): */
-#define QP_TERM_KERNEL_BLOCK "W_block"          /* device: n_modes x w_block columns of W */
-#define QP_TERM_KERNEL_HOST "W_host"            /* host: all of W, assembled block by block */
+#define QP_TERM_KERNEL_BLOCK "W_block" /* device: n_modes x w_block columns of W */
+#define QP_TERM_KERNEL_HOST "W_host"   /* host: all of W, assembled block by block */
 /* Distributed backend or a device's host windows only: */
-#define QP_TERM_SMW_COLUMNS "K_columns"         /* SMW: K's columns of one field, redistributed */
+#define QP_TERM_SMW_COLUMNS "K_columns" /* SMW: K's columns of one field, redistributed */
 
 /** Adds basis_setup's terms of the route of `d` to `m` (none on pixel-direct, whose C is
  *  factored in place), after covariance_setup's. */

@@ -40,18 +40,17 @@ qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m) {
                             : "n_pix^2 x 8"));
     if (smw) t->phase_free = 0;
   } else {
-    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT,
-                 qp_model_vector_bytes(d->n_pix, w), cov, smw ? bas : fis, "n_pix x 8");
+    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, qp_model_vector_bytes(d->n_pix, w),
+                 cov, smw ? bas : fis, "n_pix x 8");
   }
   if (!smw) {
-    qp_model_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov,
-                                        spe,
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
                                         pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
                                               : "n_pix^2 x 8 (C, then L in place)"));
   } else if (d->switched && !d->noise_dense) {
-    t = qp_model_on_backend(d, qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq,
-                                            cov, bas,
-                                            "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)"));
+    t = qp_model_on_backend(d,
+                            qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, bas,
+                                         "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)"));
     t->phase_free = 0;
   }
   return QP_OK;

@@ -10,11 +10,11 @@ static void qp_fisher_pixel_terms(const qp_model_dims *d, qp_model *m) {
   const qp_stage_id fis = QP_STAGE_FISHER_RUN;
   const qp_model_bytes pix_sq = qp_model_matrix_bytes(d, d->n_pix, d->n_pix);
   const size_t k = (size_t)d->fisher_chunk, slots = k + 1 + (d->fisher_chunk < d->n_params);
-  qp_model_on_backend(d, qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT,
-                                      qp_model_bytes_times(slots, pix_sq), fis, fis,
-                                      d->fisher_chunk < d->n_params
-                                          ? "(fisher_chunk + 2) n_pix^2 x 8"
-                                          : "(n_params + 1) n_pix^2 x 8"));
+  qp_model_on_backend(d,
+                      qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT,
+                                   qp_model_bytes_times(slots, pix_sq), fis, fis,
+                                   d->fisher_chunk < d->n_params ? "(fisher_chunk + 2) n_pix^2 x 8"
+                                                                 : "(n_params + 1) n_pix^2 x 8"));
   qp_model_on_backend(
       d, qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT,
                       qp_model_bytes_times(
@@ -29,8 +29,8 @@ static void qp_fisher_projection_bias_terms(const qp_model_dims *d, qp_model *m)
   const qp_stage_id fis = QP_STAGE_FISHER_RUN;
   const qp_model_bytes mode_pix = qp_model_matrix_bytes(d, d->n_pix, d->n_modes);
   if (qp_model_w_chunked(d) || !qp_model_modes_in_kernel(d->n_pix, d->n_modes))
-    qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix,
-                                        fis, fis, "n_pix n_modes x 8"))
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
+                                        fis, "n_pix n_modes x 8"))
         ->phase_alloc = ph;
   if (d->switched || d->noise_dense)
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
@@ -65,8 +65,7 @@ static void qp_fisher_harmonic_terms(const qp_model_dims *d, qp_model *m) {
     /* A panel of their columns at a time under a host_panel (qp_model_field_panel). */
     const int64_t panel = qp_model_field_panel(d);
     qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
-                 qp_model_bytes_times(blocks, qp_model_matrix_bytes(d, d->n_lm, panel)), fis,
-                 fis,
+                 qp_model_bytes_times(blocks, qp_model_matrix_bytes(d, d->n_lm, panel)), fis, fis,
                  panel < d->n_lm
                      ? "n_fields^2 (lmax+1)^2 field_panel x 8 (W per field pair, aligned, a "
                        "panel of columns)"
@@ -80,8 +79,8 @@ static void qp_fisher_harmonic_terms(const qp_model_dims *d, qp_model *m) {
       ->phase_free = 0;
   if (d->path == QP_MODEL_HARMONIC_SMW)
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT,
-                                        qp_model_matrix_bytes(d, d->n_modes, d->n_modes), fis,
-                                        fis, "n_modes^2 x 8"))
+                                        qp_model_matrix_bytes(d, d->n_modes, d->n_modes), fis, fis,
+                                        "n_modes^2 x 8"))
         ->phase_alloc = 1;
   else
     qp_fisher_projection_bias_terms(d, m);

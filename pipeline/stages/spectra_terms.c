@@ -13,8 +13,8 @@ qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
   const int64_t batch = qp_model_map_batch(d);
   const qp_model_bytes pix_maps = qp_model_matrix_bytes(d, d->n_pix, batch);
   if (pixel) {
-    qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps,
-                                        spe, spe, "n_pix map_batch x 8"));
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe,
+                                        spe, "n_pix map_batch x 8"));
     qp_model_on_backend(
         d, qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT,
                         qp_model_bytes_times((size_t)d->spectra_chunk,
@@ -23,8 +23,8 @@ qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_BIN_PRODUCT, QP_TERM_TRANSIENT, pix_maps, spe,
                                         spe, "n_pix map_batch x 8"));
   } else if (!smw) { /* SMW took both in basis_setup */
-    qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps,
-                                        spe, spe, "n_pix map_batch x 8"));
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe,
+                                        spe, "n_pix map_batch x 8"));
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT,
                                         qp_model_matrix_bytes(d, d->n_modes, batch), spe, spe,
                                         "n_modes map_batch x 8"));
