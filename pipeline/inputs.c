@@ -13,6 +13,7 @@
 #include "calibration.h"
 #include "comm.h"
 #include "conditioning.h"
+#include "covariance_terms.h"
 #include "driver.h"
 #include "fits_map.h"
 #include "h5_matrix.h"
@@ -21,7 +22,6 @@
 #include "input_file.h"
 #include "legendre.h"
 #include "spin_harmonics.h"
-#include "terms.h"
 
 /* HEALPix marks unobserved pixels with this value (healpy's UNSEEN). */
 #define QP_HEALPIX_UNSEEN (-1.6375e30)

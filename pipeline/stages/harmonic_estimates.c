@@ -13,7 +13,9 @@
 #include "spin_harmonics.h"
 #include "pixel_matrices.h"
 #include "progress.h"
-#include "terms.h"
+#include "basis_terms.h"
+#include "fisher_terms.h"
+#include "spectra_terms.h"
 
 /* ---- fisher_run ---- */
 

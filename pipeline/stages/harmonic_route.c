@@ -13,7 +13,8 @@
 #include "spin_harmonics.h"
 #include "pixel_matrices.h"
 #include "progress.h"
-#include "terms.h"
+#include "basis_terms.h"
+#include "spectra_terms.h"
 
 void qp_harmonic_layout(qp_problem *p) {
   const qp_config *cfg = p->cfg;

@@ -7,7 +7,7 @@
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
-#include "terms.h"
+#include "covariance_terms.h"
 
 /* A dense N must be positive definite by itself (S can hide an indefinite N inside C, and the
  * noise bias would then be wrong): its Cholesky is done in C's buffer before S goes there. */

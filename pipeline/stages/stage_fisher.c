@@ -7,12 +7,12 @@
 #include <string.h>
 
 #include "conditioning.h"
+#include "fisher_terms.h"
 #include "harmonic_route.h"
 #include "host_window.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
-#include "terms.h"
 
 /* slot <- L^-1 N_eff L^-T, N_eff = N + S_fixed: with lmax < lmax_signal the multipoles
  * (lmax, lmax_signal] are in C but not estimated, so <y_p> = sum_q F_pq C_q + tr(N_eff E_p)

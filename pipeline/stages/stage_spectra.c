@@ -10,8 +10,8 @@
 #include "host_window.h"
 #include "pixel_matrices.h"
 #include "progress.h"
+#include "spectra_terms.h"
 #include "stages.h"
-#include "terms.h"
 
 /* F is small and whole on every rank: inverted locally (the cpu backend) on each, after
  * equilibration. Its parameters carry different units and scales (TT against BB, low against

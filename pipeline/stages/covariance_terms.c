@@ -1,0 +1,57 @@
+/* covariance_terms.c: covariance_setup's terms (covariance_terms.h), with the bytes
+ * stage_covariance.c and inputs.c allocate; test_budget_exact ties the two on every route. */
+#include "covariance_terms.h"
+
+#include "model_bytes.h"
+
+qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m) {
+  const int dist = d->grid_rows > 0;
+  const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
+  const size_t w = sizeof(double);
+  const qp_model_bytes pix_sq = qp_model_matrix_bytes(d, d->n_pix, d->n_pix);
+  const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, bas = QP_STAGE_BASIS_SETUP,
+                    fis = QP_STAGE_FISHER_RUN, spe = QP_STAGE_SPECTRA_RUN;
+
+  /* The reader alone holds the sky buffer; every rank checks its size all the same. */
+  const qp_model_bytes sky = qp_model_vector_bytes(d->n_sky, w);
+  const char *sky_formula = dist ? "n_sky x 8 (rank 0 reads)" : "n_sky x 8";
+  if (!dist || d->reader)
+    qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, sky, cov, cov, sky_formula);
+  else
+    qp_model_size_ok(m, QP_TERM_SKY_BUFFER, sky, sky_formula);
+  qp_model_add(m, QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT,
+               qp_model_vector_bytes(d->n_positions, sizeof(int64_t)), cov, spe, "n_positions x 8");
+  qp_model_add(m, QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT,
+               qp_model_bytes_times(3, qp_model_vector_bytes(d->n_positions, w)), cov, spe,
+               "3 n_positions x 8");
+  /* The maps are whole on every rank (replicated), so is every n_params buffer. */
+  const qp_model_bytes maps =
+      qp_model_bytes_times((size_t)d->n_maps, qp_model_vector_bytes(d->n_pix, w));
+  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, maps, cov, spe, "n_pix n_maps x 8");
+  /* The noise lives until the noise bias on the pixel-direct and projection routes. SMW is
+   * done with it in basis_setup: the maps are whitened there, and N_eff (26 GiB at the
+   * calibration case of docs/memory-model.md) goes as soon as Y = L_N^-1 V^T exists
+   * (basis_terms.c). */
+  qp_model_term *t;
+  if (d->noise_dense) {
+    t = qp_model_on_backend(
+        d, qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, smw ? bas : fis,
+                        smw ? "n_pix^2 x 8 (N, then N_eff, then its Cholesky factor)"
+                            : "n_pix^2 x 8"));
+    if (smw) t->phase_free = 0;
+  } else {
+    qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, qp_model_vector_bytes(d->n_pix, w),
+                 cov, smw ? bas : fis, "n_pix x 8");
+  }
+  if (!smw) {
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
+                                        pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
+                                              : "n_pix^2 x 8 (C, then L in place)"));
+  } else if (d->switched && !d->noise_dense) {
+    t = qp_model_on_backend(d,
+                            qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, bas,
+                                         "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)"));
+    t->phase_free = 0;
+  }
+  return QP_OK;
+}

@@ -1,0 +1,22 @@
+/* covariance_terms.h: the terms covariance_setup allocates (stage_covariance.c, and the inputs
+ * it reads through inputs.c), their names and their declaration to the memory model
+ * (covariance_terms.c: bytes, stages and phases). */
+#ifndef QP_COVARIANCE_TERMS_H
+#define QP_COVARIANCE_TERMS_H
+
+#include "memory_model.h"
+
+#define QP_TERM_SKY_BUFFER "sky_buffer"         /* one full-sky map while reading inputs */
+#define QP_TERM_OBSERVED_INDEX "observed_index" /* RING index of each observed pixel */
+#define QP_TERM_PIXEL_VECTORS "pixel_vectors"   /* unit vectors of the observed pixels */
+#define QP_TERM_MAPS "maps"                     /* data vectors x, n_pix x n_maps */
+#define QP_TERM_NOISE_VARIANCE "noise_variance" /* diagonal N */
+#define QP_TERM_NOISE "N"                       /* dense N */
+#define QP_TERM_COVARIANCE "C"                  /* C = S + N; then L, then L^-1, in place */
+#define QP_TERM_NOISE_EFF "N_eff"               /* SMW: N + S_fixed, then its Cholesky factor */
+
+/** Adds covariance_setup's terms of the route of `d` to `m`, in the order `qmlpipe budget`
+ *  prints them (qp_model_predict calls it first). */
+qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m);
+
+#endif

@@ -1,0 +1,100 @@
+/* fisher_terms.c: fisher_run's terms (fisher_terms.h), with the bytes stage_fisher.c and
+ * harmonic_estimates.c allocate; test_budget_exact ties the two on every route. */
+#include "fisher_terms.h"
+
+#include "model_bytes.h"
+
+/* Pixel-direct: k products, the whitened noise, and a streaming slot when k < n_params; their
+ * Gram matrix. */
+static void qp_fisher_pixel_terms(const qp_model_dims *d, qp_model *m) {
+  const qp_stage_id fis = QP_STAGE_FISHER_RUN;
+  const qp_model_bytes pix_sq = qp_model_matrix_bytes(d, d->n_pix, d->n_pix);
+  const size_t k = (size_t)d->fisher_chunk, slots = k + 1 + (d->fisher_chunk < d->n_params);
+  qp_model_on_backend(d,
+                      qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT,
+                                   qp_model_bytes_times(slots, pix_sq), fis, fis,
+                                   d->fisher_chunk < d->n_params ? "(fisher_chunk + 2) n_pix^2 x 8"
+                                                                 : "(n_params + 1) n_pix^2 x 8"));
+  qp_model_on_backend(
+      d, qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT,
+                      qp_model_bytes_times(
+                          k + 1, qp_model_vector_bytes(d->fisher_chunk + 2, sizeof(double))),
+                      fis, fis, "(fisher_chunk + 1)(fisher_chunk + 2) x 8"));
+}
+
+/* The projection route's noise bias (phases 1, 2): Z = C^-1 V^T where it is not formed in W's
+ * buffer, N_eff Z and N_eff with the switch or a dense N, and Z's columns aligned. */
+static void qp_fisher_projection_bias_terms(const qp_model_dims *d, qp_model *m) {
+  const int moves = qp_model_moves_data(d), ph = 1;
+  const qp_stage_id fis = QP_STAGE_FISHER_RUN;
+  const qp_model_bytes mode_pix = qp_model_matrix_bytes(d, d->n_pix, d->n_modes);
+  if (qp_model_w_chunked(d) || !qp_model_modes_in_kernel(d->n_pix, d->n_modes))
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
+                                        fis, "n_pix n_modes x 8"))
+        ->phase_alloc = ph;
+  if (d->switched || d->noise_dense)
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
+                                        fis, "n_pix n_modes x 8"))
+        ->phase_alloc = ph;
+  if (d->switched || d->noise_dense) {
+    qp_model_term *t = qp_model_on_backend(
+        d, qp_model_add(m, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT,
+                        qp_model_matrix_bytes(d, d->n_pix, d->n_pix), fis, fis, "n_pix^2 x 8"));
+    t->phase_alloc = ph;
+    if (moves) t->phase_free = 1;
+  }
+  /* Where aligning moves data, a panel of Z's columns of one field is lined up with
+   * another field's, or with N_eff Z's, for the bias (not where neither is needed). */
+  if (moves && (d->cross_fields || d->switched || d->noise_dense))
+    qp_model_add(m, QP_TERM_ALIGNED_MODES, QP_TERM_TRANSIENT,
+                 qp_model_matrix_bytes(d, d->n_pix, qp_model_mode_panel(d)), fis, fis,
+                 qp_model_mode_panel(d) < d->n_modes
+                     ? "n_pix bias_panel x 8 (Z's columns of one field, aligned)"
+                     : "n_pix n_modes x 8 (Z's columns of one field, aligned)")
+        ->phase_alloc = 2;
+}
+
+/* The harmonic routes: fisher_run's phases are 0 F, from W's block sums (and W's field blocks
+ * where aligning moves data); then 1, 2 the bias. */
+static void qp_fisher_harmonic_terms(const qp_model_dims *d, qp_model *m) {
+  const int dist = d->grid_rows > 0, moves = qp_model_moves_data(d);
+  const qp_stage_id fis = QP_STAGE_FISHER_RUN;
+  /* A chunked W is a host matrix: read in place on one process, aligned over the grid. */
+  if (dist || (moves && !qp_model_w_chunked(d))) {
+    const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
+    /* A panel of their columns at a time under a host_panel (qp_model_field_panel). */
+    const int64_t panel = qp_model_field_panel(d);
+    qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
+                 qp_model_bytes_times(blocks, qp_model_matrix_bytes(d, d->n_lm, panel)), fis, fis,
+                 panel < d->n_lm
+                     ? "n_fields^2 (lmax+1)^2 field_panel x 8 (W per field pair, aligned, a "
+                       "panel of columns)"
+                     : "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)")
+        ->phase_free = 0;
+  }
+  qp_model_add(m, QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT,
+               qp_model_bytes_times((size_t)d->fisher_block_slots,
+                                    qp_model_vector_bytes(d->n_lm, sizeof(double))),
+               fis, fis, "block slots (lmax+1)^2 x 8 (W's (l, l') block sums, every rank)")
+      ->phase_free = 0;
+  if (d->path == QP_MODEL_HARMONIC_SMW)
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT,
+                                        qp_model_matrix_bytes(d, d->n_modes, d->n_modes), fis, fis,
+                                        "n_modes^2 x 8"))
+        ->phase_alloc = 1;
+  else
+    qp_fisher_projection_bias_terms(d, m);
+}
+
+qp_err qp_fisher_terms(const qp_model_dims *d, qp_model *m) {
+  if (d->path == QP_MODEL_PIXEL_DIRECT)
+    qp_fisher_pixel_terms(d, m);
+  else
+    qp_fisher_harmonic_terms(d, m);
+  const qp_stage_id fis = QP_STAGE_FISHER_RUN, spe = QP_STAGE_SPECTRA_RUN;
+  const qp_model_bytes params = qp_model_vector_bytes(d->n_params, sizeof(double));
+  qp_model_add(m, QP_TERM_FISHER, QP_TERM_PERSISTENT,
+               qp_model_bytes_times((size_t)d->n_params, params), fis, spe, "n_params^2 x 8");
+  qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, params, fis, spe, "n_params x 8");
+  return QP_OK;
+}

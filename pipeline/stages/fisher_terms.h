@@ -1,0 +1,25 @@
+/* fisher_terms.h: the terms fisher_run allocates (stage_fisher.c's pixel products,
+ * harmonic_estimates.c's F and bias), their names and their declaration to the memory model
+ * (fisher_terms.c). */
+#ifndef QP_FISHER_TERMS_H
+#define QP_FISHER_TERMS_H
+
+#include "memory_model.h"
+
+#define QP_TERM_PRODUCTS "products" /* M_p = L^-1 P_p L^-T, and L^-1 N L^-T */
+#define QP_TERM_GRAM "gram"         /* <M_p, M_q> and <M_p, L^-1 N L^-T> */
+#define QP_TERM_FISHER "fisher"
+#define QP_TERM_NOISE_BIAS "noise_bias"
+#define QP_TERM_FISHER_BLOCK_SUMS "F_block_sums" /* harmonic: W's (l, l') block sums for F */
+#define QP_TERM_NOISE_KERNEL "G"                 /* harmonic: (I + K Lambda)^-1 W, G transposed */
+#define QP_TERM_WEIGHTED_MODES "C_inv_V"         /* projection: C^-1 V^T */
+#define QP_TERM_NOISE_MODES "N_eff_C_inv_V"      /* projection: N_eff C^-1 V^T */
+#define QP_TERM_NOISE_EFF_DENSE "N_eff_dense"    /* projection: N + S_fixed, for the bias */
+/* Distributed backend or a device's host windows only: */
+#define QP_TERM_FIELD_BLOCKS "W_field_blocks" /* harmonic: W per field pair, aligned by (l, m) */
+#define QP_TERM_ALIGNED_MODES "Z_aligned"     /* projection: Z's columns of one field, aligned */
+
+/** Adds fisher_run's terms of the route of `d` to `m`, after basis_setup's. */
+qp_err qp_fisher_terms(const qp_model_dims *d, qp_model *m);
+
+#endif
