@@ -148,6 +148,7 @@ static int qp_find_other(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
+#if QP_HAVE_SCALAPACK
 /* The file that holds the soname `soname` in this process ("" when not loaded). */
 static void qp_soname_file(const char *soname, const char *symbol, char *out) {
   out[0] = '\0';
@@ -161,6 +162,7 @@ static void qp_soname_file(const char *soname, const char *symbol, char *out) {
   }
   dlclose(h);
 }
+#endif
 
 void qp_blas_library_identity(char *library, size_t library_size, char *kernel,
                               size_t kernel_size) {
