@@ -8,8 +8,8 @@
 
 qp_err qp_problem_hold_backend(const qp_problem *p) {
   qp_err err = QP_OK;
-  for (int i = 0; i < p->model.n_terms && err == QP_OK; ++i) {
-    const qp_model_term *t = &p->model.terms[i];
+  for (int i = 0; i < p->plan->model.n_terms && err == QP_OK; ++i) {
+    const qp_model_term *t = &p->plan->model.terms[i];
     if (qp_model_backend_init_term(t)) err = qp_linalg_hold_workspace(p->ops, t->name, t->bytes);
   }
   /* Agreed on: a rank refused its blocks must not leave the others in the stage's collectives
@@ -19,8 +19,8 @@ qp_err qp_problem_hold_backend(const qp_problem *p) {
 
 size_t qp_problem_backend_held_bytes(const qp_problem *p) {
   size_t held = 0;
-  for (int i = 0; i < p->model.n_terms; ++i)
-    if (qp_model_backend_init_term(&p->model.terms[i])) held += p->model.terms[i].bytes;
+  for (int i = 0; i < p->plan->model.n_terms; ++i)
+    if (qp_model_backend_init_term(&p->plan->model.terms[i])) held += p->plan->model.terms[i].bytes;
   return held;
 }
 

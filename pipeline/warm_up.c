@@ -200,42 +200,17 @@ static __attribute__((noinline)) void qp_warm_up_stack(size_t bytes) {
  * per block, and a descheduled thread makes every synchronisation wait. */
 enum { QP_WARM_UP_ORDER = 256 };
 
-enum { QP_WIDEST_MAX = 65536 };
-
-/* The footprint the warm-up commits and the model predicts: the measured one, or where the
- * probe could not run under OpenBLAS (an address-space limit without room, no buffer found)
- * the figures of its Haswell kernels (a 512 x 256 block, 256 rows a column), said as such in
- * the report. */
-static qp_blas_footprint qp_warm_up_footprint(void) {
-  qp_blas_footprint f = *qp_blas_footprint_get();
-  if (f.measured || strncmp(f.library, "OpenBLAS", 8) != 0) return f;
-  f.per_thread = 1;
-  f.head_bytes = (size_t)512 * 256 * sizeof(double);
-  f.column_bytes = (size_t)256 * sizeof(double);
-  f.buffer_bytes = (size_t)128 << 20;
-  snprintf(f.how, sizeof f.how, "not measured: OpenBLAS's Haswell figures (512 x 256, 256 rows)");
-  return f;
-}
-
-size_t qp_driver_warm_up_panel_bytes(int64_t width) {
-  const qp_blas_footprint f = qp_warm_up_footprint();
-  return qp_blas_footprint_bytes(&f, width < QP_WIDEST_MAX ? width : QP_WIDEST_MAX,
-                                 omp_get_max_threads());
-}
-
-qp_blas_footprint qp_driver_blas_footprint(void) { return qp_warm_up_footprint(); }
-
 /* Where MADV_POPULATE_WRITE is missing (Linux < 5.14) or a worker's buffer is not mapped yet:
  * thin panels that have OpenBLAS pack the same pages itself, at the measured blocking. A
  * GEMM_Q deep triangle times a panel of threads x per-thread columns from the left (each
  * thread packs its share), and a (threads x P) x Q by Q x Q gemm (A's block in every thread). */
 static void qp_warm_up_panels(int64_t width) {
   static int64_t done = 0;
-  const qp_blas_footprint f = qp_warm_up_footprint();
+  const qp_blas_footprint f = qp_blas_buffer_footprint();
   if (!f.per_thread || f.column_bytes == 0) return;
   const int threads = omp_get_max_threads();
   const int64_t k = (int64_t)(f.column_bytes / sizeof(double));
-  const int64_t per_thread = (int64_t)(qp_driver_warm_up_panel_bytes(width) / (size_t)threads);
+  const int64_t per_thread = (int64_t)(qp_blas_buffer_bytes(width) / (size_t)threads);
   const int64_t m = (int64_t)threads * (per_thread / (int64_t)f.column_bytes);
   const int64_t rows =
       (int64_t)threads * (int64_t)((f.head_bytes + f.column_bytes - 1) / f.column_bytes);
@@ -268,10 +243,10 @@ static void qp_warm_up_panels(int64_t width) {
  * that the stages' calls touch nothing beyond them). Another library's pool needs nothing:
  * its probe left it resident. */
 static void qp_warm_up_buffers(int64_t width) {
-  const qp_blas_footprint f = qp_warm_up_footprint();
+  const qp_blas_footprint f = qp_blas_buffer_footprint();
   if (!f.per_thread) return;
   const int threads = omp_get_max_threads();
-  const size_t per_thread = qp_driver_warm_up_panel_bytes(width) / (size_t)threads;
+  const size_t per_thread = qp_blas_buffer_bytes(width) / (size_t)threads;
   if (qp_blas_buffers_commit(per_thread) >= threads) return;
   qp_warm_up_panels(width);
 }

@@ -16,10 +16,9 @@
 #ifndef QP_HARMONIC_H
 #define QP_HARMONIC_H
 
+#include "mode_layout.h"
 #include "problem.h"
 
-/** Sets n_modes and the field layout of the modes (part of the plan). */
-void qp_harmonic_layout(qp_problem *p);
 /** basis_setup of the harmonic path: V, Y, W (and M's LU for SMW). */
 qp_err qp_harmonic_basis_setup(qp_problem *p);
 /** B <- (I + K Lambda)^-1 B with SMW's factors. The factored matrix is F (I + K Lambda) F^-1,
