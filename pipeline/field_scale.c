@@ -22,8 +22,7 @@ qp_run_scale qp_field_scale(const qp_problem *p, int ell_from, int ell_to, int w
   }
   qp_run_scale s = {.runs = 2, .end = {p->n_obs_t, p->n_pix}};
   for (int f = 0; f < 2; ++f)
-    s.factor[f] =
-        qp_power_of_two_scale(signal[f] + (with_noise ? p->noise_field_mean[f] : 0.0));
+    s.factor[f] = qp_power_of_two_scale(signal[f] + (with_noise ? p->noise_field_mean[f] : 0.0));
   return s;
 }
 

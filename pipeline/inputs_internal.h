@@ -21,8 +21,7 @@ const char *qp_mask_pol(const qp_config *cfg);
  * on rank 0 is every rank's. */
 int qp_inputs_reader(void);
 /* Reads a mask into `sky` and counts its observed pixels (nonzero, not UNSEEN). */
-qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double *sky,
-                           int64_t *n_observed);
+qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double *sky, int64_t *n_observed);
 /* Which columns of a file hold T, Q and U (-1: not used). healpy's files are I, Q, U: with
  * three or more columns those are columns 0, 1, 2; a file with exactly two columns holds Q
  * and U; a one-column file holds T. */

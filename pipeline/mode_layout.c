@@ -22,10 +22,12 @@ void qp_harmonic_layout(qp_problem *p) {
 int qp_fisher_block_slots(const qp_config *cfg, int slot[81]) {
   int used[9] = {0}; /* the field pairs (fa, fb) of D_q's entries: both orders of a spectrum */
   for (int i = 0; i < cfg->n_spectra; ++i) {
-    const int f1 = qp_spectrum_fields[cfg->spectra[i]][0], f2 = qp_spectrum_fields[cfg->spectra[i]][1];
+    const int f1 = qp_spectrum_fields[cfg->spectra[i]][0],
+              f2 = qp_spectrum_fields[cfg->spectra[i]][1];
     used[f1 * 3 + f2] = used[f2 * 3 + f1] = 1;
   }
-  for (int k = 0; k < 81; ++k) slot[k] = -1;
+  for (int k = 0; k < 81; ++k)
+    slot[k] = -1;
   int n = 0;
   /* An entry (fa, fb) of D_q with one (fc, fd) of D_r reads W_{fb fc} W_{fa fd} (F's sum). */
   for (int g = 0; g < 9; ++g)

@@ -56,8 +56,7 @@ static qp_err qp_plan_job_limit(const qp_job_limit *job, qp_plan *plan) {
              "the smallest over the ranks; here %.600s", job->source);
   } else if (job->from_job) {
     snprintf(plan->limit_source, sizeof plan->limit_source, "%.600s: %s less margin %s",
-             job->source, qp_bytes_readable(job->limit).text,
-             qp_bytes_readable(job->margin).text);
+             job->source, qp_bytes_readable(job->limit).text, qp_bytes_readable(job->margin).text);
   } else {
     snprintf(plan->limit_source, sizeof plan->limit_source, "%s", job->source);
   }

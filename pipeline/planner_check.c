@@ -87,8 +87,8 @@ static qp_err qp_plan_check_device_limit(const qp_problem *p) {
           qp_bytes_readable(need).text, qp_stage_name(worst), largest ? largest->name : "?",
           qp_bytes_readable(largest ? (double)largest->bytes : 0.0).text,
           qp_bytes_readable(own_bytes).text, own ? own->name : "none",
-          (long long)qp_model_map_batch(&p->plan->model_dims), (long long)p->n_maps, qp_plan_w_note(p),
-          qp_bytes_readable(context).text, qp_plan_device_overhead_source(p),
+          (long long)qp_model_map_batch(&p->plan->model_dims), (long long)p->n_maps,
+          qp_plan_w_note(p), qp_bytes_readable(context).text, qp_plan_device_overhead_source(p),
           qp_bytes_readable(limit).text, qp_bytes_readable(need + context - limit).text);
 }
 
@@ -109,10 +109,10 @@ qp_err qp_plan_check_limit(const qp_problem *p) {
   /* On a device backend the plan's panels are its least host side already: say so. */
   char panels[192] = "";
   if (p->plan->model_dims.host_panel > 0)
-    snprintf(panels, sizeof panels,
-             "; the host windows already in panels of %lld local line%s (%s)",
-             (long long)p->plan->model_dims.host_panel, p->plan->model_dims.host_panel == 1 ? "" : "s",
-             qp_plan_panel_lines(&p->plan->model_dims));
+    snprintf(
+        panels, sizeof panels, "; the host windows already in panels of %lld local line%s (%s)",
+        (long long)p->plan->model_dims.host_panel, p->plan->model_dims.host_panel == 1 ? "" : "s",
+        qp_plan_panel_lines(&p->plan->model_dims));
   if (p->plan->limit_from_job)
     QP_FAIL(QP_ERR_BUDGET,
             "predicted peak %s (stage %s, largest term '%s' %s, overhead %s%s) "

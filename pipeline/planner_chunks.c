@@ -211,8 +211,9 @@ typedef qp_err (*qp_plan_fit_test)(const qp_problem *p, const qp_plan *plan, con
 
 /* The largest size in 1..most that `test` accepts (0: none), for tests whose peaks fall as
  * the size does (every size below one that fits fits): a bisection. */
-static qp_err qp_plan_largest_fitting(const qp_problem *p, const qp_plan *plan, qp_plan_fit_test test,
-                                      const void *how, int64_t most, int64_t *largest) {
+static qp_err qp_plan_largest_fitting(const qp_problem *p, const qp_plan *plan,
+                                      qp_plan_fit_test test, const void *how, int64_t most,
+                                      int64_t *largest) {
   int64_t lo = 0, hi = most; /* lo: the largest size known to fit (0: none yet) */
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
@@ -262,8 +263,7 @@ qp_err qp_plan_map_batch(const qp_problem *p, const qp_plan *plan, qp_model_path
     const qp_plan_batch_how both = {path, w_block, 1}, device_only = {path, w_block, 0};
     QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &both, n_maps - 1, batch));
     if (*batch == 0)
-      QP_CALL(
-          qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &device_only, n_maps, batch));
+      QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &device_only, n_maps, batch));
     if (*batch == 0) *batch = 1;
   }
   QP_CALL(qp_plan_smallest_over_ranks(batch));
@@ -279,8 +279,7 @@ static qp_err qp_plan_w_block_fits(const qp_problem *p, const qp_plan *plan, con
   const int64_t w_block = units * *(const int64_t *)how;
   qp_model model;
   const qp_plan_pieces pieces = {p->n_params, p->n_params, p->n_maps, w_block, 0};
-  QP_CALL(
-      qp_plan_model_sized(p, plan, QP_MODEL_HARMONIC_PROJECTED, &pieces, &model, fits, NULL));
+  QP_CALL(qp_plan_model_sized(p, plan, QP_MODEL_HARMONIC_PROJECTED, &pieces, &model, fits, NULL));
   if (!*fits) return QP_OK;
   for (qp_stage_id s = QP_STAGE_BASIS_SETUP; s <= QP_STAGE_FISHER_RUN; ++s)
     *fits &= (double)qp_model_stage_peak_in(&model, s, QP_SPACE_DEVICE) <= qp_plan_device_room(p);

@@ -83,8 +83,7 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
     if (!allowed[r]) continue;
     qp_plan_pieces *k = &pieces[r];
     qp_err err = r == QP_MODEL_HARMONIC_PROJECTED ? qp_plan_w_block(p, plan, &k->w_block) : QP_OK;
-    if (err == QP_OK)
-      err = qp_plan_map_batch(p, plan, (qp_model_path)r, k->w_block, &k->map_batch);
+    if (err == QP_OK) err = qp_plan_map_batch(p, plan, (qp_model_path)r, k->w_block, &k->map_batch);
     if (err == QP_OK && r == 0)
       err = qp_plan_chunks(p, plan, k->map_batch, fisher_chunk, spectra_chunk, &plan->model);
     /* The route's model with its own pieces. */
@@ -154,10 +153,12 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
                           (long long)p->n_params, (long long)k->spectra_chunk);
   if (qp_model_w_chunked(&plan->model_dims))
     qp_plan_reason_append(plan, "; W in blocks of %lld of %lld columns on the device for %s",
-                          (long long)k->w_block, (long long)p->n_modes, qp_plan_limits_text(p, plan));
+                          (long long)k->w_block, (long long)p->n_modes,
+                          qp_plan_limits_text(p, plan));
   if (k->map_batch < p->n_maps)
     qp_plan_reason_append(plan, "; maps in batches of %lld of %lld on the device for %s",
-                          (long long)k->map_batch, (long long)p->n_maps, qp_plan_limits_text(p, plan));
+                          (long long)k->map_batch, (long long)p->n_maps,
+                          qp_plan_limits_text(p, plan));
   if (plan->model_dims.host_panel > 0) {
     char of[64] = "each rank's local lines";
     if (!qp_plan_grid(p, plan)) snprintf(of, sizeof of, "%lld", (long long)p->n_pix);

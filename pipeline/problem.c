@@ -73,6 +73,19 @@ qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m) {
   return QP_OK;
 }
 
+double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first) {
+  /* Every batch but the last holds qp_map_batch maps: local_rows x local_cols of mode_maps. */
+  return p->mode_maps_host +
+         first / qp_map_batch(p) * p->mode_maps.local_rows * p->mode_maps.local_cols;
+}
+
+int64_t qp_mode_maps_host_elements(const qp_problem *p) {
+  int64_t kept = 0;
+  for (int64_t first = 0; first < p->n_maps; first += qp_map_batch(p))
+    kept += qp_matrix_local_elements(p->ops, p->n_modes, qp_map_batch_count(p, first));
+  return kept;
+}
+
 qp_err qp_map_batch_view(const qp_matrix *m, int64_t count, qp_matrix *view) {
   if (count == m->cols) return qp_matrix_alias(m, m->name, view);
   QP_CALL(qp_matrix_columns(m, 0, count, view));

@@ -133,9 +133,16 @@ static inline int64_t qp_map_batch_count(const qp_problem *p, int64_t first) {
 }
 /** The `count` columns one batch uses of a per-map matrix m (qp_map_batch columns): a view of
  *  all of m when count is all of them, on any backend; of its first `count` otherwise (a
- *  local matrix: batched plans are never distributed, planner.c). */
+ *  local matrix: batched plans are never distributed, planner_chunks.c). */
 qp_err qp_map_batch_view(const qp_matrix *m, int64_t count, qp_matrix *view);
 
+/** SMW with the maps in batches keeps every batch's V N_eff^-1 x on the host from basis_setup
+ *  to spectra_run (p->mode_maps_host): batch after batch, each as this rank's local part of
+ *  p->mode_maps seen as the batch (qp_map_batch_view), leading dimension p->mode_maps.ld.
+ *  Where the batch from map `first` starts there. */
+double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first);
+/** This rank's elements of p->mode_maps_host: every batch's local part. */
+int64_t qp_mode_maps_host_elements(const qp_problem *p);
 /** Frees every buffer the problem holds (safe at any point, and twice). */
 void qp_problem_free(qp_problem *p);
 /** Holds the buffers the model says the backend holds from its start (its init terms: a

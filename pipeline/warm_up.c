@@ -269,6 +269,77 @@ int qp_driver_warm_up_wanted(void) {
 
 double qp_driver_warm_up_seconds(void) { return qp_warm_up_last_seconds; }
 
+/* Each kernel of `kernels` (and those of every route) once at order n, on the host; 1 when
+ * they ran (every matrix was allocated). */
+static int qp_warm_up_kernels_run(int64_t n, qp_warm_up_kernels kernels) {
+  int done = 0;
+  qp_matrix a = {0}, b = {0}, c = {0};
+  const qp_linalg_ops *ops = qp_linalg_cpu_ops();
+  if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &b) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &c) == QP_OK) {
+    for (int64_t i = 0; i < n; ++i)
+      a.data[i + i * n] = 2.0;
+    for (int64_t k = 0; k < n * n; ++k)
+      b.data[k] = 1.0 / (double)(1 + k % 7);
+    (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
+    (void)qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c);
+    /* The condition estimates after each factorisation (conditioning.h), whose LAPACK
+     * code would otherwise be paged in inside basis_setup (~8 KiB untracked there). */
+    double anorm = 0.0, rcond = 0.0;
+    (void)qp_linalg_norm1(&a, &anorm);
+    (void)qp_linalg_potrf(&a);
+    (void)qp_linalg_pocon(&a, anorm, &rcond);
+    if (kernels & QP_WARM_UP_TRIANGLES) {
+      (void)qp_linalg_trtri(&a);
+      (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+      (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
+    }
+    /* The LU of the SMW route: c is diagonally dominant after this. */
+    int *pivots = malloc((size_t)n * sizeof *pivots);
+    for (int64_t i = 0; i < n; ++i)
+      c.data[i + i * n] += (double)n * 1e3;
+    const int lu = (kernels & QP_WARM_UP_LU) && pivots && qp_linalg_getrf(&c, pivots) == QP_OK;
+    if (lu) {
+      (void)qp_linalg_gecon(&c, anorm, &rcond);
+      (void)qp_linalg_getrs(&c, pivots, &b);
+    }
+    /* What the stages call besides, whose OpenBLAS code would otherwise be paged in inside
+     * a stage (64 KiB of libopenblas in spectra_run of the SMW route): each kernel on one
+     * column, as on the maps (z = C^-1 x, P_b z, the mode maps), the triangular solves and
+     * the transposed gemm of the harmonic routes, and potri of the Fisher matrix. */
+    qp_matrix col = {0}, out = {0};
+    if (n >= 2 && qp_matrix_view(ops, "warm_up", b.data, n, 1, n, &col) == QP_OK &&
+        qp_matrix_view(ops, "warm_up", b.data + n, n, 1, n, &out) == QP_OK) {
+      if (lu) (void)qp_linalg_getrs(&c, pivots, &col);
+      if (kernels & QP_WARM_UP_TRIANGLES) {
+        (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
+        (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+      }
+      if (kernels & QP_WARM_UP_SOLVES) {
+        (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
+        (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+      }
+      (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
+      (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
+    }
+    if (kernels & QP_WARM_UP_TRIANGLES) (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+    if (kernels & QP_WARM_UP_SOLVES) {
+      (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+      (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+    }
+    (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
+    (void)qp_linalg_potri(&a);
+    free(pivots);
+    done = 1;
+  }
+  qp_error_clear();
+  qp_matrix_destroy(&a);
+  qp_matrix_destroy(&b);
+  qp_matrix_destroy(&c);
+  return done;
+}
+
 /* The device libraries' first use, on one process: every operation of the table once on
  * matrices of order QP_DEVICE_WARM_UP_ORDER (or the problem's, if smaller). On an H200 the
  * first cuSOLVER/cuBLAS calls of a cuda run raised the host's RSS by 60-76 MiB inside
@@ -317,8 +388,7 @@ void qp_driver_warm_up_device(const qp_linalg_ops *ops, int64_t n_pix) {
 }
 
 qp_warm_up_kernels qp_driver_warm_up_kernels(qp_model_path path) {
-  /* SMW may become the projection in covariance_setup (qp_plan_reroute_smw): its set holds
-   * the projection's solves too. */
+  /* SMW's set holds the solves too: with a dense N_eff it solves with its Cholesky factor. */
   return path == QP_MODEL_PIXEL_DIRECT   ? QP_WARM_UP_TRIANGLES
          : path == QP_MODEL_HARMONIC_SMW ? QP_WARM_UP_LU | QP_WARM_UP_SOLVES
                                          : QP_WARM_UP_SOLVES;
@@ -357,72 +427,11 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_warm_up_kernels kernels,
   qp_warm_up_buffers(width);
   const int64_t n = n_pix < QP_WARM_UP_ORDER ? n_pix : QP_WARM_UP_ORDER;
   if (n > warmed || (kernels & ~warmed_kernels)) {
-    qp_matrix a = {0}, b = {0}, c = {0};
-    const qp_linalg_ops *ops = qp_linalg_cpu_ops();
-    if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
-        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &b) == QP_OK &&
-        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &c) == QP_OK) {
-      for (int64_t i = 0; i < n; ++i)
-        a.data[i + i * n] = 2.0;
-      for (int64_t k = 0; k < n * n; ++k)
-        b.data[k] = 1.0 / (double)(1 + k % 7);
-      (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
-      (void)qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c);
-      /* The condition estimates after each factorisation (conditioning.h), whose LAPACK
-       * code would otherwise be paged in inside basis_setup (~8 KiB untracked there). */
-      double anorm = 0.0, rcond = 0.0;
-      (void)qp_linalg_norm1(&a, &anorm);
-      (void)qp_linalg_potrf(&a);
-      (void)qp_linalg_pocon(&a, anorm, &rcond);
-      if (kernels & QP_WARM_UP_TRIANGLES) {
-        (void)qp_linalg_trtri(&a);
-        (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
-        (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
-      }
-      /* The LU of the SMW route: c is diagonally dominant after this. */
-      int *pivots = malloc((size_t)n * sizeof *pivots);
-      for (int64_t i = 0; i < n; ++i)
-        c.data[i + i * n] += (double)n * 1e3;
-      const int lu = (kernels & QP_WARM_UP_LU) && pivots && qp_linalg_getrf(&c, pivots) == QP_OK;
-      if (lu) {
-        (void)qp_linalg_gecon(&c, anorm, &rcond);
-        (void)qp_linalg_getrs(&c, pivots, &b);
-      }
-      /* What the stages call besides, whose OpenBLAS code would otherwise be paged in inside
-       * a stage (64 KiB of libopenblas in spectra_run of the SMW route): each kernel on one
-       * column, as on the maps (z = C^-1 x, P_b z, the mode maps), the triangular solves and
-       * the transposed gemm of the harmonic routes, and potri of the Fisher matrix. */
-      qp_matrix col = {0}, out = {0};
-      if (n >= 2 && qp_matrix_view(ops, "warm_up", b.data, n, 1, n, &col) == QP_OK &&
-          qp_matrix_view(ops, "warm_up", b.data + n, n, 1, n, &out) == QP_OK) {
-        if (lu) (void)qp_linalg_getrs(&c, pivots, &col);
-        if (kernels & QP_WARM_UP_TRIANGLES) {
-          (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
-          (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
-        }
-        if (kernels & QP_WARM_UP_SOLVES) {
-          (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
-          (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
-        }
-        (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
-        (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
-      }
-      if (kernels & QP_WARM_UP_TRIANGLES) (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
-      if (kernels & QP_WARM_UP_SOLVES) {
-        (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
-        (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
-      }
-      (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
-      (void)qp_linalg_potri(&a);
-      free(pivots);
-      /* What this process has run at its largest order so far. */
+    /* What this process has run at its largest order so far. */
+    if (qp_warm_up_kernels_run(n, kernels)) {
       warmed_kernels = n > warmed ? kernels : warmed_kernels | kernels;
       warmed = n;
     }
-    qp_error_clear();
-    qp_matrix_destroy(&a);
-    qp_matrix_destroy(&b);
-    qp_matrix_destroy(&c);
   }
   /* OpenMP's thread pool (the workers' stacks and the runtime's state) is created by the
    * first parallel region: here, not in covariance_setup, whose S build is the first. Each

@@ -278,19 +278,6 @@ static qp_err qp_whiten_smw(qp_problem *p, qp_matrix *x) {
   return QP_OK;
 }
 
-double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first) {
-  /* Every batch but the last holds qp_map_batch maps: local_rows x local_cols of mode_maps. */
-  return p->mode_maps_host +
-         first / qp_map_batch(p) * p->mode_maps.local_rows * p->mode_maps.local_cols;
-}
-
-int64_t qp_mode_maps_host_elements(const qp_problem *p) {
-  int64_t kept = 0;
-  for (int64_t first = 0; first < p->n_maps; first += qp_map_batch(p))
-    kept += qp_matrix_local_elements(p->ops, p->n_modes, qp_map_batch_count(p, first));
-  return kept;
-}
-
 /* V N_eff^-1 x = Y^T N_eff^-1/2 x for the maps, a batch at a time (qp_map_batch), into
  * p->mode_maps; with several batches each is kept on the host (qp_mode_maps_host_batch), from
  * which spectra_run takes it back. On a grid each rank keeps its own local parts. */
