@@ -65,7 +65,7 @@ size_t qp_checkpoint_disk_bytes(const qp_model *model) {
  * checkpoints need: the run goes on, and a checkpoint that does not fit is skipped. */
 static void qp_ck_check_space(const qp_checkpoint *ck, const qp_problem *p) {
   struct statvfs fs;
-  const double need = (double)qp_checkpoint_disk_bytes(&p->model) * qp_comm_size();
+  const double need = (double)qp_checkpoint_disk_bytes(&p->plan->model) * qp_comm_size();
   if (qp_comm_rank() != 0 || statvfs(ck->dir, &fs) != 0) return;
   const double room = (double)fs.f_bavail * (double)fs.f_frsize;
   if (room < need)

@@ -6,7 +6,6 @@
 
 #include "comm.h"
 #include "h5_attr.h"
-#include "harmonic_route.h"
 #include "host_window.h"
 #include "terms.h"
 

@@ -78,14 +78,17 @@ qp_err qp_ck_check_header(const qp_checkpoint *ck, const qp_problem *p, qp_stage
                 (long long)g[3], ck->dir);
   QP_CALL_GOTO(qp_ck_read_inputs(file, path, &inputs), done);
   QP_CALL_GOTO(qp_checkpoint_compare_inputs(path, inputs, ck->inputs, ck->dir), done);
-  /* The route: a run that left SMW inside covariance_setup (qp_plan_reroute_smw) resumes
-   * on another route than its plan's; not supported. */
+  /* The route: the plan's, re-route included (planner_route.c), the same for the same inputs;
+   * a checkpoint of another route (written by an older qmlpipe that re-routed inside
+   * covariance_setup) is refused. */
   int64_t route[2];
   QP_CALL_GOTO(qp_h5_attr_i64(file, path, "path_used", 1, &route[0]), done);
   QP_CALL_GOTO(qp_h5_attr_i64(file, path, "smw", 1, &route[1]), done);
-  QP_CHECK_GOTO(route[0] == p->path_used && route[1] == p->smw, QP_ERR_UNSUPPORTED, done,
-                "checkpoint '%s' continues another route than this run's plan (the run left SMW "
-                "after reading the noise): resuming it is not supported; remove '%s'",
+  QP_CHECK_GOTO(route[0] == p->plan->path_used && route[1] == p->plan->smw, QP_ERR_UNSUPPORTED,
+                done,
+                "checkpoint '%s' continues another route than this run's plan (planned under "
+                "another memory limit, or by an older qmlpipe that left SMW inside "
+                "covariance_setup): resuming it is not supported; remove '%s'",
                 path, ck->dir);
 done:
   free(inputs);
@@ -163,12 +166,8 @@ static qp_err qp_ck_restore_file(qp_problem *p, const char *path) {
   qp_h5_quiet_begin(&quiet);
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   QP_H5_GOTO(file, done, "checkpoint '%s' cannot be read", path);
-  QP_CALL_GOTO(qp_h5_attr_string(file, path, "path_reason", p->path_reason,
-                                  sizeof p->path_reason),
-               done);
-  QP_CALL_GOTO(qp_h5_attr_string(file, path, "smw_refused", p->smw_refused,
-                                  sizeof p->smw_refused),
-               done);
+  /* path_reason and smw_refused are the plan's: this run planned the same route (checked when
+   * the checkpoint was opened), before the first stage, as the run that wrote it did. */
   QP_CALL_GOTO(qp_h5_read_array(file, path, "rcond", H5T_NATIVE_DOUBLE, p->rcond, QP_RCOND_COUNT),
                done);
   QP_CALL_GOTO(qp_h5_read_array(file, path, "noise_field_mean", H5T_NATIVE_DOUBLE,
@@ -195,8 +194,8 @@ done:
  * terms allocated by then: each grows to its largest so far), so that the stages after a
  * resume hold and track what an uninterrupted run's do. */
 static qp_err qp_ck_hold_workspaces(const qp_problem *p, qp_stage_id id) {
-  for (int i = 0; i < p->model.n_terms; ++i) {
-    const qp_model_term *t = &p->model.terms[i];
+  for (int i = 0; i < p->plan->model.n_terms; ++i) {
+    const qp_model_term *t = &p->plan->model.terms[i];
     if (qp_model_backend_term(t) && t->stage_alloc <= (int)id)
       QP_CALL(qp_linalg_hold_workspace(p->ops, t->name, t->bytes));
   }

@@ -46,15 +46,15 @@ static qp_err qp_ck_write_header(hid_t file, const char *where, const qp_checkpo
   qp_ck_grid(p, g);
   QP_CALL(qp_h5_attr_write_string(file, where, "format", QP_CHECKPOINT_FORMAT));
   QP_CALL(qp_h5_attr_write_string(file, where, "stage", qp_stage_name(done)));
-  QP_CALL(qp_h5_attr_write_string(file, where, "path_reason", p->path_reason));
-  QP_CALL(qp_h5_attr_write_string(file, where, "smw_refused", p->smw_refused));
+  QP_CALL(qp_h5_attr_write_string(file, where, "path_reason", p->plan->path_reason));
+  QP_CALL(qp_h5_attr_write_string(file, where, "smw_refused", p->plan->smw_refused));
   for (int i = 0; i < 4; ++i) QP_CALL(qp_h5_attr_write_i64(file, where, qp_ck_grid_names[i], g[i]));
   const struct {
     const char *name;
     int64_t v;
   } ints[] = {{"rank", qp_comm_rank()},
-              {"path_used", p->path_used},
-              {"smw", p->smw},
+              {"path_used", p->plan->path_used},
+              {"smw", p->plan->smw},
               {"n_pix", p->n_pix},
               {"n_modes", p->n_modes},
               {"n_params", p->n_params},

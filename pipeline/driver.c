@@ -46,10 +46,10 @@ static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p,
    * would leave the others waiting in the next collective. */
   /* A device run's host staging for the stage, as the model sizes it (host_window.h). */
   const qp_model_term *staging = NULL;
-  for (int i = 0; i < p->model.n_terms; ++i)
-    if (strcmp(p->model.terms[i].name, QP_TERM_HOST_STAGING) == 0 &&
-        p->model.terms[i].stage_alloc == (int)id)
-      staging = &p->model.terms[i];
+  for (int i = 0; i < p->plan->model.n_terms; ++i)
+    if (strcmp(p->plan->model.terms[i].name, QP_TERM_HOST_STAGING) == 0 &&
+        p->plan->model.terms[i].stage_alloc == (int)id)
+      staging = &p->plan->model.terms[i];
   qp_err err = staging && !resumed ? qp_host_staging_reserve(staging->bytes) : QP_OK;
   if (err == QP_OK) err = resumed ? qp_checkpoint_restore(ck, p, id) : fn(p);
   qp_host_staging_release();
@@ -116,7 +116,7 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
 }
 
 /* The limit the run plans to: the smallest of memory.host_limit and what the job enforces
- * (budget/job_limit.h), the same on every rank (the smallest over them: the ranks must choose
+ * (budget/job_limit.h), the same on every rank (qp_plan_limit decides it: the ranks must choose
  * the same route and chunks). Said on stderr by rank 0 when progress is on. */
 static qp_err qp_driver_find_limit(qp_problem *p) {
   qp_job_limit limit;
@@ -127,28 +127,15 @@ static qp_err qp_driver_find_limit(qp_problem *p) {
   if (qp_blas_library_threads() > threads) threads = qp_blas_library_threads();
   threads = threads > 4095 ? 4096 : threads + 1;
   const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads};
-  qp_err err = qp_comm_agree(qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(),
-                                               &limit));
-  QP_CALL(err);
-  double usable = limit.usable > 0 ? limit.usable : INFINITY;
-  double smallest = -usable;
-  QP_CALL(qp_comm_max(&smallest, 1));
-  p->host_limit = isfinite(smallest) ? -smallest : 0.0;
-  p->limit_from_job = limit.from_job;
-  if (-smallest < usable) {
-    p->limit_from_job = 1; /* the config is every rank's: a job limit is smaller elsewhere */
-    snprintf(p->limit_source, sizeof p->limit_source, "the smallest over the ranks; here %.600s",
-             limit.source);
-  } else if (limit.from_job)
-    snprintf(p->limit_source, sizeof p->limit_source, "%.600s: %s less margin %s",
-             limit.source, qp_bytes_readable(limit.limit).text,
-             qp_bytes_readable(limit.margin).text);
-  else
-    snprintf(p->limit_source, sizeof p->limit_source, "%s", limit.source);
+  QP_CALL(qp_comm_agree(
+      qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(), &limit)));
+  const qp_limit_inputs in = {.config = p->cfg->host_limit, .job = &limit};
+  QP_CALL(qp_plan_limit(&in, &p->plan_store));
+  const qp_plan *plan = p->plan;
   if (p->progress) {
-    if (p->host_limit > 0)
-      fprintf(stderr, "[qmlpipe] memory limit %s (%s)\n", qp_bytes_readable(p->host_limit).text,
-              p->limit_source);
+    if (plan->host_limit > 0)
+      fprintf(stderr, "[qmlpipe] memory limit %s (%s)\n", qp_bytes_readable(plan->host_limit).text,
+              plan->limit_source);
     else
       fprintf(stderr, "[qmlpipe] memory limit: none (no memory.host_limit, cgroup, Slurm or "
                       "RLIMIT_AS limit found)\n");
@@ -157,12 +144,105 @@ static qp_err qp_driver_find_limit(qp_problem *p) {
   return QP_OK;
 }
 
+/* The plan, once, before anything large (the warm-up included): the limit, the inputs it
+ * needs, the route (re-route included), its limit check. */
+static qp_err qp_driver_plan(qp_problem *p) {
+  QP_CALL(qp_driver_find_limit(p));
+  /* Every input file is a regular file before anything reads one (input_file.h): a FIFO as
+   * maps[3] is refused now, not after the stages before the maps are read. */
+  QP_CALL(qp_comm_agree(qp_comm_rank() == 0 ? qp_inputs_check_files(p->cfg) : QP_OK));
+  qp_noise_figures noise;
+  QP_CALL(qp_inputs_plan(p, &noise));
+  QP_CALL(qp_plan_build(p, &noise, &p->plan_store));
+  /* N's rcond as the SMW check found it: the results' figure unless a stage measures it. */
+  if (!isnan(p->plan->noise_rcond)) p->rcond[QP_RCOND_NOISE] = p->plan->noise_rcond;
+  QP_CALL(qp_comm_agree(qp_plan_check_limit(p)));
+  /* The variance map ruled out the SMW route chosen first: said here, before the stages. */
+  if (p->progress)
+    fprintf(stderr, "[qmlpipe] path %s%s\n", p->plan->rerouted ? "changed to " : "",
+            p->plan->path_reason);
+  return QP_OK;
+}
+
+/* The distributed report's table: every rank's predicted and measured figures, gathered
+ * (collective); *rows is malloc'd (NULL, with ranks->n_ranks 0, off a grid). */
+static qp_err qp_driver_rank_table(const qp_problem *p, const qp_meter_sample *baseline,
+                                   double **rows, qp_rank_table *ranks) {
+  *rows = NULL;
+  *ranks = (qp_rank_table){0};
+  const qp_grid *grid = p->ops->distributed ? qp_grid_current() : NULL;
+  if (!grid) return QP_OK;
+  const int n = qp_comm_size();
+  double mine[QP_RANK_ROW];
+  qp_rank_row(&p->plan->model, baseline, mine);
+  *rows = malloc((size_t)n * QP_RANK_ROW * sizeof **rows);
+  QP_CHECK(*rows, QP_ERR_NOMEM, "out of memory for %d ranks' budgets", n);
+  QP_CALL(qp_comm_allgather(mine, *rows, QP_RANK_ROW));
+  *ranks = (qp_rank_table){.n_ranks = n,
+                           .grid_rows = grid->nprow,
+                           .grid_cols = grid->npcol,
+                           .block = grid->block,
+                           .ranks_per_node = qp_comm_node_size(),
+                           .model = &p->plan->model,
+                           .rows = *rows};
+  return QP_OK;
+}
+
+/* The results file, by rank 0 (cfg->output). */
+static qp_err qp_driver_write_results(const qp_problem *p, const qp_rank_table *ranks,
+                                      const qp_meter_sample *baseline) {
+  const qp_config *cfg = p->cfg;
+  const char *rcond_names[QP_RCOND_COUNT];
+  qp_device_sample device; /* its baseline: the device context, measured */
+  qp_meter_device_read(&device);
+  qp_results results = {
+      .config = cfg,
+      .nside = p->nside,
+      .n_observed = p->n_observed,
+      .n_observed_t = p->n_obs_t,
+      .n_observed_pol = p->n_obs_p,
+      .n_modes = p->plan->path_used == QP_PATH_HARMONIC ? p->n_modes : 0,
+      .n_pix = p->n_pix,
+      .n_params = p->n_params,
+      .n_bins = p->n_bins,
+      .n_maps = p->n_maps,
+      .n_spectra = cfg->n_spectra,
+      .spectra = cfg->spectra,
+      .bin_ell_min = p->bin_lo,
+      .bin_ell_max = p->bin_hi,
+      .fisher = p->fisher,
+      .yb = p->yb,
+      .noise_bias = p->noise_bias,
+      .cl = p->cl,
+      .error = p->error,
+      .path_used = qp_plan_route_name(p->plan),
+      .path_reason = p->plan->path_reason,
+      .model = &p->plan->model,
+      .memory_limit = p->plan->host_limit,
+      .memory_limit_source = p->plan->limit_source,
+      .device_context_predicted = qp_plan_device_overhead(p),
+      .device_context_measured = device.baseline,
+      .device_context_source =
+          qp_linalg_on_device(p->ops) ? qp_plan_device_overhead_source(p) : NULL,
+      .baseline = baseline,
+      .ranks = ranks->n_ranks > 0 ? ranks : NULL,
+      .n_rcond = QP_RCOND_COUNT,
+      .rcond = p->rcond,
+      .rcond_names = rcond_names,
+      .accuracy = cfg->accuracy,
+      .spectra_error = p->spectra_error,
+  };
+  for (int i = 0; i < QP_RCOND_COUNT; ++i) rcond_names[i] = qp_rcond_name((qp_rcond_id)i);
+  return qp_results_write(cfg->output, &results);
+}
+
 qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_problem *p,
                      qp_meter_sample *baseline) {
   memset(p, 0, sizeof *p);
   for (int i = 0; i < QP_RCOND_COUNT; ++i) p->rcond[i] = NAN;
   p->spectra_error = NAN;
   p->cfg = cfg;
+  p->plan = &p->plan_store; /* the driver's: built by the planner in qp_driver_plan */
   p->progress = options->progress;
   qp_err err = QP_OK;
   qp_checkpoint ck = {.resume_after = -1, .lock_fd = -1};
@@ -175,26 +255,20 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   QP_CALL_GOTO(qp_driver_backend(cfg, &p->ops), fail);
   /* Progress lines from rank 0 only. */
   if (qp_comm_rank() != 0) p->progress = 0;
-  QP_CALL_GOTO(qp_driver_find_limit(p), fail);
-  /* Every input file is a regular file before anything reads one (input_file.h): a FIFO as
-   * maps[3] is refused now, not after the stages before the maps are read. */
-  QP_CALL_GOTO(qp_comm_agree(qp_comm_rank() == 0 ? qp_inputs_check_files(cfg) : QP_OK), fail);
-  /* The plan and the limit check come before anything large, the warm-up included. */
-  QP_CALL_GOTO(qp_inputs_plan(p), fail);
-  QP_CALL_GOTO(qp_comm_agree(qp_plan_check_limit(p)), fail);
-  if (p->progress) fprintf(stderr, "[qmlpipe] path %s\n", p->path_reason);
+  QP_CALL_GOTO(qp_driver_plan(p), fail);
   /* The inputs' hashes, and with --resume the checkpoint's checks, before any work. */
   QP_CALL_GOTO(qp_checkpoint_open(&ck, cfg->checkpoint, options->resume, p), fail);
   QP_CALL_GOTO(qp_inputs_touch_libraries(p), fail);
+  const qp_model_path path = p->plan->model_dims.path;
   /* A stack OpenBLAS's threaded LU fits on, where the route has one (SMW; the Cholesky routes
    * ran under `ulimit -s 128`), if qp_stack_limit_raise could not give it. */
-  if (qp_driver_warm_up_kernels(p->model_dims.path) & QP_WARM_UP_LU)
+  if (qp_driver_warm_up_kernels(path) & QP_WARM_UP_LU)
     QP_CALL_GOTO(qp_comm_agree(qp_stack_limit_check()), fail);
   /* Under `ulimit -v`, room for OpenBLAS's buffers, whatever the planner was told. */
   QP_CALL_GOTO(qp_comm_agree(qp_blas_check_address_space()), fail);
   qp_driver_warm_up_device(p->ops, p->n_pix);
-  qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->model_dims.path),
-                    qp_driver_warm_up_kernels(p->model_dims.path), baseline);
+  qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->plan, path),
+                    qp_driver_warm_up_kernels(path), baseline);
   if (p->progress && qp_driver_warm_up_wanted())
     fprintf(stderr, "[qmlpipe] warm-up %.3f s\n", qp_driver_warm_up_seconds());
   else if (p->progress)
@@ -219,70 +293,11 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   qp_timeline_stop();
   /* Distributed: every rank's predicted and measured figures, gathered for the report. */
   double *rank_rows = NULL;
-  qp_rank_table ranks = {0};
-  const qp_grid *grid = p->ops->distributed ? qp_grid_current() : NULL;
-  if (grid) {
-    const int n = qp_comm_size();
-    double mine[QP_RANK_ROW];
-    qp_rank_row(&p->model, baseline, mine);
-    rank_rows = malloc((size_t)n * QP_RANK_ROW * sizeof *rank_rows);
-    QP_CHECK_GOTO(rank_rows, QP_ERR_NOMEM, fail, "out of memory for %d ranks' budgets", n);
-    QP_CALL_GOTO(qp_comm_allgather(mine, rank_rows, QP_RANK_ROW), fail);
-    ranks = (qp_rank_table){.n_ranks = n,
-                            .grid_rows = grid->nprow,
-                            .grid_cols = grid->npcol,
-                            .block = grid->block,
-                            .ranks_per_node = qp_comm_node_size(),
-                            .model = &p->model,
-                            .rows = rank_rows};
-  }
+  qp_rank_table ranks;
+  err = qp_driver_rank_table(p, baseline, &rank_rows, &ranks);
   qp_self_cost_end(cost);
-  const char *rcond_names[QP_RCOND_COUNT];
-  qp_device_sample device; /* its baseline: the device context, measured */
-  qp_meter_device_read(&device);
-  if (options->write_results && qp_comm_rank() == 0) {
-    qp_results results = {
-        .config = cfg,
-        .nside = p->nside,
-        .n_observed = p->n_observed,
-        .n_observed_t = p->n_obs_t,
-        .n_observed_pol = p->n_obs_p,
-        .n_modes = p->path_used == QP_PATH_HARMONIC ? p->n_modes : 0,
-        .n_pix = p->n_pix,
-        .n_params = p->n_params,
-        .n_bins = p->n_bins,
-        .n_maps = p->n_maps,
-        .n_spectra = cfg->n_spectra,
-        .spectra = cfg->spectra,
-        .bin_ell_min = p->bin_lo,
-        .bin_ell_max = p->bin_hi,
-        .fisher = p->fisher,
-        .yb = p->yb,
-        .noise_bias = p->noise_bias,
-        .cl = p->cl,
-        .error = p->error,
-        .path_used = p->path_used == QP_PATH_HARMONIC
-                         ? (p->smw ? "harmonic_smw" : "harmonic_projected")
-                         : "pixel_direct",
-        .path_reason = p->path_reason,
-        .model = &p->model,
-        .memory_limit = p->host_limit,
-        .memory_limit_source = p->limit_source,
-        .device_context_predicted = qp_plan_device_overhead(p),
-        .device_context_measured = device.baseline,
-        .device_context_source =
-            qp_linalg_on_device(p->ops) ? qp_plan_device_overhead_source(p) : NULL,
-        .baseline = baseline,
-        .ranks = grid ? &ranks : NULL,
-        .n_rcond = QP_RCOND_COUNT,
-        .rcond = p->rcond,
-        .rcond_names = rcond_names,
-        .accuracy = cfg->accuracy,
-        .spectra_error = p->spectra_error,
-    };
-    for (int i = 0; i < QP_RCOND_COUNT; ++i) rcond_names[i] = qp_rcond_name((qp_rcond_id)i);
-    err = qp_results_write(cfg->output, &results);
-  }
+  if (err == QP_OK && options->write_results && qp_comm_rank() == 0)
+    err = qp_driver_write_results(p, &ranks, baseline);
   free(rank_rows);
   /* Rank 0 writes; the others wait for its status. */
   QP_CALL_GOTO(qp_comm_agree(err), fail);

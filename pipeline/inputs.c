@@ -1,68 +1,32 @@
-/* inputs.c: reading and checking the inputs of an analysis (inputs.h). */
-#include "inputs.h"
-#include "planner.h"
+/* inputs.c: reading and checking the inputs inside covariance_setup (inputs.h): the geometry,
+ * the maps and the noise, each against the others; what the plan reads first: inputs_plan.c. */
+#include "inputs_internal.h"
 
 #include <chealpix.h>
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bins_text.h"
-#include "calibration.h"
 #include "comm.h"
-#include "conditioning.h"
 #include "covariance_terms.h"
-#include "driver.h"
-#include "fits_map.h"
 #include "h5_matrix.h"
-#include "harmonic_route.h"
 #include "host_window.h"
 #include "input_file.h"
-#include "legendre.h"
 #include "spin_harmonics.h"
 
-/* HEALPix marks unobserved pixels with this value (healpy's UNSEEN). */
-#define QP_HEALPIX_UNSEEN (-1.6375e30)
+int qp_is_unseen(double v) { return fabs(v - QP_HEALPIX_UNSEEN) < 1e-5 * 1.6375e30; }
 
-static int qp_is_unseen(double v) { return fabs(v - QP_HEALPIX_UNSEEN) < 1e-5 * 1.6375e30; }
-
-/* Bins from the config: bin_width or a file of "ell_min ell_max" rows (io/bins_text.h). */
-static qp_err qp_inputs_bins(qp_problem *p) {
-  const qp_config *cfg = p->cfg;
-  p->n_bins = 0;
-  if (cfg->bins_file[0]) {
-    qp_bins bins;
-    QP_CALL(qp_bins_read(cfg->bins_file, cfg->ell_min, cfg->lmax, &bins));
-    p->bin_lo = bins.lo;
-    p->bin_hi = bins.hi;
-    p->n_bins = bins.n;
-    return QP_OK;
-  }
-  int cap = cfg->lmax - cfg->ell_min + 1;
-  p->bin_lo = malloc((size_t)cap * sizeof *p->bin_lo);
-  p->bin_hi = malloc((size_t)cap * sizeof *p->bin_hi);
-  QP_CHECK(p->bin_lo && p->bin_hi, QP_ERR_NOMEM, "out of memory for %d bins", cap);
-  for (int lo = cfg->ell_min; lo <= cfg->lmax; lo += cfg->bin_width) {
-    p->bin_lo[p->n_bins] = lo;
-    p->bin_hi[p->n_bins] =
-        lo + cfg->bin_width - 1 < cfg->lmax ? lo + cfg->bin_width - 1 : cfg->lmax;
-    p->n_bins++;
-  }
-  return QP_OK;
-}
-
-/* The masks: T's is `mask`; Q and U's is `mask_pol`, or `mask` when that is not given. */
-static int qp_has_t(const qp_config *cfg) { return cfg->fields != QP_FIELDS_QU; }
-static int qp_has_p(const qp_config *cfg) { return cfg->fields != QP_FIELDS_T; }
-static const char *qp_mask_pol(const qp_config *cfg) {
+int qp_has_t(const qp_config *cfg) { return cfg->fields != QP_FIELDS_QU; }
+int qp_has_p(const qp_config *cfg) { return cfg->fields != QP_FIELDS_T; }
+const char *qp_mask_pol(const qp_config *cfg) {
   return cfg->mask_pol[0] ? cfg->mask_pol : cfg->mask;
 }
 
-/* Reads a mask into `sky` and counts its observed pixels (nonzero, not UNSEEN). */
-static qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double *sky,
-                                  int64_t *n_observed) {
+int qp_inputs_reader(void) { return qp_comm_rank() == 0; }
+
+qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double *sky,
+                           int64_t *n_observed) {
   qp_healpix_info info;
   /* Checked under its key's name first: the map reader's own check says only "map file". */
   QP_CALL(qp_input_check(path == p->cfg->mask ? "mask file" : "mask_pol file", path,
@@ -83,188 +47,30 @@ static qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double 
   return QP_OK;
 }
 
-/* The plan of a `dimensions:` config: the sizes are given, nothing is read. */
-static qp_err qp_inputs_plan_dimensions(qp_problem *p) {
+qp_err qp_inputs_columns(const qp_problem *p, const char *path, const char *what,
+                         const qp_healpix_info *info, int column[3]) {
   const qp_config *cfg = p->cfg;
-  p->nside = cfg->dim_nside;
-  p->n_sky = 12 * p->nside * p->nside; /* bounded: nside <= 2^29 (config.h), 3 x 2^60 */
-  QP_CHECK(!p->nside || cfg->lmax_signal <= 3 * p->nside - 1, QP_ERR_INPUT,
-           "config '%s': lmax_signal = %d exceeds 3 nside - 1 = %lld", cfg->source,
-           cfg->lmax_signal, (long long)(3 * p->nside - 1));
-  const int64_t n = cfg->dim_n_pix;
-  const int64_t per = qp_has_t(cfg) + 2 * qp_has_p(cfg); /* data entries per position pair */
-  QP_CHECK(n % per == 0, QP_ERR_INPUT,
-           "config '%s': dimensions.n_pix = %lld must be a multiple of %lld for fields %s "
-           "(T at n pixels, Q and U at as many)",
-           cfg->source, (long long)n, (long long)per,
-           cfg->fields == QP_FIELDS_T ? "T" : (cfg->fields == QP_FIELDS_QU ? "QU" : "TQU"));
-  p->n_obs_t = qp_has_t(cfg) ? n / per : 0;
-  p->n_obs_p = qp_has_p(cfg) ? n / per : 0;
-  p->n_observed = p->n_obs_t + p->n_obs_p;
-  p->n_pix = n;
-  p->n_maps = cfg->dim_n_maps;
-  p->n_bins = (int)cfg->dim_n_bins;
-  p->n_params = p->n_bins * cfg->n_spectra;
-  p->switched = cfg->lmax < cfg->lmax_signal;
-  qp_harmonic_layout(p);
-  if (cfg->dim_n_modes > 0) p->n_modes = cfg->dim_n_modes;
-  QP_CALL(qp_plan_route(p));
-  return QP_OK;
-}
-
-/* With MPI, rank 0 reads (it alone holds the sky buffer) and every rank gets what is small:
- * the plan's counts and C_ell, the positions, maps and variances are replicated; a read error
- * on rank 0 is every rank's. */
-static int qp_inputs_reader(void) { return qp_comm_rank() == 0; }
-
-/* What the plan needs from the files: the mask's nside, its observed pixels (and mask_pol's),
- * the C_ell. Checks that lmax fits the mask and the C_ell file. */
-static qp_err qp_inputs_read_plan_files(qp_problem *p) {
-  const qp_config *cfg = p->cfg;
-  /* The mask first: its nside bounds lmax, the first thing a user gets wrong. */
-  qp_healpix_info mask_info;
-  QP_CALL(qp_input_check("mask file", cfg->mask, QP_INPUT_ANY_SIZE));
-  QP_CALL(qp_fits_map_info(cfg->mask, &mask_info));
-  p->nside = mask_info.nside;
-  p->n_sky = mask_info.n_sky;
-  QP_CHECK(cfg->lmax <= 3 * p->nside - 1, QP_ERR_INPUT,
-           "lmax = %d exceeds 3 nside - 1 = %lld for the mask '%s' (nside %lld)", cfg->lmax,
-           (long long)(3 * p->nside - 1), cfg->mask, (long long)p->nside);
-  QP_CHECK(cfg->lmax_signal <= 3 * p->nside - 1, QP_ERR_INPUT,
-           "lmax_signal = %d exceeds 3 nside - 1 = %lld for the mask '%s' (nside %lld)",
-           cfg->lmax_signal, (long long)(3 * p->nside - 1), cfg->mask, (long long)p->nside);
-  int pol_spectra = 0;
-  for (int s = 0; s < cfg->n_spectra; ++s)
-    pol_spectra |= cfg->spectra[s] != QP_TT;
-  QP_CHECK(!pol_spectra || cfg->ell_min >= 2, QP_ERR_INPUT,
-           "config '%s': ell_min = %d, but polarisation spectra start at ell 2", cfg->source,
-           cfg->ell_min);
-  QP_CALL(qp_cls_read(cfg->cls, &p->cls));
-  QP_CHECK(p->cls.lmax >= cfg->lmax_signal, QP_ERR_INPUT,
-           "C_ell file '%s' ends at ell %d, but lmax_signal is %d", cfg->cls, p->cls.lmax,
-           cfg->lmax_signal);
-
-  double *sky = NULL;
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &sky));
-  qp_err err = QP_OK;
-  p->n_obs_t = p->n_obs_p = 0;
-  if (qp_has_t(cfg)) err = qp_inputs_read_mask(p, cfg->mask, sky, &p->n_obs_t);
-  if (err == QP_OK && qp_has_p(cfg))
-    err = qp_inputs_read_mask(p, qp_mask_pol(cfg), sky, &p->n_obs_p);
-  qp_budget_free(sky);
-  QP_CALL(err);
-  return QP_OK;
-}
-
-/* Rank 0's plan inputs to every rank (a no-op on one process). */
-static qp_err qp_inputs_share_plan(qp_problem *p) {
-  if (qp_comm_size() == 1) return QP_OK;
-  int64_t v[6] = {p->nside, p->n_sky, p->n_obs_t, p->n_obs_p, p->cls.lmax, p->cls.n_columns};
-  QP_CALL(qp_comm_bcast(v, sizeof v));
-  p->nside = v[0];
-  p->n_sky = v[1];
-  p->n_obs_t = v[2];
-  p->n_obs_p = v[3];
-  const int reader = qp_inputs_reader();
-  p->cls.lmax = (int)v[4];
-  p->cls.n_columns = (int)v[5];
-  for (int s = 0; s < 6; ++s) {
-    if (!reader) {
-      p->cls.cl[s] = calloc((size_t)(p->cls.lmax + 1), sizeof(double));
-      QP_CHECK(p->cls.cl[s], QP_ERR_NOMEM, "out of memory for the C_ell (lmax %d)", p->cls.lmax);
-    }
-    QP_CALL(qp_comm_bcast(p->cls.cl[s], (size_t)(p->cls.lmax + 1) * sizeof(double)));
+  column[0] = column[1] = column[2] = -1;
+  if (qp_has_t(cfg)) {
+    /* A two-column file holds Q and U (see above): no temperature to read there. */
+    QP_CHECK(info->n_columns != 2, QP_ERR_INPUT,
+             "%s '%s' has 2 columns (%s, %s), read as Q and U, but fields %s need a "
+             "temperature column (healpy's layout: I, Q, U)",
+             what, path, info->column_names[0], info->column_names[1],
+             cfg->fields == QP_FIELDS_T ? "T" : "TQU");
+    column[0] = 0;
   }
-  return QP_OK;
-}
-
-/* A calibration's BLAS part holds for the library and kernel it was measured on: the buffers
- * follow the kernel's blocking (SkylakeX packs 384 rows a column where Haswell packs 256). On
- * another, or where the file does not say (files from before it was recorded), the planner
- * uses the footprint measured here instead, and rank 0 says so: never applied silently. */
-static void qp_inputs_check_calibration_kernel(qp_calibration *cal) {
-  if (cal->builtin) return;
-  const qp_blas_footprint f = qp_driver_blas_footprint();
-  char running[sizeof cal->blas_kernel];
-  snprintf(running, sizeof running, "%.63s %.47s", f.library, f.kernel);
-  cal->blas_stale = strcmp(cal->blas_kernel, running) != 0;
-  if (cal->blas_stale && qp_comm_rank() == 0)
-    fprintf(stderr,
-            "[qmlpipe] calibration '%s': its BLAS buffers were measured on %s, this process runs "
-            "%s: that part is measured here instead (run `qmlpipe calibrate` on this node type "
-            "to calibrate it)\n",
-            cal->source, cal->blas_kernel[0] ? cal->blas_kernel : "an unrecorded kernel", running);
-}
-
-qp_err qp_inputs_check_files(const qp_config *cfg) {
-  char role[64];
-  for (int m = 0; m < cfg->n_maps; ++m) {
-    snprintf(role, sizeof role, "map file (maps[%d])", m);
-    QP_CALL(qp_input_check(role, cfg->maps[m], QP_INPUT_ANY_SIZE));
+  if (qp_has_p(cfg)) {
+    QP_CHECK(info->n_columns >= 2, QP_ERR_INPUT,
+             "%s '%s' has %d column(s) (%s), but fields %s need Q and U columns (healpy's "
+             "layout: I, Q, U)",
+             what, path, info->n_columns, info->column_names[0],
+             cfg->fields == QP_FIELDS_QU ? "QU" : "TQU");
+    QP_CHECK(cfg->fields == QP_FIELDS_QU || info->n_columns >= 3, QP_ERR_INPUT,
+             "%s '%s' has 2 columns, but fields TQU need I, Q and U", what, path);
+    column[1] = info->n_columns >= 3 ? 1 : 0;
+    column[2] = column[1] + 1;
   }
-  const int noise_file = cfg->noise_kind != QP_NOISE_VARIANCE;
-  const struct {
-    const char *role, *path;
-  } files[] = {
-      {"mask file", cfg->mask},
-      {"mask_pol file", cfg->mask_pol},
-      {"C_ell file", cfg->cls},
-      {cfg->noise_kind == QP_NOISE_COVARIANCE ? "noise covariance file (noise.covariance)"
-                                              : "noise variance map (noise.variance_map)",
-       noise_file ? cfg->noise_file : ""},
-      {"bins file", cfg->bins_file},
-  };
-  for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i)
-    if (files[i].path[0]) QP_CALL(qp_input_check(files[i].role, files[i].path, QP_INPUT_ANY_SIZE));
-  return QP_OK;
-}
-
-qp_err qp_inputs_plan(qp_problem *p) {
-  const qp_config *cfg = p->cfg;
-  if (!p->limit_source[0]) {
-    p->host_limit = cfg->host_limit > 0 ? cfg->host_limit : 0.0;
-    p->limit_from_job = 0;
-    snprintf(p->limit_source, sizeof p->limit_source, "%s",
-             cfg->host_limit > 0 ? "memory.host_limit" : "none");
-  }
-  QP_CALL(qp_calibration_load(cfg->calibration, &p->calibration));
-  qp_inputs_check_calibration_kernel(&p->calibration);
-  if (cfg->has_dimensions) {
-    QP_CALL(qp_inputs_plan_dimensions(p));
-    return QP_OK;
-  }
-  QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED, "config '%s': pixel_window is not supported yet",
-           cfg->source);
-
-  /* With MPI, rank 0 reads the mask(s) and the C_ell file; the others get what they hold. */
-  QP_CALL(qp_comm_agree(qp_inputs_reader() ? qp_inputs_read_plan_files(p) : QP_OK));
-  QP_CALL(qp_inputs_share_plan(p));
-  p->n_observed = p->n_obs_t + p->n_obs_p;
-  p->n_pix = p->n_obs_t + 2 * p->n_obs_p;
-  p->n_maps = cfg->n_maps;
-
-  QP_CALL(qp_inputs_bins(p));
-  p->n_params = p->n_bins * cfg->n_spectra;
-  p->ell_weight = malloc((size_t)(cfg->lmax_signal + 1) * sizeof *p->ell_weight);
-  QP_CHECK(p->ell_weight, QP_ERR_NOMEM, "out of memory for %d multipole weights",
-           cfg->lmax_signal + 1);
-  for (int l = 0; l <= cfg->lmax_signal; ++l) {
-    double b = qp_beam_gaussian(l, cfg->beam_fwhm_arcmin);
-    p->ell_weight[l] = (2.0 * l + 1.0) / (4.0 * M_PI) * b * b;
-  }
-
-  p->switched = cfg->lmax < cfg->lmax_signal;
-  qp_harmonic_layout(p);
-  /* Scalar variances give N's conditioning before anything is read (a variance map's comes
-   * with the data: qp_plan_reroute_smw). With the switch SMW inverts N_eff = N + S_fixed
-   * instead, dense, whose rcond basis_setup estimates. */
-  if (cfg->noise_kind == QP_NOISE_VARIANCE) {
-    p->noise_field_mean[0] = cfg->noise_variance;
-    p->noise_field_mean[1] =
-        cfg->noise_variance_pol > 0 ? cfg->noise_variance_pol : cfg->noise_variance;
-    if (!p->switched) qp_plan_smw_noise_check(p, NULL);
-  }
-  QP_CALL(qp_plan_route(p));
   return QP_OK;
 }
 
@@ -331,9 +137,6 @@ qp_err qp_inputs_read_geometry(qp_problem *p) {
   return QP_OK;
 }
 
-/* sqrt(DBL_MAX): the largest value whose square is finite. */
-static const double qp_inputs_value_max = 1.3407807929942596e154;
-
 /* Copies the sky map's values at positions [first, first + count) into x, checking each. */
 static qp_err qp_inputs_gather(const qp_problem *p, const double *sky, int64_t first, int64_t count,
                                const char *path, const char *what, int positive, double *x) {
@@ -348,41 +151,11 @@ static qp_err qp_inputs_gather(const qp_problem *p, const double *sky, int64_t f
              (long long)pixel);
     /* The quadratic forms square the values: one whose square overflows can only give inf or
      * NaN downstream (1e200 at one pixel made /spectra/cl NaN with exit 0). */
-    QP_CHECK(fabs(v) <= qp_inputs_value_max, QP_ERR_INPUT,
+    QP_CHECK(fabs(v) <= QP_INPUTS_VALUE_MAX, QP_ERR_INPUT,
              "%s '%s' has the value %g at observed RING pixel %lld, whose square overflows a "
              "double (|value| must be <= %.3g): rescale the map (e.g. K to uK is 1e6)",
-             what, path, v, (long long)pixel, qp_inputs_value_max);
+             what, path, v, (long long)pixel, QP_INPUTS_VALUE_MAX);
     x[k] = v;
-  }
-  return QP_OK;
-}
-
-/* Which columns of a file hold T, Q and U (-1: not used). healpy's files are I, Q, U: with
- * three or more columns those are columns 0, 1, 2; a file with exactly two columns holds Q
- * and U; a one-column file holds T. */
-static qp_err qp_inputs_columns(const qp_problem *p, const char *path, const char *what,
-                                const qp_healpix_info *info, int column[3]) {
-  const qp_config *cfg = p->cfg;
-  column[0] = column[1] = column[2] = -1;
-  if (qp_has_t(cfg)) {
-    /* A two-column file holds Q and U (see above): no temperature to read there. */
-    QP_CHECK(info->n_columns != 2, QP_ERR_INPUT,
-             "%s '%s' has 2 columns (%s, %s), read as Q and U, but fields %s need a "
-             "temperature column (healpy's layout: I, Q, U)",
-             what, path, info->column_names[0], info->column_names[1],
-             cfg->fields == QP_FIELDS_T ? "T" : "TQU");
-    column[0] = 0;
-  }
-  if (qp_has_p(cfg)) {
-    QP_CHECK(info->n_columns >= 2, QP_ERR_INPUT,
-             "%s '%s' has %d column(s) (%s), but fields %s need Q and U columns (healpy's "
-             "layout: I, Q, U)",
-             what, path, info->n_columns, info->column_names[0],
-             cfg->fields == QP_FIELDS_QU ? "QU" : "TQU");
-    QP_CHECK(cfg->fields == QP_FIELDS_QU || info->n_columns >= 3, QP_ERR_INPUT,
-             "%s '%s' has 2 columns, but fields TQU need I, Q and U", what, path);
-    column[1] = info->n_columns >= 3 ? 1 : 0;
-    column[2] = column[1] + 1;
   }
   return QP_OK;
 }

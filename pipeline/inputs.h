@@ -1,9 +1,11 @@
-/* inputs.h: reading and checking the inputs: first what the plan needs (mask, spectrum, bins),
- * before anything large exists, then, inside covariance_setup, the geometry, the maps and the
+/* inputs.h: reading and checking the inputs: first what the plan needs (mask, spectrum, bins,
+ * a variance map's figures: inputs_plan.c), before anything large exists, then, inside
+ * covariance_setup (inputs.c), the geometry, the maps and the
  * noise model, each checked against the others. The route, chunks and model: planner.h. */
 #ifndef QP_INPUTS_H
 #define QP_INPUTS_H
 
+#include "planner.h"
 #include "problem.h"
 
 /** Checks every file the config names (maps, mask, mask_pol, C_ell, noise file, bins) with
@@ -12,10 +14,13 @@
  *  `run` calls it on the reading rank before the plan; not collective. */
 qp_err qp_inputs_check_files(const qp_config *cfg);
 
-/** Plans the run without allocating anything large: checks the mask against lmax, reads the
- *  fiducial spectrum, counts the observed pixels (a QP_TERM_SKY_BUFFER for the time of it),
- *  sets the bins, the dimensions and the model. `qmlpipe budget` stops here. */
-qp_err qp_inputs_plan(qp_problem *p);
+/** Reads what the plan needs without allocating anything large (inputs_plan.c): checks the
+ *  mask against lmax, reads the fiducial spectrum, counts the observed pixels (a
+ *  QP_TERM_SKY_BUFFER for the time of it; two with a variance map, whose figures for the
+ *  planner's SMW check go to *noise), sets the bins, the dimensions and the noise's mean per
+ *  field. The plan's owner then builds the plan (planner.h, qp_plan_build); `qmlpipe budget`
+ *  stops there. */
+qp_err qp_inputs_plan(qp_problem *p, qp_noise_figures *noise);
 /** covariance_setup's geometry: the observed pixels (QP_TERM_OBSERVED_INDEX) and their unit
  *  vectors (QP_TERM_PIXEL_VECTORS); leaves the mask in p->sky (QP_TERM_SKY_BUFFER), which
  *  qp_inputs_read_data reuses for the maps and which the stage frees at its end. */

@@ -8,8 +8,8 @@
 
 qp_err qp_problem_hold_backend(const qp_problem *p) {
   qp_err err = QP_OK;
-  for (int i = 0; i < p->model.n_terms && err == QP_OK; ++i) {
-    const qp_model_term *t = &p->model.terms[i];
+  for (int i = 0; i < p->plan->model.n_terms && err == QP_OK; ++i) {
+    const qp_model_term *t = &p->plan->model.terms[i];
     if (qp_model_backend_init_term(t)) err = qp_linalg_hold_workspace(p->ops, t->name, t->bytes);
   }
   /* Agreed on: a rank refused its blocks must not leave the others in the stage's collectives
@@ -19,8 +19,8 @@ qp_err qp_problem_hold_backend(const qp_problem *p) {
 
 size_t qp_problem_backend_held_bytes(const qp_problem *p) {
   size_t held = 0;
-  for (int i = 0; i < p->model.n_terms; ++i)
-    if (qp_model_backend_init_term(&p->model.terms[i])) held += p->model.terms[i].bytes;
+  for (int i = 0; i < p->plan->model.n_terms; ++i)
+    if (qp_model_backend_init_term(&p->plan->model.terms[i])) held += p->plan->model.terms[i].bytes;
   return held;
 }
 
@@ -71,6 +71,19 @@ qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m) {
     QP_CALL(qp_host_window_close(&w));
   }
   return QP_OK;
+}
+
+double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first) {
+  /* Every batch but the last holds qp_map_batch maps: local_rows x local_cols of mode_maps. */
+  return p->mode_maps_host +
+         first / qp_map_batch(p) * p->mode_maps.local_rows * p->mode_maps.local_cols;
+}
+
+int64_t qp_mode_maps_host_elements(const qp_problem *p) {
+  int64_t kept = 0;
+  for (int64_t first = 0; first < p->n_maps; first += qp_map_batch(p))
+    kept += qp_matrix_local_elements(p->ops, p->n_modes, qp_map_batch_count(p, first));
+  return kept;
 }
 
 qp_err qp_map_batch_view(const qp_matrix *m, int64_t count, qp_matrix *view) {

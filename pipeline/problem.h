@@ -1,5 +1,6 @@
-/* problem.h: everything one analysis holds: inputs, dimensions, parameters, and the big
- * buffers the stages pass to each other. The driver owns it; stages fill and use it. */
+/* problem.h: everything one analysis holds: inputs, dimensions, parameters, the plan (read
+ * only: plan.h) and the big buffers the stages pass to each other. The driver owns it; stages
+ * fill and use it. */
 #ifndef QP_PROBLEM_H
 #define QP_PROBLEM_H
 
@@ -10,6 +11,7 @@
 #include "config.h"
 #include "matrix.h"
 #include "memory_model.h"
+#include "plan.h"
 
 /* The matrices whose reciprocal condition number is estimated (pipeline/conditioning.h). */
 typedef enum qp_rcond_id {
@@ -42,13 +44,13 @@ typedef struct qp_problem {
   qp_matrix noise;        /* QP_TERM_NOISE (dense N) or empty */
   qp_matrix cov;          /* QP_TERM_COVARIANCE: C, then L, then L^-1 */
 
-  /* path (decided by the plan: config path, or auto by leading cost) */
-  qp_path path_used;      /* QP_PATH_PIXEL_DIRECT or QP_PATH_HARMONIC */
-  int smw;                /* harmonic: 1 = stable SMW, 0 = projection (harmonic_method) */
-  int switched;           /* lmax < lmax_signal: S_fixed of (lmax, lmax_signal] joins the noise */
-  char path_reason[1024];
-  /* Why SMW is ruled out (its noise too ill-conditioned for cfg->accuracy), or "" */
-  char smw_refused[256];
+  /* The plan (plan.h): the route, chunks, limit and model, built by the planner before the
+   * first stage and read-only after. */
+  const qp_plan *plan;
+  /* The plan's storage (plan = &plan_store once planned): written only by the planner's
+   * functions (planner.h), which the plan's owner (qp_driver_run, the budget/plan commands)
+   * alone calls with it; everything else reads *plan. */
+  qp_plan plan_store;
 
   /* harmonic path: modes are [T | E | B] (fields present), (l, m) in spin_harmonics.h order */
   int64_t n_modes;
@@ -86,23 +88,8 @@ typedef struct qp_problem {
   double *yb, *cl;        /* QP_TERM_RAW_SPECTRA, QP_TERM_SPECTRA: n_maps x n_params */
   double *error;          /* QP_TERM_ERRORS */
 
-  /* The host memory limit the plan keeps to (bytes, 0: none) and where it came from: set by
-   * `run` from the job (budget/job_limit.h, margin taken off) before qp_inputs_plan; left
-   * empty, qp_inputs_plan takes memory.host_limit. limit_from_job: an outside source decided. */
-  double host_limit;
-  char limit_source[768];
-  int limit_from_job;
-
-  qp_model model;             /* the memory model of the route and chunks chosen */
-  qp_model_dims model_dims;   /* the dimensions it was predicted from */
   qp_calibration calibration; /* the model's measured constants (the overhead) */
   int progress;           /* 1: report progress on stderr */
-  /* `qmlpipe budget/plan --ranks`: a grid to size (nprow > 0) without running MPI; the model
-   * is then that of rank (myrow, mycol) of it. */
-  qp_grid plan_grid;
-  /* The leading flop count of the route chosen (QML.md 3, with the re-formed products of a
-   * chunked fisher_run), for the whole problem: `plan --sbatch` estimates --time from it. */
-  double plan_flops;
 } qp_problem;
 
 /** m (n_pix x cols, any backend) <- maps first .. first + cols - 1, which every rank holds
@@ -112,18 +99,18 @@ qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m);
  *  memory.device_limit made the planner batch them. The stages loop over the maps in batches
  *  of it, one batch when all fit. */
 static inline int64_t qp_map_batch(const qp_problem *p) {
-  return qp_model_map_batch(&p->model_dims);
+  return qp_model_map_batch(&p->plan->model_dims);
 }
 /** Columns of W the projection route's basis_setup forms on the device at once: the plan's
  *  w_block (memory_model.h), n_modes unless memory.device_limit made the planner chunk W. */
 static inline int64_t qp_w_block(const qp_problem *p) {
-  return qp_model_w_chunked(&p->model_dims) ? p->model_dims.w_block : p->n_modes;
+  return qp_model_w_chunked(&p->plan->model_dims) ? p->plan->model_dims.w_block : p->n_modes;
 }
 /** 1 when W's blocks are formed whole, every row (on a grid, whose blocks start at multiples
  *  of block x npcol); 0 when their lower part alone is, the rest mirrored on the host (one
  *  process): harmonic_route.c, qp_kernel_in_blocks. */
 static inline int qp_w_blocks_whole_columns(const qp_problem *p) {
-  return p->model_dims.grid_rows > 0;
+  return p->plan->model_dims.grid_rows > 0;
 }
 /** The lines of an n_pix-sided matrix that its host window holds at once: local columns of
  *  an n_pix x n_pix matrix where it is built on the host (the pair sums' matrices:
@@ -131,7 +118,7 @@ static inline int qp_w_blocks_whole_columns(const qp_problem *p) {
  *  the plan's host_panel under memory.host_limit on a device backend (memory_model.h), else
  *  all of them (INT64_MAX). */
 static inline int64_t qp_host_panel(const qp_problem *p) {
-  return p->model_dims.host_panel > 0 ? p->model_dims.host_panel : INT64_MAX;
+  return p->plan->model_dims.host_panel > 0 ? p->plan->model_dims.host_panel : INT64_MAX;
 }
 /** The width of the host panel from local column col0 of a matrix of local_cols local
  *  columns: qp_host_panel, the last one narrower. Loops: for (col0 = 0, cols; col0 <
@@ -146,9 +133,16 @@ static inline int64_t qp_map_batch_count(const qp_problem *p, int64_t first) {
 }
 /** The `count` columns one batch uses of a per-map matrix m (qp_map_batch columns): a view of
  *  all of m when count is all of them, on any backend; of its first `count` otherwise (a
- *  local matrix: batched plans are never distributed, planner.c). */
+ *  local matrix: batched plans are never distributed, planner_chunks.c). */
 qp_err qp_map_batch_view(const qp_matrix *m, int64_t count, qp_matrix *view);
 
+/** SMW with the maps in batches keeps every batch's V N_eff^-1 x on the host from basis_setup
+ *  to spectra_run (p->mode_maps_host): batch after batch, each as this rank's local part of
+ *  p->mode_maps seen as the batch (qp_map_batch_view), leading dimension p->mode_maps.ld.
+ *  Where the batch from map `first` starts there. */
+double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first);
+/** This rank's elements of p->mode_maps_host: every batch's local part. */
+int64_t qp_mode_maps_host_elements(const qp_problem *p);
 /** Frees every buffer the problem holds (safe at any point, and twice). */
 void qp_problem_free(qp_problem *p);
 /** Holds the buffers the model says the backend holds from its start (its init terms: a

@@ -200,42 +200,17 @@ static __attribute__((noinline)) void qp_warm_up_stack(size_t bytes) {
  * per block, and a descheduled thread makes every synchronisation wait. */
 enum { QP_WARM_UP_ORDER = 256 };
 
-enum { QP_WIDEST_MAX = 65536 };
-
-/* The footprint the warm-up commits and the model predicts: the measured one, or where the
- * probe could not run under OpenBLAS (an address-space limit without room, no buffer found)
- * the figures of its Haswell kernels (a 512 x 256 block, 256 rows a column), said as such in
- * the report. */
-static qp_blas_footprint qp_warm_up_footprint(void) {
-  qp_blas_footprint f = *qp_blas_footprint_get();
-  if (f.measured || strncmp(f.library, "OpenBLAS", 8) != 0) return f;
-  f.per_thread = 1;
-  f.head_bytes = (size_t)512 * 256 * sizeof(double);
-  f.column_bytes = (size_t)256 * sizeof(double);
-  f.buffer_bytes = (size_t)128 << 20;
-  snprintf(f.how, sizeof f.how, "not measured: OpenBLAS's Haswell figures (512 x 256, 256 rows)");
-  return f;
-}
-
-size_t qp_driver_warm_up_panel_bytes(int64_t width) {
-  const qp_blas_footprint f = qp_warm_up_footprint();
-  return qp_blas_footprint_bytes(&f, width < QP_WIDEST_MAX ? width : QP_WIDEST_MAX,
-                                 omp_get_max_threads());
-}
-
-qp_blas_footprint qp_driver_blas_footprint(void) { return qp_warm_up_footprint(); }
-
 /* Where MADV_POPULATE_WRITE is missing (Linux < 5.14) or a worker's buffer is not mapped yet:
  * thin panels that have OpenBLAS pack the same pages itself, at the measured blocking. A
  * GEMM_Q deep triangle times a panel of threads x per-thread columns from the left (each
  * thread packs its share), and a (threads x P) x Q by Q x Q gemm (A's block in every thread). */
 static void qp_warm_up_panels(int64_t width) {
   static int64_t done = 0;
-  const qp_blas_footprint f = qp_warm_up_footprint();
+  const qp_blas_footprint f = qp_blas_buffer_footprint();
   if (!f.per_thread || f.column_bytes == 0) return;
   const int threads = omp_get_max_threads();
   const int64_t k = (int64_t)(f.column_bytes / sizeof(double));
-  const int64_t per_thread = (int64_t)(qp_driver_warm_up_panel_bytes(width) / (size_t)threads);
+  const int64_t per_thread = (int64_t)(qp_blas_buffer_bytes(width) / (size_t)threads);
   const int64_t m = (int64_t)threads * (per_thread / (int64_t)f.column_bytes);
   const int64_t rows =
       (int64_t)threads * (int64_t)((f.head_bytes + f.column_bytes - 1) / f.column_bytes);
@@ -268,10 +243,10 @@ static void qp_warm_up_panels(int64_t width) {
  * that the stages' calls touch nothing beyond them). Another library's pool needs nothing:
  * its probe left it resident. */
 static void qp_warm_up_buffers(int64_t width) {
-  const qp_blas_footprint f = qp_warm_up_footprint();
+  const qp_blas_footprint f = qp_blas_buffer_footprint();
   if (!f.per_thread) return;
   const int threads = omp_get_max_threads();
-  const size_t per_thread = qp_driver_warm_up_panel_bytes(width) / (size_t)threads;
+  const size_t per_thread = qp_blas_buffer_bytes(width) / (size_t)threads;
   if (qp_blas_buffers_commit(per_thread) >= threads) return;
   qp_warm_up_panels(width);
 }
@@ -293,6 +268,77 @@ int qp_driver_warm_up_wanted(void) {
 }
 
 double qp_driver_warm_up_seconds(void) { return qp_warm_up_last_seconds; }
+
+/* Each kernel of `kernels` (and those of every route) once at order n, on the host; 1 when
+ * they ran (every matrix was allocated). */
+static int qp_warm_up_kernels_run(int64_t n, qp_warm_up_kernels kernels) {
+  int done = 0;
+  qp_matrix a = {0}, b = {0}, c = {0};
+  const qp_linalg_ops *ops = qp_linalg_cpu_ops();
+  if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &b) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &c) == QP_OK) {
+    for (int64_t i = 0; i < n; ++i)
+      a.data[i + i * n] = 2.0;
+    for (int64_t k = 0; k < n * n; ++k)
+      b.data[k] = 1.0 / (double)(1 + k % 7);
+    (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
+    (void)qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c);
+    /* The condition estimates after each factorisation (conditioning.h), whose LAPACK
+     * code would otherwise be paged in inside basis_setup (~8 KiB untracked there). */
+    double anorm = 0.0, rcond = 0.0;
+    (void)qp_linalg_norm1(&a, &anorm);
+    (void)qp_linalg_potrf(&a);
+    (void)qp_linalg_pocon(&a, anorm, &rcond);
+    if (kernels & QP_WARM_UP_TRIANGLES) {
+      (void)qp_linalg_trtri(&a);
+      (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+      (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
+    }
+    /* The LU of the SMW route: c is diagonally dominant after this. */
+    int *pivots = malloc((size_t)n * sizeof *pivots);
+    for (int64_t i = 0; i < n; ++i)
+      c.data[i + i * n] += (double)n * 1e3;
+    const int lu = (kernels & QP_WARM_UP_LU) && pivots && qp_linalg_getrf(&c, pivots) == QP_OK;
+    if (lu) {
+      (void)qp_linalg_gecon(&c, anorm, &rcond);
+      (void)qp_linalg_getrs(&c, pivots, &b);
+    }
+    /* What the stages call besides, whose OpenBLAS code would otherwise be paged in inside
+     * a stage (64 KiB of libopenblas in spectra_run of the SMW route): each kernel on one
+     * column, as on the maps (z = C^-1 x, P_b z, the mode maps), the triangular solves and
+     * the transposed gemm of the harmonic routes, and potri of the Fisher matrix. */
+    qp_matrix col = {0}, out = {0};
+    if (n >= 2 && qp_matrix_view(ops, "warm_up", b.data, n, 1, n, &col) == QP_OK &&
+        qp_matrix_view(ops, "warm_up", b.data + n, n, 1, n, &out) == QP_OK) {
+      if (lu) (void)qp_linalg_getrs(&c, pivots, &col);
+      if (kernels & QP_WARM_UP_TRIANGLES) {
+        (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
+        (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+      }
+      if (kernels & QP_WARM_UP_SOLVES) {
+        (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
+        (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
+      }
+      (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
+      (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
+    }
+    if (kernels & QP_WARM_UP_TRIANGLES) (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+    if (kernels & QP_WARM_UP_SOLVES) {
+      (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
+      (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
+    }
+    (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
+    (void)qp_linalg_potri(&a);
+    free(pivots);
+    done = 1;
+  }
+  qp_error_clear();
+  qp_matrix_destroy(&a);
+  qp_matrix_destroy(&b);
+  qp_matrix_destroy(&c);
+  return done;
+}
 
 /* The device libraries' first use, on one process: every operation of the table once on
  * matrices of order QP_DEVICE_WARM_UP_ORDER (or the problem's, if smaller). On an H200 the
@@ -342,8 +388,7 @@ void qp_driver_warm_up_device(const qp_linalg_ops *ops, int64_t n_pix) {
 }
 
 qp_warm_up_kernels qp_driver_warm_up_kernels(qp_model_path path) {
-  /* SMW may become the projection in covariance_setup (qp_plan_reroute_smw): its set holds
-   * the projection's solves too. */
+  /* SMW's set holds the solves too: with a dense N_eff it solves with its Cholesky factor. */
   return path == QP_MODEL_PIXEL_DIRECT   ? QP_WARM_UP_TRIANGLES
          : path == QP_MODEL_HARMONIC_SMW ? QP_WARM_UP_LU | QP_WARM_UP_SOLVES
                                          : QP_WARM_UP_SOLVES;
@@ -382,72 +427,11 @@ void qp_driver_warm_up(int64_t n_pix, int64_t width, qp_warm_up_kernels kernels,
   qp_warm_up_buffers(width);
   const int64_t n = n_pix < QP_WARM_UP_ORDER ? n_pix : QP_WARM_UP_ORDER;
   if (n > warmed || (kernels & ~warmed_kernels)) {
-    qp_matrix a = {0}, b = {0}, c = {0};
-    const qp_linalg_ops *ops = qp_linalg_cpu_ops();
-    if (qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &a) == QP_OK &&
-        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &b) == QP_OK &&
-        qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, n, n, &c) == QP_OK) {
-      for (int64_t i = 0; i < n; ++i)
-        a.data[i + i * n] = 2.0;
-      for (int64_t k = 0; k < n * n; ++k)
-        b.data[k] = 1.0 / (double)(1 + k % 7);
-      (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
-      (void)qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c);
-      /* The condition estimates after each factorisation (conditioning.h), whose LAPACK
-       * code would otherwise be paged in inside basis_setup (~8 KiB untracked there). */
-      double anorm = 0.0, rcond = 0.0;
-      (void)qp_linalg_norm1(&a, &anorm);
-      (void)qp_linalg_potrf(&a);
-      (void)qp_linalg_pocon(&a, anorm, &rcond);
-      if (kernels & QP_WARM_UP_TRIANGLES) {
-        (void)qp_linalg_trtri(&a);
-        (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
-        (void)qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &a, &b);
-      }
-      /* The LU of the SMW route: c is diagonally dominant after this. */
-      int *pivots = malloc((size_t)n * sizeof *pivots);
-      for (int64_t i = 0; i < n; ++i)
-        c.data[i + i * n] += (double)n * 1e3;
-      const int lu = (kernels & QP_WARM_UP_LU) && pivots && qp_linalg_getrf(&c, pivots) == QP_OK;
-      if (lu) {
-        (void)qp_linalg_gecon(&c, anorm, &rcond);
-        (void)qp_linalg_getrs(&c, pivots, &b);
-      }
-      /* What the stages call besides, whose OpenBLAS code would otherwise be paged in inside
-       * a stage (64 KiB of libopenblas in spectra_run of the SMW route): each kernel on one
-       * column, as on the maps (z = C^-1 x, P_b z, the mode maps), the triangular solves and
-       * the transposed gemm of the harmonic routes, and potri of the Fisher matrix. */
-      qp_matrix col = {0}, out = {0};
-      if (n >= 2 && qp_matrix_view(ops, "warm_up", b.data, n, 1, n, &col) == QP_OK &&
-          qp_matrix_view(ops, "warm_up", b.data + n, n, 1, n, &out) == QP_OK) {
-        if (lu) (void)qp_linalg_getrs(&c, pivots, &col);
-        if (kernels & QP_WARM_UP_TRIANGLES) {
-          (void)qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
-          (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
-        }
-        if (kernels & QP_WARM_UP_SOLVES) {
-          (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &col);
-          (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &col);
-        }
-        (void)qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
-        (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &col, 0.0, &out);
-      }
-      if (kernels & QP_WARM_UP_TRIANGLES) (void)qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
-      if (kernels & QP_WARM_UP_SOLVES) {
-        (void)qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &b);
-        (void)qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &b);
-      }
-      (void)qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &b, 0.0, &c);
-      (void)qp_linalg_potri(&a);
-      free(pivots);
-      /* What this process has run at its largest order so far. */
+    /* What this process has run at its largest order so far. */
+    if (qp_warm_up_kernels_run(n, kernels)) {
       warmed_kernels = n > warmed ? kernels : warmed_kernels | kernels;
       warmed = n;
     }
-    qp_error_clear();
-    qp_matrix_destroy(&a);
-    qp_matrix_destroy(&b);
-    qp_matrix_destroy(&c);
   }
   /* OpenMP's thread pool (the workers' stacks and the runtime's state) is created by the
    * first parallel region: here, not in covariance_setup, whose S build is the first. Each

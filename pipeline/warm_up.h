@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blas_buffers.h"
 #include "openblas_tuning.h"
 #include "memory_model.h"
 #include "matrix.h"
@@ -46,15 +47,6 @@ qp_warm_up_kernels qp_driver_warm_up_kernels(qp_model_path path);
 int qp_driver_warm_up_wanted(void);
 /** QP_ERR_INPUT, naming the variable, when QP_WARM_UP is set to anything but 0 or 1. */
 qp_err qp_driver_warm_up_check_env(void);
-/** What the warm-up leaves resident in the BLAS library's buffers, in bytes, for a run whose
- *  widest call is `width` columns: qp_blas_footprint_bytes of the footprint measured on the
- *  kernel that runs (linalg/blas/openblas_tuning.h; per OpenBLAS thread its head, a packed column for
- *  each of min(width, 65536) and on one thread potrf's panel, in whole 2 MiB pages; Haswell:
- *  1 MiB + 2 KiB a column). The model's overhead adds it (planner.c), as term "BLAS buffers". */
-size_t qp_driver_warm_up_panel_bytes(int64_t width);
-/** The footprint the warm-up commits: qp_blas_footprint_get's, or where the probe could not
- *  run under OpenBLAS, its Haswell figures (`how` says which). */
-qp_blas_footprint qp_driver_blas_footprint(void);
 /** Wall-clock seconds the last qp_driver_warm_up of this process took (0 before the first):
  *  the accounting's own cost, printed by `qmlpipe run` and read by qmlpipe-bench. */
 double qp_driver_warm_up_seconds(void);

@@ -38,8 +38,8 @@ qp_err qp_bench_floor(const qp_problem *p, double *seconds, double *flops, doubl
                       char *detail, size_t size) {
   const qp_linalg_ops *ops = qp_linalg_cpu_ops();
   const int64_t n = p->n_pix, nm = p->n_modes;
-  const int harmonic = p->path_used == QP_PATH_HARMONIC;
-  const int dense = p->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
+  const int harmonic = p->plan->path_used == QP_PATH_HARMONIC;
+  const int dense = p->plan->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
   qp_floor_sum s = {.detail = detail, .size = size};
   qp_matrix c = {0}, v = {0}, k = {0};
   int *pivots = NULL;
@@ -48,7 +48,7 @@ qp_err qp_bench_floor(const qp_problem *p, double *seconds, double *flops, doubl
   *bias_solve = 0.0;
   char what[96];
   double t0 = 0;
-  if (!harmonic || !p->smw || dense) {
+  if (!harmonic || !p->plan->smw || dense) {
     /* C = L L^T of n_pix, the route's first factorisation */
     QP_CALL_GOTO(qp_matrix_create(ops, "bench_floor", QP_TERM_TRANSIENT, n, n, &c), done);
     qp_floor_fill(&c, 1);
@@ -80,7 +80,7 @@ qp_err qp_bench_floor(const qp_problem *p, double *seconds, double *flops, doubl
     t0 = qp_clock_seconds();
     QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &c, &v), done);
     qp_floor_add(&s, what, t0, qp_flops_trmm(QP_LEFT, n, nm), 1);
-    if (p->smw) qp_matrix_destroy(&c);
+    if (p->plan->smw) qp_matrix_destroy(&c);
   }
   /* K = Y^T Y (n_modes^2 over n_pix) */
   QP_CALL_GOTO(qp_matrix_create(ops, "bench_floor", QP_TERM_TRANSIENT, nm, nm, &k), done);
@@ -88,13 +88,13 @@ qp_err qp_bench_floor(const qp_problem *p, double *seconds, double *flops, doubl
   t0 = qp_clock_seconds();
   QP_CALL_GOTO(qp_linalg_syrk(QP_TRANS, 1.0, &v, 0.0, &k), done);
   qp_floor_add(&s, what, t0, qp_flops_syrk(nm, n), 1);
-  if (!p->smw) {
+  if (!p->plan->smw) {
     /* Not the floor: the projection's Z = L^-T Y for the noise bias, timed apart */
     t0 = qp_clock_seconds();
     QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &c, &v), done);
     *bias_solve = qp_clock_seconds() - t0;
   }
-  if (p->smw) {
+  if (p->plan->smw) {
     /* I + K Lambda = P L U, then G = (I + K Lambda)^-1 K: the right-hand sides reuse V */
     qp_matrix_destroy(&v);
     QP_CALL_GOTO(qp_matrix_create(ops, "bench_floor", QP_TERM_TRANSIENT, nm, nm, &v), done);

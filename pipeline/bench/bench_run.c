@@ -167,12 +167,18 @@ static qp_err qp_bench_floor_measure(const void *arg, qp_bench_measured *out) {
   qp_problem p;
   memset(&p, 0, sizeof p);
   p.cfg = &cfg;
+  p.plan = &p.plan_store; /* this command's: the route the run took replaces the planned one */
   qp_err err = qp_config_load(a->config, &cfg);
-  if (err == QP_OK) err = qp_inputs_plan(&p);
+  const qp_limit_inputs limit = {.config = err == QP_OK ? cfg.host_limit : 0.0};
+  qp_noise_figures noise;
+  if (err == QP_OK) err = qp_plan_limit(&limit, &p.plan_store);
+  if (err == QP_OK) err = qp_inputs_plan(&p, &noise);
+  if (err == QP_OK) err = qp_plan_build(&p, &noise, &p.plan_store);
   if (err == QP_OK) {
     const char *path = a->run->path;
-    p.path_used = strncmp(path, "harmonic", 8) == 0 ? QP_PATH_HARMONIC : QP_PATH_PIXEL_DIRECT;
-    p.smw = strstr(path, "smw") != NULL;
+    p.plan_store.path_used =
+        strncmp(path, "harmonic", 8) == 0 ? QP_PATH_HARMONIC : QP_PATH_PIXEL_DIRECT;
+    p.plan_store.smw = strstr(path, "smw") != NULL;
     /* The kernels in the state they meet in a run: OpenBLAS's pool settled as main.c leaves
      * it, glibc's thresholds and OpenBLAS's buffers as the warm-up leaves them. Measured cold
      * in a fresh process the floor's potrf took 0.050-0.057 s at n 1984 against 0.035-0.039
@@ -180,8 +186,8 @@ static qp_err qp_bench_floor_measure(const void *arg, qp_bench_measured *out) {
      * pages), which flattered wall / floor by ~7% on T nside 16 (docs/benchmarks.md). */
     (void)qp_blas_threads_settle();
     qp_meter_sample warm;
-    qp_driver_warm_up(p.n_pix, qp_plan_blas_width(&p, p.model_dims.path),
-                      qp_driver_warm_up_kernels(p.model_dims.path), &warm);
+    qp_driver_warm_up(p.n_pix, qp_plan_blas_width(&p, p.plan, p.plan->model_dims.path),
+                      qp_driver_warm_up_kernels(p.plan->model_dims.path), &warm);
     err = qp_bench_floor(&p, &out->value[0], &out->value[1], &out->value[2], out->detail,
                          sizeof out->detail);
   }

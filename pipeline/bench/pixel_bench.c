@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
   cfg.lmax = cfg.lmax_signal = lmax;
   const int64_t n_sky = 12 * nside * nside;
   qp_problem p = {.cfg = &cfg, .nside = nside, .n_sky = n_sky};
+  p.plan = &p.plan_store; /* no plan: the pixel matrices whole (qp_host_panel) */
   /* The observed positions: T ones first, then polarised ones (pixel_matrices.h). */
   const double z_cut = sin(20.0 * M_PI / 180.0);
   int64_t *kept = malloc((size_t)n_sky * sizeof *kept), n_kept = 0;

@@ -19,10 +19,11 @@ static void qp_budget_usage(FILE *out) {
 }
 
 static void qp_budget_print(const qp_problem *p) {
-  printf("route: %s\n", p->path_reason);
-  qp_model_print(stdout, &p->model_dims, &p->model);
-  if (p->cfg->host_limit > 0)
-    printf("memory.host_limit %s\n", qp_bytes_readable(p->cfg->host_limit).text);
+  printf("route: %s\n", p->plan->path_reason);
+  qp_model_print(stdout, &p->plan->model_dims, &p->plan->model);
+  /* The plan's limit: memory.host_limit, or without it the --mem-per-node share. */
+  if (p->plan->host_limit > 0)
+    printf("memory.host_limit %s\n", qp_bytes_readable(p->plan->host_limit).text);
 }
 
 int qp_cmd_budget(int argc, char **argv) {

@@ -97,7 +97,7 @@ int qp_cmd_calibrate(int argc, char **argv) {
                         .hdf5_bytes = (size_t)(h5.rss - start.rss),
                         .threads = omp_get_max_threads(),
                         .dgemm_mflops_per_core = (size_t)(per_core * 1e-6)};
-  const qp_blas_footprint blas = qp_driver_blas_footprint();
+  const qp_blas_footprint blas = qp_blas_buffer_footprint();
   snprintf(cal.blas_kernel, sizeof cal.blas_kernel, "%.63s %.47s", blas.library, blas.kernel);
   err = qp_calibration_write(output, &cal);
   if (err != QP_OK) {

@@ -157,14 +157,15 @@ static int qp_parse_sizing(int argc, char **argv, int job_options, const char **
  * `per_node` consecutive ranks, in exact bytes; *worst gets the largest node's largest stage.
  * A rank's peak is below 2^63 (model.h); a node's sum is checked, and one beyond 2^64 bytes
  * is refused (QP_ERR_INPUT) naming the node. */
-static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *worst) {
-  const int n = p->plan_grid.nprow * p->plan_grid.npcol;
+static qp_err qp_node_peak(const qp_problem *p, qp_plan *plan, qp_plan_job *s, int print,
+                           size_t *worst) {
+  const int n = plan->grid.nprow * plan->grid.npcol;
   const double mib = 1048576.0;
   size_t worst_node = 0, node[QP_STAGE_COUNT] = {0}, rank_max = 0;
   for (int st = 0; st < QP_STAGE_COUNT; ++st) s->rank_stage[st] = s->node_stage[st] = 0;
   if (print)
     printf("\nper rank (grid %d x %d, block %d; MiB with the overhead of each rank):\n  %-6s",
-           p->plan_grid.nprow, p->plan_grid.npcol, p->plan_grid.block, "rank");
+           plan->grid.nprow, plan->grid.npcol, plan->grid.block, "rank");
   for (int st = 0; print && st < QP_STAGE_COUNT; ++st)
     printf(" %17s", qp_stage_name((qp_stage_id)st));
   /* A device backend: each rank's device holds its local parts (docs/gpu.md). */
@@ -172,12 +173,13 @@ static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *wor
   if (print && device) printf(" %17s", "device peak");
   size_t device_max = 0;
   for (int r = 0; r < n; ++r) {
-    p->plan_grid.myrow = r / p->plan_grid.npcol;
-    p->plan_grid.mycol = r % p->plan_grid.npcol;
-    QP_CALL(qp_plan_remodel(p));
+    plan->grid.myrow = r / plan->grid.npcol;
+    plan->grid.mycol = r % plan->grid.npcol;
+    QP_CALL(qp_plan_remodel(p, plan));
     if (print) printf("\n  %-6d", r);
     for (int st = 0; st < QP_STAGE_COUNT; ++st) {
-      const size_t peak = qp_model_stage_peak(&p->model, (qp_stage_id)st) + p->model.overhead_bytes;
+      const size_t peak =
+          qp_model_stage_peak(&plan->model, (qp_stage_id)st) + plan->model.overhead_bytes;
       QP_CHECK(qp_size_add(node[st], peak, &node[st]), QP_ERR_INPUT,
                "the node of ranks %d to %d needs more than 2^64 bytes in stage %s (%d ranks "
                "per node, rank %d alone %.3g bytes)",
@@ -187,7 +189,7 @@ static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *wor
       if (peak > s->rank_stage[st]) s->rank_stage[st] = peak;
       if (print) printf(" %17.2f", (double)peak / mib);
     }
-    const size_t device_peak = qp_model_peak_in(&p->model, QP_SPACE_DEVICE);
+    const size_t device_peak = qp_model_peak_in(&plan->model, QP_SPACE_DEVICE);
     if (device_peak > device_max) device_max = device_peak;
     if (print && device) printf(" %17.2f", (double)device_peak / mib);
     if ((r + 1) % s->per_node == 0 || r == n - 1) {
@@ -204,8 +206,8 @@ static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *wor
   if (print && device)
     printf("  largest device peak of a rank (each rank its own device) %.2f MiB\n", (double)device_max / mib);
   /* Leave the model of rank 0 (the largest share and the reader) in place. */
-  p->plan_grid.myrow = p->plan_grid.mycol = 0;
-  QP_CALL(qp_plan_remodel(p));
+  plan->grid.myrow = plan->grid.mycol = 0;
+  QP_CALL(qp_plan_remodel(p, plan));
   *worst = worst_node;
   s->rank_peak = rank_max;
   s->node_peak = worst_node;
@@ -214,17 +216,17 @@ static qp_err qp_node_peak(qp_problem *p, qp_plan_job *s, int print, size_t *wor
 
 /* With --mem-per-node and no --grid: the factorisation of the ranks whose largest node fits
  * best (the smallest node peak). */
-static qp_err qp_choose_grid(qp_problem *p, qp_plan_job *s) {
+static qp_err qp_choose_grid(const qp_problem *p, qp_plan *plan, qp_plan_job *s) {
   size_t best = SIZE_MAX;
   int best_rows = 0;
   for (int rows = 1; rows <= s->ranks; ++rows) {
     if (s->ranks % rows) continue;
-    p->plan_grid = (qp_grid){0, rows, s->ranks / rows, 0, 0, s->block};
+    plan->grid = (qp_grid){0, rows, s->ranks / rows, 0, 0, s->block};
     /* Planned again for this grid: its chunks, batches and W's blocks (multiples of block x
      * npcol) are its own. */
-    QP_CALL(qp_plan_route(p));
+    QP_CALL(qp_plan_route(p, plan));
     size_t peak = 0;
-    QP_CALL(qp_node_peak(p, s, 0, &peak));
+    QP_CALL(qp_node_peak(p, plan, s, 0, &peak));
     if (best_rows == 0 || peak < best) {
       best = peak;
       best_rows = rows;
@@ -254,20 +256,27 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
   qp_problem p;
   memset(&p, 0, sizeof p);
   p.cfg = &cfg;
+  /* This command owns the plan: it plans once, and again per grid it weighs. */
+  qp_plan *plan = &p.plan_store;
+  p.plan = plan;
   /* A per-node limit with no per-rank one: each rank may use its share of the node, and the
-   * planner chunks to it. */
-  if (err == QP_OK && sizing.mem_per_node > 0 && cfg.host_limit <= 0)
-    cfg.host_limit = sizing.mem_per_node / sizing.per_node;
+   * planner chunks to it (qp_plan_limit). */
+  const qp_limit_inputs limit = {
+      .config = err == QP_OK ? cfg.host_limit : 0.0,
+      .per_rank = sizing.mem_per_node > 0 ? sizing.mem_per_node / sizing.per_node : 0.0};
+  if (err == QP_OK) err = qp_plan_limit(&limit, plan);
   if (sizing.ranks > 0) {
     /* Planned as rank 0 (the largest share, and the reader); the others follow. */
     if (sizing.rows == 0) qp_grid_choose(sizing.ranks, &sizing.rows, &sizing.cols);
-    p.plan_grid = (qp_grid){0, sizing.rows, sizing.cols, 0, 0, sizing.block};
+    plan->grid = (qp_grid){0, sizing.rows, sizing.cols, 0, 0, sizing.block};
   }
-  if (err == QP_OK) err = qp_inputs_plan(&p);
+  qp_noise_figures noise;
+  if (err == QP_OK) err = qp_inputs_plan(&p, &noise);
+  if (err == QP_OK) err = qp_plan_build(&p, &noise, plan);
   if (err == QP_OK && sizing.ranks > 0 && sizing.mem_per_node > 0 && !sizing.grid_given) {
-    err = qp_choose_grid(&p, &sizing);
-    p.plan_grid = (qp_grid){0, sizing.rows, sizing.cols, 0, 0, sizing.block};
-    if (err == QP_OK) err = qp_plan_route(&p);
+    err = qp_choose_grid(&p, plan, &sizing);
+    plan->grid = (qp_grid){0, sizing.rows, sizing.cols, 0, 0, sizing.block};
+    if (err == QP_OK) err = qp_plan_route(&p, plan);
   }
   int planned = 0;
   if (err == QP_OK) {
@@ -275,13 +284,14 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
     if (!sizing.json) print(&p);
     size_t node = 0;
     if (sizing.ranks > 0) {
-      err = qp_node_peak(&p, &sizing, !sizing.json, &node);
+      err = qp_node_peak(&p, plan, &sizing, !sizing.json, &node);
     } else {
       /* One process: the rank is the node. */
       for (int st = 0; st < QP_STAGE_COUNT; ++st)
         sizing.rank_stage[st] = sizing.node_stage[st] =
-            qp_model_stage_peak(&p.model, (qp_stage_id)st) + p.model.overhead_bytes;
-      node = sizing.rank_peak = sizing.node_peak = qp_model_peak(&p.model) + p.model.overhead_bytes;
+            qp_model_stage_peak(&plan->model, (qp_stage_id)st) + plan->model.overhead_bytes;
+      node = sizing.rank_peak = sizing.node_peak =
+          qp_model_peak(&plan->model) + plan->model.overhead_bytes;
     }
     if (err == QP_OK && sizing.mem_per_node > 0 && (double)node > sizing.mem_per_node)
       err = qp_error_set(QP_ERR_BUDGET, __FILE__, __LINE__, __func__,

@@ -63,27 +63,27 @@ static void qp_plan_usage(FILE *out) {
 
 static void qp_plan_print(const qp_problem *p) {
   const qp_config *cfg = p->cfg;
-  const qp_model *m = &p->model;
+  const qp_model *m = &p->plan->model;
   const double mib = 1048576.0;
   printf("qmlpipe plan: %s\n", cfg->source);
   printf("  n_pix %lld (T %lld, Q/U %lld pixels), n_modes %lld, %d parameters, %lld map(s)\n",
          (long long)p->n_pix, (long long)p->n_obs_t, (long long)p->n_obs_p,
          (long long)p->n_modes, p->n_params, (long long)p->n_maps);
-  printf("  route: %s\n", p->path_reason);
-  if (p->path_used == QP_PATH_PIXEL_DIRECT)
+  printf("  route: %s\n", p->plan->path_reason);
+  if (p->plan->path_used == QP_PATH_PIXEL_DIRECT)
     printf("  fisher_run holds %lld of %d products; spectra_run builds %lld bin matrices at a "
            "time\n",
-           (long long)p->model_dims.fisher_chunk, p->n_params, (long long)p->model_dims.spectra_chunk);
-  if (qp_model_map_batch(&p->model_dims) < p->n_maps)
+           (long long)p->plan->model_dims.fisher_chunk, p->n_params, (long long)p->plan->model_dims.spectra_chunk);
+  if (qp_model_map_batch(&p->plan->model_dims) < p->n_maps)
     printf("  maps in batches of %lld of %lld on the device (memory.device_limit)\n",
-           (long long)qp_model_map_batch(&p->model_dims), (long long)p->n_maps);
-  if (qp_model_w_chunked(&p->model_dims))
+           (long long)qp_model_map_batch(&p->plan->model_dims), (long long)p->n_maps);
+  if (qp_model_w_chunked(&p->plan->model_dims))
     printf("  W in blocks of %lld of %lld columns on the device (memory.device_limit)\n",
-           (long long)p->model_dims.w_block, (long long)p->n_modes);
-  if (p->model_dims.host_panel > 0)
+           (long long)p->plan->model_dims.w_block, (long long)p->n_modes);
+  if (p->plan->model_dims.host_panel > 0)
     printf("  host windows in panels of %lld local line%s (%s; memory.host_limit)\n",
-           (long long)p->model_dims.host_panel, p->model_dims.host_panel == 1 ? "" : "s",
-           qp_plan_panel_lines(&p->model_dims));
+           (long long)p->plan->model_dims.host_panel, p->plan->model_dims.host_panel == 1 ? "" : "s",
+           qp_plan_panel_lines(&p->plan->model_dims));
   /* A checkpoint after a stage (run --checkpoint) holds every buffer alive at its end: the
    * stage's persistent bytes (pipeline/checkpoint.h), per rank; spectra_run writes none. */
   printf("  %-18s %16s %16s %16s\n", "stage", "peak MiB", "with overhead", "checkpoint MiB");
@@ -98,9 +98,10 @@ static void qp_plan_print(const qp_problem *p) {
          "checkpoints, while the newer is written)\n",
          disk / mib);
   size_t need = qp_model_peak(m) + m->overhead_bytes;
-  if (cfg->host_limit > 0)
+  const double limit = p->plan->host_limit; /* memory.host_limit, or the --mem-per-node share */
+  if (limit > 0)
     printf("  lifetime peak %.2f MiB of memory.host_limit %.2f MiB: %s\n", need / mib,
-           cfg->host_limit / mib, (double)need <= cfg->host_limit ? "fits" : "does not fit");
+           limit / mib, (double)need <= limit ? "fits" : "does not fit");
   else
     printf("  lifetime peak %.2f MiB (no memory.host_limit set)\n", need / mib);
   if (!qp_model_has_device(m)) return;
@@ -110,7 +111,7 @@ static void qp_plan_print(const qp_problem *p) {
   for (int s = 0; s < QP_STAGE_COUNT; ++s)
     printf("  %-18s %16.2f\n", qp_stage_name((qp_stage_id)s),
            qp_model_stage_peak_in(m, s, QP_SPACE_DEVICE) / mib);
-  if (!p->model_dims.backend && p->model_dims.grid_rows <= 0)
+  if (!p->plan->model_dims.backend && p->plan->model_dims.grid_rows <= 0)
     printf("  the backend's own workspaces are not in these figures: backend %s sizes them on "
            "its device at run time (docs/gpu.md)\n",
            cfg->backend);

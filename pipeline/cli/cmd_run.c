@@ -62,18 +62,19 @@ static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline)
   printf("qmlpipe run: nside %lld, %lld observed pixels, %lld map(s), %d parameter(s), "
          "path %s\n",
          (long long)p->nside, (long long)p->n_observed, (long long)p->n_maps, p->n_params,
-         p->path_used == QP_PATH_HARMONIC ? (p->smw ? "harmonic (smw)" : "harmonic (projected)")
-                                          : "pixel_direct");
+         p->plan->path_used != QP_PATH_HARMONIC ? "pixel_direct"
+         : p->plan->smw                         ? "harmonic (smw)"
+                                                : "harmonic (projected)");
   printf("%-18s %9s %9s %14s %14s %14s\n", "stage", "seconds", "GFLOP/s", "pred. rise MiB",
          "meas. rise MiB", "tracked==pred");
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
     if (!r) continue;
-    double predicted = (double)(qp_model_stage_peak(&p->model, (qp_stage_id)s) +
-                                qp_model_stage_library(&p->model, (qp_stage_id)s) -
-                                qp_model_stage_carried(&p->model, (qp_stage_id)s));
+    double predicted = (double)(qp_model_stage_peak(&p->plan->model, (qp_stage_id)s) +
+                                qp_model_stage_library(&p->plan->model, (qp_stage_id)s) -
+                                qp_model_stage_carried(&p->plan->model, (qp_stage_id)s));
     double measured = (double)(r->meter_end.hwm - r->meter_start.rss);
-    int exact = r->tracked_peak == qp_model_stage_peak(&p->model, (qp_stage_id)s);
+    int exact = r->tracked_peak == qp_model_stage_peak(&p->plan->model, (qp_stage_id)s);
     printf("%-18s %9.3f %9.2f %14.2f %14.2f %14s\n", r->name, r->seconds,
            r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0.0, predicted / 1048576.0,
            measured / 1048576.0, r->resumed ? "resumed" : exact ? "yes" : "NO");

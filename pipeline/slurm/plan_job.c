@@ -44,7 +44,7 @@ qp_err qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_jo
       margin > (double)QP_JOB_MEM_MARGIN_MIN ? (size_t)ceil(margin) : QP_JOB_MEM_MARGIN_MIN;
   f->mem_mib = (int64_t)ceil(((double)job->node_peak + (double)f->margin_bytes) / 1048576.0);
   const double cores = (double)f->cpus_per_task * (double)f->tasks;
-  f->compute_seconds = p->plan_flops / (f->flops_per_core * cores);
+  f->compute_seconds = p->plan->flops / (f->flops_per_core * cores);
   const double minutes =
       ceil(f->compute_seconds * QP_JOB_TIME_FACTOR / 60.0) + QP_JOB_STARTUP_MINUTES;
   f->minutes = minutes < 1e9 ? (int64_t)minutes : (int64_t)1e9;
@@ -69,12 +69,6 @@ static void qp_json_string(FILE *out, const char *s) {
       fputc(*c, out);
   }
   fputc('"', out);
-}
-
-static const char *qp_job_route(const qp_problem *p) {
-  return p->path_used == QP_PATH_PIXEL_DIRECT ? "pixel_direct"
-         : p->smw                             ? "harmonic_smw"
-                                              : "harmonic_projected";
 }
 
 /* The absolute path of `path` (which exists), or of a file `path` to be made in an existing
@@ -113,7 +107,7 @@ static int qp_job_absolute(const char *path, char out[PATH_MAX]) {
 void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
                        const qp_job_figures *f, const char *script) {
   const qp_config *cfg = p->cfg;
-  const qp_model *m = &p->model;
+  const qp_model *m = &p->plan->model;
   char config[PATH_MAX];
   if (!qp_job_absolute(cfg->source, config)) snprintf(config, sizeof config, "%s", cfg->source);
   fprintf(out, "{\n  \"schema\": \"qmlpipe-plan/1\",\n  \"config\": ");
@@ -122,17 +116,17 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
           ",\n  \"n_pix\": %lld,\n  \"n_modes\": %lld,\n  \"n_params\": %d,\n  \"n_maps\": %lld,\n"
           "  \"route\": \"%s\",\n  \"reason\": ",
           (long long)p->n_pix, (long long)p->n_modes, p->n_params, (long long)p->n_maps,
-          qp_job_route(p));
-  qp_json_string(out, p->path_reason);
+          qp_plan_route_name(p->plan));
+  qp_json_string(out, p->plan->path_reason);
   fprintf(out,
           ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld, \"maps\": %lld, "
           "\"w_block\": %lld, \"host_panel\": %lld},\n"
           "  \"flops\": %.6e,\n",
-          (long long)p->model_dims.fisher_chunk, (long long)p->model_dims.spectra_chunk,
-          (long long)qp_model_map_batch(&p->model_dims),
+          (long long)p->plan->model_dims.fisher_chunk, (long long)p->plan->model_dims.spectra_chunk,
+          (long long)qp_model_map_batch(&p->plan->model_dims),
           (long long)qp_w_block(p),
-          (long long)(p->model_dims.host_panel > 0 ? p->model_dims.host_panel : p->n_pix),
-          p->plan_flops);
+          (long long)(p->plan->model_dims.host_panel > 0 ? p->plan->model_dims.host_panel : p->n_pix),
+          p->plan->flops);
   if (job->ranks > 0)
     fprintf(out,
             "  \"grid\": {\"rows\": %d, \"cols\": %d, \"block\": %d, \"ranks\": %d, "
@@ -141,8 +135,8 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
   else
     fprintf(out, "  \"grid\": null,\n");
   fprintf(out, "  \"overhead_bytes\": %zu,\n", m->overhead_bytes);
-  if (cfg->host_limit > 0)
-    fprintf(out, "  \"limit_bytes\": %.0f,\n", cfg->host_limit);
+  if (p->plan->host_limit > 0)
+    fprintf(out, "  \"limit_bytes\": %.0f,\n", p->plan->host_limit);
   else
     fprintf(out, "  \"limit_bytes\": null,\n");
   if (job->mem_per_node > 0)
@@ -208,7 +202,7 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
                "#   sbatch ");
   qp_sh_quote(out, script);
   fprintf(out, "\n# config:  %s\n# qmlpipe: %s (the binary that planned it)\n", config, exe);
-  fprintf(out, "# route:   %s\n", p->path_reason);
+  fprintf(out, "# route:   %s\n", p->plan->path_reason);
   if (f->mpi)
     fprintf(out,
             "# grid:    %d x %d, block %d, %d rank(s) per node: the plan's, given to `run` as\n"
@@ -226,7 +220,7 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
           "#          per task x %d task(s) = %.0f s; times %.0f (safety), plus %d minutes of\n"
           "#          start-up, rounded up to minutes. The rate: %s.\n"
           "#          `qmlpipe report` of a first job prints each stage's seconds.\n",
-          p->plan_flops, f->flops_per_core * 1e-9, f->cpus_per_task, f->tasks,
+          p->plan->flops, f->flops_per_core * 1e-9, f->cpus_per_task, f->tasks,
           f->compute_seconds, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES, f->rate_source);
   if (f->gpus_per_node > 0)
     fprintf(out,

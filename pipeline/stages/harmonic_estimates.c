@@ -34,8 +34,8 @@ static qp_err qp_noise_modes_dense(qp_problem *p, const qp_matrix *z, qp_matrix 
   qp_err err = QP_OK;
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT, n, n, &neff),
                done);
-  QP_CALL_GOTO(qp_pixel_noise_plus_signal(p, &neff, p->switched ? cfg->lmax + 1 : 1,
-                                          p->switched ? cfg->lmax_signal : 0),
+  QP_CALL_GOTO(qp_pixel_noise_plus_signal(p, &neff, p->plan->switched ? cfg->lmax + 1 : 1,
+                                          p->plan->switched ? cfg->lmax_signal : 0),
                done);
   QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &neff, z, 0.0, nz), done);
 done:
@@ -199,14 +199,14 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
   const int n_slots = qp_fisher_block_slots(p->cfg, slot);
   for (int k = 80; k >= 0; --k)
     if (slot[k] >= 0) quad[slot[k]] = k; /* the smaller key of each pair */
-  const int64_t panel = qp_model_field_panel(&p->model_dims);
+  const int64_t panel = qp_model_field_panel(&p->plan->model_dims);
   qp_field_windows fw;
   qp_ell_runs rows = {0}, cols = {0};
   qp_entry_group *groups = NULL;
   int64_t *gstart = NULL;
   double *sums = NULL;
   qp_err err = QP_OK;
-  QP_CALL_GOTO(qp_field_windows_init(&p->kernel, block, panel, p->model_dims.n_fields, &fw), done);
+  QP_CALL_GOTO(qp_field_windows_init(&p->kernel, block, panel, p->plan->model_dims.n_fields, &fw), done);
   QP_CALL_GOTO(qp_entry_groups(p, e, start, &groups, &gstart), done);
   QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT, n_slots * block,
                                 &sums),
@@ -281,7 +281,7 @@ done:
 static qp_err qp_bias_from_matrix(qp_problem *p, const qp_matrix *g, const qp_entry *e,
                                   const int64_t *start) {
   const int64_t n_entries = start[p->n_params], nm = g->cols;
-  const int64_t panel = qp_model_mode_panel(&p->model_dims);
+  const int64_t panel = qp_model_mode_panel(&p->plan->model_dims);
   qp_host_window w = {0};
   qp_err err = QP_OK;
   double *terms = calloc((size_t)n_entries + 1, sizeof *terms);
@@ -354,7 +354,7 @@ static qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_mat
                                  const qp_entry *e, const int64_t *start) {
   const qp_config *cfg = p->cfg;
   const int64_t n_entries = start[p->n_params], nm = z->cols;
-  const int64_t panel = qp_model_mode_panel(&p->model_dims);
+  const int64_t panel = qp_model_mode_panel(&p->plan->model_dims);
   const int moves = qp_linalg_moves_data(p->ops);
   qp_matrix work = {0};
   qp_host_window rw = {0};
@@ -440,7 +440,7 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
   /* A host W formed in blocks goes now, before the bias's host work matrices (model: phase 0);
    * a device W may lend Z its buffer and goes at the end. */
   if (qp_w_block(p) < nm) qp_matrix_destroy(&p->kernel);
-  if (p->smw) {
+  if (p->plan->smw) {
     /* G = (I + K Lambda)^-1 W: b_p = 1/2 tr(D_p G). */
     QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT, nm, nm, &g),
                  done);
@@ -459,7 +459,7 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
           qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, n, nm, &z), done);
     QP_CALL_GOTO(qp_linalg_copy_sub(n, nm, &p->vt, 0, 0, &z, 0, 0), done);
     QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
-    if (p->switched || !p->noise_variance) {
+    if (p->plan->switched || !p->noise_variance) {
       QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, n, nm, &nz),
                    done);
       QP_CALL_GOTO(qp_noise_modes_dense(p, &z, &nz), done);
@@ -475,7 +475,7 @@ done:
   free(e);
   free(start);
   /* Projection: the noise bias was the last use of N and of W (model: freed in fisher_run). */
-  if (!p->smw) {
+  if (!p->plan->smw) {
     qp_matrix_destroy(&p->kernel);
     qp_budget_free(p->noise_variance);
     p->noise_variance = NULL;
@@ -538,7 +538,7 @@ static qp_err qp_smw_spectra_y(qp_problem *p) {
 }
 
 qp_err qp_harmonic_spectra_y(qp_problem *p) {
-  if (p->smw) {
+  if (p->plan->smw) {
     QP_CALL(qp_smw_spectra_y(p));
     return QP_OK;
   }

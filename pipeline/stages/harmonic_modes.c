@@ -6,9 +6,6 @@
 
 #include "spin_harmonics.h"
 
-/* The fields (T = 0, E = 1, B = 2) each spectrum couples, in QML.md 6 order. */
-const int qp_spectrum_fields[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
-
 /* The spectrum coupling fields f1 and f2. */
 qp_spectrum qp_fields_spectrum(int f1, int f2) {
   static const qp_spectrum table[3][3] = {
@@ -23,34 +20,6 @@ int64_t qp_mode(const qp_problem *p, int field, int l, int m) {
 /* B_l^2 from the pixel weights (2l+1)/(4 pi) B_l^2: the harmonic basis carries (2l+1)/(4 pi). */
 double qp_beam2(const qp_problem *p, int l) {
   return p->ell_weight[l] * 4.0 * M_PI / (2.0 * l + 1.0);
-}
-
-int qp_fisher_block_slots(const qp_config *cfg, int slot[81]) {
-  int used[9] = {0}; /* the field pairs (fa, fb) of D_q's entries: both orders of a spectrum */
-  for (int i = 0; i < cfg->n_spectra; ++i) {
-    const int f1 = qp_spectrum_fields[cfg->spectra[i]][0], f2 = qp_spectrum_fields[cfg->spectra[i]][1];
-    used[f1 * 3 + f2] = used[f2 * 3 + f1] = 1;
-  }
-  for (int k = 0; k < 81; ++k) slot[k] = -1;
-  int n = 0;
-  /* An entry (fa, fb) of D_q with one (fc, fd) of D_r reads W_{fb fc} W_{fa fd} (F's sum). */
-  for (int g = 0; g < 9; ++g)
-    for (int h = 0; h < 9; ++h) {
-      if (!used[g] || !used[h]) continue;
-      const int fa = g / 3, fb = g % 3, fc = h / 3, fd = h % 3;
-      const int k = qp_fisher_block_key(fb, fc, fa, fd), swap = qp_fisher_block_key(fa, fd, fb, fc);
-      const int first = k < swap ? k : swap;
-      if (slot[first] < 0) slot[first] = n++;
-      slot[k] = slot[swap] = slot[first];
-    }
-  return n;
-}
-
-int qp_spectra_cross(const qp_config *cfg) {
-  int cross = 0;
-  for (int i = 0; i < cfg->n_spectra; ++i)
-    cross |= qp_spectrum_fields[cfg->spectra[i]][0] != qp_spectrum_fields[cfg->spectra[i]][1];
-  return cross;
 }
 
 /* ---- D_p: the sparse derivative of Lambda ---- */

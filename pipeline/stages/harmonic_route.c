@@ -1,4 +1,4 @@
-/* harmonic_route.c: the harmonic path's mode layout and basis_setup, SMW and projection
+/* harmonic_route.c: the harmonic path's basis_setup, SMW and projection
  * (harmonic_route.h); its fisher_run and spectra_run: harmonic_estimates.c. */
 #include "harmonic_route.h"
 
@@ -15,18 +15,6 @@
 #include "progress.h"
 #include "basis_terms.h"
 #include "spectra_terms.h"
-
-void qp_harmonic_layout(qp_problem *p) {
-  const qp_config *cfg = p->cfg;
-  const int has[3] = {p->n_obs_t > 0, p->n_obs_p > 0, p->n_obs_p > 0};
-  p->n_modes = 0;
-  for (int f = 0; f < 3; ++f) {
-    p->field_ell_min[f] = f == 0 ? cfg->ell_min : (cfg->ell_min > 2 ? cfg->ell_min : 2);
-    p->field_offset[f] = has[f] ? p->n_modes : -1;
-    if (has[f] && cfg->lmax >= p->field_ell_min[f])
-      p->n_modes += qp_harmonic_count(p->field_ell_min[f], cfg->lmax);
-  }
-}
 
 /* ---- basis_setup ---- */
 
@@ -213,7 +201,7 @@ done:
  * gets its terms in the same order whatever the panels. */
 static qp_err qp_build_smw_matrix(qp_problem *p) {
   const qp_config *cfg = p->cfg;
-  const int64_t nm = p->n_modes, panel = qp_model_mode_panel(&p->model_dims);
+  const int64_t nm = p->n_modes, panel = qp_model_mode_panel(&p->plan->model_dims);
   qp_matrix work = {0};
   qp_host_window w = {0};
   qp_err err = QP_OK;
@@ -291,19 +279,6 @@ static qp_err qp_whiten_smw(qp_problem *p, qp_matrix *x) {
   return QP_OK;
 }
 
-double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first) {
-  /* Every batch but the last holds qp_map_batch maps: local_rows x local_cols of mode_maps. */
-  return p->mode_maps_host +
-         first / qp_map_batch(p) * p->mode_maps.local_rows * p->mode_maps.local_cols;
-}
-
-int64_t qp_mode_maps_host_elements(const qp_problem *p) {
-  int64_t kept = 0;
-  for (int64_t first = 0; first < p->n_maps; first += qp_map_batch(p))
-    kept += qp_matrix_local_elements(p->ops, p->n_modes, qp_map_batch_count(p, first));
-  return kept;
-}
-
 /* V N_eff^-1 x = Y^T N_eff^-1/2 x for the maps, a batch at a time (qp_map_batch), into
  * p->mode_maps; with several batches each is kept on the host (qp_mode_maps_host_batch), from
  * which spectra_run takes it back. On a grid each rank keeps its own local parts. */
@@ -344,7 +319,7 @@ done:
  * D = t on T's modes, and D is what the factors take away. */
 static qp_run_scale qp_smw_mode_scale(const qp_problem *p) {
   const qp_run_scale fields = qp_field_scale(
-      p, p->switched ? p->cfg->lmax + 1 : p->cfg->lmax_signal + 1, p->cfg->lmax_signal, 1);
+      p, p->plan->switched ? p->cfg->lmax + 1 : p->cfg->lmax_signal + 1, p->cfg->lmax_signal, 1);
   const int64_t end_t = p->field_offset[0] < 0   ? 0
                         : p->field_offset[1] >= 0 ? p->field_offset[1]
                                                   : p->n_modes;
@@ -374,11 +349,11 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
    * N, N_eff's with S_fixed's diagonal. */
   const int no_signal = p->cfg->lmax_signal + 1;
   const qp_run_scale fields =
-      qp_field_scale(p, p->switched ? p->cfg->lmax + 1 : no_signal, p->cfg->lmax_signal, 1);
+      qp_field_scale(p, p->plan->switched ? p->cfg->lmax + 1 : no_signal, p->cfg->lmax_signal, 1);
   double noise_norm = 0.0; /* lambda_max(F N F): |F N_eff F|_1, or the largest scaled variance */
   if (p->noise_factor.data) {
     QP_CALL(qp_conditioned_potrf(p, &p->noise_factor, QP_RCOND_NOISE,
-                                 p->switched ? "N_eff = N + S_fixed (SMW's noise)"
+                                 p->plan->switched ? "N_eff = N + S_fixed (SMW's noise)"
                                              : "the noise covariance N (SMW)",
                                  QP_RCOND_SMW_ADVICE, &fields, &noise_norm));
   } else {
@@ -480,7 +455,7 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
   const int64_t n = p->n_pix, nm = p->n_modes;
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "basis_setup", "", 0);
-  if (p->smw) {
+  if (p->plan->smw) {
     QP_CALL(qp_basis_smw(p, &progress));
     return QP_OK;
   }

@@ -16,10 +16,9 @@
 #ifndef QP_HARMONIC_H
 #define QP_HARMONIC_H
 
+#include "mode_layout.h"
 #include "problem.h"
 
-/** Sets n_modes and the field layout of the modes (part of the plan). */
-void qp_harmonic_layout(qp_problem *p);
 /** basis_setup of the harmonic path: V, Y, W (and M's LU for SMW). */
 qp_err qp_harmonic_basis_setup(qp_problem *p);
 /** B <- (I + K Lambda)^-1 B with SMW's factors. The factored matrix is F (I + K Lambda) F^-1,
@@ -28,13 +27,6 @@ qp_err qp_harmonic_basis_setup(qp_problem *p);
  *  smaller: 7.8e-14 against 0.0005); the solve is F^-1 (F M F^-1)^-1 F B, exact scalings by
  *  powers of 2 around getrs. */
 qp_err qp_smw_solve(const qp_problem *p, qp_matrix *b);
-/** SMW with the maps in batches keeps every batch's V N_eff^-1 x on the host from basis_setup
- *  to spectra_run (p->mode_maps_host): batch after batch, each as this rank's local part of
- *  p->mode_maps seen as the batch (qp_map_batch_view), leading dimension p->mode_maps.ld.
- *  Where the batch from map `first` starts there. */
-double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first);
-/** This rank's elements of p->mode_maps_host: every batch's local part. */
-int64_t qp_mode_maps_host_elements(const qp_problem *p);
 /** fisher_run of the harmonic path: F and b. */
 qp_err qp_harmonic_fisher_run(qp_problem *p);
 /** The raw quadratic y of every map (spectra_run of the harmonic path, before F^-1). */

@@ -5,7 +5,7 @@
 #include "stages.h"
 
 qp_err qp_stage_basis_setup(qp_problem *p) {
-  if (p->path_used == QP_PATH_HARMONIC) {
+  if (p->plan->path_used == QP_PATH_HARMONIC) {
     QP_CALL(qp_harmonic_basis_setup(p));
     return QP_OK;
   }

@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "inputs.h"
-#include "planner.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
@@ -31,10 +30,10 @@ static qp_err qp_smw_noise(qp_problem *p) {
   const int64_t n = p->n_pix;
   if (p->noise.data)
     QP_CALL(qp_matrix_alias(&p->noise, QP_TERM_NOISE, &p->noise_factor));
-  else if (p->switched)
+  else if (p->plan->switched)
     QP_CALL(
         qp_matrix_create(p->ops, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, n, n, &p->noise_factor));
-  if (p->switched)
+  if (p->plan->switched)
     QP_CALL(qp_pixel_noise_plus_signal(p, &p->noise_factor, cfg->lmax + 1, cfg->lmax_signal));
   return QP_OK;
 }
@@ -45,9 +44,8 @@ qp_err qp_stage_covariance_setup(qp_problem *p) {
   QP_CALL(qp_inputs_read_geometry(p));
   QP_CALL(qp_inputs_read_data(p));
   qp_progress_note(&progress, "mask, maps and noise read");
-  QP_CALL(qp_plan_reroute_smw(p));
   QP_CALL(qp_problem_hold_backend(p));
-  if (p->path_used == QP_PATH_HARMONIC && p->smw) {
+  if (p->plan->path_used == QP_PATH_HARMONIC && p->plan->smw) {
     QP_CALL(qp_smw_noise(p));
   } else {
     const int64_t n = p->n_pix;

@@ -21,7 +21,7 @@
  * product; otherwise N_eff is formed in the slot and takes two. */
 static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
   const qp_config *cfg = p->cfg;
-  const int switched = cfg->lmax < cfg->lmax_signal;
+  const int switched = p->plan->switched;
   if (p->noise_variance && !switched) {
     /* D L^-T from the transpose of L^-1 (the strictly lower part of that transpose is C's
      * untouched upper triangle: zeroed), row i scaled by d_i. */
@@ -150,7 +150,7 @@ static qp_err qp_whiten_product(qp_problem *p, const qp_matrix *stack, int64_t j
 static qp_err qp_pixel_fisher_run(qp_problem *p);
 
 qp_err qp_stage_fisher_run(qp_problem *p) {
-  if (p->path_used == QP_PATH_HARMONIC)
+  if (p->plan->path_used == QP_PATH_HARMONIC)
     QP_CALL(qp_harmonic_fisher_run(p));
   else
     QP_CALL(qp_pixel_fisher_run(p));
@@ -169,7 +169,7 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
  * with smaller k the later products are formed again, ~n_params^2 / (2k) extra. */
 static qp_err qp_pixel_fisher_run(qp_problem *p) {
   qp_err err = QP_OK;
-  const int64_t n = p->n_pix, np = p->n_params, k = p->model_dims.fisher_chunk;
+  const int64_t n = p->n_pix, np = p->n_params, k = p->plan->model_dims.fisher_chunk;
   const int streaming = k < np;
   const int64_t slots = k + 1 + streaming;
   const int64_t stride = qp_matrix_local_size(&p->cov); /* n^2, or this rank's part */

@@ -96,7 +96,7 @@ done:
 static qp_err qp_pixel_spectra_y(qp_problem *p) {
   qp_err err = QP_OK;
   const int64_t n = p->n_pix, np = p->n_params, n_maps = p->n_maps, batch = qp_map_batch(p);
-  const int64_t chunk = p->model_dims.spectra_chunk;
+  const int64_t chunk = p->plan->model_dims.spectra_chunk;
   const int64_t slot_stride = qp_matrix_local_size(&p->cov);
   qp_matrix z = {0}, pz = {0}, bins = {0}, zb = {0}, pzb = {0};
   double *dots = malloc((size_t)(batch > 0 ? batch : 1) * sizeof *dots);
@@ -153,7 +153,7 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->yb));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->cl));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_ERRORS, QP_TERM_PERSISTENT, np, &p->error));
-  if (p->path_used == QP_PATH_HARMONIC)
+  if (p->plan->path_used == QP_PATH_HARMONIC)
     QP_CALL(qp_harmonic_spectra_y(p));
   else
     QP_CALL(qp_pixel_spectra_y(p));

@@ -20,7 +20,7 @@ static const qp_stage_term *find_term(const qp_stage_record *r, const char *name
 }
 
 static void qp_check_budget_exact(const qp_problem *p) {
-  const qp_model *m = &p->model;
+  const qp_model *m = &p->plan->model;
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     const char *name = qp_stage_name((qp_stage_id)s);
     const qp_stage_record *r = qp_stage_record_find(name);

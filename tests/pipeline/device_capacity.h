@@ -39,7 +39,7 @@ static inline void check_capacity(qp_config *cfg, double limit, const char *what
   qp_hostdev_set_capacity((size_t)limit + 8 * 4096);
   cfg->device_limit = limit;
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
-  *planned = p.model_dims;
+  *planned = p.plan->model_dims;
   qp_check_budget_exact(&p);
   qp_problem_free(&p);
   cfg->device_limit = 0;

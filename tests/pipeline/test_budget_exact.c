@@ -24,7 +24,7 @@
 #include "budget_check.h"
 
 static void check_rss(const qp_problem *p, const qp_meter_sample *baseline) {
-  const qp_model *m = &p->model;
+  const qp_model *m = &p->plan->model;
   const double matrix = (double)(p->n_pix * p->n_pix) * 8.0;
   printf("%-18s %14s %14s %8s %14s %14s %8s\n", "stage", "pred. peak MiB", "meas. peak MiB",
          "diff", "pred. rise MiB", "meas. rise MiB", "diff");

@@ -19,7 +19,7 @@ int main(void) {
   qp_problem whole, chunked;
   qp_meter_sample b0, b1;
   TEST_OK(qp_fixture_run(&cfg, &whole, &b0));
-  const size_t unchunked = qp_model_peak(&whole.model) + whole.model.overhead_bytes;
+  const size_t unchunked = qp_model_peak(&whole.plan->model) + whole.plan->model.overhead_bytes;
   /* Keep the unchunked results and free the rest, so that the chunked run's RSS is its own. */
   const int64_t np = whole.n_params, nm = whole.n_maps;
   double *keep = malloc((size_t)(np * np + np + 2 * nm * np) * sizeof *keep);
@@ -31,21 +31,21 @@ int main(void) {
   qp_problem_free(&whole);
   cfg.host_limit = 0.5 * (double)unchunked;
   TEST_OK(qp_fixture_run(&cfg, &chunked, &b1));
-  const qp_model_dims *d = &chunked.model_dims;
+  const qp_model_dims *d = &chunked.plan->model_dims;
   printf("n_pix %lld, %d parameters: unchunked peak %.1f MiB; limit %.1f MiB -> fisher chunk "
          "%lld, spectra chunk %lld, predicted peak %.1f MiB\n",
          (long long)chunked.n_pix, chunked.n_params, unchunked / 1048576.0,
          cfg.host_limit / 1048576.0, (long long)d->fisher_chunk, (long long)d->spectra_chunk,
-         (qp_model_peak(&chunked.model) + chunked.model.overhead_bytes) / 1048576.0);
+         (qp_model_peak(&chunked.plan->model) + chunked.plan->model.overhead_bytes) / 1048576.0);
   TEST_ASSERT(d->fisher_chunk < chunked.n_params && d->spectra_chunk < chunked.n_params,
               "the planner did not chunk (fisher %lld, spectra %lld)", (long long)d->fisher_chunk,
               (long long)d->spectra_chunk);
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
     printf("  %-16s measured peak RSS %.1f MiB\n", r->name, r->meter_end.hwm / 1048576.0);
-    TEST_ASSERT(r->tracked_peak == qp_model_stage_peak(&chunked.model, (qp_stage_id)s),
+    TEST_ASSERT(r->tracked_peak == qp_model_stage_peak(&chunked.plan->model, (qp_stage_id)s),
                 "%s: tracked peak %zu B, predicted %zu B", r->name, r->tracked_peak,
-                qp_model_stage_peak(&chunked.model, (qp_stage_id)s));
+                qp_model_stage_peak(&chunked.plan->model, (qp_stage_id)s));
     /* Not in the sanitizer build: ASan's shadow and quarantine are resident, untracked. */
     TEST_ASSERT(QP_TEST_SANITIZED || (double)r->meter_end.hwm < cfg.host_limit,
                 "%s: measured peak %.1f MiB above the limit %.1f MiB", r->name,

@@ -56,8 +56,8 @@ static double host_need_chunks_at(qp_config *cfg, int64_t panel, int least_chunk
   qp_meter_sample baseline;
   set_projection(cfg, "hostdev", 0);
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
-  qp_model_dims dims = p.model_dims;
-  const size_t overhead = p.model.overhead_bytes;
+  qp_model_dims dims = p.plan->model_dims;
+  const size_t overhead = p.plan->model.overhead_bytes;
   qp_problem_free(&p);
   dims.host_panel = panel;
   if (least_chunks) dims.fisher_chunk = dims.spectra_chunk = 1;
@@ -85,7 +85,7 @@ static size_t staging_of(const qp_model *m, qp_stage_id s) {
  * each below the whole matrix's; with the tracked terms equal to these (budget_check.h), the
  * stages open no wider window. */
 static void check_projection_windows(const qp_problem *p, const char *what) {
-  const qp_model_dims *d = &p->model_dims;
+  const qp_model_dims *d = &p->plan->model_dims;
   const int64_t local_rows = d->grid_rows > 0
                                  ? qp_bc_local_count(p->n_pix, d->block, d->grid_row, d->grid_rows)
                                  : p->n_pix;
@@ -97,8 +97,8 @@ static void check_projection_windows(const qp_problem *p, const char *what) {
       d->grid_rows > 0
           ? qp_bc_local_count(qp_model_mode_panel(d), d->block, d->grid_col, d->grid_cols)
           : qp_model_mode_panel(d);
-  const size_t basis = staging_of(&p->model, QP_STAGE_BASIS_SETUP),
-               fisher = staging_of(&p->model, QP_STAGE_FISHER_RUN);
+  const size_t basis = staging_of(&p->plan->model, QP_STAGE_BASIS_SETUP),
+               fisher = staging_of(&p->plan->model, QP_STAGE_FISHER_RUN);
   TEST_ASSERT(basis == (size_t)(panel_rows * mode_cols) * sizeof(double) &&
                   panel_rows < local_rows,
               "%s: basis_setup's staging %zu B, not V^T's panel of %lld of %lld rows", what,
@@ -114,7 +114,7 @@ static void check_projection_windows(const qp_problem *p, const char *what) {
   const int64_t map_cols =
       d->grid_rows > 0 ? qp_bc_local_count(p->n_maps, d->block, d->grid_col, d->grid_cols)
                        : p->n_maps;
-  const size_t spectra = staging_of(&p->model, QP_STAGE_SPECTRA_RUN);
+  const size_t spectra = staging_of(&p->plan->model, QP_STAGE_SPECTRA_RUN);
   TEST_ASSERT(spectra == (size_t)(panel_rows * map_cols) * sizeof(double),
               "%s: spectra_run's staging %zu B, not the maps' panel of %lld of %lld rows", what,
               spectra, (long long)panel_rows, (long long)local_rows);
@@ -158,9 +158,9 @@ static size_t term_bytes(const qp_model *m, const char *name) {
  * panel of columns at a time, so the term W_field_blocks (tracked equal to it) is n_fields^2
  * local n_lm x panel windows, below the whole blocks where the panel is narrower. */
 static void check_field_windows(const qp_problem *p, const char *what) {
-  const qp_model_dims *d = &p->model_dims;
+  const qp_model_dims *d = &p->plan->model_dims;
   const panel_shape s = panel_of(d, d->n_lm, d->n_lm);
-  const size_t bytes = term_bytes(&p->model, QP_TERM_FIELD_BLOCKS),
+  const size_t bytes = term_bytes(&p->plan->model, QP_TERM_FIELD_BLOCKS),
                expect = (size_t)(d->n_fields * d->n_fields) * (size_t)(s.rows * s.cols) *
                         sizeof(double);
   TEST_ASSERT(qp_model_field_panel(d) == s.want && bytes == expect,
@@ -177,11 +177,11 @@ static void check_field_windows(const qp_problem *p, const char *what) {
  * G read for the bias, a panel of qp_model_mode_panel columns at a time: fisher_run's staging
  * and K_columns are a local n_modes x panel window, below the whole n_modes^2. */
 static void check_smw_windows(const qp_problem *p, const char *what) {
-  const qp_model_dims *d = &p->model_dims;
+  const qp_model_dims *d = &p->plan->model_dims;
   const panel_shape s = panel_of(d, p->n_modes, p->n_modes);
   const size_t expect = (size_t)(s.rows * s.cols) * sizeof(double),
-               columns = term_bytes(&p->model, QP_TERM_SMW_COLUMNS),
-               fisher = staging_of(&p->model, QP_STAGE_FISHER_RUN);
+               columns = term_bytes(&p->plan->model, QP_TERM_SMW_COLUMNS),
+               fisher = staging_of(&p->plan->model, QP_STAGE_FISHER_RUN);
   TEST_ASSERT(qp_model_mode_panel(d) == s.want && columns == expect && fisher == expect &&
                   s.cols < s.whole,
               "%s: K_columns %zu B and fisher_run's staging %zu B, want %zu B (panels of %lld of "
@@ -205,7 +205,7 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
   results whole;
   results_keep(&p, &whole);
-  TEST_ASSERT(p.model_dims.host_panel == 0, "%s: panels without a limit", what);
+  TEST_ASSERT(p.plan->model_dims.host_panel == 0, "%s: panels without a limit", what);
   qp_problem_free(&p);
 
   const double need_whole = host_need_at(cfg, 0), need = host_need_at(cfg, panel);
@@ -217,13 +217,13 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
     printf("%s on %d rank(s), backend %s: n_pix %lld, n_modes %lld, host_limit %.0f B (C "
            "whole: %.0f B): host_panel %lld, host peak %zu B\n  route: %s\n",
            what, qp_comm_size(), p.ops->name, (long long)p.n_pix, (long long)p.n_modes, need,
-           need_whole, (long long)p.model_dims.host_panel, qp_model_peak(&p.model),
-           p.path_reason);
-  const int64_t planned = p.model_dims.host_panel;
-  TEST_ASSERT(strstr(p.path_reason, "host windows in panels of") != NULL,
-              "%s: the route's reason does not name the panels: %s", what, p.path_reason);
+           need_whole, (long long)p.plan->model_dims.host_panel, qp_model_peak(&p.plan->model),
+           p.plan->path_reason);
+  const int64_t planned = p.plan->model_dims.host_panel;
+  TEST_ASSERT(strstr(p.plan->path_reason, "host windows in panels of") != NULL,
+              "%s: the route's reason does not name the panels: %s", what, p.plan->path_reason);
   /* Several panels on every rank, the last narrower. */
-  const qp_model_dims *d = &p.model_dims;
+  const qp_model_dims *d = &p.plan->model_dims;
   const int64_t local_cols =
       d->grid_rows > 0 ? qp_bc_local_count(p.n_pix, d->block, d->grid_col, d->grid_cols) : p.n_pix;
   TEST_ASSERT(local_cols > planned && local_cols % planned != 0,
@@ -236,9 +236,9 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
                   memcmp(whole.cl, p.cl, np * n_maps * sizeof(double)) == 0,
               "%s: C in panels: not the bits of C whole", what);
   /* Pixel-direct: the chunks stay whole (the host side was judged at the least panel). */
-  TEST_ASSERT(p.model_dims.fisher_chunk == p.n_params && p.model_dims.spectra_chunk == p.n_params,
+  TEST_ASSERT(p.plan->model_dims.fisher_chunk == p.n_params && p.plan->model_dims.spectra_chunk == p.n_params,
               "%s: chunks %lld and %lld of %d parameters under the host limit", what,
-              (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
+              (long long)p.plan->model_dims.fisher_chunk, (long long)p.plan->model_dims.spectra_chunk,
               p.n_params);
   if (route == QP_PATH_HARMONIC && method == 2) check_projection_windows(&p, what);
   if (route == QP_PATH_HARMONIC && method == 1) check_smw_windows(&p, what);

@@ -38,7 +38,7 @@ static double device_peak_at(qp_config *cfg, int64_t batch) {
   qp_meter_sample baseline;
   cfg->device_limit = 0;
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
-  qp_model_dims dims = p.model_dims;
+  qp_model_dims dims = p.plan->model_dims;
   qp_problem_free(&p);
   dims.map_batch = batch;
   if (dims.path == QP_MODEL_PIXEL_DIRECT) dims.fisher_chunk = dims.spectra_chunk = 1;
@@ -84,11 +84,11 @@ static double check_batched(qp_config *cfg, qp_path path, int method, int64_t ba
          "%lld/%lld, device peak %zu B, host peak %zu B\n  route: %s\n",
            what, qp_comm_size(), p.ops->name, (long long)p.n_maps, (long long)p.n_pix,
            (long long)p.n_modes, limit,
-         (long long)p.model_dims.map_batch, (long long)p.model_dims.fisher_chunk,
-         (long long)p.model_dims.spectra_chunk, qp_model_peak_in(&p.model, QP_SPACE_DEVICE),
-         qp_model_peak(&p.model), p.path_reason);
-  check_pieces(what, "maps in batches", p.model_dims.map_batch, batch, p.n_maps, p.path_reason);
-  TEST_ASSERT((double)qp_model_peak_in(&p.model, QP_SPACE_DEVICE) <= limit,
+         (long long)p.plan->model_dims.map_batch, (long long)p.plan->model_dims.fisher_chunk,
+         (long long)p.plan->model_dims.spectra_chunk, qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE),
+         qp_model_peak(&p.plan->model), p.plan->path_reason);
+  check_pieces(what, "maps in batches", p.plan->model_dims.map_batch, batch, p.n_maps, p.plan->path_reason);
+  TEST_ASSERT((double)qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE) <= limit,
               "%s: device peak over the limit", what);
   compare_exact_and_free(&cpu, &p, what);
   return limit;

@@ -58,27 +58,27 @@ static void check_route(qp_config *cfg, qp_path path, int method, double device_
     printf("%s on %d rank(s): backend %s, n_pix %lld, n_modes %lld, %d parameters, chunks %lld/%lld, device peak %.3f MiB, "
          "host peak %.3f MiB\n",
          what, qp_comm_size(), p.ops ? p.ops->name : "?", (long long)p.n_pix, (long long)p.n_modes, p.n_params,
-         (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
-         (double)qp_model_peak_in(&p.model, QP_SPACE_DEVICE) / 1048576.0,
-         (double)qp_model_peak(&p.model) / 1048576.0);
-  TEST_ASSERT(qp_model_peak_in(&p.model, QP_SPACE_DEVICE) > 0, "%s: no device terms", what);
+         (long long)p.plan->model_dims.fisher_chunk, (long long)p.plan->model_dims.spectra_chunk,
+         (double)qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE) / 1048576.0,
+         (double)qp_model_peak(&p.plan->model) / 1048576.0);
+  TEST_ASSERT(qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE) > 0, "%s: no device terms", what);
   compare(&cpu, &p, what);
   qp_check_budget_exact(&p);
   /* hostdev's emulated library buffers (hostdev.h) are predicted, so that the check above
    * holds them to the tracked bytes too: every route factors something on one rank, SMW's LU
    * holds pivots (hostdev-dist's distributed operations hold none). */
   if (qp_comm_size() == 1) {
-    const qp_model_term *ws = qp_model_find(&p.model, QP_TERM_HOSTDEV_WORKSPACE),
-                        *piv = qp_model_find(&p.model, QP_TERM_HOSTDEV_PIVOTS);
+    const qp_model_term *ws = qp_model_find(&p.plan->model, QP_TERM_HOSTDEV_WORKSPACE),
+                        *piv = qp_model_find(&p.plan->model, QP_TERM_HOSTDEV_PIVOTS);
     TEST_ASSERT(ws && ws->space == QP_SPACE_DEVICE && ws->bytes > 0, "%s: no '%s' predicted",
                 what, QP_TERM_HOSTDEV_WORKSPACE);
-    TEST_ASSERT(!p.smw || (piv && piv->bytes == (size_t)p.n_modes * 8),
+    TEST_ASSERT(!p.plan->smw || (piv && piv->bytes == (size_t)p.n_modes * 8),
                 "%s: SMW's '%s' not predicted at 8 n_modes", what, QP_TERM_HOSTDEV_PIVOTS);
   }
   if (device_limit > 0)
-    TEST_ASSERT(p.model_dims.fisher_chunk < p.n_params && p.model_dims.spectra_chunk < p.n_params,
+    TEST_ASSERT(p.plan->model_dims.fisher_chunk < p.n_params && p.plan->model_dims.spectra_chunk < p.n_params,
                 "%s: device_limit %.0f B did not chunk (%lld, %lld of %d)", what, device_limit,
-                (long long)p.model_dims.fisher_chunk, (long long)p.model_dims.spectra_chunk,
+                (long long)p.plan->model_dims.fisher_chunk, (long long)p.plan->model_dims.spectra_chunk,
                 p.n_params);
   qp_problem_free(&p);
   results_free(&cpu);

@@ -46,7 +46,7 @@ static void model_at(qp_config *cfg, int64_t w_block, qp_model *model) {
   set_route(cfg, 2, "hostdev");
   cfg->device_limit = 0;
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
-  qp_model_dims dims = p.model_dims;
+  qp_model_dims dims = p.plan->model_dims;
   qp_problem_free(&p);
   dims.w_block = w_block;
   TEST_OK(qp_model_predict(&dims, model));
@@ -86,9 +86,9 @@ static double check_blocks(qp_config *cfg, int64_t w_block, const char *what) {
   cfg->device_limit = whole;
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
   const size_t np = (size_t)p.n_params, n_maps = (size_t)p.n_maps;
-  TEST_ASSERT(p.model_dims.w_block == 0 && !strstr(p.path_reason, "W in blocks"),
+  TEST_ASSERT(p.plan->model_dims.w_block == 0 && !strstr(p.plan->path_reason, "W in blocks"),
               "%s: W whole fits, yet planned in blocks of %lld", what,
-              (long long)p.model_dims.w_block);
+              (long long)p.plan->model_dims.w_block);
   if (qp_comm_size() == 1) {
     TEST_ASSERT(memcmp(cpu.fisher, p.fisher, np * np * sizeof(double)) == 0 &&
                     memcmp(cpu.noise_bias, p.noise_bias, np * sizeof(double)) == 0 &&
@@ -109,9 +109,9 @@ static double check_blocks(qp_config *cfg, int64_t w_block, const char *what) {
     printf("%s on %d rank(s), backend %s: n_pix %lld, n_modes %lld, device_limit %.0f B (W "
            "whole: %.0f B): w_block %lld, device peak %zu B, host peak %zu B\n  route: %s\n",
            what, qp_comm_size(), p.ops->name, (long long)p.n_pix, (long long)p.n_modes, limit, whole,
-         (long long)p.model_dims.w_block, qp_model_peak_in(&p.model, QP_SPACE_DEVICE),
-         qp_model_peak(&p.model), p.path_reason);
-  check_pieces(what, "W in blocks", p.model_dims.w_block, w_block, p.n_modes, p.path_reason);
+         (long long)p.plan->model_dims.w_block, qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE),
+         qp_model_peak(&p.plan->model), p.plan->path_reason);
+  check_pieces(what, "W in blocks", p.plan->model_dims.w_block, w_block, p.n_modes, p.plan->path_reason);
   /* W's blocks by gemm, not syrk: how far from the cpu run's syrk W they take F and C_hat. */
   if (qp_comm_rank() == 0)
     printf("  max relative difference from cpu: F %.2e, C_hat %.2e\n",
@@ -165,9 +165,9 @@ int main(int argc, char **argv) {
   /* ... and harmonic_method auto takes projection with W in blocks. */
   set_route(&cfg, 0, "hostdev");
   TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
-  TEST_ASSERT(!p.smw && p.model_dims.w_block == t_block,
-              "auto under the limit: smw %d, block %lld (expected projection, %lld): %s", p.smw,
-              (long long)p.model_dims.w_block, (long long)t_block, p.path_reason);
+  TEST_ASSERT(!p.plan->smw && p.plan->model_dims.w_block == t_block,
+              "auto under the limit: smw %d, block %lld (expected projection, %lld): %s", p.plan->smw,
+              (long long)p.plan->model_dims.w_block, (long long)t_block, p.plan->path_reason);
   qp_check_budget_exact(&p);
   qp_problem_free(&p);
 

@@ -78,7 +78,12 @@ static qp_err smw_basis(const qp_config *cfg, const double *c0, qp_problem *p) {
   memset(p, 0, sizeof *p);
   p->cfg = cfg;
   QP_CALL(qp_driver_backend(cfg, &p->ops));
-  QP_CALL(qp_inputs_plan(p));
+  p->plan = &p->plan_store; /* this test owns the plan */
+  const qp_limit_inputs limit = {.config = cfg->host_limit};
+  QP_CALL(qp_plan_limit(&limit, &p->plan_store));
+  qp_noise_figures noise;
+  QP_CALL(qp_inputs_plan(p, &noise));
+  QP_CALL(qp_plan_build(p, &noise, &p->plan_store));
   if (c0) p->cls.cl[QP_TT][0] = *c0;
   QP_CALL(qp_stage_covariance_setup(p));
   QP_CALL(qp_stage_basis_setup(p));
@@ -106,8 +111,8 @@ static void smw_singular(void) {
 
   qp_problem p;
   TEST_OK(smw_basis(&cfg, NULL, &p));
-  TEST_ASSERT(p.smw && p.n_modes == 4 && p.kernel.data != NULL,
-              "the four-mode problem did not take the SMW route (smw %d, %lld modes)", p.smw,
+  TEST_ASSERT(p.plan->smw && p.n_modes == 4 && p.kernel.data != NULL,
+              "the four-mode problem did not take the SMW route (smw %d, %lld modes)", p.plan->smw,
               (long long)p.n_modes);
   const double k = p.kernel.data ? p.kernel.data[0] : NAN; /* K_00, mode (l, m) = (0, 0) */
   /* B_0^2 as basis_setup forms it from the weight of l = 0 (harmonic_route.c, qp_beam2). */

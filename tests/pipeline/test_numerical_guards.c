@@ -73,7 +73,7 @@ static void check_blas_split(void) {
   qp_meter_sample b;
   TEST_OK(qp_fixture_run(&cfg, &p, &b));
   kept ref = keep(&p);
-  const size_t tracked = qp_model_peak(&p.model), overhead = p.model.overhead_bytes;
+  const size_t tracked = qp_model_peak(&p.plan->model), overhead = p.plan->model.overhead_bytes;
   printf("split: n_pix %lld (n_pix^2 = %lld), %d parameters\n", (long long)p.n_pix,
          (long long)(p.n_pix * p.n_pix), p.n_params);
   qp_problem_free(&p);
@@ -83,7 +83,7 @@ static void check_blas_split(void) {
   qp_problem_free(&p);
   cfg.host_limit = (double)overhead + 0.6 * (double)tracked; /* streamed: the gemm of dots */
   TEST_OK(qp_fixture_run(&cfg, &p, &b));
-  TEST_ASSERT(p.model_dims.fisher_chunk < p.n_params, "the run was not chunked");
+  TEST_ASSERT(p.plan->model_dims.fisher_chunk < p.n_params, "the run was not chunked");
   TEST_WITHIN(compare(&ref, &p, "dots without BLAS, chunked"), 1e-12, "chunked split");
   qp_problem_free(&p);
   /* A malformed hook is said and ignored (it was read as 1000 before): the BLAS path, bitwise
@@ -145,9 +145,9 @@ static void check_smw_conditioning(void) {
                "harmonic_method: projected");
   cfg.harmonic_method = 0; /* auto: SMW would be cheapest, but is skipped */
   TEST_OK(qp_fixture_run(&cfg, &p, &b));
-  printf("auto: %s\n", p.path_reason);
-  TEST_ASSERT(!p.smw && strstr(p.path_reason, "harmonic (smw) skipped"),
-              "auto did not leave SMW: %s", p.path_reason);
+  printf("auto: %s\n", p.plan->path_reason);
+  TEST_ASSERT(!p.plan->smw && strstr(p.plan->path_reason, "harmonic (smw) skipped"),
+              "auto did not leave SMW: %s", p.plan->path_reason);
   TEST_WITHIN(compare(&ref, &p, "projection vs pixel-direct, one variance 1e-12"), 1e-8,
               "the route auto chose differs from pixel-direct");
   qp_problem_free(&p);
@@ -187,10 +187,10 @@ static void check_plan_time_skip(void) {
    * fewer signal modes than pixels, so C is singular too, and says so (the plan's choice is
    * what is checked here; path_reason outlives the failed run). */
   EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_NUMERICAL, "covariance C = S + N", "rcond");
-  printf("plan-time: %s\n", p.path_reason);
-  TEST_ASSERT(!p.smw && strstr(p.path_reason, "harmonic (smw) skipped") &&
-                  strstr(p.path_reason, "its bound of rcond(C)"),
-              "the plan kept SMW with variances 1 and 1e-12: %s", p.path_reason);
+  printf("plan-time: %s\n", p.plan->path_reason);
+  TEST_ASSERT(!p.plan->smw && strstr(p.plan->path_reason, "harmonic (smw) skipped") &&
+                  strstr(p.plan->path_reason, "its bound of rcond(C)"),
+              "the plan kept SMW with variances 1 and 1e-12: %s", p.plan->path_reason);
   qp_config_free(&cfg);
 }
 

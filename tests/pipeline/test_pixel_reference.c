@@ -127,6 +127,7 @@ static void run_reference(const reference *r, const qp_cls *cls) {
   qp_problem p;
   memset(&p, 0, sizeof p);
   p.cfg = &cfg;
+  p.plan = &p.plan_store; /* no plan: the pixel matrices whole (qp_host_panel) */
   p.nside = r->nside;
   p.n_sky = 12 * r->nside * r->nside;
   p.n_obs_t = p.n_obs_p = n_obs;

@@ -86,6 +86,7 @@ static void run_case(int64_t nside, qp_fields fields) {
   qp_problem p;
   memset(&p, 0, sizeof p);
   p.cfg = &cfg;
+  p.plan = &p.plan_store; /* no plan: the pixel matrices whole (qp_host_panel) */
   p.nside = nside;
   p.n_sky = n_sky;
   p.n_obs_t = has_t ? n_sky : 0;

@@ -4,7 +4,7 @@
  *
  * The warm-up used to have OpenBLAS pack thin panels as wide as the run's widest call, so
  * that the buffer pages a stage's call fills were resident before the baseline; it now
- * commits the first qp_driver_warm_up_panel_bytes(width) / threads bytes of each buffer
+ * commits the first qp_blas_buffer_bytes(width) / threads bytes of each buffer
  * directly. That is only right while OpenBLAS fills its buffers from their first byte on and
  * no further than that figure. This test checks both on the OpenBLAS it runs with: it commits
  * the prefix for width 2300 (T nside 16's projection route), then makes that route's calls at
@@ -98,7 +98,7 @@ int main(void) {
   return 77;
 #else
   const int threads = omp_get_max_threads();
-  const size_t prefix = qp_driver_warm_up_panel_bytes(N_MODES) / (size_t)threads;
+  const size_t prefix = qp_blas_buffer_bytes(N_MODES) / (size_t)threads;
   /* Every thread's buffer mapped: the workers' as they start (a threaded call waits for
    * them), the caller's at its first call. What this call packs lies inside the prefixes. */
   double *a = filled(512 * 512, 0), *b = filled(512 * 512, 0);

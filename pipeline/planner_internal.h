@@ -1,0 +1,37 @@
+/* planner_internal.h: what the planner's files share (planner.h says which does what); for
+ * them alone. */
+#ifndef QP_PLANNER_INTERNAL_H
+#define QP_PLANNER_INTERNAL_H
+
+#include "planner.h"
+
+/* The pieces a plan cuts a route into (memory_model.h's dimensions of the same names). */
+typedef struct qp_plan_pieces {
+  int64_t fisher_chunk, spectra_chunk, map_batch, w_block, host_panel;
+} qp_plan_pieces;
+
+/* The grid the plan is for: `plan --ranks`'s, the run's on a distributed backend, or NULL. */
+const qp_grid *qp_plan_grid(const qp_problem *p, const qp_plan *plan);
+/* The device bytes the tracked terms may use: memory.device_limit less the device context
+ * (0: no limit; negative when the context alone does not fit: nothing does). */
+double qp_plan_device_room(const qp_problem *p);
+/* The model of one route, pixel-direct, SMW or projection, in `pieces`, with its overhead;
+ * its dimensions to *dims_out when that is not NULL. */
+qp_err qp_plan_model(const qp_problem *p, const qp_plan *plan, qp_model_path path,
+                     const qp_plan_pieces *pieces, qp_model *model, qp_model_dims *dims_out);
+/* The pixel-direct chunks for the limits (planner_chunks.c says how), and their model. */
+qp_err qp_plan_chunks(const qp_problem *p, const qp_plan *plan, int64_t batch,
+                      int64_t *fisher_chunk, int64_t *spectra_chunk, qp_model *model);
+/* The map batch of route `path` under memory.device_limit (n_maps: all at once). */
+qp_err qp_plan_map_batch(const qp_problem *p, const qp_plan *plan, qp_model_path path,
+                         int64_t w_block, int64_t *batch);
+/* The projection route's W block under memory.device_limit (0: W whole). */
+qp_err qp_plan_w_block(const qp_problem *p, const qp_plan *plan, int64_t *w_block);
+/* The host panel of plan->model's route under the host limit on a device backend, into
+ * plan->model_dims (and plan->model predicted again when it panels). */
+qp_err qp_plan_host_panel(const qp_problem *p, qp_plan *plan);
+/* "memory.host_limit 1.000 GiB and memory.device_limit 0.500 GiB": the limits the plan keeps
+ * to, for the reason's text. */
+const char *qp_plan_limits_text(const qp_problem *p, const qp_plan *plan);
+
+#endif
