@@ -1,5 +1,5 @@
 /* self_cost.h: what the memory accounting costs the run itself, in seconds, beside the warm-up
- * (pipeline/warm_up.h times that): the driver's meter reads and stage records, the memory
+ * (pipeline/run/warm_up.h times that): the driver's meter reads and stage records, the memory
  * timeline's start and stop, the budget's part of the results file and the report printed at
  * the end. `qmlpipe run` prints the sum ("[qmlpipe] accounting ... s") and qmlpipe-bench reads
  * it (docs/benchmarks.md: issue 14's "accounting <= 3% of the run").

@@ -43,7 +43,7 @@ typedef struct qp_host_window {
 /** Reserves `bytes` of host staging (term QP_TERM_HOST_STAGING) from which the windows
  *  opened until qp_host_staging_release take their blocks, stack-wise: one block per stage,
  *  sized by the memory model, rather than one per window, so that the term's bytes are the
- *  model's exactly (pipeline/driver.c). A window that does not fit what is left gets a block of
+ *  model's exactly (pipeline/run/driver.c). A window that does not fit what is left gets a block of
  *  its own under the same term (and the model's check shows the difference). 0: nothing. */
 qp_err qp_host_staging_reserve(size_t bytes);
 /** Frees the reserved staging (windows still open keep nothing from it: close them first). */

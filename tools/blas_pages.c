@@ -1,5 +1,5 @@
 /* blas_pages.c: which pages one OpenBLAS/LAPACK routine leaves resident, the measurement
- * behind the warm-up (pipeline/warm_up.c, docs/memory-model.md "The warm-up"). A program, not a
+ * behind the warm-up (pipeline/run/warm_up.c, docs/memory-model.md "The warm-up"). A program, not a
  * test; tools/blas_pages.sh builds it and prints the table.
  *
  *   blas_pages ROUTINE N [--warm S W]

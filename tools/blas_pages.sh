@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # blas_pages.sh: builds tools/blas_pages.c and prints, for each routine the stages call, the
 # resident pages it adds in a fresh process (cold) and after the thin warm-up of
-# pipeline/warm_up.c (warm: 0 = covered), on 1 and 2 OpenBLAS threads. The figures of
+# pipeline/run/warm_up.c (warm: 0 = covered), on 1 and 2 OpenBLAS threads. The figures of
 # docs/memory-model.md "The warm-up". About a minute on 2 idle cores.
 #
 # usage: tools/blas_pages.sh [SIZES [WARM_ORDER]]   (default "512 2048 4096", 512)

@@ -32,7 +32,7 @@
 qp_err qp_blas_check_address_space(void);
 
 /** Transparent huge pages for OpenBLAS's buffers. Each of its threads packs its operands into
- *  its buffer, whose pages the first calls of the warm-up fault in (pipeline/warm_up.c) and the
+ *  its buffer, whose pages the first calls of the warm-up fault in (pipeline/run/warm_up.c) and the
  *  process keeps: ~5 MiB a thread at n_pix 1984, 2500 faults of 4 KiB at ~8 us each on this
  *  project's VM, half of the warm-up (docs/benchmarks.md). Marked MADV_HUGEPAGE before any is
  *  touched, the same range comes in 2 MiB pages: 3 faults a thread. Maps the calling thread's

@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
   /* BLIS takes one thread unless told (BLIS_NUM_THREADS, OMP_NUM_THREADS): every core, as
    * OpenBLAS does (linalg/blas/blas_library.h); nothing under OpenBLAS. */
   (void)qp_blas_library_threads_default();
-  /* libgomp read OMP_WAIT_POLICY=passive (pipeline/omp_wait.h) before main: no child of
+  /* libgomp read OMP_WAIT_POLICY=passive (pipeline/run/omp_wait.h) before main: no child of
    * qmlpipe inherits it. */
   qp_omp_wait_forget();
   /* SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGXCPU:

@@ -1,5 +1,5 @@
 /* test_omp_wait.c: libgomp's idle threads sleep at once after a parallel region
- * (pipeline/omp_wait.h), unless the user set OMP_WAIT_POLICY.
+ * (pipeline/run/omp_wait.h), unless the user set OMP_WAIT_POLICY.
  *
  * The spin is measured on CPU clocks only, never against the wall: right after a parallel
  * region this thread burns a span of its own CPU (its thread clock: 60 ms, 200 ms for the
