@@ -69,7 +69,7 @@ typedef struct qp_backend_call {
 enum { QP_BACKEND_CALLS_MAX = 16 };
 
 /* The device operations of the stages, in their order (stage_covariance.c, stage_basis.c,
- * harmonic_route.c, harmonic_estimates.c; a conditioned Cholesky is norm1, potrf, pocon). */
+ * harmonic_route.c, harmonic_fisher.c, harmonic_bias.c; a conditioned Cholesky is norm1, potrf, pocon). */
 static int qp_backend_calls(const qp_model_dims *d, qp_backend_call out[QP_BACKEND_CALLS_MAX]) {
   const int64_t n = d->n_pix, nm = d->n_modes, batch = qp_model_map_batch(d);
   const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, bas = QP_STAGE_BASIS_SETUP;

@@ -103,7 +103,7 @@ static inline int64_t qp_model_panel_of(const qp_model_dims *d, int64_t lines) {
 }
 
 /** The columns of an n_modes-wide matrix held in a host window at once: of Z (n_pix x
- *  n_modes) that the projection route's noise bias reads (harmonic_estimates.c), of SMW's
+ *  n_modes) that the projection route's noise bias reads (harmonic_bias.c), of SMW's
  *  I + K Lambda as it is built, with K's columns lined up with them (harmonic_route.c), and
  *  of SMW's G as the bias reads it. */
 static inline int64_t qp_model_mode_panel(const qp_model_dims *d) {
@@ -112,7 +112,7 @@ static inline int64_t qp_model_mode_panel(const qp_model_dims *d) {
 
 /** The columns of W's field blocks (n_lm x n_lm each, W per field pair lined up by (l, m))
  *  that fisher_run's block sums read at once, where aligning moves data
- *  (harmonic_estimates.c). */
+ *  (harmonic_fisher.c). */
 static inline int64_t qp_model_field_panel(const qp_model_dims *d) {
   return qp_model_panel_of(d, d->n_lm);
 }

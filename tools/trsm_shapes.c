@@ -1,5 +1,5 @@
 /* trsm_shapes.c: the ways to form Z = L^-T Y (n x m, L lower n x n) for the projection
- * route's noise bias (pipeline/stages/harmonic_estimates.c), timed side by side in one
+ * route's noise bias (pipeline/stages/harmonic_bias.c), timed side by side in one
  * process, beside the floor's Y = L^-1 V^T (trsm left, lower, no transpose). A program, not a
  * test (docs/benchmarks.md has its figures):
  *

@@ -1,5 +1,5 @@
 /* harmonic_route.c: the harmonic path's basis_setup, SMW and projection
- * (harmonic_route.h); its fisher_run and spectra_run: harmonic_estimates.c. */
+ * (harmonic_route.h); its fisher_run: harmonic_fisher.c and harmonic_bias.c, its spectra_run: harmonic_spectra.c. */
 #include "harmonic_route.h"
 
 #include <chealpix.h>

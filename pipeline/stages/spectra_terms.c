@@ -1,5 +1,5 @@
 /* spectra_terms.c: spectra_run's terms (spectra_terms.h), with the bytes stage_spectra.c and
- * harmonic_estimates.c allocate; test_budget_exact ties the two on every route. */
+ * harmonic_fisher.c, harmonic_bias.c and harmonic_spectra.c allocate; test_budget_exact ties the two on every route. */
 #include "spectra_terms.h"
 
 #include "model_bytes.h"

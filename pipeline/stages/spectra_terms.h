@@ -1,4 +1,4 @@
-/* spectra_terms.h: the terms spectra_run allocates (stage_spectra.c, harmonic_estimates.c),
+/* spectra_terms.h: the terms spectra_run allocates (stage_spectra.c, harmonic_spectra.c),
  * their names and their declaration to the memory model (spectra_terms.c). SMW's basis_setup
  * takes z and V N^-1 x under the first names here, early (basis_terms.c). */
 #ifndef QP_SPECTRA_TERMS_H
