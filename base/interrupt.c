@@ -13,6 +13,7 @@
 
 #include "atomic_file.h"
 #include "clock.h"
+#include "test_hooks.h"
 
 enum { QP_INT_DEPTH = 8, QP_INT_NAME = 64, QP_INT_DONE = 512, QP_INT_HINT = 512 };
 
@@ -223,11 +224,4 @@ void qp_interrupt_set_resume_hint(const char *text) {
   qp_int_hint_at = next;
 }
 
-void qp_interrupt_test_pause(const char *where) {
-  const char *want = getenv("QP_TEST_PAUSE");
-  if (!want || !where || strcmp(want, where) != 0) return;
-  fprintf(stderr, "[qmlpipe] test hook QP_TEST_PAUSE: paused in %s\n", where);
-  fflush(stderr);
-  struct timespec left = {60, 0};
-  while (nanosleep(&left, &left) != 0 && errno == EINTR) continue;
-}
+void qp_interrupt_test_pause(const char *where) { qp_test_pause(where); }

@@ -44,10 +44,11 @@ void qp_interrupt_reset(void);
  *  For the checkpoint code: e.g. "resume with --resume: the checkpoint after basis_setup". */
 void qp_interrupt_set_resume_hint(const char *text);
 
-/** TEST HOOK, not for users: when the environment variable QP_TEST_PAUSE equals `where` (a
- *  stage name, or "before_rename" in qp_atomic_commit), says "[qmlpipe] test hook
- *  QP_TEST_PAUSE: paused in WHERE" on stderr and sleeps for 60 s, so that a test can send a
- *  signal at a known point. A no-op otherwise. */
+/** TEST HOOK, not for users (test_hooks.h: a no-op in qmlpipe): in the programs of the test
+ *  library, when the environment variable QP_TEST_PAUSE equals `where` (a stage name, or
+ *  "before_rename" in qp_atomic_commit), says "[qmlpipe] test hook QP_TEST_PAUSE: paused in
+ *  WHERE" on stderr and sleeps for 60 s, so that a test can send a signal at a known point
+ *  (tests/support/test_hooks_env.c). A no-op otherwise. */
 void qp_interrupt_test_pause(const char *where);
 
 #endif

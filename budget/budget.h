@@ -39,7 +39,7 @@ const char *qp_space_name(qp_space space);
 /** Allocates `bytes` (zero-filled, pages committed) charged to `term`. bytes may be 0 (then
  *  *out is NULL). QP_SPACE_DEVICE: a block of the device-memory provider (device_memory.h):
  *  by default in builds with CUDA cudaMalloc on the calling thread's current device, or the
- *  test backend hostdev's (linalg/hostdev.h) once it is set; zero-filled; *out is a device
+ *  test backend hostdev's (tests/support/hostdev.h) once it is set; zero-filled; *out is a device
  *  pointer, freed by qp_budget_free like a host block; the bytes are the ones asked for (the
  *  driver's rounding shows in the device meter, meter_device.h, not here). Errors:
  *  QP_ERR_NOMEM (naming the term and the bytes; for the device, out of device memory),

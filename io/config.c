@@ -63,7 +63,8 @@ const char *const qp_top_keys[K_COUNT] = {
     "checkpoint"};
 const char *const qp_cfg_field_names[3] = {"T", "QU", "TQU"};
 
-/* The backends a config may name: the registry's configurable rows (linalg/backends.h). */
+/* The backends a config may name: the registry's configurable rows (linalg/backends.h), a
+ * test-only one only in the programs of the test library. */
 static qp_err qp_cfg_backend(const qp_cfg_ctx *ctx, const char *key, const yaml_node_t *node,
                              char *out, size_t size) {
   const char *names[16];
@@ -72,6 +73,10 @@ static qp_err qp_cfg_backend(const qp_cfg_ctx *ctx, const char *key, const yaml_
     if (qp_backend_at(i)->configurable) names[n++] = qp_backend_at(i)->name;
   int choice = 0;
   QP_CALL(qp_cfg_choice(ctx, key, node, names, n, &choice));
+  /* A test-only row (hostdev) is refused where the test library is not installed: qmlpipe. */
+  char where[QP_PATH_MAX + 32];
+  snprintf(where, sizeof where, "config %s line %d", ctx->file, qp_node_line(node));
+  QP_CALL(qp_backend_check_available(qp_backend_find(names[choice]), where));
   snprintf(out, size, "%s", names[choice]);
   return QP_OK;
 }

@@ -9,7 +9,7 @@
  * (term QP_TERM_HOST_STAGING, transient) and downloads into it when the access reads; closing
  * uploads it when the access writes, then frees it. So one element loop serves every backend,
  * and no stage ever holds a device pointer: element loops over a device matrix's own data
- * have no place to start from, and on hostdev would fault (linalg/hostdev.c).
+ * have no place to start from, and on hostdev would fault (tests/support/hostdev_ops.c).
  *
  * A window with QP_ACCESS_WRITE and not READ starts from zeros on a device backend and from
  * the matrix's entries on a host one: the caller writes every entry it means to keep, or uses

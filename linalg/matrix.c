@@ -1,4 +1,5 @@
-/* matrix.c: the matrix handle, backend lookup and shape-checked dispatch (matrix.h). */
+/* matrix.c: the matrix handle (layout, creation, views) and the backend's start by its row
+ * (matrix.h); the operations' dispatch is matrix_ops.c, moving entries matrix_move.c. */
 #include "matrix.h"
 
 #include <stdio.h>
@@ -6,70 +7,25 @@
 
 #include "backends.h"
 #include "host_window.h"
-#include "hostdev.h"
 #include "qp_config.h"
 #if QP_HAVE_CUDA
 #include "cuda.h"
 #endif
 
-/* Starts the backend of a row of backends.h by its name (each row's start below). */
+/* Starts a backend by its row of backends.h: no backend's name is compared here. */
 qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops) {
   *ops = NULL;
-  if (strcmp(name, "cpu") == 0) {
-    *ops = qp_linalg_cpu_ops();
-    return QP_OK;
-  }
-  if (strcmp(name, "cuda") == 0 || strcmp(name, "cuda-dist") == 0) {
-#if QP_HAVE_CUDA
-    /* One GPU per rank; QP_ERR_UNSUPPORTED "no CUDA device" on a machine without one.
-     * "cuda-dist": block-cyclic over the ranks, a GPU each (cuda_dist.c). */
-    const int dist = strcmp(name, "cuda-dist") == 0;
-    QP_CHECK(!dist || (qp_linalg_dist_ops() && qp_grid_current()), QP_ERR_MPI,
-             "backend 'cuda-dist' needs MPI, ScaLAPACK's grid and its process grid (qmlpipe sets "
-             "it up when started with mpiexec or srun)");
-    QP_CALL(qp_cuda_init_for_rank());
-    *ops = dist ? qp_linalg_cuda_dist_ops() : qp_linalg_cuda_ops();
-    return QP_OK;
-#else
-    QP_FAIL(QP_ERR_UNSUPPORTED, "backend '%s': this build of qmlpipe was not built with CUDA "
-                                "(configure with -DQP_ENABLE_CUDA=ON)", name);
-#endif
-  }
-  if (strcmp(name, "dist") == 0 && qp_linalg_dist_ops()) {
-    QP_CHECK(qp_grid_current(), QP_ERR_MPI,
-             "backend 'dist' needs its MPI process grid (qmlpipe sets it up when started with "
-             "mpiexec or srun)");
-    *ops = qp_linalg_dist_ops();
-    return QP_OK;
-  }
-  if (strcmp(name, "dist") == 0)
-    QP_FAIL(QP_ERR_UNSUPPORTED,
-            "backend 'dist' is not available in this build of qmlpipe (configure with "
-            "-DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON)");
-  if (strcmp(name, "hostdev") == 0) { /* the test-only device emulation (hostdev.h) */
-    QP_CALL(qp_hostdev_init());
-    *ops = qp_linalg_hostdev_ops();
-    return QP_OK;
-  }
-  /* The same, block-cyclic over the ranks: hostdev-dist, and cuda-dist's table over hostdev
-   * (hostdev-tiled, test-only; hostdev.h). */
-  const int tiled = strcmp(name, "hostdev-tiled") == 0;
-  if (tiled || strcmp(name, "hostdev-dist") == 0) {
-    const qp_linalg_ops *table =
-        tiled ? qp_linalg_hostdev_tiled_ops() : qp_linalg_hostdev_dist_ops();
-    QP_CHECK(table, QP_ERR_UNSUPPORTED,
-             "backend '%s' is not available in this build of qmlpipe (configure with "
-             "-DQP_ENABLE_MPI=ON -DQP_ENABLE_SCALAPACK=ON)", name);
-    QP_CHECK(qp_grid_current(), QP_ERR_MPI,
-             "backend '%s' needs its MPI process grid (qmlpipe sets it up when started with "
-             "mpiexec or srun)", name);
-    QP_CALL(qp_hostdev_init());
-    *ops = table;
-    return QP_OK;
-  }
+  const qp_backend *row = qp_backend_find(name);
   char known[256];
-  QP_FAIL(QP_ERR_INPUT, "unknown backend '%s' (known: %s)", name,
-          qp_backend_names(known, sizeof known, 1));
+  QP_CHECK(row, QP_ERR_INPUT, "unknown backend '%s' (known: %s)", name,
+           qp_backend_names(known, sizeof known, 1));
+  QP_CHECK(row->start || !row->test_only, QP_ERR_INPUT, "backend '%s' is %s", name,
+           row->absent ? row->absent : "test-only");
+  QP_CHECK(row->start, QP_ERR_UNSUPPORTED, "backend '%s': %s", name,
+           row->absent ? row->absent : "not in this build of qmlpipe");
+  QP_CALL(row->start(ops));
+  QP_CHECK(*ops, QP_ERR_INTERNAL, "backend '%s': its start gave no table", name);
+  return QP_OK;
 }
 
 /* The shape fields of a rows x cols matrix of `ops`: local, or this rank's part of a
@@ -100,10 +56,6 @@ int64_t qp_matrix_local_elements(const qp_linalg_ops *ops, int64_t rows, int64_t
   qp_matrix_layout(ops, rows, cols, &m);
   return m.local_rows * m.local_cols;
 }
-
-#define QP_NEED_OP(m, op)                                                                      \
-  QP_CHECK((m)->ops && (m)->ops->op, QP_ERR_UNSUPPORTED, "backend '%s' has no " #op,            \
-           (m)->ops ? (m)->ops->name : "(none)")
 
 const qp_linalg_ops *qp_linalg_host_ops(const qp_linalg_ops *ops) {
   return ops && ops->host_table ? ops->host_table() : ops;
@@ -139,49 +91,6 @@ void qp_linalg_release_workspaces(const qp_linalg_ops *ops) {
 
 qp_err qp_linalg_hold_workspace(const qp_linalg_ops *ops, const char *term, size_t bytes) {
   if (ops && ops->hold_workspace) QP_CALL(ops->hold_workspace(term, bytes));
-  return QP_OK;
-}
-
-static qp_err qp_check_block(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows,
-                             int64_t cols, int64_t ld) {
-  QP_CHECK(li >= 0 && lj >= 0 && rows >= 0 && cols >= 0 && li + rows <= m->local_rows &&
-               lj + cols <= m->local_cols && ld >= (rows > 0 ? rows : 1),
-           QP_ERR_INTERNAL, "host copy of %lldx%lld at (%lld, %lld) of '%s' (%lldx%lld local, ld %lld)",
-           (long long)rows, (long long)cols, (long long)li, (long long)lj, m->name,
-           (long long)m->local_rows, (long long)m->local_cols, (long long)ld);
-  return QP_OK;
-}
-
-/* dst[.., ldd] <- src[.., lds], rows x cols, column by column (host memory). */
-static void qp_copy_columns(const double *src, int64_t lds, double *dst, int64_t ldd,
-                            int64_t rows, int64_t cols) {
-  for (int64_t j = 0; j < cols; ++j)
-    memcpy(dst + j * ldd, src + j * lds, (size_t)rows * sizeof(double));
-}
-
-qp_err qp_linalg_download(const qp_matrix *m, int64_t li, int64_t lj, int64_t rows, int64_t cols,
-                          double *host, int64_t ld) {
-  QP_CALL(qp_check_block(m, li, lj, rows, cols, ld));
-  if (rows == 0 || cols == 0) return QP_OK;
-  if (m->space == QP_SPACE_DEVICE) {
-    QP_NEED_OP(m, download);
-    QP_CALL(m->ops->download(m, li, lj, rows, cols, host, ld));
-    return QP_OK;
-  }
-  qp_copy_columns(m->data + li + lj * m->ld, m->ld, host, ld, rows, cols);
-  return QP_OK;
-}
-
-qp_err qp_linalg_upload(const double *host, int64_t ld, qp_matrix *m, int64_t li, int64_t lj,
-                        int64_t rows, int64_t cols) {
-  QP_CALL(qp_check_block(m, li, lj, rows, cols, ld));
-  if (rows == 0 || cols == 0) return QP_OK;
-  if (m->space == QP_SPACE_DEVICE) {
-    QP_NEED_OP(m, upload);
-    QP_CALL(m->ops->upload(host, ld, m, li, lj, rows, cols));
-    return QP_OK;
-  }
-  qp_copy_columns(host, ld, m->data + li + lj * m->ld, m->ld, rows, cols);
   return QP_OK;
 }
 
@@ -296,140 +205,6 @@ void qp_matrix_symmetrize_lower(qp_matrix *m) {
   }
 }
 
-qp_err qp_linalg_potrf(qp_matrix *a) {
-  QP_NEED_OP(a, potrf);
-  QP_CHECK(a->rows == a->cols, QP_ERR_INTERNAL, "potrf of non-square '%s'", a->name);
-  QP_CALL(a->ops->potrf(a));
-  qp_stage_add_flops(qp_flops_potrf(a->rows));
-  return QP_OK;
-}
-
-qp_err qp_linalg_potri(qp_matrix *l) {
-  QP_NEED_OP(l, potri);
-  QP_CHECK(l->rows == l->cols, QP_ERR_INTERNAL, "potri of non-square '%s'", l->name);
-  QP_CALL(l->ops->potri(l));
-  if (l->space == QP_SPACE_HOST) qp_matrix_symmetrize_lower(l); /* device backends mirror */
-  qp_stage_add_flops(2.0 * qp_flops_trtri(l->rows));
-  return QP_OK;
-}
-
-qp_err qp_linalg_trtri(qp_matrix *l) {
-  QP_NEED_OP(l, trtri);
-  QP_CHECK(l->rows == l->cols, QP_ERR_INTERNAL, "trtri of non-square '%s'", l->name);
-  QP_CALL(l->ops->trtri(l));
-  qp_stage_add_flops(qp_flops_trtri(l->rows));
-  return QP_OK;
-}
-
-static qp_err qp_check_triangular_operand(qp_side side, const qp_matrix *l, const qp_matrix *b) {
-  QP_CHECK(l->rows == l->cols, QP_ERR_INTERNAL, "triangular '%s' not square", l->name);
-  int64_t need = side == QP_LEFT ? b->rows : b->cols;
-  QP_CHECK(need == l->rows, QP_ERR_INTERNAL, "'%s' (%lld) does not match '%s' (%lldx%lld)",
-           l->name, (long long)l->rows, b->name, (long long)b->rows, (long long)b->cols);
-  return QP_OK;
-}
-
-qp_err qp_linalg_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
-                      qp_matrix *b) {
-  QP_NEED_OP(l, trmm);
-  QP_CALL(qp_check_triangular_operand(side, l, b));
-  QP_CALL(l->ops->trmm(side, trans, alpha, l, b));
-  qp_stage_add_flops(qp_flops_trmm(side, b->rows, b->cols));
-  return QP_OK;
-}
-
-qp_err qp_linalg_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
-                      qp_matrix *b) {
-  QP_NEED_OP(l, trsm);
-  QP_CALL(qp_check_triangular_operand(side, l, b));
-  QP_CALL(l->ops->trsm(side, trans, alpha, l, b));
-  qp_stage_add_flops(qp_flops_trmm(side, b->rows, b->cols));
-  return QP_OK;
-}
-
-qp_err qp_linalg_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a,
-                      const qp_matrix *b, double beta, qp_matrix *c) {
-  QP_NEED_OP(c, gemm);
-  int64_t m = ta ? a->cols : a->rows, k = ta ? a->rows : a->cols;
-  int64_t kb = tb ? b->cols : b->rows, n = tb ? b->rows : b->cols;
-  QP_CHECK(k == kb && m == c->rows && n == c->cols, QP_ERR_INTERNAL,
-           "gemm shapes: '%s' x '%s' -> '%s' do not agree", a->name, b->name, c->name);
-  QP_CALL(c->ops->gemm(ta, tb, alpha, a, b, beta, c));
-  qp_stage_add_flops(qp_flops_gemm(m, n, k));
-  return QP_OK;
-}
-
-qp_err qp_linalg_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
-                      qp_matrix *c) {
-  QP_NEED_OP(c, syrk);
-  int64_t n = trans ? a->cols : a->rows, k = trans ? a->rows : a->cols;
-  QP_CHECK(c->rows == n && c->cols == n, QP_ERR_INTERNAL, "syrk: '%s' is not %lldx%lld",
-           c->name, (long long)n, (long long)n);
-  QP_CALL(c->ops->syrk(trans, alpha, a, beta, c));
-  qp_stage_add_flops(qp_flops_syrk(n, k));
-  return QP_OK;
-}
-
-qp_err qp_linalg_potrs(const qp_matrix *l, qp_matrix *b) {
-  QP_NEED_OP(l, potrs);
-  QP_CALL(qp_check_triangular_operand(QP_LEFT, l, b));
-  QP_CALL(l->ops->potrs(l, b));
-  qp_stage_add_flops(2.0 * qp_flops_trmm(QP_LEFT, b->rows, b->cols));
-  return QP_OK;
-}
-
-qp_err qp_linalg_getrf(qp_matrix *a, int *pivots) {
-  QP_NEED_OP(a, getrf);
-  QP_CHECK(a->rows == a->cols, QP_ERR_INTERNAL, "getrf of non-square '%s'", a->name);
-  QP_CALL(a->ops->getrf(a, pivots));
-  qp_stage_add_flops(2.0 * qp_flops_potrf(a->rows));
-  return QP_OK;
-}
-
-int64_t qp_linalg_pivot_count(const qp_matrix *a) {
-  return a->grid ? a->local_rows + a->grid->block : a->rows;
-}
-
-qp_err qp_linalg_getrs(const qp_matrix *lu, const int *pivots, qp_matrix *b) {
-  QP_NEED_OP(lu, getrs);
-  QP_CALL(qp_check_triangular_operand(QP_LEFT, lu, b));
-  QP_CALL(lu->ops->getrs(lu, pivots, b));
-  qp_stage_add_flops(2.0 * qp_flops_trmm(QP_LEFT, b->rows, b->cols));
-  return QP_OK;
-}
-
-qp_err qp_linalg_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai, int64_t aj,
-                          qp_matrix *b, int64_t bi, int64_t bj) {
-  /* B's table copies, unless A alone is on the device (a distributed device window into a
-   * host work matrix: qp_linalg_align), whose table must open it. */
-  const qp_matrix *by = a->space == QP_SPACE_DEVICE && b->space == QP_SPACE_HOST ? a : b;
-  QP_NEED_OP(by, copy_sub);
-  QP_CHECK(ai >= 0 && aj >= 0 && bi >= 0 && bj >= 0 && ai + rows <= a->rows &&
-               aj + cols <= a->cols && bi + rows <= b->rows && bj + cols <= b->cols,
-           QP_ERR_INTERNAL, "copy of %lldx%lld from '%s' to '%s' out of bounds", (long long)rows,
-           (long long)cols, a->name, b->name);
-  if (rows == 0 || cols == 0) return QP_OK;
-  QP_CALL(by->ops->copy_sub(rows, cols, a, ai, aj, b, bi, bj));
-  return QP_OK;
-}
-
-qp_err qp_linalg_clear_upper(qp_matrix *a) {
-  QP_NEED_OP(a, clear_upper);
-  QP_CHECK(a->rows == a->cols, QP_ERR_INTERNAL, "clear_upper of non-square '%s'", a->name);
-  QP_CALL(a->ops->clear_upper(a));
-  return QP_OK;
-}
-
-qp_err qp_linalg_scale(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols) {
-  QP_NEED_OP(a, scale);
-  QP_CHECK((!rows || (rows->runs >= 0 && rows->runs <= QP_SCALE_RUNS_MAX)) &&
-               (!cols || (cols->runs >= 0 && cols->runs <= QP_SCALE_RUNS_MAX)),
-           QP_ERR_INTERNAL, "scale of '%s': more than %d runs", a->name, QP_SCALE_RUNS_MAX);
-  if (!rows && !cols) return QP_OK;
-  QP_CALL(a->ops->scale(a, rows, cols));
-  return QP_OK;
-}
-
 qp_err qp_matrix_scale_local(qp_matrix *a, const qp_run_scale *rows, const qp_run_scale *cols) {
   for (int64_t lj = 0; lj < a->local_cols; ++lj) {
     const double c = cols ? qp_run_scale_at(cols, qp_matrix_global_col(a, lj)) : 1.0;
@@ -449,132 +224,3 @@ qp_err qp_matrix_clear_upper_local(qp_matrix *a) {
   return QP_OK;
 }
 
-qp_err qp_linalg_transpose(const qp_matrix *a, qp_matrix *b) {
-  QP_NEED_OP(b, transpose);
-  QP_CHECK(a->rows == b->cols && a->cols == b->rows, QP_ERR_INTERNAL,
-           "transpose of '%s' into '%s': shapes do not agree", a->name, b->name);
-  QP_CALL(b->ops->transpose(a, b));
-  return QP_OK;
-}
-
-qp_err qp_linalg_sum_partials(const qp_linalg_ops *ops, double *x, int64_t count) {
-  if (ops && ops->sum_partials) QP_CALL(ops->sum_partials(x, count));
-  return QP_OK;
-}
-
-int qp_linalg_moves_data(const qp_linalg_ops *ops) { return ops && ops->moves_data; }
-
-qp_err qp_linalg_align(const qp_matrix *a, int64_t ai, int64_t aj, int64_t rows, int64_t cols,
-                       const qp_matrix *layout, int64_t bi, int64_t bj, qp_matrix *work,
-                       qp_aligned *out) {
-  QP_CHECK(ai >= 0 && aj >= 0 && bi >= 0 && bj >= 0 && ai + rows <= a->rows &&
-               aj + cols <= a->cols && bi + rows <= layout->rows && bj + cols <= layout->cols,
-           QP_ERR_INTERNAL, "window of %lldx%lld of '%s' out of bounds of '%s'", (long long)rows,
-           (long long)cols, a->name, layout->name);
-  if (!qp_linalg_moves_data(a->ops)) {
-    /* Every entry is here: layout position (li, lj) = (gi, gj) reads A at the shifted index. */
-    *out = (qp_aligned){a->data, a->ld, ai - bi, aj - bj};
-    return QP_OK;
-  }
-  QP_CHECK(work && work->rows == layout->rows && work->cols == layout->cols, QP_ERR_INTERNAL,
-           "aligning '%s' with '%s' needs a work matrix of its shape", a->name, layout->name);
-  if (a->space == QP_SPACE_DEVICE && !a->grid) {
-    /* A local device matrix: the window comes down into the host work matrix. */
-    QP_CHECK(work->space == QP_SPACE_HOST && !work->grid, QP_ERR_INTERNAL,
-             "aligning device matrix '%s' needs a local host work matrix", a->name);
-    QP_CALL(qp_linalg_download(a, ai, aj, rows, cols, work->data + bi + bj * work->ld, work->ld));
-  } else {
-    /* Over the ranks (from the device into the host work matrix on a distributed device
-     * backend: qp_linalg_copy_sub). */
-    QP_CHECK(work->space == QP_SPACE_HOST, QP_ERR_INTERNAL,
-             "aligning '%s' needs a host work matrix", a->name);
-    QP_CALL(qp_linalg_copy_sub(rows, cols, a, ai, aj, work, bi, bj));
-  }
-  *out = (qp_aligned){work->data, work->ld, 0, 0};
-  return QP_OK;
-}
-
-/* work <- this rank's entries of the distributed device matrix a, each at its global place:
- * a block-cyclic tile (block x block locally) is one contiguous tile globally, so one
- * download per tile. */
-static qp_err qp_replicate_tiles(const qp_matrix *a, qp_matrix *work) {
-  const int64_t nb = a->grid->block;
-  for (int64_t lj = 0; lj < a->local_cols; lj += nb)
-    for (int64_t li = 0; li < a->local_rows; li += nb) {
-      const int64_t rows = a->local_rows - li < nb ? a->local_rows - li : nb;
-      const int64_t cols = a->local_cols - lj < nb ? a->local_cols - lj : nb;
-      double *at = work->data + qp_matrix_global_row(a, li) + qp_matrix_global_col(a, lj) * work->ld;
-      QP_CALL(qp_linalg_download(a, li, lj, rows, cols, at, work->ld));
-    }
-  return QP_OK;
-}
-
-qp_err qp_linalg_replicate(const qp_matrix *a, qp_matrix *work, const double **whole) {
-  if (!qp_linalg_moves_data(a->ops)) {
-    QP_CHECK(a->ld == a->rows || a->cols <= 1, QP_ERR_INTERNAL,
-             "'%s' is a view with a leading dimension of its own: copy it first", a->name);
-    *whole = a->data;
-    return QP_OK;
-  }
-  QP_CHECK(work && !work->grid && work->space == QP_SPACE_HOST && work->rows == a->rows &&
-               work->cols == a->cols,
-           QP_ERR_INTERNAL, "making '%s' whole needs a local host work matrix of its shape",
-           a->name);
-  if (a->space == QP_SPACE_DEVICE && !a->grid) {
-    QP_CALL(qp_linalg_download(a, 0, 0, a->rows, a->cols, work->data, work->ld));
-    *whole = work->data;
-    return QP_OK;
-  }
-  /* Each rank puts its entries in place (zeros elsewhere); one sum makes the whole. */
-  memset(work->data, 0, (size_t)(work->rows * work->cols) * sizeof(double));
-  if (a->space == QP_SPACE_DEVICE) {
-    QP_CALL(qp_replicate_tiles(a, work));
-  } else {
-    for (int64_t lj = 0; lj < a->local_cols; ++lj)
-      for (int64_t li = 0; li < a->local_rows; ++li)
-        work->data[qp_matrix_global_row(a, li) + qp_matrix_global_col(a, lj) * work->ld] =
-            a->data[li + lj * a->ld];
-  }
-  QP_CALL(qp_linalg_sum_partials(a->ops, work->data, work->rows * work->cols));
-  *whole = work->data;
-  return QP_OK;
-}
-
-qp_err qp_linalg_trace_product(const qp_matrix *a, const qp_matrix *b, double *out) {
-  QP_NEED_OP(a, trace_product);
-  QP_CHECK(a->rows == b->cols && a->cols == b->rows, QP_ERR_INTERNAL,
-           "trace of '%s' x '%s': shapes do not agree", a->name, b->name);
-  QP_CALL(a->ops->trace_product(a, b, out));
-  qp_stage_add_flops(2.0 * (double)a->rows * (double)a->cols);
-  return QP_OK;
-}
-
-qp_err qp_linalg_norm1(const qp_matrix *a, double *out) {
-  QP_NEED_OP(a, norm1);
-  QP_CALL(a->ops->norm1(a, out));
-  return QP_OK;
-}
-
-qp_err qp_linalg_pocon(const qp_matrix *l, double anorm, double *rcond) {
-  QP_NEED_OP(l, pocon);
-  QP_CHECK(l->rows == l->cols, QP_ERR_INTERNAL, "pocon of non-square '%s'", l->name);
-  QP_CALL(l->ops->pocon(l, anorm, rcond));
-  return QP_OK;
-}
-
-qp_err qp_linalg_gecon(const qp_matrix *lu, double anorm, double *rcond) {
-  QP_NEED_OP(lu, gecon);
-  QP_CHECK(lu->rows == lu->cols, QP_ERR_INTERNAL, "gecon of non-square '%s'", lu->name);
-  QP_CALL(lu->ops->gecon(lu, anorm, rcond));
-  return QP_OK;
-}
-
-double qp_flops_potrf(int64_t n) { return (double)n * (double)n * (double)n / 3.0; }
-double qp_flops_trtri(int64_t n) { return (double)n * (double)n * (double)n / 3.0; }
-double qp_flops_trmm(qp_side side, int64_t m, int64_t n) {
-  return side == QP_LEFT ? (double)m * (double)m * (double)n : (double)m * (double)n * (double)n;
-}
-double qp_flops_gemm(int64_t m, int64_t n, int64_t k) {
-  return 2.0 * (double)m * (double)n * (double)k;
-}
-double qp_flops_syrk(int64_t n, int64_t k) { return (double)n * (double)(n + 1) * (double)k; }

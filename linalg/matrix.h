@@ -170,12 +170,13 @@ struct qp_linalg_ops {
   qp_err (*hold_workspace)(const char *term, size_t bytes);
 };
 
-/** The backend by name: "cpu" (this build may add "cuda", "dist"), or "hostdev" (test-only:
- *  the device emulation of hostdev.h, which this sets up) and "hostdev-dist" (the same on
- *  several ranks, block-cyclic as dist), "cuda-dist" (cuda on several ranks, a GPU each,
- *  block-cyclic: tiled_table.h). QP_ERR_UNSUPPORTED for a backend this build lacks,
- *  QP_ERR_INPUT for an unknown name. "dist", "hostdev-dist" and "cuda-dist" need
- *  qp_grid_init. */
+/** Starts the backend `name` by its row of backends.h (the row's start): "cpu", and what this
+ *  build adds ("cuda", "dist"), or the distributed forms the driver picks ("dist",
+ *  "cuda-dist": they need qp_grid_init). The test-only ones (hostdev, hostdev-dist,
+ *  hostdev-tiled: tests/support/hostdev.h) start only where the test library installed them.
+ *  Errors: QP_ERR_INPUT for an unknown name or a test-only backend not installed here,
+ *  QP_ERR_UNSUPPORTED for a backend this build lacks, the start's own (QP_ERR_MPI without the
+ *  grid, QP_ERR_UNSUPPORTED without a CUDA device). */
 qp_err qp_linalg_backend(const char *name, const qp_linalg_ops **ops);
 /** Ends what qp_linalg_backend started for this process: the cuda context (its handles, the
  * cuBLAS workspace, the info word and the pinned staging buffer, all budget blocks) is
@@ -185,6 +186,10 @@ void qp_linalg_backend_end(void);
 const qp_linalg_ops *qp_linalg_cpu_ops(void);
 /** The ScaLAPACK backend, or NULL in a build without it. */
 const qp_linalg_ops *qp_linalg_dist_ops(void);
+/** The starts of "cpu" and "dist" (their rows in backends.c); dist's needs the process grid
+ *  (QP_ERR_MPI) and exists in builds with ScaLAPACK only. */
+qp_err qp_linalg_cpu_start(const qp_linalg_ops **ops);
+qp_err qp_linalg_dist_start(const qp_linalg_ops **ops);
 
 /** Global row of local row li (the identity for a local matrix). */
 static inline int64_t qp_matrix_global_row(const qp_matrix *m, int64_t li) {

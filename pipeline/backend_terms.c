@@ -141,7 +141,7 @@ static qp_model_bytes qp_tiled_bytes(const qp_model_dims *d, int64_t dim,
 }
 
 /* A distributed device backend (hostdev-dist, cuda-dist) runs the tiled algorithms
- * (linalg/tiled.h) and holds their blocks (pocon's vector in them) from its start at the bound
+ * (linalg/tiled/tiled.h) and holds their blocks (pocon's vector in them) from its start at the bound
  * of the problem's largest dimension, with the local table's workspace of a diagonal block's
  * Cholesky; dist holds the same blocks in host memory on the harmonic routes, for SMW's solves
  * (its getrs is tiled) and the field blocks' redistribution (its copy_sub is, while held). */

@@ -11,7 +11,7 @@
 
 /** What the warm-up leaves resident in the BLAS library's buffers, in bytes, for a run whose
  *  widest call is `width` columns: qp_blas_footprint_bytes of the footprint measured on the
- *  kernel that runs (linalg/openblas_tuning.h; per OpenBLAS thread its head, a packed column for
+ *  kernel that runs (linalg/blas/openblas_tuning.h; per OpenBLAS thread its head, a packed column for
  *  each of min(width, 65536) and on one thread potrf's panel, in whole 2 MiB pages; Haswell:
  *  1 MiB + 2 KiB a column). The model's overhead adds it (planner_chunks.c), as term "BLAS
  *  buffers". */

@@ -8,6 +8,7 @@
 #include "h5_attr.h"
 #include "host_window.h"
 #include "terms.h"
+#include "test_hooks.h"
 
 /* In restore order: smw_lu before its pivots (their count follows its layout), N before
  * noise_factor (a view of it when N is dense), mode_maps before mode_maps_host (SMW's maps in
@@ -71,7 +72,7 @@ static int64_t qp_ck_panel_columns(const qp_matrix *m) {
   if (column == 0) return m->local_cols > 0 ? m->local_cols : 1; /* a host matrix */
   /* A test hook (tests/pipeline/test_checkpoint_cli.c): smaller panels, so that a small
    * problem's matrices go through many. */
-  const char *hook = getenv("QP_TEST_CHECKPOINT_PANEL_BYTES");
+  const char *hook = qp_test_hook("QP_TEST_CHECKPOINT_PANEL_BYTES"); /* NULL in qmlpipe */
   const long long asked = hook ? strtoll(hook, NULL, 10) : 0;
   const size_t panel = asked > 0 ? (size_t)asked : (size_t)QP_CK_PANEL_BYTES;
   const int64_t cols = (int64_t)(panel / column);

@@ -8,7 +8,6 @@
 #include "backends.h"
 #include "bytes_text.h"
 #include "comm.h"
-#include "hostdev.h"
 
 int64_t qp_plan_blas_width(const qp_problem *p, const qp_plan *plan, qp_model_path path) {
   const int dense = plan->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
@@ -25,10 +24,10 @@ const qp_linalg_ops *qp_plan_backend_table(const qp_problem *p) {
     qp_error_clear();
     return NULL;
   }
-  /* `plan` starts no backend: the emulated device's sizes are a formula, its table needs no
-   * start */
+  /* `plan` starts no backend: a row whose sizes are a formula (hostdev's) has a table for
+   * them without a start */
   const qp_backend *row = qp_backend_find(p->cfg->backend);
-  return row && row->device_in_host ? qp_linalg_hostdev_ops() : NULL;
+  return row && row->sizes_table ? row->sizes_table() : NULL;
 }
 
 double qp_plan_device_overhead(const qp_problem *p) {

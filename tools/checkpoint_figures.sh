@@ -5,6 +5,8 @@
 # each stage a run stopped after it by the test hook QP_TEST_STOP_AFTER_STAGE and resumed:
 # the resumed run's wall time, the time it spent restoring, and whether its results are the
 # same bytes as the uninterrupted run's (COMPARE_RESULTS REF OTHER 0: every value equal).
+# QMLPIPE is qmlpipe-test (BUILD/tests/support/qmlpipe-test): the test hooks are the test
+# library's, and qmlpipe itself ignores QP_TEST_STOP_AFTER_STAGE.
 set -euo pipefail
 qmlpipe=$1 compare=$2 work=$3 config=$4 name=${5:-case}
 mkdir -p "$work"
@@ -22,8 +24,11 @@ for stage in covariance_setup basis_setup fisher_run; do
   rm -rf "$work/ck-$name"
   out="$work/$name-$stage.h5"
   t0=$(now)
+  status=0
   QP_TEST_STOP_AFTER_STAGE=$stage "$qmlpipe" run "$config" --output "$out" \
-    --checkpoint "$work/ck-$name" >/dev/null 2>"$work/$name-stop-$stage.err" || true
+    --checkpoint "$work/ck-$name" >/dev/null 2>"$work/$name-stop-$stage.err" || status=$?
+  [ $status = 143 ] || { echo "checkpoint_figures: the run was not stopped after $stage (exit" \
+    "$status): QMLPIPE must be qmlpipe-test, which has the test hooks" >&2; exit 1; }
   t1=$(now)
   "$qmlpipe" run "$config" --output "$out" --checkpoint "$work/ck-$name" --resume \
     >"$work/$name-resume-$stage.out" 2>"$work/$name-resume-$stage.err"

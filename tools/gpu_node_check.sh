@@ -89,7 +89,12 @@ elif ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then why_no_gpu="nvidia-smi l
 else gpu=1
 fi
 device_backend=cuda
-[ $gpu = 1 ] || device_backend=hostdev
+# hostdev is the test library's (tests/support/): without a GPU every run goes through
+# qmlpipe-test, qmlpipe's command line with it installed; on a GPU, qmlpipe itself.
+if [ $gpu = 0 ]; then
+  device_backend=hostdev
+  qmlpipe=$build/tests/support/qmlpipe-test
+fi
 
 # step NAME LIMIT_SECONDS COMMAND...: runs COMMAND with its output in OUT/NAME.log, killed after
 # LIMIT x --time-scale seconds; records NAME, status and seconds in steps.tsv. Never stops the

@@ -324,3 +324,8 @@ static const qp_linalg_ops qp_cpu_ops_table = {
 };
 
 const qp_linalg_ops *qp_linalg_cpu_ops(void) { return &qp_cpu_ops_table; }
+
+qp_err qp_linalg_cpu_start(const qp_linalg_ops **ops) {
+  *ops = &qp_cpu_ops_table;
+  return QP_OK;
+}

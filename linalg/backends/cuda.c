@@ -462,3 +462,11 @@ static const qp_linalg_ops qp_cuda_ops_table = {
 const qp_linalg_ops *qp_linalg_cuda_ops(void) {
   return qp_cuda_ctx.ready ? &qp_cuda_ops_table : NULL;
 }
+
+/* One GPU per rank; QP_ERR_UNSUPPORTED "no CUDA device" on a machine without one. */
+qp_err qp_linalg_cuda_start(const qp_linalg_ops **ops) {
+  *ops = NULL;
+  QP_CALL(qp_cuda_init_for_rank());
+  *ops = &qp_cuda_ops_table;
+  return QP_OK;
+}

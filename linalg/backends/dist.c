@@ -270,6 +270,15 @@ static const qp_linalg_ops qp_dist_ops_table = {
 
 const qp_linalg_ops *qp_linalg_dist_ops(void) { return &qp_dist_ops_table; }
 
+qp_err qp_linalg_dist_start(const qp_linalg_ops **ops) {
+  *ops = NULL;
+  QP_CHECK(qp_grid_current(), QP_ERR_MPI,
+           "backend 'dist' needs its MPI process grid (qmlpipe sets it up when started with "
+           "mpiexec or srun)");
+  *ops = &qp_dist_ops_table;
+  return QP_OK;
+}
+
 #else
 
 const qp_linalg_ops *qp_linalg_dist_ops(void) { return NULL; }

@@ -107,11 +107,7 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
              "config '%s': grid needs both rows and cols (or neither)", cfg->source);
     QP_CALL(qp_grid_init(cfg->grid_rows, cfg->grid_cols, block, NULL));
   }
-  /* Test hook (docs/gpu.md): hostdev on several ranks with cuda-dist's own table. */
-  const char *table = getenv("QP_TEST_HOSTDEV_TABLE");
-  const int tiled = row->test_only && table && strcmp(table, "tiled") == 0;
-  QP_CALL(qp_linalg_backend(tiled ? "hostdev-tiled" : row->on_ranks ? row->on_ranks : row->name,
-                            ops));
+  QP_CALL(qp_linalg_backend(row->on_ranks ? row->on_ranks : row->name, ops));
   return QP_OK;
 }
 

@@ -13,6 +13,7 @@
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
+#include "test_hooks.h"
 
 /* slot <- L^-1 N_eff L^-T, N_eff = N + S_fixed: with lmax < lmax_signal the multipoles
  * (lmax, lmax_signal] are in C but not estimated, so <y_p> = sum_q F_pq C_q + tr(N_eff E_p)
@@ -57,7 +58,7 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
  * above it runs on problems small enough for CTest. */
 static int64_t qp_blas_ld_max(void) {
   static int warned = 0;
-  const char *hook = getenv("QP_TEST_BLAS_INT_MAX");
+  const char *hook = qp_test_hook("QP_TEST_BLAS_INT_MAX"); /* NULL in qmlpipe */
   if (!hook) return INT_MAX;
   char *end = NULL;
   errno = 0;

@@ -3,7 +3,7 @@
 #   fault_sweep.sh QMLPIPE CLS WORK ROUTE RANKS STRIDE [MPIEXEC [BACKEND]]
 # Runs the small case of fault_case.sh on ROUTE (pixel_direct, smw, projected) once with
 # QP_FAULT=count, then once per injection site of the count: every STRIDE-th tracked
-# allocation (1: every one), every LAPACK/ScaLAPACK call of budget/fault.h's routines and
+# allocation (1: every one), every LAPACK/ScaLAPACK call of base/fault.h's routines and
 # every HDF5 call at its sites. BACKEND (e.g. hostdev: on 2 ranks hostdev-dist, whose tiled
 # operations hold blocks of their own and factor diagonal blocks with dpotrf) is written into
 # the case's config. RANKS 1 runs qmlpipe alone; RANKS 2 runs it under MPIEXEC with

@@ -137,7 +137,7 @@ static void test_defaults(void) {
   TEST_ASSERT(cfg.device_overhead == -1, "device_overhead %g: not the backend's default",
               cfg.device_overhead);
   qp_config_free(&cfg);
-  /* the test-only device emulation (linalg/hostdev.h) is a backend name too */
+  /* the test-only device emulation (tests/support/hostdev.h) is a backend name too */
   qp_test_write_text(yaml_path, BASE "lmax: 4\nbackend: hostdev\n");
   TEST_OK(qp_config_load(yaml_path, &cfg));
   TEST_ASSERT(strcmp(cfg.backend, "hostdev") == 0, "backend %s", cfg.backend);

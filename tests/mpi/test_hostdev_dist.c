@@ -1,4 +1,4 @@
-/* test_hostdev_dist.c: the distributed device emulation (hostdev-dist, linalg/hostdev.h)
+/* test_hostdev_dist.c: the distributed device emulation (hostdev-dist, tests/support/hostdev.h)
  * against the dist backend on the same block-cyclic matrices: every operation is a tiled
  * algorithm over hostdev's local operations (linalg/tiled/tiled.h: dist's to rounding, test_tiled
  * checks each); its tables (host: dist, local: hostdev); align into a host work matrix of

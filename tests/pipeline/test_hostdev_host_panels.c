@@ -1,6 +1,6 @@
 /* test_hostdev_host_panels: C (and fisher_run's N_eff) built on the host a panel of columns at
  * a time under memory.host_limit on a device backend (pixel_matrices.h, planner.c,
- * docs/memory-model.md "C in panels"), on the hostdev device emulation (linalg/hostdev.h).
+ * docs/memory-model.md "C in panels"), on the hostdev device emulation (tests/support/hostdev.h).
  * Projection problems with fewer modes than pixels, where C's host staging (n_pix^2) is the
  * run's host peak, and pixel-direct ones (T and QU), whose products and bin matrices are
  * built the same way (their chunks stay whole: the host side is judged at the least panel):

@@ -1,5 +1,5 @@
 /* test_hostdev_map_batches: the maps in batches under memory.device_limit (planner.c,
- * docs/memory-model.md "Maps in batches"), on the hostdev device emulation (linalg/hostdev.h).
+ * docs/memory-model.md "Maps in batches"), on the hostdev device emulation (tests/support/hostdev.h).
  * A problem with more maps than pixels or modes (120 maps of 48 pixels, 21 modes), where the
  * per-map device matrices outgrow the rest:
  *  - for each route (pixel-direct, harmonic SMW, harmonic projection), a device_limit equal to

@@ -1,5 +1,5 @@
 /* test_hostdev_stages: every stage on the device path, tested on CPU. The hostdev backend
- * (linalg/hostdev.h) keeps its "device" memory PROT_NONE outside its own operations, so a
+ * (tests/support/hostdev.h) keeps its "device" memory PROT_NONE outside its own operations, so a
  * stage that touched a device matrix from the host would crash this test; the stages reach
  * entries only through host windows (linalg/host_window.h). For each route (pixel-direct,
  * harmonic SMW, harmonic projection) on T with the switch, QU, and TQU with a dense N and the

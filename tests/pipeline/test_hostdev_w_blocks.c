@@ -1,6 +1,6 @@
 /* test_hostdev_w_blocks: the projection route's W = Y^T Y in column blocks under
  * memory.device_limit (harmonic_route.c, planner.c, docs/memory-model.md "W in blocks"), on the
- * hostdev device emulation (linalg/hostdev.h). Problems with more modes than pixels, where W
+ * hostdev device emulation (tests/support/hostdev.h). Problems with more modes than pixels, where W
  * (n_modes^2) outweighs the rest of the device peak:
  *  - T, QU and TQU: a device_limit that holds W whole changes nothing (the cpu run's estimates
  *    to the bit; on several ranks dist's to 1e-12: hostdev-dist's products and solves are the

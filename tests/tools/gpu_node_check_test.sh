@@ -40,9 +40,10 @@ grep -q '^cpu elsewhere (2.5 s) / hostdev: [0-9.]*x' "$summary" || fail "no rati
 
 # 2. A failing step: the same build without compare_results.
 fake=$work/fake-build
-mkdir -p "$fake/pipeline" "$fake/tests"
+mkdir -p "$fake/pipeline" "$fake/tests/support"
 cp "$build/CMakeCache.txt" "$fake/"
 ln -s "$build/pipeline/qmlpipe" "$fake/pipeline/qmlpipe"
+ln -s "$build/tests/support/qmlpipe-test" "$fake/tests/support/qmlpipe-test"
 status=0
 PATH=/usr/bin:/bin "$script" --build "$fake" --out "$work/fail" --large-nside 0 \
   >"$work/fail.log" 2>&1 || status=$?
@@ -55,11 +56,12 @@ grep -q '^05-compare-TQU-projected *FAILED' "$work/fail/summary.txt" ||
 
 # 3. A step past its limit: a qmlpipe that sleeps, every limit scaled down to 1 s.
 slow=$work/slow-build
-mkdir -p "$slow/pipeline" "$slow/tests"
+mkdir -p "$slow/pipeline" "$slow/tests/support"
 cp "$build/CMakeCache.txt" "$slow/"
 printf '#!/bin/sh\nsleep 60\n' >"$slow/pipeline/qmlpipe"
+cp "$slow/pipeline/qmlpipe" "$slow/tests/support/qmlpipe-test" # no GPU: the runs' program
 printf '#!/bin/sh\nexit 0\n' >"$slow/tests/compare_results"
-chmod +x "$slow/pipeline/qmlpipe" "$slow/tests/compare_results"
+chmod +x "$slow/pipeline/qmlpipe" "$slow/tests/support/qmlpipe-test" "$slow/tests/compare_results"
 status=0
 PATH=/usr/bin:/bin timeout 600 "$script" --build "$slow" --out "$work/slow" --large-nside 0 \
   --time-scale 0.001 >"$work/slow.log" 2>&1 || status=$?
@@ -67,6 +69,8 @@ cat "$work/slow.log"
 [ $status = 1 ] || fail "a step past its limit: exit $status, not 1"
 [ "$(grep -c '^05-compare-.*TIMED OUT after 1 s' "$work/slow/summary.txt")" = 9 ] ||
   fail "the comparisons are not TIMED OUT after 1 s"
+# Its stand-in programs go: nothing named qmlpipe-test but the real one stays in the build tree.
+rm -rf "$slow"
 
 # 4. Usage errors.
 usage_error() {

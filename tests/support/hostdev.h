@@ -1,6 +1,8 @@
 /* hostdev.h: the backend "hostdev", a strict device emulation for tests on machines without a
- * GPU. TEST-ONLY: it computes on the CPU (the cpu backend's operations) and is no faster than
- * `cpu`; its purpose is to run the device path of qmlpipe (issue 15) in CTest.
+ * GPU. TEST-ONLY: part of the test library (tests/support/, never linked into qmlpipe;
+ * hostdev_memory.c the emulated memory, hostdev_ops.c the one-rank table, hostdev_dist.c the
+ * tables on several ranks). It computes on the CPU (the cpu backend's operations) and is no
+ * faster than `cpu`; its purpose is to run the device path of qmlpipe (issue 15) in CTest.
  *
  * Its matrices live in the device space (QP_SPACE_DEVICE): their "device memory" is host
  * memory that hostdev maps itself (device_memory.h provider, charged to the budget's device
@@ -37,7 +39,7 @@
  *
  * "hostdev-tiled" (qp_linalg_hostdev_tiled_ops) is cuda-dist's table (tiled_table.h) over
  * hostdev: the GPU-per-rank backend exactly, but for the cuda operations' bodies, unbatched
- * and without an LU; the driver picks it for hostdev on several ranks when the test hook
+ * and without an LU; hostdev-dist's start gives it instead when the test hook
  * QP_TEST_HOSTDEV_TABLE=tiled is set (docs/gpu.md).
  *
  * One thread calls the operations; allocation, free and the meter may come from any thread. */
@@ -65,7 +67,7 @@
 
 /** Makes hostdev's memory the budget's device space (qp_budget_device_memory_set) and, in a
  *  build without CUDA, takes the device meter's baseline unless it is already taken on hostdev.
- *  Idempotent. qp_linalg_backend("hostdev", ...) calls it. A TEST HOOK: the environment
+ *  Idempotent. qp_linalg_backend("hostdev", ...) calls it (qp_hostdev_start). A TEST HOOK: the environment
  *  variable QP_HOSTDEV_CAPACITY (bytes, or with K, M, G: 1024-based), when set, is the
  *  emulated device's size (qp_hostdev_set_capacity), so that a `qmlpipe run` on hostdev can be
  *  given a device of a chosen size; a value that does not parse is QP_ERR_INPUT naming it. */
@@ -88,6 +90,14 @@ const qp_linalg_ops *qp_linalg_hostdev_dist_ops(void);
 /** cuda-dist's table over hostdev ("hostdev-tiled", above), or NULL in a build without
  *  ScaLAPACK's grid. */
 const qp_linalg_ops *qp_linalg_hostdev_tiled_ops(void);
+/** The starts of the rows "hostdev", "hostdev-dist" and "hostdev-tiled" (linalg/backends.c),
+ *  which the test library installs (test_support.h): qp_hostdev_init, then the table; the
+ *  two on several ranks need ScaLAPACK's process grid. hostdev-dist's start gives
+ *  hostdev-tiled's table under the test hook QP_TEST_HOSTDEV_TABLE=tiled (what the driver
+ *  starts for `backend: hostdev` on several ranks). */
+qp_err qp_hostdev_start(const qp_linalg_ops **ops);
+qp_err qp_hostdev_dist_start(const qp_linalg_ops **ops);
+qp_err qp_hostdev_tiled_start(const qp_linalg_ops **ops);
 /** Limits hostdev's memory to `bytes` in all (page-rounded blocks), as a device's size does:
  *  an allocation beyond it fails with QP_ERR_NOMEM "out of device memory" naming the term, as
  *  cudaMalloc's would. 0 (the default): only the host's memory limits it. The device meter's

@@ -1,5 +1,7 @@
-/* fault.c: the QP_FAULT test hook (fault.h). */
-#include "fault.h"
+/* fault_inject.c: the QP_FAULT and QP_TEST_STOP_AFTER_STAGE test hooks (base/fault.h): the
+ * test library's, installed by test_support.c into the hooks of base/test_hooks.h, which
+ * qmlpipe leaves empty. */
+#include "test_support_private.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -7,8 +9,7 @@
 #include <string.h>
 
 #include "budget.h"
-
-int qp_fault_on = 0;
+#include "fault.h"
 
 /* The sites a fault can name: each appears at exactly one kind of call. */
 static const struct {
@@ -51,7 +52,7 @@ static long qp_fault_number(const char *text, long min, const char *what, const 
   return v;
 }
 
-qp_err qp_fault_init(int rank) {
+qp_err qp_fault_inject_init(int rank) {
   const char *value = getenv("QP_FAULT");
   memset(&qp_fault, 0, sizeof qp_fault);
   qp_fault_on = 0;
@@ -125,7 +126,7 @@ static void qp_fault_note(const char *what) {
   qp_fault.injected = 1;
 }
 
-int qp_fault_alloc_hit(const char *term) {
+int qp_fault_inject_alloc(const char *term) {
   const long n = __atomic_add_fetch(&qp_fault.allocs, 1, __ATOMIC_RELAXED);
   if (qp_fault.count_only) {
     fprintf(stderr, "qp_fault: rank %d: alloc %ld term '%s' stage '%s'\n", qp_fault.rank, n, term,
@@ -139,7 +140,7 @@ int qp_fault_alloc_hit(const char *term) {
   return 1;
 }
 
-int qp_fault_call_hit(qp_fault_kind kind, const char *name) {
+int qp_fault_inject_call(qp_fault_kind kind, const char *name) {
   int s = 0;
   while (s < QP_FAULT_SITES && !(qp_fault_sites[s].kind == kind &&
                                  strcmp(qp_fault_sites[s].name, name) == 0))
@@ -156,7 +157,7 @@ int qp_fault_call_hit(qp_fault_kind kind, const char *name) {
   return 1;
 }
 
-void qp_fault_stop_after_stage(const char *stage, qp_err (*agree)(qp_err)) {
+void qp_fault_inject_stage_ended(const char *stage, qp_err (*agree)(qp_err)) {
   const char *hook = getenv("QP_TEST_STOP_AFTER_STAGE");
   if (!hook || strcmp(hook, stage) != 0) return;
   /* Every rank has written the stage's checkpoint before any is stopped. */
@@ -167,7 +168,7 @@ void qp_fault_stop_after_stage(const char *stage, qp_err (*agree)(qp_err)) {
   raise(SIGTERM);
 }
 
-void qp_fault_report(FILE *out) {
+void qp_fault_inject_report(FILE *out) {
   if (!qp_fault_on) return;
   const int r = qp_fault.rank;
   if (qp_fault.count_only) {

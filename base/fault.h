@@ -1,8 +1,9 @@
-/* fault.h: fault injection, a TEST HOOK (README "Fault injection", docs/reliability.md).
+/* fault.h: fault injection's sites in qmlpipe, a TEST HOOK (README "Fault injection",
+ * docs/reliability.md).
  *
- * The environment variable QP_FAULT, read once at start (qp_fault_init), makes one chosen
- * operation fail as if the system or the library had refused it, so that a test can drive
- * every error path with the real components around it:
+ * The environment variable QP_FAULT makes one chosen operation fail as if the system or the
+ * library had refused it, so that a test can drive every error path with the real components
+ * around it:
  *
  *   QP_FAULT=alloc:N[@R]           the Nth tracked host allocation (budget.h, counting from 1)
  *                                  fails as if mmap had refused it: QP_ERR_NOMEM, exit 3
@@ -11,19 +12,25 @@
  *   QP_FAULT=hdf5:NAME[:N][@R]     the Nth call at HDF5 site NAME returns -1: exit 8
  *   QP_FAULT=count                 nothing fails; the counts are printed at exit
  *
- * @R limits it to MPI rank R (default: every rank). The names (qp_fault_site_names) are the
- * routines of linalg/backends/cpu.c and linalg/backends/dist.c that factor (dpotrf dpotri dtrtri dgetrf pdpotrf
- * pdtrtri pdgetrf) and three HDF5 sites: matrix_read (io/h5_matrix.c, every dense read),
+ * @R limits it to MPI rank R (default: every rank). The names are the routines of
+ * linalg/backends/cpu.c and linalg/backends/dist.c that factor (dpotrf dpotri dtrtri dgetrf pdpotrf pdtrtri
+ * pdgetrf) and three HDF5 sites: matrix_read (io/h5_matrix.c, every dense read),
  * results_write (io/results_h5.c, every dataset of the results) and report_write
  * (budget/report_h5.c, the budget's table of terms). A value that does not parse, or names an
  * unknown site, is an input error: a typo must not make a test pass without injecting.
  *
- * With QP_FAULT set, qmlpipe prints at exit (qp_fault_report) whether the fault was reached
- * and the tracked host bytes still alive (0 when every error path freed what it allocated);
- * `count` also prints one line per tracked allocation (term, stage) and the totals. Unset, each
- * site costs one test of a global flag.
+ * This header is what the product holds: the sites (the macros below, one test of a global
+ * flag each) and the entry points, which go to the test hooks (test_hooks.h). The reading of
+ * QP_FAULT, the counts and the choice of the call that fails are the test library's
+ * (tests/support/fault_inject.c), installed in qmlpipe-test and the C tests only: in qmlpipe
+ * QP_FAULT is never read and no site ever fails.
  *
- * QP_TEST_STOP_AFTER_STAGE=<stage>, read when a stage ends (qp_fault_stop_after_stage), ends
+ * With QP_FAULT set, qmlpipe-test prints at exit (qp_fault_report) whether the fault was
+ * reached and the tracked host bytes still alive (0 when every error path freed what it
+ * allocated); `count` also prints one line per tracked allocation (term, stage) and the
+ * totals.
+ *
+ * QP_TEST_STOP_AFTER_STAGE=<stage> (qp_fault_stop_after_stage, the test library's too) ends
  * the run with SIGTERM right after that stage (and its checkpoint), as a time limit or
  * scancel would there: the tests of checkpoint and restart stop a run at a chosen stage. */
 #ifndef QP_FAULT_H
@@ -35,12 +42,14 @@
 
 typedef enum qp_fault_kind { QP_FAULT_ALLOC = 0, QP_FAULT_LAPACK, QP_FAULT_HDF5 } qp_fault_kind;
 
-/** 1 when QP_FAULT is set (read by the check macros; written by qp_fault_init only). */
+/** 1 when QP_FAULT is set (read by the check macros; written by the test library's
+ *  fault_init only, never in qmlpipe). */
 extern int qp_fault_on;
 
-/** Parses QP_FAULT (unset or empty: off) for this process, MPI rank `rank`. Call once, after
- *  MPI has started and before any tracked allocation. Errors: QP_ERR_INPUT naming the value
- *  and what is wrong with it. */
+/** Parses QP_FAULT (unset or empty: off) for this process, MPI rank `rank`, where the test
+ *  library is installed; QP_OK and nothing read otherwise. Call once, after MPI has started and
+ *  before any tracked allocation. Errors: QP_ERR_INPUT naming the value and what is wrong
+ *  with it. */
 qp_err qp_fault_init(int rank);
 
 /** 1 when this tracked allocation (of `term`, in the current stage) must fail. Counts it. */
