@@ -209,8 +209,9 @@ qp_err qp_plan_build(const qp_problem *p, const qp_noise_figures *noise, qp_plan
   plan->smw_refused[0] = '\0';
   plan->rerouted = 0;
   /* Scalar variances give N's conditioning before the route is chosen. With the switch SMW
-   * inverts N_eff = N + S_fixed instead, dense, whose rcond basis_setup estimates. */
-  if (cfg->noise_kind == QP_NOISE_VARIANCE && !plan->switched) {
+   * inverts N_eff = N + S_fixed instead, dense, whose rcond basis_setup estimates. A
+   * `dimensions:` config sizes a run without its inputs (no C_ell, no variances): no check. */
+  if (cfg->noise_kind == QP_NOISE_VARIANCE && !plan->switched && !cfg->has_dimensions) {
     const qp_noise_figures scalar = {1,
                                      {p->noise_field_mean[0], p->noise_field_mean[1]},
                                      {p->noise_field_mean[0], p->noise_field_mean[1]},

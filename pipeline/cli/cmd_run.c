@@ -97,7 +97,19 @@ enum {
   QP_RUN_VERBOSE
 };
 
-int qp_cmd_run(int argc, char **argv) {
+/* What the command line asks of `run`. */
+typedef struct qp_run_args {
+  const char *config_path, *output, *checkpoint;
+  qp_run_options options;
+  int verbose, rows, cols, block;
+} qp_run_args;
+
+static const char *const qp_run_needs[] = {"output", "a path (the results file to write)",
+                                           "checkpoint", "a directory", NULL};
+
+/* The options and the config's path: 0 to go on, 2 on a usage error (said on stderr, with
+ * the usage), -1 after --help. */
+static int qp_run_parse(int argc, char **argv, qp_run_args *a) {
   static const struct option long_options[] = {
       {"help", no_argument, NULL, 'h'},
       {"output", required_argument, NULL, QP_RUN_OUTPUT},
@@ -108,127 +120,144 @@ int qp_cmd_run(int argc, char **argv) {
       {"quiet", no_argument, NULL, QP_RUN_QUIET},
       {"verbose", no_argument, NULL, QP_RUN_VERBOSE},
       {NULL, 0, NULL, 0}};
-  static const char *const needs[] = {"output", "a path (the results file to write)",
-                                      "checkpoint", "a directory", NULL};
-  const char *config_path = NULL, *output = NULL, *checkpoint = NULL;
-  qp_run_options options = {.progress = 1, .write_results = 1};
-  int verbose = 0, rows = 0, cols = 0, block = 0, ok = 1;
+  int ok = 1;
   qp_cmd_getopt_begin();
-  for (int c; ok && (c = qp_cmd_getopt("run", argc, argv, long_options, needs)) != -1;) {
+  for (int c; ok && (c = qp_cmd_getopt("run", argc, argv, long_options, qp_run_needs)) != -1;) {
     switch (c) {
-    case 'h': qp_run_usage(stdout); return 0;
-    case QP_RUN_QUIET: options.progress = 0; break;
-    case QP_RUN_VERBOSE: verbose = 1; break;
-    case QP_RUN_RESUME: options.resume = 1; break;
-    case QP_RUN_GRID: ok = qp_cmd_parse_grid("--grid", optarg, &rows, &cols); break;
+    case 'h': qp_run_usage(stdout); return -1;
+    case QP_RUN_QUIET: a->options.progress = 0; break;
+    case QP_RUN_VERBOSE: a->verbose = 1; break;
+    case QP_RUN_RESUME: a->options.resume = 1; break;
+    case QP_RUN_GRID: ok = qp_cmd_parse_grid("--grid", optarg, &a->rows, &a->cols); break;
     case QP_RUN_BLOCK:
-      ok = qp_cmd_parse_count("--block", optarg, 1, QP_GRID_BLOCK_MAX, &block);
+      ok = qp_cmd_parse_count("--block", optarg, 1, QP_GRID_BLOCK_MAX, &a->block);
       break;
-    case QP_RUN_OUTPUT: output = optarg; break;
-    case QP_RUN_CHECKPOINT: checkpoint = optarg; break;
+    case QP_RUN_OUTPUT: a->output = optarg; break;
+    case QP_RUN_CHECKPOINT: a->checkpoint = optarg; break;
     default: ok = 0; /* qp_cmd_getopt said why */
     }
   }
   /* An empty path (--output ''), as a missing one. */
   for (int i = 0; ok && i < 2; ++i) {
-    const char *path = i ? checkpoint : output;
+    const char *path = i ? a->checkpoint : a->output;
     if (path && !path[0]) {
-      fprintf(stderr, "qmlpipe run: --%s needs %s\n", needs[2 * i], needs[2 * i + 1]);
+      fprintf(stderr, "qmlpipe run: --%s needs %s\n", qp_run_needs[2 * i],
+              qp_run_needs[2 * i + 1]);
       ok = 0;
     }
   }
   if (ok && argc - optind > 1)
     fprintf(stderr, "qmlpipe run: unexpected argument '%s'\n", argv[optind + 1]);
-  if (ok && argc - optind == 1) config_path = argv[optind];
-  if (!ok || !config_path) {
+  if (ok && argc - optind == 1) a->config_path = argv[optind];
+  if (!ok || !a->config_path) {
     qp_run_usage(stderr);
     return 2;
   }
+  return 0;
+}
+
+/* The command line over the config: the grid, the block, the checkpoint directory and the
+ * results file (`source` receives where its path came from, for messages). 0, or 2 with the
+ * reason on stderr. */
+static int qp_run_apply(const qp_run_args *a, qp_config *cfg, char *source, size_t size) {
+  /* The command line's grid over the config's (the driver sets the grid up from cfg). */
+  if (a->rows > 0) {
+    cfg->grid_rows = a->rows;
+    cfg->grid_cols = a->cols;
+  }
+  if (a->block > 0) cfg->grid_block = a->block;
+  if (a->rows > 0 && a->rows * a->cols != qp_comm_size()) {
+    if (qp_comm_rank() == 0)
+      fprintf(stderr, "qmlpipe run: --grid %dx%d needs %d ranks, but qmlpipe runs on %d\n",
+              a->rows, a->cols, a->rows * a->cols, qp_comm_size());
+    return 2;
+  }
+  if (a->checkpoint) snprintf(cfg->checkpoint, sizeof cfg->checkpoint, "%s", a->checkpoint);
+  if (a->options.resume && !cfg->checkpoint[0]) {
+    fprintf(stderr, "qmlpipe run: --resume needs a checkpoint directory (--checkpoint DIR or the "
+                    "config's 'checkpoint')\n");
+    return 2;
+  }
+  if (a->output) {
+    if (strlen(a->output) >= sizeof cfg->output) {
+      fprintf(stderr, "qmlpipe run: --output is longer than %zu characters\n",
+              sizeof cfg->output - 1);
+      return 2;
+    }
+    snprintf(cfg->output, sizeof cfg->output, "%s", a->output);
+    snprintf(source, size, "--output");
+  } else {
+    snprintf(source, size, "config '%s' key 'output'", a->config_path);
+  }
+  return 0;
+}
+
+/* The results file is checked now, not after hours of work (rank 0 writes): its directory,
+ * what it is, that it is no input, and a temporary made and removed beside it. What a run
+ * killed outright (SIGKILL) left there goes first, with a note. And the checkpoint directory
+ * (made when missing), before the first stage. Collective: every rank gets rank 0's verdict. */
+static qp_err qp_run_check_outputs(const qp_run_args *a, const qp_config *cfg,
+                                   const char *source) {
+  if (qp_comm_rank() == 0) qp_atomic_remove_stale(cfg->output, stderr);
+  qp_err err = qp_comm_rank() == 0 ? qp_results_path_check_output(cfg, source) : QP_OK;
+  if (err == QP_OK && cfg->checkpoint[0] && qp_comm_rank() == 0)
+    err = qp_results_path_make_dir(cfg->checkpoint,
+                                   a->checkpoint ? "--checkpoint" : "config key 'checkpoint'");
+  return qp_comm_agree(err);
+}
+
+/* Rank 0's summary of a finished run, and what the accounting cost it beside the warm-up (read
+ * by qmlpipe-bench). */
+static void qp_run_report(const qp_problem *problem, const qp_meter_sample *baseline,
+                          const qp_run_options *options) {
+  if (qp_comm_rank() != 0) return;
+  const double cost = qp_self_cost_begin();
+  qp_run_summary(problem, baseline);
+  fflush(stdout);
+  qp_self_cost_end(cost);
+  double commit_seconds = 0.0;
+  size_t commit_bytes = 0;
+  qp_budget_commit_totals(&commit_seconds, &commit_bytes);
+  if (options->progress)
+    fprintf(stderr,
+            "[qmlpipe] accounting %.4f s (meters and stage records, timeline start and stop, "
+            "budget report), timeline sampler %.4f s CPU; page commits %.4f s for %.1f MiB\n",
+            qp_self_cost_seconds(), qp_timeline_sampler_cpu_seconds(), commit_seconds,
+            (double)commit_bytes / 1048576.0);
+}
+
+int qp_cmd_run(int argc, char **argv) {
+  qp_run_args a = {.options = {.progress = 1, .write_results = 1}};
+  const int parsed = qp_run_parse(argc, argv, &a);
+  if (parsed) return parsed < 0 ? 0 : parsed;
   /* Several copies started without MPI would each run the whole analysis onto one file. */
   qp_err err = qp_launch_check(qp_comm_active(), QP_HAVE_MPI, qp_env_process, NULL);
   if (err != QP_OK) {
-    qp_error_print(stderr, verbose);
+    qp_error_print(stderr, a.verbose);
     return qp_err_exit_status(err);
   }
   qp_config cfg;
-  err = qp_config_load(config_path, &cfg);
+  err = qp_config_load(a.config_path, &cfg);
   if (err != QP_OK) {
-    qp_error_print(stderr, verbose);
+    qp_error_print(stderr, a.verbose);
     return qp_err_exit_status(err);
-  }
-  /* The command line's grid over the config's (the driver sets the grid up from cfg). */
-  if (rows > 0) {
-    cfg.grid_rows = rows;
-    cfg.grid_cols = cols;
-  }
-  if (block > 0) cfg.grid_block = block;
-  if (rows > 0 && rows * cols != qp_comm_size()) {
-    if (qp_comm_rank() == 0)
-      fprintf(stderr, "qmlpipe run: --grid %dx%d needs %d ranks, but qmlpipe runs on %d\n", rows,
-              cols, rows * cols, qp_comm_size());
-    qp_config_free(&cfg);
-    return 2;
-  }
-  if (checkpoint) snprintf(cfg.checkpoint, sizeof cfg.checkpoint, "%s", checkpoint);
-  if (options.resume && !cfg.checkpoint[0]) {
-    fprintf(stderr, "qmlpipe run: --resume needs a checkpoint directory (--checkpoint DIR or the "
-                    "config's 'checkpoint')\n");
-    qp_config_free(&cfg);
-    return 2;
   }
   char source[QP_PATH_MAX + 64];
-  if (output) {
-    if (strlen(output) >= sizeof cfg.output) {
-      fprintf(stderr, "qmlpipe run: --output is longer than %zu characters\n",
-              sizeof cfg.output - 1);
-      qp_config_free(&cfg);
-      return 2;
-    }
-    snprintf(cfg.output, sizeof cfg.output, "%s", output);
-    snprintf(source, sizeof source, "--output");
-  } else {
-    snprintf(source, sizeof source, "config '%s' key 'output'", config_path);
-  }
-  /* The results file is checked now, not after hours of work (rank 0 writes): its directory,
-   * what it is, that it is no input, and a temporary made and removed beside it. What a run
-   * killed outright (SIGKILL) left there goes first, with a note. */
-  if (qp_comm_rank() == 0) qp_atomic_remove_stale(cfg.output, stderr);
-  err = qp_comm_rank() == 0 ? qp_results_path_check_output(&cfg, source) : QP_OK;
-  /* And the checkpoint directory (made when missing), before the first stage. */
-  if (err == QP_OK && cfg.checkpoint[0] && qp_comm_rank() == 0)
-    err = qp_results_path_make_dir(cfg.checkpoint,
-                                   checkpoint ? "--checkpoint" : "config key 'checkpoint'");
-  err = qp_comm_agree(err);
-  if (err != QP_OK) {
-    if (qp_comm_rank() == 0) qp_error_print(stderr, verbose);
+  if (qp_run_apply(&a, &cfg, source, sizeof source)) {
     qp_config_free(&cfg);
-    return qp_err_exit_status(err);
+    return 2;
   }
+  err = qp_run_check_outputs(&a, &cfg, source);
   qp_problem problem;
   qp_meter_sample baseline;
-  err = qp_driver_run(&cfg, &options, &problem, &baseline);
+  if (err == QP_OK) err = qp_driver_run(&cfg, &a.options, &problem, &baseline);
   if (err != QP_OK) {
     /* Every rank has the same error (the stages agree on it): rank 0 says it. */
-    if (qp_comm_rank() == 0) qp_error_print(stderr, verbose);
+    if (qp_comm_rank() == 0) qp_error_print(stderr, a.verbose);
     qp_config_free(&cfg);
     return qp_err_exit_status(err);
   }
-  if (qp_comm_rank() == 0) {
-    const double cost = qp_self_cost_begin();
-    qp_run_summary(&problem, &baseline);
-    fflush(stdout);
-    qp_self_cost_end(cost);
-    /* What the accounting cost this run beside the warm-up (read by qmlpipe-bench). */
-    double commit_seconds = 0.0;
-    size_t commit_bytes = 0;
-    qp_budget_commit_totals(&commit_seconds, &commit_bytes);
-    if (options.progress)
-      fprintf(stderr,
-              "[qmlpipe] accounting %.4f s (meters and stage records, timeline start and stop, "
-              "budget report), timeline sampler %.4f s CPU; page commits %.4f s for %.1f MiB\n",
-              qp_self_cost_seconds(), qp_timeline_sampler_cpu_seconds(), commit_seconds,
-              (double)commit_bytes / 1048576.0);
-  }
+  qp_run_report(&problem, &baseline, &a.options);
   qp_problem_free(&problem);
   qp_config_free(&cfg);
   /* The cuda context's blocks (pinned staging on the host, the cuBLAS workspace on the
