@@ -6,9 +6,6 @@
 
 #include "matrix.h"
 #include "qp_config.h"
-#if QP_HAVE_CUDA
-#include "cuda.h"
-#endif
 
 /* The device context the plan reserves for cuda: measured 690.8 MiB on an H200 (CUDA 13.0,
  * driver 580; docs/gpu.md), with room for another card or driver; 640 MiB before that

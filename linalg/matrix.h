@@ -190,6 +190,12 @@ const qp_linalg_ops *qp_linalg_dist_ops(void);
  *  (QP_ERR_MPI) and exists in builds with ScaLAPACK only. */
 qp_err qp_linalg_cpu_start(const qp_linalg_ops **ops);
 qp_err qp_linalg_dist_start(const qp_linalg_ops **ops);
+/** The starts of "cuda" and "cuda-dist", in builds with CUDA (linalg/backends/cuda*.c): the
+ *  device of this rank (qp_cuda_init_for_rank), and for cuda-dist the check of ScaLAPACK's
+ *  process grid. Declared here, not in the private cuda.h, because backends.c, outside the
+ *  backends' folder, names them in its rows. */
+qp_err qp_linalg_cuda_start(const qp_linalg_ops **ops);
+qp_err qp_linalg_cuda_dist_start(const qp_linalg_ops **ops);
 
 /** Global row of local row li (the identity for a local matrix). */
 static inline int64_t qp_matrix_global_row(const qp_matrix *m, int64_t li) {

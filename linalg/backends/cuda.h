@@ -70,10 +70,8 @@ const qp_linalg_ops *qp_linalg_cuda_ops(void);
  *  operation a tiled one over the cuda table (tiled_table.h; SMW's LU is
  *  tiled_lu.c's). NULL before qp_cuda_init or in a build without ScaLAPACK's grid. */
 const qp_linalg_ops *qp_linalg_cuda_dist_ops(void);
-/** The starts of "cuda" and "cuda-dist" (their rows in backends.c): the device of this rank
- *  (qp_cuda_init_for_rank), and for cuda-dist the check of ScaLAPACK's process grid. */
-qp_err qp_linalg_cuda_start(const qp_linalg_ops **ops);
-qp_err qp_linalg_cuda_dist_start(const qp_linalg_ops **ops);
+/* Their starts, qp_linalg_cuda_start and qp_linalg_cuda_dist_start, are declared in matrix.h
+ * with the others, for backends.c's rows. */
 
 typedef struct qp_cuda_device_info {
   int device;              /* index */
