@@ -13,8 +13,8 @@
  *   QP_FAULT=count                 nothing fails; the counts are printed at exit
  *
  * @R limits it to MPI rank R (default: every rank). The names are the routines of
- * linalg/backends/cpu.c and linalg/backends/dist.c that factor (dpotrf dpotri dtrtri dgetrf pdpotrf pdtrtri
- * pdgetrf) and three HDF5 sites: matrix_read (io/h5_matrix.c, every dense read),
+ * linalg/backends/cpu.c and linalg/backends/dist.c that factor (dpotrf dpotri dtrtri dgetrf pdpotrf
+ * pdtrtri pdgetrf) and three HDF5 sites: matrix_read (io/h5_matrix.c, every dense read),
  * results_write (io/results_h5.c, every dataset of the results) and report_write
  * (budget/report_h5.c, the budget's table of terms). A value that does not parse, or names an
  * unknown site, is an input error: a typo must not make a test pass without injecting.
@@ -60,7 +60,8 @@ int qp_fault_call_hit(qp_fault_kind kind, const char *name);
 /** At a tracked allocation: nonzero when it must fail (zero cost beyond a flag when off). */
 #define QP_FAULT_ALLOC(term) (qp_fault_on && qp_fault_alloc_hit(term))
 /** A LAPACK/ScaLAPACK info: 1 (a factorisation that failed) when this call must fail. */
-#define QP_FAULT_INFO(name, info) (qp_fault_on && qp_fault_call_hit(QP_FAULT_LAPACK, name) ? 1 : (info))
+#define QP_FAULT_INFO(name, info)                                                                  \
+  (qp_fault_on && qp_fault_call_hit(QP_FAULT_LAPACK, name) ? 1 : (info))
 /** An HDF5 status: -1 when this call at site `name` must fail. */
 #define QP_FAULT_H5(name, status)                                                              \
   (qp_fault_on && qp_fault_call_hit(QP_FAULT_HDF5, name) ? -1 : (status))

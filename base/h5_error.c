@@ -52,7 +52,8 @@ static qp_err qp_h5_vfail(qp_h5_form form, qp_err code, const char *file, int li
     return qp_error_set(code, file, line, func, "%s%s%s", context, stack.inner[0] ? ": " : "",
                         stack.inner);
   if (stack.n == 0) return qp_error_set(code, file, line, func, "%s (HDF5 failed)", context);
-  if (stack.n == 1) return qp_error_set(code, file, line, func, "%s: HDF5: %s", context, stack.outer);
+  if (stack.n == 1)
+    return qp_error_set(code, file, line, func, "%s: HDF5: %s", context, stack.outer);
   return qp_error_set(code, file, line, func, "%s: HDF5: %s (%s)", context, stack.outer,
                       stack.inner[0] ? stack.inner : "(no description)");
 }

@@ -32,7 +32,8 @@
 void qp_interrupt_install(int rank);
 
 /** A stage was pushed (budget.h): its name (copied, at most 63 characters) and start time.
- *  Test hook: QP_TEST_PAUSE=<stage name> pauses here, inside the stage (qp_interrupt_test_pause). */
+ *  Test hook: QP_TEST_PAUSE=<stage name> pauses here, inside the stage (qp_interrupt_test_pause).
+ */
 void qp_interrupt_stage_enter(const char *name);
 /** The innermost stage was popped; a top-level stage joins the finished ones. */
 void qp_interrupt_stage_leave(void);

@@ -3,8 +3,9 @@
  * qp_budget_alloc keeps the accounting of device blocks (terms, stages, the live list); a
  * provider only maps and unmaps them. In a build with CUDA the default provider is cudaMalloc
  * (alloc_device.c); a build without CUDA has none, and the device space is QP_ERR_UNSUPPORTED
- * until one is set. The test backend hostdev (tests/support/hostdev.h) sets its own, host memory kept
- * inaccessible outside its operations, so that the device path runs on a machine without a GPU.
+ * until one is set. The test backend hostdev (tests/support/hostdev.h) sets its own, host memory
+ * kept inaccessible outside its operations, so that the device path runs on a machine without a
+ * GPU.
  *
  * Each block remembers the provider that allocated it, so that a block is freed by its own
  * provider even when another is set meanwhile. */

@@ -10,8 +10,8 @@
  * Reading never creates a CUDA context: before a baseline, or in a build without CUDA and
  * without a device-memory provider with a meter (device_memory.h), every figure is -1. In a
  * build without CUDA the meter reads that provider: the test backend hostdev
- * (tests/support/hostdev.h) reports the bytes it has mapped, page-rounded, and takes the baseline in
- * qp_hostdev_init. Not collective over MPI. */
+ * (tests/support/hostdev.h) reports the bytes it has mapped, page-rounded, and takes the baseline
+ * in qp_hostdev_init. Not collective over MPI. */
 #ifndef QP_METER_DEVICE_H
 #define QP_METER_DEVICE_H
 

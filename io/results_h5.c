@@ -169,7 +169,8 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
     QP_CALL_GOTO(qp_h5_attr_write_string(root, o->path, strs[i].name, strs[i].value), done);
   if (c->noise_kind == QP_NOISE_VARIANCE) {
     QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "noise_variance", c->noise_variance), done);
-    QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "noise_variance_pol", c->noise_variance_pol), done);
+    QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "noise_variance_pol", c->noise_variance_pol),
+                 done);
   } else {
     QP_CALL_GOTO(qp_h5_attr_write_string(root, o->path, "noise_file", c->noise_file), done);
     if (c->noise_kind == QP_NOISE_COVARIANCE)
@@ -201,7 +202,8 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
   QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "beam_fwhm_arcmin", c->beam_fwhm_arcmin), done);
   QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "host_limit", c->host_limit), done);
   QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "device_limit", c->device_limit), done);
-  QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "sample_interval_ms", c->sample_interval_ms), done);
+  QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "sample_interval_ms", c->sample_interval_ms),
+               done);
 done:
   free(maps);
   return err;

@@ -25,7 +25,8 @@
 #else
 #define QP_START_DIST NULL
 #endif
-#define QP_ABSENT_CUDA "this build of qmlpipe was not built with CUDA (configure with -DQP_ENABLE_CUDA=ON)"
+#define QP_ABSENT_CUDA                                                                             \
+  "this build of qmlpipe was not built with CUDA (configure with -DQP_ENABLE_CUDA=ON)"
 #define QP_ABSENT_DIST                                                                           \
   "this build of qmlpipe has no distributed backend (configure with -DQP_ENABLE_MPI=ON "         \
   "-DQP_ENABLE_SCALAPACK=ON)"

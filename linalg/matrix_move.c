@@ -10,7 +10,8 @@ static qp_err qp_check_block(const qp_matrix *m, int64_t li, int64_t lj, int64_t
                              int64_t cols, int64_t ld) {
   QP_CHECK(li >= 0 && lj >= 0 && rows >= 0 && cols >= 0 && li + rows <= m->local_rows &&
                lj + cols <= m->local_cols && ld >= (rows > 0 ? rows : 1),
-           QP_ERR_INTERNAL, "host copy of %lldx%lld at (%lld, %lld) of '%s' (%lldx%lld local, ld %lld)",
+           QP_ERR_INTERNAL,
+           "host copy of %lldx%lld at (%lld, %lld) of '%s' (%lldx%lld local, ld %lld)",
            (long long)rows, (long long)cols, (long long)li, (long long)lj, m->name,
            (long long)m->local_rows, (long long)m->local_cols, (long long)ld);
   return QP_OK;
@@ -105,7 +106,8 @@ static qp_err qp_replicate_tiles(const qp_matrix *a, qp_matrix *work) {
     for (int64_t li = 0; li < a->local_rows; li += nb) {
       const int64_t rows = a->local_rows - li < nb ? a->local_rows - li : nb;
       const int64_t cols = a->local_cols - lj < nb ? a->local_cols - lj : nb;
-      double *at = work->data + qp_matrix_global_row(a, li) + qp_matrix_global_col(a, lj) * work->ld;
+      double *at =
+          work->data + qp_matrix_global_row(a, li) + qp_matrix_global_col(a, lj) * work->ld;
       QP_CALL(qp_linalg_download(a, li, lj, rows, cols, at, work->ld));
     }
   return QP_OK;

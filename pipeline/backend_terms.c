@@ -69,7 +69,8 @@ typedef struct qp_backend_call {
 enum { QP_BACKEND_CALLS_MAX = 16 };
 
 /* The device operations of the stages, in their order (stage_covariance.c, stage_basis.c,
- * harmonic_route.c, harmonic_fisher.c, harmonic_bias.c; a conditioned Cholesky is norm1, potrf, pocon). */
+ * harmonic_route.c, harmonic_fisher.c, harmonic_bias.c; a conditioned Cholesky is norm1, potrf,
+ * pocon). */
 static int qp_backend_calls(const qp_model_dims *d, qp_backend_call out[QP_BACKEND_CALLS_MAX]) {
   const int64_t n = d->n_pix, nm = d->n_modes, batch = qp_model_map_batch(d);
   const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, bas = QP_STAGE_BASIS_SETUP;
@@ -141,8 +142,8 @@ static qp_model_bytes qp_tiled_bytes(const qp_model_dims *d, int64_t dim,
 }
 
 /* A distributed device backend (hostdev-dist, cuda-dist) runs the tiled algorithms
- * (linalg/tiled/tiled.h) and holds their blocks (pocon's vector in them) from its start at the bound
- * of the problem's largest dimension, with the local table's workspace of a diagonal block's
+ * (linalg/tiled/tiled.h) and holds their blocks (pocon's vector in them) from its start at the
+ * bound of the problem's largest dimension, with the local table's workspace of a diagonal block's
  * Cholesky; dist holds the same blocks in host memory on the harmonic routes, for SMW's solves
  * (its getrs is tiled) and the field blocks' redistribution (its copy_sub is, while held). */
 static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {

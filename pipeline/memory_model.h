@@ -45,13 +45,14 @@ typedef struct qp_model_dims {
   int64_t fisher_chunk;  /* pixel-direct: products held at once in fisher_run */
   int64_t spectra_chunk; /* pixel-direct: bin matrices held at once in spectra_run */
   int64_t map_batch;     /* maps on the device at once (1..n_maps; 0: n_maps): every per-map
-                            device matrix has map_batch columns (planner.c, memory.device_limit) */
+                            device matrix has map_batch columns (planner_chunks.c,
+                            memory.device_limit) */
   int64_t w_block;       /* projection: columns of W = Y^T Y on the device at once (1..n_modes;
                             0: n_modes). Below n_modes W is formed in blocks and kept whole on
-                            the host only (planner.c, memory.device_limit; one rank) */
+                            the host only (planner_chunks.c, memory.device_limit; one rank) */
   int64_t host_panel;    /* device backends: the lines of an n_pix-sided matrix on the host at
-                            once (1..; 0: all; planner.c, memory.host_limit): local columns of
-                            each pair-sum matrix (C, N_eff, the products, the bin matrices) where
+                            once (1..; 0: all; planner_chunks.c, memory.host_limit): local
+                            columns of each pair-sum matrix (C, N_eff, the products, the bin matrices) where
                             it is built (pixel_matrices.h), local rows of V^T where it is built
                             and whitened and of a batch of maps written (and pixel-direct's z
                             and P_b z read), the columns of Z, I + K Lambda and G
@@ -132,7 +133,7 @@ static inline int qp_model_w_chunked(const qp_model_dims *d) {
  *  `qmlpipe run` at its baseline (BLAS and LAPACK code, OpenMP pool and the threads' heaps,
  *  the libraries' first use, HDF5, the memory timeline) on the project's 2-core Debian 12
  *  machine (OpenBLAS 0.3.21 with 2 threads), 23.5-23.6 MiB once the buffer pages the warm-up
- *  touches (qp_driver_warm_up_panel_bytes, which the planner adds) are taken off, from n_pix
+ *  touches (qp_blas_buffer_bytes, blas_buffers.h, which the planner adds) are taken off, from n_pix
  *  960 to 8064, rounded up; see docs/memory-model.md. */
 #define QP_MODEL_DEFAULT_OVERHEAD ((size_t)24 << 20)
 

@@ -132,8 +132,9 @@ static qp_err qp_cpu_getrf(qp_matrix *a, int *pivots) {
   int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, a->data, lda, pivots);
   info = QP_FAULT_INFO("dgetrf", info);
   QP_CALL(qp_lapack_check(info, "dgetrf", a));
-  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: matrix '%s' (%d x %d) is singular: U(%d,%d) = 0",
-           qp_stage_label(), a->name, n, n, info, info);
+  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
+           "stage %s: matrix '%s' (%d x %d) is singular: U(%d,%d) = 0", qp_stage_label(), a->name,
+           n, n, info, info);
   return QP_OK;
 }
 
@@ -221,8 +222,8 @@ static qp_err qp_cpu_norm1(const qp_matrix *a, double *out) {
   return QP_OK;
 }
 
-/* pocon: LAPACK's estimator (dlacn2, linalg/backends/condition_estimate.h, as on the cuda backend) over
- * blocked solves with L. dpocon's own solves (dlatrs, which calls dtrsv) run on one thread and
+/* pocon: LAPACK's estimator (dlacn2, linalg/backends/condition_estimate.h, as on the cuda backend)
+ * over blocked solves with L. dpocon's own solves (dlatrs, which calls dtrsv) run on one thread and
  * read L whole twice per product, ~10 times in all: at n 1984 in a run 7.1-8.9 ms. A triangle
  * of QP_CPU_SOLVE_BLOCK at a time and the rest of each block column by dgemv, which OpenBLAS
  * runs on every thread: 3.1-3.4 ms (docs/benchmarks.md, 2026-11-27), the same estimate to

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* the cuda backend's own buffers (linalg/backends/cuda_context.c), held from qp_cuda_init (or the first
- * operation that needs them) to qp_cuda_finalize; all in the device space but the last */
+/* the cuda backend's own buffers (linalg/backends/cuda_context.c), held from qp_cuda_init (or the
+ * first operation that needs them) to qp_cuda_finalize; all in the device space but the last */
 #define QP_TERM_CUBLAS_WORKSPACE "cublas workspace"     /* 32 MiB (sm_90 and up), else 4 MiB */
 #define QP_TERM_CUSOLVER_WORKSPACE "cusolver workspace" /* the largest *_bufferSize so far */
 #define QP_TERM_CUSOLVER_INFO "cusolver info"           /* one int */

@@ -78,8 +78,8 @@ void qp_cuda_pinned_destroy(void);
  * calls it through the table's hold_workspace, where the model counts the block from. */
 void qp_cuda_pinned_touch(void);
 /** A host <-> device copy of pageable host memory through the pinned staging, piece by piece
- *  (linalg/backends/copy_pieces.h), packing one half while the device copies the other; returns when
- *  the host side is complete. kind: cudaMemcpyHostToDevice or cudaMemcpyDeviceToHost. */
+ *  (linalg/backends/copy_pieces.h), packing one half while the device copies the other; returns
+ * when the host side is complete. kind: cudaMemcpyHostToDevice or cudaMemcpyDeviceToHost. */
 qp_err qp_cuda_pinned_copy(double *dst, int64_t dld, const double *src, int64_t sld, int64_t rows,
                            int64_t cols, enum cudaMemcpyKind kind, const char *what);
 

@@ -97,8 +97,9 @@ static qp_err qp_dist_getrf(qp_matrix *a, int *pivots) {
   pdgetrf_(&n, &n, a->data, &qp_one, &qp_one, a->desc, pivots, &info);
   info = QP_FAULT_INFO("pdgetrf", info);
   QP_CALL(qp_info_check(info, "pdgetrf", a));
-  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF, "stage %s: matrix '%s' (%d x %d) is singular: U(%d,%d) = 0",
-           qp_stage_label(), a->name, n, n, info, info);
+  QP_CHECK(info == 0, QP_ERR_NOT_POSDEF,
+           "stage %s: matrix '%s' (%d x %d) is singular: U(%d,%d) = 0", qp_stage_label(), a->name,
+           n, n, info, info);
   return QP_OK;
 }
 

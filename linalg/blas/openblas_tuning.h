@@ -55,8 +55,8 @@ int qp_blas_buffers_huge_pages(void);
 int qp_blas_buffers_commit(size_t bytes);
 
 /** The pages the advised buffers get on x86_64 (the PMD size): the resident part of each
- *  buffer is a whole number of them (qp_driver_warm_up_panel_bytes rounds to it whatever the
- *  kernel's setting, an upper bound where the buffers keep 4 KiB pages). */
+ *  buffer is a whole number of them (qp_blas_buffer_bytes, pipeline/blas_buffers.h, rounds to it
+ * whatever the kernel's setting, an upper bound where the buffers keep 4 KiB pages). */
 #define QP_BLAS_HUGE_PAGE_BYTES ((size_t)2 << 20)
 
 /** 1 where the kernel has transparent huge pages for advised mappings

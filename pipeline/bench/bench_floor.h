@@ -7,7 +7,7 @@
 
 #include "problem.h"
 
-/** The floor of a planned problem (p->path_used, p->smw, n_pix, n_modes, n_params from
+/** The floor of a planned problem (p->plan->path_used, p->plan->smw, n_pix, n_modes, n_params from
  *  qp_inputs_plan): seconds and flops of
  *  - harmonic projection: potrf of n_pix, trsm of n_pix^2 x n_modes, syrk of n_modes^2 x n_pix;
  *  - harmonic SMW: syrk of n_modes^2 x n_pix, getrf and getrs of n_modes (with a dense

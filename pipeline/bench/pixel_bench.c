@@ -95,7 +95,8 @@ int main(int argc, char **argv) {
   if (panel > 0 && panel < n) {
     /* The whole build once more into zeros (the builds above added S to cov), then the panels:
      * each into the zeroed panel buffer, checked against the whole build's columns. */
-    double *whole = calloc((size_t)(n * n), sizeof(double)), *part = malloc((size_t)(n * panel) * sizeof(double));
+    double *whole = calloc((size_t)(n * n), sizeof(double)),
+           *part = malloc((size_t)(n * panel) * sizeof(double));
     if (!whole || !part) return 3;
     if (qp_pixel_matrices_build(&p, whole, 0, 0, NULL, 0) != QP_OK) return 1;
     double t0, best_panels = 1e300;

@@ -1,15 +1,17 @@
-/* tiled_bench.c: the tiled algorithms (linalg/tiled/tiled.h) against ScaLAPACK on the same matrices.
+/* tiled_bench.c: the tiled algorithms (linalg/tiled/tiled.h) against ScaLAPACK on the same
+ * matrices.
  *
  *   mpiexec -n P qp-tiled-bench [--repeat R] [--block B] N [N ...]
  *
  * For each order N, on the grid qp_grid_init chooses for P ranks: potrf of an N x N SPD
- * matrix, trtri of its factor, trsm (left, lower, L^-1 B and L^-T B) of N x N/2 right-hand sides, the gemm
- * C = A^T A of an N x N/2 A (syrk's form), and getrf of an N x N general matrix whose partial
- * pivoting interchanges rows at every step (a permutation plus a small dense part): each by ScaLAPACK (the dist table) and by the tiled
- * algorithm with the cpu table as the local one (the code a GPU per rank would run with cuda
- * local), best of R, seconds over the ranks' slowest; then tiled / ScaLAPACK and both rates
- * against this run's dgemm on one rank's share (the BLAS floor of the machine, measured here
- * because these machines drift by 15% from run to run). Rank 0 prints. */
+ * matrix, trtri of its factor, trsm (left, lower, L^-1 B and L^-T B) of N x N/2 right-hand sides,
+ * the gemm C = A^T A of an N x N/2 A (syrk's form), and getrf of an N x N general matrix whose
+ * partial pivoting interchanges rows at every step (a permutation plus a small dense part): each by
+ * ScaLAPACK (the dist table) and by the tiled algorithm with the cpu table as the local one (the
+ * code a GPU per rank would run with cuda local), best of R, seconds over the ranks' slowest; then
+ * tiled / ScaLAPACK and both rates against this run's dgemm on one rank's share (the BLAS floor of
+ * the machine, measured here because these machines drift by 15% from run to run). Rank 0 prints.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +94,8 @@ static double op_flops(bench_op op, int64_t n) {
 /* This rank's dgemm rate on its share: C (n/Q x n/Q) += A^T B with A, B of n/P rows, as the
  * local steps of a distributed gemm are; GFLOP/s, the slowest rank's. */
 static double dgemm_rate(int64_t n, const qp_grid *g) {
-  const int64_t m = n / g->npcol > 64 ? n / g->npcol : 64, k = n / g->nprow > 64 ? n / g->nprow : 64;
+  const int64_t m = n / g->npcol > 64 ? n / g->npcol : 64,
+                k = n / g->nprow > 64 ? n / g->nprow : 64;
   qp_matrix a, b, c;
   const qp_linalg_ops *cpu = qp_linalg_cpu_ops();
   if (qp_matrix_create(cpu, "bench A", QP_TERM_TRANSIENT, k, m, &a) != QP_OK ||

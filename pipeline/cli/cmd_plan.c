@@ -73,7 +73,8 @@ static void qp_plan_print(const qp_problem *p) {
   if (p->plan->path_used == QP_PATH_PIXEL_DIRECT)
     printf("  fisher_run holds %lld of %d products; spectra_run builds %lld bin matrices at a "
            "time\n",
-           (long long)p->plan->model_dims.fisher_chunk, p->n_params, (long long)p->plan->model_dims.spectra_chunk);
+           (long long)p->plan->model_dims.fisher_chunk, p->n_params,
+           (long long)p->plan->model_dims.spectra_chunk);
   if (qp_model_map_batch(&p->plan->model_dims) < p->n_maps)
     printf("  maps in batches of %lld of %lld on the device (memory.device_limit)\n",
            (long long)qp_model_map_batch(&p->plan->model_dims), (long long)p->n_maps);
@@ -82,7 +83,8 @@ static void qp_plan_print(const qp_problem *p) {
            (long long)p->plan->model_dims.w_block, (long long)p->n_modes);
   if (p->plan->model_dims.host_panel > 0)
     printf("  host windows in panels of %lld local line%s (%s; memory.host_limit)\n",
-           (long long)p->plan->model_dims.host_panel, p->plan->model_dims.host_panel == 1 ? "" : "s",
+           (long long)p->plan->model_dims.host_panel,
+           p->plan->model_dims.host_panel == 1 ? "" : "s",
            qp_plan_panel_lines(&p->plan->model_dims));
   /* A checkpoint after a stage (run --checkpoint) holds every buffer alive at its end: the
    * stage's persistent bytes (pipeline/checkpoint.h), per rank; spectra_run writes none. */

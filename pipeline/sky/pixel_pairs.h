@@ -19,7 +19,8 @@ typedef struct qp_local {
 
 /* cos 2 alpha, sin 2 alpha of the angle at position a (unit vector ra) from its meridian
  * (e_theta) to the great circle towards rb; (1, 0) when the circle is not unique. */
-static inline void qp_rotation(const double *ra, const double *rb, double z, double *c2, double *s2) {
+static inline void qp_rotation(const double *ra, const double *rb, double z, double *c2,
+                               double *s2) {
   double t[3] = {rb[0] - z * ra[0], rb[1] - z * ra[1], rb[2] - z * ra[2]};
   double rho = sqrt(ra[0] * ra[0] + ra[1] * ra[1]); /* sin theta; HEALPix centres: > 0 */
   double cphi = rho > 0 ? ra[0] / rho : 1.0, sphi = rho > 0 ? ra[1] / rho : 0.0;
@@ -34,7 +35,6 @@ static inline void qp_rotation(const double *ra, const double *rb, double z, dou
   *c2 = (t_theta * t_theta - t_phi * t_phi) / norm;
   *s2 = 2.0 * t_theta * t_phi / norm;
 }
-
 
 /* The entries of one pair of positions (i >= j in block order) for one target: T_i T_j, the
  * (polarised i, T j) pair's Q_i T_j and U_i T_j, and the polarised pair's four. */

@@ -118,15 +118,15 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
           (long long)p->n_pix, (long long)p->n_modes, p->n_params, (long long)p->n_maps,
           qp_plan_route_name(p->plan));
   qp_json_string(out, p->plan->path_reason);
-  fprintf(out,
-          ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld, \"maps\": %lld, "
-          "\"w_block\": %lld, \"host_panel\": %lld},\n"
-          "  \"flops\": %.6e,\n",
-          (long long)p->plan->model_dims.fisher_chunk, (long long)p->plan->model_dims.spectra_chunk,
-          (long long)qp_model_map_batch(&p->plan->model_dims),
-          (long long)qp_w_block(p),
-          (long long)(p->plan->model_dims.host_panel > 0 ? p->plan->model_dims.host_panel : p->n_pix),
-          p->plan->flops);
+  fprintf(
+      out,
+      ",\n  \"chunks\": {\"fisher\": %lld, \"spectra\": %lld, \"maps\": %lld, "
+      "\"w_block\": %lld, \"host_panel\": %lld},\n"
+      "  \"flops\": %.6e,\n",
+      (long long)p->plan->model_dims.fisher_chunk, (long long)p->plan->model_dims.spectra_chunk,
+      (long long)qp_model_map_batch(&p->plan->model_dims), (long long)qp_w_block(p),
+      (long long)(p->plan->model_dims.host_panel > 0 ? p->plan->model_dims.host_panel : p->n_pix),
+      p->plan->flops);
   if (job->ranks > 0)
     fprintf(out,
             "  \"grid\": {\"rows\": %d, \"cols\": %d, \"block\": %d, \"ranks\": %d, "

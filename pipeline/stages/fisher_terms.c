@@ -1,5 +1,6 @@
 /* fisher_terms.c: fisher_run's terms (fisher_terms.h), with the bytes stage_fisher.c and
- * harmonic_fisher.c, harmonic_bias.c and harmonic_spectra.c allocate; test_budget_exact ties the two on every route. */
+ * harmonic_fisher.c, harmonic_bias.c and harmonic_spectra.c allocate; test_budget_exact ties the
+ * two on every route. */
 #include "fisher_terms.h"
 
 #include "model_bytes.h"

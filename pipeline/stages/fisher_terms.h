@@ -1,6 +1,6 @@
 /* fisher_terms.h: the terms fisher_run allocates (stage_fisher.c's pixel products,
- * harmonic_fisher.c's F and harmonic_bias.c's b), their names and their declaration to the memory model
- * (fisher_terms.c). */
+ * harmonic_fisher.c's F and harmonic_bias.c's b), their names and their declaration to the memory
+ * model (fisher_terms.c). */
 #ifndef QP_FISHER_TERMS_H
 #define QP_FISHER_TERMS_H
 

@@ -57,7 +57,8 @@ qp_err qp_bias_from_matrix(qp_problem *p, const qp_matrix *g, const qp_entry *e,
     QP_CALL_GOTO(qp_host_window_read(&gp, 0, gp.local_cols, &w), done);
     for (int64_t i = 0; i < n_entries; ++i) {
       if (e[i].b < c0 || e[i].b >= c0 + width) continue;
-      const int64_t li = qp_matrix_local_row(&gp, e[i].a), lj = qp_matrix_local_col(&gp, e[i].b - c0);
+      const int64_t li = qp_matrix_local_row(&gp, e[i].a),
+                    lj = qp_matrix_local_col(&gp, e[i].b - c0);
       if (li < 0 || lj < 0) continue;
       terms[i] = e[i].v * w.data[li + lj * w.ld];
       held[i] = 1;

@@ -59,7 +59,8 @@ static qp_err qp_field_windows_panel(qp_problem *p, const qp_matrix *m, int64_t 
       if (lg > cfg->lmax || lh > cfg->lmax) continue; /* no entry reads it */
       /* The window sits at layout rows [n_lm - rows, n_lm) and columns [n_lm - count, n_lm):
        * its columns in this panel are [j0, col0 + cols). */
-      const int64_t rows = qp_harmonic_count(lg, cfg->lmax), count = qp_harmonic_count(lh, cfg->lmax);
+      const int64_t rows = qp_harmonic_count(lg, cfg->lmax),
+                    count = qp_harmonic_count(lh, cfg->lmax);
       const int64_t j0 = n_lm - count > col0 ? n_lm - count : col0;
       if (j0 >= col0 + cols) continue; /* none of its columns here: no column reads it */
       qp_matrix work;
@@ -175,7 +176,8 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
   int64_t *gstart = NULL;
   double *sums = NULL;
   qp_err err = QP_OK;
-  QP_CALL_GOTO(qp_field_windows_init(&p->kernel, block, panel, p->plan->model_dims.n_fields, &fw), done);
+  QP_CALL_GOTO(qp_field_windows_init(&p->kernel, block, panel, p->plan->model_dims.n_fields, &fw),
+               done);
   QP_CALL_GOTO(qp_entry_groups(p, e, start, &groups, &gstart), done);
   QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT, n_slots * block,
                                 &sums),

@@ -1,7 +1,7 @@
 /* harmonic_modes.h: what the harmonic routes' basis_setup (harmonic_route.c) and their
- * fisher_run and spectra_run (harmonic_fisher.c, harmonic_bias.c, harmonic_spectra.c) share: where a mode (field, l, m) sits,
- * the beam, and the entries of each D_p = dLambda/dp (sparse: one per (l, m) of its bin, two
- * for a cross spectrum). Internal to stages/. */
+ * fisher_run and spectra_run (harmonic_fisher.c, harmonic_bias.c, harmonic_spectra.c) share: where
+ * a mode (field, l, m) sits, the beam, and the entries of each D_p = dLambda/dp (sparse: one per
+ * (l, m) of its bin, two for a cross spectrum). Internal to stages/. */
 #ifndef QP_HARMONIC_MODES_H
 #define QP_HARMONIC_MODES_H
 

@@ -1,5 +1,6 @@
 /* harmonic_route.c: the harmonic path's basis_setup, SMW and projection
- * (harmonic_route.h); its fisher_run: harmonic_fisher.c and harmonic_bias.c, its spectra_run: harmonic_spectra.c. */
+ * (harmonic_route.h); its fisher_run: harmonic_fisher.c and harmonic_bias.c, its spectra_run:
+ * harmonic_spectra.c. */
 #include "harmonic_route.h"
 
 #include <chealpix.h>
@@ -416,7 +417,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
  * - One process: each block's lower part W[j0.., j0..] = Y[:, j0..]^T Y[:, j0..j0 + cols) by
  *   gemm into the top rows of the device's W_block, then W_host's upper triangle mirrored
  *   from the lower one: the flops are syrk's (n_pix n_modes^2), not twice them.
- * - On a grid: the blocks start at multiples of block x npcol (planner.c), where a range of
+ * - On a grid: the blocks start at multiples of block x npcol (planner_chunks.c), where a range of
  *   columns is a block-cyclic matrix of its own (qp_matrix_columns), and each is formed whole,
  *   W[:, j0..j0 + cols) = Y^T Y[:, j0..j0 + cols), into W_host's same local columns: twice
  *   the flops, for want of a mirror of a distributed host matrix (a pdtran and a second W).

@@ -1,5 +1,6 @@
 /* spectra_terms.c: spectra_run's terms (spectra_terms.h), with the bytes stage_spectra.c and
- * harmonic_fisher.c, harmonic_bias.c and harmonic_spectra.c allocate; test_budget_exact ties the two on every route. */
+ * harmonic_fisher.c, harmonic_bias.c and harmonic_spectra.c allocate; test_budget_exact ties the
+ * two on every route. */
 #include "spectra_terms.h"
 
 #include "model_bytes.h"
@@ -9,7 +10,7 @@ qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
   const int moves = qp_model_moves_data(d);
   const size_t w = sizeof(double);
   const qp_stage_id spe = QP_STAGE_SPECTRA_RUN;
-  /* The per-map matrices hold one batch of maps (planner.c). */
+  /* The per-map matrices hold one batch of maps (planner_chunks.c). */
   const int64_t batch = qp_model_map_batch(d);
   const qp_model_bytes pix_maps = qp_model_matrix_bytes(d, d->n_pix, batch);
   if (pixel) {

@@ -1,5 +1,5 @@
-/* test_cuda_linalg.c: the cuda backend (linalg/backends/cuda*.c) against the cpu backend, operation by
- * operation, and its device budget (budget/alloc.c's device space, budget/meter_device.c).
+/* test_cuda_linalg.c: the cuda backend (linalg/backends/cuda*.c) against the cpu backend, operation
+ * by operation, and its device budget (budget/alloc.c's device space, budget/meter_device.c).
  *
  * Every operation of the table runs on the same random inputs on both backends (SPD matrices
  * for the Cholesky family, a row-permuted diagonally dominant one for LU, so that pivoting is

@@ -1,9 +1,10 @@
 /* test_bad_inputs: the real qmlpipe binary (argv[1]), run as a child process on bad inputs,
  * fails with the documented exit status (qp_err_exit_status of the expected code), says on
  * stderr what is wrong in words a user can act on, and leaves neither a results file nor a
- * temporary (QP_ATOMIC_TEMP_MARK, base/atomic_file.h) behind. A positive control first proves that the harness sees a success.
- * The polarisation cases (10-15) use a TQU fixture and end with a positive control of their
- * own: TQU, all six spectra, mask_pol narrower than mask, noise {variance_t, variance_p}.
+ * temporary (QP_ATOMIC_TEMP_MARK, base/atomic_file.h) behind. A positive control first proves that
+ * the harness sees a success. The polarisation cases (10-15) use a TQU fixture and end with a
+ * positive control of their own: TQU, all six spectra, mask_pol narrower than mask, noise
+ * {variance_t, variance_p}.
  *
  * Everything happens in a private directory (bad_inputs.d) under the working directory, so
  * that the leftover-file checks cannot see files of tests running beside this one. Files are

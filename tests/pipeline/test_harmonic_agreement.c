@@ -108,7 +108,8 @@ static void run_case(qp_fields fields, int switched, int dense) {
     cfg.harmonic_method = methods[k];
     TEST_OK(qp_fixture_run(&cfg, &r[k].p, &r[k].baseline));
   }
-  TEST_ASSERT(r[1].p.plan->smw == 1 && r[2].p.plan->smw == 0 && r[0].p.plan->path_used == QP_PATH_PIXEL_DIRECT,
+  TEST_ASSERT(r[1].p.plan->smw == 1 && r[2].p.plan->smw == 0 &&
+                  r[0].p.plan->path_used == QP_PATH_PIXEL_DIRECT,
               "%s: routes not as requested", name);
   for (int k = 1; k < 3; ++k) {
     char label[96];

@@ -236,10 +236,11 @@ static void check_panels(qp_config *cfg, int64_t panel, const char *what) {
                   memcmp(whole.cl, p.cl, np * n_maps * sizeof(double)) == 0,
               "%s: C in panels: not the bits of C whole", what);
   /* Pixel-direct: the chunks stay whole (the host side was judged at the least panel). */
-  TEST_ASSERT(p.plan->model_dims.fisher_chunk == p.n_params && p.plan->model_dims.spectra_chunk == p.n_params,
+  TEST_ASSERT(p.plan->model_dims.fisher_chunk == p.n_params &&
+                  p.plan->model_dims.spectra_chunk == p.n_params,
               "%s: chunks %lld and %lld of %d parameters under the host limit", what,
-              (long long)p.plan->model_dims.fisher_chunk, (long long)p.plan->model_dims.spectra_chunk,
-              p.n_params);
+              (long long)p.plan->model_dims.fisher_chunk,
+              (long long)p.plan->model_dims.spectra_chunk, p.n_params);
   if (route == QP_PATH_HARMONIC && method == 2) check_projection_windows(&p, what);
   if (route == QP_PATH_HARMONIC && method == 1) check_smw_windows(&p, what);
   if (route == QP_PATH_HARMONIC) check_field_windows(&p, what);

@@ -1,7 +1,7 @@
 /* test_hostdev_map_batches: the maps in batches under memory.device_limit (planner.c,
- * docs/memory-model.md "Maps in batches"), on the hostdev device emulation (tests/support/hostdev.h).
- * A problem with more maps than pixels or modes (120 maps of 48 pixels, 21 modes), where the
- * per-map device matrices outgrow the rest:
+ * docs/memory-model.md "Maps in batches"), on the hostdev device emulation
+ * (tests/support/hostdev.h). A problem with more maps than pixels or modes (120 maps of 48 pixels,
+ * 21 modes), where the per-map device matrices outgrow the rest:
  *  - for each route (pixel-direct, harmonic SMW, harmonic projection), a device_limit equal to
  *    the device peak the model predicts at a chosen batch makes the planner pick that batch,
  *    with a last batch smaller than the others; F, b, y and C_hat equal the unbatched cpu
@@ -80,14 +80,16 @@ static double check_batched(qp_config *cfg, qp_path path, int method, int64_t ba
   cfg->device_limit = limit;
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
   if (qp_comm_rank() == 0)
-    printf("%s on %d rank(s), backend %s: %lld maps, n_pix %lld, n_modes %lld, device_limit %.0f B: batch %lld, chunks "
-         "%lld/%lld, device peak %zu B, host peak %zu B\n  route: %s\n",
+    printf("%s on %d rank(s), backend %s: %lld maps, n_pix %lld, n_modes %lld, device_limit %.0f "
+           "B: batch %lld, chunks "
+           "%lld/%lld, device peak %zu B, host peak %zu B\n  route: %s\n",
            what, qp_comm_size(), p.ops->name, (long long)p.n_maps, (long long)p.n_pix,
-           (long long)p.n_modes, limit,
-         (long long)p.plan->model_dims.map_batch, (long long)p.plan->model_dims.fisher_chunk,
-         (long long)p.plan->model_dims.spectra_chunk, qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE),
-         qp_model_peak(&p.plan->model), p.plan->path_reason);
-  check_pieces(what, "maps in batches", p.plan->model_dims.map_batch, batch, p.n_maps, p.plan->path_reason);
+           (long long)p.n_modes, limit, (long long)p.plan->model_dims.map_batch,
+           (long long)p.plan->model_dims.fisher_chunk, (long long)p.plan->model_dims.spectra_chunk,
+           qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE), qp_model_peak(&p.plan->model),
+           p.plan->path_reason);
+  check_pieces(what, "maps in batches", p.plan->model_dims.map_batch, batch, p.n_maps,
+               p.plan->path_reason);
   TEST_ASSERT((double)qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE) <= limit,
               "%s: device peak over the limit", what);
   compare_exact_and_free(&cpu, &p, what);

@@ -76,10 +76,11 @@ static void check_route(qp_config *cfg, qp_path path, int method, double device_
                 "%s: SMW's '%s' not predicted at 8 n_modes", what, QP_TERM_HOSTDEV_PIVOTS);
   }
   if (device_limit > 0)
-    TEST_ASSERT(p.plan->model_dims.fisher_chunk < p.n_params && p.plan->model_dims.spectra_chunk < p.n_params,
+    TEST_ASSERT(p.plan->model_dims.fisher_chunk < p.n_params &&
+                    p.plan->model_dims.spectra_chunk < p.n_params,
                 "%s: device_limit %.0f B did not chunk (%lld, %lld of %d)", what, device_limit,
-                (long long)p.plan->model_dims.fisher_chunk, (long long)p.plan->model_dims.spectra_chunk,
-                p.n_params);
+                (long long)p.plan->model_dims.fisher_chunk,
+                (long long)p.plan->model_dims.spectra_chunk, p.n_params);
   qp_problem_free(&p);
   results_free(&cpu);
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: %zu device bytes left", what,

@@ -4,9 +4,9 @@
  * (n_modes^2) outweighs the rest of the device peak:
  *  - T, QU and TQU: a device_limit that holds W whole changes nothing (the cpu run's estimates
  *    to the bit; on several ranks dist's to 1e-12: hostdev-dist's products and solves are the
- *    tiled algorithms, linalg/tiled/tiled.h); a device_limit equal to the device peak the model predicts at a chosen
- *    block makes the planner pick that block, with a last block narrower than the others;
- *    F, b, y and C_hat equal the unchunked cpu run's to 1e-12, both spaces' tracked peaks and
+ *    tiled algorithms, linalg/tiled/tiled.h); a device_limit equal to the device peak the model
+ * predicts at a chosen block makes the planner pick that block, with a last block narrower than the
+ * others; F, b, y and C_hat equal the unchunked cpu run's to 1e-12, both spaces' tracked peaks and
  *    terms equal the model's exactly (budget_check.h), and the route's reason, which the
  *    results file records, names the block;
  *  - on an emulated device of that size (qp_hostdev_set_capacity) the chunked plan fits where
@@ -111,7 +111,8 @@ static double check_blocks(qp_config *cfg, int64_t w_block, const char *what) {
            what, qp_comm_size(), p.ops->name, (long long)p.n_pix, (long long)p.n_modes, limit, whole,
          (long long)p.plan->model_dims.w_block, qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE),
          qp_model_peak(&p.plan->model), p.plan->path_reason);
-  check_pieces(what, "W in blocks", p.plan->model_dims.w_block, w_block, p.n_modes, p.plan->path_reason);
+  check_pieces(what, "W in blocks", p.plan->model_dims.w_block, w_block, p.n_modes,
+               p.plan->path_reason);
   /* W's blocks by gemm, not syrk: how far from the cpu run's syrk W they take F and C_hat. */
   if (qp_comm_rank() == 0)
     printf("  max relative difference from cpu: F %.2e, C_hat %.2e\n",
@@ -166,8 +167,9 @@ int main(int argc, char **argv) {
   set_route(&cfg, 0, "hostdev");
   TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   TEST_ASSERT(!p.plan->smw && p.plan->model_dims.w_block == t_block,
-              "auto under the limit: smw %d, block %lld (expected projection, %lld): %s", p.plan->smw,
-              (long long)p.plan->model_dims.w_block, (long long)t_block, p.plan->path_reason);
+              "auto under the limit: smw %d, block %lld (expected projection, %lld): %s",
+              p.plan->smw, (long long)p.plan->model_dims.w_block, (long long)t_block,
+              p.plan->path_reason);
   qp_check_budget_exact(&p);
   qp_problem_free(&p);
 

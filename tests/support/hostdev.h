@@ -51,8 +51,8 @@
 #include "matrix.h"
 
 /* hostdev's own buffers, EMULATING a cuSOLVER-like library (the cuda backend's "cusolver
- * workspace" and "device pivots", linalg/backends/cuda.h) so that the memory model's prediction of a
- * backend's workspaces is checked exactly on CPU: blocks of its device memory that it never
+ * workspace" and "device pivots", linalg/backends/cuda.h) so that the memory model's prediction of
+ * a backend's workspaces is checked exactly on CPU: blocks of its device memory that it never
  * reads, held from first need and grown as cuda's are (matrix.h, qp_workspace), freed by the
  * table's release_workspaces. One rank only: hostdev-dist's distributed operations hold none. */
 #define QP_TERM_HOSTDEV_WORKSPACE "hostdev solver workspace" /* potrf, potri, trtri, getrf */
@@ -67,8 +67,8 @@
 
 /** Makes hostdev's memory the budget's device space (qp_budget_device_memory_set) and, in a
  *  build without CUDA, takes the device meter's baseline unless it is already taken on hostdev.
- *  Idempotent. qp_linalg_backend("hostdev", ...) calls it (qp_hostdev_start). A TEST HOOK: the environment
- *  variable QP_HOSTDEV_CAPACITY (bytes, or with K, M, G: 1024-based), when set, is the
+ *  Idempotent. qp_linalg_backend("hostdev", ...) calls it (qp_hostdev_start). A TEST HOOK: the
+ * environment variable QP_HOSTDEV_CAPACITY (bytes, or with K, M, G: 1024-based), when set, is the
  *  emulated device's size (qp_hostdev_set_capacity), so that a `qmlpipe run` on hostdev can be
  *  given a device of a chosen size; a value that does not parse is QP_ERR_INPUT naming it. */
 qp_err qp_hostdev_init(void);

@@ -1,4 +1,5 @@
-/* test_blas_buffers.c: OpenBLAS's buffers in transparent huge pages (linalg/blas/openblas_tuning.h).
+/* test_blas_buffers.c: OpenBLAS's buffers in transparent huge pages
+ * (linalg/blas/openblas_tuning.h).
  *
  * Where the kernel has them ('always' or 'madvise'): qp_blas_buffers_huge_pages finds at least
  * the calling thread's buffer (mapped by its 1 x 1 dpotrf; a worker maps its own as it starts,

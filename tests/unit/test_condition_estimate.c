@@ -1,5 +1,5 @@
-/* test_condition_estimate.c: the condition estimate of linalg/backends/condition_estimate.h, which the
- * cuda backend's pocon and gecon run with device solves, here with host solves (cblas_dtrsv
+/* test_condition_estimate.c: the condition estimate of linalg/backends/condition_estimate.h, which
+ * the cuda backend's pocon and gecon run with device solves, here with host solves (cblas_dtrsv
  * applying qp_condition_solves' triangles) against LAPACK's own dpocon and dgecon on the same
  * factors: same estimator, same solves, so the same rcond to rounding. Also LAPACK's
  * conventions (order 0, anorm 0 or NaN or negative), a singular factor (rcond 0, as dpocon),

@@ -1,6 +1,6 @@
 /* test_copy_pieces: how the cuda backend cuts a host <-> device copy into pieces of its pinned
- * staging buffers (linalg/backends/copy_pieces.h), checked on CPU. For block shapes from a single entry
- * to columns longer than the buffer, and buffers from one double to larger than the block:
+ * staging buffers (linalg/backends/copy_pieces.h), checked on CPU. For block shapes from a single
+ * entry to columns longer than the buffer, and buffers from one double to larger than the block:
  * every piece fits the buffer, the pieces cover every entry of the block exactly once, and a
  * block packed piece by piece into a "device" array through two alternating buffers (the order
  * cuda_pinned.c copies in) and unpacked back into a strided host array is bitwise the source,

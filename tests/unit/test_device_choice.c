@@ -1,5 +1,5 @@
-/* test_device_choice.c: one GPU per rank (linalg/backends/device_choice.h) on any machine: the local
- * rank from each launcher's variable, their order, the round robin over the visible devices,
+/* test_device_choice.c: one GPU per rank (linalg/backends/device_choice.h) on any machine: the
+ * local rank from each launcher's variable, their order, the round robin over the visible devices,
  * no variable, and the refusals (a malformed variable, no device). The variables are set here
  * with setenv, the device counts given. */
 #include <stdio.h>

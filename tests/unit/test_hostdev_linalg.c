@@ -1,5 +1,5 @@
-/* test_hostdev_linalg.c: the test backend hostdev (tests/support/hostdev.h) against the cpu backend,
- * and the budget's device-memory provider (budget/device_memory.h) it plugs into.
+/* test_hostdev_linalg.c: the test backend hostdev (tests/support/hostdev.h) against the cpu
+ * backend, and the budget's device-memory provider (budget/device_memory.h) it plugs into.
  *
  * Every operation of the table on random operands of awkward shapes (37 x 23, ...) gives the
  * cpu result bitwise (equal and finite: the NaN-aware test_util.h comparison with tolerance 0),
