@@ -9,7 +9,7 @@
 #include "host_window.h"
 #include "qp_config.h"
 #if QP_HAVE_CUDA
-#include "cuda.h"
+#include "cuda_backend.h"
 #endif
 
 /* Starts a backend by its row of backends.h: no backend's name is compared here. */

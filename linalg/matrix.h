@@ -192,7 +192,7 @@ qp_err qp_linalg_cpu_start(const qp_linalg_ops **ops);
 qp_err qp_linalg_dist_start(const qp_linalg_ops **ops);
 /** The starts of "cuda" and "cuda-dist", in builds with CUDA (linalg/backends/cuda*.c): the
  *  device of this rank (qp_cuda_init_for_rank), and for cuda-dist the check of ScaLAPACK's
- *  process grid. Declared here, not in the private cuda.h, because backends.c, outside the
+ *  process grid. Declared here, not in the private cuda_backend.h, because backends.c, outside the
  *  backends' folder, names them in its rows. */
 qp_err qp_linalg_cuda_start(const qp_linalg_ops **ops);
 qp_err qp_linalg_cuda_dist_start(const qp_linalg_ops **ops);

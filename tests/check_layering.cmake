@@ -88,7 +88,7 @@ endif()
 
 file(GLOB stage_files ${SOURCE_DIR}/pipeline/stages/*.[ch] ${SOURCE_DIR}/pipeline/sky/*.[ch])
 set(forbidden
-  "#include [\"<](comm|grid|scalapack|cuda|cuda_private|cuda_kernels|hostdev|mpi|cublas_v2|cusolverDn)\\.h[\">]"
+  "#include [\"<](comm|grid|scalapack|cuda|cuda_backend|cuda_private|cuda_kernels|hostdev|mpi|cublas_v2|cusolverDn)\\.h[\">]"
   "->grid[^_a-z]" "\\.grid[^_a-z]" "->space[^_a-z]" "\\.space[^_a-z]" "QP_SPACE_DEVICE"
   "->distributed" "qp_comm_[a-z]+\\(" "qp_grid_[a-z]+\\(")
 foreach(f ${stage_files})

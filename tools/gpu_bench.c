@@ -24,7 +24,7 @@
 
 #include "budget.h"
 #include "clock.h"
-#include "cuda.h"
+#include "cuda_backend.h"
 #include "matrix.h"
 #include "meter_device.h"
 
@@ -301,7 +301,7 @@ static qp_err qp_bench_order(int64_t n, const qp_bench_options *o) {
 
 static qp_err qp_bench(const qp_bench_options *o) {
   qp_err err = QP_OK;
-  /* --device, else the backend's choice: this rank's GPU (cuda.h). */
+  /* --device, else the backend's choice: this rank's GPU (cuda_backend.h). */
   QP_CALL_GOTO(o->device >= 0 ? qp_cuda_init(o->device) : qp_cuda_init_for_rank(), done);
   qp_cuda_device_info info;
   QP_CALL_GOTO(qp_cuda_device_get(&info), done);

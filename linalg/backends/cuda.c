@@ -1,5 +1,5 @@
 /* cuda.c: the cuda backend's operations (the table of matrix.h) on device matrices, with
- * cuBLAS and cuSOLVER on the context's stream (cuda.h).
+ * cuBLAS and cuSOLVER on the context's stream (cuda_backend.h).
  *
  * The 64-bit interfaces throughout (cusolverDnX*, cublas*_64), so that no size meets the
  * 32-bit BLAS integer, except potri: cuSOLVER has no 64-bit potri, so cusolverDnDpotri with

@@ -1,4 +1,4 @@
-/* cuda_context.c: the cuda backend's context (cuda.h, cuda_private.h): device, stream,
+/* cuda_context.c: the cuda backend's context (cuda_backend.h, cuda_private.h): device, stream,
  * cuBLAS and cuSOLVER handles, the buffers the operations share, and the wrappers of the
  * libraries' statuses. */
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* cuda_copy.c: device matrices and the copies between host and device (cuda.h). Every byte
+/* cuda_copy.c: device matrices and the copies between host and device (cuda_backend.h). Every byte
  * that crosses is counted in the context (qp_cuda_transfer_bytes), so that a report can say
  * what the host <-> device traffic of a stage was. */
 #include <stdio.h>

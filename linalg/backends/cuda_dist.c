@@ -3,7 +3,7 @@
  * operation is a tiled algorithm (tiled.h) over the cuda table, the table itself
  * tiled_table.h's, whose every line but the local operations' bodies runs in CTest over
  * hostdev (test_tiled_table). */
-#include "cuda.h"
+#include "cuda_backend.h"
 #include "tiled_table.h"
 
 QP_TILED_TABLE(qp_cuda_dist_ops_table, "cuda-dist", qp_linalg_cuda_ops);

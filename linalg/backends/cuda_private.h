@@ -10,7 +10,7 @@
 #include <cusolverDn.h>
 #include <stdint.h>
 
-#include "cuda.h"
+#include "cuda_backend.h"
 #include "cuda_kernels.h"
 
 typedef struct qp_cuda_context {

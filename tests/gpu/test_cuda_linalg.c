@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "budget.h"
-#include "cuda.h"
+#include "cuda_backend.h"
 #include "matrix.h"
 #include "meter_device.h"
 #include "test_util.h"

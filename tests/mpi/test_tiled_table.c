@@ -19,7 +19,7 @@
 #include "qp_config.h"
 #include "tiled_check.h"
 #if QP_HAVE_CUDA
-#include "cuda.h"
+#include "cuda_backend.h"
 #endif
 
 enum { QP_TEST_SKIP = 77 };

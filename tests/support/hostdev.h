@@ -51,7 +51,7 @@
 #include "matrix.h"
 
 /* hostdev's own buffers, EMULATING a cuSOLVER-like library (the cuda backend's "cusolver
- * workspace" and "device pivots", linalg/backends/cuda.h) so that the memory model's prediction of
+ * workspace" and "device pivots", linalg/backends/cuda_backend.h) so that the memory model's prediction of
  * a backend's workspaces is checked exactly on CPU: blocks of its device memory that it never
  * reads, held from first need and grown as cuda's are (matrix.h, qp_workspace), freed by the
  * table's release_workspaces. One rank only: hostdev-dist's distributed operations hold none. */

@@ -19,7 +19,7 @@
 #include "qp_config.h"
 #include "test_util.h"
 #if QP_HAVE_CUDA
-#include "cuda.h"
+#include "cuda_backend.h"
 #endif
 
 enum { N = 50 };

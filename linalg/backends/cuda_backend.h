@@ -1,4 +1,6 @@
-/* cuda.h: the cuda backend (cuBLAS + cuSOLVER on one device), built with QP_HAVE_CUDA only.
+/* cuda_backend.h: the cuda backend (cuBLAS + cuSOLVER on one device), built with QP_HAVE_CUDA
+ * only. Not named cuda.h: that is the CUDA toolkit's driver API header, which a quoted include
+ * finds instead where linalg/backends/ is not on the include path.
  *
  * Its matrices live in device memory: space QP_SPACE_DEVICE, data a device pointer, allocated
  * through the budget in the device space. Its operations (the table of matrix.h) run on one
@@ -11,8 +13,8 @@
  *
  * Not thread-safe: one thread drives the context. Not collective over MPI (one device per
  * rank: each rank calls qp_cuda_init with its own device). */
-#ifndef QP_CUDA_H
-#define QP_CUDA_H
+#ifndef QP_CUDA_BACKEND_H
+#define QP_CUDA_BACKEND_H
 
 #include <stddef.h>
 #include <stdint.h>
