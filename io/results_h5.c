@@ -263,6 +263,7 @@ static qp_err qp_results_datasets(const qp_h5_out *o, const qp_results *r) {
   QP_CALL(qp_out_doubles(o, "/spectra/yb", 2, per_map, r->yb, NULL));
   QP_CALL(qp_out_doubles(o, "/spectra/noise_bias", 1, &np, r->noise_bias, NULL));
   QP_CALL(qp_out_doubles(o, "/spectra/error", 1, &np, r->error, NULL));
+  QP_CALL(qp_out_doubles(o, "/spectra/covariance", 2, square, r->covariance, NULL));
   QP_CALL(qp_out_group(o, "/bins"));
   QP_CALL(qp_out_ints(o, "/bins/ell_min", nb, r->bin_ell_min));
   QP_CALL(qp_out_ints(o, "/bins/ell_max", nb, r->bin_ell_max));

@@ -30,6 +30,7 @@ typedef struct qp_results {
   const double *noise_bias;       /* b_p: n_params */
   const double *cl;               /* C_hat = F^-1 (y - b): n_maps x n_params, map-major */
   const double *error;            /* sqrt(diag F^-1): n_params */
+  const double *covariance;       /* of C_hat, F^-1 (auto-spectra): n_params x n_params */
   const char *path_used;          /* "pixel_direct" */
   const char *path_reason;        /* why that path */
   const qp_model *model;          /* the prediction, written beside the measurement */

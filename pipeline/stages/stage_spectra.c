@@ -172,6 +172,8 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
   /* Nothing that is not a finite number reaches the results file. */
   QP_CALL(qp_check_finite(p->yb, n_maps * np, "spectra_run", "y (raw quadratic /spectra/yb)"));
   QP_CALL(qp_check_finite(p->error, np, "spectra_run", "the error bars sqrt(diag F^-1)"));
+  QP_CALL(qp_check_finite(p->fisher_inverse, np * np, "spectra_run",
+                          "the covariance of C_hat, F^-1 (/spectra/covariance)"));
   QP_CALL(qp_check_finite(p->cl, n_maps * np, "spectra_run", "C_hat (/spectra/cl)"));
   return QP_OK;
 }

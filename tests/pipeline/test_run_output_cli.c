@@ -19,6 +19,7 @@
 #include "cli_run.h"
 #include "clock.h"
 #include "qp_config.h"
+#include "test_h5.h"
 #include "test_util.h"
 
 static char qmlpipe[4096];
@@ -43,6 +44,43 @@ static void expect(const char *tag, const char *const *args, int status,
                 status == 0 ? "stdout" : "stderr", words[i], where ? where : "");
   if (status != 0 && r.err) fprintf(stderr, "  %s: %s", tag, r.err);
   qp_cli_free(&r);
+}
+
+/* /spectra/covariance of a results file: F^-1, so symmetric, its diagonal the square of
+ * /spectra/error, and F times it the identity (docs/output.md). */
+static void check_covariance(const char *path) {
+  hsize_t nf = 0, nc = 0, ne = 0;
+  double *f = qp_test_h5_read_doubles(path, "/fisher", &nf);
+  double *c = qp_test_h5_read_doubles(path, "/spectra/covariance", &nc);
+  double *e = qp_test_h5_read_doubles(path, "/spectra/error", &ne);
+  TEST_ASSERT(f && c && e && nc == nf && ne * ne == nf && ne > 0,
+              "%s: /fisher, /spectra/covariance (%llu values) and /spectra/error (%llu) unread "
+              "or of other sizes",
+              path, (unsigned long long)nc, (unsigned long long)ne);
+  const size_t n = (size_t)ne;
+  double *ct = malloc(n * n * sizeof *ct), *sd = malloc(n * sizeof *sd);
+  double *fc = calloc(n * n, sizeof *fc), *id = calloc(n * n, sizeof *id);
+  TEST_ASSERT(ct && sd && fc && id, "out of memory");
+  for (size_t q = 0; q < n; ++q) {
+    sd[q] = sqrt(c[q + q * n]);
+    id[q + q * n] = 1.0;
+    for (size_t r = 0; r < n; ++r) {
+      ct[q + r * n] = c[r + q * n];
+      for (size_t k = 0; k < n; ++k) fc[q + r * n] += f[q + k * n] * c[k + r * n];
+    }
+  }
+  const double asym = qp_test_max_rel_diff(c, ct, n * n);
+  const double err = qp_test_max_rel_diff(e, sd, n);
+  const double ident = qp_test_max_diff(fc, id, n * n, 1.0);
+  TEST_ASSERT(qp_test_within(asym, 1e-15), "%s: /spectra/covariance is not symmetric (%.3g)",
+              path, asym);
+  TEST_ASSERT(qp_test_within(err, 0.0), "%s: sqrt(diag /spectra/covariance) is not "
+              "/spectra/error (%.3g)", path, err);
+  TEST_ASSERT(qp_test_within(ident, 1e-9), "%s: F /spectra/covariance is not the identity "
+              "(%.3g)", path, ident);
+  fprintf(stderr, "covariance: %zu parameters, symmetric to %.3g, F C - I %.3g\n", n, asym,
+          ident);
+  free(f), free(c), free(e), free(ct), free(sd), free(fc), free(id);
 }
 
 int main(int argc, char **argv) {
@@ -194,6 +232,7 @@ int main(int argc, char **argv) {
   }
   TEST_ASSERT(exists("sub/job-1.h5"), "run --output did not write sub/job-1.h5");
   TEST_ASSERT(!exists("ex/results.h5"), "run --output also wrote the config's output");
+  check_covariance("sub/job-1.h5");
   {
     const char *args[] = {"report", "sub/job-1.h5", "--ranks", NULL};
     qp_cli_result r;

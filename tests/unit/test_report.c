@@ -303,10 +303,12 @@ int main(void) {
   const double fisher[4] = {2.0, 0.5, 0.5, 3.0};
   const double yb[2] = {1.5, 2.5}, noise_bias[2] = {0.25, 0.125}, cl[2] = {0.5, 0.75};
   const double error[2] = {0.75, 0.625};
+  const double covariance[4] = {0.5625, 0.0625, 0.0625, 0.390625};
   qp_results res = {.config = &cfg, .nside = 2, .n_observed = 40, .n_pix = 40, .n_params = 2,
                     .n_bins = 2, .n_maps = 1, .n_spectra = 1, .spectra = spectra,
                     .bin_ell_min = ell_min, .bin_ell_max = ell_max, .fisher = fisher, .yb = yb,
                     .noise_bias = noise_bias, .cl = cl, .error = error,
+                    .covariance = covariance,
                     .path_used = "pixel_direct", .path_reason = "test_report",
                     .model = &model, .baseline = &baseline, .accuracy = 1e-6,
                     .spectra_error = 2.5e-14};
