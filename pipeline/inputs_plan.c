@@ -69,12 +69,15 @@ static qp_err qp_inputs_plan_dimensions(qp_problem *p) {
   return QP_OK;
 }
 
-/* The variance map's figures for the plan (planner.h, qp_noise_figures) from `mask` and
- * `values`, two sky buffers: each field's mean, least and largest variance over its observed
- * pixels, summed in the data vector's order (T, then Q, then U, each by ascending RING index)
- * as qp_inputs_read_data sums them. A map that covariance_setup will refuse (nside, columns,
- * a value at an observed pixel) gives none: the stage names what is wrong, in its own order. */
-static qp_err qp_inputs_variance_figures(const qp_problem *p, double *mask, double *values,
+/* The variance map's figures for the plan (planner.h, qp_noise_figures), in one sky buffer
+ * `sky` (what the masks were read into) and an index of one mask's observed pixels (the size of
+ * covariance_setup's observed_index, which the model predicts beside its own sky buffer, so the
+ * plan holds no more than that stage): each field's mean, least and largest variance over its
+ * observed pixels, summed in the data vector's order (T, then Q, then U, each by ascending RING
+ * index) as qp_inputs_read_data sums them. A map that covariance_setup will refuse (nside,
+ * columns, a value at an observed pixel) gives none: the stage names what is wrong, in its own
+ * order. */
+static qp_err qp_inputs_variance_figures(const qp_problem *p, double *sky,
                                          qp_noise_figures *noise) {
   const qp_config *cfg = p->cfg;
   qp_healpix_info info;
@@ -84,25 +87,39 @@ static qp_err qp_inputs_variance_figures(const qp_problem *p, double *mask, doub
     qp_error_clear();
     return QP_OK;
   }
+  const int64_t largest = p->n_obs_t > p->n_obs_p ? p->n_obs_t : p->n_obs_p;
+  int64_t *observed = NULL, n = 0;
+  QP_CALL(qp_budget_alloc_array(QP_TERM_OBSERVED_INDEX, QP_TERM_TRANSIENT,
+                                (size_t)(largest > 0 ? largest : 1), sizeof *observed,
+                                (void **)&observed));
+  qp_err err = QP_OK;
+  int known = 1;
   double sum[2] = {0.0, 0.0}, least[2] = {INFINITY, INFINITY}, most[2] = {0.0, 0.0};
-  for (int f = 0; f < 3; ++f) {
+  for (int f = 0; f < 3 && known && err == QP_OK; ++f) {
     if (column[f] < 0) continue;
-    int64_t n = 0; /* the masks were read and checked just before */
-    if (f < 2) QP_CALL(qp_inputs_read_mask(p, f == 0 ? cfg->mask : qp_mask_pol(cfg), mask, &n));
-    if (qp_fits_map_read(cfg->noise_file, &info, column[f], values) != QP_OK) {
+    if (f < 2) { /* T's mask, then the polarisation's, for Q and U (read and checked before) */
+      err = qp_inputs_read_mask(p, f == 0 ? cfg->mask : qp_mask_pol(cfg), sky, &n);
+      for (int64_t i = 0, k = 0; err == QP_OK && i < p->n_sky; ++i)
+        if (sky[i] != 0.0 && !qp_is_unseen(sky[i])) observed[k++] = i;
+    }
+    if (err != QP_OK) break;
+    if (qp_fits_map_read(cfg->noise_file, &info, column[f], sky) != QP_OK) {
       qp_error_clear();
-      return QP_OK;
+      known = 0;
+      break;
     }
     const int g = f > 0;
-    for (int64_t i = 0; i < p->n_sky; ++i) {
-      if (mask[i] == 0.0 || qp_is_unseen(mask[i])) continue;
-      const double v = values[i];
-      if (!(isfinite(v) && !qp_is_unseen(v) && v > 0.0 && v <= QP_INPUTS_VALUE_MAX)) return QP_OK;
+    for (int64_t k = 0; k < n && known; ++k) {
+      const double v = sky[observed[k]];
+      known = isfinite(v) && !qp_is_unseen(v) && v > 0.0 && v <= QP_INPUTS_VALUE_MAX;
       sum[g] += v;
       least[g] = v < least[g] ? v : least[g];
       most[g] = v > most[g] ? v : most[g];
     }
   }
+  qp_budget_free(observed);
+  QP_CALL(err);
+  if (!known) return QP_OK;
   const int64_t count[2] = {p->n_obs_t, 2 * p->n_obs_p};
   for (int g = 0; g < 2; ++g) {
     noise->mean[g] = count[g] > 0 ? sum[g] / (double)count[g] : 0.0;
@@ -140,7 +157,7 @@ static qp_err qp_inputs_read_plan_files(qp_problem *p, qp_noise_figures *noise) 
            "C_ell file '%s' ends at ell %d, but lmax_signal is %d", cfg->cls, p->cls.lmax,
            cfg->lmax_signal);
 
-  double *sky = NULL, *values = NULL;
+  double *sky = NULL;
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &sky));
   qp_err err = QP_OK;
   p->n_obs_t = p->n_obs_p = 0;
@@ -148,11 +165,9 @@ static qp_err qp_inputs_read_plan_files(qp_problem *p, qp_noise_figures *noise) 
   if (err == QP_OK && qp_has_p(cfg))
     err = qp_inputs_read_mask(p, qp_mask_pol(cfg), sky, &p->n_obs_p);
   /* A variance map's figures, for the SMW check (not with the switch: SMW then inverts
-   * N_eff, dense, which basis_setup measures): a second sky buffer, freed here too. */
+   * N_eff, dense, which basis_setup measures), in the same sky buffer. */
   if (err == QP_OK && cfg->noise_kind == QP_NOISE_VARIANCE_MAP && cfg->lmax >= cfg->lmax_signal)
-    err = QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &values);
-  if (err == QP_OK && values) err = qp_inputs_variance_figures(p, sky, values, noise);
-  qp_budget_free(values);
+    err = qp_inputs_variance_figures(p, sky, noise);
   qp_budget_free(sky);
   QP_CALL(err);
   return QP_OK;
