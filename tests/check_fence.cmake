@@ -4,22 +4,15 @@
 # (getenv of QP_FAULT, QP_TEST_* or QP_HOSTDEV_*: a hook is asked of base/test_hooks.h, which
 # only the test library fills) or includes a header of the test library. product_fence runs the
 # built qmlpipe for the same fence.
+include(${CMAKE_CURRENT_LIST_DIR}/source_patterns.cmake)
 file(GLOB_RECURSE product_files ${SOURCE_DIR}/budget/*.[ch] ${SOURCE_DIR}/linalg/*.[ch]
   ${SOURCE_DIR}/io/*.[ch] ${SOURCE_DIR}/pipeline/*.[ch])
 set(forbidden
   "getenv\\(\"QP_(FAULT|TEST_|HOSTDEV_)"
   "#include [\"<](hostdev|hostdev_private|test_support|test_support_private|null_backend)\\.h[\">]")
 set(failures "")
-foreach(f ${product_files})
-  file(READ ${f} text)
-  foreach(pattern ${forbidden})
-    string(REGEX MATCH "${pattern}" hit "${text}")
-    if(hit)
-      file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
-      string(APPEND failures "  ${rel}: '${hit}'\n")
-    endif()
-  endforeach()
-endforeach()
+qp_forbidden_patterns("${product_files}" "${forbidden}" "test-only code in the product"
+  failures)
 list(LENGTH product_files n)
 if(n LESS 100)
   message(FATAL_ERROR "check_fence: found only ${n} product files under ${SOURCE_DIR}")

@@ -12,6 +12,7 @@
 #    reached through host windows (linalg/host_window.h), and what differs between backends is
 #    the table's (qp_linalg_align, qp_linalg_replicate, qp_linalg_sum_partials,
 #    qp_linalg_transpose and the local element ranges of matrix.h).
+include(${CMAKE_CURRENT_LIST_DIR}/source_patterns.cmake)
 set(folders base budget budget/private linalg linalg/backends linalg/tiled linalg/blas io
   pipeline pipeline/sky pipeline/stages pipeline/run pipeline/slurm pipeline/validate
   pipeline/cli pipeline/bench)
@@ -91,16 +92,8 @@ set(forbidden
   "#include [\"<](comm|grid|scalapack|cuda|cuda_backend|cuda_private|cuda_kernels|hostdev|mpi|cublas_v2|cusolverDn)\\.h[\">]"
   "->grid[^_a-z]" "\\.grid[^_a-z]" "->space[^_a-z]" "\\.space[^_a-z]" "QP_SPACE_DEVICE"
   "->distributed" "qp_comm_[a-z]+\\(" "qp_grid_[a-z]+\\(")
-foreach(f ${stage_files})
-  file(READ ${f} text)
-  foreach(pattern ${forbidden})
-    string(REGEX MATCH "${pattern}" hit "${text}")
-    if(hit)
-      file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
-      string(APPEND failures "  ${rel}: '${hit}' (stage code looks behind the linalg table)\n")
-    endif()
-  endforeach()
-endforeach()
+qp_forbidden_patterns("${stage_files}" "${forbidden}" "stage code looks behind the linalg table"
+  failures)
 list(LENGTH stage_files n)
 if(n LESS 10)
   message(FATAL_ERROR "check_layering: found only ${n} stage files under ${SOURCE_DIR}")
