@@ -83,8 +83,8 @@ qp_err qp_cuda_solver_workspace(qp_cuda_solver_op op, int64_t n, size_t *device_
 }
 
 /* The table's hold_workspace (matrix.h): the growing buffers by their terms' names; the
- * rest (QP_OP_INIT's) are held from the backend's start, and the pinned staging is made
- * resident here (the first stage holds the init terms: qp_problem_hold_backend). */
+ * rest (QP_OP_INIT's) are held from the backend's start, except the pinned staging, taken here
+ * (the first stage holds the init terms, qp_problem_hold_backend; cuda_pinned.c says why). */
 static qp_err qp_cuda_hold_workspace(const char *term, size_t bytes) {
   if (strcmp(term, QP_TERM_CUSOLVER_WORKSPACE) == 0) QP_CALL(qp_cuda_reserve_solver(bytes, 0));
   if (strcmp(term, QP_TERM_CUSOLVER_HOST_WORKSPACE) == 0) QP_CALL(qp_cuda_reserve_solver(0, bytes));
@@ -92,7 +92,7 @@ static qp_err qp_cuda_hold_workspace(const char *term, size_t bytes) {
     QP_CALL(qp_cuda_reserve_pivots((int64_t)((bytes + sizeof(int64_t) - 1) / sizeof(int64_t))));
   if (strcmp(term, QP_TERM_DEVICE_REDUCTION) == 0)
     QP_CALL(qp_cuda_reserve_reduction((int64_t)((bytes + sizeof(double) - 1) / sizeof(double))));
-  if (strcmp(term, QP_TERM_PINNED_STAGING) == 0) qp_cuda_pinned_touch();
+  if (strcmp(term, QP_TERM_PINNED_STAGING) == 0) QP_CALL(qp_cuda_pinned_hold());
   return QP_OK;
 }
 

@@ -137,7 +137,7 @@ static qp_err qp_cuda_create(int device) {
   QP_CALL(qp_cusolver_status(cusolverDnCreate(&c->solver), "cusolverDnCreate"));
   QP_CALL(qp_cusolver_status(cusolverDnSetStream(c->solver, c->stream), "cusolverDnSetStream"));
   QP_CALL(qp_cusolver_status(cusolverDnCreateParams(&c->params), "cusolverDnCreateParams"));
-  QP_CALL(qp_cuda_pinned_create()); /* its events belong to the context: before the baseline */
+  QP_CALL(qp_cuda_pinned_events()); /* the context's: before the baseline; the block is a stage's */
   /* The baseline: the context and the handles exist; from here on, device memory should be
    * the budget's (what the libraries still take at first use shows as measured - tracked). */
   QP_CALL(qp_meter_device_baseline());

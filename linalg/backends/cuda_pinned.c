@@ -16,35 +16,41 @@
 
 enum { QP_PINNED_HALF = (int)(QP_PINNED_STAGING_BYTES / 2 / sizeof(double)) }; /* doubles */
 
-qp_err qp_cuda_pinned_create(void) {
+qp_err qp_cuda_pinned_events(void) {
   qp_cuda_context *c = &qp_cuda_ctx;
-  void *block = NULL;
-  QP_CALL(qp_budget_alloc(QP_TERM_PINNED_STAGING, QP_TERM_PERSISTENT, QP_SPACE_HOST,
-                          QP_PINNED_STAGING_BYTES, &block));
-  c->pinned[0] = block;
-  c->pinned[1] = c->pinned[0] + QP_PINNED_HALF;
-  /* cudaHostRegister pins the pages the range covers, no alignment needed (since CUDA 4.1);
-   * the block starts 64 bytes into a 2 MiB-aligned mapping of its own (budget/alloc.c), so
-   * the pages it pins are its own. */
-  QP_CALL(qp_cuda_status(cudaHostRegister(block, QP_PINNED_STAGING_BYTES, cudaHostRegisterDefault),
-                         "cudaHostRegister of the pinned staging"));
-  c->pinned_registered = 1;
   for (int h = 0; h < 2; ++h)
     QP_CALL(qp_cuda_status(cudaEventCreateWithFlags(&c->pinned_done[h], cudaEventDisableTiming),
                            "cudaEventCreate for the pinned staging"));
   return QP_OK;
 }
 
-/* cudaHostRegister does not make the pages resident everywhere: on an H200 node (CUDA 13.0,
- * driver 580, Firecracker) the block's 16 MiB entered RSS only at the first copy through it,
- * in whichever stage made one, while the model counts it from covariance_setup (the report:
- * covariance_setup 16 MiB below its prediction, a later stage 16 MiB above). Written once at
- * the first stage's start, it is resident where the model says. */
-void qp_cuda_pinned_touch(void) {
+/* Where the block's pages enter RSS depends on the driver: on one H200 node (driver 580,
+ * kernel 6.18) cudaHostRegister made all 16 MiB resident at once, on an earlier one they
+ * entered at the first copy through them. Taken at init, before the run's baseline, the block
+ * was in the baseline on the first node and 16 MiB below the model in every stage (validate
+ * failed on pixel_direct QU and TQU). So it is taken when the first stage holds the backend's
+ * terms, after the baseline, and written before it is registered: resident there on any
+ * driver, where the model counts it from. */
+qp_err qp_cuda_pinned_hold(void) {
   qp_cuda_context *c = &qp_cuda_ctx;
-  if (!c->pinned[0] || c->pinned_resident) return;
-  memset(c->pinned[0], 0, QP_PINNED_STAGING_BYTES);
-  c->pinned_resident = 1;
+  if (c->pinned_registered) return QP_OK;
+  void *block = NULL;
+  QP_CALL(qp_budget_alloc(QP_TERM_PINNED_STAGING, QP_TERM_PERSISTENT, QP_SPACE_HOST,
+                          QP_PINNED_STAGING_BYTES, &block));
+  memset(block, 0, QP_PINNED_STAGING_BYTES);
+  /* cudaHostRegister pins the pages the range covers, no alignment needed (since CUDA 4.1);
+   * the block starts 64 bytes into a 2 MiB-aligned mapping of its own (budget/alloc.c), so
+   * the pages it pins are its own. */
+  const cudaError_t status =
+      cudaHostRegister(block, QP_PINNED_STAGING_BYTES, cudaHostRegisterDefault);
+  if (status != cudaSuccess) {
+    qp_budget_free(block);
+    QP_CALL(qp_cuda_status(status, "cudaHostRegister of the pinned staging"));
+  }
+  c->pinned[0] = block;
+  c->pinned[1] = c->pinned[0] + QP_PINNED_HALF;
+  c->pinned_registered = 1;
+  return QP_OK;
 }
 
 void qp_cuda_pinned_destroy(void) {
@@ -57,7 +63,6 @@ void qp_cuda_pinned_destroy(void) {
   c->pinned[0] = c->pinned[1] = NULL;
   c->pinned_done[0] = c->pinned_done[1] = NULL;
   c->pinned_registered = 0;
-  c->pinned_resident = 0;
 }
 
 /* Queues the device side of piece p: half `h` <-> the device block at dev[.., dld]. */
@@ -66,12 +71,11 @@ static qp_err qp_pinned_piece(qp_copy_piece p, int h, double *device, int64_t dl
   qp_cuda_context *c = &qp_cuda_ctx;
   double *at = device + p.row0 + p.col0 * dld;
   const size_t packed = (size_t)p.rows * sizeof(double), strided = (size_t)dld * sizeof(double);
-  const cudaError_t status =
-      kind == cudaMemcpyHostToDevice
-          ? cudaMemcpy2DAsync(at, strided, c->pinned[h], packed, packed, (size_t)p.cols, kind,
-                              c->stream)
-          : cudaMemcpy2DAsync(c->pinned[h], packed, at, strided, packed, (size_t)p.cols, kind,
-                              c->stream);
+  const cudaError_t status = kind == cudaMemcpyHostToDevice
+                                 ? cudaMemcpy2DAsync(at, strided, c->pinned[h], packed, packed,
+                                                     (size_t)p.cols, kind, c->stream)
+                                 : cudaMemcpy2DAsync(c->pinned[h], packed, at, strided, packed,
+                                                     (size_t)p.cols, kind, c->stream);
   QP_CALL(qp_cuda_status(status, what));
   QP_CALL(qp_cuda_status(cudaEventRecord(c->pinned_done[h], c->stream), what));
   return QP_OK;
@@ -95,8 +99,8 @@ qp_err qp_cuda_pinned_copy(double *dst, int64_t dld, const double *src, int64_t 
       if (err == QP_OK && t > 0) {
         err = qp_cuda_status(cudaEventSynchronize(c->pinned_done[h ^ 1]), what);
         if (err == QP_OK)
-          qp_copy_unpack(c->pinned[h ^ 1], qp_copy_piece_at(rows, cols, QP_PINNED_HALF, t - 1),
-                         dst, dld);
+          qp_copy_unpack(c->pinned[h ^ 1], qp_copy_piece_at(rows, cols, QP_PINNED_HALF, t - 1), dst,
+                         dld);
       }
     }
   }

@@ -35,7 +35,6 @@ typedef struct qp_cuda_context {
    * page-locked with cudaHostRegister, and an event per half: its last copy is done. */
   double *pinned[2];
   int pinned_registered;
-  int pinned_resident; /* every page of the pinned staging written once (qp_cuda_pinned_touch) */
   cudaEvent_t pinned_done[2];
 } qp_cuda_context;
 
@@ -69,14 +68,15 @@ qp_err qp_cuda_check_operand(const qp_matrix *m, const char *routine);
 qp_err qp_cuda_copy_2d(double *dst, int64_t dld, const double *src, int64_t sld, int64_t rows,
                        int64_t cols, enum cudaMemcpyKind kind, const char *what);
 
-/** Takes the pinned staging (QP_TERM_PINNED_STAGING, host) and its events: at init, before
- *  the device meter's baseline (events are the context's). cuda_pinned.c. */
-qp_err qp_cuda_pinned_create(void);
+/** Creates the pinned staging's two events: at init, before the device meter's baseline
+ *  (events are the context's). cuda_pinned.c. */
+qp_err qp_cuda_pinned_events(void);
+/** Takes the pinned staging (QP_TERM_PINNED_STAGING, host), writes every page and registers
+ *  it; then a no-op. The table's hold_workspace calls it, i.e. the first stage (the model
+ *  counts the block from there); until then large copies go straight through cudaMemcpy. */
+qp_err qp_cuda_pinned_hold(void);
 /** Waits for the stream, unregisters and frees the pinned staging (safe when absent). */
 void qp_cuda_pinned_destroy(void);
-/* Makes the pinned staging resident (writes every page once; then a no-op): the first stage
- * calls it through the table's hold_workspace, where the model counts the block from. */
-void qp_cuda_pinned_touch(void);
 /** A host <-> device copy of pageable host memory through the pinned staging, piece by piece
  *  (linalg/backends/copy_pieces.h), packing one half while the device copies the other; returns
  * when the host side is complete. kind: cudaMemcpyHostToDevice or cudaMemcpyDeviceToHost. */

@@ -18,13 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "openblas_tuning.h"
 #include "clock.h"
 #include "comm.h"
 #include "grid.h"
 #include "h5_matrix.h"
 #include "matrix.h"
 #include "memory_model.h"
+#include "openblas_tuning.h"
 
 /* The distributed kernels once, on panels as tall as the problem: PBLAS and BLACS allocate
  * buffers of a panel's size (local rows x block) on first use, and BLACS keeps its largest
@@ -341,15 +341,15 @@ static int qp_warm_up_kernels_run(int64_t n, qp_warm_up_kernels kernels) {
 }
 
 /* The device libraries' first use, on one process: every operation of the table once on
- * matrices of order QP_DEVICE_WARM_UP_ORDER (or the problem's, if smaller). On an H200 the
+ * matrices of order QP_DEVICE_WARM_UP_ORDER (or the problem's, if smaller), and the maps' thin
+ * shapes below. On an H200 the
  * first cuSOLVER/cuBLAS calls of a cuda run raised the host's RSS by 60-76 MiB inside
  * basis_setup (the driver reading the libraries' kernel images out of their mapped files,
  * CUDA's lazy module loading), against a host model that knows nothing of it: here it lands
  * in the baseline instead. The workspaces the calls grew are released, so the stages' own
  * backend terms grow from nothing as the model predicts. Best effort: a failure leaves the
  * libraries to load in the stages, as before. */
-static void qp_warm_up_device(const qp_linalg_ops *ops, int64_t n_pix) {
-  const int64_t k = n_pix < QP_DEVICE_WARM_UP_ORDER ? n_pix : QP_DEVICE_WARM_UP_ORDER;
+static void qp_warm_up_device_square(const qp_linalg_ops *ops, int64_t k) {
   qp_matrix a = {0}, b = {0}, c = {0};
   int *pivots = NULL;
   double value = 0.0;
@@ -367,17 +367,54 @@ static void qp_warm_up_device(const qp_linalg_ops *ops, int64_t n_pix) {
            qp_linalg_gemm(QP_NOTRANS, QP_TRANS, 1.0, &b, &b, 0.0, &c) ||
            qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &b, &b, 1.0, &c) ||
            qp_linalg_syrk(QP_NOTRANS, 1.0, &b, 0.0, &c) ||
-           qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c) ||
-           qp_linalg_trace_product(&b, &c, &value) || qp_linalg_norm1(&c, &value) ||
-           qp_linalg_transpose(&b, &c) || qp_linalg_copy_sub(k, k, &c, 0, 0, &b, 0, 0) ||
-           qp_linalg_clear_upper(&b) || qp_matrix_set_identity(&b, 3.0) ||
-           qp_linalg_getrf(&b, pivots) || qp_linalg_gecon(&b, 3.0, &value) ||
-           qp_linalg_getrs(&b, pivots, &c) || qp_linalg_trtri(&a) || qp_linalg_potri(&a));
+           qp_linalg_syrk(QP_TRANS, 1.0, &b, 0.0, &c) || qp_linalg_trace_product(&b, &c, &value) ||
+           qp_linalg_norm1(&c, &value) || qp_linalg_transpose(&b, &c) ||
+           qp_linalg_copy_sub(k, k, &c, 0, 0, &b, 0, 0) || qp_linalg_clear_upper(&b) ||
+           qp_matrix_set_identity(&b, 3.0) || qp_linalg_getrf(&b, pivots) ||
+           qp_linalg_gecon(&b, 3.0, &value) || qp_linalg_getrs(&b, pivots, &c) ||
+           qp_linalg_trtri(&a) || qp_linalg_potri(&a));
   }
   free(pivots);
   qp_matrix_destroy(&c);
   qp_matrix_destroy(&b);
   qp_matrix_destroy(&a);
+}
+
+/* The calls on the maps' thin shapes (k x w, w a few maps): cuBLAS picks other kernels for a
+ * narrow operand, in other modules. On an H200, pixel_direct QU's spectra_run (bin matrices
+ * times two maps) grew the host's RSS by 16 MiB, kept to the end, past a warm-up of square
+ * calls only. */
+static void qp_warm_up_device_thin(const qp_linalg_ops *ops, int64_t k, int64_t w) {
+  qp_matrix a = {0}, t = {0}, u = {0}, s = {0};
+  if (k >= 1 && qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, k, &a) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, w, &t) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, k, w, &u) == QP_OK &&
+      qp_matrix_create(ops, "warm_up", QP_TERM_TRANSIENT, w, w, &s) == QP_OK &&
+      qp_matrix_set_identity(&a, 2.0) == QP_OK &&
+      qp_linalg_copy_sub(k, w, &a, 0, 0, &t, 0, 0) == QP_OK) {
+    (void)(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &a, &t, 0.0, &u) ||
+           qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &a, &t, 0.0, &u) ||
+           qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &t, &u, 0.0, &s) ||
+           qp_linalg_syrk(QP_TRANS, 1.0, &t, 0.0, &s) || qp_linalg_potrf(&a) ||
+           qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &a, &t) ||
+           qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &a, &t) ||
+           qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &a, &t) ||
+           qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &a, &t) || qp_linalg_potrs(&a, &t) ||
+           qp_linalg_copy_sub(k, 1, &t, 0, 0, &u, 0, 0));
+  }
+  qp_matrix_destroy(&s);
+  qp_matrix_destroy(&u);
+  qp_matrix_destroy(&t);
+  qp_matrix_destroy(&a);
+}
+
+static void qp_warm_up_device(const qp_linalg_ops *ops, int64_t n_pix) {
+  const int64_t k = n_pix < QP_DEVICE_WARM_UP_ORDER ? n_pix : QP_DEVICE_WARM_UP_ORDER;
+  /* and at a small order: the libraries choose their kernels by size as well as by shape */
+  qp_warm_up_device_square(ops, k);
+  qp_warm_up_device_square(ops, k < 32 ? k : 32);
+  for (int64_t w = 1; w <= 3 && w <= k; ++w)
+    qp_warm_up_device_thin(ops, k, w);
   qp_linalg_release_workspaces(ops);
   qp_error_clear();
 }

@@ -25,6 +25,7 @@
 #include "budget.h"
 #include "cuda_backend.h"
 #include "matrix.h"
+#include "meter.h"
 #include "meter_device.h"
 #include "test_util.h"
 
@@ -84,6 +85,40 @@ static qp_matrix upload(const char *term, const qp_matrix *h) {
   return d;
 }
 
+/* The pinned staging is taken when the first stage holds the backend's terms (the table's
+ * hold_workspace), not at init: host memory tracked by exactly its bytes, and resident at once
+ * (the model counts it from that stage; on an H200 node cudaHostRegister made it resident at
+ * init, before the run's baseline, and validate failed). Then a copy of more than one half
+ * goes through it both ways, bitwise. */
+static void test_pinned_hold(const qp_linalg_ops *gpu) {
+  const size_t host0 = qp_budget_current(QP_SPACE_HOST);
+  qp_meter_sample before, after;
+  qp_meter_read(&before);
+  TEST_OK(qp_linalg_hold_workspace(gpu, QP_TERM_PINNED_STAGING, QP_PINNED_STAGING_BYTES));
+  qp_meter_read(&after);
+  TEST_ASSERT(qp_budget_current(QP_SPACE_HOST) - host0 == QP_PINNED_STAGING_BYTES,
+              "holding the pinned staging tracked %zu host bytes, expected %zu",
+              qp_budget_current(QP_SPACE_HOST) - host0, (size_t)QP_PINNED_STAGING_BYTES);
+  TEST_ASSERT(before.rss >= 0 && after.rss - before.rss >= (int64_t)QP_PINNED_STAGING_BYTES,
+              "the pinned staging is not resident once held: RSS rose %lld bytes, expected %zu",
+              (long long)(after.rss - before.rss), (size_t)QP_PINNED_STAGING_BYTES);
+  TEST_OK(qp_linalg_hold_workspace(gpu, QP_TERM_PINNED_STAGING, QP_PINNED_STAGING_BYTES));
+  TEST_ASSERT(qp_budget_current(QP_SPACE_HOST) - host0 == QP_PINNED_STAGING_BYTES,
+              "holding the pinned staging twice took it twice");
+  /* 1200 x 1000 doubles: 9.6 MB, more than one half (8 MiB), in pieces of whole columns */
+  qp_matrix h = host_random("pinned_source", 1200, 1000), d = upload("pinned_device", &h);
+  qp_matrix back = host("pinned_back", 1200, 1000);
+  TEST_OK(qp_linalg_download(&d, 0, 0, 1200, 1000, back.data, back.ld));
+  int same = 1;
+  for (int64_t j = 0; j < h.cols; ++j)
+    for (int64_t i = 0; i < h.rows; ++i)
+      same = same && AT(&back, i, j) == AT(&h, i, j);
+  TEST_ASSERT(same, "a round trip through the pinned staging changed the matrix");
+  qp_matrix_destroy(&back);
+  qp_matrix_destroy(&d);
+  qp_matrix_destroy(&h);
+}
+
 /* max |got - ref| / max |ref| (lower: over the lower triangle only). The maxima go through
  * qp_test_worst (test_util.h), so a NaN stays; an infinity makes the difference infinite, or
  * NaN (inf / inf, inf - inf): either way the result fails qp_test_within. */
@@ -116,7 +151,6 @@ static int expect_close(const qp_matrix *dev, const qp_matrix *ref, int lower, c
   qp_matrix_destroy(&got);
   return symmetric;
 }
-
 
 /* Notes the workspace an operation of order n asks for, as the backend will hold it. */
 static void note_solver(qp_cuda_solver_op op, int64_t n) {
@@ -521,8 +555,10 @@ int main(void) {
     /* On a GPU node a broken driver must not read as "skipped" (docs/gpu.md). */
     const char *require = getenv("QP_REQUIRE_GPU");
     if (require && strcmp(require, "1") == 0) {
-      fprintf(stderr, "test_cuda_linalg: FAILED: QP_REQUIRE_GPU=1 and the cuda backend cannot "
-                      "start: %s\n", qp_error_message());
+      fprintf(stderr,
+              "test_cuda_linalg: FAILED: QP_REQUIRE_GPU=1 and the cuda backend cannot "
+              "start: %s\n",
+              qp_error_message());
       return 1;
     }
     printf("test_cuda_linalg: skipped: %s\n", qp_error_message());
@@ -550,6 +586,7 @@ int main(void) {
               "after init %zu device bytes, expected the cuBLAS workspace and the info word",
               qp_budget_current(QP_SPACE_DEVICE));
 
+  test_pinned_hold(gpu);
   qp_matrix l, dl;
   test_cholesky(&l, &dl);
   test_triangular(&l, &dl);
