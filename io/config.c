@@ -28,6 +28,7 @@ void qp_config_defaults(qp_config *cfg) {
   cfg->fields = QP_FIELDS_T;
   cfg->noise_kind = QP_NOISE_VARIANCE;
   snprintf(cfg->noise_dataset, sizeof cfg->noise_dataset, "%s", "/covariance");
+  snprintf(cfg->noise2_dataset, sizeof cfg->noise2_dataset, "%s", "/covariance");
   cfg->n_spectra = 1;
   cfg->spectra[0] = QP_TT;
   cfg->ell_min = 2;
@@ -49,18 +50,40 @@ void qp_config_free(qp_config *cfg) {
   free(cfg->maps);
   cfg->maps = NULL;
   cfg->n_maps = 0;
+  free(cfg->maps2);
+  cfg->maps2 = NULL;
+  cfg->n_maps2 = 0;
 }
 
 /* ---- the top level ---- */
 
 _Static_assert((int)K_COUNT <= (int)QP_CFG_KEYS_MAX,
                "more top-level keys than config_fields.h allows");
-const char *const qp_top_keys[K_COUNT] = {
-    "maps",      "mask",    "mask_pol",         "fields",       "cls",     "noise",
-    "spectra",   "ell_min", "lmax",             "lmax_signal",  "bin_width", "bins",
-    "beam_fwhm_arcmin",     "pixel_window",     "path",         "harmonic_method",
-    "backend",   "output",  "memory",           "dimensions",   "grid",    "accuracy",
-    "checkpoint"};
+const char *const qp_top_keys[K_COUNT] = {"maps",
+                                          "mask",
+                                          "mask_pol",
+                                          "fields",
+                                          "cls",
+                                          "noise",
+                                          "spectra",
+                                          "ell_min",
+                                          "lmax",
+                                          "lmax_signal",
+                                          "bin_width",
+                                          "bins",
+                                          "beam_fwhm_arcmin",
+                                          "pixel_window",
+                                          "path",
+                                          "harmonic_method",
+                                          "backend",
+                                          "output",
+                                          "memory",
+                                          "dimensions",
+                                          "grid",
+                                          "accuracy",
+                                          "checkpoint",
+                                          "maps2",
+                                          "noise2"};
 const char *const qp_cfg_field_names[3] = {"T", "QU", "TQU"};
 
 /* The backends a config may name: the registry's configurable rows (linalg/backends.h), a
@@ -89,7 +112,7 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
   ctx->line[index] = qp_node_line(key_node);
   int choice = 0;
   switch (index) {
-  case K_MAPS: QP_CALL(qp_cfg_maps(ctx, cfg, value)); break;
+  case K_MAPS: QP_CALL(qp_cfg_maps(ctx, cfg, value, 0)); break;
   case K_MASK: QP_CALL(qp_cfg_path(ctx, key, value, cfg->mask)); break;
   case K_MASK_POL: QP_CALL(qp_cfg_path(ctx, key, value, cfg->mask_pol)); break;
   case K_FIELDS:
@@ -97,7 +120,9 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
     cfg->fields = (qp_fields)choice;
     break;
   case K_CLS: QP_CALL(qp_cfg_path(ctx, key, value, cfg->cls)); break;
-  case K_NOISE: QP_CALL(qp_cfg_noise(ctx, cfg, value)); break;
+  case K_NOISE: QP_CALL(qp_cfg_noise(ctx, cfg, value, 0)); break;
+  case K_NOISE2: QP_CALL(qp_cfg_noise(ctx, cfg, value, 1)); break;
+  case K_MAPS2: QP_CALL(qp_cfg_maps(ctx, cfg, value, 1)); break;
   case K_SPECTRA: QP_CALL(qp_cfg_spectra(ctx, cfg, value)); break;
   case K_ELL_MIN:
     QP_CALL(qp_cfg_int(ctx, key, value, &cfg->ell_min));

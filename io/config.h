@@ -51,6 +51,14 @@ typedef struct qp_config {
   double noise_variance_pol;         /* QP_NOISE_VARIANCE: Q and U (noise.variance_p); 0 = same */
   char noise_file[QP_PATH_MAX];      /* variance map or HDF5 covariance */
   char noise_dataset[256];           /* HDF5 dataset, default "/covariance" */
+  /* Cross-spectra (QML.md 2, docs/science.md): maps2 are crossed with maps, map k with map k,
+   * their noise noise2 independent of the first; n_maps2 = 0: auto-spectra. */
+  int n_maps2;
+  char (*maps2)[QP_PATH_MAX]; /* n_maps2 paths (malloc'd) */
+  qp_noise_kind noise2_kind;
+  double noise2_variance, noise2_variance_pol;
+  char noise2_file[QP_PATH_MAX];
+  char noise2_dataset[256];
   int n_spectra;
   qp_spectrum spectra[QP_SPECTRA_MAX]; /* requested, sorted into the binding order */
   int ell_min, lmax, lmax_signal;

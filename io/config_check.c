@@ -6,6 +6,66 @@
 
 #include <stdint.h>
 
+/* Per-field variances of `noise` or `noise2` against the fields: none missing, none ignored;
+ * variance_p defaults to the variance of T. */
+static qp_err qp_cfg_check_noise(const qp_cfg_ctx *ctx, const char *section, int key,
+                                 qp_fields fields, qp_noise_kind kind, int t_line, int p_line,
+                                 double variance, double *variance_pol) {
+  const int has_t = fields != QP_FIELDS_QU, has_p = fields != QP_FIELDS_T;
+  if (t_line || p_line) {
+    QP_CHECK(has_t == (t_line > 0), QP_ERR_INPUT, "config %s line %d: fields %s %s %s.variance_t",
+             ctx->file, ctx->line[key], has_t ? (has_p ? "TQU" : "T") : "QU",
+             has_t ? "need" : "have no T for", section);
+    QP_CHECK(has_p == (p_line > 0), QP_ERR_INPUT, "config %s line %d: fields %s %s %s.variance_p",
+             ctx->file, ctx->line[key], has_p ? (has_t ? "TQU" : "QU") : "T",
+             has_p ? "need" : "have no Q/U for", section);
+  }
+  if (kind == QP_NOISE_VARIANCE) {
+    QP_CHECK(!has_t || variance > 0, QP_ERR_INPUT,
+             "config %s line %d: fields with T need %s.variance or %s.variance_t", ctx->file,
+             ctx->line[key], section, section);
+    QP_CHECK(!has_p || *variance_pol > 0 || variance > 0, QP_ERR_INPUT,
+             "config %s line %d: fields with Q/U need %s.variance or %s.variance_p", ctx->file,
+             ctx->line[key], section, section);
+    if (*variance_pol <= 0) *variance_pol = variance;
+  }
+  return QP_OK;
+}
+
+/* maps2 and noise2 go together, maps2 as long as maps (map k crossed with map k). */
+static qp_err qp_cfg_check_cross(const qp_cfg_ctx *ctx, qp_config *cfg) {
+  if (ctx->line[K_MAPS2] == 0) {
+    QP_CHECK(ctx->line[K_NOISE2] == 0, QP_ERR_INPUT,
+             "config %s line %d: noise2 is the noise of maps2 (cross-spectra), but there is no "
+             "maps2",
+             ctx->file, ctx->line[K_NOISE2]);
+    return QP_OK;
+  }
+  QP_CHECK(!cfg->has_dimensions, QP_ERR_INPUT,
+           "config %s line %d: 'dimensions' stands for maps: give maps and maps2, not dimensions",
+           ctx->file, ctx->line[K_MAPS2]);
+  QP_CHECK(ctx->line[K_NOISE2] > 0, QP_ERR_INPUT,
+           "config %s line %d: maps2 (cross-spectra) needs noise2, the noise of maps2 (the keys "
+           "of noise)",
+           ctx->file, ctx->line[K_MAPS2]);
+  QP_CHECK(cfg->n_maps2 == cfg->n_maps, QP_ERR_INPUT,
+           "config %s line %d: maps2 has %d map(s) and maps %d: map k of maps2 is crossed with map "
+           "k of maps, so both lists must be as long",
+           ctx->file, ctx->line[K_MAPS2], cfg->n_maps2, cfg->n_maps);
+  QP_CALL(qp_cfg_check_noise(ctx, "noise2", K_NOISE2, cfg->fields, cfg->noise2_kind,
+                             ctx->variance2_t_line, ctx->variance2_p_line, cfg->noise2_variance,
+                             &cfg->noise2_variance_pol));
+  /* Not built yet: C_B from C_A is a diagonal update (stage_covariance.c). */
+  QP_CHECK(cfg->noise_kind != QP_NOISE_COVARIANCE && cfg->noise2_kind != QP_NOISE_COVARIANCE,
+           QP_ERR_UNSUPPORTED,
+           "config %s line %d: cross-spectra with a dense noise covariance (%s.covariance) are "
+           "not supported yet: give both noises as variance, variance_t/variance_p or "
+           "variance_map",
+           ctx->file, ctx->line[cfg->noise_kind == QP_NOISE_COVARIANCE ? K_NOISE : K_NOISE2],
+           cfg->noise_kind == QP_NOISE_COVARIANCE ? "noise" : "noise2");
+  return QP_OK;
+}
+
 /* The checks that involve several keys, after the whole file was read. */
 qp_err qp_cfg_check(qp_cfg_ctx *ctx, qp_config *cfg) {
   static const int required[] = {K_MAPS, K_MASK, K_CLS, K_NOISE, K_LMAX};
@@ -50,28 +110,14 @@ qp_err qp_cfg_check(qp_cfg_ctx *ctx, qp_config *cfg) {
            "config %s line %d: give either bin_width (line %d) or bins, not both", ctx->file,
            ctx->line[K_BINS], ctx->line[K_BIN_WIDTH]);
 
-  const int has_t = cfg->fields != QP_FIELDS_QU, has_p = cfg->fields != QP_FIELDS_T;
+  const int has_p = cfg->fields != QP_FIELDS_T;
   QP_CHECK(has_p || ctx->line[K_MASK_POL] == 0, QP_ERR_INPUT,
            "config %s line %d: mask_pol is the mask of Q and U, but fields is T", ctx->file,
            ctx->line[K_MASK_POL]);
-  if (ctx->variance_t_line || ctx->variance_p_line) {
-    /* Per-field variances must match the fields: none missing, none ignored. */
-    QP_CHECK(has_t == (ctx->variance_t_line > 0), QP_ERR_INPUT,
-             "config %s line %d: fields %s %s noise.variance_t", ctx->file, ctx->line[K_NOISE],
-             has_t ? (has_p ? "TQU" : "T") : "QU", has_t ? "need" : "have no T for");
-    QP_CHECK(has_p == (ctx->variance_p_line > 0), QP_ERR_INPUT,
-             "config %s line %d: fields %s %s noise.variance_p", ctx->file, ctx->line[K_NOISE],
-             has_p ? (has_t ? "TQU" : "QU") : "T", has_p ? "need" : "have no Q/U for");
-  }
-  if (cfg->noise_kind == QP_NOISE_VARIANCE) {
-    QP_CHECK(!has_t || cfg->noise_variance > 0, QP_ERR_INPUT,
-             "config %s line %d: fields with T need noise.variance or noise.variance_t", ctx->file,
-             ctx->line[K_NOISE]);
-    QP_CHECK(!has_p || cfg->noise_variance_pol > 0 || cfg->noise_variance > 0, QP_ERR_INPUT,
-             "config %s line %d: fields with Q/U need noise.variance or noise.variance_p",
-             ctx->file, ctx->line[K_NOISE]);
-    if (cfg->noise_variance_pol <= 0) cfg->noise_variance_pol = cfg->noise_variance;
-  }
+  QP_CALL(qp_cfg_check_noise(ctx, "noise", K_NOISE, cfg->fields, cfg->noise_kind,
+                             ctx->variance_t_line, ctx->variance_p_line, cfg->noise_variance,
+                             &cfg->noise_variance_pol));
+  QP_CALL(qp_cfg_check_cross(ctx, cfg));
 
   /* Without a `spectra:` key, every auto-spectrum the fields allow (plus TE for TQU):
    * T -> TT, QU -> EE BB, TQU -> TT EE BB TE. The header's default TT is the T case. */

@@ -23,6 +23,7 @@ typedef struct qp_cfg_ctx {
   yaml_document_t *doc;
   int line[QP_CFG_KEYS_MAX]; /* 1-based line of each top-level key seen, 0 when absent */
   int variance_t_line, variance_p_line; /* noise.variance_t / variance_p, 0 when absent */
+  int variance2_t_line, variance2_p_line; /* the same keys of noise2 */
 } qp_cfg_ctx;
 
 int qp_node_line(const yaml_node_t *node);

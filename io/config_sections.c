@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const qp_spectrum_names[QP_SPECTRA_MAX] = {"TT", "EE", "BB",
-                                                              "TE", "TB", "EB"};
+static const char *const qp_spectrum_names[QP_SPECTRA_MAX] = {"TT", "EE", "BB", "TE", "TB", "EB"};
 
 const char *qp_spectrum_name(qp_spectrum s) {
   return (s >= QP_TT && s <= QP_EB) ? qp_spectrum_names[s] : "??";
@@ -25,12 +24,12 @@ enum {
   N_DATASET,
   N_COUNT
 };
-static const char *const qp_noise_keys[N_COUNT] = {
-    "variance", "variance_t", "variance_p", "variance_map", "covariance", "dataset"};
+static const char *const qp_noise_keys[N_COUNT] = {"variance",     "variance_t", "variance_p",
+                                                   "variance_map", "covariance", "dataset"};
 
 enum { D_N_PIX = 0, D_N_MODES, D_LMAX_SIGNAL, D_LMAX, D_N_BINS, D_N_MAPS, D_NSIDE, D_COUNT };
-static const char *const qp_dimension_keys[D_COUNT] = {"n_pix",  "n_modes", "lmax_signal",
-                                                       "lmax",   "n_bins",  "n_maps", "nside"};
+static const char *const qp_dimension_keys[D_COUNT] = {"n_pix",  "n_modes", "lmax_signal", "lmax",
+                                                       "n_bins", "n_maps",  "nside"};
 
 enum { M_HOST = 0, M_DEVICE, M_INTERVAL, M_CALIBRATION, M_DEVICE_OVERHEAD, M_COUNT };
 static const char *const qp_memory_keys[M_COUNT] = {
@@ -39,78 +38,108 @@ static const char *const qp_memory_keys[M_COUNT] = {
 enum { G_ROWS = 0, G_COLS, G_BLOCK, G_COUNT };
 static const char *const qp_grid_keys[G_COUNT] = {"rows", "cols", "block"};
 
+/* One noise section, `noise` or `noise2` (the noise of maps2): the same keys into the
+ * config's fields for that section. */
 typedef struct qp_noise_state {
-  qp_config *cfg;
-  int n_kinds;      /* how many of variance / variance_map / covariance were given */
-  int per_field;    /* variance_t / variance_p given (count as one kind together) */
-  int dataset_line; /* line of `dataset:`, 0 when absent */
+  const char *section;
+  qp_noise_kind *kind;
+  double *variance, *variance_pol;
+  char *file;           /* QP_PATH_MAX */
+  char *dataset;        /* 256 */
+  int *t_line, *p_line; /* variance_t / variance_p lines (config_check.c) */
+  int n_kinds;          /* how many of variance / variance_map / covariance were given */
+  int per_field;        /* variance_t / variance_p given (count as one kind together) */
+  int dataset_line;     /* line of `dataset:`, 0 when absent */
 } qp_noise_state;
 
 static qp_err qp_cfg_noise_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_node,
                                const yaml_node_t *value, void *state) {
   qp_noise_state *ns = state;
-  qp_config *cfg = ns->cfg;
+  char name[64];
+  snprintf(name, sizeof name, "%s.%s", ns->section, qp_noise_keys[index]);
   switch (index) {
   case N_VARIANCE:
-    QP_CALL(qp_cfg_double(ctx, "noise.variance", value, &cfg->noise_variance));
-    QP_CHECK(cfg->noise_variance > 0, QP_ERR_INPUT,
-             "config %s line %d: noise.variance must be > 0, got %g", ctx->file,
-             qp_node_line(value), cfg->noise_variance);
-    cfg->noise_kind = QP_NOISE_VARIANCE;
+    QP_CALL(qp_cfg_double(ctx, name, value, ns->variance));
+    QP_CHECK(*ns->variance > 0, QP_ERR_INPUT, "config %s line %d: %s must be > 0, got %g",
+             ctx->file, qp_node_line(value), name, *ns->variance);
+    *ns->kind = QP_NOISE_VARIANCE;
     ++ns->n_kinds;
     break;
   case N_VARIANCE_T:
   case N_VARIANCE_P: {
-    double *target = index == N_VARIANCE_T ? &cfg->noise_variance : &cfg->noise_variance_pol;
-    *(index == N_VARIANCE_T ? &ctx->variance_t_line : &ctx->variance_p_line) =
-        qp_node_line(key_node);
-    const char *name = index == N_VARIANCE_T ? "noise.variance_t" : "noise.variance_p";
+    double *target = index == N_VARIANCE_T ? ns->variance : ns->variance_pol;
+    *(index == N_VARIANCE_T ? ns->t_line : ns->p_line) = qp_node_line(key_node);
     QP_CALL(qp_cfg_double(ctx, name, value, target));
     QP_CHECK(*target > 0, QP_ERR_INPUT, "config %s line %d: %s must be > 0, got %g", ctx->file,
              qp_node_line(value), name, *target);
-    cfg->noise_kind = QP_NOISE_VARIANCE;
+    *ns->kind = QP_NOISE_VARIANCE;
     if (!ns->per_field++) ++ns->n_kinds;
     break;
   }
   case N_VARIANCE_MAP:
-    QP_CALL(qp_cfg_path(ctx, "noise.variance_map", value, cfg->noise_file));
-    cfg->noise_kind = QP_NOISE_VARIANCE_MAP;
+    QP_CALL(qp_cfg_path(ctx, name, value, ns->file));
+    *ns->kind = QP_NOISE_VARIANCE_MAP;
     ++ns->n_kinds;
     break;
   case N_COVARIANCE:
-    QP_CALL(qp_cfg_path(ctx, "noise.covariance", value, cfg->noise_file));
-    cfg->noise_kind = QP_NOISE_COVARIANCE;
+    QP_CALL(qp_cfg_path(ctx, name, value, ns->file));
+    *ns->kind = QP_NOISE_COVARIANCE;
     ++ns->n_kinds;
     break;
   case N_DATASET: {
     const char *text = NULL;
-    QP_CALL(qp_cfg_scalar(ctx, "noise.dataset", value, &text));
-    QP_CHECK(strlen(text) < sizeof cfg->noise_dataset, QP_ERR_INPUT,
-             "config %s line %d: noise.dataset longer than %zu characters", ctx->file,
-             qp_node_line(value), sizeof cfg->noise_dataset - 1);
-    snprintf(cfg->noise_dataset, sizeof cfg->noise_dataset, "%s", text);
+    QP_CALL(qp_cfg_scalar(ctx, name, value, &text));
+    QP_CHECK(strlen(text) < 256, QP_ERR_INPUT, "config %s line %d: %s longer than %d characters",
+             ctx->file, qp_node_line(value), name, 255);
+    snprintf(ns->dataset, 256, "%s", text);
     ns->dataset_line = qp_node_line(key_node);
     break;
   }
-  default: QP_FAIL(QP_ERR_INTERNAL, "noise key index %d", index);
+  default: QP_FAIL(QP_ERR_INTERNAL, "%s key index %d", ns->section, index);
   }
   return QP_OK;
 }
 
-qp_err qp_cfg_noise(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
+qp_err qp_cfg_noise(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node, int second) {
+  _Static_assert(sizeof cfg->noise_dataset == 256 && sizeof cfg->noise2_dataset == 256,
+                 "qp_cfg_noise_key writes 256-byte dataset names");
+  qp_noise_state ns = {0};
+  if (second)
+    ns = (qp_noise_state){"noise2",
+                          &cfg->noise2_kind,
+                          &cfg->noise2_variance,
+                          &cfg->noise2_variance_pol,
+                          cfg->noise2_file,
+                          cfg->noise2_dataset,
+                          &ctx->variance2_t_line,
+                          &ctx->variance2_p_line,
+                          0,
+                          0,
+                          0};
+  else
+    ns = (qp_noise_state){"noise",
+                          &cfg->noise_kind,
+                          &cfg->noise_variance,
+                          &cfg->noise_variance_pol,
+                          cfg->noise_file,
+                          cfg->noise_dataset,
+                          &ctx->variance_t_line,
+                          &ctx->variance_p_line,
+                          0,
+                          0,
+                          0};
   QP_CHECK(node->type == YAML_MAPPING_NODE, QP_ERR_INPUT,
-           "config %s line %d: key 'noise' must be a mapping with one of variance, "
-           "variance_map, covariance (e.g. noise: {variance: 1.0e-4})",
-           ctx->file, qp_node_line(node));
-  qp_noise_state ns = {cfg, 0, 0, 0};
-  QP_CALL(qp_cfg_walk(ctx, node, "noise", qp_noise_keys, N_COUNT, qp_cfg_noise_key, &ns));
+           "config %s line %d: key '%s' must be a mapping with one of variance, "
+           "variance_map, covariance (e.g. %s: {variance: 1.0e-4})",
+           ctx->file, qp_node_line(node), ns.section, ns.section);
+  QP_CALL(qp_cfg_walk(ctx, node, ns.section, qp_noise_keys, N_COUNT, qp_cfg_noise_key, &ns));
   QP_CHECK(ns.n_kinds == 1, QP_ERR_INPUT,
-           "config %s line %d: 'noise' needs exactly one of variance, variance_t/variance_p, "
+           "config %s line %d: '%s' needs exactly one of variance, variance_t/variance_p, "
            "variance_map, covariance (%d given)",
-           ctx->file, qp_node_line(node), ns.n_kinds);
-  QP_CHECK(ns.dataset_line == 0 || cfg->noise_kind == QP_NOISE_COVARIANCE, QP_ERR_INPUT,
-           "config %s line %d: noise.dataset only goes with noise.covariance", ctx->file,
-           ns.dataset_line);
+           ctx->file, qp_node_line(node), ns.section, ns.n_kinds);
+  QP_CHECK(ns.dataset_line == 0 || *ns.kind == QP_NOISE_COVARIANCE, QP_ERR_INPUT,
+           "config %s line %d: %s.dataset only goes with %s.covariance", ctx->file, ns.dataset_line,
+           ns.section, ns.section);
   return QP_OK;
 }
 
@@ -131,8 +160,14 @@ static qp_err qp_cfg_dims_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key
   switch (index) {
   case D_N_PIX: cfg->dim_n_pix = v; break;
   case D_N_MODES: cfg->dim_n_modes = v; break;
-  case D_LMAX_SIGNAL: cfg->lmax_signal = v; ctx->line[K_LMAX_SIGNAL] = qp_node_line(value); break;
-  case D_LMAX: cfg->lmax = v; ctx->line[K_LMAX] = qp_node_line(value); break;
+  case D_LMAX_SIGNAL:
+    cfg->lmax_signal = v;
+    ctx->line[K_LMAX_SIGNAL] = qp_node_line(value);
+    break;
+  case D_LMAX:
+    cfg->lmax = v;
+    ctx->line[K_LMAX] = qp_node_line(value);
+    break;
   case D_N_BINS: cfg->dim_n_bins = v; break;
   case D_N_MAPS: cfg->dim_n_maps = v; break;
   case D_NSIDE: cfg->dim_nside = v; break;
@@ -215,8 +250,8 @@ qp_err qp_cfg_memory(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
 }
 
 qp_err qp_cfg_grid(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
-  QP_CALL(qp_cfg_mapping(ctx, node, "grid", "rows: 2, cols: 2, block: 64", qp_grid_keys,
-                         G_COUNT, qp_cfg_grid_key, cfg));
+  QP_CALL(qp_cfg_mapping(ctx, node, "grid", "rows: 2, cols: 2, block: 64", qp_grid_keys, G_COUNT,
+                         qp_cfg_grid_key, cfg));
   return QP_OK;
 }
 
@@ -246,18 +281,21 @@ static qp_err qp_cfg_item(const qp_cfg_ctx *ctx, const yaml_node_t *node, int i,
   return QP_OK;
 }
 
-qp_err qp_cfg_maps(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) {
+qp_err qp_cfg_maps(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node, int second) {
+  const char *key = second ? "maps2" : "maps";
+  char(**list)[QP_PATH_MAX] = second ? &cfg->maps2 : &cfg->maps;
+  int *count = second ? &cfg->n_maps2 : &cfg->n_maps;
   int n = 0;
-  QP_CALL(qp_cfg_list(ctx, "maps", "path", node, &n));
-  free(cfg->maps);
-  cfg->n_maps = 0;
-  cfg->maps = malloc((size_t)n * sizeof *cfg->maps);
-  QP_CHECK(cfg->maps != NULL, QP_ERR_NOMEM, "config %s: no memory for %d map paths", ctx->file, n);
+  QP_CALL(qp_cfg_list(ctx, key, "path", node, &n));
+  free(*list);
+  *count = 0;
+  *list = malloc((size_t)n * sizeof **list);
+  QP_CHECK(*list != NULL, QP_ERR_NOMEM, "config %s: no memory for %d %s paths", ctx->file, n, key);
   for (int i = 0; i < n; ++i) {
     const yaml_node_t *item = NULL;
     QP_CALL(qp_cfg_item(ctx, node, i, &item));
-    QP_CALL(qp_cfg_path(ctx, "maps", item, cfg->maps[i]));
-    cfg->n_maps = i + 1;
+    QP_CALL(qp_cfg_path(ctx, key, item, (*list)[i]));
+    *count = i + 1;
   }
   return QP_OK;
 }
@@ -287,4 +325,3 @@ qp_err qp_cfg_spectra(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node) 
     if (requested[s]) cfg->spectra[cfg->n_spectra++] = (qp_spectrum)s;
   return QP_OK;
 }
-

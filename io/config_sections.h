@@ -34,6 +34,8 @@ enum {
   K_GRID,
   K_ACCURACY,
   K_CHECKPOINT,
+  K_MAPS2,
+  K_NOISE2,
   K_COUNT
 };
 
@@ -43,9 +45,11 @@ extern const char *const qp_top_keys[K_COUNT];
 extern const char *const qp_cfg_field_names[3];
 
 /* The sections, each given its key's value node; errors name the file, line and key. */
-qp_err qp_cfg_maps(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node);
+/** `maps` (second 0) or `maps2` (second 1: the maps crossed with them, map k with map k). */
+qp_err qp_cfg_maps(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node, int second);
 qp_err qp_cfg_spectra(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node);
-qp_err qp_cfg_noise(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node);
+/** `noise` (second 0) or `noise2` (second 1: the noise of `maps2`), the same keys. */
+qp_err qp_cfg_noise(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node, int second);
 qp_err qp_cfg_dimensions(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node);
 qp_err qp_cfg_memory(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node);
 qp_err qp_cfg_grid(qp_cfg_ctx *ctx, qp_config *cfg, const yaml_node_t *node);

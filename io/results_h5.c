@@ -32,22 +32,21 @@ typedef struct qp_h5_out {
 
 /* Creates dataset `name` (a path under the file's root) and writes `data` (may be NULL when
  * the dataset is empty). `units`, when not NULL, becomes its "units" attribute. */
-static qp_err qp_out_dataset(const qp_h5_out *o, const char *name, hid_t file_type,
-                             hid_t mem_type, int rank, const hsize_t *dims, const void *data,
-                             const char *units) {
+static qp_err qp_out_dataset(const qp_h5_out *o, const char *name, hid_t file_type, hid_t mem_type,
+                             int rank, const hsize_t *dims, const void *data, const char *units) {
   qp_err err = QP_OK;
   hid_t space = -1, dset = -1;
   hsize_t count = 1;
-  for (int i = 0; i < rank; ++i) count *= dims[i];
+  for (int i = 0; i < rank; ++i)
+    count *= dims[i];
   QP_H5_GOTO(space = H5Screate_simple(rank, dims, NULL), done, "%s: dataset %s", o->path, name);
-  QP_H5_GOTO(dset = H5Dcreate2(o->file, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT,
-                               H5P_DEFAULT),
+  QP_H5_GOTO(dset =
+                 H5Dcreate2(o->file, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
              done, "%s: cannot create dataset %s", o->path, name);
   if (count > 0)
-    QP_H5_GOTO(QP_FAULT_H5("results_write",
-                           H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data)),
-               done,
-               "%s: cannot write dataset %s", o->path, name);
+    QP_H5_GOTO(
+        QP_FAULT_H5("results_write", H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data)),
+        done, "%s: cannot write dataset %s", o->path, name);
   if (units) QP_CALL_GOTO(qp_h5_attr_write_string(dset, o->path, "units", units), done);
 done:
   if (dset >= 0) H5Dclose(dset);
@@ -110,12 +109,45 @@ static qp_err qp_results_check(const char *path, const qp_results *r) {
   QP_CHECK(r->n_spectra >= 1 && r->n_spectra <= QP_SPECTRA_MAX && r->n_bins >= 1 &&
                r->n_params == (int64_t)r->n_spectra * r->n_bins && r->n_maps >= 0,
            QP_ERR_INTERNAL,
-           "%s: inconsistent results: n_params %lld, n_spectra %d, n_bins %lld, n_maps %lld",
-           path, (long long)r->n_params, r->n_spectra, (long long)r->n_bins,
-           (long long)r->n_maps);
+           "%s: inconsistent results: n_params %lld, n_spectra %d, n_bins %lld, n_maps %lld", path,
+           (long long)r->n_params, r->n_spectra, (long long)r->n_bins, (long long)r->n_maps);
   QP_CHECK(r->spectra && r->bin_ell_min && r->bin_ell_max && r->fisher && r->noise_bias &&
                r->error && (r->n_maps == 0 || (r->yb && r->cl)),
            QP_ERR_INTERNAL, "%s: results with a missing array", path);
+  return QP_OK;
+}
+
+/* A list of paths as one string, one path a line (vlen strings have no size limit in an
+ * attribute); malloc'd, NULL when out of memory. */
+static char *qp_results_path_lines(int n, const char (*paths)[QP_PATH_MAX]) {
+  size_t len = 1;
+  for (int i = 0; i < n && paths; ++i)
+    len += strlen(paths[i]) + 1;
+  char *text = malloc(len);
+  if (!text) return NULL;
+  text[0] = '\0';
+  for (int i = 0, at = 0; i < n && paths; ++i)
+    at += snprintf(text + at, len - (size_t)at, "%s%s", i ? "\n" : "", paths[i]);
+  return text;
+}
+
+/* Cross-spectra: maps2 and noise2 as maps and noise are. */
+static qp_err qp_results_cross_attrs(const qp_h5_out *o, const qp_config *c) {
+  hid_t root = o->file;
+  QP_CALL(qp_h5_attr_write_i64(root, o->path, "cross", c->n_maps2 > 0));
+  if (c->n_maps2 == 0) return QP_OK;
+  char *maps2 = qp_results_path_lines(c->n_maps2, c->maps2);
+  QP_CHECK(maps2, QP_ERR_NOMEM, "%s: no memory for the maps2 attribute", o->path);
+  qp_err err = qp_h5_attr_write_string(root, o->path, "maps2", maps2);
+  free(maps2);
+  QP_CALL(err);
+  QP_CALL(qp_h5_attr_write_string(root, o->path, "noise2_kind", qp_noise_text(c->noise2_kind)));
+  if (c->noise2_kind == QP_NOISE_VARIANCE) {
+    QP_CALL(qp_h5_attr_write_f64(root, o->path, "noise2_variance", c->noise2_variance));
+    QP_CALL(qp_h5_attr_write_f64(root, o->path, "noise2_variance_pol", c->noise2_variance_pol));
+  } else {
+    QP_CALL(qp_h5_attr_write_string(root, o->path, "noise2_file", c->noise2_file));
+  }
   return QP_OK;
 }
 
@@ -124,16 +156,8 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
   qp_err err = QP_OK;
   const qp_config *c = r->config;
   hid_t root = o->file;
-  char *maps = NULL;
-
-  /* maps: one path a line (vlen strings have no size limit in an attribute) */
-  size_t len = 1;
-  for (int i = 0; i < c->n_maps && c->maps; ++i) len += strlen(c->maps[i]) + 1;
-  maps = malloc(len);
+  char *maps = qp_results_path_lines(c->n_maps, c->maps);
   QP_CHECK_GOTO(maps, QP_ERR_NOMEM, done, "%s: no memory for the maps attribute", o->path);
-  maps[0] = '\0';
-  for (int i = 0, at = 0; i < c->n_maps && c->maps; ++i)
-    at += snprintf(maps + at, len - (size_t)at, "%s%s", i ? "\n" : "", c->maps[i]);
   char spectra[QP_SPECTRA_MAX * 3 + 1] = "";
   for (int i = 0, at = 0; i < c->n_spectra && i < QP_SPECTRA_MAX; ++i)
     at += snprintf(spectra + at, sizeof spectra - (size_t)at, "%s%s", i ? "," : "",
@@ -204,6 +228,7 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
   QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "device_limit", c->device_limit), done);
   QP_CALL_GOTO(qp_h5_attr_write_f64(root, o->path, "sample_interval_ms", c->sample_interval_ms),
                done);
+  QP_CALL_GOTO(qp_results_cross_attrs(o, c), done);
 done:
   free(maps);
   return err;
@@ -302,8 +327,8 @@ qp_err qp_results_write(const char *path, const qp_results *results) {
   const double cost = qp_self_cost_begin(); /* the budget's part of the file */
   QP_CALL_GOTO(qp_report_write(file, results->model, results->baseline), done);
   if (results->memory_limit_source)
-    QP_CALL_GOTO(
-        qp_report_write_limit(file, results->memory_limit, results->memory_limit_source), done);
+    QP_CALL_GOTO(qp_report_write_limit(file, results->memory_limit, results->memory_limit_source),
+                 done);
   if (results->device_context_source)
     QP_CALL_GOTO(qp_report_write_device_context(file, results->device_context_predicted,
                                                 results->device_context_measured,

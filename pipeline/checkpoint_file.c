@@ -29,6 +29,8 @@ const qp_ck_slot qp_ck_slots[QP_CK_SLOTS] = {
     {"mode_maps_host", QP_TERM_MODE_MAPS_HOST, QP_CK_F64, offsetof(qp_problem, mode_maps_host)},
     {"fisher", QP_TERM_FISHER, QP_CK_F64, offsetof(qp_problem, fisher)},
     {"noise_bias", QP_TERM_NOISE_BIAS, QP_CK_F64, offsetof(qp_problem, noise_bias)},
+    {"covariance_b", QP_TERM_COVARIANCE_B, QP_CK_MATRIX, offsetof(qp_problem, cov_b)},
+    {"y_covariance", QP_TERM_Y_COVARIANCE, QP_CK_F64, offsetof(qp_problem, y_covariance)},
 };
 
 void *qp_ck_field(const qp_problem *p, const qp_ck_slot *s) { return (char *)p + s->offset; }
@@ -36,10 +38,12 @@ void *qp_ck_field(const qp_problem *p, const qp_ck_slot *s) { return (char *)p +
 int64_t qp_ck_count(const qp_problem *p, const qp_ck_slot *s) {
   if (s->offset == offsetof(qp_problem, observed)) return p->n_observed;
   if (s->offset == offsetof(qp_problem, vectors)) return 3 * p->n_observed;
-  if (s->offset == offsetof(qp_problem, maps)) return p->n_pix * p->n_maps;
+  if (s->offset == offsetof(qp_problem, maps))
+    return p->n_pix * p->n_maps * (p->plan->model_dims.cross_maps ? 2 : 1);
   if (s->offset == offsetof(qp_problem, noise_variance)) return p->n_pix;
   if (s->offset == offsetof(qp_problem, pivots)) return qp_linalg_pivot_count(&p->smw_lu);
-  if (s->offset == offsetof(qp_problem, fisher)) return (int64_t)p->n_params * p->n_params;
+  if (s->offset == offsetof(qp_problem, fisher) || s->offset == offsetof(qp_problem, y_covariance))
+    return (int64_t)p->n_params * p->n_params;
   if (s->offset == offsetof(qp_problem, mode_maps_host)) return qp_mode_maps_host_elements(p);
   return p->n_params; /* noise_bias */
 }

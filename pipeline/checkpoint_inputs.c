@@ -24,7 +24,8 @@ uint64_t qp_hash_bytes(uint64_t h, const void *data, size_t n) {
     memcpy(&w, b + i, 8);
     h = qp_hash_word(h, w);
   }
-  for (; i < n; ++i) h = qp_hash_word(h, b[i]);
+  for (; i < n; ++i)
+    h = qp_hash_word(h, b[i]);
   return h;
 }
 
@@ -77,10 +78,17 @@ static qp_err qp_ck_hash_inputs(const qp_config *cfg, char **text) {
   QP_CALL(qp_ck_add_input(text, &len, "config file", cfg->source));
   for (int m = 0; m < cfg->n_maps; ++m)
     QP_CALL(qp_ck_add_input(text, &len, "map file", cfg->maps[m]));
-  const char *more[] = {cfg->mask, cfg->mask_pol, cfg->cls,
+  for (int m = 0; m < cfg->n_maps2; ++m)
+    QP_CALL(qp_ck_add_input(text, &len, "map file (maps2)", cfg->maps2[m]));
+  const char *more[] = {cfg->mask,
+                        cfg->mask_pol,
+                        cfg->cls,
                         cfg->noise_kind != QP_NOISE_VARIANCE ? cfg->noise_file : "",
+                        cfg->n_maps2 > 0 && cfg->noise2_kind != QP_NOISE_VARIANCE ? cfg->noise2_file
+                                                                                  : "",
                         cfg->bins_file};
-  const char *roles[] = {"mask file", "mask_pol file", "C_ell file", "noise file", "bins file"};
+  const char *roles[] = {"mask file",  "mask_pol file", "C_ell file",
+                         "noise file", "noise2 file",   "bins file"};
   for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
     if (more[i][0]) QP_CALL(qp_ck_add_input(text, &len, roles[i], more[i]));
   return QP_OK;
@@ -109,7 +117,7 @@ static void qp_ck_split(const char *line, size_t len, int *meta, const char **pa
 }
 
 qp_err qp_checkpoint_compare_inputs(const char *file, const char *then, const char *now,
-                                   const char *dir) {
+                                    const char *dir) {
   while (*then || *now) {
     const char *te = strchr(then, '\n'), *ne = strchr(now, '\n');
     const size_t tl = te ? (size_t)(te - then) : strlen(then);

@@ -253,13 +253,20 @@ fail:
   return err;
 }
 
-/* The maps and a variance map (rank 0 only with MPI). */
+/* The maps and a variance map (rank 0 only with MPI); for cross-spectra maps2 after the maps
+ * (column n_maps + k) and noise2's variance map. */
 static qp_err qp_inputs_read_map_files(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   for (int m = 0; m < cfg->n_maps; ++m)
     QP_CALL(qp_inputs_read_fields(p, cfg->maps[m], "map", 0, p->maps + m * p->n_pix));
+  for (int m = 0; m < cfg->n_maps2; ++m)
+    QP_CALL(qp_inputs_read_fields(p, cfg->maps2[m], "map (maps2)", 0,
+                                  p->maps + (cfg->n_maps + m) * p->n_pix));
   if (cfg->noise_kind == QP_NOISE_VARIANCE_MAP)
     QP_CALL(qp_inputs_read_fields(p, cfg->noise_file, "noise variance map", 1, p->noise_variance));
+  if (cfg->n_maps2 > 0 && cfg->noise2_kind == QP_NOISE_VARIANCE_MAP)
+    QP_CALL(qp_inputs_read_fields(p, cfg->noise2_file, "noise variance map (noise2)", 1,
+                                  p->noise_variance_b));
   return QP_OK;
 }
 
@@ -267,11 +274,19 @@ qp_err qp_inputs_read_data(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   /* The allocations agreed on first: a rank refused one (out of memory) must not leave the
    * others waiting in the collectives below (qp_inputs_read_geometry). */
-  qp_err err = QP_ALLOC_DOUBLES(QP_TERM_MAPS, QP_TERM_PERSISTENT, p->n_pix * p->n_maps, &p->maps);
+  const int cross = cfg->n_maps2 > 0;
+  const int64_t columns = p->n_maps * (cross ? 2 : 1);
+  qp_err err = QP_ALLOC_DOUBLES(QP_TERM_MAPS, QP_TERM_PERSISTENT, p->n_pix * columns, &p->maps);
   if (err == QP_OK && cfg->noise_kind != QP_NOISE_COVARIANCE)
     err =
         QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix, &p->noise_variance);
+  if (err == QP_OK && cross)
+    err = QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE_B, QP_TERM_PERSISTENT, p->n_pix,
+                           &p->noise_variance_b);
   QP_CALL(qp_comm_agree(err));
+  if (cross && cfg->noise2_kind == QP_NOISE_VARIANCE)
+    for (int64_t k = 0; k < p->n_pix; ++k)
+      p->noise_variance_b[k] = k < p->n_obs_t ? cfg->noise2_variance : cfg->noise2_variance_pol;
   switch (cfg->noise_kind) {
   case QP_NOISE_VARIANCE:
   case QP_NOISE_VARIANCE_MAP:
@@ -286,11 +301,13 @@ qp_err qp_inputs_read_data(qp_problem *p) {
     break;
   }
   QP_CALL(qp_comm_agree(qp_inputs_reader() ? qp_inputs_read_map_files(p) : QP_OK));
-  QP_CALL(qp_comm_bcast(p->maps, (size_t)(p->n_pix * p->n_maps) * sizeof(double)));
+  QP_CALL(qp_comm_bcast(p->maps, (size_t)(p->n_pix * columns) * sizeof(double)));
+  if (cross) QP_CALL(qp_comm_bcast(p->noise_variance_b, (size_t)p->n_pix * sizeof(double)));
   if (p->noise_variance) {
     QP_CALL(qp_comm_bcast(p->noise_variance, (size_t)p->n_pix * sizeof(double)));
     double sum[2] = {0.0, 0.0};
-    for (int64_t k = 0; k < p->n_pix; ++k) sum[k >= p->n_obs_t] += p->noise_variance[k];
+    for (int64_t k = 0; k < p->n_pix; ++k)
+      sum[k >= p->n_obs_t] += p->noise_variance[k];
     for (int f = 0; f < 2; ++f) {
       const int64_t count = f == 0 ? p->n_obs_t : p->n_pix - p->n_obs_t;
       p->noise_field_mean[f] = count > 0 ? sum[f] / (double)count : 0.0;

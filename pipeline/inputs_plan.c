@@ -12,10 +12,10 @@
 #include "blas_buffers.h"
 #include "calibration.h"
 #include "comm.h"
+#include "covariance_terms.h"
 #include "input_file.h"
 #include "legendre.h"
 #include "mode_layout.h"
-#include "covariance_terms.h"
 
 /* Bins from the config: bin_width or a file of "ell_min ell_max" rows (io/bins_text.h). */
 static qp_err qp_inputs_bins(qp_problem *p) {
@@ -220,6 +220,13 @@ qp_err qp_inputs_check_files(const qp_config *cfg) {
     snprintf(role, sizeof role, "map file (maps[%d])", m);
     QP_CALL(qp_input_check(role, cfg->maps[m], QP_INPUT_ANY_SIZE));
   }
+  for (int m = 0; m < cfg->n_maps2; ++m) {
+    snprintf(role, sizeof role, "map file (maps2[%d])", m);
+    QP_CALL(qp_input_check(role, cfg->maps2[m], QP_INPUT_ANY_SIZE));
+  }
+  if (cfg->n_maps2 > 0 && cfg->noise2_kind == QP_NOISE_VARIANCE_MAP)
+    QP_CALL(qp_input_check("noise variance map (noise2.variance_map)", cfg->noise2_file,
+                           QP_INPUT_ANY_SIZE));
   const int noise_file = cfg->noise_kind != QP_NOISE_VARIANCE;
   const struct {
     const char *role, *path;

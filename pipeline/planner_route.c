@@ -18,7 +18,11 @@ static double qp_route_cost(const qp_problem *p, const qp_plan *plan, qp_model_p
   const double n = (double)p->n_pix, nm = (double)p->n_modes, np = (double)p->n_params;
   const int dense = plan->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
   switch (path) {
-  case QP_MODEL_PIXEL_DIRECT: return n * n * n / 3.0 + (np + 1.0) * 2.0 * n * n * n;
+  case QP_MODEL_PIXEL_DIRECT: {
+    /* Cross-spectra factor C_B too and whiten no noise (no bias). */
+    const double cross = p->cfg->n_maps2 > 0;
+    return (1.0 + cross) * n * n * n / 3.0 + (np + 1.0 - cross) * 2.0 * n * n * n;
+  }
   case QP_MODEL_HARMONIC_SMW:
     return nm * nm * n + 2.3 * nm * nm * nm + (dense ? n * n * n / 3.0 + nm * n * n : 0.0);
   case QP_MODEL_HARMONIC_PROJECTED: return n * n * n / 3.0 + 2.0 * nm * n * n + nm * nm * n;
@@ -63,6 +67,12 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
   if (cfg->harmonic_method == 1) allowed[2] = 0;
   if (cfg->harmonic_method == 2) allowed[1] = 0;
   if (p->n_modes == 0) allowed[1] = allowed[2] = 0;
+  /* Cross-spectra (maps2) are built on the pixel-direct route only so far. */
+  QP_CHECK(cfg->n_maps2 == 0 || allowed[0], QP_ERR_UNSUPPORTED,
+           "config '%s': cross-spectra (maps2) run on the pixel-direct route only so far; "
+           "path: harmonic is not supported with maps2 yet (give path: pixel_direct or auto)",
+           cfg->source);
+  if (cfg->n_maps2 > 0) allowed[1] = allowed[2] = 0;
   QP_CHECK(allowed[0] || allowed[1] || allowed[2], QP_ERR_INPUT,
            "config '%s': the harmonic path has no modes (lmax %d)", cfg->source, cfg->lmax);
   /* SMW inverts N: a noise too ill-conditioned for cfg->accuracy rules it out when another

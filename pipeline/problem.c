@@ -27,7 +27,8 @@ size_t qp_problem_backend_held_bytes(const qp_problem *p) {
 void qp_problem_free(qp_problem *p) {
   double **tracked[] = {&p->sky,    &p->vectors,    &p->maps,           &p->noise_variance,
                         &p->fisher, &p->noise_bias, &p->fisher_inverse, &p->yb,
-                        &p->cl,     &p->error,      &p->mode_maps_host};
+                        &p->cl,     &p->error,      &p->mode_maps_host, &p->noise_variance_b,
+                        &p->y_covariance, &p->spectra_covariance};
   for (size_t i = 0; i < sizeof tracked / sizeof *tracked; ++i) {
     qp_budget_free(*tracked[i]);
     *tracked[i] = NULL;
@@ -36,6 +37,7 @@ void qp_problem_free(qp_problem *p) {
   p->observed = NULL;
   qp_matrix_destroy(&p->noise);
   qp_matrix_destroy(&p->cov);
+  qp_matrix_destroy(&p->cov_b);
   qp_matrix_destroy(&p->vt);
   qp_matrix_destroy(&p->kernel);
   qp_matrix_destroy(&p->smw_lu);
@@ -54,9 +56,10 @@ void qp_problem_free(qp_problem *p) {
 }
 
 qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m) {
-  QP_CHECK(first >= 0 && first + m->cols <= p->n_maps, QP_ERR_INTERNAL,
-           "maps %lld..%lld into '%s' (%lld maps)", (long long)first,
-           (long long)(first + m->cols), m->name, (long long)p->n_maps);
+  const int64_t columns = p->n_maps * (p->plan->model_dims.cross_maps ? 2 : 1);
+  QP_CHECK(first >= 0 && first + m->cols <= columns, QP_ERR_INTERNAL,
+           "maps %lld..%lld into '%s' (%lld maps)", (long long)first, (long long)(first + m->cols),
+           m->name, (long long)columns);
   /* A panel of rows at a time (qp_host_panel: all of them unless memory.host_limit panels
    * the host windows on a device backend). */
   for (int64_t row0 = 0, rows; row0 < m->local_rows; row0 += rows) {

@@ -43,6 +43,10 @@ typedef struct qp_problem {
   double *noise_variance; /* QP_TERM_NOISE_VARIANCE (diagonal N) or NULL */
   qp_matrix noise;        /* QP_TERM_NOISE (dense N) or empty */
   qp_matrix cov;          /* QP_TERM_COVARIANCE: C, then L, then L^-1 */
+  /* Cross-spectra (plan->model_dims.cross_maps): maps2's columns follow maps' in `maps`
+   * (map k of maps2 is column n_maps + k); pixel-direct only so far. */
+  double *noise_variance_b; /* QP_TERM_NOISE_VARIANCE_B: N_B (covariance_setup only) */
+  qp_matrix cov_b;          /* QP_TERM_COVARIANCE_B: C_B = S + N_B, then L_B, then L_B^-1 */
 
   /* The plan (plan.h): the route, chunks, limit and model, built by the planner before the
    * first stage and read-only after. */
@@ -83,6 +87,8 @@ typedef struct qp_problem {
 
   /* results */
   double *fisher;         /* QP_TERM_FISHER: n_params^2 */
+  double *y_covariance;   /* QP_TERM_Y_COVARIANCE (cross-spectra): M = Cov(y), n_params^2 */
+  double *spectra_covariance; /* QP_TERM_SPECTRA_COVARIANCE (cross): F^-1 M F^-1 */
   double *noise_bias;     /* QP_TERM_NOISE_BIAS */
   double *fisher_inverse; /* QP_TERM_FISHER_INVERSE */
   double *yb, *cl;        /* QP_TERM_RAW_SPECTRA, QP_TERM_SPECTRA: n_maps x n_params */

@@ -211,7 +211,7 @@ static qp_err qp_driver_write_results(const qp_problem *p, const qp_rank_table *
       .noise_bias = p->noise_bias,
       .cl = p->cl,
       .error = p->error,
-      .covariance = p->fisher_inverse,
+      .covariance = p->spectra_covariance ? p->spectra_covariance : p->fisher_inverse,
       .path_used = qp_plan_route_name(p->plan),
       .path_reason = p->plan->path_reason,
       .model = &p->plan->model,

@@ -23,12 +23,10 @@ static inline void qp_put(const qp_target *t, int64_t index, double value) {
     t->m[index] = value;
 }
 
-
-
 /* A target's sums for every lane of a batch: b[k] for the kind's functions d (wigner.h), each
  * summed in l order as one pair at a time did. */
-QP_WIDEST_VECTORS static void qp_batch_sums(const qp_target *t, qp_wigner_kind kind, double *const d[2],
-                          qp_local *b) {
+QP_WIDEST_VECTORS static void qp_batch_sums(const qp_target *t, qp_wigner_kind kind,
+                                            double *const d[2], qp_local *b) {
   enum { L = QP_WIGNER_LANES };
   double s[3][L];
   memset(s, 0, sizeof s);
@@ -37,7 +35,8 @@ QP_WIDEST_VECTORS static void qp_batch_sums(const qp_target *t, qp_wigner_kind k
     for (int l = t->lo; l <= t->hi; ++l) {
       const double *x = d[0] + l * L, w = c[QP_TT][l];
 #pragma omp simd
-      for (int k = 0; k < L; ++k) s[0][k] += w * x[k];
+      for (int k = 0; k < L; ++k)
+        s[0][k] += w * x[k];
     }
   } else if (kind == QP_WIGNER_TP) {
     for (int l = t->lo; l <= t->hi; ++l) {
@@ -75,8 +74,8 @@ QP_WIDEST_VECTORS static void qp_batch_sums(const qp_target *t, qp_wigner_kind k
  * this rank holds it in the local columns [col0, col0 + cols) that the buffers hold; pc NULL:
  * the buffers hold every local column at the layout's ld (the whole build's plain offset,
  * which keeps the polarised builds' eight offsets a pair as cheap as before panels). */
-static inline int qp_panel_offset(const qp_matrix *layout, const qp_pixel_columns *pc,
-                                  int64_t gi, int64_t gj, int64_t *at) {
+static inline int qp_panel_offset(const qp_matrix *layout, const qp_pixel_columns *pc, int64_t gi,
+                                  int64_t gj, int64_t *at) {
   if (!pc) return qp_matrix_local_offset(layout, gi, gj, at);
   const int64_t lj = qp_matrix_local_col(layout, gj);
   if (lj < pc->col0 || lj >= pc->col0 + pc->cols) return 0; /* -1: another rank's */
@@ -125,7 +124,8 @@ static void qp_batch_run(const qp_problem *p, const qp_matrix *layout, const qp_
                          const qp_target *targets, int n_targets, const qp_wigner_table *table,
                          int lmax, qp_batch *batch, qp_batch_work *work) {
   if (batch->n == 0) return;
-  for (int k = batch->n; k < QP_WIGNER_LANES; ++k) batch->z[k] = 0.0; /* unused lanes */
+  for (int k = batch->n; k < QP_WIGNER_LANES; ++k)
+    batch->z[k] = 0.0; /* unused lanes */
   qp_wigner_batch(table, lmax, batch->kind, batch->z, work->d);
   for (int k = 0; k < batch->n; ++k) {
     const qp_pair_entries e = qp_pair_list(p, batch->i[k], batch->j[k]);
@@ -271,9 +271,10 @@ qp_err qp_pixel_matrices_build(const qp_problem *p, double *cov, int first_param
                                double *slots, size_t slot_stride) {
   double **slot_at = malloc(((size_t)n_slots + 1) * sizeof *slot_at);
   QP_CHECK(slot_at, QP_ERR_NOMEM, "out of memory for %d pixel matrices' places", n_slots);
-  for (int k = 0; k < n_slots; ++k) slot_at[k] = slots + (size_t)k * slot_stride;
-  const qp_err err = qp_pixel_matrices_build_columns(
-      p, cov, p->cfg->ell_min, p->cfg->lmax_signal, first_param, n_slots, slot_at, NULL);
+  for (int k = 0; k < n_slots; ++k)
+    slot_at[k] = slots + (size_t)k * slot_stride;
+  const qp_err err = qp_pixel_matrices_build_columns(p, cov, p->cfg->ell_min, p->cfg->lmax_signal,
+                                                     first_param, n_slots, slot_at, NULL);
   free(slot_at);
   return err;
 }
@@ -344,7 +345,8 @@ qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov
   QP_CHECK_GOTO(in_panel && in_before, QP_ERR_NOMEM, done,
                 "out of memory for the panel's %lld positions", (long long)n_pos);
   in_before[0] = 0;
-  for (int64_t i = 0; i < n_pos; ++i) in_before[i + 1] = in_before[i] + in_panel[i];
+  for (int64_t i = 0; i < n_pos; ++i)
+    in_before[i + 1] = in_before[i] + in_panel[i];
   QP_CALL_GOTO(qp_wigner_table_init(&table, lmax), done);
 #pragma omp parallel
   {
@@ -363,8 +365,10 @@ qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < n_tiles * (n_tiles + 1) / 2; ++t) {
       int64_t ti = (int64_t)((sqrt(8.0 * (double)t + 1.0) - 1.0) / 2.0);
-      while (ti * (ti + 1) / 2 > t) --ti; /* sqrt's rounding, either way */
-      while ((ti + 1) * (ti + 2) / 2 <= t) ++ti;
+      while (ti * (ti + 1) / 2 > t)
+        --ti; /* sqrt's rounding, either way */
+      while ((ti + 1) * (ti + 2) / 2 <= t)
+        ++ti;
       const int64_t tj = t - ti * (ti + 1) / 2;
       const int64_t i_end = (ti + 1) * QP_TILE < n_pos ? (ti + 1) * QP_TILE : n_pos;
       const int64_t j_end = (tj + 1) * QP_TILE < n_pos ? (tj + 1) * QP_TILE : n_pos;
@@ -395,12 +399,9 @@ void qp_pixel_add_noise_variance(const qp_problem *p, qp_host_window *w) {
   }
 }
 
-qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int hi) {
-  const int64_t n = p->n_pix;
-  /* A dense N is copied in, unless m is N itself (N_eff = N + S_fixed in N's buffer). */
-  if (p->noise.data && m->data != p->noise.data)
-    QP_CALL(qp_linalg_copy_sub(n, n, &p->noise, 0, 0, m, 0, 0));
-  if (!p->noise_variance && lo > hi) return QP_OK;
+/* m += S(lo..hi) (+ the diagonal N when `noise`), pair sums a panel of columns at a time. */
+static qp_err qp_pixel_add_signal(const qp_problem *p, qp_matrix *m, int lo, int hi, int noise) {
+  if ((!noise || !p->noise_variance) && lo > hi) return QP_OK;
   /* A panel of local columns at a time (the plan's, under memory.host_limit on a device
    * backend; all of them otherwise): each panel's pairs are summed again, those of its
    * positions with every other. */
@@ -408,7 +409,7 @@ qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int
     cols = qp_host_panel_width(p, m->local_cols, col0);
     qp_host_window w;
     QP_CALL(qp_host_window_open(m, col0, cols, QP_ACCESS_READ_WRITE, &w));
-    qp_pixel_add_noise_variance(p, &w);
+    if (noise) qp_pixel_add_noise_variance(p, &w);
     const qp_pixel_columns pc = {col0, cols, w.ld};
     qp_err err =
         lo <= hi ? qp_pixel_matrices_build_columns(p, w.data, lo, hi, 0, 0, NULL, &pc) : QP_OK;
@@ -419,6 +420,18 @@ qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int
     QP_CALL(qp_host_window_close(&w));
   }
   return QP_OK;
+}
+
+qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int hi) {
+  const int64_t n = p->n_pix;
+  /* A dense N is copied in, unless m is N itself (N_eff = N + S_fixed in N's buffer). */
+  if (p->noise.data && m->data != p->noise.data)
+    QP_CALL(qp_linalg_copy_sub(n, n, &p->noise, 0, 0, m, 0, 0));
+  return qp_pixel_add_signal(p, m, lo, hi, 1);
+}
+
+qp_err qp_pixel_signal(const qp_problem *p, qp_matrix *m, int lo, int hi) {
+  return qp_pixel_add_signal(p, m, lo, hi, 0);
 }
 
 qp_err qp_pixel_build_slots(const qp_problem *p, const qp_matrix *stack, int64_t slot0,
@@ -447,10 +460,12 @@ qp_err qp_pixel_build_slots(const qp_problem *p, const qp_matrix *stack, int64_t
     const qp_pixel_columns pc = {col0, cols, w[0].ld};
     QP_CALL_GOTO(qp_pixel_matrices_build_columns(p, NULL, 0, -1, (int)first, (int)count, at, &pc),
                  done);
-    for (; opened > 0; --opened) QP_CALL_GOTO(qp_host_window_close(&w[opened - 1]), done);
+    for (; opened > 0; --opened)
+      QP_CALL_GOTO(qp_host_window_close(&w[opened - 1]), done);
   }
 done:
-  for (; opened > 0; --opened) qp_host_window_discard(&w[opened - 1]);
+  for (; opened > 0; --opened)
+    qp_host_window_discard(&w[opened - 1]);
   free(at);
   free(w);
   free(views);

@@ -61,5 +61,8 @@ void qp_pixel_add_noise_variance(const qp_problem *p, qp_host_window *w);
  *  through host windows of qp_host_panel(p) local columns each (one window of all of them
  *  unless the plan made panels: problem.h). */
 qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int hi);
+/** m (zeros, n_pix x n_pix, any backend) += S(lo..hi), without the noise: the signal's
+ *  covariance, the cross-covariance of two map sets with independent noise. */
+qp_err qp_pixel_signal(const qp_problem *p, qp_matrix *m, int lo, int hi);
 
 #endif

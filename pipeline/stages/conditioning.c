@@ -29,9 +29,8 @@ qp_err qp_conditioning_check(qp_problem *p, qp_rcond_id id, double rcond, const 
   QP_CHECK(isfinite(rcond) && rcond >= floor, QP_ERR_NUMERICAL,
            "stage %s: %s is too ill-conditioned for double precision: rcond = %.3g, so results "
            "would carry relative errors of ~%.1e, above accuracy %.1e (rcond must be >= %.3g)%s%s",
-           qp_stage_label(), what, rcond,
-           rcond > 0 ? DBL_EPSILON / rcond : INFINITY, p->cfg->accuracy, floor,
-           advice && advice[0] ? "; " : "", advice ? advice : "");
+           qp_stage_label(), what, rcond, rcond > 0 ? DBL_EPSILON / rcond : INFINITY,
+           p->cfg->accuracy, floor, advice && advice[0] ? "; " : "", advice ? advice : "");
   return QP_OK;
 }
 

@@ -25,9 +25,10 @@ qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m) {
                qp_model_bytes_times(3, qp_model_vector_bytes(d->n_positions, w)), cov, spe,
                "3 n_positions x 8");
   /* The maps are whole on every rank (replicated), so is every n_params buffer. */
-  const qp_model_bytes maps =
-      qp_model_bytes_times((size_t)d->n_maps, qp_model_vector_bytes(d->n_pix, w));
-  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, maps, cov, spe, "n_pix n_maps x 8");
+  const qp_model_bytes maps = qp_model_bytes_times((size_t)d->n_maps * (d->cross_maps ? 2 : 1),
+                                                   qp_model_vector_bytes(d->n_pix, w));
+  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, maps, cov, spe,
+               d->cross_maps ? "2 n_pix n_maps x 8 (maps and maps2)" : "n_pix n_maps x 8");
   /* The noise lives until the noise bias on the pixel-direct and projection routes. SMW is
    * done with it in basis_setup: the maps are whitened there, and N_eff (26 GiB at the
    * calibration case of docs/memory-model.md) goes as soon as Y = L_N^-1 V^T exists
@@ -43,10 +44,17 @@ qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m) {
     qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, qp_model_vector_bytes(d->n_pix, w),
                  cov, smw ? bas : fis, "n_pix x 8");
   }
+  /* Cross-spectra: N_B makes C_B in covariance_setup, then goes (pixel-direct only). */
+  if (d->cross_maps)
+    qp_model_add(m, QP_TERM_NOISE_VARIANCE_B, QP_TERM_PERSISTENT,
+                 qp_model_vector_bytes(d->n_pix, w), cov, cov, "n_pix x 8");
   if (!smw) {
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
                                         pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
                                               : "n_pix^2 x 8 (C, then L in place)"));
+    if (d->cross_maps)
+      qp_model_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE_B, QP_TERM_PERSISTENT, pix_sq, cov,
+                                          spe, "n_pix^2 x 8 (C_B, then L_B, then L_B^-1)"));
   } else if (d->switched && !d->noise_dense) {
     t = qp_model_on_backend(d,
                             qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, bas,

@@ -13,6 +13,8 @@
 #define QP_TERM_NOISE_VARIANCE "noise_variance" /* diagonal N */
 #define QP_TERM_NOISE "N"                       /* dense N */
 #define QP_TERM_COVARIANCE "C"                  /* C = S + N; then L, then L^-1, in place */
+#define QP_TERM_NOISE_VARIANCE_B "noise_variance_B" /* diagonal N_B of maps2 (cross-spectra) */
+#define QP_TERM_COVARIANCE_B "C_B" /* C_B = S + N_B; then L_B, then L_B^-1 (cross-spectra) */
 #define QP_TERM_NOISE_EFF "N_eff"               /* SMW: N + S_fixed, then its Cholesky factor */
 
 /** Adds covariance_setup's terms of the route of `d` to `m`, in the order `qmlpipe budget`

@@ -9,6 +9,9 @@
 #define QP_TERM_PRODUCTS "products" /* M_p = L^-1 P_p L^-T, and L^-1 N L^-T */
 #define QP_TERM_GRAM "gram"         /* <M_p, M_q> and <M_p, L^-1 N L^-T> */
 #define QP_TERM_FISHER "fisher"
+/* Cross-spectra: H = L_B^-1 S L_A^-T, and M = Cov(y) (docs/science.md) */
+#define QP_TERM_CROSS_SIGNAL "cross_signal"
+#define QP_TERM_Y_COVARIANCE "y_covariance"
 #define QP_TERM_NOISE_BIAS "noise_bias"
 #define QP_TERM_FISHER_BLOCK_SUMS "F_block_sums" /* harmonic: W's (l, l') block sums for F */
 #define QP_TERM_NOISE_KERNEL "G"                 /* harmonic: (I + K Lambda)^-1 W, G transposed */

@@ -4,13 +4,12 @@
 
 #include <stdlib.h>
 
-#include "harmonic_modes.h"
-#include "host_window.h"
-#include "spin_harmonics.h"
-#include "pixel_matrices.h"
 #include "fisher_terms.h"
 #include "harmonic_bias.h"
-
+#include "harmonic_modes.h"
+#include "host_window.h"
+#include "pixel_matrices.h"
+#include "spin_harmonics.h"
 
 /* G^T into g (n_modes^2): SMW: (I + K Lambda)^-1 W. */
 qp_err qp_noise_kernel_smw(qp_problem *p, qp_matrix *g) {
@@ -41,7 +40,7 @@ done:
  * them in the entries' order (the same sum whatever the panels), one sum over the ranks gives
  * b. */
 qp_err qp_bias_from_matrix(qp_problem *p, const qp_matrix *g, const qp_entry *e,
-                                  const int64_t *start) {
+                           const int64_t *start) {
   const int64_t n_entries = start[p->n_params], nm = g->cols;
   const int64_t panel = qp_model_mode_panel(&p->plan->model_dims);
   qp_host_window w = {0};
@@ -113,8 +112,8 @@ static double qp_dot(const double *restrict x, const double *restrict y, const d
  * fa = fb without nz, Z_b is the panel's own column: nothing to line up), every rank sums its
  * rows of the entries whose column it holds, one sum over the ranks completes the dots. Each
  * dot is the same sum in the same order whatever the panels. */
-qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_matrix *nz,
-                                 const qp_entry *e, const int64_t *start) {
+qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_matrix *nz, const qp_entry *e,
+                          const int64_t *start) {
   const qp_config *cfg = p->cfg;
   const int64_t n_entries = start[p->n_params], nm = z->cols;
   const int64_t panel = qp_model_mode_panel(&p->plan->model_dims);
@@ -137,7 +136,8 @@ qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_matrix *nz
                  done);
   const qp_matrix *right = nz ? nz : z;
   int used[3][3] = {{0}}; /* the field pairs (fa, fb) of D_p's entries */
-  for (int64_t k = 0; k < n_entries; ++k) used[e[k].fa][e[k].fb] = 1;
+  for (int64_t k = 0; k < n_entries; ++k)
+    used[e[k].fa][e[k].fb] = 1;
   for (int64_t g0 = 0; g0 < nm; g0 += panel) {
     const int64_t cols = nm - g0 < panel ? nm - g0 : panel;
     qp_matrix zp, rp, wp = {0};
@@ -175,7 +175,8 @@ qp_err qp_bias_from_modes(qp_problem *p, const qp_matrix *z, const qp_matrix *nz
   QP_CALL_GOTO(qp_linalg_sum_partials(p->ops, dots, n_entries), done);
   for (int q = 0; q < p->n_params; ++q) {
     double sum = 0;
-    for (int64_t k = start[q]; k < start[q + 1]; ++k) sum += e[k].v * dots[k];
+    for (int64_t k = start[q]; k < start[q + 1]; ++k)
+      sum += e[k].v * dots[k];
     p->noise_bias[q] = 0.5 * sum;
   }
 done:

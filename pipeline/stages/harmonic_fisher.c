@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harmonic_modes.h"
-#include "spin_harmonics.h"
-#include "progress.h"
 #include "basis_terms.h"
 #include "fisher_terms.h"
 #include "harmonic_bias.h"
+#include "harmonic_modes.h"
+#include "progress.h"
+#include "spin_harmonics.h"
 
 /* A matrix over the modes (rows and columns (field, l, m)) seen field pair by field pair, each
  * window lined up on one layout over all (l, m) up to lmax (position lm = l^2 + l + m), so
@@ -42,8 +42,8 @@ static qp_err qp_field_windows_init(const qp_matrix *m, int64_t n_lm, int64_t pa
 }
 
 /* Lines up every field pair's window of m on the layout's columns [col0, col0 + cols). */
-static qp_err qp_field_windows_panel(qp_problem *p, const qp_matrix *m, int64_t col0,
-                                     int64_t cols, qp_field_windows *fw) {
+static qp_err qp_field_windows_panel(qp_problem *p, const qp_matrix *m, int64_t col0, int64_t cols,
+                                     qp_field_windows *fw) {
   const qp_config *cfg = p->cfg;
   const int64_t n_lm = qp_harmonic_count(0, cfg->lmax);
   QP_CALL(qp_matrix_view(m->ops, QP_TERM_FIELD_BLOCKS, NULL, n_lm, cols, n_lm, &fw->layout));
@@ -179,9 +179,8 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
   QP_CALL_GOTO(qp_field_windows_init(&p->kernel, block, panel, p->plan->model_dims.n_fields, &fw),
                done);
   QP_CALL_GOTO(qp_entry_groups(p, e, start, &groups, &gstart), done);
-  QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT, n_slots * block,
-                                &sums),
-               done);
+  QP_CALL_GOTO(
+      QP_ALLOC_DOUBLES(QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT, n_slots * block, &sums), done);
   memset(sums, 0, (size_t)(n_slots * block) * sizeof *sums);
   /* Per slot, its two windows' fields and the positions both hold (no other may be read). */
   int pair_x[81][2], pair_y[81][2];
@@ -216,7 +215,8 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
           for (int64_t r = 0; r < rows.n; ++r) {
             if (rows.l[r] < row_lo[s]) continue;
             double dot = 0;
-            for (int64_t li = rows.first[r]; li < rows.first[r + 1]; ++li) dot += xc[li] * yc[li];
+            for (int64_t li = rows.first[r]; li < rows.first[r + 1]; ++li)
+              dot += xc[li] * yc[li];
             out[(int64_t)rows.l[r] * L] += dot;
           }
         }
@@ -244,7 +244,6 @@ done:
   free(gstart);
   return err;
 }
-
 
 qp_err qp_harmonic_fisher_run(qp_problem *p) {
   const int64_t nm = p->n_modes, n = p->n_pix;
@@ -278,8 +277,8 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
     if (qp_model_modes_in_kernel(n, nm) && qp_w_block(p) == nm)
       QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_KERNEL, p->kernel.data, n, nm, n, &z), done);
     else
-      QP_CALL_GOTO(
-          qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, n, nm, &z), done);
+      QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, n, nm, &z),
+                   done);
     QP_CALL_GOTO(qp_linalg_copy_sub(n, nm, &p->vt, 0, 0, &z, 0, 0), done);
     QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
     if (p->plan->switched || !p->noise_variance) {
@@ -306,4 +305,3 @@ done:
   }
   return err;
 }
-

@@ -1,4 +1,5 @@
-/* harmonic_modes.c: the mode layout and the sparse D_p of the harmonic routes (harmonic_modes.h). */
+/* harmonic_modes.c: the mode layout and the sparse D_p of the harmonic routes (harmonic_modes.h).
+ */
 #include "harmonic_modes.h"
 
 #include <math.h>
@@ -23,7 +24,6 @@ double qp_beam2(const qp_problem *p, int l) {
 }
 
 /* ---- D_p: the sparse derivative of Lambda ---- */
-
 
 /* Lists the entries of every D_q: entries[start[q] .. start[q+1]). malloc'd (O(n_modes)). */
 qp_err qp_param_entries(const qp_problem *p, qp_entry **entries, int64_t **start) {

@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basis_terms.h"
+#include "conditioning.h"
 #include "harmonic_modes.h"
 #include "host_window.h"
-#include "conditioning.h"
-#include "spin_harmonics.h"
 #include "pixel_matrices.h"
 #include "progress.h"
-#include "basis_terms.h"
 #include "spectra_terms.h"
+#include "spin_harmonics.h"
 
 /* ---- basis_setup ---- */
 
@@ -84,7 +84,8 @@ static qp_err qp_build_vt(qp_problem *p) {
   const int64_t nt = p->n_obs_t, np = p->n_obs_p, cols = v->local_cols;
   const int lmax = cfg->lmax, polarised = np > 0;
   /* Per local column, its recipe in each kind of row. */
-  qp_basis_recipe *recipe = malloc((size_t)(QP_VT_ROW_KINDS * (cols > 0 ? cols : 1)) * sizeof *recipe);
+  qp_basis_recipe *recipe =
+      malloc((size_t)(QP_VT_ROW_KINDS * (cols > 0 ? cols : 1)) * sizeof *recipe);
   int64_t *starts = NULL, n_blocks = 0;
   qp_host_window vw = {0};
   qp_err err = QP_OK;
@@ -127,7 +128,8 @@ static qp_err qp_build_vt(qp_problem *p) {
         for (int64_t i = 0; i < count; ++i)
           for (int r = 0; r < 2; ++r) {
             int64_t row = r == 0 ? qp_matrix_local_row(v, first + i)
-                                 : pol ? qp_matrix_local_row(v, first + i + np) : -1;
+                          : pol  ? qp_matrix_local_row(v, first + i + np)
+                                 : -1;
             at[r][i] = row >= row0 && row < row0 + rows ? row - row0 : -1;
             any |= at[r][i] >= 0;
           }
@@ -208,8 +210,8 @@ static qp_err qp_build_smw_matrix(qp_problem *p) {
   qp_err err = QP_OK;
   const int moves = qp_linalg_moves_data(p->ops);
   if (moves)
-    QP_CALL(qp_matrix_create(qp_linalg_host_ops(p->ops), QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT,
-                             nm, panel, &work));
+    QP_CALL(qp_matrix_create(qp_linalg_host_ops(p->ops), QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, nm,
+                             panel, &work));
   for (int64_t c0 = 0; c0 < nm; c0 += panel) {
     const int64_t width = nm - c0 < panel ? nm - c0 : panel;
     qp_matrix mm, wp = {0};
@@ -221,8 +223,8 @@ static qp_err qp_build_smw_matrix(qp_problem *p) {
     for (int fb = 0; fb < 3; ++fb)
       for (int f = 0; f < 3; ++f) {
         if (p->field_offset[fb] < 0 || p->field_offset[f] < 0) continue;
-        const int lo = p->field_ell_min[f] > p->field_ell_min[fb] ? p->field_ell_min[f]
-                                                                   : p->field_ell_min[fb];
+        const int lo =
+            p->field_ell_min[f] > p->field_ell_min[fb] ? p->field_ell_min[f] : p->field_ell_min[fb];
         if (lo > cfg->lmax) continue;
         int nonzero = 0;
         for (int l = lo; l <= cfg->lmax; ++l)
@@ -235,8 +237,8 @@ static qp_err qp_build_smw_matrix(qp_problem *p) {
                       b1 = to + count < c0 + width ? to + count : c0 + width;
         if (b0 >= b1) continue;
         qp_aligned k;
-        QP_CALL_GOTO(qp_linalg_align(&p->kernel, 0, from + (b0 - to), nm, b1 - b0, &mm, 0,
-                                     b0 - c0, moves ? &wp : NULL, &k),
+        QP_CALL_GOTO(qp_linalg_align(&p->kernel, 0, from + (b0 - to), nm, b1 - b0, &mm, 0, b0 - c0,
+                                     moves ? &wp : NULL, &k),
                      done);
         for (int64_t lj = 0; lj < mm.local_cols; ++lj) {
           const int64_t b = c0 + qp_matrix_global_col(&mm, lj);
@@ -245,7 +247,8 @@ static qp_err qp_build_smw_matrix(qp_problem *p) {
           const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_beam2(p, l);
           if (c == 0.0) continue;
           double *col = w.data + lj * w.ld;
-          for (int64_t li = 0; li < mm.local_rows; ++li) col[li] += c * qp_aligned_at(&k, li, lj);
+          for (int64_t li = 0; li < mm.local_rows; ++li)
+            col[li] += c * qp_aligned_at(&k, li, lj);
         }
       }
     for (int64_t lj = 0; lj < mm.local_cols; ++lj) {
@@ -269,8 +272,7 @@ static qp_err qp_whiten_smw(qp_problem *p, qp_matrix *x) {
     for (int64_t row0 = 0, rows; row0 < x->local_rows; row0 += rows) {
       rows = qp_host_panel_width(p, x->local_rows, row0);
       qp_host_window w;
-      QP_CALL(qp_host_window_open_block(x, row0, rows, 0, x->local_cols, QP_ACCESS_READ_WRITE,
-                                        &w));
+      QP_CALL(qp_host_window_open_block(x, row0, rows, 0, x->local_cols, QP_ACCESS_READ_WRITE, &w));
       for (int64_t k = 0; k < x->local_cols; ++k)
         for (int64_t i = 0; i < rows; ++i)
           w.data[i + k * w.ld] /= sqrt(p->noise_variance[qp_matrix_global_row(x, row0 + i)]);
@@ -289,9 +291,9 @@ static qp_err qp_smw_mode_maps(qp_problem *p) {
   qp_matrix w = {0}, wb, mb;
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, batch, &w),
                done);
-  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm, batch,
-                                &p->mode_maps),
-               done);
+  QP_CALL_GOTO(
+      qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm, batch, &p->mode_maps),
+      done);
   if (batch < n_maps)
     QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_MODE_MAPS_HOST, QP_TERM_PERSISTENT,
                                   qp_mode_maps_host_elements(p), &p->mode_maps_host),
@@ -321,10 +323,11 @@ done:
 static qp_run_scale qp_smw_mode_scale(const qp_problem *p) {
   const qp_run_scale fields = qp_field_scale(
       p, p->plan->switched ? p->cfg->lmax + 1 : p->cfg->lmax_signal + 1, p->cfg->lmax_signal, 1);
-  const int64_t end_t = p->field_offset[0] < 0   ? 0
+  const int64_t end_t = p->field_offset[0] < 0    ? 0
                         : p->field_offset[1] >= 0 ? p->field_offset[1]
                                                   : p->n_modes;
-  return (qp_run_scale){.runs = 2, .end = {end_t, p->n_modes},
+  return (qp_run_scale){.runs = 2,
+                        .end = {end_t, p->n_modes},
                         .factor = {1.0 / fields.factor[0], 1.0 / fields.factor[1]}};
 }
 
@@ -355,7 +358,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   if (p->noise_factor.data) {
     QP_CALL(qp_conditioned_potrf(p, &p->noise_factor, QP_RCOND_NOISE,
                                  p->plan->switched ? "N_eff = N + S_fixed (SMW's noise)"
-                                             : "the noise covariance N (SMW)",
+                                                   : "the noise covariance N (SMW)",
                                  QP_RCOND_SMW_ADVICE, &fields, &noise_norm));
   } else {
     /* A diagonal N is inverted exactly (1 / variance, entry by entry), whatever its spread:
@@ -436,14 +439,14 @@ static qp_err qp_kernel_in_blocks(qp_problem *p) {
     if (whole_columns)
       QP_CALL_GOTO(qp_matrix_columns(&block, 0, cols, &part), done);
     else
-      QP_CALL_GOTO(
-          qp_matrix_view(p->ops, QP_TERM_KERNEL_BLOCK, block.data, rows, cols, nm, &part), done);
+      QP_CALL_GOTO(qp_matrix_view(p->ops, QP_TERM_KERNEL_BLOCK, block.data, rows, cols, nm, &part),
+                   done);
     QP_CALL_GOTO(qp_matrix_columns(&p->vt, row0, rows, &yr), done);
     QP_CALL_GOTO(qp_matrix_columns(&p->vt, j0, cols, &yj), done);
     QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &yr, &yj, 0.0, &part), done);
     QP_CALL_GOTO(qp_matrix_columns(&p->kernel, j0, cols, &dest), done);
-    QP_CALL_GOTO(qp_linalg_download(&part, 0, 0, part.local_rows, part.local_cols,
-                                    dest.data + row0, dest.ld),
+    QP_CALL_GOTO(qp_linalg_download(&part, 0, 0, part.local_rows, part.local_cols, dest.data + row0,
+                                    dest.ld),
                  done);
   }
   if (!whole_columns) qp_matrix_symmetrize_lower(&p->kernel);

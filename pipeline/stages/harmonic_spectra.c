@@ -18,7 +18,8 @@ static qp_err qp_spectra_from_z(qp_problem *p, const double *z, int64_t first, i
     const double *zm = z + m * p->n_modes;
     for (int q = 0; q < np; ++q) {
       double sum = 0;
-      for (int64_t k = start[q]; k < start[q + 1]; ++k) sum += e[k].v * zm[e[k].a] * zm[e[k].b];
+      for (int64_t k = start[q]; k < start[q + 1]; ++k)
+        sum += e[k].v * zm[e[k].a] * zm[e[k].b];
       p->yb[(first + m) * np + q] = 0.5 * sum;
     }
   }
@@ -33,8 +34,8 @@ static qp_err qp_spectra_from_modes(qp_problem *p, const qp_matrix *z, int64_t f
   qp_matrix work = {0};
   const double *whole = NULL;
   if (qp_linalg_moves_data(p->ops))
-    QP_CALL(qp_matrix_create(qp_linalg_cpu_ops(), QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT,
-                             z->rows, z->cols, &work));
+    QP_CALL(qp_matrix_create(qp_linalg_cpu_ops(), QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT, z->rows,
+                             z->cols, &work));
   qp_err err = qp_linalg_replicate(z, &work, &whole);
   if (err == QP_OK) err = qp_spectra_from_z(p, whole, first, z->cols);
   qp_matrix_destroy(&work);
@@ -69,8 +70,7 @@ qp_err qp_harmonic_spectra_y(qp_problem *p) {
   qp_matrix w = {0}, v = {0}, wb, vb;
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, batch, &w),
                done);
-  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, nm, batch, &v),
-               done);
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT, nm, batch, &v), done);
   for (int64_t first = 0; first < p->n_maps; first += batch) {
     const int64_t count = qp_map_batch_count(p, first);
     QP_CALL_GOTO(qp_map_batch_view(&w, count, &wb), done);
@@ -85,4 +85,3 @@ done:
   qp_matrix_destroy(&w);
   return err;
 }
-

@@ -16,6 +16,9 @@ qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
   if (pixel) {
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe,
                                         spe, "n_pix map_batch x 8"));
+    if (d->cross_maps)
+      qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS_B, QP_TERM_TRANSIENT, pix_maps,
+                                          spe, spe, "n_pix map_batch x 8"));
     qp_model_on_backend(
         d, qp_model_add(m, QP_TERM_BIN_MATRICES, QP_TERM_TRANSIENT,
                         qp_model_bytes_times((size_t)d->spectra_chunk,
@@ -44,5 +47,8 @@ qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
                "n_maps n_params x 8");
   qp_model_add(m, QP_TERM_SPECTRA, QP_TERM_PERSISTENT, per_map, spe, spe, "n_maps n_params x 8");
   qp_model_add(m, QP_TERM_ERRORS, QP_TERM_PERSISTENT, params, spe, spe, "n_params x 8");
+  if (d->cross_maps)
+    qp_model_add(m, QP_TERM_SPECTRA_COVARIANCE, QP_TERM_PERSISTENT, params_sq, spe, spe,
+                 "n_params^2 x 8");
   return QP_OK;
 }

@@ -2,11 +2,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "covariance_terms.h"
 #include "inputs.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "stages.h"
-#include "covariance_terms.h"
 
 /* A dense N must be positive definite by itself (S can hide an indefinite N inside C, and the
  * noise bias would then be wrong): its Cholesky is done in C's buffer before S goes there. */
@@ -38,6 +38,29 @@ static qp_err qp_smw_noise(qp_problem *p) {
   return QP_OK;
 }
 
+/* Cross-spectra: C_B = S + N_B from C = S + N_A, both noises diagonal (config_check.c): a copy
+ * of C and its diagonal moved by N_B - N_A, a panel of local columns at a time, where pair
+ * sums for S again would cost O(n_pix^2 lmax). N_B is not needed after. */
+static qp_err qp_cross_covariance(qp_problem *p) {
+  const int64_t n = p->n_pix;
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_COVARIANCE_B, QP_TERM_PERSISTENT, n, n, &p->cov_b));
+  QP_CALL(qp_linalg_copy_sub(n, n, &p->cov, 0, 0, &p->cov_b, 0, 0));
+  for (int64_t col0 = 0, cols; col0 < p->cov_b.local_cols; col0 += cols) {
+    cols = qp_host_panel_width(p, p->cov_b.local_cols, col0);
+    qp_host_window w;
+    QP_CALL(qp_host_window_open(&p->cov_b, col0, cols, QP_ACCESS_READ_WRITE, &w));
+    for (int64_t k = 0; k < cols; ++k) {
+      const int64_t gj = qp_matrix_global_col(&p->cov_b, col0 + k);
+      const int64_t li = qp_matrix_local_row(&p->cov_b, gj);
+      if (li >= 0) w.data[li + k * w.ld] += p->noise_variance_b[gj] - p->noise_variance[gj];
+    }
+    QP_CALL(qp_host_window_close(&w));
+  }
+  qp_budget_free(p->noise_variance_b);
+  p->noise_variance_b = NULL;
+  return QP_OK;
+}
+
 qp_err qp_stage_covariance_setup(qp_problem *p) {
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "covariance_setup", "", 0);
@@ -53,6 +76,10 @@ qp_err qp_stage_covariance_setup(qp_problem *p) {
     if (p->noise.data) QP_CALL(qp_check_dense_noise(p));
     QP_CALL(qp_pixel_noise_plus_signal(p, &p->cov, p->cfg->ell_min, p->cfg->lmax_signal));
     qp_progress_note(&progress, "C = S + N built");
+    if (p->plan->model_dims.cross_maps) {
+      QP_CALL(qp_cross_covariance(p));
+      qp_progress_note(&progress, "C_B = S + N_B built");
+    }
   }
   qp_budget_free(p->sky);
   p->sky = NULL;

@@ -18,8 +18,8 @@
 /* slot <- L^-1 N_eff L^-T, N_eff = N + S_fixed: with lmax < lmax_signal the multipoles
  * (lmax, lmax_signal] are in C but not estimated, so <y_p> = sum_q F_pq C_q + tr(N_eff E_p)
  * and the bias removes them with the noise (QML.md 3, the switch). For a diagonal N and no
- * switch, D L^-T is made from the transpose of L^-1 (entry (i,j) is d_i L^-1_ji), leaving one triangular
- * product; otherwise N_eff is formed in the slot and takes two. */
+ * switch, D L^-T is made from the transpose of L^-1 (entry (i,j) is d_i L^-1_ji), leaving one
+ * triangular product; otherwise N_eff is formed in the slot and takes two. */
 static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
   const qp_config *cfg = p->cfg;
   const int switched = p->plan->switched;
@@ -66,8 +66,10 @@ static int64_t qp_blas_ld_max(void) {
   if (errno == 0 && end != hook && *end == '\0' && v > 0 && v < INT_MAX) return (int64_t)v;
   if (!warned) {
     warned = 1;
-    fprintf(stderr, "qmlpipe: QP_TEST_BLAS_INT_MAX '%s' is not a whole number from 1 to %d: "
-                    "ignored\n", hook, INT_MAX - 1);
+    fprintf(stderr,
+            "qmlpipe: QP_TEST_BLAS_INT_MAX '%s' is not a whole number from 1 to %d: "
+            "ignored\n",
+            hook, INT_MAX - 1);
   }
   return INT_MAX;
 }
@@ -81,7 +83,8 @@ static void qp_product_dots_unblas(int64_t rows, const double *a, int64_t cols, 
                                    int64_t b_cols, int symmetric, qp_matrix *out) {
   const int64_t block = 2048, pairs = cols * b_cols;
   for (int64_t j = 0; j < b_cols; ++j)
-    for (int64_t i = 0; i < cols; ++i) out->data[i + j * out->ld] = 0.0;
+    for (int64_t i = 0; i < cols; ++i)
+      out->data[i + j * out->ld] = 0.0;
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t nr = rows - r0 < block ? rows - r0 : block;
 #pragma omp parallel for schedule(static)
@@ -91,13 +94,15 @@ static void qp_product_dots_unblas(int64_t rows, const double *a, int64_t cols, 
       const double *x = a + i * rows + r0, *y = b + j * rows + r0;
       double s = 0.0;
 #pragma omp simd reduction(+ : s)
-      for (int64_t r = 0; r < nr; ++r) s += x[r] * y[r];
+      for (int64_t r = 0; r < nr; ++r)
+        s += x[r] * y[r];
       out->data[i + j * out->ld] += s;
     }
   }
   if (symmetric)
     for (int64_t j = 0; j < cols; ++j)
-      for (int64_t i = 0; i < j; ++i) out->data[i + j * out->ld] = out->data[j + i * out->ld];
+      for (int64_t i = 0; i < j; ++i)
+        out->data[i + j * out->ld] = out->data[j + i * out->ld];
 }
 
 /* out <- A^T B for A = columns [0, cols) of the stack of products (each column one product's
@@ -138,14 +143,68 @@ static qp_err qp_gram_read(const qp_linalg_ops *ops, const qp_matrix *out, qp_ho
   return QP_OK;
 }
 
-/* Slot j of the stack <- M_q = L^-1 P_q L^-T, P_q already in the slot. */
+/* Slot j of the stack <- M_q = L^-1 P_q L^-T, P_q already in the slot; for cross-spectra
+ * M_q = L_A^-1 P_q L_B^-T, whose Frobenius products are 2 F_pq = tr(C_A^-1 P_p C_B^-1 P_q)
+ * just the same (docs/science.md). */
 static qp_err qp_whiten_product(qp_problem *p, const qp_matrix *stack, int64_t j) {
   const int64_t n = p->n_pix;
+  const qp_matrix *right = p->plan->model_dims.cross_maps ? &p->cov_b : &p->cov;
   qp_matrix slot;
   QP_CALL(qp_matrix_stack_slot(stack, j, p->ops, QP_TERM_PRODUCTS, n, n, &slot));
   QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &slot));
-  QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, &slot));
+  QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, right, &slot));
   return QP_OK;
+}
+
+/* Cross-spectra: M = Cov(y) (docs/science.md), with every product G_p = L_A^-1 P_p L_B^-T in the
+ * stack (no chunks: planner_chunks.c) and slot k free (no noise bias):
+ *   4 T_pq = tr(C_A^-1 P_p C_B^-1 S C_A^-1 P_q C_B^-1 S) = tr(K_p K_q), K_p = G_p H,
+ *   H = L_B^-1 S L_A^-T (S, the covariance of the two map sets, Cov(x_A, x_B)),
+ * so each G_p becomes K_p in place (one gemm through slot k), then K_q^T goes to slot k and one
+ * column of dots with the stack gives T's column q: M_pq = T_pq + F_pq / 2. */
+static qp_err qp_cross_y_covariance(qp_problem *p, const qp_matrix *products, double *gram) {
+  const qp_config *cfg = p->cfg;
+  const int64_t n = p->n_pix, np = p->n_params, k = p->plan->model_dims.fisher_chunk;
+  QP_CHECK(k == np, QP_ERR_INTERNAL,
+           "cross-spectra's covariance needs every product at once "
+           "(chunk %lld of %lld)",
+           (long long)k, (long long)np);
+  qp_err err = QP_OK;
+  qp_matrix h = {0}, temp, dots;
+  qp_host_window seen = {0};
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_CROSS_SIGNAL, QP_TERM_TRANSIENT, n, n, &h));
+  QP_CALL_GOTO(qp_pixel_signal(p, &h, cfg->ell_min, cfg->lmax_signal), done);
+  QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov_b, &h), done);
+  QP_CALL_GOTO(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, &h), done);
+  QP_CALL_GOTO(qp_matrix_stack_slot(products, k, p->ops, QP_TERM_PRODUCTS, n, n, &temp), done);
+  for (int64_t j = 0; j < np; ++j) {
+    qp_matrix slot;
+    QP_CALL_GOTO(qp_matrix_stack_slot(products, j, p->ops, QP_TERM_PRODUCTS, n, n, &slot), done);
+    QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &slot, &h, 0.0, &temp), done);
+    QP_CALL_GOTO(qp_linalg_copy_sub(n, n, &temp, 0, 0, &slot, 0, 0), done);
+  }
+  const qp_linalg_ops *local = qp_linalg_local_ops(p->ops);
+  QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram, np, 1, np, &dots), done);
+  for (int64_t q = 0; q < np; ++q) {
+    qp_matrix slot;
+    QP_CALL_GOTO(qp_matrix_stack_slot(products, q, p->ops, QP_TERM_PRODUCTS, n, n, &slot), done);
+    QP_CALL_GOTO(qp_linalg_transpose(&slot, &temp), done);
+    QP_CALL_GOTO(qp_product_dots(p->ops, products, np, k, 1, &dots), done);
+    QP_CALL_GOTO(qp_gram_read(p->ops, &dots, &seen), done);
+    for (int64_t a = 0; a < np; ++a)
+      p->y_covariance[a + q * np] = 0.25 * seen.data[a] + 0.5 * p->fisher[a + q * np];
+    qp_host_window_discard(&seen);
+  }
+  /* tr(K_p K_q) = tr(K_q K_p): symmetric but for rounding, made exactly so */
+  for (int64_t q = 0; q < np; ++q)
+    for (int64_t a = 0; a < q; ++a) {
+      const double mean = 0.5 * (p->y_covariance[a + q * np] + p->y_covariance[q + a * np]);
+      p->y_covariance[a + q * np] = p->y_covariance[q + a * np] = mean;
+    }
+done:
+  qp_host_window_discard(&seen);
+  qp_matrix_destroy(&h);
+  return err;
 }
 
 static qp_err qp_pixel_fisher_run(qp_problem *p);
@@ -158,7 +217,11 @@ qp_err qp_stage_fisher_run(qp_problem *p) {
   /* A NaN anywhere upstream (C, L^-1, V, W) ends up here: stop before spectra_run. */
   const int64_t np = p->n_params;
   QP_CALL(qp_check_finite(p->fisher, np * np, "fisher_run", "the Fisher matrix F (/fisher)"));
-  QP_CALL(qp_check_finite(p->noise_bias, np, "fisher_run", "the noise bias b (/spectra/noise_bias)"));
+  QP_CALL(
+      qp_check_finite(p->noise_bias, np, "fisher_run", "the noise bias b (/spectra/noise_bias)"));
+  if (p->y_covariance)
+    QP_CALL(
+        qp_check_finite(p->y_covariance, np * np, "fisher_run", "the covariance M of the cross y"));
   return QP_OK;
 }
 
@@ -178,25 +241,30 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   qp_matrix products = {0}, gram = {0}, cross, dots;
   qp_host_window seen = {0};
   long total = 0; /* products formed: each once, plus the streamed ones again */
-  for (int64_t first = 0; first < np; first += k) total += (long)(np - first);
+  for (int64_t first = 0; first < np; first += k)
+    total += (long)(np - first);
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "products", total);
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
+  if (p->plan->model_dims.cross_maps)
+    QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_Y_COVARIANCE, QP_TERM_PERSISTENT, np * np, &p->y_covariance));
   /* Slot j of the stack holds one product's local elements: the chunk's k, the whitened noise
    * at k, the streamed one at k + 1. */
-  QP_CALL_GOTO(qp_matrix_create(local, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, stride, slots,
-                                &products),
-               done);
+  QP_CALL_GOTO(
+      qp_matrix_create(local, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT, stride, slots, &products), done);
   /* The Gram matrix of chunk + noise, and beside it one column of dots with the stream: small,
    * whole on every rank, where the products are. */
-  QP_CALL_GOTO(qp_matrix_create(local, QP_TERM_GRAM, QP_TERM_TRANSIENT, k + 1, k + 2, &gram),
-               done);
+  QP_CALL_GOTO(qp_matrix_create(local, QP_TERM_GRAM, QP_TERM_TRANSIENT, k + 1, k + 2, &gram), done);
   qp_progress_note(&progress, "products allocated");
   qp_matrix noise_view;
   QP_CALL_GOTO(qp_matrix_stack_slot(&products, k, p->ops, QP_TERM_PRODUCTS, n, n, &noise_view),
                done);
-  QP_CALL_GOTO(qp_whiten_noise(p, &noise_view), done);
+  /* Cross-spectra have no noise bias (independent noises): the slot stays zero, b = 0. */
+  if (p->plan->model_dims.cross_maps)
+    QP_CALL_GOTO(qp_matrix_set_identity(&noise_view, 0.0), done);
+  else
+    QP_CALL_GOTO(qp_whiten_noise(p, &noise_view), done);
   long formed = 0;
   for (int64_t first = 0; first < np; first += k) {
     const int64_t count = np - first < k ? np - first : k;
@@ -207,10 +275,11 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
     }
     /* The noise right after the chunk's last product, [M_first.., N_white], for one syrk: a
      * short last chunk takes a copy of it (its old slots are free). */
-    if (count < k) QP_CALL_GOTO(qp_linalg_copy_sub(stride, 1, &products, 0, k, &products, 0, count), done);
-    QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram.data, count + 1, count + 1, count + 1,
-                                &cross),
-                 done);
+    if (count < k)
+      QP_CALL_GOTO(qp_linalg_copy_sub(stride, 1, &products, 0, k, &products, 0, count), done);
+    QP_CALL_GOTO(
+        qp_matrix_view(local, QP_TERM_GRAM, gram.data, count + 1, count + 1, count + 1, &cross),
+        done);
     QP_CALL_GOTO(qp_product_dots(p->ops, &products, count + 1, 0, count + 1, &cross), done);
     QP_CALL_GOTO(qp_gram_read(p->ops, &cross, &seen), done);
     for (int64_t a = 0; a < count; ++a) {
@@ -234,6 +303,10 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
     }
   }
   qp_progress_note(&progress, "Fisher matrix and noise bias");
+  if (p->plan->model_dims.cross_maps) {
+    QP_CALL_GOTO(qp_cross_y_covariance(p, &products, gram.data), done);
+    qp_progress_note(&progress, "covariance of the cross y");
+  }
 done:
   qp_host_window_discard(&seen);
   qp_matrix_destroy(&gram);
