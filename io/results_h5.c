@@ -278,6 +278,24 @@ done:
   return err;
 }
 
+/* /spectra/window (n_params, n_window) and /spectra/window_ell, the multipole of each column. */
+static qp_err qp_results_window(const qp_h5_out *o, const qp_results *r) {
+  const hsize_t dims[2] = {(hsize_t)r->n_params, (hsize_t)r->n_window};
+  const int per = r->window_ell_max - r->window_ell_min + 1;
+  QP_CHECK(per > 0 && r->n_window == (int64_t)r->n_spectra * per, QP_ERR_INTERNAL,
+           "%s: %lld window columns for %d spectra of ell %d..%d", o->path, (long long)r->n_window,
+           r->n_spectra, r->window_ell_min, r->window_ell_max);
+  int *ell = malloc((size_t)r->n_window * sizeof *ell);
+  QP_CHECK(ell, QP_ERR_NOMEM, "%s: no memory for the window's multipoles", o->path);
+  for (int64_t c = 0; c < r->n_window; ++c)
+    ell[c] = r->window_ell_min + (int)(c % per);
+  qp_err err = qp_out_doubles(o, "/spectra/window", 2, dims, r->window, NULL);
+  if (err == QP_OK) err = qp_out_ints(o, "/spectra/window_ell", (hsize_t)r->n_window, ell);
+  free(ell);
+  QP_CALL(err);
+  return QP_OK;
+}
+
 static qp_err qp_results_datasets(const qp_h5_out *o, const qp_results *r) {
   const hsize_t np = (hsize_t)r->n_params, nm = (hsize_t)r->n_maps, nb = (hsize_t)r->n_bins;
   const hsize_t square[2] = {np, np}, per_map[2] = {nm, np};
@@ -289,6 +307,7 @@ static qp_err qp_results_datasets(const qp_h5_out *o, const qp_results *r) {
   QP_CALL(qp_out_doubles(o, "/spectra/noise_bias", 1, &np, r->noise_bias, NULL));
   QP_CALL(qp_out_doubles(o, "/spectra/error", 1, &np, r->error, NULL));
   QP_CALL(qp_out_doubles(o, "/spectra/covariance", 2, square, r->covariance, NULL));
+  QP_CALL(qp_results_window(o, r));
   QP_CALL(qp_out_group(o, "/bins"));
   QP_CALL(qp_out_ints(o, "/bins/ell_min", nb, r->bin_ell_min));
   QP_CALL(qp_out_ints(o, "/bins/ell_max", nb, r->bin_ell_max));

@@ -31,6 +31,7 @@ const qp_ck_slot qp_ck_slots[QP_CK_SLOTS] = {
     {"noise_bias", QP_TERM_NOISE_BIAS, QP_CK_F64, offsetof(qp_problem, noise_bias)},
     {"covariance_b", QP_TERM_COVARIANCE_B, QP_CK_MATRIX, offsetof(qp_problem, cov_b)},
     {"y_covariance", QP_TERM_Y_COVARIANCE, QP_CK_F64, offsetof(qp_problem, y_covariance)},
+    {"fisher_ell", QP_TERM_FISHER_ELL, QP_CK_F64, offsetof(qp_problem, fisher_ell)},
 };
 
 void *qp_ck_field(const qp_problem *p, const qp_ck_slot *s) { return (char *)p + s->offset; }
@@ -45,6 +46,8 @@ int64_t qp_ck_count(const qp_problem *p, const qp_ck_slot *s) {
   if (s->offset == offsetof(qp_problem, fisher) || s->offset == offsetof(qp_problem, y_covariance))
     return (int64_t)p->n_params * p->n_params;
   if (s->offset == offsetof(qp_problem, mode_maps_host)) return qp_mode_maps_host_elements(p);
+  if (s->offset == offsetof(qp_problem, fisher_ell))
+    return (int64_t)p->n_params * p->plan->model_dims.n_window;
   return p->n_params; /* noise_bias */
 }
 

@@ -28,7 +28,7 @@ void qp_problem_free(qp_problem *p) {
   double **tracked[] = {&p->sky,    &p->vectors,    &p->maps,           &p->noise_variance,
                         &p->fisher, &p->noise_bias, &p->fisher_inverse, &p->yb,
                         &p->cl,     &p->error,      &p->mode_maps_host, &p->noise_variance_b,
-                        &p->y_covariance, &p->spectra_covariance};
+                        &p->y_covariance, &p->spectra_covariance, &p->fisher_ell, &p->window};
   for (size_t i = 0; i < sizeof tracked / sizeof *tracked; ++i) {
     qp_budget_free(*tracked[i]);
     *tracked[i] = NULL;

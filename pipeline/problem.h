@@ -89,6 +89,8 @@ typedef struct qp_problem {
   double *fisher;         /* QP_TERM_FISHER: n_params^2 */
   double *y_covariance;   /* QP_TERM_Y_COVARIANCE (cross-spectra): M = Cov(y), n_params^2 */
   double *spectra_covariance; /* QP_TERM_SPECTRA_COVARIANCE (cross): F^-1 M F^-1 */
+  double *fisher_ell;     /* QP_TERM_FISHER_ELL: F_q,ell, n_params x n_window (window.h) */
+  double *window;         /* QP_TERM_WINDOW: W, C order n_params x n_window */
   double *noise_bias;     /* QP_TERM_NOISE_BIAS */
   double *fisher_inverse; /* QP_TERM_FISHER_INVERSE */
   double *yb, *cl;        /* QP_TERM_RAW_SPECTRA, QP_TERM_SPECTRA: n_maps x n_params */

@@ -9,12 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "openblas_tuning.h"
+#include "backends.h"
 #include "blas_library.h"
 #include "bytes_text.h"
 #include "checkpoint.h"
 #include "comm.h"
-#include "backends.h"
 #include "conditioning.h"
 #include "fault.h"
 #include "h5_matrix.h"
@@ -22,6 +21,7 @@
 #include "inputs.h"
 #include "job_limit.h"
 #include "meter_device.h"
+#include "openblas_tuning.h"
 #include "planner.h"
 #include "results_h5.h"
 #include "self_cost.h"
@@ -32,8 +32,7 @@ typedef qp_err (*qp_stage_fn)(qp_problem *p);
 
 /* Pushes the budget stage, runs it (or, resumed, restores it from the checkpoint), pops it,
  * whatever the outcome; then writes its checkpoint. */
-static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p,
-                           const qp_checkpoint *ck) {
+static qp_err qp_run_stage(qp_stage_id id, qp_stage_fn fn, qp_problem *p, const qp_checkpoint *ck) {
   const int resumed = (int)id <= ck->resume_after;
   double cost = qp_self_cost_begin();
   QP_CALL(qp_stage_push(qp_stage_name(id)));
@@ -101,8 +100,8 @@ qp_err qp_driver_backend(const qp_config *cfg, const qp_linalg_ops **ops) {
   const qp_grid *current = qp_grid_current();
   const int block = cfg->grid_block > 0 ? cfg->grid_block : QP_GRID_DEFAULT_BLOCK;
   if (!current || current->block != block ||
-      (cfg->grid_rows > 0 && (current->nprow != cfg->grid_rows ||
-                              current->npcol != cfg->grid_cols))) {
+      (cfg->grid_rows > 0 &&
+       (current->nprow != cfg->grid_rows || current->npcol != cfg->grid_cols))) {
     QP_CHECK((cfg->grid_rows > 0) == (cfg->grid_cols > 0), QP_ERR_INPUT,
              "config '%s': grid needs both rows and cols (or neither)", cfg->source);
     QP_CALL(qp_grid_init(cfg->grid_rows, cfg->grid_cols, block, NULL));
@@ -123,8 +122,7 @@ static qp_err qp_driver_find_limit(qp_problem *p) {
   if (qp_blas_library_threads() > threads) threads = qp_blas_library_threads();
   threads = threads > 4095 ? 4096 : threads + 1;
   const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads};
-  QP_CALL(qp_comm_agree(
-      qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(), &limit)));
+  QP_CALL(qp_comm_agree(qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(), &limit)));
   const qp_limit_inputs in = {.config = p->cfg->host_limit, .job = &limit};
   QP_CALL(qp_plan_limit(&in, &p->plan_store));
   const qp_plan *plan = p->plan;
@@ -212,6 +210,10 @@ static qp_err qp_driver_write_results(const qp_problem *p, const qp_rank_table *
       .cl = p->cl,
       .error = p->error,
       .covariance = p->spectra_covariance ? p->spectra_covariance : p->fisher_inverse,
+      .window = p->window,
+      .n_window = p->plan->model_dims.n_window,
+      .window_ell_min = p->cfg->ell_min,
+      .window_ell_max = p->cfg->lmax,
       .path_used = qp_plan_route_name(p->plan),
       .path_reason = p->plan->path_reason,
       .model = &p->plan->model,
@@ -229,14 +231,16 @@ static qp_err qp_driver_write_results(const qp_problem *p, const qp_rank_table *
       .accuracy = cfg->accuracy,
       .spectra_error = p->spectra_error,
   };
-  for (int i = 0; i < QP_RCOND_COUNT; ++i) rcond_names[i] = qp_rcond_name((qp_rcond_id)i);
+  for (int i = 0; i < QP_RCOND_COUNT; ++i)
+    rcond_names[i] = qp_rcond_name((qp_rcond_id)i);
   return qp_results_write(cfg->output, &results);
 }
 
 qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_problem *p,
                      qp_meter_sample *baseline) {
   memset(p, 0, sizeof *p);
-  for (int i = 0; i < QP_RCOND_COUNT; ++i) p->rcond[i] = NAN;
+  for (int i = 0; i < QP_RCOND_COUNT; ++i)
+    p->rcond[i] = NAN;
   p->spectra_error = NAN;
   p->cfg = cfg;
   p->plan = &p->plan_store; /* the driver's: built by the planner in qp_driver_plan */
@@ -264,8 +268,8 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   /* Under `ulimit -v`, room for OpenBLAS's buffers, whatever the planner was told. */
   QP_CALL_GOTO(qp_comm_agree(qp_blas_check_address_space()), fail);
   qp_driver_warm_up_device(p->ops, p->n_pix);
-  qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->plan, path),
-                    qp_driver_warm_up_kernels(path), baseline);
+  qp_driver_warm_up(p->n_pix, qp_plan_blas_width(p, p->plan, path), qp_driver_warm_up_kernels(path),
+                    baseline);
   if (p->progress && qp_driver_warm_up_wanted())
     fprintf(stderr, "[qmlpipe] warm-up %.3f s\n", qp_driver_warm_up_seconds());
   else if (p->progress)

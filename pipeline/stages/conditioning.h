@@ -17,14 +17,14 @@
 
 /* What each route's refusal says (one wording for every route that factors the matrix). */
 #define QP_RCOND_COVARIANCE_WHAT "the covariance C = S + N"
-#define QP_RCOND_COVARIANCE_ADVICE                                                            \
-  "C is nearly singular: the noise is too small next to the signal model somewhere (check "     \
+#define QP_RCOND_COVARIANCE_ADVICE                                                                 \
+  "C is nearly singular: the noise is too small next to the signal model somewhere (check "        \
   "the noise variances), or lmax_signal asks for multipoles the pixels cannot resolve"
-#define QP_RCOND_SMW_COVARIANCE_ADVICE                                                         \
-  "SMW only bounds C's conditioning (from N's and S's extremes, conservatively); "              \
+#define QP_RCOND_SMW_COVARIANCE_ADVICE                                                             \
+  "SMW only bounds C's conditioning (from N's and S's extremes, conservatively); "                 \
   "harmonic_method: projected or path: pixel_direct factor C and measure it"
-#define QP_RCOND_SMW_ADVICE                                                                    \
-  "SMW inverts N and I + K Lambda; use harmonic_method: projected or path: pixel_direct, which " \
+#define QP_RCOND_SMW_ADVICE                                                                        \
+  "SMW inverts N and I + K Lambda; use harmonic_method: projected or path: pixel_direct, which "   \
   "factor C = S + N instead"
 
 /** The names of the matrices whose rcond is recorded (qp_problem.rcond[] index). */

@@ -6,16 +6,16 @@
 
 #include "memory_model.h"
 
-#define QP_TERM_SKY_BUFFER "sky_buffer"         /* one full-sky map while reading inputs */
-#define QP_TERM_OBSERVED_INDEX "observed_index" /* RING index of each observed pixel */
-#define QP_TERM_PIXEL_VECTORS "pixel_vectors"   /* unit vectors of the observed pixels */
-#define QP_TERM_MAPS "maps"                     /* data vectors x, n_pix x n_maps */
-#define QP_TERM_NOISE_VARIANCE "noise_variance" /* diagonal N */
-#define QP_TERM_NOISE "N"                       /* dense N */
-#define QP_TERM_COVARIANCE "C"                  /* C = S + N; then L, then L^-1, in place */
+#define QP_TERM_SKY_BUFFER "sky_buffer"             /* one full-sky map while reading inputs */
+#define QP_TERM_OBSERVED_INDEX "observed_index"     /* RING index of each observed pixel */
+#define QP_TERM_PIXEL_VECTORS "pixel_vectors"       /* unit vectors of the observed pixels */
+#define QP_TERM_MAPS "maps"                         /* data vectors x, n_pix x n_maps */
+#define QP_TERM_NOISE_VARIANCE "noise_variance"     /* diagonal N */
+#define QP_TERM_NOISE "N"                           /* dense N */
+#define QP_TERM_COVARIANCE "C"                      /* C = S + N; then L, then L^-1, in place */
 #define QP_TERM_NOISE_VARIANCE_B "noise_variance_B" /* diagonal N_B of maps2 (cross-spectra) */
 #define QP_TERM_COVARIANCE_B "C_B" /* C_B = S + N_B; then L_B, then L_B^-1 (cross-spectra) */
-#define QP_TERM_NOISE_EFF "N_eff"               /* SMW: N + S_fixed, then its Cholesky factor */
+#define QP_TERM_NOISE_EFF "N_eff"  /* SMW: N + S_fixed, then its Cholesky factor */
 
 /** Adds covariance_setup's terms of the route of `d` to `m`, in the order `qmlpipe budget`
  *  prints them (qp_model_predict calls it first). */

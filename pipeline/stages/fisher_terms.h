@@ -12,6 +12,7 @@
 /* Cross-spectra: H = L_B^-1 S L_A^-T, and M = Cov(y) (docs/science.md) */
 #define QP_TERM_CROSS_SIGNAL "cross_signal"
 #define QP_TERM_Y_COVARIANCE "y_covariance"
+#define QP_TERM_FISHER_ELL "fisher_ell" /* F_q,ell against the unbinned P_ell (window.h) */
 #define QP_TERM_NOISE_BIAS "noise_bias"
 #define QP_TERM_FISHER_BLOCK_SUMS "F_block_sums" /* harmonic: W's (l, l') block sums for F */
 #define QP_TERM_NOISE_KERNEL "G"                 /* harmonic: (I + K Lambda)^-1 W, G transposed */

@@ -11,6 +11,7 @@
 #include "harmonic_modes.h"
 #include "progress.h"
 #include "spin_harmonics.h"
+#include "window.h"
 
 /* A matrix over the modes (rows and columns (field, l, m)) seen field pair by field pair, each
  * window lined up on one layout over all (l, m) up to lmax (position lm = l^2 + l + m), so
@@ -153,6 +154,43 @@ static qp_err qp_entry_groups(const qp_problem *p, const qp_entry *e, const int6
   return QP_OK;
 }
 
+/* p->fisher_ell <- F_(q,ell) = 1/2 tr(W D_q W D_ell) from the block sums of F (this rank's part;
+ * summed over the ranks here): D_ell's groups are those of the unbinned problem. */
+static qp_err qp_fisher_ell_from_sums(qp_problem *p, const qp_entry_group *groups,
+                                      const int64_t *gstart, const double *sums, const int *slot,
+                                      int64_t block) {
+  const int np = p->n_params, L = p->cfg->lmax + 1;
+  qp_problem wp = {0};
+  qp_entry *we = NULL;
+  int64_t *wstart = NULL, *wgstart = NULL;
+  qp_entry_group *wgroups = NULL;
+  qp_err err = QP_OK;
+  QP_CALL_GOTO(qp_window_problem(p, &wp), done);
+  QP_CALL_GOTO(qp_param_entries(&wp, &we, &wstart), done);
+  QP_CALL_GOTO(qp_entry_groups(&wp, we, wstart, &wgroups, &wgstart), done);
+  const int nw = wp.n_params;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int u = 0; u < nw; ++u)
+    for (int q = 0; q < np; ++q) {
+      double sum = 0;
+      for (int64_t i = gstart[q]; i < gstart[q + 1]; ++i)
+        for (int64_t j = wgstart[u]; j < wgstart[u + 1]; ++j) {
+          const qp_entry_group *g = &groups[i], *h = &wgroups[j];
+          const int s = slot[qp_fisher_block_key(g->fb, h->fa, g->fa, h->fb)];
+          sum += g->v * h->v * sums[s * block + (int64_t)g->l * L + h->l];
+        }
+      p->fisher_ell[q + (int64_t)u * np] = 0.5 * sum;
+    }
+  QP_CALL_GOTO(qp_linalg_sum_partials(p->kernel.ops, p->fisher_ell, (int64_t)np * nw), done);
+done:
+  free(we);
+  free(wstart);
+  free(wgroups);
+  free(wgstart);
+  qp_window_problem_free(&wp);
+  return err;
+}
+
 /* F_pq = 1/2 sum over D_p's entries (a, b, v) and D_q's (c, d, u) of v u W_bc W_da, with
  * W_da = W_ad (W is symmetric): both factors sit at the position (lm of a, lm of c) of their
  * field windows. The values of D_p depend on l only, so F is a sum over (l, l') of block sums
@@ -235,6 +273,8 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
       p->fisher[q + r * np] = p->fisher[r + q * np] = 0.5 * sum;
     }
   QP_CALL_GOTO(qp_linalg_sum_partials(p->kernel.ops, p->fisher, (int64_t)np * np), done);
+  /* F_(q,ell): the same block sums against the unbinned D_ell (window.h). */
+  QP_CALL_GOTO(qp_fisher_ell_from_sums(p, groups, gstart, sums, slot, block), done);
 done:
   qp_budget_free(sums);
   qp_budget_free(fw.work);
@@ -254,6 +294,8 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
   qp_matrix g = {0}, z = {0}, nz = {0};
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
+  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT,
+                           np * p->plan->model_dims.n_window, &p->fisher_ell));
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "", 0);
   QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);

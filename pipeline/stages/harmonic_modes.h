@@ -14,8 +14,8 @@
 typedef struct qp_entry {
   int64_t a, b; /* the modes (fa, l, m) and (fb, l, m) */
   double v;
-  int64_t lm;   /* l^2 + l + m: the entry's (l, m) among all (l, m) up to lmax */
-  int fa, fb;   /* the fields (T = 0, E = 1, B = 2) of a and b */
+  int64_t lm; /* l^2 + l + m: the entry's (l, m) among all (l, m) up to lmax */
+  int fa, fb; /* the fields (T = 0, E = 1, B = 2) of a and b */
 } qp_entry;
 
 /** The spectrum coupling fields f1 and f2. */

@@ -6,12 +6,13 @@
 
 #include "memory_model.h"
 
-#define QP_TERM_WEIGHTED_MAPS "weighted_maps" /* z = C^-1 x */
-#define QP_TERM_WEIGHTED_MAPS_B "weighted_maps_B" /* z_B = C_B^-1 x_B (cross-spectra) */
+#define QP_TERM_WEIGHTED_MAPS "weighted_maps"           /* z = C^-1 x */
+#define QP_TERM_WEIGHTED_MAPS_B "weighted_maps_B"       /* z_B = C_B^-1 x_B (cross-spectra) */
 #define QP_TERM_SPECTRA_COVARIANCE "spectra_covariance" /* cross: F^-1 M F^-1 */
-#define QP_TERM_MODE_MAPS "mode_maps"         /* harmonic: V N^-1 x, then z */
-#define QP_TERM_BIN_MATRICES "bin_matrices"   /* P_b for a chunk of parameters */
-#define QP_TERM_BIN_PRODUCT "bin_product"     /* P_b z */
+#define QP_TERM_WINDOW "window"             /* W = F^-1 F_(q,ell), n_params x n_window (window.h) */
+#define QP_TERM_MODE_MAPS "mode_maps"       /* harmonic: V N^-1 x, then z */
+#define QP_TERM_BIN_MATRICES "bin_matrices" /* P_b for a chunk of parameters */
+#define QP_TERM_BIN_PRODUCT "bin_product"   /* P_b z */
 #define QP_TERM_FISHER_INVERSE "fisher_inverse"
 #define QP_TERM_RAW_SPECTRA "yb" /* y_p per map */
 #define QP_TERM_SPECTRA "cl"     /* C_hat per map */

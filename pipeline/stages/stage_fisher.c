@@ -14,6 +14,7 @@
 #include "progress.h"
 #include "stages.h"
 #include "test_hooks.h"
+#include "window.h"
 
 /* slot <- L^-1 N_eff L^-T, N_eff = N + S_fixed: with lmax < lmax_signal the multipoles
  * (lmax, lmax_signal] are in C but not estimated, so <y_p> = sum_q F_pq C_q + tr(N_eff E_p)
@@ -50,6 +51,17 @@ static qp_err qp_whiten_noise(qp_problem *p, qp_matrix *slot) {
                                      switched ? cfg->lmax_signal : 0));
   QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
   QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, slot));
+  return QP_OK;
+}
+
+/* slot <- L_A^-1 S_fixed L_B^-T (S_fixed: the multipoles (lmax, lmax_signal] held fixed, QML.md
+ * 3), or zeros without the switch: what cross-spectra's y holds besides F C (docs/science.md). */
+static qp_err qp_cross_fixed_signal(qp_problem *p, qp_matrix *slot) {
+  QP_CALL(qp_matrix_set_identity(slot, 0.0));
+  if (!p->plan->switched) return QP_OK;
+  QP_CALL(qp_pixel_signal(p, slot, p->cfg->lmax + 1, p->cfg->lmax_signal));
+  QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, slot));
+  QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov_b, slot));
   return QP_OK;
 }
 
@@ -207,6 +219,42 @@ done:
   return err;
 }
 
+/* Whether the parameters are the window's columns already (bins of one multipole each, over
+ * [ell_min, lmax]): then F_(q,ell) is F. */
+static int qp_bins_unit(const qp_problem *p) {
+  if (p->n_bins != p->cfg->lmax - p->cfg->ell_min + 1) return 0;
+  for (int b = 0; b < p->n_bins; ++b)
+    if (p->bin_lo[b] != p->cfg->ell_min + b || p->bin_hi[b] != p->bin_lo[b]) return 0;
+  return 1;
+}
+
+/* F_(q,ell) for the chunk's parameters first .. first + count - 1, held in the stack's first
+ * slots: every unbinned product L_A^-1 P_ell L_B^-T formed in slot `stream` and dotted with
+ * them (one column of dots each, `dots` whole on every rank). */
+static qp_err qp_pixel_window_dots(qp_problem *p, const qp_problem *wp, const qp_matrix *stack,
+                                   int64_t first, int64_t count, int64_t stream, double *dots_at,
+                                   qp_progress *progress, long *formed) {
+  const int64_t np = p->n_params;
+  const qp_linalg_ops *local = qp_linalg_local_ops(p->ops);
+  qp_host_window seen = {0};
+  qp_matrix dots;
+  qp_err err = QP_OK;
+  QP_CALL(qp_matrix_view(local, QP_TERM_GRAM, dots_at, count, 1, count, &dots));
+  for (int64_t u = 0; u < wp->n_params; ++u) {
+    QP_CALL_GOTO(qp_pixel_build_slots(wp, stack, stream, u, 1, QP_TERM_PRODUCTS), done);
+    QP_CALL_GOTO(qp_whiten_product(p, stack, stream), done);
+    QP_CALL_GOTO(qp_product_dots(p->ops, stack, count, stream, 1, &dots), done);
+    QP_CALL_GOTO(qp_gram_read(p->ops, &dots, &seen), done);
+    for (int64_t a = 0; a < count; ++a)
+      p->fisher_ell[(first + a) + u * np] = 0.5 * seen.data[a];
+    qp_host_window_discard(&seen);
+    qp_progress_step(progress, ++*formed);
+  }
+done:
+  qp_host_window_discard(&seen);
+  return err;
+}
+
 static qp_err qp_pixel_fisher_run(qp_problem *p);
 
 qp_err qp_stage_fisher_run(qp_problem *p) {
@@ -240,15 +288,24 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   const qp_linalg_ops *local = qp_linalg_local_ops(p->ops);
   qp_matrix products = {0}, gram = {0}, cross, dots;
   qp_host_window seen = {0};
+  /* The window's unbinned products, formed once per chunk unless the bins are unit already. */
+  const int unit = qp_bins_unit(p);
+  qp_problem wp = {0};
+  QP_CALL(qp_window_problem(p, &wp));
   long total = 0; /* products formed: each once, plus the streamed ones again */
   for (int64_t first = 0; first < np; first += k)
-    total += (long)(np - first);
+    total += (long)(np - first) + (unit ? 0 : (long)wp.n_params);
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "products", total);
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
+  QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher), done);
+  QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias), done);
   if (p->plan->model_dims.cross_maps)
-    QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_Y_COVARIANCE, QP_TERM_PERSISTENT, np * np, &p->y_covariance));
+    QP_CALL_GOTO(
+        QP_ALLOC_DOUBLES(QP_TERM_Y_COVARIANCE, QP_TERM_PERSISTENT, np * np, &p->y_covariance),
+        done);
+  QP_CALL_GOTO(
+      QP_ALLOC_DOUBLES(QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT, np * wp.n_params, &p->fisher_ell),
+      done);
   /* Slot j of the stack holds one product's local elements: the chunk's k, the whitened noise
    * at k, the streamed one at k + 1. */
   QP_CALL_GOTO(
@@ -260,9 +317,10 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   qp_matrix noise_view;
   QP_CALL_GOTO(qp_matrix_stack_slot(&products, k, p->ops, QP_TERM_PRODUCTS, n, n, &noise_view),
                done);
-  /* Cross-spectra have no noise bias (independent noises): the slot stays zero, b = 0. */
+  /* Cross-spectra have no noise bias (independent noises) but S_fixed's with the switch:
+   * b_p = 1/2 tr(C_A^-1 P_p C_B^-1 S_fixed) = 1/2 <G_p, L_A^-1 S_fixed L_B^-T>. */
   if (p->plan->model_dims.cross_maps)
-    QP_CALL_GOTO(qp_matrix_set_identity(&noise_view, 0.0), done);
+    QP_CALL_GOTO(qp_cross_fixed_signal(p, &noise_view), done);
   else
     QP_CALL_GOTO(qp_whiten_noise(p, &noise_view), done);
   long formed = 0;
@@ -301,7 +359,14 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
         p->fisher[(first + a) + q * np] = p->fisher[q + (first + a) * np] = 0.5 * seen.data[a];
       qp_host_window_discard(&seen);
     }
+    /* The window's dots with this chunk, in the streaming slot (the noise's when there is no
+     * streaming: one chunk, whose Gram matrix is made). */
+    if (!unit)
+      QP_CALL_GOTO(qp_pixel_window_dots(p, &wp, &products, first, count, streaming ? k + 1 : k,
+                                        gram.data + (k + 1) * (k + 1), &progress, &formed),
+                   done);
   }
+  if (unit) memcpy(p->fisher_ell, p->fisher, (size_t)(np * np) * sizeof *p->fisher);
   qp_progress_note(&progress, "Fisher matrix and noise bias");
   if (p->plan->model_dims.cross_maps) {
     QP_CALL_GOTO(qp_cross_y_covariance(p, &products, gram.data), done);
@@ -309,6 +374,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   }
 done:
   qp_host_window_discard(&seen);
+  qp_window_problem_free(&wp);
   qp_matrix_destroy(&gram);
   qp_matrix_destroy(&products);
   /* N is not needed after the noise bias (model: freed in fisher_run). */

@@ -12,6 +12,7 @@
 #include "progress.h"
 #include "spectra_terms.h"
 #include "stages.h"
+#include "window.h"
 
 /* F is small and whole on every rank: inverted locally (the cpu backend) on each, after
  * equilibration. Its parameters carry different units and scales (TT against BB, low against
@@ -184,6 +185,8 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->yb));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->cl));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_ERRORS, QP_TERM_PERSISTENT, np, &p->error));
+  QP_CALL(
+      QP_ALLOC_DOUBLES(QP_TERM_WINDOW, QP_TERM_PERSISTENT, np * qp_window_count(p), &p->window));
   if (p->plan->model_dims.cross_maps) /* with the others: the model holds them all at once */
     QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SPECTRA_COVARIANCE, QP_TERM_PERSISTENT, np * np,
                              &p->spectra_covariance));
@@ -202,6 +205,7 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
   }
   for (int64_t q = 0; q < np; ++q)
     p->error[q] = sqrt(covariance[q + q * np]);
+  QP_CALL(qp_window_from_fisher(p));
   for (int64_t m = 0; m < n_maps; ++m)
     for (int64_t q = 0; q < np; ++q) {
       double s = 0.0;
@@ -216,5 +220,7 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
   QP_CALL(qp_check_finite(covariance, np * np, "spectra_run",
                           "the covariance of C_hat (/spectra/covariance)"));
   QP_CALL(qp_check_finite(p->cl, n_maps * np, "spectra_run", "C_hat (/spectra/cl)"));
+  QP_CALL(qp_check_finite(p->window, np * qp_window_count(p), "spectra_run",
+                          "the window functions (/spectra/window)"));
   return QP_OK;
 }

@@ -30,7 +30,8 @@ static void expect_error(int line, const char *text, qp_err code, const char *fr
               msg);
   TEST_ASSERT(!frag2 || strstr(msg, frag2), "case at line %d: message lacks '%s': %s", line, frag2,
               msg);
-  TEST_ASSERT(cfg.maps == NULL && cfg.n_maps == 0, "case at line %d: maps not freed", line);
+  TEST_ASSERT(cfg.maps == NULL && cfg.n_maps == 0 && cfg.maps2 == NULL && cfg.n_maps2 == 0,
+              "case at line %d: maps not freed", line);
   fprintf(stderr, "  expected error: %s\n", msg);
   qp_error_clear();
   qp_config_free(&cfg);
@@ -110,7 +111,7 @@ static void test_full(void) {
 
 static void test_defaults(void) {
   qp_test_write_text(yaml_path, "maps: m.fits\nmask: /data/mask.fits\ncls: c.txt\n"
-                        "noise:\n  variance: 2.5e-4\nlmax: 16\n");
+                                "noise:\n  variance: 2.5e-4\nlmax: 16\n");
   qp_config cfg;
   TEST_OK(qp_config_load(yaml_path, &cfg));
   char want[256];
@@ -145,7 +146,7 @@ static void test_defaults(void) {
 
   /* Without spectra:, QU gets EE BB; a covariance without dataset: gets /covariance. */
   qp_test_write_text(yaml_path, BASE "lmax: 8\nfields: QU\nbin_width: 3\n"
-                             "memory: {host_limit: 512 MB}\n");
+                                     "memory: {host_limit: 512 MB}\n");
   TEST_OK(qp_config_load(yaml_path, &cfg));
   TEST_ASSERT(cfg.n_spectra == 2 && cfg.spectra[0] == QP_EE && cfg.spectra[1] == QP_BB,
               "QU default spectra: %d", cfg.n_spectra);
@@ -154,7 +155,7 @@ static void test_defaults(void) {
   qp_config_free(&cfg);
 
   qp_test_write_text(yaml_path, "maps: [m.fits]\nmask: k.fits\ncls: c.txt\nlmax: 4\n"
-                        "noise: {covariance: n.h5}\nspectra: TT\n");
+                                "noise: {covariance: n.h5}\nspectra: TT\n");
   TEST_OK(qp_config_load(yaml_path, &cfg));
   TEST_ASSERT(cfg.noise_kind == QP_NOISE_COVARIANCE, "kind %d", (int)cfg.noise_kind);
   TEST_ASSERT(strcmp(cfg.noise_dataset, "/covariance") == 0, "dataset %s", cfg.noise_dataset);
@@ -198,8 +199,8 @@ static void test_errors(void) {
   /* unknown keys: top level, inside noise, inside memory, with their 1-based line */
   expect_error(__LINE__, BASE "lmax: 4\nfoo: 1\n", QP_ERR_INPUT, "line 6: unknown key 'foo'",
                "known keys: maps");
-  expect_error(__LINE__, BASE "lmax: 4\nnoise2: {variance: 1}\n", QP_ERR_INPUT,
-               "unknown key 'noise2'", NULL);
+  expect_error(__LINE__, BASE "lmax: 4\nnoise3: {variance: 1}\n", QP_ERR_INPUT,
+               "unknown key 'noise3'", NULL);
   expect_error(__LINE__,
                "maps: m.fits\nmask: k.fits\ncls: c.txt\nlmax: 4\nnoise:\n  variance: 1\n"
                "  varience_map: v.fits\n",
@@ -300,6 +301,52 @@ static void test_names(void) {
                 qp_spectrum_name((qp_spectrum)s));
 }
 
+/* Cross-spectra: maps2 and noise2 read, and every check of the pair (config_check.c). */
+static void test_cross(void) {
+  qp_config cfg;
+  qp_test_write_text(yaml_path, BASE "lmax: 4\nfields: TQU\nmaps2: [m2.fits]\n"
+                                     "noise2: {variance_t: 2.0, variance_p: 3.0}\n");
+  TEST_OK(qp_config_load(yaml_path, &cfg));
+  TEST_ASSERT(cfg.n_maps2 == 1 && strstr(cfg.maps2[0], "m2.fits") &&
+                  cfg.noise2_kind == QP_NOISE_VARIANCE && cfg.noise2_variance == 2.0 &&
+                  cfg.noise2_variance_pol == 3.0 && strcmp(cfg.noise2_dataset, "/covariance") == 0,
+              "maps2/noise2 read as %d map(s), kind %d, %g, %g", cfg.n_maps2, (int)cfg.noise2_kind,
+              cfg.noise2_variance, cfg.noise2_variance_pol);
+  qp_config_free(&cfg);
+  qp_test_write_text(yaml_path, BASE "lmax: 4\nmaps2: m2.fits\nnoise2: {variance_map: v2.fits}\n");
+  TEST_OK(qp_config_load(yaml_path, &cfg));
+  TEST_ASSERT(cfg.noise2_kind == QP_NOISE_VARIANCE_MAP && strstr(cfg.noise2_file, "v2.fits"),
+              "noise2.variance_map read as kind %d '%s'", (int)cfg.noise2_kind, cfg.noise2_file);
+  qp_config_free(&cfg);
+  expect_error(__LINE__, BASE "lmax: 4\nmaps2: [m2.fits]\n", QP_ERR_INPUT, "line 6",
+               "maps2 (cross-spectra) needs noise2");
+  expect_error(__LINE__, BASE "lmax: 4\nnoise2: {variance: 1}\n", QP_ERR_INPUT, "line 6",
+               "there is no maps2");
+  expect_error(__LINE__, BASE "lmax: 4\nmaps2: [a.fits, b.fits]\nnoise2: {variance: 1}\n",
+               QP_ERR_INPUT, "maps2 has 2 map(s) and maps 1", "as long");
+  expect_error(__LINE__, BASE "lmax: 4\nmaps2: [a.fits]\nnoise2: {variance: -1}\n", QP_ERR_INPUT,
+               "noise2.variance must be > 0", NULL);
+  expect_error(__LINE__, BASE "lmax: 4\nmaps2: [a.fits]\nnoise2: {variance: 1, variance_map: v}\n",
+               QP_ERR_INPUT, "'noise2' needs exactly one", NULL);
+  expect_error(__LINE__, BASE "lmax: 4\nmaps2: [a.fits]\nnoise2: {dataset: /n}\n", QP_ERR_INPUT,
+               "'noise2' needs exactly one", NULL);
+  expect_error(__LINE__, BASE "lmax: 4\nmaps2: [a.fits]\nnoise2: {variance: 1, bogus: 2}\n",
+               QP_ERR_INPUT, "unknown key 'bogus' in noise2", NULL);
+  expect_error(__LINE__, BASE "lmax: 4\nfields: QU\nmaps2: [a.fits]\nnoise2: {variance_t: 1}\n",
+               QP_ERR_INPUT, "noise2.variance_t", NULL);
+  expect_error(__LINE__, BASE "lmax: 4\nmaps2: [a.fits]\nnoise2: {covariance: n.h5}\n",
+               QP_ERR_UNSUPPORTED, "dense noise covariance (noise2.covariance)",
+               "not supported yet");
+  expect_error(__LINE__,
+               "maps: m.fits\nmask: k.fits\ncls: c.txt\nlmax: 4\nnoise: {covariance: n.h5}\n"
+               "maps2: [a.fits]\nnoise2: {variance: 1}\n",
+               QP_ERR_UNSUPPORTED, "(noise.covariance)", NULL);
+  expect_error(__LINE__,
+               "noise: {variance: 1}\nlmax: 4\ndimensions: {n_pix: 10, n_bins: 2}\n"
+               "maps2: [a.fits]\nnoise2: {variance: 1}\n",
+               QP_ERR_INPUT, "give maps and maps2, not dimensions", NULL);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "test_config_%ld", (long)getpid());
   snprintf(yaml_path, sizeof yaml_path, "%s/run.yaml", dir);
@@ -311,6 +358,7 @@ int main(void) {
   test_defaults();
   test_bytes();
   test_errors();
+  test_cross();
   test_names();
   unlink(yaml_path);
   rmdir(dir);

@@ -30,9 +30,8 @@ static void qp_check_budget_exact(const qp_problem *p) {
     TEST_ASSERT(r->tracked_peak == predicted, "%s: tracked peak %zu B, predicted %zu B", name,
                 r->tracked_peak, predicted);
     size_t device = qp_model_stage_peak_in(m, (qp_stage_id)s, QP_SPACE_DEVICE);
-    TEST_ASSERT(r->device_tracked_peak == device,
-                "%s: tracked device peak %zu B, predicted %zu B", name, r->device_tracked_peak,
-                device);
+    TEST_ASSERT(r->device_tracked_peak == device, "%s: tracked device peak %zu B, predicted %zu B",
+                name, r->device_tracked_peak, device);
     for (int i = 0; i < m->n_terms; ++i) {
       const qp_model_term *t = &m->terms[i];
       /* A rank that holds no entry of a matrix allocates nothing for it (alloc.c). */
@@ -46,9 +45,8 @@ static void qp_check_budget_exact(const qp_problem *p) {
       if (smaller) continue;
       const qp_stage_term *st = find_term(r, t->name);
       TEST_ASSERT(st && st->peak == t->bytes && st->space == t->space,
-                  "%s: term '%s' predicted %zu B (%s), tracked %zu B (%s)", name, t->name,
-                  t->bytes, qp_space_name(t->space), st ? st->peak : 0,
-                  st ? qp_space_name(st->space) : "-");
+                  "%s: term '%s' predicted %zu B (%s), tracked %zu B (%s)", name, t->name, t->bytes,
+                  qp_space_name(t->space), st ? st->peak : 0, st ? qp_space_name(st->space) : "-");
     }
     for (int i = 0; i < r->n_terms; ++i) {
       const qp_stage_term *st = &r->terms[i];
@@ -58,9 +56,8 @@ static void qp_check_budget_exact(const qp_problem *p) {
       for (int k = 0; k < m->n_terms && !predicted; ++k)
         predicted = strcmp(m->terms[k].name, st->name) == 0 &&
                     qp_model_term_alive(&m->terms[k], (qp_stage_id)s);
-      TEST_ASSERT(predicted,
-                  "%s: term '%s' (%zu B) is tracked but not predicted in this stage", name,
-                  st->name, st->peak);
+      TEST_ASSERT(predicted, "%s: term '%s' (%zu B) is tracked but not predicted in this stage",
+                  name, st->name, st->peak);
     }
   }
 }

@@ -3,8 +3,8 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -37,8 +37,7 @@ char *qp_cli_slurp(const char *path) {
   return text;
 }
 
-void qp_cli_run(const char *program, const char *tag, const char *const *args,
-                qp_cli_result *r) {
+void qp_cli_run(const char *program, const char *tag, const char *const *args, qp_cli_result *r) {
   memset(r, 0, sizeof *r);
   char out_path[256], err_path[256];
   snprintf(out_path, sizeof out_path, "%s.out", tag);
@@ -52,10 +51,10 @@ void qp_cli_run(const char *program, const char *tag, const char *const *args,
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path,
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path,
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
   r->cpu_seconds = NAN;
   pid_t pid;
   double t0 = qp_clock_seconds();
@@ -115,8 +114,7 @@ int qp_cli_setup(int argc, char **argv, const char *test_name, const char *work_
     return 1;
   }
   if ((mkdir(work_dir, 0755) != 0 && errno != EEXIST) || chdir(work_dir) != 0) {
-    fprintf(stderr, "%s: cannot use directory '%s': %s\n", test_name, work_dir,
-            strerror(errno));
+    fprintf(stderr, "%s: cannot use directory '%s': %s\n", test_name, work_dir, strerror(errno));
     return 1;
   }
   qp_cli_remove_files(".");

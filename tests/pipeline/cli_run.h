@@ -4,14 +4,14 @@
 #define QP_TEST_CLI_RUN_H
 
 typedef struct qp_cli_result {
-  int started;     /* posix_spawn succeeded */
-  int exited;      /* normal exit (else killed by a signal) */
-  int status;      /* exit status when exited */
-  int signal;      /* the signal when killed */
-  double seconds;  /* wall time of the child: printed, or a hang's ceiling (docs/reliability.md) */
+  int started;    /* posix_spawn succeeded */
+  int exited;     /* normal exit (else killed by a signal) */
+  int status;     /* exit status when exited */
+  int signal;     /* the signal when killed */
+  double seconds; /* wall time of the child: printed, or a hang's ceiling (docs/reliability.md) */
   double cpu_seconds; /* the child's own CPU time (user + system, wait4), NaN when unknown:
                        * what "refused before computing" is judged on, unmoved by load */
-  char *out, *err; /* its stdout and stderr (malloc'd, NUL-terminated) */
+  char *out, *err;    /* its stdout and stderr (malloc'd, NUL-terminated) */
 } qp_cli_result;
 
 /** Runs `program args...` (args NULL-terminated, at most 14) with stdin from /dev/null,
@@ -23,8 +23,7 @@ char *qp_cli_slurp(const char *path);
 /** The start of a CLI test: resolves argv[1] (the program) into `program` (PATH_MAX bytes),
  *  then enters `work_dir` (created if needed) and empties it, so leftover checks see only this
  *  test's files. Returns 0, or the exit status for main after printing why. */
-int qp_cli_setup(int argc, char **argv, const char *test_name, const char *work_dir,
-                 char *program);
+int qp_cli_setup(int argc, char **argv, const char *test_name, const char *work_dir, char *program);
 /** qp_cli_setup for a test of two arguments, QMLPIPE and a file (a C_ell file, say): the
  *  file's absolute path into `file` (PATH_MAX bytes), resolved before entering work_dir. */
 int qp_cli_setup_with_file(int argc, char **argv, const char *test_name, const char *work_dir,

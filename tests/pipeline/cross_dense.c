@@ -214,8 +214,12 @@ int qp_dense_cross(const qp_dense_problem *d, const double *c_a, const double *c
     for (int p = 0; p < np; ++p)
       r->m[p + q * np] = 0.25 * dot(n, x + p * nn, xt) + 0.5 * r->fisher[p + q * np];
   }
-  if (!failed) failed = finish(d, fwin, r->f_inv, r); /* the noise bias stays zero */
-  if (!failed) {                                      /* covariance = F^-1 M F^-1 */
+  /* The bias of cross-spectra: no noise (independent), but S_fixed's part of <y> with the
+   * switch, tr(E_p S_fixed) (zeros without it), as qmlpipe subtracts it (docs/science.md). */
+  for (int p = 0; p < np; ++p)
+    r->noise_bias[p] = r->fixed_y[p];
+  if (!failed) failed = finish(d, fwin, r->f_inv, r);
+  if (!failed) { /* covariance = F^-1 M F^-1 */
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, np, np, np, 1.0, r->f_inv, np, r->m, np,
                 0.0, tmp, np);
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, np, np, np, 1.0, tmp, np, r->f_inv, np,

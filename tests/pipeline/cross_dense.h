@@ -40,7 +40,7 @@ typedef struct qp_dense_result {
   int n_params, n_window;
   double *fisher;     /* n_params x n_params */
   double *yb, *cl;    /* n_maps x n_params */
-  double *noise_bias; /* n_params (zeros for cross) */
+  double *noise_bias; /* n_params (cross: tr(E_p S_fixed), zeros without the switch) */
   double *m;          /* n_params x n_params: Cov(y) (F for auto) */
   double *covariance; /* n_params x n_params */
   double *error;      /* n_params */

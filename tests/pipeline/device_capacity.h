@@ -45,8 +45,8 @@ static inline void check_capacity(qp_config *cfg, double limit, const char *what
   cfg->device_limit = 0;
   qp_err full = qp_fixture_run(cfg, &p, &baseline);
   TEST_ASSERT(full == QP_ERR_NOMEM && strstr(qp_error_message(), "out of device memory"),
-              "%s, unchunked on a device of the chunked plan: got %s: %s", what,
-              qp_err_name(full), qp_error_message());
+              "%s, unchunked on a device of the chunked plan: got %s: %s", what, qp_err_name(full),
+              qp_error_message());
   printf("%s, unchunked: %s\n", what, qp_error_message());
   qp_error_clear();
   TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "%s: device bytes left after running out",

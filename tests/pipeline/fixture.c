@@ -36,9 +36,11 @@ qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg) {
   qp_cls cls = {0};
   cls.lmax = (int)(3 * f->nside);
   cls.n_columns = 4;
-  for (int s = 0; s < 6; ++s) cls.cl[s] = calloc((size_t)cls.lmax + 1, sizeof(double));
+  for (int s = 0; s < 6; ++s)
+    cls.cl[s] = calloc((size_t)cls.lmax + 1, sizeof(double));
   for (int sp = 0; sp < 6; ++sp)
-    for (int l = 0; l <= cls.lmax; ++l) cls.cl[sp][l] = qp_fixture_cl_spectrum(f, sp, l);
+    for (int l = 0; l <= cls.lmax; ++l)
+      cls.cl[sp][l] = qp_fixture_cl_spectrum(f, sp, l);
   snprintf(cfg->cls, sizeof cfg->cls, "%s_cls.txt", f->name);
   qp_err err = qp_cls_write(cfg->cls, &cls);
   double *sky = NULL;
@@ -61,7 +63,8 @@ qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg) {
   for (int k = 0; err == QP_OK && k < f->n_maps; ++k) {
     snprintf(cfg->maps[k], sizeof cfg->maps[k], "%s_map_%04d.fits", f->name, k);
     const double *col[3];
-    for (int c = 0; c < n_col; ++c) col[c] = sky + ((int64_t)k * n_col + c) * n_sky;
+    for (int c = 0; c < n_col; ++c)
+      col[c] = sky + ((int64_t)k * n_col + c) * n_sky;
     err = qp_fits_map_write(cfg->maps[k], f->nside, n_col, names, col);
   }
   if (err == QP_OK) {
@@ -81,8 +84,7 @@ qp_err qp_fixture_write(const qp_fixture *f, qp_config *cfg) {
   cfg->noise_variance = f->noise_variance;
   cfg->noise_variance_pol = f->noise_variance_pol > 0 ? f->noise_variance_pol : f->noise_variance;
   cfg->fields = f->fields;
-  static const qp_spectrum defaults[3][4] = {
-      {QP_TT}, {QP_EE, QP_BB}, {QP_TT, QP_EE, QP_BB, QP_TE}};
+  static const qp_spectrum defaults[3][4] = {{QP_TT}, {QP_EE, QP_BB}, {QP_TT, QP_EE, QP_BB, QP_TE}};
   static const int n_defaults[3] = {1, 2, 4};
   cfg->n_spectra = f->n_spectra ? f->n_spectra : n_defaults[f->fields];
   for (int i = 0; i < cfg->n_spectra; ++i)

@@ -11,15 +11,15 @@
 #include "qp_error.h"
 
 typedef struct qp_fixture {
-  const char *name;     /* file prefix, unique per test */
+  const char *name; /* file prefix, unique per test */
   int64_t nside;
-  double cut_deg;       /* Galactic cut of the mask; 0 = full sky */
+  double cut_deg; /* Galactic cut of the mask; 0 = full sky */
   int ell_min, lmax, lmax_signal, bin_width;
-  int sim_lmax;         /* multipoles drawn into the maps (usually lmax_signal) */
+  int sim_lmax; /* multipoles drawn into the maps (usually lmax_signal) */
   int n_maps;
   double noise_variance;
-  double cl_flat;       /* C_l = cl_flat (constant) when > 0 ... */
-  double dl_flat;       /* ... else C_l = 2 pi dl_flat / (l (l+1)) */
+  double cl_flat; /* C_l = cl_flat (constant) when > 0 ... */
+  double dl_flat; /* ... else C_l = 2 pi dl_flat / (l (l+1)) */
   uint64_t seed;
   /* polarisation (all zero: temperature only) */
   qp_fields fields;          /* QP_FIELDS_T (default), QU or TQU */

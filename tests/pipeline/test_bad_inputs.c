@@ -25,8 +25,8 @@
 
 #include "cli_run.h"
 #include "clock.h"
-#include "fixture.h"
 #include "fits_map.h"
+#include "fixture.h"
 #include "h5_matrix.h"
 #include "simulate.h"
 #include "test_util.h"
@@ -34,13 +34,13 @@
 extern char **environ;
 
 #define WORK_DIR "bad_inputs.d"
-#define BASE "bad"          /* the fixture's file prefix */
-#define POL BASE "pol"      /* the polarised (TQU) fixture's file prefix */
+#define BASE "bad"     /* the fixture's file prefix */
+#define POL BASE "pol" /* the polarised (TQU) fixture's file prefix */
 #define BASE_NSIDE 8
 #define BASE_LMAX 10 /* <= 3 nside - 1 for nside 4 too, so case nside reaches the maps */
 
 static char qmlpipe_path[PATH_MAX];
-static int64_t base_n_pix; /* observed pixels of the base mask */
+static int64_t base_n_pix;     /* observed pixels of the base mask */
 static int64_t first_observed; /* RING index of the first observed pixel */
 
 /* ---------------------------------------------------------------------------------------- */
@@ -57,7 +57,8 @@ static qp_err write_map(const char *path, int64_t nside, double value, int64_t p
   const int64_t n_sky = 12 * nside * nside;
   double *sky = malloc((size_t)n_sky * sizeof *sky);
   if (!sky) return QP_ERR_NOMEM;
-  for (int64_t i = 0; i < n_sky; ++i) sky[i] = value;
+  for (int64_t i = 0; i < n_sky; ++i)
+    sky[i] = value;
   if (pixel >= 0) sky[pixel] = special;
   const char *names[] = {"TEMPERATURE"};
   const double *columns[] = {sky};
@@ -146,8 +147,7 @@ static void expect_failure(const char *tag, const run_result *r, qp_err code,
 }
 
 /* Runs `qmlpipe run <name>.yaml` and checks it fails as described. */
-static void run_bad_config(const char *name, qp_err code, const char *const *words,
-                           run_result *r) {
+static void run_bad_config(const char *name, qp_err code, const char *const *words, run_result *r) {
   char config[256], output[256];
   snprintf(config, sizeof config, "%s.yaml", name);
   snprintf(output, sizeof output, "%s_results.h5", name);
@@ -194,10 +194,21 @@ static int64_t count_observed(const char *path, int64_t *first, int64_t *n_sky) 
  * columns I, Q, U, as healpy writes them) and the same mask. Both C_ell files hold TT, EE,
  * BB and TE. */
 static int make_base(void) {
-  qp_fixture f = {.name = BASE, .nside = BASE_NSIDE, .cut_deg = 30, .ell_min = 2,
-                  .lmax = BASE_LMAX, .lmax_signal = BASE_LMAX, .bin_width = 3,
-                  .sim_lmax = BASE_LMAX, .n_maps = 1, .noise_variance = 1.0, .cl_flat = 1.0,
-                  .seed = 7, .ee_ratio = 0.5, .bb_ratio = 0.2, .te_corr = 0.3};
+  qp_fixture f = {.name = BASE,
+                  .nside = BASE_NSIDE,
+                  .cut_deg = 30,
+                  .ell_min = 2,
+                  .lmax = BASE_LMAX,
+                  .lmax_signal = BASE_LMAX,
+                  .bin_width = 3,
+                  .sim_lmax = BASE_LMAX,
+                  .n_maps = 1,
+                  .noise_variance = 1.0,
+                  .cl_flat = 1.0,
+                  .seed = 7,
+                  .ee_ratio = 0.5,
+                  .bb_ratio = 0.2,
+                  .te_corr = 0.3};
   qp_config cfg;
   int failures = qp_test_failures;
   TEST_OK(qp_fixture_write(&f, &cfg));
@@ -333,7 +344,8 @@ static void case_noise_not_posdef(void) {
   int before = qp_test_failures;
   const int64_t n = base_n_pix;
   double *cov = calloc((size_t)(n * n), sizeof *cov);
-  for (int64_t i = 0; i < n; ++i) cov[i + i * n] = 1.0;
+  for (int64_t i = 0; i < n; ++i)
+    cov[i + i * n] = 1.0;
   cov[(n / 2) + (n / 2) * n] = -1.0;
   TEST_OK(qp_h5_matrix_write("indefinite_noise.h5", "/covariance", n, n, cov));
   free(cov);
@@ -424,8 +436,10 @@ static void case_qu_one_column_map(void) {
 static void case_mask_pol_nside(void) {
   int before = qp_test_failures;
   TEST_OK(write_map("nside4_mask_pol.fits", 4, 1.0, -1, 0.0));
-  case_config c = {.maps = "[" POL "_map_0000.fits]", .fields = "TQU",
-                   .spectra = "[TT, EE, BB, TE]", .extra = "mask_pol: nside4_mask_pol.fits\n"};
+  case_config c = {.maps = "[" POL "_map_0000.fits]",
+                   .fields = "TQU",
+                   .spectra = "[TT, EE, BB, TE]",
+                   .extra = "mask_pol: nside4_mask_pol.fits\n"};
   TEST_ASSERT(write_config("mask_pol_nside", &c), "cannot write config");
   const char *words[] = {"nside", "nside4_mask_pol.fits", BASE "_mask.fits", NULL};
   run_result r;
@@ -449,8 +463,10 @@ static void case_te_without_t(void) {
 /* 13. lmax_signal below lmax. */
 static void case_lmax_signal_small(void) {
   int before = qp_test_failures;
-  case_config c = {.maps = "[" POL "_map_0000.fits]", .fields = "TQU",
-                   .spectra = "[TT, EE, BB, TE]", .lmax_signal = BASE_LMAX - 2};
+  case_config c = {.maps = "[" POL "_map_0000.fits]",
+                   .fields = "TQU",
+                   .spectra = "[TT, EE, BB, TE]",
+                   .lmax_signal = BASE_LMAX - 2};
   TEST_ASSERT(write_config("lmax_signal_small", &c), "cannot write config");
   const char *words[] = {"lmax_signal_small.yaml", "lmax_signal", "must be >= lmax", NULL};
   run_result r;
@@ -463,11 +479,12 @@ static void case_lmax_signal_small(void) {
 static void case_qu_one_column_variance(void) {
   int before = qp_test_failures;
   TEST_OK(write_map("variance_t_only.fits", BASE_NSIDE, 1.0, -1, 0.0));
-  case_config c = {.maps = "[" POL "_map_0000.fits]", .fields = "QU", .spectra = "[EE, BB]",
+  case_config c = {.maps = "[" POL "_map_0000.fits]",
+                   .fields = "QU",
+                   .spectra = "[EE, BB]",
                    .noise = "{variance_map: variance_t_only.fits}"};
   TEST_ASSERT(write_config("qu_one_column_variance", &c), "cannot write config");
-  const char *words[] = {"noise variance map", "variance_t_only.fits", "1 column", "Q and U",
-                         NULL};
+  const char *words[] = {"noise variance map", "variance_t_only.fits", "1 column", "Q and U", NULL};
   run_result r;
   run_bad_config("qu_one_column_variance", QP_ERR_INPUT, words, &r);
   report("qu_one_column_variance", before, &r);
@@ -490,7 +507,8 @@ static void case_pol_control(void) {
   TEST_ASSERT(n_obs_p > 0 && n_obs_p < base_n_pix,
               "pol_control: mask_pol should observe fewer pixels (%lld) than the mask (%lld)",
               (long long)n_obs_p, (long long)base_n_pix);
-  case_config c = {.maps = "[" POL "_map_0000.fits]", .fields = "TQU",
+  case_config c = {.maps = "[" POL "_map_0000.fits]",
+                   .fields = "TQU",
                    .spectra = "[TT, EE, BB, TE, TB, EB]",
                    .noise = "{variance_t: 1.0, variance_p: 2.0}",
                    .extra = "mask_pol: pol_mask_wide.fits\n"};
@@ -507,8 +525,7 @@ static void case_pol_control(void) {
   TEST_ASSERT(strstr(r.out, "18 parameter(s)") != NULL,
               "pol_control: stdout lacks '18 parameter(s)' (6 spectra x 3 bins)");
   char tmp[1024];
-  TEST_ASSERT(find_tmp_files(tmp, sizeof tmp) == 0, "pol_control: temporary files left: %s",
-              tmp);
+  TEST_ASSERT(find_tmp_files(tmp, sizeof tmp) == 0, "pol_control: temporary files left: %s", tmp);
   unlink("pol_control_results.h5");
   report("pol_control", before, &r);
   if (qp_test_failures != before) fprintf(stderr, "  --- stdout ---\n%s  ---\n", r.out);

@@ -18,16 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget_check.h"
 #include "driver.h"
 #include "fixture.h"
 #include "test_util.h"
-#include "budget_check.h"
 
 static void check_rss(const qp_problem *p, const qp_meter_sample *baseline) {
   const qp_model *m = &p->plan->model;
   const double matrix = (double)(p->n_pix * p->n_pix) * 8.0;
-  printf("%-18s %14s %14s %8s %14s %14s %8s\n", "stage", "pred. peak MiB", "meas. peak MiB",
-         "diff", "pred. rise MiB", "meas. rise MiB", "diff");
+  printf("%-18s %14s %14s %8s %14s %14s %8s\n", "stage", "pred. peak MiB", "meas. peak MiB", "diff",
+         "pred. rise MiB", "meas. rise MiB", "diff");
   for (int s = 0; s < QP_STAGE_COUNT; ++s) {
     const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
     if (!r) continue;
@@ -89,36 +89,77 @@ int main(void) {
   qp_config cfg;
 
   /* T, n_pix = 3072 (full sky at nside 16), with the switch: RSS checks on every route. */
-  qp_fixture big = {.name = "budget_big", .nside = 16, .cut_deg = 0, .ell_min = 2, .lmax = 15,
-                    .lmax_signal = 20, .bin_width = 4, .sim_lmax = 20, .n_maps = 2,
-                    .noise_variance = 10.0, .dl_flat = 100.0, .seed = 5};
+  qp_fixture big = {.name = "budget_big",
+                    .nside = 16,
+                    .cut_deg = 0,
+                    .ell_min = 2,
+                    .lmax = 15,
+                    .lmax_signal = 20,
+                    .bin_width = 4,
+                    .sim_lmax = 20,
+                    .n_maps = 2,
+                    .noise_variance = 10.0,
+                    .dl_flat = 100.0,
+                    .seed = 5};
   TEST_OK(qp_fixture_write(&big, &cfg));
   check_routes(&cfg, 1, "T diagonal N, switch");
   qp_config_free(&cfg);
 
   /* QU, n_pix 3968 (nside 16, |b| > 20 deg): RSS checks on every route. */
-  qp_fixture pol = {.name = "budget_pol", .nside = 16, .cut_deg = 20, .ell_min = 2, .lmax = 24,
-                    .lmax_signal = 24, .bin_width = 4, .sim_lmax = 24, .n_maps = 2,
-                    .noise_variance = 1.0, .dl_flat = 100.0, .seed = 7, .fields = QP_FIELDS_QU,
-                    .ee_ratio = 0.3, .bb_ratio = 0.1};
+  qp_fixture pol = {.name = "budget_pol",
+                    .nside = 16,
+                    .cut_deg = 20,
+                    .ell_min = 2,
+                    .lmax = 24,
+                    .lmax_signal = 24,
+                    .bin_width = 4,
+                    .sim_lmax = 24,
+                    .n_maps = 2,
+                    .noise_variance = 1.0,
+                    .dl_flat = 100.0,
+                    .seed = 7,
+                    .fields = QP_FIELDS_QU,
+                    .ee_ratio = 0.3,
+                    .bb_ratio = 0.1};
   TEST_OK(qp_fixture_write(&pol, &cfg));
   check_routes(&cfg, 1, "QU diagonal N");
   qp_config_free(&cfg);
 
   /* T with the switch, n_pix 480 <= n_modes 525: the projection forms Z = C^-1 V^T in W's
    * buffer (no C_inv_V term, W freed in fisher_run), exact terms only. */
-  qp_fixture wide = {.name = "budget_wide", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 22,
-                     .lmax_signal = 23, .bin_width = 4, .sim_lmax = 23, .n_maps = 2,
-                     .noise_variance = 10.0, .dl_flat = 100.0, .seed = 8};
+  qp_fixture wide = {.name = "budget_wide",
+                     .nside = 8,
+                     .cut_deg = 20,
+                     .ell_min = 2,
+                     .lmax = 22,
+                     .lmax_signal = 23,
+                     .bin_width = 4,
+                     .sim_lmax = 23,
+                     .n_maps = 2,
+                     .noise_variance = 10.0,
+                     .dl_flat = 100.0,
+                     .seed = 8};
   TEST_OK(qp_fixture_write(&wide, &cfg));
   check_routes(&cfg, 0, "T diagonal N, switch, n_pix <= n_modes");
   qp_config_free(&cfg);
 
   /* Dense N (term N instead of noise_variance), TQU with the switch, exact terms only. */
-  qp_fixture small = {.name = "budget_dense", .nside = 8, .cut_deg = 30, .ell_min = 2, .lmax = 10,
-                      .lmax_signal = 12, .bin_width = 3, .sim_lmax = 12, .n_maps = 3,
-                      .noise_variance = 1.0, .dl_flat = 100.0, .seed = 6,
-                      .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
+  qp_fixture small = {.name = "budget_dense",
+                      .nside = 8,
+                      .cut_deg = 30,
+                      .ell_min = 2,
+                      .lmax = 10,
+                      .lmax_signal = 12,
+                      .bin_width = 3,
+                      .sim_lmax = 12,
+                      .n_maps = 3,
+                      .noise_variance = 1.0,
+                      .dl_flat = 100.0,
+                      .seed = 6,
+                      .fields = QP_FIELDS_TQU,
+                      .ee_ratio = 0.3,
+                      .bb_ratio = 0.1,
+                      .te_corr = 0.4};
   TEST_OK(qp_fixture_write(&small, &cfg));
   TEST_OK(qp_fixture_dense_noise(&cfg, "budget_dense_noise.h5", 0.0));
   check_routes(&cfg, 0, "TQU dense N, switch");

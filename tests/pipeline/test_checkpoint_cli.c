@@ -1,11 +1,11 @@
 /* test_checkpoint_cli: `qmlpipe run --checkpoint DIR` and `--resume` (pipeline/checkpoint.h)
  * (argv[1]: qmlpipe, argv[2]: a C_ell file, argv[3]: mpiexec or "none").
  *  - every route (pixel_direct; harmonic SMW with the switch, whose N_eff is its own matrix,
- *    and with a dense N, whose N_eff is a view of N; harmonic projection) is stopped after each of covariance_setup, basis_setup and
- *    fisher_run by the test hook QP_TEST_STOP_AFTER_STAGE (exit 143, as if SIGTERM'd), then
- *    resumed: F, y, the noise bias, C_hat and the error bars are the same bytes as an
- *    uninterrupted run's, the checkpoints are gone afterwards, `report` marks the resumed
- *    stages and `validate` shows them unjudged (and passes);
+ *    and with a dense N, whose N_eff is a view of N; harmonic projection) is stopped after each of
+ * covariance_setup, basis_setup and fisher_run by the test hook QP_TEST_STOP_AFTER_STAGE (exit 143,
+ * as if SIGTERM'd), then resumed: F, y, the noise bias, C_hat and the error bars are the same bytes
+ * as an uninterrupted run's, the checkpoints are gone afterwards, `report` marks the resumed stages
+ * and `validate` shows them unjudged (and passes);
  *  - refusals: --resume without a directory (2); an input changed since the checkpoint (6,
  *    naming the map); a truncated checkpoint (8, naming it); a checkpoint whose data was
  *    damaged (8: its hash); --resume on an empty directory runs from the first stage;
@@ -20,12 +20,12 @@
  *    same bytes as an uninterrupted 2-rank run (pixel-direct; SMW on dist and hostdev-dist,
  *    where rank 1 holds none of the mode maps); resumed on 1 rank instead, refused (6).
  * Everything happens in checkpoint_cli.d. */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,10 +56,12 @@ static int run_words(const char *tag, int ranks, const char *const *args,
   if (ranks > 1) {
     snprintf(count, sizeof count, "%d", ranks);
     const char *head[] = {"-n", count, "--oversubscribe", "--allow-run-as-root", qmlpipe};
-    for (size_t i = 0; i < sizeof head / sizeof head[0]; ++i) full[n++] = head[i];
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; ++i)
+      full[n++] = head[i];
     program = mpiexec;
   }
-  for (int i = 0; args[i] && n < 15; ++i) full[n++] = args[i];
+  for (int i = 0; args[i] && n < 15; ++i)
+    full[n++] = args[i];
   full[n] = NULL;
   qp_cli_result r;
   qp_cli_run(program, tag, full, &r);
@@ -86,8 +88,8 @@ static void expect_same_bytes(const char *tag, const char *a, const char *b) {
     TEST_ASSERT(x && y && na == nb && na > 0, "%s: %s cannot be compared", tag, names[k]);
     if (x && y && na == nb) {
       TEST_ASSERT(memcmp(x, y, (size_t)na * sizeof *x) == 0,
-                  "%s: %s differs from the uninterrupted run's (max rel. diff %.3g)", tag,
-                  names[k], qp_test_max_rel_diff(x, y, (size_t)na));
+                  "%s: %s differs from the uninterrupted run's (max rel. diff %.3g)", tag, names[k],
+                  qp_test_max_rel_diff(x, y, (size_t)na));
     }
     free(x);
     free(y);
@@ -140,8 +142,7 @@ static void stop_and_resume(const char *name, const char *config, int ranks, con
   free(text);
   /* The sanitizer build's shadow memory is in RSS (test_util.h): there no stage is judged
    * against RSS (the terms' drift still is). */
-  const char *validate[] = {"validate", out, QP_TEST_SANITIZED ? "--min-bytes" : NULL, "1T",
-                            NULL};
+  const char *validate[] = {"validate", out, QP_TEST_SANITIZED ? "--min-bytes" : NULL, "1T", NULL};
   snprintf(tag, sizeof tag, "%s_validate_%s", name, stage);
   /* On hostdev too: the backend's own workspace, which the restored stages had grown, is
    * held again at the resume (checkpoint_read.c), so no term drifts; validate compares RSS
@@ -224,7 +225,8 @@ static void resumed_like_uninterrupted(const char *name, int ranks, const char *
   }
   const char *args[] = {"run", config, "--quiet", NULL};
   TEST_ASSERT(run(name, ranks, args) == 0, "%s: the uninterrupted run failed", name);
-  for (int s = 0; stages[s]; ++s) stop_and_resume(name, config, ranks, stages[s], reference);
+  for (int s = 0; stages[s]; ++s)
+    stop_and_resume(name, config, ranks, stages[s], reference);
 }
 
 /* The n_pix attribute of a results file (-1 when unreadable). */
@@ -250,7 +252,8 @@ static void write_odd_variance_map(void) {
   int64_t odd = -1;
   for (int64_t i = 0; i < info.n_sky && odd < 0; ++i)
     if (sky[i] != 0.0) odd = i;
-  for (int64_t i = 0; i < info.n_sky; ++i) sky[i] = i == odd ? 1e-12 : 1.0;
+  for (int64_t i = 0; i < info.n_sky; ++i)
+    sky[i] = i == odd ? 1e-12 : 1.0;
   const char *names[1] = {"T_VARIANCE"};
   const double *cols[1] = {sky};
   TEST_ASSERT(qp_fits_map_write("var.fits", info.nside, 1, names, cols) == QP_OK,
@@ -320,8 +323,9 @@ int main(int argc, char **argv) {
   if (setup != 0) return setup;
   if (system("rm -rf ck-* sub") != 0) return 1;
   {
-    const char *args[] = {"simulate", "--cls", cls, "--nside", "8", "--n-maps", "2", "--mask",
-                          "mask.fits", "--galactic-cut", "20", "--out", "map", NULL};
+    const char *args[] = {"simulate", "--cls", cls,      "--nside",   "8",
+                          "--n-maps", "2",     "--mask", "mask.fits", "--galactic-cut",
+                          "20",       "--out", "map",    NULL};
     TEST_ASSERT(run("simulate", 1, args) == 0, "simulate failed");
   }
   locked_directory(cls);
@@ -360,15 +364,15 @@ int main(int argc, char **argv) {
   /* A device run's checkpoint damaged in C's data: refused (8), naming the dataset, whose
    * hash is summed over the panels it is read back in. */
   {
-    const char *stop[] = {"run", "hdpd.yaml", "--output", "hdbad.h5", "--checkpoint",
-                          "ck-hdbad", NULL};
+    const char *stop[] = {"run",          "hdpd.yaml", "--output", "hdbad.h5",
+                          "--checkpoint", "ck-hdbad",  NULL};
     setenv("QP_TEST_STOP_AFTER_STAGE", "basis_setup", 1);
     TEST_ASSERT(run("hdbad_stop", 1, stop) == 143, "hdbad_stop: not stopped");
     unsetenv("QP_TEST_STOP_AFTER_STAGE");
     const char *file = "ck-hdbad/stage-basis_setup.rank0.h5";
     flip_byte(file, file_size(file) / 2);
-    const char *resume[] = {"run", "hdpd.yaml", "--output", "hdbad.h5", "--checkpoint",
-                            "ck-hdbad", "--resume", NULL};
+    const char *resume[] = {"run",          "hdpd.yaml", "--output", "hdbad.h5",
+                            "--checkpoint", "ck-hdbad",  "--resume", NULL};
     const char *damaged[] = {"is damaged", "'covariance'", NULL};
     TEST_ASSERT(run_words("hdbad_damaged", 1, resume, damaged) == 8, "hdbad: not exit 8");
     TEST_ASSERT(!exists("hdbad.h5"), "a refused resume wrote results");
@@ -381,7 +385,8 @@ int main(int argc, char **argv) {
                        "path: harmonic\nharmonic_method: smw");
     const char *args[] = {"run", "smwd.yaml", "--quiet", NULL};
     TEST_ASSERT(run("smwd", 1, args) == 0, "smwd: the uninterrupted run failed");
-    for (size_t s = 0; s < 3; ++s) stop_and_resume("smwd", "smwd.yaml", 1, stages[s], "smwd.h5");
+    for (size_t s = 0; s < 3; ++s)
+      stop_and_resume("smwd", "smwd.yaml", 1, stages[s], "smwd.h5");
   }
 
   /* Refusals. */
@@ -392,8 +397,8 @@ int main(int argc, char **argv) {
   }
   {
     /* --resume on an empty directory: from the first stage, the same results. */
-    const char *args[] = {"run", "pd.yaml", "--output", "empty.h5", "--checkpoint", "ck-empty",
-                          "--resume", NULL};
+    const char *args[] = {"run",          "pd.yaml",  "--output", "empty.h5",
+                          "--checkpoint", "ck-empty", "--resume", NULL};
     const char *words[] = {"no checkpoint in 'ck-empty'", NULL};
     TEST_ASSERT(run_words("resume_empty", 1, args, words) == 0, "--resume on an empty dir");
     expect_same_bytes("resume_empty", "pd.h5", "empty.h5");
@@ -409,8 +414,8 @@ int main(int argc, char **argv) {
     TEST_ASSERT(size > 4096, "bad_stop: checkpoint '%s' has %ld bytes", file, size);
     TEST_ASSERT(system("cp ck-bad/stage-basis_setup.rank0.h5 saved.h5") == 0, "cp failed");
     TEST_ASSERT(truncate(file, size / 2) == 0, "cannot truncate '%s'", file);
-    const char *resume[] = {"run", "pd.yaml", "--output", "bad.h5", "--checkpoint", "ck-bad",
-                            "--resume", NULL};
+    const char *resume[] = {"run",          "pd.yaml", "--output", "bad.h5",
+                            "--checkpoint", "ck-bad",  "--resume", NULL};
     const char *truncated[] = {"checkpoint 'ck-bad/stage-basis_setup.rank0.h5' cannot be read",
                                "remove it", NULL};
     TEST_ASSERT(run_words("bad_truncated", 1, resume, truncated) == 8, "truncated: not exit 8");
@@ -421,7 +426,7 @@ int main(int argc, char **argv) {
     TEST_ASSERT(!exists("bad.h5"), "a refused resume wrote results");
     /* An input changed since: refused, naming it. */
     TEST_ASSERT(system("cp saved.h5 ck-bad/stage-basis_setup.rank0.h5") == 0, "cp failed");
-    const char *again[] = {"simulate", "--cls", cls,      "--nside", "8",   "--n-maps",
+    const char *again[] = {"simulate", "--cls",  cls, "--nside", "8",   "--n-maps",
                            "2",        "--seed", "8", "--out",   "map", NULL};
     TEST_ASSERT(run("simulate_again", 1, again) == 0, "simulate failed");
     const char *changed[] = {"map_0000.fits' changed since", "remove 'ck-bad'", NULL};
@@ -441,12 +446,11 @@ int main(int argc, char **argv) {
     TEST_ASSERT(run("old_stop", 1, stop) == 143, "old_stop: not stopped by the hook");
     unsetenv("QP_TEST_STOP_AFTER_STAGE");
     const char *file = "ck-old/stage-basis_setup.rank0.h5";
-    const char *resume[] = {"run", "pd.yaml", "--output", "old.h5", "--checkpoint", "ck-old",
-                            "--resume", NULL};
+    const char *resume[] = {"run",          "pd.yaml", "--output", "old.h5",
+                            "--checkpoint", "ck-old",  "--resume", NULL};
     set_checkpoint_format(file, "qmlpipe checkpoint 0");
-    const char *older[] = {"written by another version of qmlpipe",
-                           "format 'qmlpipe checkpoint 0'", "reads 'qmlpipe checkpoint 1'",
-                           "remove 'ck-old'", NULL};
+    const char *older[] = {"written by another version of qmlpipe", "format 'qmlpipe checkpoint 0'",
+                           "reads 'qmlpipe checkpoint 1'", "remove 'ck-old'", NULL};
     TEST_ASSERT(run_words("old_format", 1, resume, older) == 6, "format 0: not exit 6");
     TEST_ASSERT(!exists("old.h5"), "a refused resume wrote results");
     set_checkpoint_format(file, "some other format");
@@ -503,8 +507,7 @@ int main(int argc, char **argv) {
     TEST_ASSERT(mkdir("ck-fail", 0755) == 0 &&
                     mkdir("ck-fail/stage-covariance_setup.rank0.h5", 0755) == 0,
                 "cannot create ck-fail/");
-    const char *args[] = {"run", "pd.yaml", "--output", "fail.h5", "--checkpoint", "ck-fail",
-                          NULL};
+    const char *args[] = {"run", "pd.yaml", "--output", "fail.h5", "--checkpoint", "ck-fail", NULL};
     const char *words[] = {"warning: no checkpoint after covariance_setup (the run goes on)",
                            "checkpoint after basis_setup", NULL};
     TEST_ASSERT(run_words("save_fails", 1, args, words) == 0, "save_fails: the run failed");
@@ -515,14 +518,14 @@ int main(int argc, char **argv) {
    * exit 0, not with HDF5's exit-handler crash after a failed H5Fclose (exit 139; main ends
    * without the exit handlers then, base/h5_error.h). Needs root for the mount. */
   if (mkdir("ck-full", 0755) == 0 && mount("tmpfs", "ck-full", "tmpfs", 0, "size=1m") == 0) {
-    const char *args[] = {"run", "pd.yaml", "--output", "full.h5", "--checkpoint", "ck-full",
-                          NULL};
+    const char *args[] = {"run", "pd.yaml", "--output", "full.h5", "--checkpoint", "ck-full", NULL};
     const char *words[] = {"warning: no checkpoint after covariance_setup (the run goes on)",
                            "No space left on device", NULL};
     TEST_ASSERT(run_words("disk_full", 1, args, words) == 0, "disk_full: the run failed");
     expect_same_bytes("disk_full", "pd.h5", "full.h5");
     char left[1024] = "";
-    TEST_ASSERT(qp_test_find_temps("ck-full", left, sizeof left) == 0, "disk_full: temporaries left: %s", left);
+    TEST_ASSERT(qp_test_find_temps("ck-full", left, sizeof left) == 0,
+                "disk_full: temporaries left: %s", left);
     umount("ck-full");
   } else {
     printf("  cannot mount a tmpfs on ck-full (%s): the full-disk case skipped\n", strerror(errno));
@@ -531,8 +534,8 @@ int main(int argc, char **argv) {
    * fills in the middle of a matrix, the panel's staging goes, and the run ends as above. */
   if (mkdir("ck-fullhd", 0755) == 0 && mount("tmpfs", "ck-fullhd", "tmpfs", 0, "size=1m") == 0) {
     setenv("QP_TEST_CHECKPOINT_PANEL_BYTES", "65536", 1);
-    const char *args[] = {"run", "hdpd.yaml", "--output", "fullhd.h5", "--checkpoint",
-                          "ck-fullhd", NULL};
+    const char *args[] = {"run",          "hdpd.yaml", "--output", "fullhd.h5",
+                          "--checkpoint", "ck-fullhd", NULL};
     const char *words[] = {"warning: no checkpoint after covariance_setup (the run goes on)",
                            "No space left on device", NULL};
     TEST_ASSERT(run_words("disk_full_hostdev", 1, args, words) == 0,

@@ -11,9 +11,18 @@
 #include "test_util.h"
 
 int main(void) {
-  qp_fixture f = {.name = "chunking", .nside = 16, .cut_deg = 30, .ell_min = 2, .lmax = 15,
-                  .lmax_signal = 18, .bin_width = 1, .sim_lmax = 18, .n_maps = 3,
-                  .noise_variance = 5.0, .dl_flat = 100.0, .seed = 21};
+  qp_fixture f = {.name = "chunking",
+                  .nside = 16,
+                  .cut_deg = 30,
+                  .ell_min = 2,
+                  .lmax = 15,
+                  .lmax_signal = 18,
+                  .bin_width = 1,
+                  .sim_lmax = 18,
+                  .n_maps = 3,
+                  .noise_variance = 5.0,
+                  .dl_flat = 100.0,
+                  .seed = 21};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_problem whole, chunked;

@@ -248,8 +248,8 @@ int main(int argc, char **argv) {
   {
     write_sky_config("w.yaml", "lmax: 23\nharmonic_method: projected\nbackend: hostdev\n"
                                "memory: {device_overhead: 0B, device_limit: 1600KiB}\n");
-    const char *args[] = {"plan", "--ranks", "4", "--mem-per-node", "4GiB", "--block", "8",
-                          "w.yaml", NULL};
+    const char *args[] = {"plan", "--ranks", "4", "--mem-per-node", "4GiB", "--block",
+                          "8",    "w.yaml",  NULL};
     const char *words[] = {"grid chosen for --mem-per-node", "W in blocks of", NULL};
     free(expect("plan_grids_w_blocks", args, 0, words));
   }

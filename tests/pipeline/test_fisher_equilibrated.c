@@ -31,7 +31,8 @@ static double raw_rcond(const double *f, int np) {
   double anorm = 0.0;
   for (int j = 0; j < np; ++j) {
     double s = 0.0;
-    for (int i = 0; i < np; ++i) s += fabs(a[i + j * np]);
+    for (int i = 0; i < np; ++i)
+      s += fabs(a[i + j * np]);
     anorm = s > anorm ? s : anorm;
   }
   double rcond = NAN;
@@ -49,24 +50,28 @@ static double reference_error(const qp_problem *p) {
   double worst = 0.0;
   for (int j = 0; j < np; ++j) {
     long double d = p->fisher[j + j * np];
-    for (int k = 0; k < j; ++k) d -= l[j + k * np] * l[j + k * np];
+    for (int k = 0; k < j; ++k)
+      d -= l[j + k * np] * l[j + k * np];
     if (!(d > 0)) worst = NAN;
     l[j + j * np] = sqrtl(d);
     for (int i = j + 1; i < np; ++i) {
       long double s = p->fisher[i + j * np];
-      for (int k = 0; k < j; ++k) s -= l[i + k * np] * l[j + k * np];
+      for (int k = 0; k < j; ++k)
+        s -= l[i + k * np] * l[j + k * np];
       l[i + j * np] = s / l[j + j * np];
     }
   }
   for (int m = 0; m < p->n_maps; ++m) {
     for (int i = 0; i < np; ++i) { /* L z = y - b */
       long double s = (long double)p->yb[m * np + i] - p->noise_bias[i];
-      for (int k = 0; k < i; ++k) s -= l[i + k * np] * c[k];
+      for (int k = 0; k < i; ++k)
+        s -= l[i + k * np] * c[k];
       c[i] = s / l[i + i * np];
     }
     for (int i = np - 1; i >= 0; --i) { /* L^T c = z */
       long double s = c[i];
-      for (int k = i + 1; k < np; ++k) s -= l[k + i * np] * c[k];
+      for (int k = i + 1; k < np; ++k)
+        s -= l[k + i * np] * c[k];
       c[i] = s / l[i + i * np];
     }
     for (int q = 0; q < np; ++q)
@@ -103,13 +108,13 @@ static void check_case(const char *label, qp_config *cfg, int refused_before) {
          label, np, raw, p.rcond[QP_RCOND_FISHER], p.spectra_error, cfg->accuracy);
   if (refused_before)
     TEST_ASSERT(isfinite(raw) && raw < floor,
-                "%s: rcond(F) %.3g is not below %.3g: no longer a scaling case", label, raw,
-                floor);
+                "%s: rcond(F) %.3g is not below %.3g: no longer a scaling case", label, raw, floor);
   TEST_ASSERT(p.rcond[QP_RCOND_FISHER] >= floor, "%s: equilibrated rcond %.3g below %.3g", label,
               p.rcond[QP_RCOND_FISHER], floor);
   TEST_WITHIN(p.spectra_error, cfg->accuracy, "%s: the guard's error estimate", label);
   TEST_WITHIN(reference_error(&p), 1e-9, "%s: C_hat against a long-double solve, in sigma", label);
-  double *cl = malloc((size_t)p.n_maps * np * sizeof *cl), *sigma = malloc((size_t)np * sizeof *sigma);
+  double *cl = malloc((size_t)p.n_maps * np * sizeof *cl),
+         *sigma = malloc((size_t)np * sizeof *sigma);
   memcpy(cl, p.cl, (size_t)p.n_maps * np * sizeof *cl);
   memcpy(sigma, p.error, (size_t)np * sizeof *sigma);
   qp_problem_free(&p);
@@ -142,8 +147,16 @@ static void fixture_six_spectra(qp_fixture *f) {
 }
 
 static void check_unbinned_full_sky(void) {
-  qp_fixture f = {.name = "equil_full", .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 11,
-                  .lmax_signal = 11, .bin_width = 1, .sim_lmax = 11, .n_maps = 2, .seed = 38};
+  qp_fixture f = {.name = "equil_full",
+                  .nside = 4,
+                  .cut_deg = 0,
+                  .ell_min = 2,
+                  .lmax = 11,
+                  .lmax_signal = 11,
+                  .bin_width = 1,
+                  .sim_lmax = 11,
+                  .n_maps = 2,
+                  .seed = 38};
   fixture_six_spectra(&f);
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
@@ -152,8 +165,16 @@ static void check_unbinned_full_sky(void) {
 }
 
 static void check_patch(void) {
-  qp_fixture f = {.name = "equil_patch", .nside = 8, .cut_deg = 60, .ell_min = 2, .lmax = 23,
-                  .lmax_signal = 23, .bin_width = 4, .sim_lmax = 23, .n_maps = 2, .seed = 39};
+  qp_fixture f = {.name = "equil_patch",
+                  .nside = 8,
+                  .cut_deg = 60,
+                  .ell_min = 2,
+                  .lmax = 23,
+                  .lmax_signal = 23,
+                  .bin_width = 4,
+                  .sim_lmax = 23,
+                  .n_maps = 2,
+                  .seed = 39};
   fixture_six_spectra(&f);
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
@@ -162,9 +183,18 @@ static void check_patch(void) {
 }
 
 static void check_degenerate(void) {
-  qp_fixture f = {.name = "equil_three", .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 11,
-                  .lmax_signal = 11, .bin_width = 1, .sim_lmax = 11, .n_maps = 1,
-                  .noise_variance = 1.0, .dl_flat = 100.0, .seed = 40};
+  qp_fixture f = {.name = "equil_three",
+                  .nside = 4,
+                  .cut_deg = 0,
+                  .ell_min = 2,
+                  .lmax = 11,
+                  .lmax_signal = 11,
+                  .bin_width = 1,
+                  .sim_lmax = 11,
+                  .n_maps = 1,
+                  .noise_variance = 1.0,
+                  .dl_flat = 100.0,
+                  .seed = 40};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   double mask[192] = {0};

@@ -14,10 +14,18 @@ int main(void) {
   const int64_t nside = 16;
   const double omega = 4.0 * M_PI / (12.0 * nside * nside);
   /* C_l = 1 and sigma^2 Omega = 1: noise equal to signal at every ell. */
-  qp_fixture f = {.name = "fullsky", .nside = nside, .cut_deg = 0, .ell_min = 2,
-                  .lmax = (int)nside - 1, .lmax_signal = (int)nside - 1, .bin_width = 1,
-                  .sim_lmax = (int)nside - 1, .n_maps = 1, .noise_variance = 1.0 / omega,
-                  .cl_flat = 1.0, .seed = 11};
+  qp_fixture f = {.name = "fullsky",
+                  .nside = nside,
+                  .cut_deg = 0,
+                  .ell_min = 2,
+                  .lmax = (int)nside - 1,
+                  .lmax_signal = (int)nside - 1,
+                  .bin_width = 1,
+                  .sim_lmax = (int)nside - 1,
+                  .n_maps = 1,
+                  .noise_variance = 1.0 / omega,
+                  .cl_flat = 1.0,
+                  .seed = 11};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_problem p;
@@ -34,8 +42,7 @@ int main(void) {
     worst_diag = qp_test_worst(worst_diag, d);
     for (int r = 0; r < np; ++r) {
       if (r == q) continue;
-      double off = fabs(p.fisher[q + r * np]) /
-                   sqrt(p.fisher[q + q * np] * p.fisher[r + r * np]);
+      double off = fabs(p.fisher[q + r * np]) / sqrt(p.fisher[q + q * np] * p.fisher[r + r * np]);
       worst_off = qp_test_worst(worst_off, off);
     }
   }

@@ -11,10 +11,20 @@
 int main(void) {
   const int64_t nside = 8;
   const double omega = 4.0 * M_PI / (12.0 * nside * nside);
-  qp_fixture f = {.name = "fullsky_pol", .nside = nside, .cut_deg = 0, .ell_min = 2,
-                  .lmax = (int)nside - 1, .lmax_signal = (int)nside - 1, .bin_width = 1,
-                  .sim_lmax = (int)nside - 1, .n_maps = 1, .noise_variance = 1.0 / omega,
-                  .cl_flat = 1.0, .seed = 12, .fields = QP_FIELDS_QU, .ee_ratio = 1.0,
+  qp_fixture f = {.name = "fullsky_pol",
+                  .nside = nside,
+                  .cut_deg = 0,
+                  .ell_min = 2,
+                  .lmax = (int)nside - 1,
+                  .lmax_signal = (int)nside - 1,
+                  .bin_width = 1,
+                  .sim_lmax = (int)nside - 1,
+                  .n_maps = 1,
+                  .noise_variance = 1.0 / omega,
+                  .cl_flat = 1.0,
+                  .seed = 12,
+                  .fields = QP_FIELDS_QU,
+                  .ee_ratio = 1.0,
                   .bb_ratio = 0.5};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));

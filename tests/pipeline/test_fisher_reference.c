@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "driver.h"
-#include "fixture.h"
 #include "fits_map.h"
+#include "fixture.h"
 #include "h5_matrix.h"
 #include "test_util.h"
 
@@ -79,7 +79,8 @@ static void check_against_reference(const qp_fixture *f, const qp_problem *p, co
   TEST_ASSERT(LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (int)n, c, (int)n) == 0, "reference potrf");
   TEST_ASSERT(LAPACKE_dpotri(LAPACK_COL_MAJOR, 'L', (int)n, c, (int)n) == 0, "reference potri");
   for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < j; ++i) c[i + j * n] = c[j + i * n];
+    for (int64_t i = 0; i < j; ++i)
+      c[i + j * n] = c[j + i * n];
   for (int q = 0; q < np; ++q)
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, c, (int)n,
                 pb + q * n * n, (int)n, 0.0, a + q * n * n, (int)n);
@@ -88,7 +89,8 @@ static void check_against_reference(const qp_fixture *f, const qp_problem *p, co
     for (int r = 0; r < np; ++r) {
       double s = 0;
       for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < n; ++i) s += a[q * n * n + i + j * n] * a[r * n * n + j + i * n];
+        for (int64_t i = 0; i < n; ++i)
+          s += a[q * n * n + i + j * n] * a[r * n * n + j + i * n];
       double d = qp_test_rel_diff(0.5 * s, p->fisher[q + r * np]);
       worst_f = qp_test_worst(worst_f, d);
     }
@@ -97,7 +99,8 @@ static void check_against_reference(const qp_fixture *f, const qp_problem *p, co
                 a + q * n * n, (int)n, c, (int)n, 0.0, e, (int)n);
     double b = 0;
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < n; ++i) b += n_eff[i + j * n] * e[j + i * n];
+      for (int64_t i = 0; i < n; ++i)
+        b += n_eff[i + j * n] * e[j + i * n];
     double db = qp_test_rel_diff(b, p->noise_bias[q]);
     worst_b = qp_test_worst(worst_b, db);
     for (int64_t m = 0; m < p->n_maps; ++m) {
@@ -108,8 +111,8 @@ static void check_against_reference(const qp_fixture *f, const qp_problem *p, co
       worst_y = qp_test_worst(worst_y, dy);
     }
   }
-  printf("%s: n_pix %lld, %d parameters: max relative difference F %.2e, b %.2e, y %.2e\n",
-         f->name, (long long)n, np, worst_f, worst_b, worst_y);
+  printf("%s: n_pix %lld, %d parameters: max relative difference F %.2e, b %.2e, y %.2e\n", f->name,
+         (long long)n, np, worst_f, worst_b, worst_y);
   TEST_WITHIN(worst_f, 1e-10, "F differs from the dense reference");
   TEST_WITHIN(worst_b, 1e-10, "b differs from the dense reference");
   TEST_WITHIN(worst_y, 1e-10, "y differs from the dense reference");
@@ -127,9 +130,18 @@ static double pixel_variance(double base, int64_t ring_pixel) {
 }
 
 static void run_case(const char *name, int dense) {
-  qp_fixture f = {.name = name, .nside = 4, .cut_deg = 20, .ell_min = 2, .lmax = 8,
-                  .lmax_signal = 11, .bin_width = 2, .sim_lmax = 11, .n_maps = 2,
-                  .noise_variance = 0.5, .dl_flat = 10.0, .seed = 3};
+  qp_fixture f = {.name = name,
+                  .nside = 4,
+                  .cut_deg = 20,
+                  .ell_min = 2,
+                  .lmax = 8,
+                  .lmax_signal = 11,
+                  .bin_width = 2,
+                  .sim_lmax = 11,
+                  .n_maps = 2,
+                  .noise_variance = 0.5,
+                  .dl_flat = 10.0,
+                  .seed = 3};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   cfg.beam_fwhm_arcmin = beam_fwhm_arcmin;
@@ -141,9 +153,9 @@ static void run_case(const char *name, int dense) {
   double *noise = calloc((size_t)(n * n), sizeof *noise);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < n; ++i)
-      noise[i + j * n] = dense ? dense_noise(p.vectors + 3 * i, p.vectors + 3 * j,
-                                             f.noise_variance, i == j)
-                               : (i == j ? pixel_variance(f.noise_variance, p.observed[i]) : 0);
+      noise[i + j * n] =
+          dense ? dense_noise(p.vectors + 3 * i, p.vectors + 3 * j, f.noise_variance, i == j)
+                : (i == j ? pixel_variance(f.noise_variance, p.observed[i]) : 0);
   qp_problem_free(&p);
   char path[256];
   if (dense) {
@@ -153,7 +165,8 @@ static void run_case(const char *name, int dense) {
     snprintf(cfg.noise_dataset, sizeof cfg.noise_dataset, "/covariance");
   } else {
     double *sky = calloc((size_t)n_sky, sizeof *sky);
-    for (int64_t i = 0; i < n_sky; ++i) sky[i] = pixel_variance(f.noise_variance, i);
+    for (int64_t i = 0; i < n_sky; ++i)
+      sky[i] = pixel_variance(f.noise_variance, i);
     snprintf(path, sizeof path, "%s_variance.fits", name);
     const char *names[] = {"VARIANCE"};
     const double *columns[] = {sky};

@@ -73,18 +73,32 @@ static double compare(const run *a, const run *b, const char *what, const char *
 static void run_case(qp_fields fields, int switched, int dense) {
   static const char *const field_names[] = {"T", "QU", "TQU"};
   char name[64];
-  snprintf(name, sizeof name, "agree_%s_%s_%s", field_names[fields], switched ? "switch" : "noswitch",
-           dense ? "dense" : "diag");
-  qp_fixture f = {.name = name, .nside = 4, .cut_deg = 20, .ell_min = 2, .lmax = switched ? 7 : 9,
-                  .lmax_signal = 9, .bin_width = 2, .sim_lmax = 9, .n_maps = 2,
-                  .noise_variance = 0.3, .noise_variance_pol = 0.2, .dl_flat = 30.0, .seed = 9,
-                  .fields = fields, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.5,
+  snprintf(name, sizeof name, "agree_%s_%s_%s", field_names[fields],
+           switched ? "switch" : "noswitch", dense ? "dense" : "diag");
+  qp_fixture f = {.name = name,
+                  .nside = 4,
+                  .cut_deg = 20,
+                  .ell_min = 2,
+                  .lmax = switched ? 7 : 9,
+                  .lmax_signal = 9,
+                  .bin_width = 2,
+                  .sim_lmax = 9,
+                  .n_maps = 2,
+                  .noise_variance = 0.3,
+                  .noise_variance_pol = 0.2,
+                  .dl_flat = 30.0,
+                  .seed = 9,
+                  .fields = fields,
+                  .ee_ratio = 0.3,
+                  .bb_ratio = 0.1,
+                  .te_corr = 0.5,
                   .n_spectra = fields == QP_FIELDS_T ? 1 : (fields == QP_FIELDS_QU ? 3 : 6),
                   .spectra = {QP_TT}};
   if (fields == QP_FIELDS_QU) {
     f.spectra[0] = QP_EE, f.spectra[1] = QP_BB, f.spectra[2] = QP_EB;
   } else if (fields == QP_FIELDS_TQU) {
-    for (int s = 0; s < 6; ++s) f.spectra[s] = (qp_spectrum)s;
+    for (int s = 0; s < 6; ++s)
+      f.spectra[s] = (qp_spectrum)s;
   }
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
@@ -119,14 +133,16 @@ static void run_case(qp_fields fields, int switched, int dense) {
     printf("%-36s n_pix %4lld n_modes %4lld: F %.1e  y %.1e  b %.1e\n", label,
            (long long)r[k].p.n_pix, (long long)r[k].p.n_modes, df, dy, db);
   }
-  for (int k = 0; k < 3; ++k) qp_problem_free(&r[k].p);
+  for (int k = 0; k < 3; ++k)
+    qp_problem_free(&r[k].p);
   qp_config_free(&cfg);
 }
 
 int main(void) {
   for (int fields = 0; fields < 3; ++fields)
     for (int switched = 0; switched < 2; ++switched)
-      for (int dense = 0; dense < 2; ++dense) run_case((qp_fields)fields, switched, dense);
+      for (int dense = 0; dense < 2; ++dense)
+        run_case((qp_fields)fields, switched, dense);
   TEST_ASSERT(qp_budget_current(QP_SPACE_HOST) == 0, "budget blocks left alive");
   return TEST_RETURN();
 }

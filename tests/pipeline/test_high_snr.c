@@ -12,10 +12,21 @@
 
 int main(void) {
   const double omega = 4.0 * M_PI / 768.0;
-  qp_fixture f = {.name = "high_snr", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 16,
-                  .lmax_signal = 16, .bin_width = 1, .sim_lmax = 16, .n_maps = 2,
-                  .noise_variance = 1e-7 / omega, .cl_flat = 1.0, .seed = 4,
-                  .fields = QP_FIELDS_QU, .ee_ratio = 1.0, .bb_ratio = 0.1};
+  qp_fixture f = {.name = "high_snr",
+                  .nside = 8,
+                  .cut_deg = 20,
+                  .ell_min = 2,
+                  .lmax = 16,
+                  .lmax_signal = 16,
+                  .bin_width = 1,
+                  .sim_lmax = 16,
+                  .n_maps = 2,
+                  .noise_variance = 1e-7 / omega,
+                  .cl_flat = 1.0,
+                  .seed = 4,
+                  .fields = QP_FIELDS_QU,
+                  .ee_ratio = 1.0,
+                  .bb_ratio = 0.1};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_problem smw, proj;
@@ -39,7 +50,8 @@ int main(void) {
       diff = qp_test_worst(diff, fabs(smw.fisher[i + j * np] - proj.fisher[i + j * np]) / scale);
     }
   int finite = 1;
-  for (int q = 0; q < np; ++q) finite &= isfinite(smw.error[q]) && smw.error[q] > 0;
+  for (int q = 0; q < np; ++q)
+    finite &= isfinite(smw.error[q]) && smw.error[q] > 0;
   printf("QU nside 8, noise power 1e-7 of C^EE: SMW W asymmetry %.2e, SMW vs projection %.2e, "
          "all error bars finite: %s\n",
          asym, diff, finite ? "yes" : "no");

@@ -81,28 +81,26 @@ static size_t staging_of(const qp_model *m, qp_stage_id s) {
 }
 
 /* Projection in panels: V^T's window in basis_setup is host_panel local rows by every local
- * column, as is the maps' window in spectra_run, and the bias's window in fisher_run a panel of Z's columns (qp_model_mode_panel),
- * each below the whole matrix's; with the tracked terms equal to these (budget_check.h), the
- * stages open no wider window. */
+ * column, as is the maps' window in spectra_run, and the bias's window in fisher_run a panel of Z's
+ * columns (qp_model_mode_panel), each below the whole matrix's; with the tracked terms equal to
+ * these (budget_check.h), the stages open no wider window. */
 static void check_projection_windows(const qp_problem *p, const char *what) {
   const qp_model_dims *d = &p->plan->model_dims;
   const int64_t local_rows = d->grid_rows > 0
                                  ? qp_bc_local_count(p->n_pix, d->block, d->grid_row, d->grid_rows)
                                  : p->n_pix;
-  const int64_t mode_cols =
-      d->grid_rows > 0 ? qp_bc_local_count(p->n_modes, d->block, d->grid_col, d->grid_cols)
-                       : p->n_modes;
+  const int64_t mode_cols = d->grid_rows > 0
+                                ? qp_bc_local_count(p->n_modes, d->block, d->grid_col, d->grid_cols)
+                                : p->n_modes;
   const int64_t panel_rows = d->host_panel < local_rows ? d->host_panel : local_rows;
-  const int64_t bias_cols =
-      d->grid_rows > 0
-          ? qp_bc_local_count(qp_model_mode_panel(d), d->block, d->grid_col, d->grid_cols)
-          : qp_model_mode_panel(d);
+  const int64_t bias_cols = d->grid_rows > 0 ? qp_bc_local_count(qp_model_mode_panel(d), d->block,
+                                                                 d->grid_col, d->grid_cols)
+                                             : qp_model_mode_panel(d);
   const size_t basis = staging_of(&p->plan->model, QP_STAGE_BASIS_SETUP),
                fisher = staging_of(&p->plan->model, QP_STAGE_FISHER_RUN);
-  TEST_ASSERT(basis == (size_t)(panel_rows * mode_cols) * sizeof(double) &&
-                  panel_rows < local_rows,
-              "%s: basis_setup's staging %zu B, not V^T's panel of %lld of %lld rows", what,
-              basis, (long long)panel_rows, (long long)local_rows);
+  TEST_ASSERT(basis == (size_t)(panel_rows * mode_cols) * sizeof(double) && panel_rows < local_rows,
+              "%s: basis_setup's staging %zu B, not V^T's panel of %lld of %lld rows", what, basis,
+              (long long)panel_rows, (long long)local_rows);
   /* On a grid the bias's panel is whole blocks (qp_model_mode_panel): at least one. */
   int64_t want = d->host_panel;
   if (d->grid_rows > 0) want = want / d->block > 1 ? want / d->block * d->block : d->block;
@@ -111,9 +109,9 @@ static void check_projection_windows(const qp_problem *p, const char *what) {
               "%s: fisher_run's staging %zu B, bias panel %lld of %lld columns (want %lld)", what,
               fisher, (long long)bias_cols, (long long)mode_cols, (long long)want);
   /* spectra_run writes the batch of maps a panel of rows at a time. */
-  const int64_t map_cols =
-      d->grid_rows > 0 ? qp_bc_local_count(p->n_maps, d->block, d->grid_col, d->grid_cols)
-                       : p->n_maps;
+  const int64_t map_cols = d->grid_rows > 0
+                               ? qp_bc_local_count(p->n_maps, d->block, d->grid_col, d->grid_cols)
+                               : p->n_maps;
   const size_t spectra = staging_of(&p->plan->model, QP_STAGE_SPECTRA_RUN);
   TEST_ASSERT(spectra == (size_t)(panel_rows * map_cols) * sizeof(double),
               "%s: spectra_run's staging %zu B, not the maps' panel of %lld of %lld rows", what,
@@ -161,8 +159,8 @@ static void check_field_windows(const qp_problem *p, const char *what) {
   const qp_model_dims *d = &p->plan->model_dims;
   const panel_shape s = panel_of(d, d->n_lm, d->n_lm);
   const size_t bytes = term_bytes(&p->plan->model, QP_TERM_FIELD_BLOCKS),
-               expect = (size_t)(d->n_fields * d->n_fields) * (size_t)(s.rows * s.cols) *
-                        sizeof(double);
+               expect =
+                   (size_t)(d->n_fields * d->n_fields) * (size_t)(s.rows * s.cols) * sizeof(double);
   TEST_ASSERT(qp_model_field_panel(d) == s.want && bytes == expect,
               "%s: W's field blocks %zu B in panels of %lld columns, want %zu B in panels of "
               "%lld of %lld",
@@ -330,9 +328,17 @@ static void check_dense_case(qp_fixture *f, const char *name, int64_t panel, con
 int main(int argc, char **argv) {
   TEST_OK(qp_comm_init(&argc, &argv));
   /* T: nside 8 with a cut, l 2..11: 140 modes against a few hundred pixels. */
-  qp_fixture t = {.nside = 8, .cut_deg = 30, .ell_min = 2, .lmax = 11, .lmax_signal = 11,
-                  .bin_width = 3, .sim_lmax = 11, .n_maps = 2, .noise_variance = 1.0,
-                  .dl_flat = 100.0, .seed = 41};
+  qp_fixture t = {.nside = 8,
+                  .cut_deg = 30,
+                  .ell_min = 2,
+                  .lmax = 11,
+                  .lmax_signal = 11,
+                  .bin_width = 3,
+                  .sim_lmax = 11,
+                  .n_maps = 2,
+                  .noise_variance = 1.0,
+                  .dl_flat = 100.0,
+                  .seed = 41};
   check_case(&t, "host_panels_t", 100, "T projection");
 
   /* TQU with the switch: nside 4, l 2..5 in V (96 modes), S_fixed up to 8 joins N. */

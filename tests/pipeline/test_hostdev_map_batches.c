@@ -55,7 +55,6 @@ static double device_peak_at(qp_config *cfg, int64_t batch) {
   return peak;
 }
 
-
 static void set_route(qp_config *cfg, qp_path path, int method, const char *backend) {
   cfg->path = path;
   cfg->harmonic_method = method;
@@ -102,9 +101,17 @@ int main(int argc, char **argv) {
   qp_problem p;
   TEST_OK(qp_comm_init(&argc, &argv));
   /* 48 pixels (nside 2, full sky), 21 modes (ell 2..4), 3 parameters, 120 maps. */
-  qp_fixture t = {.nside = 2, .cut_deg = 0, .ell_min = 2, .lmax = 4,
-                  .lmax_signal = 4, .bin_width = 1, .sim_lmax = 4, .n_maps = 120,
-                  .noise_variance = 10.0, .dl_flat = 100.0, .seed = 21};
+  qp_fixture t = {.nside = 2,
+                  .cut_deg = 0,
+                  .ell_min = 2,
+                  .lmax = 4,
+                  .lmax_signal = 4,
+                  .bin_width = 1,
+                  .sim_lmax = 4,
+                  .n_maps = 120,
+                  .noise_variance = 10.0,
+                  .dl_flat = 100.0,
+                  .seed = 21};
   TEST_OK(qp_fixture_write_ranked(&t, "map_batches_t", 8, &cfg));
 
   /* The batches: where each route's per-map matrices outweigh the rest of its device peak
@@ -147,10 +154,21 @@ int main(int argc, char **argv) {
 
   /* SMW whitens the maps by the Cholesky factor of a dense N_eff (TQU, dense N, the switch):
    * 7 maps in batches of 3, 3 and 1. */
-  qp_fixture tqu = {.nside = 2, .cut_deg = 0, .ell_min = 2,
-                    .lmax = 4, .lmax_signal = 5, .bin_width = 1, .sim_lmax = 5, .n_maps = 7,
-                    .noise_variance = 1.0, .dl_flat = 100.0, .seed = 22,
-                    .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
+  qp_fixture tqu = {.nside = 2,
+                    .cut_deg = 0,
+                    .ell_min = 2,
+                    .lmax = 4,
+                    .lmax_signal = 5,
+                    .bin_width = 1,
+                    .sim_lmax = 5,
+                    .n_maps = 7,
+                    .noise_variance = 1.0,
+                    .dl_flat = 100.0,
+                    .seed = 22,
+                    .fields = QP_FIELDS_TQU,
+                    .ee_ratio = 0.3,
+                    .bb_ratio = 0.1,
+                    .te_corr = 0.4};
   TEST_OK(qp_fixture_write_ranked(&tqu, "map_batches_tqu", 8, &cfg));
   set_route(&cfg, QP_PATH_HARMONIC, 1, "cpu");
   char noise[64];

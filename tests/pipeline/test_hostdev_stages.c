@@ -55,12 +55,14 @@ static void check_route(qp_config *cfg, qp_path path, int method, double device_
   cfg->device_limit = device_limit;
   TEST_OK(qp_fixture_run(cfg, &p, &baseline));
   if (qp_comm_rank() == 0)
-    printf("%s on %d rank(s): backend %s, n_pix %lld, n_modes %lld, %d parameters, chunks %lld/%lld, device peak %.3f MiB, "
-         "host peak %.3f MiB\n",
-         what, qp_comm_size(), p.ops ? p.ops->name : "?", (long long)p.n_pix, (long long)p.n_modes, p.n_params,
-         (long long)p.plan->model_dims.fisher_chunk, (long long)p.plan->model_dims.spectra_chunk,
-         (double)qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE) / 1048576.0,
-         (double)qp_model_peak(&p.plan->model) / 1048576.0);
+    printf("%s on %d rank(s): backend %s, n_pix %lld, n_modes %lld, %d parameters, chunks "
+           "%lld/%lld, device peak %.3f MiB, "
+           "host peak %.3f MiB\n",
+           what, qp_comm_size(), p.ops ? p.ops->name : "?", (long long)p.n_pix,
+           (long long)p.n_modes, p.n_params, (long long)p.plan->model_dims.fisher_chunk,
+           (long long)p.plan->model_dims.spectra_chunk,
+           (double)qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE) / 1048576.0,
+           (double)qp_model_peak(&p.plan->model) / 1048576.0);
   TEST_ASSERT(qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE) > 0, "%s: no device terms", what);
   compare(&cpu, &p, what);
   qp_check_budget_exact(&p);
@@ -70,8 +72,8 @@ static void check_route(qp_config *cfg, qp_path path, int method, double device_
   if (qp_comm_size() == 1) {
     const qp_model_term *ws = qp_model_find(&p.plan->model, QP_TERM_HOSTDEV_WORKSPACE),
                         *piv = qp_model_find(&p.plan->model, QP_TERM_HOSTDEV_PIVOTS);
-    TEST_ASSERT(ws && ws->space == QP_SPACE_DEVICE && ws->bytes > 0, "%s: no '%s' predicted",
-                what, QP_TERM_HOSTDEV_WORKSPACE);
+    TEST_ASSERT(ws && ws->space == QP_SPACE_DEVICE && ws->bytes > 0, "%s: no '%s' predicted", what,
+                QP_TERM_HOSTDEV_WORKSPACE);
     TEST_ASSERT(!p.plan->smw || (piv && piv->bytes == (size_t)p.n_modes * 8),
                 "%s: SMW's '%s' not predicted at 8 n_modes", what, QP_TERM_HOSTDEV_PIVOTS);
   }
@@ -119,9 +121,18 @@ int main(int argc, char **argv) {
   TEST_OK(qp_comm_init(&argc, &argv));
   const int only_t = argc > 1 && strcmp(argv[1], "T") == 0;
 
-  qp_fixture t = {.name = qp_fixture_rank_name(name, sizeof name, "hostdev_t"), .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
-                  .lmax_signal = 16, .bin_width = 3, .sim_lmax = 16, .n_maps = 2,
-                  .noise_variance = 10.0, .dl_flat = 100.0, .seed = 11};
+  qp_fixture t = {.name = qp_fixture_rank_name(name, sizeof name, "hostdev_t"),
+                  .nside = 8,
+                  .cut_deg = 20,
+                  .ell_min = 2,
+                  .lmax = 12,
+                  .lmax_signal = 16,
+                  .bin_width = 3,
+                  .sim_lmax = 16,
+                  .n_maps = 2,
+                  .noise_variance = 10.0,
+                  .dl_flat = 100.0,
+                  .seed = 11};
   TEST_OK(qp_fixture_write(&t, &cfg));
   check_routes(&cfg, "T diagonal N, switch");
   if (only_t || tiled_table()) {
@@ -136,9 +147,17 @@ int main(int argc, char **argv) {
    * (n_modes) in its last: the model's two entries of the term, each exact in its phases. */
   char few_name[64];
   qp_fixture few = {.name = qp_fixture_rank_name(few_name, sizeof few_name, "hostdev_few"),
-                    .nside = 8, .cut_deg = 60, .ell_min = 2, .lmax = 12, .lmax_signal = 16,
-                    .bin_width = 3, .sim_lmax = 16, .n_maps = 2, .noise_variance = 10.0,
-                    .dl_flat = 100.0, .seed = 14};
+                    .nside = 8,
+                    .cut_deg = 60,
+                    .ell_min = 2,
+                    .lmax = 12,
+                    .lmax_signal = 16,
+                    .bin_width = 3,
+                    .sim_lmax = 16,
+                    .n_maps = 2,
+                    .noise_variance = 10.0,
+                    .dl_flat = 100.0,
+                    .seed = 14};
   TEST_OK(qp_fixture_write(&few, &cfg));
   check_route(&cfg, QP_PATH_HARMONIC, 1, 0, "T few pixels, harmonic smw");
   qp_config_free(&cfg);
@@ -179,23 +198,46 @@ int main(int argc, char **argv) {
 
   qp_config_free(&cfg);
 
-  qp_fixture qu = {.name = qp_fixture_rank_name(name, sizeof name, "hostdev_qu"), .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
-                   .lmax_signal = 12, .bin_width = 3, .sim_lmax = 12, .n_maps = 2,
-                   .noise_variance = 1.0, .dl_flat = 100.0, .seed = 12, .fields = QP_FIELDS_QU,
-                   .ee_ratio = 0.3, .bb_ratio = 0.1};
+  qp_fixture qu = {.name = qp_fixture_rank_name(name, sizeof name, "hostdev_qu"),
+                   .nside = 8,
+                   .cut_deg = 20,
+                   .ell_min = 2,
+                   .lmax = 12,
+                   .lmax_signal = 12,
+                   .bin_width = 3,
+                   .sim_lmax = 12,
+                   .n_maps = 2,
+                   .noise_variance = 1.0,
+                   .dl_flat = 100.0,
+                   .seed = 12,
+                   .fields = QP_FIELDS_QU,
+                   .ee_ratio = 0.3,
+                   .bb_ratio = 0.1};
   TEST_OK(qp_fixture_write(&qu, &cfg));
   check_routes(&cfg, "QU diagonal N");
   qp_config_free(&cfg);
 
   /* TQU, a dense N and the switch. */
-  qp_fixture tqu = {.name = qp_fixture_rank_name(name, sizeof name, "hostdev_tqu"), .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
-                    .lmax_signal = 8, .bin_width = 2, .sim_lmax = 8, .n_maps = 2,
-                    .noise_variance = 1.0, .dl_flat = 100.0, .seed = 13,
-                    .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1, .te_corr = 0.4};
+  qp_fixture tqu = {.name = qp_fixture_rank_name(name, sizeof name, "hostdev_tqu"),
+                    .nside = 4,
+                    .cut_deg = 0,
+                    .ell_min = 2,
+                    .lmax = 6,
+                    .lmax_signal = 8,
+                    .bin_width = 2,
+                    .sim_lmax = 8,
+                    .n_maps = 2,
+                    .noise_variance = 1.0,
+                    .dl_flat = 100.0,
+                    .seed = 13,
+                    .fields = QP_FIELDS_TQU,
+                    .ee_ratio = 0.3,
+                    .bb_ratio = 0.1,
+                    .te_corr = 0.4};
   TEST_OK(qp_fixture_write(&tqu, &cfg));
   char noise[64];
-  TEST_OK(qp_fixture_dense_noise(&cfg, qp_fixture_rank_name(noise, sizeof noise, "hostdev_dense_noise.h5"),
-                                 0.1));
+  TEST_OK(qp_fixture_dense_noise(
+      &cfg, qp_fixture_rank_name(noise, sizeof noise, "hostdev_dense_noise.h5"), 0.1));
   check_routes(&cfg, "TQU dense N, switch");
   qp_config_free(&cfg);
   qp_comm_finalize();

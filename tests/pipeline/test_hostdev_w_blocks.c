@@ -98,8 +98,7 @@ static double check_blocks(qp_config *cfg, int64_t w_block, const char *what) {
     double worst = qp_test_max_rel_diff(cpu.fisher, p.fisher, np * np);
     worst = qp_test_worst(worst, qp_test_max_rel_diff(cpu.noise_bias, p.noise_bias, np));
     worst = qp_test_worst(worst, qp_test_max_rel_diff(cpu.cl, p.cl, np * n_maps));
-    TEST_WITHIN(worst, 1e-12, "%s: W whole under a limit that holds it: not the dist run's",
-                what);
+    TEST_WITHIN(worst, 1e-12, "%s: W whole under a limit that holds it: not the dist run's", what);
   }
   qp_problem_free(&p);
 
@@ -108,9 +107,10 @@ static double check_blocks(qp_config *cfg, int64_t w_block, const char *what) {
   if (qp_comm_rank() == 0)
     printf("%s on %d rank(s), backend %s: n_pix %lld, n_modes %lld, device_limit %.0f B (W "
            "whole: %.0f B): w_block %lld, device peak %zu B, host peak %zu B\n  route: %s\n",
-           what, qp_comm_size(), p.ops->name, (long long)p.n_pix, (long long)p.n_modes, limit, whole,
-         (long long)p.plan->model_dims.w_block, qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE),
-         qp_model_peak(&p.plan->model), p.plan->path_reason);
+           what, qp_comm_size(), p.ops->name, (long long)p.n_pix, (long long)p.n_modes, limit,
+           whole, (long long)p.plan->model_dims.w_block,
+           qp_model_peak_in(&p.plan->model, QP_SPACE_DEVICE), qp_model_peak(&p.plan->model),
+           p.plan->path_reason);
   check_pieces(what, "W in blocks", p.plan->model_dims.w_block, w_block, p.n_modes,
                p.plan->path_reason);
   /* W's blocks by gemm, not syrk: how far from the cpu run's syrk W they take F and C_hat. */
@@ -130,9 +130,17 @@ int main(int argc, char **argv) {
   const int one_rank = qp_comm_size() == 1;
   /* T: nside 4 with a cut, l 2..11: 140 modes, more than the 80 pixels. The blocks: multiples
    * of 16 (block_unit on 2 ranks), the last narrower. */
-  qp_fixture t = {.nside = 4, .cut_deg = 40, .ell_min = 2, .lmax = 11,
-                  .lmax_signal = 11, .bin_width = 3, .sim_lmax = 11, .n_maps = 3,
-                  .noise_variance = 1.0, .dl_flat = 100.0, .seed = 31};
+  qp_fixture t = {.nside = 4,
+                  .cut_deg = 40,
+                  .ell_min = 2,
+                  .lmax = 11,
+                  .lmax_signal = 11,
+                  .bin_width = 3,
+                  .sim_lmax = 11,
+                  .n_maps = 3,
+                  .noise_variance = 1.0,
+                  .dl_flat = 100.0,
+                  .seed = 31};
   TEST_OK(qp_fixture_write_ranked(&t, "w_blocks_t", 8, &cfg));
   const int64_t t_block = 96;
   const double limit = check_blocks(&cfg, t_block, "T projection");
@@ -178,8 +186,7 @@ int main(int argc, char **argv) {
   qp_model least;
   model_at(&cfg, block_unit(), &least);
   set_route(&cfg, 2, "hostdev");
-  double fisher_peak =
-      (double)qp_model_stage_peak_in(&least, QP_STAGE_FISHER_RUN, QP_SPACE_DEVICE);
+  double fisher_peak = (double)qp_model_stage_peak_in(&least, QP_STAGE_FISHER_RUN, QP_SPACE_DEVICE);
   TEST_OK(qp_comm_max(&fisher_peak, 1));
   cfg.device_limit = fisher_peak - 8;
   err = qp_fixture_run(&cfg, &p, &baseline);

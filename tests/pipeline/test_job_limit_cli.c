@@ -11,8 +11,8 @@
  *       the limit found and named; skipped with a message otherwise;
  *   (e) QMLPIPE_IGNORE_JOB_LIMIT=1 runs (b)'s limit unchunked; a malformed SLURM value is
  *       refused (exit 6) naming it. */
-#include <hdf5.h>
 #include <errno.h>
+#include <hdf5.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +61,9 @@ static void case_refused(void) {
               qp_err_exit_status(QP_ERR_BUDGET));
   /* Refused before computing: the child's own CPU, not the wall, which moves with load. */
   TEST_ASSERT(qp_test_within(r.cpu_seconds, 5.0), "refused: took %.2f s of CPU", r.cpu_seconds);
-  const char *words[] = {"exceeds the job's memory limit", "SLURM_MEM_PER_NODE=70",
-                         "stage ", "largest term", " by ", "nothing was allocated"};
+  const char *words[] = {
+      "exceeds the job's memory limit", "SLURM_MEM_PER_NODE=70", "stage ", "largest term", " by ",
+      "nothing was allocated"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; ++i)
     TEST_ASSERT(r.err && strstr(r.err, words[i]), "refused: stderr lacks '%s'", words[i]);
   TEST_ASSERT(!file_exists("ex/results.h5"), "refused: a results file was written");
@@ -235,10 +236,11 @@ int main(int argc, char **argv) {
   if (setup != 0) return setup;
   remove("ex/results.h5"); /* a results file of an earlier run must not pass for this one's */
   /* Only what each case sets. */
-  const char *vars[] = {"SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU", "SLURM_CPUS_PER_TASK",
-                        "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
-                        "QMLPIPE_IGNORE_JOB_LIMIT"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i) unsetenv(vars[i]);
+  const char *vars[] = {"SLURM_MEM_PER_NODE",   "SLURM_MEM_PER_CPU",
+                        "SLURM_CPUS_PER_TASK",  "SLURM_NTASKS_PER_NODE",
+                        "SLURM_TASKS_PER_NODE", "QMLPIPE_IGNORE_JOB_LIMIT"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i)
+    unsetenv(vars[i]);
   const char *sim[] = {"simulate", "--example", "ex", "--cls", cls, "--nside", "8", NULL};
   qp_cli_result r;
   run("simulate", sim, &r);

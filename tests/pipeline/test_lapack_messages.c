@@ -62,9 +62,8 @@ static void fisher_not_posdef(void) {
   TEST_ASSERT(r.exited && r.status == qp_err_exit_status(QP_ERR_NOT_POSDEF),
               "fisher_zero: exit status %d (signal %d), expected %d", r.status, r.signal,
               qp_err_exit_status(QP_ERR_NOT_POSDEF));
-  const char *words[] = {
-      "the Fisher matrix (3 parameters) is not positive definite",
-      "parameter 0 (TT, ell 2-4) has F_pp = 0", "no pixel constrains it"};
+  const char *words[] = {"the Fisher matrix (3 parameters) is not positive definite",
+                         "parameter 0 (TT, ell 2-4) has F_pp = 0", "no pixel constrains it"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; ++i)
     TEST_ASSERT(strstr(r.err, words[i]) != NULL, "fisher_zero: stderr lacks '%s':\n%s", words[i],
                 r.err);

@@ -63,9 +63,18 @@ static double compare(const kept *ref, const qp_problem *p, const char *label) {
 }
 
 static void check_blas_split(void) {
-  qp_fixture f = {.name = "guards_split", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 12,
-                  .lmax_signal = 14, .bin_width = 2, .sim_lmax = 14, .n_maps = 2,
-                  .noise_variance = 5.0, .dl_flat = 100.0, .seed = 5};
+  qp_fixture f = {.name = "guards_split",
+                  .nside = 8,
+                  .cut_deg = 20,
+                  .ell_min = 2,
+                  .lmax = 12,
+                  .lmax_signal = 14,
+                  .bin_width = 2,
+                  .sim_lmax = 14,
+                  .n_maps = 2,
+                  .noise_variance = 5.0,
+                  .dl_flat = 100.0,
+                  .seed = 5};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   cfg.path = QP_PATH_PIXEL_DIRECT;
@@ -105,7 +114,8 @@ static void write_variance_map(const char *path, int64_t nside, double value, do
                                int64_t at) {
   const int64_t n = 12 * nside * nside;
   double *v = malloc((size_t)n * sizeof *v);
-  for (int64_t i = 0; i < n; ++i) v[i] = value;
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = value;
   if (at >= 0) v[at] = odd;
   const char *names[1] = {"T_VARIANCE"};
   const double *cols[1] = {v};
@@ -114,9 +124,18 @@ static void write_variance_map(const char *path, int64_t nside, double value, do
 }
 
 static void check_smw_conditioning(void) {
-  qp_fixture f = {.name = "guards_smw", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 10,
-                  .lmax_signal = 10, .bin_width = 3, .sim_lmax = 10, .n_maps = 1,
-                  .noise_variance = 1.0, .dl_flat = 100.0, .seed = 9};
+  qp_fixture f = {.name = "guards_smw",
+                  .nside = 8,
+                  .cut_deg = 20,
+                  .ell_min = 2,
+                  .lmax = 10,
+                  .lmax_signal = 10,
+                  .bin_width = 3,
+                  .sim_lmax = 10,
+                  .n_maps = 1,
+                  .noise_variance = 1.0,
+                  .dl_flat = 100.0,
+                  .seed = 9};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_problem p;
@@ -141,8 +160,8 @@ static void check_smw_conditioning(void) {
   /* N is inverted exactly; what the tiny variance ruins is C's bound (and I + K Lambda, rcond
    * 1.6e-15): forced through both guards by hand, SMW's C_hat was 2.6e-4 off pixel-direct's
    * (docs/numerical-checks.md). */
-  EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_NUMERICAL, "(SMW's bound", "rcond = ",
-               "harmonic_method: projected");
+  EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_NUMERICAL, "(SMW's bound",
+               "rcond = ", "harmonic_method: projected");
   cfg.harmonic_method = 0; /* auto: SMW would be cheapest, but is skipped */
   TEST_OK(qp_fixture_run(&cfg, &p, &b));
   printf("auto: %s\n", p.plan->path_reason);
@@ -161,8 +180,10 @@ static void check_smw_conditioning(void) {
     cfg.harmonic_method = r;
     qp_err e = qp_fixture_run(&cfg, &p, &b);
     printf("variance 1e-300, %s: %s\n", route[r], e ? qp_error_message() : "ran");
-    TEST_ASSERT(e == QP_ERR_NUMERICAL, "%s with variance 1e-300 returned %d (%s), expected a "
-                "numerical error", route[r], (int)e, qp_err_name(e));
+    TEST_ASSERT(e == QP_ERR_NUMERICAL,
+                "%s with variance 1e-300 returned %d (%s), expected a "
+                "numerical error",
+                route[r], (int)e, qp_err_name(e));
     TEST_ASSERT(e == QP_OK || strstr(qp_error_message(), "rcond") ||
                     strstr(qp_error_message(), "not positive definite"),
                 "%s: the message names neither an rcond nor a failed factorisation", route[r]);
@@ -173,10 +194,22 @@ static void check_smw_conditioning(void) {
 
 /* Scalar variances decide before anything is read: TQU with a Q/U variance 1e-12 of T's. */
 static void check_plan_time_skip(void) {
-  qp_fixture f = {.name = "guards_plan", .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
-                  .lmax_signal = 6, .bin_width = 2, .sim_lmax = 6, .n_maps = 1,
-                  .noise_variance = 1.0, .noise_variance_pol = 1e-12, .dl_flat = 100.0,
-                  .seed = 7, .fields = QP_FIELDS_TQU, .ee_ratio = 0.1, .bb_ratio = 0.01,
+  qp_fixture f = {.name = "guards_plan",
+                  .nside = 4,
+                  .cut_deg = 0,
+                  .ell_min = 2,
+                  .lmax = 6,
+                  .lmax_signal = 6,
+                  .bin_width = 2,
+                  .sim_lmax = 6,
+                  .n_maps = 1,
+                  .noise_variance = 1.0,
+                  .noise_variance_pol = 1e-12,
+                  .dl_flat = 100.0,
+                  .seed = 7,
+                  .fields = QP_FIELDS_TQU,
+                  .ee_ratio = 0.1,
+                  .bb_ratio = 0.01,
                   .te_corr = 0.3};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
@@ -196,13 +229,23 @@ static void check_plan_time_skip(void) {
 
 static void check_overflowing_map(void) {
   /* Signal and noise of 1e-6: C^-1 scales the map up by ~1e6 before it is squared. */
-  qp_fixture f = {.name = "guards_big", .nside = 4, .cut_deg = 0, .ell_min = 2, .lmax = 6,
-                  .lmax_signal = 6, .bin_width = 1, .sim_lmax = 6, .n_maps = 1,
-                  .noise_variance = 1e-6, .cl_flat = 1e-6, .seed = 3};
+  qp_fixture f = {.name = "guards_big",
+                  .nside = 4,
+                  .cut_deg = 0,
+                  .ell_min = 2,
+                  .lmax = 6,
+                  .lmax_signal = 6,
+                  .bin_width = 1,
+                  .sim_lmax = 6,
+                  .n_maps = 1,
+                  .noise_variance = 1e-6,
+                  .cl_flat = 1e-6,
+                  .seed = 3};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   double v[192];
-  for (int i = 0; i < 192; ++i) v[i] = 1.0;
+  for (int i = 0; i < 192; ++i)
+    v[i] = 1.0;
   v[17] = 1e200;
   const char *names[1] = {"TEMPERATURE"};
   const double *cols[1] = {v};
@@ -227,11 +270,11 @@ static void check_direct(void) {
   p.cfg = &cfg;
   /* accuracy 1e-6: the floor is eps / 1e-6 = 2.2e-10 */
   TEST_OK(qp_conditioning_check(&p, QP_RCOND_FISHER, 1e-9, "the Fisher matrix F", "advice"));
-  EXPECT_ERROR(qp_conditioning_check(&p, QP_RCOND_FISHER, 1e-11, "the Fisher matrix F",
-                                     "use wider bins"),
-               QP_ERR_NUMERICAL, "the Fisher matrix F", "rcond = 1e-11", "use wider bins");
-  EXPECT_ERROR(qp_conditioning_check(&p, QP_RCOND_SMW, NAN, "the SMW kernel", ""),
-               QP_ERR_NUMERICAL, "the SMW kernel", "nan");
+  EXPECT_ERROR(
+      qp_conditioning_check(&p, QP_RCOND_FISHER, 1e-11, "the Fisher matrix F", "use wider bins"),
+      QP_ERR_NUMERICAL, "the Fisher matrix F", "rcond = 1e-11", "use wider bins");
+  EXPECT_ERROR(qp_conditioning_check(&p, QP_RCOND_SMW, NAN, "the SMW kernel", ""), QP_ERR_NUMERICAL,
+               "the SMW kernel", "nan");
   cfg.accuracy = 1e-3; /* a looser accuracy accepts what 1e-6 refused */
   TEST_OK(qp_conditioning_check(&p, QP_RCOND_FISHER, 1e-11, "the Fisher matrix F", ""));
   TEST_ASSERT(qp_rcond_diagonal((double[]){2.0, 4.0, 1e-3}, 3) == 1e-3 / 4.0,
@@ -286,10 +329,22 @@ static void check_spectra_error(void) {
  * and BB 1) to 1e-12. */
 static void check_field_units(void) {
   const double t = 131072.0; /* 2^17 */
-  qp_fixture base = {.name = "guards_units", .nside = 4, .cut_deg = 20, .ell_min = 2, .lmax = 8,
-                     .lmax_signal = 8, .bin_width = 2, .sim_lmax = 8, .n_maps = 1,
-                     .noise_variance = 10.0, .noise_variance_pol = 0.5, .dl_flat = 100.0,
-                     .seed = 11, .fields = QP_FIELDS_TQU, .ee_ratio = 0.1, .bb_ratio = 0.05,
+  qp_fixture base = {.name = "guards_units",
+                     .nside = 4,
+                     .cut_deg = 20,
+                     .ell_min = 2,
+                     .lmax = 8,
+                     .lmax_signal = 8,
+                     .bin_width = 2,
+                     .sim_lmax = 8,
+                     .n_maps = 1,
+                     .noise_variance = 10.0,
+                     .noise_variance_pol = 0.5,
+                     .dl_flat = 100.0,
+                     .seed = 11,
+                     .fields = QP_FIELDS_TQU,
+                     .ee_ratio = 0.1,
+                     .bb_ratio = 0.05,
                      .te_corr = 0.3};
   qp_fixture scaled = base;
   scaled.name = "guards_units_scaled";
@@ -312,10 +367,11 @@ static void check_field_units(void) {
   }
   double worst_sky = 0.0;
   for (int f = 0; f < 3; ++f) {
-    for (int64_t i = 0; i < info.n_sky; ++i) sky[f * info.n_sky + i] *= f == 0 ? t : 1.0;
-    worst_sky = qp_test_worst(worst_sky, qp_test_max_rel_diff(sky + f * info.n_sky,
-                                                                sky + (3 + f) * info.n_sky,
-                                                                (size_t)info.n_sky));
+    for (int64_t i = 0; i < info.n_sky; ++i)
+      sky[f * info.n_sky + i] *= f == 0 ? t : 1.0;
+    worst_sky = qp_test_worst(
+        worst_sky,
+        qp_test_max_rel_diff(sky + f * info.n_sky, sky + (3 + f) * info.n_sky, (size_t)info.n_sky));
   }
   printf("simulated sky in T's new units: worst relative difference %.2e\n", worst_sky);
   TEST_WITHIN(worst_sky, 1e-13, "simulate: not the same sky in T's new units");
@@ -331,7 +387,8 @@ static void check_field_units(void) {
     printf("%s, T in units 2^17 smaller: %s\n", route[r], e ? qp_error_message() : "ran");
     TEST_ASSERT(e == QP_OK, "%s refused T+Q+U for T's units", route[r]);
     if (e == QP_OK) {
-      printf("  rcond C %.6g and %.6g\n", p.rcond[QP_RCOND_COVARIANCE], q.rcond[QP_RCOND_COVARIANCE]);
+      printf("  rcond C %.6g and %.6g\n", p.rcond[QP_RCOND_COVARIANCE],
+             q.rcond[QP_RCOND_COVARIANCE]);
       TEST_WITHIN(qp_test_rel_diff(p.rcond[QP_RCOND_COVARIANCE], q.rcond[QP_RCOND_COVARIANCE]),
                   1e-12, "%s: rcond(C) depends on T's units", route[r]);
       double worst = 0.0;

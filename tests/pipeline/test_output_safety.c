@@ -82,8 +82,8 @@ static int holds(const char *path, const char *text) {
 static int same_bytes(const char *a, const char *b) {
   char *x = qp_cli_slurp(a), *y = qp_cli_slurp(b);
   struct stat sa, sb;
-  const int same = x && y && stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
-                   sa.st_size == sb.st_size && memcmp(x, y, (size_t)sa.st_size) == 0;
+  const int same = x && y && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_size == sb.st_size &&
+                   memcmp(x, y, (size_t)sa.st_size) == 0;
   free(x);
   free(y);
   return same;
@@ -106,8 +106,8 @@ typedef struct child {
 
 /* Forks `program` (qmlpipe or mpiexec) with args (NULL-terminated; at most 14), stdout/stderr
  * in <tag>.out/.err, QP_TEST_PAUSE=pause when pause is not NULL. */
-static void start_program(child *c, const char *tag, const char *program,
-                          const char *const *args, const char *pause) {
+static void start_program(child *c, const char *tag, const char *program, const char *const *args,
+                          const char *pause) {
   snprintf(c->tag, sizeof c->tag, "%s", tag);
   int fds[2];
   if (pipe(fds) != 0) {
@@ -133,7 +133,8 @@ static void start_program(child *c, const char *tag, const char *program,
     char *argv[16];
     int n = 0;
     argv[n++] = (char *)program;
-    for (int i = 0; args[i] && n < 15; ++i) argv[n++] = (char *)args[i];
+    for (int i = 0; args[i] && n < 15; ++i)
+      argv[n++] = (char *)args[i];
     argv[n] = NULL;
     execv(program, argv);
     _exit(122);
@@ -176,7 +177,8 @@ static void finish(child *c, qp_cli_result *r) {
   go(c);
   int ws = 0;
   r->started = c->pid > 0;
-  while (c->pid > 0 && waitpid(c->pid, &ws, 0) < 0 && errno == EINTR) continue;
+  while (c->pid > 0 && waitpid(c->pid, &ws, 0) < 0 && errno == EINTR)
+    continue;
   if (WIFEXITED(ws)) {
     r->exited = 1;
     r->status = WEXITSTATUS(ws);
@@ -201,8 +203,8 @@ static void run(const char *tag, const char *const *args, qp_cli_result *r) {
 static void expect(const char *tag, const qp_cli_result *r, int status, const char *const *words,
                    int before_stages) {
   const int before = qp_test_failures;
-  TEST_ASSERT(r->started && r->exited, "%s: did not exit normally (signal %d: %s)", tag,
-              r->signal, r->signal ? strsignal(r->signal) : "-");
+  TEST_ASSERT(r->started && r->exited, "%s: did not exit normally (signal %d: %s)", tag, r->signal,
+              r->signal ? strsignal(r->signal) : "-");
   TEST_ASSERT(r->status == status, "%s: exit status %d, expected %d", tag, r->status, status);
   for (int i = 0; words && words[i]; ++i)
     TEST_ASSERT(r->err && strstr(r->err, words[i]), "%s: stderr lacks '%s'", tag, words[i]);
@@ -211,7 +213,8 @@ static void expect(const char *tag, const qp_cli_result *r, int status, const ch
                 "%s: a stage ran before the refusal", tag);
   if (qp_test_failures != before)
     fprintf(stderr, "  --- stderr of %s ---\n%s  ---\n", tag, r->err);
-  else printf("  %s: exit %d ok\n", tag, r->status);
+  else
+    printf("  %s: exit %d ok\n", tag, r->status);
   fflush(stdout);
 }
 
@@ -353,7 +356,8 @@ static void part_probe(void) {
     const double t0 = qp_clock_seconds();
     run("no_inode", args, &r);
     expect("no_inode", &r, 8, w, 1);
-    TEST_ASSERT(qp_clock_seconds() - t0 < 30, "no_inode: %.1f s to refuse", qp_clock_seconds() - t0);
+    TEST_ASSERT(qp_clock_seconds() - t0 < 30, "no_inode: %.1f s to refuse",
+                qp_clock_seconds() - t0);
     qp_cli_free(&r);
     expect_no_temps("no_inode", "noinode");
     umount("noinode");
@@ -396,8 +400,7 @@ static void signalled(const char *tag, const char *pause, int sig, const char *c
   TEST_ASSERT(paused, "%s: never paused in %s", tag, pause);
   if (paused && strcmp(pause, "before_rename") == 0) {
     char names[1024];
-    TEST_ASSERT(find_temps(".", names, sizeof names) == 1, "%s: no temporary while writing",
-                tag);
+    TEST_ASSERT(find_temps(".", names, sizeof names) == 1, "%s: no temporary while writing", tag);
   }
   kill(c.pid, sig);
   qp_cli_result r;
@@ -411,8 +414,10 @@ static void signalled(const char *tag, const char *pause, int sig, const char *c
 static void part_signals(void) {
   printf("5. signals\n");
   {
-    const char *w[] = {"SIGTERM", "in stage fisher_run", "finished stages: covariance_setup, "
-                       "basis_setup", "checkpoint: not configured", NULL};
+    const char *w[] = {"SIGTERM", "in stage fisher_run",
+                       "finished stages: covariance_setup, "
+                       "basis_setup",
+                       "checkpoint: not configured", NULL};
     signalled("sigterm_stage", "fisher_run", SIGTERM, w);
   }
   {
@@ -445,8 +450,7 @@ static void part_signals(void) {
   char live[PATH_MAX], other[PATH_MAX];
   TEST_ASSERT(qp_atomic_temp_prefix(OUT, live, sizeof live - 32), "qp_atomic_temp_prefix");
   snprintf(live + strlen(live), 32, "%ld.LLLLLL", (long)getpid());
-  snprintf(other, sizeof other, "./." OUT QP_ATOMIC_TEMP_MARK "otherhost.%ld.OOOOOO",
-           (long)c.pid);
+  snprintf(other, sizeof other, "./." OUT QP_ATOMIC_TEMP_MARK "otherhost.%ld.OOOOOO", (long)c.pid);
   TEST_ASSERT(mkdir(live, 0700) == 0 && mkdir(other, 0700) == 0, "mkdir: %s", strerror(errno));
   run("after_kill", args, &r);
   const char *w[] = {"removed the temporary file", "no longer running", NULL};
@@ -470,8 +474,18 @@ static void part_mpi(const char *mpiexec) {
   } cases[] = {{"mpi_sigterm_stage", "fisher_run", "in stage fisher_run", SIGTERM},
                {"mpi_sigusr1_write", "before_rename", "while writing", SIGUSR1}};
   for (int k = 0; k < 2; ++k) {
-    const char *args[] = {"-n", "2", "--oversubscribe", "--allow-run-as-root", "-x",
-                          "QP_TEST_PAUSE", qmlpipe, "run", "safe.yaml", "--output", OUT, NULL};
+    const char *args[] = {"-n",
+                          "2",
+                          "--oversubscribe",
+                          "--allow-run-as-root",
+                          "-x",
+                          "QP_TEST_PAUSE",
+                          qmlpipe,
+                          "run",
+                          "safe.yaml",
+                          "--output",
+                          OUT,
+                          NULL};
     child c;
     start_program(&c, cases[k].tag, mpiexec, args, cases[k].pause);
     go(&c);
@@ -489,8 +503,10 @@ static void part_mpi(const char *mpiexec) {
                 "%s: more than one rank printed", cases[k].tag);
     TEST_ASSERT(same_bytes(OUT, "old.h5"), "%s: the old results changed", cases[k].tag);
     expect_no_temps(cases[k].tag, ".");
-    if (qp_test_failures) fprintf(stderr, "  --- stderr ---\n%s  ---\n", r.err);
-    else printf("  %s: ok\n", cases[k].tag);
+    if (qp_test_failures)
+      fprintf(stderr, "  --- stderr ---\n%s  ---\n", r.err);
+    else
+      printf("  %s: ok\n", cases[k].tag);
     qp_cli_free(&r);
   }
 }
@@ -499,12 +515,21 @@ int main(int argc, char **argv) {
   const char *mpiexec = argc > 2 && strcmp(argv[2], "none") != 0 ? argv[2] : NULL;
   int setup = qp_cli_setup(argc < 2 ? argc : 2, argv, "test_output_safety", WORK_DIR, qmlpipe);
   if (setup != 0) return setup;
-  (void)system("for d in noinode readonly full; do umount $d 2>/dev/null; done; rm -rf ./.*"
-               QP_ATOMIC_TEMP_MARK "*");
+  (void)system("for d in noinode readonly full; do umount $d 2>/dev/null; done; rm -rf "
+               "./.*" QP_ATOMIC_TEMP_MARK "*");
   const double t0 = qp_clock_seconds();
-  qp_fixture f = {.name = "safe", .nside = 8, .cut_deg = 30, .ell_min = 2, .lmax = 10,
-                  .lmax_signal = 10, .bin_width = 3, .sim_lmax = 10, .n_maps = 1,
-                  .noise_variance = 1.0, .cl_flat = 1.0, .seed = 3};
+  qp_fixture f = {.name = "safe",
+                  .nside = 8,
+                  .cut_deg = 30,
+                  .ell_min = 2,
+                  .lmax = 10,
+                  .lmax_signal = 10,
+                  .bin_width = 3,
+                  .sim_lmax = 10,
+                  .n_maps = 1,
+                  .noise_variance = 1.0,
+                  .cl_flat = 1.0,
+                  .seed = 3};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_config_free(&cfg);

@@ -68,21 +68,20 @@ int main(int argc, char **argv) {
   /* backend cuda with ranks: cuda-dist, each rank's part on its GPU, planned with the device
    * peaks (the tiled blocks among them); SMW weighed by `auto` and planned when asked for. */
   TEST_ASSERT(run("plan gpus_cuda.yaml --ranks 4 --ranks-per-node 2") == 0 &&
-                  strstr(text, "largest device peak of a rank") && strstr(text, "harmonic (smw) ") &&
-                  !strstr(text, "skipped"),
+                  strstr(text, "largest device peak of a rank") &&
+                  strstr(text, "harmonic (smw) ") && !strstr(text, "skipped"),
               "backend cuda on 4 ranks not planned as cuda-dist:\n%s", text);
   write_config("gpus_cuda_smw.yaml", "cuda\npath: harmonic\nharmonic_method: smw");
   TEST_ASSERT(run("plan gpus_cuda_smw.yaml --ranks 2") == 0 &&
                   strstr(text, "largest device peak of a rank"),
               "SMW with backend cuda on 2 ranks not planned:\n%s", text);
-  TEST_ASSERT(run("plan gpus_cuda_smw.yaml") == 0, "SMW with backend cuda on one GPU:\n%s",
-              text);
+  TEST_ASSERT(run("plan gpus_cuda_smw.yaml") == 0, "SMW with backend cuda on one GPU:\n%s", text);
   /* backend hostdev with ranks: block-cyclic over the ranks' devices, planned; each rank's
    * device peak (its part of C and the products) is below the one-rank plan's. */
   write_config("gpus_hostdev.yaml", "hostdev");
   TEST_ASSERT(run("plan gpus_hostdev.yaml") == 0, "hostdev, one rank:\n%s", text);
-  TEST_ASSERT(run("plan gpus_hostdev.yaml --ranks 2") == 0 &&
-                  strstr(text, "device peak") && strstr(text, "largest device peak of a rank"),
+  TEST_ASSERT(run("plan gpus_hostdev.yaml --ranks 2") == 0 && strstr(text, "device peak") &&
+                  strstr(text, "largest device peak of a rank"),
               "backend hostdev on 2 ranks not planned with its device peaks:\n%s", text);
   printf("%s", text);
   const char *two[] = {"#SBATCH --gpus-per-node=2\n", "#SBATCH --ntasks-per-node=2\n", NULL};

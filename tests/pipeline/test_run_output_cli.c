@@ -31,13 +31,12 @@ static int exists(const char *path) {
 
 /* Runs qmlpipe with args; expects `status` and every word (NULL-terminated) on stderr, or on
  * stdout when status is 0. */
-static void expect(const char *tag, const char *const *args, int status,
-                   const char *const *words) {
+static void expect(const char *tag, const char *const *args, int status, const char *const *words) {
   qp_cli_result r;
   qp_cli_run(qmlpipe, tag, args, &r);
   TEST_ASSERT(r.started && r.exited && r.status == status,
-              "%s: exit status %d (signal %d), expected %d; stderr:\n%s", tag, r.status,
-              r.signal, status, r.err ? r.err : "");
+              "%s: exit status %d (signal %d), expected %d; stderr:\n%s", tag, r.status, r.signal,
+              status, r.err ? r.err : "");
   const char *where = status == 0 ? r.out : r.err;
   for (int i = 0; words && words[i]; ++i)
     TEST_ASSERT(where && strstr(where, words[i]) != NULL, "%s: %s lacks '%s':\n%s", tag,
@@ -66,20 +65,24 @@ static void check_covariance(const char *path) {
     id[q + q * n] = 1.0;
     for (size_t r = 0; r < n; ++r) {
       ct[q + r * n] = c[r + q * n];
-      for (size_t k = 0; k < n; ++k) fc[q + r * n] += f[q + k * n] * c[k + r * n];
+      for (size_t k = 0; k < n; ++k)
+        fc[q + r * n] += f[q + k * n] * c[k + r * n];
     }
   }
   const double asym = qp_test_max_rel_diff(c, ct, n * n);
   const double err = qp_test_max_rel_diff(e, sd, n);
   const double ident = qp_test_max_diff(fc, id, n * n, 1.0);
-  TEST_ASSERT(qp_test_within(asym, 1e-15), "%s: /spectra/covariance is not symmetric (%.3g)",
-              path, asym);
-  TEST_ASSERT(qp_test_within(err, 0.0), "%s: sqrt(diag /spectra/covariance) is not "
-              "/spectra/error (%.3g)", path, err);
-  TEST_ASSERT(qp_test_within(ident, 1e-9), "%s: F /spectra/covariance is not the identity "
-              "(%.3g)", path, ident);
-  fprintf(stderr, "covariance: %zu parameters, symmetric to %.3g, F C - I %.3g\n", n, asym,
-          ident);
+  TEST_ASSERT(qp_test_within(asym, 1e-15), "%s: /spectra/covariance is not symmetric (%.3g)", path,
+              asym);
+  TEST_ASSERT(qp_test_within(err, 0.0),
+              "%s: sqrt(diag /spectra/covariance) is not "
+              "/spectra/error (%.3g)",
+              path, err);
+  TEST_ASSERT(qp_test_within(ident, 1e-9),
+              "%s: F /spectra/covariance is not the identity "
+              "(%.3g)",
+              path, ident);
+  fprintf(stderr, "covariance: %zu parameters, symmetric to %.3g, F C - I %.3g\n", n, asym, ident);
   free(f), free(c), free(e), free(ct), free(sd), free(fc), free(id);
 }
 
@@ -163,8 +166,7 @@ int main(int argc, char **argv) {
   setenv("SLURM_STEP_ID", "0", 1);
   setenv("SLURM_STEP_NUM_TASKS", "2", 1);
   {
-    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/refused.h5",
-                          NULL};
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/refused.h5", NULL};
     const char *words[] = {"SLURM_STEP_NUM_TASKS=2", "launch one task", NULL};
     expect("refused_slurm", args, 9, words);
   }
@@ -174,8 +176,7 @@ int main(int argc, char **argv) {
   /* In a build without MPI, Open MPI's launcher variables too (an MPI build would start MPI). */
   setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
   {
-    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/refused.h5",
-                          NULL};
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/refused.h5", NULL};
     const char *words[] = {"OMPI_COMM_WORLD_SIZE=2", "-DQP_ENABLE_MPI=ON", NULL};
     expect("refused_ompi", args, 9, words);
   }
@@ -186,8 +187,7 @@ int main(int argc, char **argv) {
    * accounting cost (the line qmlpipe-bench reads). */
   setenv("QP_WARM_UP", "yes", 1);
   {
-    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/refused.h5",
-                          NULL};
+    const char *args[] = {"run", "ex/config.yaml", "--quiet", "--output", "sub/refused.h5", NULL};
     const char *words[] = {"QP_WARM_UP='yes'", "expected 1", NULL};
     expect("refused_warm_up", args, 6, words);
   }
@@ -253,8 +253,9 @@ int main(int argc, char **argv) {
   {
     /* The sanitizer build: a tolerance its RSS meets (ASan's shadow and quarantine, untracked),
      * for the same check of the two paths. */
-    const char *args[] = {"validate", "ex/config.yaml", "sub/job-1.h5",
-                          QP_TEST_SANITIZED ? "--tolerance" : NULL, "100", NULL};
+    const char *args[] = {"validate",     "ex/config.yaml",
+                          "sub/job-1.h5", QP_TEST_SANITIZED ? "--tolerance" : NULL,
+                          "100",          NULL};
     const char *words[] = {"results.h5", "job-1.h5", NULL};
     expect("validate_mixed", args, 0, words);
   }

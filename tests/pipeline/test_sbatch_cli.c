@@ -48,14 +48,14 @@ static int qp(qp_cli_result *r, const char *const *args) {
   return r->exited ? r->status : -1;
 }
 
-
 /* The results of `got` against `ref`: every dataset to 1e-12 relative (NaN-aware). */
 static void compare_results(const char *ref, const char *got) {
   static const char *const names[] = {"fisher", "spectra/yb", "spectra/noise_bias", "spectra/cl",
                                       "spectra/error"};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
     hsize_t na = 0, nb = 0;
-    double *a = qp_test_h5_read_doubles(ref, names[k], &na), *b = qp_test_h5_read_doubles(got, names[k], &nb);
+    double *a = qp_test_h5_read_doubles(ref, names[k], &na),
+           *b = qp_test_h5_read_doubles(got, names[k], &nb);
     TEST_ASSERT(a && b && na == nb && na > 0, "%s: cannot compare %s with %s", names[k], got, ref);
     if (a && b && na == nb) {
       const double rel = qp_test_max_rel_diff(a, b, (size_t)na);

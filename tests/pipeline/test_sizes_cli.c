@@ -50,9 +50,9 @@ int main(int argc, char **argv) {
 
   /* 1. The case, pixel-direct: C alone is n_pix^2 x 8 = 1.8e19 bytes. */
   qp_test_write_text("huge_pixel.yaml",
-             "noise: {variance: 1.0}\nlmax: 128\npath: pixel_direct\n"
-             "dimensions: {n_pix: 1518500250, lmax_signal: 128, lmax: 128, n_bins: 10}\n"
-             "memory: {host_limit: 100GiB}\n");
+                     "noise: {variance: 1.0}\nlmax: 128\npath: pixel_direct\n"
+                     "dimensions: {n_pix: 1518500250, lmax_signal: 128, lmax: 128, n_bins: 10}\n"
+                     "memory: {host_limit: 100GiB}\n");
   const char *huge_words[] = {"'C'", "n_pix^2 x 8", "n_pix=1518500250", "2^56", NULL};
   const char *plan_pixel[] = {"plan", "huge_pixel.yaml", NULL};
   expect("plan_huge_pixel", plan_pixel, input, huge_words, never);
@@ -66,9 +66,9 @@ int main(int argc, char **argv) {
   /* 2. The same with path auto: the n_pix^2 routes cannot be sized; SMW can (V is
    *    n_pix n_modes x 8 = 188 TiB), and is refused against the limit. */
   qp_test_write_text("huge_auto.yaml",
-             "noise: {variance: 1.0}\nlmax: 128\n"
-             "dimensions: {n_pix: 1518500250, lmax_signal: 128, lmax: 128, n_bins: 10}\n"
-             "memory: {host_limit: 100GiB}\n");
+                     "noise: {variance: 1.0}\nlmax: 128\n"
+                     "dimensions: {n_pix: 1518500250, lmax_signal: 128, lmax: 128, n_bins: 10}\n"
+                     "memory: {host_limit: 100GiB}\n");
   const char *auto_words[] = {"exceeds memory.host_limit", "'V'", NULL};
   const char *plan_auto[] = {"plan", "huge_auto.yaml", NULL};
   expect("plan_huge_auto", plan_auto, budget, auto_words, never);
@@ -79,30 +79,30 @@ int main(int argc, char **argv) {
 
   /* 3. n_pix n_maps x 8 = 3.2e19 (the maps term), through the harmonic route. */
   qp_test_write_text("huge_maps.yaml",
-             "noise: {variance: 1.0}\nlmax: 10\npath: harmonic\n"
-             "dimensions: {n_pix: 2000000000, lmax: 10, n_bins: 2, n_maps: 2000000000}\n"
-             "memory: {host_limit: 100GiB}\n");
+                     "noise: {variance: 1.0}\nlmax: 10\npath: harmonic\n"
+                     "dimensions: {n_pix: 2000000000, lmax: 10, n_bins: 2, n_maps: 2000000000}\n"
+                     "memory: {host_limit: 100GiB}\n");
   const char *maps_words[] = {"'maps'", "n_maps=2000000000", NULL};
   const char *plan_maps[] = {"plan", "huge_maps.yaml", NULL};
   expect("plan_huge_maps", plan_maps, input, maps_words, never);
 
   /* 4. Dimensions whose counts overflowed before any byte was counted. */
   qp_test_write_text("huge_nside.yaml",
-             "noise: {variance: 1.0}\nlmax: 128\n"
-             "dimensions: {n_pix: 1000, lmax: 128, n_bins: 10, nside: 1000000000}\n");
+                     "noise: {variance: 1.0}\nlmax: 128\n"
+                     "dimensions: {n_pix: 1000, lmax: 128, n_bins: 10, nside: 1000000000}\n");
   const char *nside_words[] = {"huge_nside.yaml", "dimensions.nside", "1000000000", NULL};
   const char *nside_absent[] = {"-64467", NULL};
   const char *plan_nside[] = {"plan", "huge_nside.yaml", NULL};
   expect("plan_huge_nside", plan_nside, input, nside_words, nside_absent);
   qp_test_write_text("huge_lmax.yaml", "noise: {variance: 1.0}\nlmax: 2000000000\n"
-                               "dimensions: {n_pix: 1000, lmax: 2000000000, n_bins: 10}\n");
+                                       "dimensions: {n_pix: 1000, lmax: 2000000000, n_bins: 10}\n");
   const char *lmax_words[] = {"huge_lmax.yaml", "lmax", "2000000000", NULL};
   const char *lmax_absent[] = {"-1946474499", NULL};
   const char *plan_lmax[] = {"plan", "huge_lmax.yaml", NULL};
   expect("plan_huge_lmax", plan_lmax, input, lmax_words, lmax_absent);
   qp_test_write_text("huge_bins.yaml",
-             "noise: {variance: 1.0}\nfields: TQU\nspectra: [TT, EE, BB, TE, TB, EB]\n"
-             "lmax: 100\ndimensions: {n_pix: 999, lmax: 100, n_bins: 2000000000}\n");
+                     "noise: {variance: 1.0}\nfields: TQU\nspectra: [TT, EE, BB, TE, TB, EB]\n"
+                     "lmax: 100\ndimensions: {n_pix: 999, lmax: 100, n_bins: 2000000000}\n");
   const char *bins_words[] = {"huge_bins.yaml", "dimensions.n_bins", "2000000000", NULL};
   const char *bins_absent[] = {"-884901888", NULL};
   const char *plan_bins[] = {"plan", "huge_bins.yaml", NULL};
@@ -110,14 +110,14 @@ int main(int argc, char **argv) {
 
   /* 5. Byte sizes in the config and on the command line beyond 64 bits. */
   qp_test_write_text("huge_limit.yaml", "noise: {variance: 1.0}\nlmax: 10\n"
-                                "dimensions: {n_pix: 2000, lmax: 10, n_bins: 2}\n"
-                                "memory: {host_limit: 99999999999TiB}\n");
+                                        "dimensions: {n_pix: 2000, lmax: 10, n_bins: 2}\n"
+                                        "memory: {host_limit: 99999999999TiB}\n");
   const char *limit_words[] = {"huge_limit.yaml", "line 4", "memory.host_limit", "99999999999TiB",
                                NULL};
   const char *plan_limit[] = {"plan", "huge_limit.yaml", NULL};
   expect("plan_huge_limit", plan_limit, input, limit_words, never);
   qp_test_write_text("small.yaml", "noise: {variance: 1.0}\nlmax: 10\n"
-                           "dimensions: {n_pix: 2000, lmax: 10, n_bins: 2}\n");
+                                   "dimensions: {n_pix: 2000, lmax: 10, n_bins: 2}\n");
   const char *mem_words[] = {"--mem-per-node", "99999999999TiB", NULL};
   const char *plan_mem[] = {"plan",           "small.yaml",     "--ranks", "2",
                             "--mem-per-node", "99999999999TiB", NULL};
@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
   /* 7. Per-node sums: 4 ranks of a node hold 4 times a rank's peak, in exact bytes. */
   const char *node_words[] = {"largest node (4 ranks per node)", "the largest node needs", NULL};
   qp_test_write_text("node.yaml", "noise: {variance: 1.0}\nlmax: 10\npath: pixel_direct\n"
-                          "dimensions: {n_pix: 40000, lmax: 10, n_bins: 2}\n");
+                                  "dimensions: {n_pix: 40000, lmax: 10, n_bins: 2}\n");
   const char *plan_node[] = {"plan", "node.yaml",      "--ranks", "4", "--ranks-per-node",
                              "4",    "--mem-per-node", "20GiB",   NULL};
   expect("plan_node_sum", plan_node, budget, node_words, NULL);
@@ -171,14 +171,18 @@ int main(int argc, char **argv) {
       {"plan_ranks_equals", {"plan", "small.yaml", "--ranks=12abc"}, {"--ranks", "'12abc'"}},
       {"plan_grid_3d", {"plan", "small.yaml", "--grid", "2x2x2"}, {"--grid", "'2x2x2'"}},
       {"plan_grid_zero", {"plan", "small.yaml", "--grid", "0x4"}, {"--grid rows", "'0'"}},
-      {"plan_block_negative", {"plan", "small.yaml", "--ranks", "4", "--block", "-1"},
+      {"plan_block_negative",
+       {"plan", "small.yaml", "--ranks", "4", "--block", "-1"},
        {"--block", "'-1'"}},
-      {"plan_mem_unit", {"plan", "small.yaml", "--ranks", "2", "--mem-per-node", "12XB"},
+      {"plan_mem_unit",
+       {"plan", "small.yaml", "--ranks", "2", "--mem-per-node", "12XB"},
        {"--mem-per-node", "'12XB'"}},
-      {"plan_nodes_junk", {"plan", "small.yaml", "--ranks", "2", "--nodes", "1x"},
+      {"plan_nodes_junk",
+       {"plan", "small.yaml", "--ranks", "2", "--nodes", "1x"},
        {"--nodes", "'1x'"}},
       {"plan_missing_value", {"plan", "small.yaml", "--ranks"}, {"--ranks needs a value"}},
-      {"plan_unknown", {"plan", "small.yaml", "--rank-count", "2"},
+      {"plan_unknown",
+       {"plan", "small.yaml", "--rank-count", "2"},
        {"unknown option '--rank-count'"}},
       {"plan_flag_value", {"plan", "small.yaml", "--json=yes"}, {"'--json=yes' takes no value"}},
       {"budget_ranks_junk", {"budget", "small.yaml", "--ranks", "12abc"}, {"--ranks", "'12abc'"}},
@@ -186,25 +190,29 @@ int main(int argc, char **argv) {
       {"run_grid_zero", {"run", "small.yaml", "--grid", "0x4"}, {"--grid rows", "'0'"}},
       {"run_block_negative", {"run", "small.yaml", "--block", "-1"}, {"--block", "'-1'"}},
       {"run_block_real", {"run", "small.yaml", "--block", "3.5"}, {"--block", "'3.5'"}},
-      {"run_checkpoint_missing", {"run", "small.yaml", "--checkpoint"},
+      {"run_checkpoint_missing",
+       {"run", "small.yaml", "--checkpoint"},
        {"--checkpoint needs a directory"}},
-      {"simulate_nside_real", {"simulate", "--cls", "tiny_cls.txt", "--nside", "16.0"},
+      {"simulate_nside_real",
+       {"simulate", "--cls", "tiny_cls.txt", "--nside", "16.0"},
        {"--nside", "'16.0'"}},
-      {"simulate_seed_negative", {"simulate", "--cls", "tiny_cls.txt", "--nside", "4", "--seed",
-                                  "-1"},
+      {"simulate_seed_negative",
+       {"simulate", "--cls", "tiny_cls.txt", "--nside", "4", "--seed", "-1"},
        {"--seed", "'-1'"}},
-      {"simulate_noise_negative", {"simulate", "--cls", "tiny_cls.txt", "--nside", "4",
-                                   "--noise-variance", "-1"},
+      {"simulate_noise_negative",
+       {"simulate", "--cls", "tiny_cls.txt", "--nside", "4", "--noise-variance", "-1"},
        {"--noise-variance", "'-1'"}},
-      {"simulate_cut_range", {"simulate", "--cls", "tiny_cls.txt", "--nside", "4",
-                              "--galactic-cut", "91"},
+      {"simulate_cut_range",
+       {"simulate", "--cls", "tiny_cls.txt", "--nside", "4", "--galactic-cut", "91"},
        {"--galactic-cut", "'91'"}},
-      {"simulate_beam_nan", {"simulate", "--cls", "tiny_cls.txt", "--nside", "4", "--beam-fwhm",
-                             "nan"},
+      {"simulate_beam_nan",
+       {"simulate", "--cls", "tiny_cls.txt", "--nside", "4", "--beam-fwhm", "nan"},
        {"--beam-fwhm", "'nan'"}},
-      {"validate_tolerance_negative", {"validate", "--tolerance", "-1", "no.h5"},
+      {"validate_tolerance_negative",
+       {"validate", "--tolerance", "-1", "no.h5"},
        {"--tolerance", "'-1'"}},
-      {"validate_min_bytes_unit", {"validate", "--min-bytes", "12XB", "no.h5"},
+      {"validate_min_bytes_unit",
+       {"validate", "--min-bytes", "12XB", "no.h5"},
        {"--min-bytes", "'12XB'"}},
       {"calibrate_size_junk", {"calibrate", "--size", "12abc"}, {"--size", "'12abc'"}},
       {"report_ranks_value", {"report", "--ranks=2", "no.h5"}, {"'--ranks=2' takes no value"}},

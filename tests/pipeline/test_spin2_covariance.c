@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spin_harmonics.h"
 #include "pixel_matrices.h"
+#include "spin_harmonics.h"
 #include "test_util.h"
 
 typedef struct basis {
@@ -25,13 +25,16 @@ static basis make_basis(const qp_problem *p, int lmax) {
   basis b;
   b.n_modes = qp_harmonic_count(0, lmax);
   const int64_t n = p->n_pix, nt = p->n_obs_t, np = p->n_obs_p;
-  for (int f = 0; f < 3; ++f) b.v[f] = calloc((size_t)(b.n_modes * n), sizeof(double));
+  for (int f = 0; f < 3; ++f)
+    b.v[f] = calloc((size_t)(b.n_modes * n), sizeof(double));
   b.ell = malloc((size_t)b.n_modes * sizeof(int));
   for (int l = 0; l <= lmax; ++l)
-    for (int m = -l; m <= l; ++m) b.ell[qp_harmonic_index(l, m, 0)] = l;
+    for (int m = -l; m <= l; ++m)
+      b.ell[qp_harmonic_index(l, m, 0)] = l;
   double *work = malloc((size_t)qp_harmonics_work_size(lmax) * sizeof(double));
   double *row[5];
-  for (int k = 0; k < 5; ++k) row[k] = malloc((size_t)b.n_modes * sizeof(double));
+  for (int k = 0; k < 5; ++k)
+    row[k] = malloc((size_t)b.n_modes * sizeof(double));
   for (int64_t pos = 0; pos < p->n_observed; ++pos) {
     double theta, phi;
     pix2ang_ring64(p->nside, p->observed[pos], &theta, &phi);
@@ -49,7 +52,8 @@ static basis make_basis(const qp_problem *p, int lmax) {
     }
   }
   free(work);
-  for (int k = 0; k < 5; ++k) free(row[k]);
+  for (int k = 0; k < 5; ++k)
+    free(row[k]);
   return b;
 }
 
@@ -58,14 +62,15 @@ static basis make_basis(const qp_problem *p, int lmax) {
 static void add_pair(const basis *b, int64_t n, int x, int y, const double *c, double *out) {
   double *scaled = malloc((size_t)(b->n_modes * n) * sizeof(double));
   for (int k = 0; k < b->n_modes; ++k)
-    for (int64_t i = 0; i < n; ++i) scaled[k * n + i] = c[b->ell[k]] * b->v[x][k * n + i];
+    for (int64_t i = 0; i < n; ++i)
+      scaled[k * n + i] = c[b->ell[k]] * b->v[x][k * n + i];
   /* out (n x n, column-major) += scaled^T-as-columns times v_Y: both are n x n_modes with
    * leading dimension n when read column-major. */
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, b->n_modes, 1.0, scaled,
               (int)n, b->v[y], (int)n, 1.0, out, (int)n);
   if (x != y)
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, b->n_modes, 1.0,
-                b->v[y], (int)n, scaled, (int)n, 1.0, out, (int)n);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, b->n_modes, 1.0, b->v[y],
+                (int)n, scaled, (int)n, 1.0, out, (int)n);
   free(scaled);
 }
 
@@ -106,7 +111,8 @@ static void run_case(int64_t nside, qp_fields fields) {
   p.n_params = cfg.n_spectra;
   p.ell_weight = malloc((size_t)(lmax + 1) * sizeof(double));
   p.cls.lmax = lmax;
-  for (int s = 0; s < 6; ++s) p.cls.cl[s] = calloc((size_t)(lmax + 1), sizeof(double));
+  for (int s = 0; s < 6; ++s)
+    p.cls.cl[s] = calloc((size_t)(lmax + 1), sizeof(double));
   for (int l = 0; l <= lmax; ++l) {
     p.ell_weight[l] = (2.0 * l + 1.0) / (4.0 * M_PI);
     double tt = 1.0 / (1.0 + l), ee = 0.3 / (1.0 + l), bb = 0.1 / (1.0 + 0.5 * l);
@@ -128,7 +134,8 @@ static void run_case(int64_t nside, qp_fields fields) {
   qp_pixel_matrices_build(&p, mine, 0, 0, NULL, 0);
   for (int s = 0; s < 6; ++s) {
     if (!has_t && spectrum_fields[s][0] == 0) continue;
-    for (int l = 0; l <= lmax; ++l) coeff[l] = l >= 2 ? p.cls.cl[s][l] : 0;
+    for (int l = 0; l <= lmax; ++l)
+      coeff[l] = l >= 2 ? p.cls.cl[s][l] : 0;
     add_pair(&b, n, spectrum_fields[s][0], spectrum_fields[s][1], coeff, ref);
   }
   double d = qp_test_max_rel_diff(ref, mine, (size_t)(n * n));
@@ -141,7 +148,8 @@ static void run_case(int64_t nside, qp_fields fields) {
     qp_spectrum s = cfg.spectra[q];
     memset(ref, 0, (size_t)(n * n) * sizeof(double));
     qp_pixel_matrices_build(&p, NULL, q, 1, mine, (size_t)(n * n));
-    for (int l = 0; l <= lmax; ++l) coeff[l] = l >= 2 ? 1.0 : 0;
+    for (int l = 0; l <= lmax; ++l)
+      coeff[l] = l >= 2 ? 1.0 : 0;
     add_pair(&b, n, spectrum_fields[s][0], spectrum_fields[s][1], coeff, ref);
     d = qp_test_max_rel_diff(ref, mine, (size_t)(n * n));
     printf("  P_%s differs by %.2e\n", qp_spectrum_name(s), d);
@@ -151,12 +159,14 @@ static void run_case(int64_t nside, qp_fields fields) {
   free(mine);
   free(ref);
   free(coeff);
-  for (int f = 0; f < 3; ++f) free(b.v[f]);
+  for (int f = 0; f < 3; ++f)
+    free(b.v[f]);
   free(b.ell);
   free(p.observed);
   free(p.vectors);
   free(p.ell_weight);
-  for (int s = 0; s < 6; ++s) free(p.cls.cl[s]);
+  for (int s = 0; s < 6; ++s)
+    free(p.cls.cl[s]);
 }
 
 int main(void) {

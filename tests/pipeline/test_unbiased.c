@@ -16,9 +16,18 @@ int main(void) {
   const int n_maps = 400;
   /* lmax 13 < lmax_signal 16: the maps carry signal up to 16, so the estimates are unbiased
    * only if the noise bias holds S_fixed of ell 14..16 too (the switch, QML.md 3). */
-  qp_fixture f = {.name = "unbiased", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 13,
-                  .lmax_signal = 16, .bin_width = 1, .sim_lmax = 16, .n_maps = n_maps,
-                  .noise_variance = 2.0, .dl_flat = 20.0, .seed = 2026};
+  qp_fixture f = {.name = "unbiased",
+                  .nside = 8,
+                  .cut_deg = 20,
+                  .ell_min = 2,
+                  .lmax = 13,
+                  .lmax_signal = 16,
+                  .bin_width = 1,
+                  .sim_lmax = 16,
+                  .n_maps = n_maps,
+                  .noise_variance = 2.0,
+                  .dl_flat = 20.0,
+                  .seed = 2026};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   qp_problem p;
@@ -26,13 +35,14 @@ int main(void) {
   TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
   const int np = p.n_params;
   int biased = 0, off_scatter = 0;
-  printf("%4s %12s %12s %12s %8s %8s\n", "ell", "input", "mean C_hat", "sigma", "pull",
-         "scatter");
+  printf("%4s %12s %12s %12s %8s %8s\n", "ell", "input", "mean C_hat", "sigma", "pull", "scatter");
   for (int q = 0; q < np; ++q) {
     double mean = 0, var = 0;
-    for (int m = 0; m < n_maps; ++m) mean += p.cl[m * np + q];
+    for (int m = 0; m < n_maps; ++m)
+      mean += p.cl[m * np + q];
     mean /= n_maps;
-    for (int m = 0; m < n_maps; ++m) var += pow(p.cl[m * np + q] - mean, 2);
+    for (int m = 0; m < n_maps; ++m)
+      var += pow(p.cl[m * np + q] - mean, 2);
     double scatter = sqrt(var / (n_maps - 1));
     double input = qp_fixture_cl(&f, p.bin_lo[q]);
     double pull = (mean - input) / (p.error[q] / sqrt((double)n_maps));

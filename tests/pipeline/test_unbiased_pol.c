@@ -12,11 +12,24 @@
 
 int main(void) {
   const int n_maps = 1000;
-  qp_fixture f = {.name = "unbiased_pol", .nside = 8, .cut_deg = 20, .ell_min = 2, .lmax = 16,
-                  .lmax_signal = 16, .bin_width = 1, .sim_lmax = 16, .n_maps = n_maps,
-                  .noise_variance = 2.0, .noise_variance_pol = 0.5, .dl_flat = 20.0,
-                  .seed = 77, .fields = QP_FIELDS_TQU, .ee_ratio = 0.3, .bb_ratio = 0.1,
-                  .te_corr = 0.5, .n_spectra = 6,
+  qp_fixture f = {.name = "unbiased_pol",
+                  .nside = 8,
+                  .cut_deg = 20,
+                  .ell_min = 2,
+                  .lmax = 16,
+                  .lmax_signal = 16,
+                  .bin_width = 1,
+                  .sim_lmax = 16,
+                  .n_maps = n_maps,
+                  .noise_variance = 2.0,
+                  .noise_variance_pol = 0.5,
+                  .dl_flat = 20.0,
+                  .seed = 77,
+                  .fields = QP_FIELDS_TQU,
+                  .ee_ratio = 0.3,
+                  .bb_ratio = 0.1,
+                  .te_corr = 0.5,
+                  .n_spectra = 6,
                   .spectra = {QP_TT, QP_EE, QP_BB, QP_TE, QP_TB, QP_EB}};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
@@ -32,9 +45,11 @@ int main(void) {
     for (int b = 0; b < p.n_bins; ++b) {
       const int q = s * p.n_bins + b, l = p.bin_lo[b];
       double mean = 0, var = 0;
-      for (int m = 0; m < n_maps; ++m) mean += p.cl[m * np + q];
+      for (int m = 0; m < n_maps; ++m)
+        mean += p.cl[m * np + q];
       mean /= n_maps;
-      for (int m = 0; m < n_maps; ++m) var += pow(p.cl[m * np + q] - mean, 2);
+      for (int m = 0; m < n_maps; ++m)
+        var += pow(p.cl[m * np + q] - mean, 2);
       double scatter = sqrt(var / (n_maps - 1)) / p.error[q];
       double input = qp_fixture_cl_spectrum(&f, cfg.spectra[s], l);
       double pull = (mean - input) / (p.error[q] / sqrt((double)n_maps));

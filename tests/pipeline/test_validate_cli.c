@@ -103,8 +103,8 @@ int main(int argc, char **argv) {
    *    a tolerance of 100 (10000%) there, for the same table. */
   before = qp_test_failures;
   const char *loose_tolerance = QP_TEST_SANITIZED ? "100" : "0.5";
-  const char *loose[] = {"validate", "--tolerance",      loose_tolerance, "--min-bytes",
-                         "0",        NAME "_results.h5", NULL};
+  const char *loose[] = {"validate",         "--tolerance", loose_tolerance, "--min-bytes", "0",
+                         NAME "_results.h5", NULL};
   run_qmlpipe("loose", loose, &r);
   for (size_t s = 0; s < sizeof stages / sizeof stages[0]; ++s)
     TEST_ASSERT(strstr(r.out, stages[s]) != NULL, "loose: the table lacks stage %s", stages[s]);
@@ -253,14 +253,16 @@ int main(int argc, char **argv) {
     before = qp_test_failures;
     double pred_gather[2] = {NAN, NAN}, shared = NAN;
     for (int g = 0; g < 2; ++g) {
-      const char *args[] = {"validate", "--tolerance", "0.95", NAME "_results.h5", "--sacct", sacct,
-                            "--sacct-gather", g ? "linux" : "cgroup", NULL};
+      const char *args[] = {"validate", "--tolerance", "0.95",           NAME "_results.h5",
+                            "--sacct",  sacct,         "--sacct-gather", g ? "linux" : "cgroup",
+                            NULL};
       run_qmlpipe(g ? "sacct_gather_linux" : "sacct_gather_cgroup", args, &r);
       const char *row = strstr(r.out, "\n  rank ");
       const char *bar = row ? strchr(row + 1, '|') : NULL;
       if (bar) pred_gather[g] = strtod(bar + 1, NULL);
       const char *note = strstr(r.out, "less its baseline's file-backed and shared pages, ");
-      if (!g && note) shared = strtod(note + strlen("less its baseline's file-backed and shared pages, "), NULL);
+      if (!g && note)
+        shared = strtod(note + strlen("less its baseline's file-backed and shared pages, "), NULL);
       TEST_ASSERT(g || note, "sacct_gather_cgroup: no line on the shared pages taken off");
       expect_status(g ? "sacct_gather_linux" : "sacct_gather_cgroup", &r, 0, before);
       qp_cli_free(&r);
@@ -271,8 +273,8 @@ int main(int argc, char **argv) {
     TEST_WITHIN(fabs(pred_gather[1] - pred_gather[0] - shared), 0.011,
                 "sacct_gather: linux %.2f - cgroup %.2f MiB should be the shared %.2f MiB",
                 pred_gather[1], pred_gather[0], shared);
-    const char *bad_gather[] = {"validate", NAME "_results.h5", "--sacct", sacct, "--sacct-gather",
-                                "slurm", NULL};
+    const char *bad_gather[] = {
+        "validate", NAME "_results.h5", "--sacct", sacct, "--sacct-gather", "slurm", NULL};
     run_qmlpipe("sacct_gather_bad", bad_gather, &r);
     TEST_ASSERT(strstr(r.err, "--sacct-gather expects cgroup or linux") != NULL,
                 "sacct_gather_bad: stderr lacks the expected values");

@@ -24,8 +24,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "openblas_tuning.h"
 #include "blas_library.h"
+#include "openblas_tuning.h"
 #include "test_util.h"
 #include "warm_up.h"
 
