@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "fits_map.h"
 #include "simulate.h"
-#include "bench.h"
 
 /* The simulated map(s), the mask and the spectrum in `dir` (flat D_ell, white noise of
  * variance 1, seed 7), named as the config of qp_bench_config expects them. */
@@ -48,14 +48,20 @@ qp_err qp_bench_inputs(const char *dir, const qp_bench_problem *b) {
                         .n_maps = b->n_maps,
                         .seed = 7};
   qp_sim_pol pol = {.fields = b->fields, .noise_variance_pol = 1.0};
-  QP_CALL_GOTO(qp_simulate_sky(&cls, &sim, &pol, sky), done);
   const char *name[] = {"TEMPERATURE", "Q_POLARISATION", "U_POLARISATION"};
-  for (int k = 0; k < b->n_maps; ++k) {
-    snprintf(path, sizeof path, "%.3900s/map_%04d.fits", dir, k);
-    const double *col[3];
-    for (int c = 0; c < n_col; ++c)
-      col[c] = sky + ((int64_t)k * n_col + c) * n_sky;
-    QP_CALL_GOTO(qp_fits_map_write(path, b->nside, n_col, name, col), done);
+  /* map_*.fits, then map2_*.fits for the route `cross` (maps2: another draw, seed 8, noise
+   * variance 2: the timing does not depend on the maps' values). */
+  for (int set = 0; set < 2; ++set) {
+    sim.seed = set ? 8 : 7;
+    sim.noise_variance = pol.noise_variance_pol = set ? 2.0 : 1.0;
+    QP_CALL_GOTO(qp_simulate_sky(&cls, &sim, &pol, sky), done);
+    for (int k = 0; k < b->n_maps; ++k) {
+      snprintf(path, sizeof path, "%.3900s/map%s_%04d.fits", dir, set ? "2" : "", k);
+      const double *col[3];
+      for (int c = 0; c < n_col; ++c)
+        col[c] = sky + ((int64_t)k * n_col + c) * n_sky;
+      QP_CALL_GOTO(qp_fits_map_write(path, b->nside, n_col, name, col), done);
+    }
   }
   qp_simulate_galactic_mask(b->nside, b->cut, sky);
   snprintf(path, sizeof path, "%.3900s/mask.fits", dir);
@@ -71,18 +77,22 @@ done:
 }
 
 /* `dir`/config-<route>.yaml for one route (paths relative to the config). */
-qp_err qp_bench_config(const char *dir, const qp_bench_problem *b, const char *route,
-                              char *config, size_t size) {
+qp_err qp_bench_config(const char *dir, const qp_bench_problem *b, const char *route, char *config,
+                       size_t size) {
   static const char *spectra[3] = {"[TT]", "[EE, BB, EB]", "[TT, EE, BB, TE, TB, EB]"};
   static const char *noise[3] = {"{variance: 1}", "{variance_p: 1}",
                                  "{variance: 1, variance_p: 1}"};
   static const char *fields[3] = {"T", "QU", "TQU"};
-  const char *path = strcmp(route, "auto") == 0    ? "auto"
-                     : strcmp(route, "pixel") == 0 ? "pixel_direct"
-                                                   : "harmonic";
+  static const char *noise2[3] = {"{variance: 2}", "{variance_p: 2}",
+                                  "{variance: 2, variance_p: 2}"};
+  const int cross = strcmp(route, "cross") == 0; /* pixel-direct cross-spectra (maps2) */
+  const char *path = strcmp(route, "auto") == 0             ? "auto"
+                     : strcmp(route, "pixel") == 0 || cross ? "pixel_direct"
+                                                            : "harmonic";
   QP_CHECK(strcmp(route, "auto") == 0 || strcmp(route, "pixel") == 0 || strcmp(route, "smw") == 0 ||
-               strcmp(route, "projected") == 0,
-           QP_ERR_INPUT, "qmlpipe-bench: unknown route '%s' (auto, pixel, smw, projected)", route);
+               strcmp(route, "projected") == 0 || cross,
+           QP_ERR_INPUT, "qmlpipe-bench: unknown route '%s' (auto, pixel, smw, projected, cross)",
+           route);
   snprintf(config, size, "%.3900s/config-%s.yaml", dir, route);
   FILE *f = fopen(config, "w");
   QP_CHECK(f, QP_ERR_IO, "cannot write '%s': %s", config, strerror(errno));
@@ -94,11 +104,16 @@ qp_err qp_bench_config(const char *dir, const qp_bench_problem *b, const char *r
           "ell_min: 2\nlmax: %d\nbin_width: %d\npath: %s\n",
           fields[b->fields], noise[b->fields], spectra[b->fields], b->lmax, b->bin_width, path);
   if (strcmp(path, "harmonic") == 0) fprintf(f, "harmonic_method: %s\n", route);
+  if (cross) {
+    fprintf(f, "maps2: [");
+    for (int k = 0; k < b->n_maps; ++k)
+      fprintf(f, "%smap2_%04d.fits", k ? ", " : "", k);
+    fprintf(f, "]\nnoise2: %s\n", noise2[b->fields]);
+  }
   fprintf(f, "backend: cpu\noutput: results-%s.h5\n", route);
   QP_CHECK(fclose(f) == 0, QP_ERR_IO, "cannot write '%s'", config);
   return QP_OK;
 }
-
 
 /* --fields T|QU|TQU; 0 with a message when it is none of them. */
 int qp_bench_fields(const char *text, qp_fields *fields) {
@@ -116,8 +131,7 @@ int qp_bench_fields(const char *text, qp_fields *fields) {
 }
 
 /* The problem a name stands for: a preset of issue 14, or `custom`; 0 when unknown. */
-int qp_bench_find_problem(const char *name, const qp_bench_problem *custom,
-                                 qp_bench_problem *b) {
+int qp_bench_find_problem(const char *name, const qp_bench_problem *custom, qp_bench_problem *b) {
   static const qp_bench_problem presets[3] = {{"t16", 16, 47, 1, 3, 20.0, QP_FIELDS_T},
                                               {"qu16", 16, 47, 1, 1, 20.0, QP_FIELDS_QU},
                                               {"t32", 32, 95, 1, 3, 20.0, QP_FIELDS_T}};
@@ -133,4 +147,3 @@ int qp_bench_find_problem(const char *name, const qp_bench_problem *custom,
   fprintf(stderr, "qmlpipe-bench: unknown problem '%s' (t16, qu16, t32, custom)\n", name);
   return 0;
 }
-

@@ -15,13 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "bench_floor.h"
 #include "clock.h"
 #include "flop_rate.h"
 #include "inputs.h"
 #include "planner.h"
 #include "warm_up.h"
-#include "bench.h"
 
 extern char **environ;
 
@@ -79,7 +79,8 @@ static qp_err qp_bench_spawn(const char *qmlpipe, const char *config, const char
   snprintf(err, sizeof err, "%.*s%s-%d.err", (int)(strlen(config) - 5), config, tag, k);
   /* This environment less any QP_WARM_UP, plus QP_WARM_UP=0 when asked. */
   int n_env = 0;
-  while (environ[n_env]) ++n_env;
+  while (environ[n_env])
+    ++n_env;
   char **env = malloc((size_t)(n_env + 2) * sizeof *env);
   QP_CHECK(env, QP_ERR_NOMEM, "qmlpipe-bench: out of memory for the environment");
   int kept = 0;
@@ -112,15 +113,13 @@ static qp_err qp_bench_spawn(const char *qmlpipe, const char *config, const char
   return qp_bench_parse(out, err, run);
 }
 
-
 /* Runs `measure` in a forked child and reads its figures back through a pipe. The dgemm and
  * the floor allocate hundreds of MiB; done here they would raise this process's resident
  * high-water mark, which Linux hands on to every child spawned afterwards (exec records the
  * old address space's high-water mark in the child's ru_maxrss), so each run's "peak RSS"
  * would have been this process's (227.5 MiB on T nside 16 after the 3000^3 dgemm, where the
  * run's own is ~140 MiB). This process itself never calls BLAS, so forking is safe. */
-qp_err qp_bench_in_child(qp_bench_measure measure, const void *arg,
-                                qp_bench_measured *out) {
+qp_err qp_bench_in_child(qp_bench_measure measure, const void *arg, qp_bench_measured *out) {
   int fd[2];
   QP_CHECK(pipe(fd) == 0, QP_ERR_IO, "qmlpipe-bench: pipe: %s", strerror(errno));
   fflush(stdout);
@@ -144,8 +143,7 @@ qp_err qp_bench_in_child(qp_bench_measure measure, const void *arg,
     got += n;
   close(fd[0]);
   int status = 0;
-  QP_CHECK(waitpid(pid, &status, 0) == pid, QP_ERR_IO, "qmlpipe-bench: wait: %s",
-           strerror(errno));
+  QP_CHECK(waitpid(pid, &status, 0) == pid, QP_ERR_IO, "qmlpipe-bench: wait: %s", strerror(errno));
   QP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && got == (ssize_t)sizeof *out,
            QP_ERR_LIBRARY, "qmlpipe-bench: the measuring child failed (status %d)", status);
   return QP_OK;
@@ -222,8 +220,8 @@ static void qp_bench_print_accounting(const qp_bench_run *best, const qp_bench_r
   printf("  %-34s %9.3f %9s %8.1f%% of the wall (meters, stage records, timeline start and "
          "stop, report)\n",
          "accounting inside the run", best->accounting, "", 100.0 * best->accounting / best->wall);
-  printf("  %-34s %9.3f %9s %8.1f%% of the wall (CPU seconds of its thread)\n",
-         "timeline sampler", best->sampler_cpu, "", 100.0 * best->sampler_cpu / best->wall);
+  printf("  %-34s %9.3f %9s %8.1f%% of the wall (CPU seconds of its thread)\n", "timeline sampler",
+         best->sampler_cpu, "", 100.0 * best->sampler_cpu / best->wall);
   if (!bare) return;
   const double difference = best->wall - bare->wall;
   const int capped = best->warm_up >= 0 && difference > best->warm_up;
@@ -240,8 +238,7 @@ static void qp_bench_print_accounting(const qp_bench_run *best, const qp_bench_r
  * first; SMW's floor holds its bias's getrs), and the commits of the run's fresh pages (the
  * floor fills its operands before its clock starts), which on this project's VMs cost 0.6-1
  * GB/s when the host has taken the guest's freed pages back and ~20 GB/s when it has not. */
-static void qp_bench_print_beyond_floor(const qp_bench_run *best, double floor,
-                                        double bias_solve) {
+static void qp_bench_print_beyond_floor(const qp_bench_run *best, double floor, double bias_solve) {
   if (floor <= 0) return;
   double with = floor;
   if (bias_solve > 0) {
@@ -265,7 +262,7 @@ static void qp_bench_print_beyond_floor(const qp_bench_run *best, double floor,
 /* One problem on one route: `repeat` runs (each followed by one without the warm-up when
  * `ab`, so that both see the same load), the best one's table, the floor. */
 qp_err qp_bench_route(const char *qmlpipe, const char *dir, const qp_bench_problem *b,
-                             const char *route, int repeat, int ab, double dgemm) {
+                      const char *route, int repeat, int ab, double dgemm, double *wall) {
   char config[PATH_MAX];
   QP_CALL(qp_bench_config(dir, b, route, config, sizeof config));
   qp_bench_run best = {0}, bare = {0}, run;
@@ -319,5 +316,6 @@ qp_err qp_bench_route(const char *qmlpipe, const char *dir, const qp_bench_probl
          floor > 0 ? best.wall / floor : 0.0, best.baseline_mib, best.peak_mib);
   printf("  (*) process start and exit, config, plan, inputs' libraries, memory timeline, "
          "report and results file\n");
+  *wall = best.wall;
   return QP_OK;
 }

@@ -71,7 +71,8 @@ int main(int argc, char **argv) {
   p.n_params = n_bins;
   p.ell_weight = malloc((size_t)(lmax + 1) * sizeof(double));
   p.cls.lmax = lmax;
-  for (int s = 0; s < 6; ++s) p.cls.cl[s] = calloc((size_t)(lmax + 1), sizeof(double));
+  for (int s = 0; s < 6; ++s)
+    p.cls.cl[s] = calloc((size_t)(lmax + 1), sizeof(double));
   for (int l = 0; l <= lmax; ++l) {
     p.ell_weight[l] = (2.0 * l + 1.0) / (4.0 * M_PI);
     p.cls.cl[QP_TT][l] = p.cls.cl[QP_EE][l] = 1.0 / (1.0 + l);
@@ -108,8 +109,7 @@ int main(int argc, char **argv) {
         memset(part, 0, (size_t)(n * cols) * sizeof(double));
         const qp_pixel_columns pc = {c0, cols, n};
         t0 = omp_get_wtime();
-        if (qp_pixel_matrices_build_columns(&p, part, cfg.ell_min, lmax, 0, 0, NULL, &pc) !=
-            QP_OK)
+        if (qp_pixel_matrices_build_columns(&p, part, cfg.ell_min, lmax, 0, 0, NULL, &pc) != QP_OK)
           return 1;
         t_panels += omp_get_wtime() - t0;
         if (r == 0)

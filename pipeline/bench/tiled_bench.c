@@ -38,13 +38,13 @@ static void fill(qp_matrix *m, int kind) {
 }
 
 typedef enum { OP_POTRF, OP_TRTRI, OP_TRSM_N, OP_TRSM_T, OP_GEMM, OP_GETRF, OP_COUNT } bench_op;
-static const char *const op_names[OP_COUNT] = {"potrf", "trtri", "trsm L^-1 B", "trsm L^-T B",
-                                               "gemm A^T A", "getrf"};
+static const char *const op_names[OP_COUNT] = {"potrf",       "trtri",      "trsm L^-1 B",
+                                               "trsm L^-T B", "gemm A^T A", "getrf"};
 static int *pivots; /* getrf's: qp_linalg_pivot_count of A */
 
 /* Seconds of one run of `op` (tiled or not), the slowest rank's; the inputs are made fresh. */
-static double run_once(bench_op op, int tiled, int64_t n, qp_matrix *a, qp_matrix *l,
-                       qp_matrix *b, qp_matrix *c) {
+static double run_once(bench_op op, int tiled, int64_t n, qp_matrix *a, qp_matrix *l, qp_matrix *b,
+                       qp_matrix *c) {
   qp_err err = QP_OK;
   if (op == OP_POTRF || op == OP_TRTRI) fill(a, FILL_SPD);
   if (op == OP_GETRF) fill(a, FILL_PIVOTED);
@@ -125,8 +125,10 @@ int main(int argc, char **argv) {
   int repeat = 3, block = QP_GRID_DEFAULT_BLOCK, first = 1;
   for (; first < argc && strncmp(argv[first], "--", 2) == 0; first += 2) {
     if (first + 1 >= argc) break;
-    if (strcmp(argv[first], "--repeat") == 0) repeat = atoi(argv[first + 1]);
-    else if (strcmp(argv[first], "--block") == 0) block = atoi(argv[first + 1]);
+    if (strcmp(argv[first], "--repeat") == 0)
+      repeat = atoi(argv[first + 1]);
+    else if (strcmp(argv[first], "--block") == 0)
+      block = atoi(argv[first + 1]);
   }
   if (first >= argc || repeat < 1 || block < 1) {
     fprintf(stderr, "usage: mpiexec -n P %s [--repeat R] [--block B] N [N ...]\n", argv[0]);
@@ -161,8 +163,8 @@ int main(int argc, char **argv) {
     if (qp_comm_rank() == 0)
       printf("N %lld: this run's dgemm on one rank's share %.1f GFLOP/s\n"
              "  %-12s %10s %10s %8s %16s %12s\n",
-             (long long)n, rate, "operation", "ScaLAPACK", "tiled", "ratio",
-             "GFLOP/s/rank S|T", "% of dgemm T");
+             (long long)n, rate, "operation", "ScaLAPACK", "tiled", "ratio", "GFLOP/s/rank S|T",
+             "% of dgemm T");
     for (int op = 0; op < OP_COUNT; ++op) {
       double best[2] = {INFINITY, INFINITY};
       for (int r = 0; r < repeat; ++r)

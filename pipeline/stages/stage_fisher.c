@@ -168,12 +168,13 @@ static qp_err qp_whiten_product(qp_problem *p, const qp_matrix *stack, int64_t j
   return QP_OK;
 }
 
-/* Cross-spectra: M = Cov(y) (docs/science.md), with every product G_p = L_A^-1 P_p L_B^-T in the
- * stack (no chunks: planner_chunks.c) and slot k free (no noise bias):
- *   4 T_pq = tr(C_A^-1 P_p C_B^-1 S C_A^-1 P_q C_B^-1 S) = tr(K_p K_q), K_p = G_p H,
- *   H = L_B^-1 S L_A^-T (S, the covariance of the two map sets, Cov(x_A, x_B)),
- * so each G_p becomes K_p in place (one gemm through slot k), then K_q^T goes to slot k and one
- * column of dots with the stack gives T's column q: M_pq = T_pq + F_pq / 2. */
+/* Cross-spectra: M = Cov(y) (docs/science.md), with every parameter's Y_p = C_A^-1 P_p C_B^-1
+ * in the stack (no chunks: planner_chunks.c; qp_products_to_y) and slot k free (its noise
+ * slot: the bias was summed):
+ *   4 T_pq = tr(C_A^-1 P_p C_B^-1 S C_A^-1 P_q C_B^-1 S) = tr(K_p K_q), K_p = Y_p S,
+ * S the covariance of the two map sets, Cov(x_A, x_B). Each Y_p becomes K_p in place (one gemm
+ * through slot k), then K_q^T goes to slot k and one column of dots with the stack gives T's
+ * column q: M_pq = T_pq + F_pq / 2. */
 static qp_err qp_cross_y_covariance(qp_problem *p, const qp_matrix *products, double *gram) {
   const qp_config *cfg = p->cfg;
   const int64_t n = p->n_pix, np = p->n_params, k = p->plan->model_dims.fisher_chunk;
@@ -186,8 +187,6 @@ static qp_err qp_cross_y_covariance(qp_problem *p, const qp_matrix *products, do
   qp_host_window seen = {0};
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_CROSS_SIGNAL, QP_TERM_TRANSIENT, n, n, &h));
   QP_CALL_GOTO(qp_pixel_signal(p, &h, cfg->ell_min, cfg->lmax_signal), done);
-  QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov_b, &h), done);
-  QP_CALL_GOTO(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, &h), done);
   QP_CALL_GOTO(qp_matrix_stack_slot(products, k, p->ops, QP_TERM_PRODUCTS, n, n, &temp), done);
   for (int64_t j = 0; j < np; ++j) {
     qp_matrix slot;
@@ -228,12 +227,28 @@ static int qp_bins_unit(const qp_problem *p) {
   return 1;
 }
 
-/* F_(q,ell) for the chunk's parameters first .. first + count - 1, held in the stack's first
- * slots: every unbinned product L_A^-1 P_ell L_B^-T formed in slot `stream` and dotted with
- * them (one column of dots each, `dots` whole on every rank). */
+/* The chunk's products G_q = L_A^-1 P_q L_B^-T (slots 0 .. count - 1) <- Y_q = L_A^-T G_q L_B^-1
+ * = C_A^-1 P_q C_B^-1, in place, once F and the bias are summed: what the window's dots and
+ * cross-spectra's covariance are made from. */
+static qp_err qp_products_to_y(qp_problem *p, const qp_matrix *stack, int64_t count) {
+  const int64_t n = p->n_pix;
+  const qp_matrix *right = p->plan->model_dims.cross_maps ? &p->cov_b : &p->cov;
+  for (int64_t j = 0; j < count; ++j) {
+    qp_matrix slot;
+    QP_CALL(qp_matrix_stack_slot(stack, j, p->ops, QP_TERM_PRODUCTS, n, n, &slot));
+    QP_CALL(qp_linalg_trmm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &slot));
+    QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_NOTRANS, 1.0, right, &slot));
+  }
+  return QP_OK;
+}
+
+/* F_(q,ell) = 1/2 tr(Y_q P_ell) = 1/2 <Y_q, P_ell> for the chunk's parameters first .. first +
+ * count - 1, whose Y_q are in the stack's first slots (qp_products_to_y): every unbinned P_ell
+ * built in slot `spare` and dotted with them (one column of dots each, `dots_at` whole on
+ * every rank). Its cost does not grow with the bins' width: n_window pair-sum builds and
+ * count n_window n_pix^2 dots, beside the 2 count triangular products of Y. */
 static qp_err qp_pixel_window_dots(qp_problem *p, const qp_problem *wp, const qp_matrix *stack,
-                                   int64_t first, int64_t count, int64_t stream, double *dots_at,
-                                   qp_progress *progress, long *formed) {
+                                   int64_t first, int64_t count, int64_t spare, double *dots_at) {
   const int64_t np = p->n_params;
   const qp_linalg_ops *local = qp_linalg_local_ops(p->ops);
   qp_host_window seen = {0};
@@ -241,14 +256,12 @@ static qp_err qp_pixel_window_dots(qp_problem *p, const qp_problem *wp, const qp
   qp_err err = QP_OK;
   QP_CALL(qp_matrix_view(local, QP_TERM_GRAM, dots_at, count, 1, count, &dots));
   for (int64_t u = 0; u < wp->n_params; ++u) {
-    QP_CALL_GOTO(qp_pixel_build_slots(wp, stack, stream, u, 1, QP_TERM_PRODUCTS), done);
-    QP_CALL_GOTO(qp_whiten_product(p, stack, stream), done);
-    QP_CALL_GOTO(qp_product_dots(p->ops, stack, count, stream, 1, &dots), done);
+    QP_CALL_GOTO(qp_pixel_build_slots(wp, stack, spare, u, 1, QP_TERM_PRODUCTS), done);
+    QP_CALL_GOTO(qp_product_dots(p->ops, stack, count, spare, 1, &dots), done);
     QP_CALL_GOTO(qp_gram_read(p->ops, &dots, &seen), done);
     for (int64_t a = 0; a < count; ++a)
       p->fisher_ell[(first + a) + u * np] = 0.5 * seen.data[a];
     qp_host_window_discard(&seen);
-    qp_progress_step(progress, ++*formed);
   }
 done:
   qp_host_window_discard(&seen);
@@ -294,7 +307,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   QP_CALL(qp_window_problem(p, &wp));
   long total = 0; /* products formed: each once, plus the streamed ones again */
   for (int64_t first = 0; first < np; first += k)
-    total += (long)(np - first) + (unit ? 0 : (long)wp.n_params);
+    total += (long)(np - first);
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "products", total);
   QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher), done);
@@ -359,13 +372,18 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
         p->fisher[(first + a) + q * np] = p->fisher[q + (first + a) * np] = 0.5 * seen.data[a];
       qp_host_window_discard(&seen);
     }
-    /* The window's dots with this chunk, in the streaming slot (the noise's when there is no
-     * streaming: one chunk, whose Gram matrix is made). */
+    /* The window's dots with this chunk, with P_ell in the streaming slot (the noise's when
+     * there is no streaming: one chunk, whose bias is summed); cross-spectra's covariance
+     * wants the Y_q too. */
+    if (!unit || p->plan->model_dims.cross_maps)
+      QP_CALL_GOTO(qp_products_to_y(p, &products, count), done);
     if (!unit)
       QP_CALL_GOTO(qp_pixel_window_dots(p, &wp, &products, first, count, streaming ? k + 1 : k,
-                                        gram.data + (k + 1) * (k + 1), &progress, &formed),
+                                        gram.data + (k + 1) * (k + 1)),
                    done);
   }
+  qp_progress_note(&progress, unit ? "F_(q,ell) is F (bins of one multipole)"
+                                   : "F_(q,ell) for the window functions");
   if (unit) memcpy(p->fisher_ell, p->fisher, (size_t)(np * np) * sizeof *p->fisher);
   qp_progress_note(&progress, "Fisher matrix and noise bias");
   if (p->plan->model_dims.cross_maps) {

@@ -2,7 +2,9 @@
 # dist_case.sh: one case of the distributed-vs-single-process check (tests/mpi/CMakeLists.txt).
 #   dist_case.sh ref QMLPIPE WORKDIR NAME PATH METHOD FIELDS SPECTRA LMAX LMAX_SIGNAL BIN [WRITE_NOISE]
 #       simulates the inputs of case NAME and runs it on one process (the reference); with
-#       WRITE_NOISE (the write_noise program) the noise is a dense covariance it writes
+#       WRITE_NOISE (the write_noise program) the noise is a dense covariance it writes; with
+#       the word `cross` instead, a second map set (maps2: seed 9, noise variance 30) is
+#       crossed with the first (cross-spectra, docs/science.md)
 #   dist_case.sh run QMLPIPE WORKDIR NAME RANKS ROWS COLS BLOCK COMPARE [HOST_LIMIT_MIB]
 #       runs case NAME with mpiexec -n RANKS on a ROWS x COLS grid, then compares its results
 #       with the reference (COMPARE, 1e-10 relative) and checks its per-rank budget report.
@@ -30,6 +32,17 @@ if [[ $mode == ref ]]; then
   noise="{variance: 20}"
   [[ $fields != T ]] && noise="{variance_t: 20, variance_p: 4}"
   [[ $fields == QU ]] && noise="{variance_p: 4}"
+  cross=""
+  if [[ ${dense:-} == cross ]]; then
+    dense=""
+    "$qmlpipe" simulate --cls "$cls" --nside 8 --fields "$fields" --n-maps 2 --noise-variance 30 \
+      --noise-variance-pol 6 --seed 9 --out "$dir/map2" >/dev/null
+    cross="maps2: [map2_0000.fits, map2_0001.fits]"
+    noise2="{variance: 30}"
+    [[ $fields != T ]] && noise2="{variance_t: 30, variance_p: 6}"
+    [[ $fields == QU ]] && noise2="{variance_p: 6}"
+    cross="$cross"$'\n'"noise2: $noise2"
+  fi
   if [[ -n ${dense:-} ]]; then
     # A dense N (write_noise, beside this script's build) of the data vector's length.
     printf 'maps: [map_0000.fits]\nmask: mask.fits\nfields: %s\ncls: %s\nnoise: %s\nlmax: %s\n' \
@@ -50,6 +63,7 @@ if [[ $mode == ref ]]; then
     echo "bin_width: $bin"
     echo "path: $path"
     [[ $method != - ]] && echo "harmonic_method: $method"
+    [[ -n $cross ]] && echo "$cross"
 
   } >"$dir/base.yaml"
   { cat "$dir/base.yaml"; echo "output: reference.h5"; } >"$dir/reference.yaml"

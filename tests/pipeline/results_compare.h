@@ -1,4 +1,5 @@
-/* results_compare.h: a run's estimates kept (F, b, y, C_hat) and compared with another run's to
+/* results_compare.h: a run's estimates kept (F, b, y, C_hat, the covariance of C_hat and the
+ * window functions) and compared with another run's to
  * 1e-12 (relative to the largest entry, NaN-aware: test_util.h), for the tests that run one
  * problem on two backends or plans (test_hostdev_stages, test_hostdev_map_batches,
  * test_hostdev_w_blocks).
@@ -14,8 +15,8 @@
 #include "test_util.h"
 
 typedef struct results {
-  double *fisher, *noise_bias, *yb, *cl;
-  int64_t np, n_maps;
+  double *fisher, *noise_bias, *yb, *cl, *covariance, *window;
+  int64_t np, n_maps, n_window;
 } results;
 
 static void results_keep(const qp_problem *p, results *r) {
@@ -30,6 +31,13 @@ static void results_keep(const qp_problem *p, results *r) {
   memcpy(r->noise_bias, p->noise_bias, np * sizeof(double));
   memcpy(r->yb, p->yb, np * nm * sizeof(double));
   memcpy(r->cl, p->cl, np * nm * sizeof(double));
+  r->n_window = p->plan->model_dims.n_window;
+  const size_t nw = (size_t)r->n_window;
+  const double *cov = p->spectra_covariance ? p->spectra_covariance : p->fisher_inverse;
+  r->covariance = malloc(np * np * sizeof(double));
+  r->window = malloc(np * nw * sizeof(double));
+  memcpy(r->covariance, cov, np * np * sizeof(double));
+  memcpy(r->window, p->window, np * nw * sizeof(double));
 }
 
 static void results_free(results *r) {
@@ -37,6 +45,8 @@ static void results_free(results *r) {
   free(r->noise_bias);
   free(r->yb);
   free(r->cl);
+  free(r->covariance);
+  free(r->window);
 }
 
 static void compare(const results *cpu, const qp_problem *p, const char *what) {
@@ -46,6 +56,11 @@ static void compare(const results *cpu, const qp_problem *p, const char *what) {
   TEST_WITHIN(qp_test_max_rel_diff(cpu->noise_bias, p->noise_bias, np), 1e-12, "%s: b", what);
   TEST_WITHIN(qp_test_max_rel_diff(cpu->yb, p->yb, np * nm), 1e-12, "%s: y", what);
   TEST_WITHIN(qp_test_max_rel_diff(cpu->cl, p->cl, np * nm), 1e-12, "%s: C_hat", what);
+  const double *cov = p->spectra_covariance ? p->spectra_covariance : p->fisher_inverse;
+  TEST_WITHIN(qp_test_max_rel_diff(cpu->covariance, cov, np * np), 1e-12, "%s: covariance", what);
+  TEST_ASSERT(p->plan->model_dims.n_window == cpu->n_window, "%s: window sizes differ", what);
+  TEST_WITHIN(qp_test_max_rel_diff(cpu->window, p->window, np * (size_t)cpu->n_window), 1e-12,
+              "%s: window", what);
 }
 
 /* The end of a device run checked against the cpu run's results: compared, the model exact
