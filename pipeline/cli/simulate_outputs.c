@@ -36,7 +36,7 @@ qp_err qp_simulate_check_pairs(const char *prefix2, int n_maps, const char *mask
   char path[4200];
   for (int k = 0; k < n_maps; ++k) {
     QP_CHECK(qp_simulate_map_path(prefix2, k, path, sizeof path), QP_ERR_INPUT,
-             "--out2: the prefix '%s' is too long", prefix2);
+             "--out2: the prefix is too long for a map name: '%s'", prefix2);
     QP_CALL(qp_output_path_check(path, "--out2", "a map of the second set", inputs, 1));
     QP_CHECK(!mask || strcmp(mask, path) != 0, QP_ERR_IO,
              "--mask: '%s' is also map %d of --out2 '%s': give another path", mask, k, prefix2);

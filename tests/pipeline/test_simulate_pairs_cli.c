@@ -226,6 +226,17 @@ static void check_refusals(void) {
     args[n] = NULL;
     expect(cases[t].tag, args, cases[t].status, (const char *const[]){cases[t].word, NULL});
   }
+  /* Prefixes too long: --out for its default pair prefix PREFIX2 (usage, 2); --out2 for its
+   * map names (6), before any file is written. */
+  static char long_prefix[4300];
+  memset(long_prefix, 'x', 4199);
+  const char *long_out[] = {"simulate", "--cls", cls_path,    "--nside", "4",
+                            "--pairs",  "--out", long_prefix, NULL};
+  expect("out_long_for_pairs", long_out, 2, (const char *const[]){"is too long", NULL});
+  long_prefix[4195] = '\0';
+  const char *long_out2[] = {"simulate", "--cls", cls_path, "--nside",   "4", "--pairs",
+                             "--out",    "s",     "--out2", long_prefix, NULL};
+  expect("out2_long", long_out2, 6, (const char *const[]){"--out2: the prefix is too long", NULL});
   struct stat st;
   TEST_ASSERT(stat("s_0000.fits", &st) != 0 && stat("s2_0000.fits", &st) != 0,
               "a refused --pairs wrote maps");

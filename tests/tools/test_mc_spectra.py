@@ -121,6 +121,19 @@ def main():
     with open("map_noise.yaml", "w") as f:
         f.write(CONFIG.replace("{variance: 100}", "{variance_map: var.fits}"))
     expect_refused(1, ["'noise'", "white noise only"], "map_noise.yaml")
+    with open("list.yaml", "w") as f:
+        f.write("- a\n- b\n")
+    expect_refused(1, ["'list.yaml'", "not a mapping"], "list.yaml")
+    with open("no_mask.yaml", "w") as f:
+        f.write(CONFIG.replace("mask: mask.fits\n", ""))
+    expect_refused(1, ["'no_mask.yaml'", "no 'mask'"], "no_mask.yaml")
+    with open("text_mask.yaml", "w") as f:
+        f.write(CONFIG.replace("mask: mask.fits", "mask: cls.txt"))
+    expect_refused(1, ["cannot read the mask", "cls.txt"], "text_mask.yaml")
+    with open("bad_fields.yaml", "w") as f:
+        f.write(CONFIG.replace("fields: T", "fields: XYZ"))
+    expect_refused(1, ["simulation 0 (qmlpipe simulate) failed", "--fields"], "bad_fields.yaml",
+                   "--n-sims", "2")
     expect_refused(1, ["--noise2-variance", "need --cross"], "config.yaml",
                    "--noise2-variance", "3")
     with open("refused.yaml", "w") as f:

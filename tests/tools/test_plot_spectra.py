@@ -166,7 +166,18 @@ def main():
     cross_file("bad_window.h5", cls_path, window="bad")
     expect_refused(1, ["/spectra/window has 39 columns", "not a whole block"], "bad_window.h5",
                    "x.png")
+    shutil.copy("cross.h5", "shifted_ells.h5")
+    with h5py.File("shifted_ells.h5", "a") as f:
+        f["spectra/window_ell"][...] = f["spectra/window_ell"][...] + 1
+    expect_refused(1, ["window_ell is not ell_min..lmax"], "shifted_ells.h5", "x.png")
+    with open("short_cls.txt", "w") as f:
+        f.writelines(f"{ell} 1 1 1 0\n" for ell in range(8))
+    expect_refused(1, ["ends at ell 7", "reach ell 11"], "cross.h5", "x.png", "--cls",
+                   "short_cls.txt")
+    expect_refused(1, ["ends at ell 7", "reach ell 23"], "ex/results.h5", "x.png", "--cls",
+                   "short_cls.txt")
     check(not os.path.exists("x.png"), "no figure written by a refused call")
+    expect_refused(1, ["cannot write", "nodir/x.png"], "cross.h5", "nodir/x.png")
     expect_refused(2, ["usage"], "cross.h5")
     expect_refused(2, ["--max-maps"], "cross.h5", "x.png", "--max-maps", "0")
     status, text = tool("--help")
