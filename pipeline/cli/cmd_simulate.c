@@ -41,6 +41,16 @@ static void qp_simulate_usage(FILE *out) {
       "                         sky)\n"
       "  --example DIR          write a complete small temperature example into DIR (maps,\n"
       "                         mask, C_ell, config.yaml) for `qmlpipe run DIR/config.yaml`\n"
+      "  Pairs, for cross-spectra (config keys maps2 and noise2):\n"
+      "  --pairs                also write a second map per map, PREFIX2_0000.fits, ..., with\n"
+      "                         the SAME signal and an INDEPENDENT noise realisation (the\n"
+      "                         first set is the same maps as without --pairs); prints the\n"
+      "                         config keys maps, maps2, noise and noise2 of a cross run\n"
+      "  --out2 PREFIX2         the second set's prefix (default: PREFIX followed by 2)\n"
+      "  --noise2-variance V    the second set's noise variance per pixel in T, >= 0\n"
+      "                         (default: the first set's, --noise-variance)\n"
+      "  --noise2-variance-pol V  the second set's in Q and U (default: --noise2-variance\n"
+      "                         when given, else the first set's Q and U variance)\n"
       "  N, L, K and S are whole numbers in digits; a value out of its range is refused\n"
       "  (exit 2).\n");
 }
@@ -55,6 +65,12 @@ typedef struct qp_sim_cli {
   double galactic_cut;
   qp_sim_options sim;
   qp_sim_pol pol;
+  /* --pairs: the second set's prefix (NULL: PREFIX + "2", in prefix2_buf) and noise (< 0:
+   * not given, the defaults of the usage). */
+  int pairs;
+  const char *prefix2;
+  char prefix2_buf[4200];
+  qp_sim_pair pair;
 } qp_sim_cli;
 
 /* The options, in getopt_long's table. */
@@ -66,6 +82,10 @@ enum {
   QP_SIM_FIELDS,
   QP_SIM_NOISE,
   QP_SIM_NOISE_POL,
+  QP_SIM_PAIRS,
+  QP_SIM_OUT2,
+  QP_SIM_NOISE2,
+  QP_SIM_NOISE2_POL,
   QP_SIM_BEAM,
   QP_SIM_N_MAPS,
   QP_SIM_SEED,
@@ -107,11 +127,35 @@ static int qp_simulate_option(int c, const char *v, qp_sim_cli *cli) {
     return qp_cmd_parse_real("--noise-variance", v, 0, DBL_MAX, &cli->sim.noise_variance);
   case QP_SIM_NOISE_POL:
     return qp_cmd_parse_real("--noise-variance-pol", v, 0, DBL_MAX, &cli->pol.noise_variance_pol);
+  case QP_SIM_PAIRS: cli->pairs = 1; return 1;
+  case QP_SIM_OUT2: cli->prefix2 = v; return 1;
+  case QP_SIM_NOISE2:
+    return qp_cmd_parse_real("--noise2-variance", v, 0, DBL_MAX, &cli->pair.noise_variance);
+  case QP_SIM_NOISE2_POL:
+    return qp_cmd_parse_real("--noise2-variance-pol", v, 0, DBL_MAX, &cli->pair.noise_variance_pol);
   case QP_SIM_BEAM:
     return qp_cmd_parse_real("--beam-fwhm", v, 0, QP_SIM_BEAM_MAX, &cli->sim.beam_fwhm_arcmin);
   case QP_SIM_CUT: return qp_cmd_parse_real("--galactic-cut", v, 0, 90, &cli->galactic_cut);
   default: return 0; /* '?': qp_cmd_getopt said why */
   }
+}
+
+/* Writes the n_maps maps of `maps` (qp_simulate_sky's layout) as PREFIX_0000.fits, ... */
+static qp_err qp_write_set(const qp_sim_cli *cli, const double *maps, const char *prefix) {
+  const int64_t n_sky = 12 * cli->sim.nside * cli->sim.nside;
+  const int n_col = qp_simulate_columns(cli->pol.fields);
+  for (int k = 0; k < cli->sim.n_maps; ++k) {
+    char path[4200];
+    QP_CHECK(qp_simulate_map_path(prefix, k, path, sizeof path), QP_ERR_INPUT,
+             "the map prefix '%s' is too long", prefix);
+    /* healpy's column names for one and for three maps. */
+    const char *names[] = {"TEMPERATURE", "Q_POLARISATION", "U_POLARISATION"};
+    const double *columns[3];
+    for (int c = 0; c < n_col; ++c)
+      columns[c] = maps + ((int64_t)k * n_col + c) * n_sky;
+    QP_CALL(qp_fits_map_write(path, cli->sim.nside, n_col, names, columns));
+  }
+  return QP_OK;
 }
 
 static qp_err qp_write_maps(const qp_sim_cli *cli, const qp_cls *cls, const char *prefix) {
@@ -122,24 +166,91 @@ static qp_err qp_write_maps(const qp_sim_cli *cli, const qp_cls *cls, const char
            QP_ERR_INPUT,
            "simulate: %d map(s) of %d column(s) at nside %lld are more than 2^63 values",
            cli->sim.n_maps, n_col, (long long)cli->sim.nside);
-  double *maps = NULL;
+  double *maps = NULL, *maps2 = NULL;
   QP_CALL(QP_ALLOC_DOUBLES("sim_maps", QP_TERM_TRANSIENT, count, &maps));
   qp_err err = QP_OK;
-  QP_CALL_GOTO(qp_simulate_sky(cls, &cli->sim, &cli->pol, maps), done);
-  for (int k = 0; k < cli->sim.n_maps; ++k) {
-    char path[4200];
-    QP_CHECK_GOTO(qp_simulate_map_path(prefix, k, path, sizeof path), QP_ERR_INPUT, done,
-                  "the map prefix '%s' is too long", prefix);
-    /* healpy's column names for one and for three maps. */
-    const char *names[] = {"TEMPERATURE", "Q_POLARISATION", "U_POLARISATION"};
-    const double *columns[3];
-    for (int c = 0; c < n_col; ++c)
-      columns[c] = maps + ((int64_t)k * n_col + c) * n_sky;
-    QP_CALL_GOTO(qp_fits_map_write(path, cli->sim.nside, n_col, names, columns), done);
+  if (cli->pairs) {
+    QP_CALL_GOTO(QP_ALLOC_DOUBLES("sim_maps2", QP_TERM_TRANSIENT, count, &maps2), done);
+    QP_CALL_GOTO(qp_simulate_pairs(cls, &cli->sim, &cli->pol, &cli->pair, maps, maps2), done);
+  } else {
+    QP_CALL_GOTO(qp_simulate_sky(cls, &cli->sim, &cli->pol, maps), done);
   }
+  QP_CALL_GOTO(qp_write_set(cli, maps, prefix), done);
+  if (cli->pairs) QP_CALL_GOTO(qp_write_set(cli, maps2, cli->prefix2), done);
 done:
+  qp_budget_free(maps2);
   qp_budget_free(maps);
   return err;
+}
+
+/* A noise as the config's `noise` key writes it: {variance: V} when T alone or both equal. */
+static void qp_print_noise(const char *key, const qp_sim_cli *cli, double var_t, double var_p) {
+  if (cli->pol.fields == QP_FIELDS_T || var_t == var_p)
+    printf("%s: {variance: %.17g}\n", key, var_t);
+  else
+    printf("%s: {variance_t: %.17g, variance_p: %.17g}\n", key, var_t, var_p);
+}
+
+/* After --pairs: the config keys of the cross run, paths as given (relative to the current
+ * directory: the config's paths are relative to its own directory). */
+static void qp_print_pairs(const qp_sim_cli *cli) {
+  char path[4200];
+  for (int set = 0; set < 2; ++set) {
+    printf("%s: [", set ? "maps2" : "maps");
+    for (int k = 0; k < cli->sim.n_maps; ++k)
+      if (qp_simulate_map_path(set ? cli->prefix2 : cli->prefix, k, path, sizeof path))
+        printf("%s%s", k ? ", " : "", path);
+    printf("]\n");
+  }
+  const double var_p =
+      cli->pol.noise_variance_pol >= 0 ? cli->pol.noise_variance_pol : cli->sim.noise_variance;
+  qp_print_noise("noise", cli, cli->sim.noise_variance, var_p);
+  qp_print_noise("noise2", cli, cli->pair.noise_variance,
+                 cli->pair.noise_variance_pol >= 0 ? cli->pair.noise_variance_pol
+                                                   : cli->pair.noise_variance);
+}
+
+/* --pairs and its options, after the line is parsed: 2 (with a message) for an option of the
+ * pairs without --pairs, or --pairs with --example; else the second set's defaults filled in. */
+static int qp_pairs_resolve(qp_sim_cli *cli) {
+  const char *without = cli->prefix2                        ? "--out2"
+                        : cli->pair.noise_variance >= 0     ? "--noise2-variance"
+                        : cli->pair.noise_variance_pol >= 0 ? "--noise2-variance-pol"
+                                                            : NULL;
+  if (!cli->pairs && without) {
+    fprintf(stderr, "qmlpipe simulate: %s needs --pairs (it sets the second map of each pair)\n",
+            without);
+    return 2;
+  }
+  if (!cli->pairs) return 0;
+  if (cli->example_dir) {
+    fprintf(stderr, "qmlpipe simulate: --pairs is not available with --example (one map set): "
+                    "give --out PREFIX instead\n");
+    return 2;
+  }
+  if (!cli->prefix2) {
+    const int n = snprintf(cli->prefix2_buf, sizeof cli->prefix2_buf, "%s2", cli->prefix);
+    if (n < 0 || (size_t)n >= sizeof cli->prefix2_buf) {
+      fprintf(stderr, "qmlpipe simulate: --out: the prefix '%s' is too long\n", cli->prefix);
+      return 2;
+    }
+    cli->prefix2 = cli->prefix2_buf;
+  }
+  if (strcmp(cli->prefix2, cli->prefix) == 0) {
+    fprintf(stderr,
+            "qmlpipe simulate: --out2 '%s' is also --out: the second set would replace "
+            "the first; give another prefix\n",
+            cli->prefix2);
+    return 2;
+  }
+  /* Not given: the first set's levels; --noise2-variance alone sets Q and U too, as
+   * --noise-variance does for the first set. */
+  if (cli->pair.noise_variance < 0) {
+    cli->pair.noise_variance = cli->sim.noise_variance;
+    if (cli->pair.noise_variance_pol < 0)
+      cli->pair.noise_variance_pol = cli->pol.noise_variance_pol;
+  }
+  return 0;
 }
 
 static qp_err qp_write_mask(int64_t nside, double cut, const char *path) {
@@ -208,6 +319,10 @@ int qp_cmd_simulate(int argc, char **argv) {
       {"fields", required_argument, NULL, QP_SIM_FIELDS},
       {"noise-variance", required_argument, NULL, QP_SIM_NOISE},
       {"noise-variance-pol", required_argument, NULL, QP_SIM_NOISE_POL},
+      {"pairs", no_argument, NULL, QP_SIM_PAIRS},
+      {"out2", required_argument, NULL, QP_SIM_OUT2},
+      {"noise2-variance", required_argument, NULL, QP_SIM_NOISE2},
+      {"noise2-variance-pol", required_argument, NULL, QP_SIM_NOISE2_POL},
       {"beam-fwhm", required_argument, NULL, QP_SIM_BEAM},
       {"n-maps", required_argument, NULL, QP_SIM_N_MAPS},
       {"seed", required_argument, NULL, QP_SIM_SEED},
@@ -218,7 +333,8 @@ int qp_cmd_simulate(int argc, char **argv) {
       {NULL, 0, NULL, 0}};
   qp_sim_cli cli = {.prefix = "sim",
                     .sim = {.nside = 0, .ell_min = 2, .lmax = -1, .n_maps = 1, .seed = 1},
-                    .pol = {.fields = QP_FIELDS_T, .noise_variance_pol = -1.0}};
+                    .pol = {.fields = QP_FIELDS_T, .noise_variance_pol = -1.0},
+                    .pair = {.noise_variance = -1.0, .noise_variance_pol = -1.0}};
   qp_cmd_getopt_begin();
   for (int c; (c = qp_cmd_getopt("simulate", argc, argv, options, NULL)) != -1;) {
     if (c == 'h') {
@@ -230,6 +346,10 @@ int qp_cmd_simulate(int argc, char **argv) {
   }
   if (optind < argc) {
     fprintf(stderr, "qmlpipe simulate: unexpected argument '%s'\n", argv[optind]);
+    qp_simulate_usage(stderr);
+    return 2;
+  }
+  if (qp_pairs_resolve(&cli) != 0) {
     qp_simulate_usage(stderr);
     return 2;
   }
@@ -253,6 +373,8 @@ int qp_cmd_simulate(int argc, char **argv) {
                    ? qp_simulate_check_example(cli.example_dir, cli.sim.n_maps, cli.cls_path)
                    : qp_simulate_check_outputs(cli.prefix, cli.sim.n_maps, cli.mask_path,
                                                cli.cls_path);
+  if (err == QP_OK && cli.pairs)
+    err = qp_simulate_check_pairs(cli.prefix2, cli.sim.n_maps, cli.mask_path, cli.cls_path);
   qp_cls cls;
   if (err == QP_OK) err = qp_cls_read(cli.cls_path, &cls);
   if (err == QP_OK && cli.sim.lmax > cls.lmax) cli.sim.lmax = cls.lmax;
@@ -266,8 +388,13 @@ int qp_cmd_simulate(int argc, char **argv) {
       if (err == QP_OK)
         printf("qmlpipe simulate: %d %s map(s) %s_0000.fits.. (nside %lld, ell %d..%d)\n",
                cli.sim.n_maps, qp_sim_field_names[cli.pol.fields], cli.prefix,
-               (long long)cli.sim.nside,
-               cli.sim.ell_min, cli.sim.lmax);
+               (long long)cli.sim.nside, cli.sim.ell_min, cli.sim.lmax);
+      if (err == QP_OK && cli.pairs) {
+        printf("qmlpipe simulate: their pairs %s_0000.fits.. (the same signal, independent "
+               "noise); the config keys of a cross run (paths as written here):\n",
+               cli.prefix2);
+        qp_print_pairs(&cli);
+      }
     }
     qp_cls_free(&cls);
   }

@@ -31,6 +31,19 @@ qp_err qp_simulate_check_outputs(const char *prefix, int n_maps, const char *mas
   return QP_OK;
 }
 
+qp_err qp_simulate_check_pairs(const char *prefix2, int n_maps, const char *mask, const char *cls) {
+  const qp_output_input inputs[] = {{"--cls", cls}};
+  char path[4200];
+  for (int k = 0; k < n_maps; ++k) {
+    QP_CHECK(qp_simulate_map_path(prefix2, k, path, sizeof path), QP_ERR_INPUT,
+             "--out2: the prefix is too long for a map name: '%s'", prefix2);
+    QP_CALL(qp_output_path_check(path, "--out2", "a map of the second set", inputs, 1));
+    QP_CHECK(!mask || strcmp(mask, path) != 0, QP_ERR_IO,
+             "--mask: '%s' is also map %d of --out2 '%s': give another path", mask, k, prefix2);
+  }
+  return QP_OK;
+}
+
 /* 1 when `config` is a regular file that starts with QP_EXAMPLE_MARK (an earlier example's
  * config). Opened without blocking and read only when regular: an open of a FIFO for reading
  * waits for a writer (a FIFO there hung --example). */

@@ -17,6 +17,12 @@ int qp_simulate_map_path(const char *prefix, int k, char *out, size_t size);
  *  QP_ERR_IO (QP_ERR_INPUT for a path too long) naming the option and the path. */
 qp_err qp_simulate_check_outputs(const char *prefix, int n_maps, const char *mask, const char *cls);
 
+/** Checks the second set of --pairs (`prefix2`, `n_maps`, the --out2 maps) as
+ *  qp_simulate_check_outputs checks the first: the shared output check with --cls as the input,
+ *  and the --mask (may be NULL) not one of them. QP_ERR_IO (QP_ERR_INPUT for a path too long)
+ *  naming --out2 and the path. */
+qp_err qp_simulate_check_pairs(const char *prefix2, int n_maps, const char *mask, const char *cls);
+
 /** Checks the files of `--example DIR` (made when missing: cls.txt, mask.fits, the n_maps maps
  *  and config.yaml) as above, and that an existing DIR holds no file of another run: where any
  *  of them exists, DIR/config.yaml must be an earlier example's (QP_EXAMPLE_MARK), else the

@@ -123,8 +123,23 @@ static qp_err qp_sim_draw(const qp_cls *cls, const qp_sim_options *o, int polari
   return QP_OK;
 }
 
-qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_pol *pol,
-                       double *maps) {
+/* Adds white noise of variance var_t to T (column 0) and var_p to Q and U (columns 1, 2) of
+ * each map, map by map, from `rng` (a variance <= 0: no draws for that column). */
+static void qp_sim_add_noise(qp_rng *rng, int n_maps, int n_col, int64_t n_sky, double var_t,
+                             double var_p, double *maps) {
+  for (int k = 0; k < n_maps; ++k)
+    for (int c = 0; c < n_col; ++c) {
+      const double var = c > 0 ? var_p : var_t;
+      if (!(var > 0)) continue;
+      double sd = sqrt(var), *map = maps + ((int64_t)k * n_col + c) * n_sky;
+      for (int64_t i = 0; i < n_sky; ++i)
+        map[i] += sd * qp_rng_gaussian(rng);
+    }
+}
+
+/* qp_simulate_sky and qp_simulate_pairs: maps2 == NULL for one set (pair unused). */
+static qp_err qp_sim_sky_sets(const qp_cls *cls, const qp_sim_options *o, const qp_sim_pol *pol,
+                              const qp_sim_pair *pair, double *maps, double *maps2) {
   QP_CHECK(o->nside >= 1 && o->n_maps >= 1, QP_ERR_INPUT,
            "simulate: nside and n_maps must be >= 1");
   QP_CHECK(o->ell_min >= 0 && o->lmax >= o->ell_min && o->lmax <= cls->lmax, QP_ERR_INPUT,
@@ -209,16 +224,17 @@ qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_
           maps[((int64_t)k * n_col + c) * n_sky + first + i] =
               out.data[(c - 1) * count + i + k * out.ld];
   }
-  /* Noise after the signal, map by map, so a map's noise does not depend on lmax. */
-  for (int k = 0; k < o->n_maps; ++k)
-    for (int c = 0; c < n_col; ++c) {
-      double var = o->noise_variance;
-      if (c > 0 && pol->noise_variance_pol >= 0) var = pol->noise_variance_pol;
-      if (!(var > 0)) continue;
-      double sd = sqrt(var), *map = maps + ((int64_t)k * n_col + c) * n_sky;
-      for (int64_t i = 0; i < n_sky; ++i)
-        map[i] += sd * qp_rng_gaussian(&rng);
-    }
+  /* The second set's signal: the same sky, copied before any noise. */
+  if (maps2) memcpy(maps2, maps, (size_t)o->n_maps * (size_t)n_col * (size_t)n_sky * sizeof *maps);
+  /* Noise after the signal, map by map, so a map's noise does not depend on lmax; the second
+   * set's after all of the first set's, so the first set is the same maps as without pairs. */
+  const double var_p =
+      pol && pol->noise_variance_pol >= 0 ? pol->noise_variance_pol : o->noise_variance;
+  qp_sim_add_noise(&rng, o->n_maps, n_col, n_sky, o->noise_variance, var_p, maps);
+  if (maps2)
+    qp_sim_add_noise(
+        &rng, o->n_maps, n_col, n_sky, pair->noise_variance,
+        pair->noise_variance_pol >= 0 ? pair->noise_variance_pol : pair->noise_variance, maps2);
 done:
   free(row);
   qp_harmonics_ring_free(&ring);
@@ -227,6 +243,22 @@ done:
   qp_matrix_destroy(&t_rows);
   qp_matrix_destroy(&coef);
   return err;
+}
+
+qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *o, const qp_sim_pol *pol,
+                       double *maps) {
+  QP_CALL(qp_sim_sky_sets(cls, o, pol, NULL, maps, NULL));
+  return QP_OK;
+}
+
+qp_err qp_simulate_pairs(const qp_cls *cls, const qp_sim_options *o, const qp_sim_pol *pol,
+                         const qp_sim_pair *pair, double *maps, double *maps2) {
+  QP_CHECK(pair && maps2, QP_ERR_INTERNAL, "simulate: pairs need the second set's noise and maps");
+  QP_CHECK(isfinite(pair->noise_variance) && pair->noise_variance >= 0 &&
+               isfinite(pair->noise_variance_pol),
+           QP_ERR_INPUT, "simulate: the second set's noise variances must be finite and >= 0");
+  QP_CALL(qp_sim_sky_sets(cls, o, pol, pair, maps, maps2));
+  return QP_OK;
 }
 
 qp_err qp_simulate_maps(const qp_cls *cls, const qp_sim_options *options, double *maps) {

@@ -49,6 +49,22 @@ qp_err qp_simulate_sky(const qp_cls *cls, const qp_sim_options *options, const q
 /** Temperature only: maps[k * n_sky + i] (RING pixel i of map k) = sum_lm r_lm B_l t_lm + noise,
  *  r_lm ~ N(0, C_l^TT). The same as qp_simulate_sky with pol == NULL. */
 qp_err qp_simulate_maps(const qp_cls *cls, const qp_sim_options *options, double *maps);
+/** The second set of qp_simulate_pairs: its own white noise. */
+typedef struct qp_sim_pair {
+  double noise_variance;     /* per pixel in T, >= 0 */
+  double noise_variance_pol; /* per pixel in Q and in U; < 0: noise_variance */
+} qp_sim_pair;
+
+/** Pairs of maps for cross-spectra: maps as qp_simulate_sky (the same maps, bit for bit, for
+ *  the same options and seed), and maps2 (same layout) with the SAME signal realisation, map
+ *  by map, plus white noise of pair's variances drawn independently of the first set's (after
+ *  all of it, from the same stream: the second set's noise, map by map, T, Q, U). So
+ *  maps2 - maps is pure noise, of variance var + var2 per pixel and column, and with
+ *  pair->noise_variance 0 (and _pol 0) maps2 is the noise-free sky of the first set.
+ *  Errors: those of qp_simulate_sky; QP_ERR_INPUT for a negative or non-finite variance of
+ *  the second set. */
+qp_err qp_simulate_pairs(const qp_cls *cls, const qp_sim_options *options, const qp_sim_pol *pol,
+                         const qp_sim_pair *pair, double *maps, double *maps2);
 /** mask[i] = 1 where the Galactic latitude |b| > b0_deg (the map's theta is colatitude), else
  *  0. b0_deg = 0 gives the full sky. */
 void qp_simulate_galactic_mask(int64_t nside, double b0_deg, double *mask);

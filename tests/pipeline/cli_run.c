@@ -42,10 +42,10 @@ void qp_cli_run(const char *program, const char *tag, const char *const *args, q
   char out_path[256], err_path[256];
   snprintf(out_path, sizeof out_path, "%s.out", tag);
   snprintf(err_path, sizeof err_path, "%s.err", tag);
-  char *argv[16];
+  char *argv[QP_CLI_ARGS_MAX + 2];
   int argc = 0;
   argv[argc++] = (char *)program;
-  for (int i = 0; args[i] && argc < 15; ++i)
+  for (int i = 0; args[i] && argc <= QP_CLI_ARGS_MAX; ++i)
     argv[argc++] = (char *)args[i];
   argv[argc] = NULL;
   posix_spawn_file_actions_t actions;

@@ -14,8 +14,11 @@ typedef struct qp_cli_result {
   char *out, *err;    /* its stdout and stderr (malloc'd, NUL-terminated) */
 } qp_cli_result;
 
-/** Runs `program args...` (args NULL-terminated, at most 14) with stdin from /dev/null,
- *  stdout in <tag>.out and stderr in <tag>.err. */
+/** The most arguments qp_cli_run passes (the rest are dropped). */
+enum { QP_CLI_ARGS_MAX = 30 };
+
+/** Runs `program args...` (args NULL-terminated, at most QP_CLI_ARGS_MAX) with stdin from
+ *  /dev/null, stdout in <tag>.out and stderr in <tag>.err. */
 void qp_cli_run(const char *program, const char *tag, const char *const *args, qp_cli_result *r);
 void qp_cli_free(qp_cli_result *r);
 /** The whole file as a NUL-terminated string ("" when unreadable); the caller frees it. */
