@@ -20,6 +20,7 @@ static void qp_budget_usage(FILE *out) {
 
 static void qp_budget_print(const qp_problem *p) {
   printf("route: %s\n", p->plan->path_reason);
+  if (p->plan->model_dims.cross_maps) printf("cross-spectra: maps crossed with maps2\n");
   qp_model_print(stdout, &p->plan->model_dims, &p->plan->model);
   /* The plan's limit: memory.host_limit, or without it the --mem-per-node share. */
   if (p->plan->host_limit > 0)

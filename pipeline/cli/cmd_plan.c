@@ -70,6 +70,9 @@ static void qp_plan_print(const qp_problem *p) {
          (long long)p->n_pix, (long long)p->n_obs_t, (long long)p->n_obs_p,
          (long long)p->n_modes, p->n_params, (long long)p->n_maps);
   printf("  route: %s\n", p->plan->path_reason);
+  if (p->plan->model_dims.cross_maps)
+    printf("  cross-spectra: each map of maps crossed with its map of maps2 (C_B, z_B and the "
+           "covariance of y beside the auto run's terms)\n");
   if (p->plan->path_used == QP_PATH_PIXEL_DIRECT)
     printf("  fisher_run holds %lld of %d products; spectra_run builds %lld bin matrices at a "
            "time\n",

@@ -114,9 +114,9 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
   qp_json_string(out, config);
   fprintf(out,
           ",\n  \"n_pix\": %lld,\n  \"n_modes\": %lld,\n  \"n_params\": %d,\n  \"n_maps\": %lld,\n"
-          "  \"route\": \"%s\",\n  \"reason\": ",
+          "  \"cross\": %s,\n  \"route\": \"%s\",\n  \"reason\": ",
           (long long)p->n_pix, (long long)p->n_modes, p->n_params, (long long)p->n_maps,
-          qp_plan_route_name(p->plan));
+          p->plan->model_dims.cross_maps ? "true" : "false", qp_plan_route_name(p->plan));
   qp_json_string(out, p->plan->path_reason);
   fprintf(
       out,
