@@ -77,10 +77,11 @@ static qp_err qp_ck_hash_inputs(const qp_config *cfg, char **text) {
   QP_CALL(qp_ck_add_input(text, &len, "config file", cfg->source));
   for (int m = 0; m < cfg->n_maps; ++m)
     QP_CALL(qp_ck_add_input(text, &len, "map file", cfg->maps[m]));
-  const char *more[] = {cfg->mask, cfg->mask_pol, cfg->cls,
-                        cfg->noise_kind != QP_NOISE_VARIANCE ? cfg->noise_file : "",
-                        cfg->bins_file};
-  const char *roles[] = {"mask file", "mask_pol file", "C_ell file", "noise file", "bins file"};
+  const char *more[] = {cfg->mask,      cfg->mask_pol,
+                        cfg->cls,       cfg->noise_kind != QP_NOISE_VARIANCE ? cfg->noise_file : "",
+                        cfg->bins_file, cfg->pixel_window ? cfg->pixel_window_file : ""};
+  const char *roles[] = {"mask file",  "mask_pol file", "C_ell file",
+                         "noise file", "bins file",     "pixel window table"};
   for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
     if (more[i][0]) QP_CALL(qp_ck_add_input(text, &len, roles[i], more[i]));
   return QP_OK;

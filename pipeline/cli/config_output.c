@@ -14,6 +14,7 @@ qp_err qp_config_output_check(const qp_config *cfg, const char *path, const char
       {"cls", cfg->cls},
       {"noise", cfg->noise_file},
       {"bins", cfg->bins_file},
+      {"pixel_window_file", cfg->pixel_window_file},
       {"memory.calibration",
        cfg->calibration[0] ? cfg->calibration : getenv("QMLPIPE_CALIBRATION")},
   };
