@@ -7,9 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# healpy-data: HEALPix's pixel window tables (/usr/share/healpy/data), for `pixel_window: true`.
 packages=(build-essential cmake pkg-config libopenblas-dev liblapacke-dev libhdf5-dev
   libcfitsio-dev libchealpix-dev libbz2-dev libyaml-dev libopenmpi-dev openmpi-bin
-  libscalapack-openmpi-dev python3-numpy python3-h5py python3-matplotlib file xz-utils)
+  libscalapack-openmpi-dev healpy-data python3-numpy python3-h5py python3-matplotlib file
+  xz-utils)
 if [ "${QP_SKIP_APT:-0}" != 1 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo

@@ -3,10 +3,11 @@
  * A few places of qmlpipe may be steered by a test: a chosen operation fails (QP_FAULT,
  * fault.h), a run stops after a chosen stage (QP_TEST_STOP_AFTER_STAGE), pauses at a chosen
  * point (QP_TEST_PAUSE), or takes a test's value for a limit (QP_TEST_BLAS_INT_MAX,
- * QP_TEST_CHECKPOINT_PANEL_BYTES). The product reaches each only through this interface, which
- * it leaves empty: in the installed qmlpipe every hook is a no-op, and no QP_FAULT or QP_TEST_*
- * variable is ever read. The test library (tests/support/test_support.h) installs what the
- * hooks do, reading the environment, in the programs that link it: qmlpipe-test (built beside
+ * QP_TEST_CHECKPOINT_PANEL_BYTES) or a place (QP_TEST_HEALPIX_DATA_DIR: where HEALPix's pixel
+ * window tables are, io/pixel_window.c). The product reaches each only through this interface,
+ * which it leaves empty: in the installed qmlpipe every hook is a no-op, and no QP_FAULT or
+ * QP_TEST_* variable is ever read. The test library (tests/support/test_support.h) installs what
+ * the hooks do, reading the environment, in the programs that link it: qmlpipe-test (built beside
  * qmlpipe from the same command-line code) and the C tests. */
 #ifndef QP_TEST_HOOKS_H
 #define QP_TEST_HOOKS_H

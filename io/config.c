@@ -59,31 +59,12 @@ void qp_config_free(qp_config *cfg) {
 
 _Static_assert((int)K_COUNT <= (int)QP_CFG_KEYS_MAX,
                "more top-level keys than config_fields.h allows");
-const char *const qp_top_keys[K_COUNT] = {"maps",
-                                          "mask",
-                                          "mask_pol",
-                                          "fields",
-                                          "cls",
-                                          "noise",
-                                          "spectra",
-                                          "ell_min",
-                                          "lmax",
-                                          "lmax_signal",
-                                          "bin_width",
-                                          "bins",
-                                          "beam_fwhm_arcmin",
-                                          "pixel_window",
-                                          "path",
-                                          "harmonic_method",
-                                          "backend",
-                                          "output",
-                                          "memory",
-                                          "dimensions",
-                                          "grid",
-                                          "accuracy",
-                                          "checkpoint",
-                                          "maps2",
-                                          "noise2"};
+const char *const qp_top_keys[K_COUNT] = {
+    "maps",      "mask",    "mask_pol",         "fields",       "cls",     "noise",
+    "spectra",   "ell_min", "lmax",             "lmax_signal",  "bin_width", "bins",
+    "beam_fwhm_arcmin",     "pixel_window",     "pixel_window_file",       "path",
+    "harmonic_method",      "backend",          "output",       "memory",  "dimensions",
+    "grid",      "accuracy", "checkpoint",      "maps2",        "noise2"};
 const char *const qp_cfg_field_names[3] = {"T", "QU", "TQU"};
 
 /* The backends a config may name: the registry's configurable rows (linalg/backends.h), a
@@ -150,6 +131,7 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
              ctx->line[index], cfg->accuracy);
     break;
   case K_PIXEL_WINDOW: QP_CALL(qp_cfg_bool(ctx, key, value, &cfg->pixel_window)); break;
+  case K_PIXEL_WINDOW_FILE: QP_CALL(qp_cfg_path(ctx, key, value, cfg->pixel_window_file)); break;
   case K_PATH:
     QP_CALL(qp_cfg_choice(ctx, key, value, path_names, 3, &choice));
     cfg->path = (qp_path)choice;

@@ -1,12 +1,12 @@
 /* config.h: the run configuration, read from YAML with libyaml.
  *
- * Keys (README "Config reference"): maps, mask, mask_pol, fields, cls, noise, spectra, ell_min, lmax,
- * lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, path, harmonic_method,
- * backend, output, checkpoint,
+ * Keys (README "Config reference"): maps, mask, mask_pol, fields, cls, noise, spectra, ell_min,
+ * lmax, lmax_signal, bin_width | bins, beam_fwhm_arcmin, pixel_window, pixel_window_file, path,
+ * harmonic_method, backend, output, checkpoint,
  * memory {host_limit, device_limit, device_overhead, sample_interval_ms, calibration}.
  * An unknown key, a wrong type or an
- * out-of-range value is QP_ERR_INPUT naming the file, the key and (when known) the line. Relative file paths are
- * taken relative to the directory of the config file. */
+ * out-of-range value is QP_ERR_INPUT naming the file, the key and (when known) the line. Relative
+ * file paths are taken relative to the directory of the config file. */
 #ifndef QP_CONFIG_IO_H
 #define QP_CONFIG_IO_H
 
@@ -65,7 +65,9 @@ typedef struct qp_config {
   int bin_width;                     /* used when bins_file is empty */
   char bins_file[QP_PATH_MAX];       /* rows "ell_min ell_max" (io/bins_text.h) */
   double beam_fwhm_arcmin;
-  int pixel_window;                  /* 0 (default) or 1: not supported yet */
+  int pixel_window;                    /* 0 (default) or 1: the HEALPix pixel window of the
+                                          maps' nside multiplies S and P_p (docs/science.md) */
+  char pixel_window_file[QP_PATH_MAX]; /* its table; "" = HEALPix's own (io/pixel_window.h) */
   qp_path path;
   int harmonic_method;               /* 0 auto, 1 smw, 2 projected */
   /* Relative accuracy asked of F and the spectra (default 1e-6): a route whose key matrix has

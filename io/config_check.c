@@ -110,6 +110,13 @@ qp_err qp_cfg_check(qp_cfg_ctx *ctx, qp_config *cfg) {
            "config %s line %d: give either bin_width (line %d) or bins, not both", ctx->file,
            ctx->line[K_BINS], ctx->line[K_BIN_WIDTH]);
 
+  /* A table the run would not apply is refused rather than ignored: a window left off by
+   * mistake would bias every C_ell by 1 / w_l^2 without a word. */
+  QP_CHECK(cfg->pixel_window || ctx->line[K_PIXEL_WINDOW_FILE] == 0, QP_ERR_INPUT,
+           "config %s line %d: pixel_window_file names a table, but pixel_window is false: set "
+           "pixel_window: true to apply it, or remove pixel_window_file",
+           ctx->file, ctx->line[K_PIXEL_WINDOW_FILE]);
+
   const int has_p = cfg->fields != QP_FIELDS_T;
   QP_CHECK(has_p || ctx->line[K_MASK_POL] == 0, QP_ERR_INPUT,
            "config %s line %d: mask_pol is the mask of Q and U, but fields is T", ctx->file,

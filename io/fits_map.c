@@ -2,13 +2,12 @@
  *
  * Files are opened with fits_open_diskfile / fits_create_diskfile, which take the name
  * literally: cfitsio's extended file-name syntax ("file.fits[1]", "!file") never applies to a
- * user's path. Every cfitsio status goes through qp_fits_error. */
+ * user's path. Every cfitsio status goes through qp_fits_error (fits_status.h). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "fits_map.h"
 
 #include <chealpix.h>
-#include <ctype.h>
 #include <errno.h>
 #include <fitsio.h>
 #include <math.h>
@@ -20,6 +19,7 @@
 
 #include "atomic_file.h"
 #include "checked_size.h"
+#include "fits_status.h"
 #include "input_file.h"
 
 enum {
@@ -29,47 +29,6 @@ enum {
 
 /* The largest nside HEALPix allows (2^29): 12 nside^2 then still fits in int64. */
 static const int64_t qp_nside_max = (int64_t)1 << 29;
-
-/* Strips trailing blanks in place (cfitsio keeps those of padded string keywords). */
-static void qp_rstrip(char *s) {
-  size_t n = strlen(s);
-  while (n > 0 && isspace((unsigned char)s[n - 1]))
-    s[--n] = '\0';
-}
-
-/* Turns a non-zero cfitsio status into QP_ERR_IO carrying cfitsio's status text and the
- * messages of its error stack (oldest, most specific first), and empties that stack. */
-static qp_err qp_fits_error(int status, const char *path, const char *what, int line,
-                            const char *func) {
-  char text[FLEN_STATUS] = "";
-  char detail[400] = "";
-  char message[FLEN_ERRMSG];
-  size_t used = 0;
-  fits_get_errstatus(status, text);
-  while (fits_read_errmsg(message) > 0) {
-    qp_rstrip(message);
-    if (message[0] == '\0' || used + 1 >= sizeof detail) continue; /* drain the rest */
-    int w = snprintf(detail + used, sizeof detail - used, "%s%s", used ? " / " : "", message);
-    if (w > 0) used += (size_t)w < sizeof detail - used ? (size_t)w : sizeof detail - used - 1;
-  }
-  fits_clear_errmsg();
-  return qp_error_set(QP_ERR_IO, __FILE__, line, func,
-                      "FITS file '%s': %s: cfitsio error %d (%s)%s%s", path, what, status, text,
-                      detail[0] ? ": " : "", detail);
-}
-
-/* QP_OK when status is 0, else the wrapped error (recorded at the caller's line). */
-#define QP_FITS_STATUS(status, path, what)                                                         \
-  ((status) == 0 ? QP_OK : qp_fits_error((status), (path), (what), __LINE__, __func__))
-
-/* True (and status reset, cfitsio's message stack emptied) when a keyword read found no such
- * keyword: the caller decides whether that is an error. */
-static int qp_fits_key_missing(int *status) {
-  if (*status != KEY_NO_EXIST) return 0;
-  *status = 0;
-  fits_clear_errmsg();
-  return 1;
-}
 
 /* Moves to the file's first binary-table HDU (healpy's layout). */
 static qp_err qp_fits_find_table(fitsfile *f, const char *path) {
@@ -114,7 +73,7 @@ static qp_err qp_fits_read_ordering(fitsfile *f, const char *path, long long nsi
   QP_CHECK(!qp_fits_key_missing(&status), QP_ERR_INPUT,
            "map file '%s' has no ORDERING keyword (RING or NESTED)", path);
   QP_CALL(QP_FITS_STATUS(status, path, "reading ORDERING"));
-  qp_rstrip(value);
+  qp_fits_rstrip(value);
   if (strcasecmp(value, "RING") == 0) {
     info->nested = 0;
   } else {
@@ -135,7 +94,7 @@ static qp_err qp_fits_check_full_sky(fitsfile *f, const char *path) {
   fits_read_key_str(f, "INDXSCHM", value, NULL, &status);
   if (qp_fits_key_missing(&status)) value[0] = '\0';
   QP_CALL(QP_FITS_STATUS(status, path, "reading INDXSCHM"));
-  qp_rstrip(value);
+  qp_fits_rstrip(value);
   QP_CHECK(strcasecmp(value, "EXPLICIT") != 0, QP_ERR_UNSUPPORTED,
            "map file '%s' is a partial-sky map (INDXSCHM = EXPLICIT); only full-sky "
            "(implicit) maps are supported",
@@ -143,7 +102,7 @@ static qp_err qp_fits_check_full_sky(fitsfile *f, const char *path) {
   fits_read_key_str(f, "OBJECT", value, NULL, &status);
   if (qp_fits_key_missing(&status)) value[0] = '\0';
   QP_CALL(QP_FITS_STATUS(status, path, "reading OBJECT"));
-  qp_rstrip(value);
+  qp_fits_rstrip(value);
   QP_CHECK(strcasecmp(value, "PARTIAL") != 0, QP_ERR_UNSUPPORTED,
            "map file '%s' is a partial-sky map (OBJECT = PARTIAL); only full-sky maps are "
            "supported",
@@ -162,7 +121,7 @@ static qp_err qp_fits_read_column(fitsfile *f, const char *path, int c, long lon
   if (qp_fits_key_missing(&status)) /* an unnamed column is allowed */
     snprintf(value, sizeof value, "COLUMN%d", c + 1);
   QP_CALL(QP_FITS_STATUS(status, path, "reading a column name"));
-  qp_rstrip(value);
+  qp_fits_rstrip(value);
   snprintf(info->column_names[c], sizeof info->column_names[c], "%s", value);
 
   int type = 0;

@@ -186,6 +186,7 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
        c->harmonic_method == 1 ? "smw" : (c->harmonic_method == 2 ? "projected" : "auto")},
       {"path_used", r->path_used},
       {"path_reason", r->path_reason},
+      {"pixel_window", r->pixel_window ? r->pixel_window : "none"},
       {"backend", c->backend},
       {"output", c->output},
   };
@@ -209,7 +210,6 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
       {"lmax", c->lmax},
       {"lmax_signal", c->lmax_signal},
       {"bin_width", c->bin_width},
-      {"pixel_window", c->pixel_window},
       {"nside", r->nside},
       {"n_observed", r->n_observed},
       {"n_observed_t", r->n_observed_t},

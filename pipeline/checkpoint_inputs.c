@@ -86,9 +86,10 @@ static qp_err qp_ck_hash_inputs(const qp_config *cfg, char **text) {
                         cfg->noise_kind != QP_NOISE_VARIANCE ? cfg->noise_file : "",
                         cfg->n_maps2 > 0 && cfg->noise2_kind != QP_NOISE_VARIANCE ? cfg->noise2_file
                                                                                   : "",
-                        cfg->bins_file};
-  const char *roles[] = {"mask file",  "mask_pol file", "C_ell file",
-                         "noise file", "noise2 file",   "bins file"};
+                        cfg->bins_file,
+                        cfg->pixel_window ? cfg->pixel_window_file : ""};
+  const char *roles[] = {"mask file",   "mask_pol file", "C_ell file",        "noise file",
+                         "noise2 file", "bins file",     "pixel window table"};
   for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
     if (more[i][0]) QP_CALL(qp_ck_add_input(text, &len, roles[i], more[i]));
   return QP_OK;

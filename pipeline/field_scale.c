@@ -17,8 +17,9 @@ static double qp_power_of_two_scale(double d) {
 qp_run_scale qp_field_scale(const qp_problem *p, int ell_from, int ell_to, int with_noise) {
   double signal[2] = {0.0, 0.0};
   for (int l = ell_from < 0 ? 0 : ell_from; l <= ell_to && l <= p->cfg->lmax_signal; ++l) {
-    signal[0] += p->ell_weight[l] * p->cls.cl[QP_TT][l];
-    if (l >= 2) signal[1] += p->ell_weight[l] * 0.5 * (p->cls.cl[QP_EE][l] + p->cls.cl[QP_BB][l]);
+    signal[0] += qp_field_weight(p, 0, 0, l) * p->cls.cl[QP_TT][l];
+    if (l >= 2)
+      signal[1] += qp_field_weight(p, 1, 1, l) * 0.5 * (p->cls.cl[QP_EE][l] + p->cls.cl[QP_BB][l]);
   }
   qp_run_scale s = {.runs = 2, .end = {p->n_obs_t, p->n_pix}};
   for (int f = 0; f < 2; ++f)
@@ -35,7 +36,7 @@ static double qp_signal_eigen_bound_field(const qp_problem *p, int field) {
     double c = field == 0 ? p->cls.cl[QP_TT][l]
                : l >= 2   ? p->cls.cl[QP_EE][l] + p->cls.cl[QP_BB][l]
                           : 0.0;
-    c *= p->ell_weight[l] * 4.0 * M_PI / (2.0 * l + 1.0); /* B_l^2 */
+    c *= qp_field_weight(p, field, field, l) * 4.0 * M_PI / (2.0 * l + 1.0); /* B_l^2 w_l^2 */
     largest = c > largest ? c : largest;
   }
   return 3.0 * (double)p->n_sky / (4.0 * M_PI) * largest;

@@ -1,7 +1,8 @@
 /* field_scale.h: the fields' units and SMW's bound of C's conditioning, from the C_ell, the
  * beam and the noise alone: what the planner's SMW check (planner_route.c), before anything
  * is built, and the stages' guards (conditioning.h) share. Pure functions of the problem's
- * inputs (cls, ell_weight, noise_field_mean, the pixel counts). */
+ * inputs (cls, the fields' weights qp_field_weight: beam and pixel window, noise_field_mean,
+ * the pixel counts). */
 #ifndef QP_FIELD_SCALE_H
 #define QP_FIELD_SCALE_H
 
@@ -22,12 +23,13 @@ qp_run_scale qp_field_scale(const qp_problem *p, int ell_from, int ell_to, int w
 
 /** An upper bound of the largest eigenvalue of F S_V F, S_V = V^T Lambda V the signal the
  *  harmonic basis spans (multipoles [ell_min, cfg->lmax]) and F the fields' scales: the sum
- *  over the fields X present of f_X^2 3 n_sky / (4 pi) max_l C_l^XX B_l^2 (C^EE + C^BB for Q
- *  and U), since a positive semidefinite block matrix's largest eigenvalue is at most the sum
- *  of its diagonal blocks'. V^T V is a principal submatrix of the full-sky sum_lm Y_lm Y_lm^T,
- *  whose eigenvalues are n_sky / (4 pi) up to HEALPix's quadrature error (the factor 3 covers
- *  it up to l = 3 nside - 1), and the trace bounds each (l, m) block of Lambda. It lets SMW,
- *  which never forms C, bound C's conditioning as the other routes measure it:
+ *  over the fields X present of f_X^2 3 n_sky / (4 pi) max_l C_l^XX B_l^2 (w_l^X)^2 (C^EE +
+ *  C^BB for Q and U; w^X the pixel window, 1 without one), since a positive semidefinite
+ *  block matrix's largest eigenvalue is at most the sum of its diagonal blocks'. V^T V is a
+ *  principal submatrix of the full-sky sum_lm Y_lm Y_lm^T, whose eigenvalues are n_sky /
+ *  (4 pi) up to HEALPix's quadrature error (the factor 3 covers it up to l = 3 nside - 1), and
+ *  the trace bounds each (l, m) block of Lambda. It lets SMW, which never forms C, bound C's
+ *  conditioning as the other routes measure it:
  *  rcond(C) >= lambda_min(N) / (lambda_max(N) + lambda_max(S_V)). */
 double qp_signal_eigen_bound_scaled(const qp_problem *p, const qp_run_scale *scale);
 

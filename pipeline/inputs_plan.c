@@ -156,6 +156,11 @@ static qp_err qp_inputs_read_plan_files(qp_problem *p, qp_noise_figures *noise) 
   QP_CHECK(p->cls.lmax >= cfg->lmax_signal, QP_ERR_INPUT,
            "C_ell file '%s' ends at ell %d, but lmax_signal is %d", cfg->cls, p->cls.lmax,
            cfg->lmax_signal);
+  /* The pixel window of the mask's nside, to lmax_signal (a few KiB: the plan reads it too,
+   * so that a missing or short table is said before anything large is allocated). */
+  if (cfg->pixel_window)
+    QP_CALL(
+        qp_pixel_window_read(cfg->pixel_window_file, p->nside, cfg->lmax_signal, &p->pixel_window));
 
   double *sky = NULL;
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, p->n_sky, &sky));
@@ -192,6 +197,20 @@ static qp_err qp_inputs_share_plan(qp_problem *p, qp_noise_figures *noise) {
       QP_CHECK(p->cls.cl[s], QP_ERR_NOMEM, "out of memory for the C_ell (lmax %d)", p->cls.lmax);
     }
     QP_CALL(qp_comm_bcast(p->cls.cl[s], (size_t)(p->cls.lmax + 1) * sizeof(double)));
+  }
+  if (p->cfg->pixel_window) {
+    qp_pixel_window *w = &p->pixel_window;
+    const size_t bytes = (size_t)(p->cfg->lmax_signal + 1) * sizeof(double);
+    if (!reader) {
+      w->lmax = p->cfg->lmax_signal;
+      w->t = malloc(bytes);
+      w->p = malloc(bytes);
+      QP_CHECK(w->t && w->p, QP_ERR_NOMEM, "out of memory for the pixel window (lmax %d)", w->lmax);
+    }
+    QP_CALL(qp_comm_bcast(w->t, bytes));
+    QP_CALL(qp_comm_bcast(w->p, bytes));
+    QP_CALL(qp_comm_bcast(w->path, sizeof w->path));
+    QP_CALL(qp_comm_bcast(w->text, sizeof w->text));
   }
   return QP_OK;
 }
@@ -238,6 +257,7 @@ qp_err qp_inputs_check_files(const qp_config *cfg) {
                                               : "noise variance map (noise.variance_map)",
        noise_file ? cfg->noise_file : ""},
       {"bins file", cfg->bins_file},
+      {"pixel window table (pixel_window_file)", cfg->pixel_window ? cfg->pixel_window_file : ""},
   };
   for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i)
     if (files[i].path[0]) QP_CALL(qp_input_check(files[i].role, files[i].path, QP_INPUT_ANY_SIZE));
@@ -250,8 +270,6 @@ qp_err qp_inputs_plan(qp_problem *p, qp_noise_figures *noise) {
   QP_CALL(qp_calibration_load(cfg->calibration, &p->calibration));
   qp_inputs_check_calibration_kernel(&p->calibration);
   if (cfg->has_dimensions) return qp_inputs_plan_dimensions(p);
-  QP_CHECK(!cfg->pixel_window, QP_ERR_UNSUPPORTED, "config '%s': pixel_window is not supported yet",
-           cfg->source);
 
   /* With MPI, rank 0 reads the mask(s) and the C_ell file; the others get what they hold. */
   QP_CALL(qp_comm_agree(qp_inputs_reader() ? qp_inputs_read_plan_files(p, noise) : QP_OK));

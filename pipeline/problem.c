@@ -52,6 +52,7 @@ void qp_problem_free(qp_problem *p) {
   free(p->ell_weight);
   p->bin_lo = p->bin_hi = NULL;
   p->ell_weight = NULL;
+  qp_pixel_window_free(&p->pixel_window);
   qp_cls_free(&p->cls);
 }
 

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "matrix.h"
 #include "memory_model.h"
+#include "pixel_window.h"
 #include "plan.h"
 
 /* The matrices whose reciprocal condition number is estimated (pipeline/conditioning.h). */
@@ -74,7 +75,12 @@ typedef struct qp_problem {
   /* parameters */
   int n_bins, n_params;
   int *bin_lo, *bin_hi;   /* n_bins (small: malloc) */
-  double *ell_weight;     /* (2l+1)/(4 pi) B_l^2, l = 0..lmax_signal (small: malloc) */
+  double *ell_weight;     /* (2l+1)/(4 pi) B_l^2, l = 0..lmax_signal (small: malloc): the
+                             beam's weight, the same for every field; what S and P_p carry
+                             between two fields is qp_field_weight (the pixel window's too) */
+  /* The HEALPix pixel window (`pixel_window: true`, inputs_plan.c): w_l^T (pixel_window.t) and
+   * w_l^P (.p), l = 0..lmax_signal; .t NULL without one. .text says what was applied. */
+  qp_pixel_window pixel_window;
 
   /* reciprocal condition numbers (NaN: not formed on this route) */
   double rcond[QP_RCOND_COUNT];
@@ -99,6 +105,21 @@ typedef struct qp_problem {
   qp_calibration calibration; /* the model's measured constants (the overhead) */
   int progress;           /* 1: report progress on stderr */
 } qp_problem;
+
+/** The weight of multipole l in S and in every P_p between field a and field b (0: T; 1, 2: E
+ *  and B, or Q and U): (2l+1)/(4 pi) B_l^2 w^a_l w^b_l, w^T the pixel window of T and w^E = w^B
+ *  that of Q and U (docs/science.md, "Beam and pixel window"). Without a pixel window it is
+ *  ell_weight[l] itself, to the bit. */
+static inline double qp_field_weight(const qp_problem *p, int a, int b, int l) {
+  const qp_pixel_window *w = &p->pixel_window;
+  if (!w->t) return p->ell_weight[l];
+  return p->ell_weight[l] * ((a ? w->p : w->t)[l] * (b ? w->p : w->t)[l]);
+}
+/** qp_field_weight of the fields spectrum s couples: TT of T and T; EE, BB, EB of Q/U and Q/U;
+ *  TE, TB of T and Q/U (the product of the two windows). */
+static inline double qp_spectrum_weight(const qp_problem *p, qp_spectrum s, int l) {
+  return qp_field_weight(p, s != QP_TT && s != QP_TE && s != QP_TB, s != QP_TT, l);
+}
 
 /** m (n_pix x cols, any backend) <- maps first .. first + cols - 1, which every rank holds
  *  whole (through a host window): one batch of maps. */

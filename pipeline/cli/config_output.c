@@ -15,6 +15,7 @@ qp_err qp_config_output_check(const qp_config *cfg, const char *path, const char
       {"noise", cfg->noise_file},
       {"noise2", cfg->n_maps2 > 0 ? cfg->noise2_file : ""},
       {"bins", cfg->bins_file},
+      {"pixel_window_file", cfg->pixel_window_file},
       {"memory.calibration",
        cfg->calibration[0] ? cfg->calibration : getenv("QMLPIPE_CALIBRATION")},
   };

@@ -216,6 +216,7 @@ static qp_err qp_driver_write_results(const qp_problem *p, const qp_rank_table *
       .window_ell_max = p->cfg->lmax,
       .path_used = qp_plan_route_name(p->plan),
       .path_reason = p->plan->path_reason,
+      .pixel_window = p->pixel_window.t ? p->pixel_window.text : "none",
       .model = &p->plan->model,
       .memory_limit = p->plan->host_limit,
       .memory_limit_source = p->plan->limit_source,

@@ -292,18 +292,21 @@ qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov
   int64_t *in_before = NULL;
   qp_target *targets = calloc((size_t)n_targets + 1, sizeof *targets);
   /* One weight array per spectrum, shared by the targets: covariance weights are w_l C_l,
-   * a parameter's are w_l on its own spectrum. */
-  double *weights = calloc((size_t)(7 * (lmax_all + 1)), sizeof *weights);
+   * a parameter's are w_l on its own spectrum, w_l the weight between the spectrum's two
+   * fields (qp_spectrum_weight: the beam's, times the pixel windows of both fields). */
+  double *weights = calloc((size_t)(12 * (lmax_all + 1)), sizeof *weights);
   QP_CHECK_GOTO(targets && weights, QP_ERR_NOMEM, done,
                 "out of memory for the coefficients of %d pixel matrices", n_targets);
-  double *cl_weight[6], *unit = weights + 6 * (lmax_all + 1);
-  for (int s = 0; s < 6; ++s)
+  double *cl_weight[6], *unit[6];
+  for (int s = 0; s < 6; ++s) {
     cl_weight[s] = weights + s * (lmax_all + 1);
-  for (int l = 0; l <= lmax_all; ++l) {
-    unit[l] = p->ell_weight[l];
-    for (int s = 0; s < 6; ++s)
-      cl_weight[s][l] = l >= cfg->ell_min ? p->cls.cl[s][l] * p->ell_weight[l] : 0.0;
+    unit[s] = weights + (6 + s) * (lmax_all + 1);
   }
+  for (int l = 0; l <= lmax_all; ++l)
+    for (int s = 0; s < 6; ++s) {
+      unit[s][l] = qp_spectrum_weight(p, (qp_spectrum)s, l);
+      cl_weight[s][l] = l >= cfg->ell_min ? p->cls.cl[s][l] * unit[s][l] : 0.0;
+    }
   int lmax = 0, k = 0;
   if (cov) {
     targets[k] = (qp_target){cov, cov_lo, cov_hi, {0}, 1};
@@ -316,7 +319,7 @@ qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov
     const int b = q % p->n_bins;
     const qp_spectrum x = cfg->spectra[q / p->n_bins];
     targets[k] = (qp_target){slot_at[q - first_param], p->bin_lo[b], p->bin_hi[b], {0}, 0};
-    targets[k].coeff[x] = unit;
+    targets[k].coeff[x] = unit[x];
     if (p->bin_hi[b] > lmax) lmax = p->bin_hi[b];
   }
   /* Where the targets' entries live: this rank's part of an n_pix x n_pix matrix of the run's

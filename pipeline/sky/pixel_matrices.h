@@ -2,7 +2,8 @@
  * for temperature and polarisation.
  *
  * For a pair of positions at angle beta (z = cos beta), in the frame of the great circle
- * through them, each multipole contributes w_l = (2l+1)/(4 pi) B_l^2 times
+ * through them, each multipole contributes w_l = (2l+1)/(4 pi) B_l^2 w^a_l w^b_l (the pixel
+ * windows of the two entries' fields, T or Q/U: qp_spectrum_weight; 1 without one) times
  *   TT: C^TT d^l_00            TQ: -C^TE d^l_20          TU: -C^TB d^l_20
  *   QQ: C^EE A + C^BB B        UU: C^BB A + C^EE B       QU = UQ: C^EB d^l_2,-2
  * with A = (d^l_22 + d^l_2,-2)/2 = F12 and B = (d^l_22 - d^l_2,-2)/2 = -F22 (Wigner d of

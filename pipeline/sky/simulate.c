@@ -95,6 +95,11 @@ static int qp_sim_factor(const double c[3][3], double f[3][3]) {
   return 1;
 }
 
+/* The pixel window of field f (0: T, 1 and 2: E and B) at l; 1 without one. */
+static double qp_sim_window(const qp_sim_options *o, int f, int l) {
+  return o->pixel_window ? (f ? o->pixel_window->p : o->pixel_window->t)[l] : 1.0;
+}
+
 /* Draws the real coefficients: coef[(f * n_modes + mode) + k * ld] for map k, field f. */
 static qp_err qp_sim_draw(const qp_cls *cls, const qp_sim_options *o, int polarised, int n_modes,
                           int64_t ld, qp_rng *rng, double *coef) {
@@ -102,7 +107,7 @@ static qp_err qp_sim_draw(const qp_cls *cls, const qp_sim_options *o, int polari
     for (int l = o->ell_min; l <= o->lmax; ++l) {
       double beam = qp_beam_gaussian(l, o->beam_fwhm_arcmin);
       if (!polarised) {
-        double sigma = sqrt(fmax(cls->cl[0][l], 0.0)) * beam;
+        double sigma = sqrt(fmax(cls->cl[0][l], 0.0)) * beam * qp_sim_window(o, 0, l);
         for (int m = -l; m <= l; ++m)
           coef[qp_harmonic_index(l, m, o->ell_min) + k * ld] = sigma * qp_rng_gaussian(rng);
         continue;
@@ -117,7 +122,8 @@ static qp_err qp_sim_draw(const qp_cls *cls, const qp_sim_options *o, int polari
           z[a] = qp_rng_gaussian(rng);
         int64_t at = qp_harmonic_index(l, m, o->ell_min) + k * ld;
         for (int a = 0; a < 3; ++a)
-          coef[at + (int64_t)a * n_modes] = f[a][0] * z[0] + f[a][1] * z[1] + f[a][2] * z[2];
+          coef[at + (int64_t)a * n_modes] =
+              qp_sim_window(o, a, l) * (f[a][0] * z[0] + f[a][1] * z[1] + f[a][2] * z[2]);
       }
     }
   return QP_OK;
@@ -145,6 +151,9 @@ static qp_err qp_sim_sky_sets(const qp_cls *cls, const qp_sim_options *o, const 
   QP_CHECK(o->ell_min >= 0 && o->lmax >= o->ell_min && o->lmax <= cls->lmax, QP_ERR_INPUT,
            "simulate: need 0 <= ell_min <= lmax <= %d (the C_ell file's last ell), got %d..%d",
            cls->lmax, o->ell_min, o->lmax);
+  QP_CHECK(!o->pixel_window || o->pixel_window->lmax >= o->lmax, QP_ERR_INTERNAL,
+           "simulate: a pixel window to l = %d, the maps to l = %d",
+           o->pixel_window ? o->pixel_window->lmax : -1, o->lmax);
   const qp_fields fields = pol ? pol->fields : QP_FIELDS_T;
   QP_CHECK(fields == QP_FIELDS_T || fields == QP_FIELDS_QU || fields == QP_FIELDS_TQU, QP_ERR_INPUT,
            "simulate: unknown fields %d", (int)fields);

@@ -7,6 +7,7 @@
 
 #include "cls_text.h"
 #include "config.h"
+#include "pixel_window.h"
 #include "qp_error.h"
 
 typedef struct qp_sim_options {
@@ -16,6 +17,10 @@ typedef struct qp_sim_options {
   double beam_fwhm_arcmin; /* Gaussian beam applied to the signal (T and P alike) */
   int n_maps;
   uint64_t seed;
+  /* The HEALPix pixel window the signal carries, as synfast(pixwin=True) applies it: the
+   * coefficients of T times w_l^T, those of E and B times w_l^P (to lmax at least); NULL: none.
+   * The draws are the same with and without it. */
+  const qp_pixel_window *pixel_window;
 } qp_sim_options;
 
 /* The polarisation settings of a simulation. They are a struct of their own so that existing
@@ -35,7 +40,8 @@ static inline int qp_simulate_columns(qp_fields fields) { return fields == QP_FI
  *  The signal is sum_lm r_lm basis_lm (spin_harmonics.h, healpy's convention) for
  *  ell_min <= l <= lmax, with the real coefficients (r_T, r_E, r_B) of each (l, m) drawn with
  *  covariance B_l^2 [[TT, TE, TB], [TE, EE, EB], [TB, EB, BB]] (C_l from `cls`; a 4-column file
- *  has TB = EB = 0), so the maps have healpy's (synfast's) covariance. Zero or degenerate
+ *  has TB = EB = 0), so the maps have healpy's (synfast's) covariance; with a pixel window the
+ *  draws of T are then multiplied by w_l^T and those of E and B by w_l^P. Zero or degenerate
  *  blocks (C_l = 0 at l < 2, BB = 0, |TE| = sqrt(TT EE)) are fine: the 3x3 factor skips zero
  *  pivots. White noise of variance noise_variance is added to T, noise_variance_pol to Q and U.
  *  QU and TQU give the same maps (a healpy file holds I, Q, U; T is drawn either way, as TE

@@ -18,9 +18,10 @@ int64_t qp_mode(const qp_problem *p, int field, int l, int m) {
   return p->field_offset[field] + qp_harmonic_index(l, m, p->field_ell_min[field]);
 }
 
-/* B_l^2 from the pixel weights (2l+1)/(4 pi) B_l^2: the harmonic basis carries (2l+1)/(4 pi). */
-double qp_beam2(const qp_problem *p, int l) {
-  return p->ell_weight[l] * 4.0 * M_PI / (2.0 * l + 1.0);
+/* B_l^2 w^fa_l w^fb_l from the pixel weights (2l+1)/(4 pi) B_l^2 w^fa_l w^fb_l: the harmonic
+ * basis carries (2l+1)/(4 pi). */
+double qp_mode_weight(const qp_problem *p, int fa, int fb, int l) {
+  return qp_field_weight(p, fa, fb, l) * 4.0 * M_PI / (2.0 * l + 1.0);
 }
 
 /* ---- D_p: the sparse derivative of Lambda ---- */
@@ -40,7 +41,7 @@ qp_err qp_param_entries(const qp_problem *p, qp_entry **entries, int64_t **start
       (*start)[q] = k;
       for (int l = p->bin_lo[bin]; l <= p->bin_hi[bin]; ++l) {
         if (l < p->field_ell_min[f1] || l < p->field_ell_min[f2]) continue;
-        const double v = qp_beam2(p, l);
+        const double v = qp_mode_weight(p, f1, f2, l);
         for (int m = -l; m <= l; ++m) {
           int64_t a = qp_mode(p, f1, l, m), b = qp_mode(p, f2, l, m);
           const int64_t lm = qp_harmonic_index(l, m, 0);

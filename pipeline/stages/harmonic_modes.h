@@ -1,7 +1,7 @@
 /* harmonic_modes.h: what the harmonic routes' basis_setup (harmonic_route.c) and their
  * fisher_run and spectra_run (harmonic_fisher.c, harmonic_bias.c, harmonic_spectra.c) share: where
- * a mode (field, l, m) sits, the beam, and the entries of each D_p = dLambda/dp (sparse: one per
- * (l, m) of its bin, two for a cross spectrum). Internal to stages/. */
+ * a mode (field, l, m) sits, the beam and pixel window, and the entries of each D_p = dLambda/dp
+ * (sparse: one per (l, m) of its bin, two for a cross spectrum). Internal to stages/. */
 #ifndef QP_HARMONIC_MODES_H
 #define QP_HARMONIC_MODES_H
 
@@ -22,8 +22,10 @@ typedef struct qp_entry {
 qp_spectrum qp_fields_spectrum(int f1, int f2);
 /** The index of mode (field, l, m) in the layout of qp_harmonic_layout. */
 int64_t qp_mode(const qp_problem *p, int field, int l, int m);
-/** B_l^2 from the pixel weights (2l+1)/(4 pi) B_l^2: the harmonic basis carries (2l+1)/(4 pi). */
-double qp_beam2(const qp_problem *p, int l);
+/** The weight of multipole l in Lambda and in every D_p between a mode of field fa and one of
+ *  field fb (T = 0, E = 1, B = 2): B_l^2 w^fa_l w^fb_l, the beam and both fields' pixel windows
+ *  (qp_field_weight without the (2l+1)/(4 pi) the harmonic basis carries). */
+double qp_mode_weight(const qp_problem *p, int fa, int fb, int l);
 /** Lists the entries of every D_q: entries[start[q] .. start[q+1]). malloc'd (O(n_modes)). */
 qp_err qp_param_entries(const qp_problem *p, qp_entry **entries, int64_t **start);
 

@@ -244,7 +244,7 @@ static qp_err qp_build_smw_matrix(qp_problem *p) {
           const int64_t b = c0 + qp_matrix_global_col(&mm, lj);
           if (b < b0 || b >= b1) continue;
           const int l = qp_harmonic_ell(b - to, lo);
-          const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_beam2(p, l);
+          const double c = p->cls.cl[qp_fields_spectrum(f, fb)][l] * qp_mode_weight(p, f, fb, l);
           if (c == 0.0) continue;
           double *col = w.data + lj * w.ld;
           for (int64_t li = 0; li < mm.local_rows; ++li)

@@ -6,8 +6,8 @@
 # is refused, text inputs are bounded to 1 GiB. Here each input a user names, through each
 # command that reads it:
 #   the config (run, budget, plan, report CONFIG, validate CONFIG); its keys maps[0], maps[1],
-#   mask, mask_pol (TQU), cls, bins, noise.variance_map, noise.covariance, memory.calibration
-#   (run; the ones the plan reads through budget too); $QMLPIPE_CALIBRATION (budget); the
+#   mask, mask_pol (TQU), cls, bins, noise.variance_map, noise.covariance, memory.calibration,
+#   pixel_window_file (run; the ones the plan reads through budget too); $QMLPIPE_CALIBRATION (budget); the
 #   results file of report and validate (argument, or the config's output); validate's --sacct
 #   and --cgroup-peak files; simulate's --cls; a checkpoint (run --resume)
 # is replaced by each hostile kind:
@@ -43,6 +43,9 @@ log=$work/case.log
   >/dev/null 2>&1 || { echo "simulate (TQU) failed"; exit 1; }
 awk '/^#/ || $1 <= 11' "$cls_src" >in/cls.txt
 printf '2 5\n6 11\n' >in/bins.txt
+# HEALPix's pixel window table of nside 4 (Debian's healpy-data, which setup.sh installs).
+cp /usr/share/healpy/data/pixel_window_n0004.fits in/pixwin.fits ||
+  { echo "no HEALPix pixel window table: apt-get install healpy-data"; exit 1; }
 printf 'overhead_bytes 25165824\nprogram_bytes 4194304\nblas_bytes 20971520\nhdf5_bytes 0\n' \
   >in/cal.txt
 printf 'JobID|State|MaxRSS\n1|COMPLETED|\n1.0|COMPLETED|1000000\n' >in/sacct.txt
@@ -155,7 +158,7 @@ check() {
 gen_cfg() {
   local file=$1 key=$2 val=$3
   local map0=map_0000.fits map1=map_0001.fits mask=mask.fits mpol="" cls=cls.txt fields=T
-  local spectra="[TT]" noise="{variance: 100}" bins="" cal="" out="$work/out/results.h5"
+  local spectra="[TT]" noise="{variance: 100}" bins="" cal="" out="$work/out/results.h5" pwf=""
   case $key in
   maps0) map0=$val ;;
   maps1) map1=$val ;;
@@ -166,6 +169,7 @@ gen_cfg() {
   var) noise="{variance_map: \"$val\"}" ;;
   cov) noise="{covariance: \"$val\", dataset: /covariance}" ;;
   cal) cal=$val ;;
+  pwf) pwf=$val ;;
   output) out=$val ;;
   esac
   {
@@ -179,6 +183,7 @@ gen_cfg() {
     echo "lmax: 11"
     if [[ -n $bins ]]; then echo "bins: \"$bins\""; else echo "bin_width: 2"; fi
     echo "path: pixel_direct"
+    [[ -z $pwf ]] || printf 'pixel_window: true\npixel_window_file: "%s"\n' "$pwf"
     echo "output: \"$out\""
     if [[ -n $cal ]]; then echo "memory: {host_limit: 8GiB, calibration: \"$cal\"}"; else
       echo "memory: {host_limit: 8GiB}"; fi
@@ -192,19 +197,21 @@ role_of() {
   mask) echo "mask file" ;; mask_pol) echo "mask_pol file" ;; cls) echo "C_ell file" ;;
   bins) echo "bins file" ;; var) echo "noise variance map" ;;
   cov) echo "noise covariance file" ;; cal) echo "calibration file" ;;
+  pwf) echo "pixel window table" ;;
   esac
 }
 real_of() {
   case $1 in
   maps0) echo map_0000.fits ;; maps1) echo map_0001.fits ;; mask | mask_pol | var) echo mask.fits ;;
   cls) echo cls.txt ;; bins) echo bins.txt ;; cal) echo cal.txt ;; cov) echo map_0000.fits ;;
+  pwf) echo pixwin.fits ;;
   esac
 }
 is_text() { case $1 in cls | bins | cal) return 0 ;; *) return 1 ;; esac; }
 
 # --- Positive controls: each key given its good file runs (exit 0); the results are removed.
 allow_writes=1
-for key in maps0 mask_pol cls bins var cal; do
+for key in maps0 mask_pol cls bins var cal pwf; do
   gen_cfg in/good.yaml "$key" "$(real_of "$key")"
   rm -f out/results.h5
   check "control run ($key good)" 0 "results:" -- "$qmlpipe" run in/good.yaml --quiet
@@ -238,14 +245,14 @@ for kind in $text_kinds; do
 done
 
 # --- 2. Each key of the config, by run (and by budget for what the plan reads).
-for key in maps0 maps1 mask mask_pol cls bins var cov cal; do
+for key in maps0 maps1 mask mask_pol cls bins var cov cal pwf; do
   kinds=$binary_kinds
   is_text "$key" && kinds=$text_kinds
   for kind in $kinds; do
     p=$(path_of "$kind" "" "$(real_of "$key")")
     gen_cfg in/case.yaml "$key" "$p"
     cmds="run"
-    case $key in mask | mask_pol | cls | bins | cal) cmds="run budget" ;; esac
+    case $key in mask | mask_pol | cls | bins | cal | pwf) cmds="run budget" ;; esac
     for cmd in $cmds; do
       check "$key $kind: $cmd" "$(status_of "$kind")" "$(role_of "$key")" "$p" \
         "$(words_of "$kind")" -- "$qmlpipe" "$cmd" in/case.yaml

@@ -56,6 +56,7 @@ static void test_full(void) {
            "bins: bins.txt\n"
            "beam_fwhm_arcmin: 30.5\n"
            "pixel_window: true\n"
+           "pixel_window_file: tables/pw.fits\n"
            "path: harmonic\n"
            "backend: cuda\n"
            "output: out/results.h5\n"
@@ -96,6 +97,9 @@ static void test_full(void) {
   TEST_ASSERT(strcmp(cfg.bins_file, want) == 0, "bins %s", cfg.bins_file);
   TEST_ASSERT(cfg.beam_fwhm_arcmin == 30.5, "beam %g", cfg.beam_fwhm_arcmin);
   TEST_ASSERT(cfg.pixel_window == 1, "pixel_window %d", cfg.pixel_window);
+  snprintf(want, sizeof want, "%s/tables/pw.fits", dir); /* relative to the config, as inputs */
+  TEST_ASSERT(strcmp(cfg.pixel_window_file, want) == 0, "pixel_window_file %s, want %s",
+              cfg.pixel_window_file, want);
   TEST_ASSERT(cfg.path == QP_PATH_HARMONIC, "path %d", (int)cfg.path);
   TEST_ASSERT(strcmp(cfg.backend, "cuda") == 0, "backend %s", cfg.backend);
   snprintf(want, sizeof want, "%s/out/results.h5", dir);
@@ -131,8 +135,9 @@ static void test_defaults(void) {
   TEST_ASSERT(cfg.path == QP_PATH_AUTO, "path %d", (int)cfg.path);
   TEST_ASSERT(strcmp(cfg.backend, "cpu") == 0, "backend %s", cfg.backend);
   TEST_ASSERT(strcmp(cfg.output, "results.h5") == 0, "output %s", cfg.output);
-  TEST_ASSERT(cfg.beam_fwhm_arcmin == 0 && cfg.pixel_window == 0, "beam %g window %d",
-              cfg.beam_fwhm_arcmin, cfg.pixel_window);
+  TEST_ASSERT(cfg.beam_fwhm_arcmin == 0 && cfg.pixel_window == 0 && !cfg.pixel_window_file[0],
+              "beam %g window %d '%s'", cfg.beam_fwhm_arcmin, cfg.pixel_window,
+              cfg.pixel_window_file);
   TEST_ASSERT(cfg.host_limit == 0 && cfg.device_limit == 0, "limits %g %g", cfg.host_limit,
               cfg.device_limit);
   TEST_ASSERT(cfg.device_overhead == -1, "device_overhead %g: not the backend's default",
@@ -260,6 +265,14 @@ static void test_errors(void) {
                NULL);
   expect_error(__LINE__, BASE "lmax: 4\npixel_window: maybe\n", QP_ERR_INPUT, "true or false",
                NULL);
+  /* A table the run would not apply: refused, not ignored (pixel_window false or absent). */
+  expect_error(__LINE__, BASE "lmax: 4\npixel_window_file: pw.fits\n", QP_ERR_INPUT,
+               "line 6: pixel_window_file names a table, but pixel_window is false",
+               "set pixel_window: true");
+  expect_error(__LINE__, BASE "lmax: 4\npixel_window: false\npixel_window_file: pw.fits\n",
+               QP_ERR_INPUT, "line 7: pixel_window_file", "pixel_window is false");
+  expect_error(__LINE__, BASE "lmax: 4\npixel_window: true\npixel_window_file: [a, b]\n",
+               QP_ERR_INPUT, "'pixel_window_file' must be a single value", NULL);
   expect_error(__LINE__, BASE "lmax: 4\nbackend: gpu\n", QP_ERR_INPUT, "backend",
                "cpu, cuda, dist, hostdev");
   expect_error(__LINE__, BASE "lmax: 4\npath: fast\n", QP_ERR_INPUT, "auto, pixel_direct", NULL);

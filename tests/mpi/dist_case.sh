@@ -4,7 +4,9 @@
 #       simulates the inputs of case NAME and runs it on one process (the reference); with
 #       WRITE_NOISE (the write_noise program) the noise is a dense covariance it writes; with
 #       the word `cross` instead, a second map set (maps2: seed 9, noise variance 30) is
-#       crossed with the first (cross-spectra, docs/science.md)
+#       crossed with the first (cross-spectra, docs/science.md); with
+#       the word pixel_window there instead, the maps carry the pixel window and the runs
+#       apply it (rank 0 reads HEALPix's table and shares it)
 #   dist_case.sh run QMLPIPE WORKDIR NAME RANKS ROWS COLS BLOCK COMPARE [HOST_LIMIT_MIB]
 #       runs case NAME with mpiexec -n RANKS on a ROWS x COLS grid, then compares its results
 #       with the reference (COMPARE, 1e-10 relative) and checks its per-rank budget report.
@@ -25,10 +27,15 @@ num_less() {
 }
 if [[ $mode == ref ]]; then
   read -r path method fields spectra lmax lmax_signal bin dense <<<"$*"
+  pixel_window=()
+  if [[ ${dense:-} == pixel_window ]]; then
+    pixel_window=(--pixel-window)
+    dense=
+  fi
   rm -rf "$dir" && mkdir -p "$dir"
   "$qmlpipe" simulate --cls "$cls" --nside 8 --fields "$fields" --n-maps 2 --noise-variance 20 \
     --noise-variance-pol 4 --seed 7 --out "$dir/map" --mask "$dir/mask.fits" \
-    --galactic-cut 20 >/dev/null
+    --galactic-cut 20 "${pixel_window[@]}" >/dev/null
   noise="{variance: 20}"
   [[ $fields != T ]] && noise="{variance_t: 20, variance_p: 4}"
   [[ $fields == QU ]] && noise="{variance_p: 4}"
@@ -64,6 +71,7 @@ if [[ $mode == ref ]]; then
     echo "path: $path"
     [[ $method != - ]] && echo "harmonic_method: $method"
     [[ -n $cross ]] && echo "$cross"
+    [[ ${#pixel_window[@]} -gt 0 ]] && echo "pixel_window: true"
 
   } >"$dir/base.yaml"
   { cat "$dir/base.yaml"; echo "output: reference.h5"; } >"$dir/reference.yaml"

@@ -4,7 +4,8 @@
  * (N_eff = N + S_fixed: lmax 8 < lmax_signal 11 here, the switch of QML.md 3)
  * with C^-1 from dpotri and the products from dgemm, to 1e-10 relative; with a Gaussian beam,
  * for a noise variance map (diagonal N varying over the sky) and for a dense (correlated)
- * noise covariance from HDF5. */
+ * noise covariance from HDF5; and with `pixel_window: true`, whose reference weighs every
+ * multipole of S and P_p by w_l^2 more, w_l HEALPix's T window of nside 4 (docs/science.md). */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include "fits_map.h"
 #include "fixture.h"
 #include "h5_matrix.h"
+#include "pixel_window.h"
 #include "test_util.h"
 
 /* P_l by the explicit recurrence, written out again here on purpose. */
@@ -39,12 +41,16 @@ static double dense_noise(const double *ri, const double *rj, double var, int sa
 }
 
 static const double beam_fwhm_arcmin = 400.0;
+/* w_l^T of the pixel-window case (HEALPix's table, read here on its own), NULL otherwise. */
+static const double *window_t = NULL;
 
-/* (2l+1)/(4 pi) B_l^2 for the Gaussian beam, written out again here. */
+/* (2l+1)/(4 pi) B_l^2 (w_l^T)^2 for the Gaussian beam (and the pixel window), written out
+ * again here. */
 static double ell_weight(int l) {
   double sigma = beam_fwhm_arcmin / 60.0 * M_PI / 180.0 / sqrt(8.0 * log(2.0));
   double b = exp(-0.5 * l * (l + 1.0) * sigma * sigma);
-  return (2 * l + 1) / (4 * M_PI) * b * b;
+  const double w = window_t ? window_t[l] : 1.0;
+  return (2 * l + 1) / (4 * M_PI) * b * b * w * w;
 }
 
 static void check_against_reference(const qp_fixture *f, const qp_problem *p, const double *noise) {
@@ -129,22 +135,19 @@ static double pixel_variance(double base, int64_t ring_pixel) {
   return base * (1.0 + 0.5 * sin(0.7 * (double)ring_pixel));
 }
 
-static void run_case(const char *name, int dense) {
-  qp_fixture f = {.name = name,
-                  .nside = 4,
-                  .cut_deg = 20,
-                  .ell_min = 2,
-                  .lmax = 8,
-                  .lmax_signal = 11,
-                  .bin_width = 2,
-                  .sim_lmax = 11,
-                  .n_maps = 2,
-                  .noise_variance = 0.5,
-                  .dl_flat = 10.0,
-                  .seed = 3};
+static void run_case(const char *name, int dense, int pixel_window) {
+  qp_fixture f = {.name = name, .nside = 4, .cut_deg = 20, .ell_min = 2, .lmax = 8,
+                  .lmax_signal = 11, .bin_width = 2, .sim_lmax = 11, .n_maps = 2,
+                  .noise_variance = 0.5, .dl_flat = 10.0, .seed = 3};
   qp_config cfg;
   TEST_OK(qp_fixture_write(&f, &cfg));
   cfg.beam_fwhm_arcmin = beam_fwhm_arcmin;
+  cfg.pixel_window = pixel_window;
+  qp_pixel_window table = {0};
+  if (pixel_window) {
+    TEST_OK(qp_pixel_window_read(NULL, f.nside, f.lmax_signal, &table));
+    window_t = table.t;
+  }
   qp_problem p;
   qp_meter_sample baseline;
   /* A first run with uniform noise gives the observed geometry the noise files need. */
@@ -176,15 +179,21 @@ static void run_case(const char *name, int dense) {
   }
   snprintf(cfg.noise_file, sizeof cfg.noise_file, "%s", path);
   TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
+  TEST_ASSERT(!pixel_window ||
+                  (p.pixel_window.t && strstr(p.pixel_window.text, "healpix nside 4: ")),
+              "the run applied no pixel window");
   check_against_reference(&f, &p, noise);
+  window_t = NULL;
+  qp_pixel_window_free(&table);
   free(noise);
   qp_problem_free(&p);
   qp_config_free(&cfg);
 }
 
 int main(void) {
-  run_case("reference_variance_map", 0);
-  run_case("reference_dense", 1);
+  run_case("reference_variance_map", 0, 0);
+  run_case("reference_dense", 1, 0);
+  run_case("reference_pixel_window", 0, 1);
   TEST_ASSERT(qp_budget_current(QP_SPACE_HOST) == 0, "budget blocks left alive");
   return TEST_RETURN();
 }

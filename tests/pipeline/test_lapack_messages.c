@@ -114,7 +114,7 @@ static void smw_singular(void) {
               "the four-mode problem did not take the SMW route (smw %d, %lld modes)", p.plan->smw,
               (long long)p.n_modes);
   const double k = p.kernel.data ? p.kernel.data[0] : NAN; /* K_00, mode (l, m) = (0, 0) */
-  /* B_0^2 as basis_setup forms it from the weight of l = 0 (harmonic_route.c, qp_beam2). */
+  /* B_0^2 as basis_setup forms it from the weight of l = 0 (harmonic_route.c, qp_mode_weight). */
   const double beam2 = p.ell_weight ? p.ell_weight[0] * 4.0 * M_PI / (2.0 * 0 + 1.0) : NAN;
   qp_problem_free(&p);
   TEST_ASSERT(isfinite(k) && k > 0 && isfinite(beam2) && beam2 > 0, "K = %g, B_0^2 = %g", k, beam2);

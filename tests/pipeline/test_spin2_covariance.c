@@ -3,7 +3,9 @@
  * V^T Lambda V built from the harmonic basis (spin_harmonics.c, itself checked against healpy) to
  * 1e-10 of its largest entry: for QU and TQU, for S with all six spectra nonzero and for the
  * derivative of every spectrum, at nside 4 and 8 on the full sky, which holds coincident
- * (i = j) and antipodal pixel pairs. */
+ * (i = j) and antipodal pixel pairs. Again with pixel windows w^T and w^P that differ (made up,
+ * far from 1): S and every P carry w^X_l w^Y_l on the XY block (T: w^T; E and B: w^P), which
+ * is V^T Lambda V with the T rows of V times w^T and the E and B rows times w^P. */
 #include <cblas.h>
 #include <chealpix.h>
 #include <math.h>
@@ -76,7 +78,12 @@ static void add_pair(const basis *b, int64_t n, int x, int y, const double *c, d
 
 static const int spectrum_fields[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
 
-static void run_case(int64_t nside, qp_fields fields) {
+/* Made-up pixel windows, far from 1 and unlike each other (w^P undefined, 0, below l = 2). */
+static double window_t(int l) { return exp(-0.01 * l * (l + 1.0)); }
+static double window_p(int l) { return l < 2 ? 0.0 : 0.3 + 0.6 / (1.0 + 0.1 * l); }
+static double field_window(int field, int l) { return field == 0 ? window_t(l) : window_p(l); }
+
+static void run_case(int64_t nside, qp_fields fields, int windowed) {
   const int lmax = (int)(3 * nside - 1);
   const int64_t n_sky = 12 * nside * nside;
   qp_config cfg;
@@ -111,8 +118,16 @@ static void run_case(int64_t nside, qp_fields fields) {
   p.n_params = cfg.n_spectra;
   p.ell_weight = malloc((size_t)(lmax + 1) * sizeof(double));
   p.cls.lmax = lmax;
-  for (int s = 0; s < 6; ++s)
-    p.cls.cl[s] = calloc((size_t)(lmax + 1), sizeof(double));
+  for (int s = 0; s < 6; ++s) p.cls.cl[s] = calloc((size_t)(lmax + 1), sizeof(double));
+  if (windowed) {
+    p.pixel_window.lmax = lmax;
+    p.pixel_window.t = malloc((size_t)(lmax + 1) * sizeof(double));
+    p.pixel_window.p = malloc((size_t)(lmax + 1) * sizeof(double));
+    for (int l = 0; l <= lmax; ++l)
+      p.pixel_window.t[l] = window_t(l);
+    for (int l = 0; l <= lmax; ++l)
+      p.pixel_window.p[l] = window_p(l);
+  }
   for (int l = 0; l <= lmax; ++l) {
     p.ell_weight[l] = (2.0 * l + 1.0) / (4.0 * M_PI);
     double tt = 1.0 / (1.0 + l), ee = 0.3 / (1.0 + l), bb = 0.1 / (1.0 + 0.5 * l);
@@ -128,14 +143,18 @@ static void run_case(int64_t nside, qp_fields fields) {
   double *mine = calloc((size_t)(n * n), sizeof(double));
   double *ref = calloc((size_t)(n * n), sizeof(double));
   double *coeff = malloc((size_t)(lmax + 1) * sizeof(double));
-  const char *label = fields == QP_FIELDS_QU ? "QU" : "TQU";
+  const char *label = fields == QP_FIELDS_QU ? (windowed ? "QU, pixel windows" : "QU")
+                                             : (windowed ? "TQU, pixel windows" : "TQU");
 
   /* S with every spectrum the fields carry. */
   qp_pixel_matrices_build(&p, mine, 0, 0, NULL, 0);
   for (int s = 0; s < 6; ++s) {
     if (!has_t && spectrum_fields[s][0] == 0) continue;
-    for (int l = 0; l <= lmax; ++l)
+    for (int l = 0; l <= lmax; ++l) {
       coeff[l] = l >= 2 ? p.cls.cl[s][l] : 0;
+      if (windowed)
+        coeff[l] *= field_window(spectrum_fields[s][0], l) * field_window(spectrum_fields[s][1], l);
+    }
     add_pair(&b, n, spectrum_fields[s][0], spectrum_fields[s][1], coeff, ref);
   }
   double d = qp_test_max_rel_diff(ref, mine, (size_t)(n * n));
@@ -148,8 +167,11 @@ static void run_case(int64_t nside, qp_fields fields) {
     qp_spectrum s = cfg.spectra[q];
     memset(ref, 0, (size_t)(n * n) * sizeof(double));
     qp_pixel_matrices_build(&p, NULL, q, 1, mine, (size_t)(n * n));
-    for (int l = 0; l <= lmax; ++l)
+    for (int l = 0; l <= lmax; ++l) {
       coeff[l] = l >= 2 ? 1.0 : 0;
+      if (windowed)
+        coeff[l] *= field_window(spectrum_fields[s][0], l) * field_window(spectrum_fields[s][1], l);
+    }
     add_pair(&b, n, spectrum_fields[s][0], spectrum_fields[s][1], coeff, ref);
     d = qp_test_max_rel_diff(ref, mine, (size_t)(n * n));
     printf("  P_%s differs by %.2e\n", qp_spectrum_name(s), d);
@@ -165,14 +187,16 @@ static void run_case(int64_t nside, qp_fields fields) {
   free(p.observed);
   free(p.vectors);
   free(p.ell_weight);
-  for (int s = 0; s < 6; ++s)
-    free(p.cls.cl[s]);
+  qp_pixel_window_free(&p.pixel_window);
+  for (int s = 0; s < 6; ++s) free(p.cls.cl[s]);
 }
 
 int main(void) {
   for (int64_t nside = 4; nside <= 8; nside *= 2) {
-    run_case(nside, QP_FIELDS_QU);
-    run_case(nside, QP_FIELDS_TQU);
+    for (int windowed = 0; windowed <= 1; ++windowed) {
+      run_case(nside, QP_FIELDS_QU, windowed);
+      run_case(nside, QP_FIELDS_TQU, windowed);
+    }
   }
   return TEST_RETURN();
 }
