@@ -29,6 +29,7 @@ void qp_config_defaults(qp_config *cfg) {
   cfg->noise_kind = QP_NOISE_VARIANCE;
   snprintf(cfg->noise_dataset, sizeof cfg->noise_dataset, "%s", "/covariance");
   snprintf(cfg->noise2_dataset, sizeof cfg->noise2_dataset, "%s", "/covariance");
+  cfg->window_functions = 1;
   cfg->n_spectra = 1;
   cfg->spectra[0] = QP_TT;
   cfg->ell_min = 2;
@@ -59,12 +60,33 @@ void qp_config_free(qp_config *cfg) {
 
 _Static_assert((int)K_COUNT <= (int)QP_CFG_KEYS_MAX,
                "more top-level keys than config_fields.h allows");
-const char *const qp_top_keys[K_COUNT] = {
-    "maps",      "mask",    "mask_pol",         "fields",       "cls",     "noise",
-    "spectra",   "ell_min", "lmax",             "lmax_signal",  "bin_width", "bins",
-    "beam_fwhm_arcmin",     "pixel_window",     "pixel_window_file",       "path",
-    "harmonic_method",      "backend",          "output",       "memory",  "dimensions",
-    "grid",      "accuracy", "checkpoint",      "maps2",        "noise2"};
+const char *const qp_top_keys[K_COUNT] = {"maps",
+                                          "mask",
+                                          "mask_pol",
+                                          "fields",
+                                          "cls",
+                                          "noise",
+                                          "spectra",
+                                          "ell_min",
+                                          "lmax",
+                                          "lmax_signal",
+                                          "bin_width",
+                                          "bins",
+                                          "beam_fwhm_arcmin",
+                                          "pixel_window",
+                                          "pixel_window_file",
+                                          "path",
+                                          "harmonic_method",
+                                          "backend",
+                                          "output",
+                                          "memory",
+                                          "dimensions",
+                                          "grid",
+                                          "accuracy",
+                                          "checkpoint",
+                                          "maps2",
+                                          "noise2",
+                                          "window_functions"};
 const char *const qp_cfg_field_names[3] = {"T", "QU", "TQU"};
 
 /* The backends a config may name: the registry's configurable rows (linalg/backends.h), a
@@ -131,6 +153,7 @@ static qp_err qp_cfg_top_key(qp_cfg_ctx *ctx, int index, const yaml_node_t *key_
              ctx->line[index], cfg->accuracy);
     break;
   case K_PIXEL_WINDOW: QP_CALL(qp_cfg_bool(ctx, key, value, &cfg->pixel_window)); break;
+  case K_WINDOW_FUNCTIONS: QP_CALL(qp_cfg_bool(ctx, key, value, &cfg->window_functions)); break;
   case K_PIXEL_WINDOW_FILE: QP_CALL(qp_cfg_path(ctx, key, value, cfg->pixel_window_file)); break;
   case K_PATH:
     QP_CALL(qp_cfg_choice(ctx, key, value, path_names, 3, &choice));

@@ -65,6 +65,7 @@ typedef struct qp_config {
   int bin_width;                     /* used when bins_file is empty */
   char bins_file[QP_PATH_MAX];       /* rows "ell_min ell_max" (io/bins_text.h) */
   double beam_fwhm_arcmin;
+  int window_functions; /* 1 (default): /spectra/window; 0: none (docs/science.md: their cost) */
   int pixel_window;                    /* 0 (default) or 1: the HEALPix pixel window of the
                                           maps' nside multiplies S and P_p (docs/science.md) */
   char pixel_window_file[QP_PATH_MAX]; /* its table; "" = HEALPix's own (io/pixel_window.h) */

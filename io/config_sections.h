@@ -37,6 +37,7 @@ enum {
   K_CHECKPOINT,
   K_MAPS2,
   K_NOISE2,
+  K_WINDOW_FUNCTIONS,
   K_COUNT
 };
 

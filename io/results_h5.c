@@ -210,6 +210,7 @@ static qp_err qp_results_root_attrs(const qp_h5_out *o, const qp_results *r) {
       {"lmax", c->lmax},
       {"lmax_signal", c->lmax_signal},
       {"bin_width", c->bin_width},
+      {"window_functions", c->window_functions},
       {"nside", r->nside},
       {"n_observed", r->n_observed},
       {"n_observed_t", r->n_observed_t},
@@ -307,7 +308,7 @@ static qp_err qp_results_datasets(const qp_h5_out *o, const qp_results *r) {
   QP_CALL(qp_out_doubles(o, "/spectra/noise_bias", 1, &np, r->noise_bias, NULL));
   QP_CALL(qp_out_doubles(o, "/spectra/error", 1, &np, r->error, NULL));
   QP_CALL(qp_out_doubles(o, "/spectra/covariance", 2, square, r->covariance, NULL));
-  QP_CALL(qp_results_window(o, r));
+  if (r->window) QP_CALL(qp_results_window(o, r));
   QP_CALL(qp_out_group(o, "/bins"));
   QP_CALL(qp_out_ints(o, "/bins/ell_min", nb, r->bin_ell_min));
   QP_CALL(qp_out_ints(o, "/bins/ell_max", nb, r->bin_ell_max));

@@ -81,10 +81,10 @@ qp_err qp_bench_config(const char *dir, const qp_bench_problem *b, const char *r
                        size_t size) {
   static const char *spectra[3] = {"[TT]", "[EE, BB, EB]", "[TT, EE, BB, TE, TB, EB]"};
   static const char *noise[3] = {"{variance: 1}", "{variance_p: 1}",
-                                 "{variance: 1, variance_p: 1}"};
+                                 "{variance_t: 1, variance_p: 1}"};
   static const char *fields[3] = {"T", "QU", "TQU"};
   static const char *noise2[3] = {"{variance: 2}", "{variance_p: 2}",
-                                  "{variance: 2, variance_p: 2}"};
+                                  "{variance_t: 2, variance_p: 2}"};
   const int cross = strcmp(route, "cross") == 0; /* pixel-direct cross-spectra (maps2) */
   const char *path = strcmp(route, "auto") == 0             ? "auto"
                      : strcmp(route, "pixel") == 0 || cross ? "pixel_direct"

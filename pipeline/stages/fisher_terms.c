@@ -97,9 +97,10 @@ qp_err qp_fisher_terms(const qp_model_dims *d, qp_model *m) {
   qp_model_add(m, QP_TERM_FISHER, QP_TERM_PERSISTENT,
                qp_model_bytes_times((size_t)d->n_params, params), fis, spe, "n_params^2 x 8");
   qp_model_add(m, QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, params, fis, spe, "n_params x 8");
-  qp_model_add(m, QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT,
-               qp_model_bytes_times((size_t)d->n_window, params), fis, spe,
-               "n_params n_window x 8");
+  if (d->n_window > 0)
+    qp_model_add(m, QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT,
+                 qp_model_bytes_times((size_t)d->n_window, params), fis, spe,
+                 "n_params n_window x 8");
   if (d->cross_maps) {
     qp_model_add(m, QP_TERM_Y_COVARIANCE, QP_TERM_PERSISTENT,
                  qp_model_bytes_times((size_t)d->n_params, params), fis, spe, "n_params^2 x 8");

@@ -274,7 +274,8 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
     }
   QP_CALL_GOTO(qp_linalg_sum_partials(p->kernel.ops, p->fisher, (int64_t)np * np), done);
   /* F_(q,ell): the same block sums against the unbinned D_ell (window.h). */
-  QP_CALL_GOTO(qp_fisher_ell_from_sums(p, groups, gstart, sums, slot, block), done);
+  if (qp_window_count(p) > 0)
+    QP_CALL_GOTO(qp_fisher_ell_from_sums(p, groups, gstart, sums, slot, block), done);
 done:
   qp_budget_free(sums);
   qp_budget_free(fw.work);
@@ -294,8 +295,9 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
   qp_matrix g = {0}, z = {0}, nz = {0};
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT,
-                           np * p->plan->model_dims.n_window, &p->fisher_ell));
+  if (qp_window_count(p) > 0)
+    QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT, np * qp_window_count(p),
+                             &p->fisher_ell));
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "", 0);
   QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);

@@ -47,9 +47,10 @@ qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
                "n_maps n_params x 8");
   qp_model_add(m, QP_TERM_SPECTRA, QP_TERM_PERSISTENT, per_map, spe, spe, "n_maps n_params x 8");
   qp_model_add(m, QP_TERM_ERRORS, QP_TERM_PERSISTENT, params, spe, spe, "n_params x 8");
-  qp_model_add(m, QP_TERM_WINDOW, QP_TERM_PERSISTENT,
-               qp_model_bytes_times((size_t)d->n_window, params), spe, spe,
-               "n_params n_window x 8");
+  if (d->n_window > 0)
+    qp_model_add(m, QP_TERM_WINDOW, QP_TERM_PERSISTENT,
+                 qp_model_bytes_times((size_t)d->n_window, params), spe, spe,
+                 "n_params n_window x 8");
   if (d->cross_maps)
     qp_model_add(m, QP_TERM_SPECTRA_COVARIANCE, QP_TERM_PERSISTENT, params_sq, spe, spe,
                  "n_params^2 x 8");

@@ -302,7 +302,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   qp_matrix products = {0}, gram = {0}, cross, dots;
   qp_host_window seen = {0};
   /* The window's unbinned products, formed once per chunk unless the bins are unit already. */
-  const int unit = qp_bins_unit(p);
+  const int windows = qp_window_count(p) > 0, unit = qp_bins_unit(p);
   qp_problem wp = {0};
   QP_CALL(qp_window_problem(p, &wp));
   long total = 0; /* products formed: each once, plus the streamed ones again */
@@ -316,9 +316,10 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
     QP_CALL_GOTO(
         QP_ALLOC_DOUBLES(QP_TERM_Y_COVARIANCE, QP_TERM_PERSISTENT, np * np, &p->y_covariance),
         done);
-  QP_CALL_GOTO(
-      QP_ALLOC_DOUBLES(QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT, np * wp.n_params, &p->fisher_ell),
-      done);
+  if (windows)
+    QP_CALL_GOTO(
+        QP_ALLOC_DOUBLES(QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT, np * wp.n_params, &p->fisher_ell),
+        done);
   /* Slot j of the stack holds one product's local elements: the chunk's k, the whitened noise
    * at k, the streamed one at k + 1. */
   QP_CALL_GOTO(
@@ -375,9 +376,9 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
     /* The window's dots with this chunk, with P_ell in the streaming slot (the noise's when
      * there is no streaming: one chunk, whose bias is summed); cross-spectra's covariance
      * wants the Y_q too. */
-    if (!unit || p->plan->model_dims.cross_maps)
+    if ((windows && !unit) || p->plan->model_dims.cross_maps)
       QP_CALL_GOTO(qp_products_to_y(p, &products, count), done);
-    if (!unit)
+    if (windows && !unit)
       QP_CALL_GOTO(qp_pixel_window_dots(p, &wp, &products, first, count, streaming ? k + 1 : k,
                                         gram.data + (k + 1) * (k + 1)),
                    done);

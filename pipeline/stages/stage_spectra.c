@@ -185,8 +185,9 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_RAW_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->yb));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SPECTRA, QP_TERM_PERSISTENT, n_maps * np, &p->cl));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_ERRORS, QP_TERM_PERSISTENT, np, &p->error));
-  QP_CALL(
-      QP_ALLOC_DOUBLES(QP_TERM_WINDOW, QP_TERM_PERSISTENT, np * qp_window_count(p), &p->window));
+  if (qp_window_count(p) > 0)
+    QP_CALL(
+        QP_ALLOC_DOUBLES(QP_TERM_WINDOW, QP_TERM_PERSISTENT, np * qp_window_count(p), &p->window));
   if (p->plan->model_dims.cross_maps) /* with the others: the model holds them all at once */
     QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_SPECTRA_COVARIANCE, QP_TERM_PERSISTENT, np * np,
                              &p->spectra_covariance));
@@ -205,7 +206,7 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
   }
   for (int64_t q = 0; q < np; ++q)
     p->error[q] = sqrt(covariance[q + q * np]);
-  QP_CALL(qp_window_from_fisher(p));
+  if (qp_window_count(p) > 0) QP_CALL(qp_window_from_fisher(p));
   for (int64_t m = 0; m < n_maps; ++m)
     for (int64_t q = 0; q < np; ++q) {
       double s = 0.0;
@@ -220,7 +221,8 @@ qp_err qp_stage_spectra_run(qp_problem *p) {
   QP_CALL(qp_check_finite(covariance, np * np, "spectra_run",
                           "the covariance of C_hat (/spectra/covariance)"));
   QP_CALL(qp_check_finite(p->cl, n_maps * np, "spectra_run", "C_hat (/spectra/cl)"));
-  QP_CALL(qp_check_finite(p->window, np * qp_window_count(p), "spectra_run",
-                          "the window functions (/spectra/window)"));
+  if (p->window)
+    QP_CALL(qp_check_finite(p->window, np * qp_window_count(p), "spectra_run",
+                            "the window functions (/spectra/window)"));
   return QP_OK;
 }

@@ -7,9 +7,7 @@
 #include "matrix.h"
 #include "qp_error.h"
 
-int64_t qp_window_count(const qp_problem *p) {
-  return (int64_t)p->cfg->n_spectra * (p->cfg->lmax - p->cfg->ell_min + 1);
-}
+int64_t qp_window_count(const qp_problem *p) { return p->plan->model_dims.n_window; }
 
 qp_err qp_window_problem(const qp_problem *p, qp_problem *w) {
   const int n = p->cfg->lmax - p->cfg->ell_min + 1;

@@ -7,7 +7,8 @@
 
 #include "problem.h"
 
-/** The window's columns: n_spectra x (lmax - ell_min + 1), spectrum major, ell ascending. */
+/** The window's columns: n_spectra x (lmax - ell_min + 1), spectrum major, ell ascending; 0
+ *  with window_functions: false (then no F_(q,ell), no W). */
 int64_t qp_window_count(const qp_problem *p);
 
 /** *w <- p with bins of one multipole each over [ell_min, lmax] (its n_bins, n_params,
