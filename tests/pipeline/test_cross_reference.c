@@ -170,6 +170,49 @@ static void run_route(const qp_cross_case *c, const qp_cross_sky *sky, const qp_
   qp_cli_free(&r);
 }
 
+/* window_functions: false (the pixel-direct cross run again): no /spectra/window nor
+ * window_ell, and every other result the same to the bit as the run with them. */
+static void check_without_windows(const qp_cross_case *c, const qp_cross_sky *sky,
+                                  const qp_dense_result *ref) {
+  char label[96], config[128], output[128], with[128];
+  snprintf(label, sizeof label, "%s pixel_direct cross, window_functions: false", c->name);
+  snprintf(config, sizeof config, "%s_nowin.yaml", c->name);
+  snprintf(output, sizeof output, "%s_nowin.h5", c->name);
+  snprintf(with, sizeof with, "%s_pixel_direct_cross.h5", c->name);
+  write_config(c, sky, 0, 1, config, output);
+  char *text = qp_cli_slurp(config);
+  const size_t len = strlen(text) + 32;
+  char *more = malloc(len);
+  snprintf(more, len, "%swindow_functions: false\n", text);
+  qp_test_write_text(config, more);
+  free(more), free(text);
+  const char *args[] = {"run", config, NULL};
+  qp_cli_result r;
+  qp_cli_run(qmlpipe, config, args, &r);
+  TEST_ASSERT(r.exited && r.status == 0, "%s: exit %d: %s", label, r.status, r.err ? r.err : "");
+  qp_cli_free(&r);
+  hid_t a = H5Fopen(output, H5F_ACC_RDONLY, H5P_DEFAULT),
+        b = H5Fopen(with, H5F_ACC_RDONLY, H5P_DEFAULT);
+  TEST_ASSERT(a >= 0 && b >= 0, "%s: cannot open %s and %s", label, output, with);
+  if (a < 0 || b < 0) return;
+  TEST_ASSERT(H5Lexists(a, "/spectra/window", H5P_DEFAULT) == 0 &&
+                  H5Lexists(a, "/spectra/window_ell", H5P_DEFAULT) == 0,
+              "%s: the window functions were written", label);
+  const hsize_t np = (hsize_t)ref->n_params, nm = (hsize_t)c->n_maps;
+  const char *names[4] = {"/fisher", "/spectra/cl", "/spectra/covariance", "/spectra/noise_bias"};
+  const hsize_t rows[4] = {np, nm, np, np}, cols[4] = {np, np, np, 0};
+  for (int k = 0; k < 4; ++k) {
+    double *x = NULL, *y = NULL;
+    if (read_set(a, label, names[k], rows[k], cols[k], &x) == READ_OK &&
+        read_set(b, label, names[k], rows[k], cols[k], &y) == READ_OK)
+      TEST_WITHIN(qp_test_max_diff(x, y, (size_t)(rows[k] * (cols[k] ? cols[k] : 1)), 1.0), 0.0,
+                  "%s: %s differs from the run with the window functions", label, names[k]);
+    free(x), free(y);
+  }
+  H5Fclose(a), H5Fclose(b);
+  printf("  %s: no window written, F, C_hat, covariance and b bitwise as with them\n", label);
+}
+
 /* The reference checks itself (header): cross with B = A against auto, the cross M against
  * the quadratic forms' covariance, the dense windows' relations. */
 static void check_reference(const qp_cross_case *c, const qp_cross_sky *sky,
@@ -326,6 +369,7 @@ static void run_case(qp_fields fields, int binned) {
     for (int cross = 0; cross < 2; ++cross) {
       run_route(&c, &sky, cross ? &cr : &au, route, cross, &table[fields][binned][route][cross]);
     }
+  if (!bad && fields == QP_FIELDS_T && binned) check_without_windows(&c, &sky, &cr);
   printf("%s: %.1f s in all\n", name, qp_clock_seconds() - t0);
   qp_dense_free(&au);
   qp_dense_free(&cr);
