@@ -32,14 +32,8 @@ static const int64_t qp_nside_max = (int64_t)1 << 29;
 
 /* Moves to the file's first binary-table HDU (healpy's layout). */
 static qp_err qp_fits_find_table(fitsfile *f, const char *path) {
-  int status = 0, n_hdus = 0, hdu_type = 0, found = 0;
-  fits_get_num_hdus(f, &n_hdus, &status);
-  QP_CALL(QP_FITS_STATUS(status, path, "counting HDUs"));
-  for (int h = 1; h <= n_hdus && !found; ++h) {
-    fits_movabs_hdu(f, h, &hdu_type, &status);
-    QP_CALL(QP_FITS_STATUS(status, path, "moving to an HDU"));
-    found = hdu_type == BINARY_TBL;
-  }
+  int found = 0;
+  QP_CALL(qp_fits_first_binary_table(f, path, &found));
   QP_CHECK(found, QP_ERR_INPUT,
            "map file '%s' has no binary-table extension: not a HEALPix map in healpy's layout",
            path);
@@ -176,8 +170,7 @@ static qp_err qp_fits_read_table(fitsfile *f, const char *path, long long nside,
   fits_get_num_rowsll(f, &n_rows, &status);
   QP_CALL(QP_FITS_STATUS(status, path, "reading the table size"));
   QP_CHECK(n_columns >= 1 && n_columns <= QP_FITS_COLUMNS_MAX, QP_ERR_INPUT,
-           "map file '%s' has %d columns (expected 1 to %d)", path, n_columns,
-           QP_FITS_COLUMNS_MAX);
+           "map file '%s' has %d columns (expected 1 to %d)", path, n_columns, QP_FITS_COLUMNS_MAX);
   info->n_columns = n_columns;
   for (int c = 0; c < n_columns; ++c)
     QP_CALL(qp_fits_read_column(f, path, c, n_rows, nside, info, &repeat[c]));

@@ -35,3 +35,16 @@ int qp_fits_key_missing(int *status) {
   fits_clear_errmsg();
   return 1;
 }
+
+qp_err qp_fits_first_binary_table(fitsfile *f, const char *path, int *found) {
+  int status = 0, n_hdus = 0, hdu_type = 0;
+  *found = 0;
+  fits_get_num_hdus(f, &n_hdus, &status);
+  QP_CALL(QP_FITS_STATUS(status, path, "counting HDUs"));
+  for (int h = 1; h <= n_hdus && !*found; ++h) {
+    fits_movabs_hdu(f, h, &hdu_type, &status);
+    QP_CALL(QP_FITS_STATUS(status, path, "moving to an HDU"));
+    *found = hdu_type == BINARY_TBL;
+  }
+  return QP_OK;
+}

@@ -20,6 +20,10 @@ qp_err qp_fits_error(int status, const char *path, const char *what, const char 
  *  keyword: the caller decides whether that is an error. */
 int qp_fits_key_missing(int *status);
 
+/** Moves to the file's first binary-table HDU; *found 0 when it has none (the caller says what
+ *  the file should have been). */
+qp_err qp_fits_first_binary_table(fitsfile *f, const char *path, int *found);
+
 /** Strips trailing blanks in place (cfitsio keeps those of padded string keywords). */
 void qp_fits_rstrip(char *s);
 

@@ -38,14 +38,8 @@ qp_err qp_pixel_window_default_path(int64_t nside, char *path, size_t size) {
 
 /* Moves to the file's first binary table (HDU 2 in HEALPix's tables). */
 static qp_err qp_pw_find_table(fitsfile *f, const char *path) {
-  int status = 0, n_hdus = 0, hdu_type = 0, found = 0;
-  fits_get_num_hdus(f, &n_hdus, &status);
-  QP_CALL(QP_FITS_STATUS(status, path, "counting HDUs"));
-  for (int h = 1; h <= n_hdus && !found; ++h) {
-    fits_movabs_hdu(f, h, &hdu_type, &status);
-    QP_CALL(QP_FITS_STATUS(status, path, "moving to an HDU"));
-    found = hdu_type == BINARY_TBL;
-  }
+  int found = 0;
+  QP_CALL(qp_fits_first_binary_table(f, path, &found));
   QP_CHECK(found, QP_ERR_INPUT,
            "%s '%s' has no binary-table extension: not a pixel window table (HEALPix's "
            "pixel_window_nNNNN.fits: columns TEMPERATURE and POLARIZATION, one row per ell)",

@@ -154,6 +154,20 @@ static qp_err qp_entry_groups(const qp_problem *p, const qp_entry *e, const int6
   return QP_OK;
 }
 
+/* sum over D_q's groups g and D_r's groups h of v_g v_h B(l_g, l_h) in the slot of their
+ * fields (fb, fa, fa, fb): 2 F_qr, or 2 F_(q,ell) when h are the unbinned D_ell's. */
+static double qp_group_pair_sum(const qp_entry_group *g, int64_t n_g, const qp_entry_group *h,
+                                int64_t n_h, const int *slot, const double *sums, int64_t block,
+                                int L) {
+  double sum = 0;
+  for (int64_t i = 0; i < n_g; ++i)
+    for (int64_t j = 0; j < n_h; ++j) {
+      const int s = slot[qp_fisher_block_key(g[i].fb, h[j].fa, g[i].fa, h[j].fb)];
+      sum += g[i].v * h[j].v * sums[s * block + (int64_t)g[i].l * L + h[j].l];
+    }
+  return sum;
+}
+
 /* p->fisher_ell <- F_(q,ell) = 1/2 tr(W D_q W D_ell) from the block sums of F (this rank's part;
  * summed over the ranks here): D_ell's groups are those of the unbinned problem. */
 static qp_err qp_fisher_ell_from_sums(qp_problem *p, const qp_entry_group *groups,
@@ -172,14 +186,10 @@ static qp_err qp_fisher_ell_from_sums(qp_problem *p, const qp_entry_group *group
 #pragma omp parallel for schedule(dynamic, 1)
   for (int u = 0; u < nw; ++u)
     for (int q = 0; q < np; ++q) {
-      double sum = 0;
-      for (int64_t i = gstart[q]; i < gstart[q + 1]; ++i)
-        for (int64_t j = wgstart[u]; j < wgstart[u + 1]; ++j) {
-          const qp_entry_group *g = &groups[i], *h = &wgroups[j];
-          const int s = slot[qp_fisher_block_key(g->fb, h->fa, g->fa, h->fb)];
-          sum += g->v * h->v * sums[s * block + (int64_t)g->l * L + h->l];
-        }
-      p->fisher_ell[q + (int64_t)u * np] = 0.5 * sum;
+      p->fisher_ell[q + (int64_t)u * np] =
+          0.5 * qp_group_pair_sum(groups + gstart[q], gstart[q + 1] - gstart[q],
+                                  wgroups + wgstart[u], wgstart[u + 1] - wgstart[u], slot, sums,
+                                  block, L);
     }
   QP_CALL_GOTO(qp_linalg_sum_partials(p->kernel.ops, p->fisher_ell, (int64_t)np * nw), done);
 done:
@@ -263,14 +273,9 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
 #pragma omp parallel for schedule(dynamic, 1)
   for (int q = 0; q < np; ++q)
     for (int r = q; r < np; ++r) {
-      double sum = 0;
-      for (int64_t i = gstart[q]; i < gstart[q + 1]; ++i)
-        for (int64_t j = gstart[r]; j < gstart[r + 1]; ++j) {
-          const qp_entry_group *g = &groups[i], *h = &groups[j];
-          const int s = slot[qp_fisher_block_key(g->fb, h->fa, g->fa, h->fb)];
-          sum += g->v * h->v * sums[s * block + (int64_t)g->l * L + h->l];
-        }
-      p->fisher[q + r * np] = p->fisher[r + q * np] = 0.5 * sum;
+      p->fisher[q + r * np] = p->fisher[r + q * np] =
+          0.5 * qp_group_pair_sum(groups + gstart[q], gstart[q + 1] - gstart[q], groups + gstart[r],
+                                  gstart[r + 1] - gstart[r], slot, sums, block, L);
     }
   QP_CALL_GOTO(qp_linalg_sum_partials(p->kernel.ops, p->fisher, (int64_t)np * np), done);
   /* F_(q,ell): the same block sums against the unbinned D_ell (window.h). */
