@@ -5,8 +5,16 @@
 
 #include "model_bytes.h"
 
+int64_t qp_fisher_window_batch(const qp_model_dims *d) {
+  if (d->path != QP_MODEL_PIXEL_DIRECT || d->n_window == 0 || d->n_window == d->n_params) return 0;
+  int64_t batch = d->fisher_chunk / 4;
+  if (batch > 16) batch = 16;
+  if (batch > d->n_window) batch = d->n_window;
+  return batch > 0 ? batch : 1;
+}
+
 /* Pixel-direct: k products, the whitened noise, and a streaming slot when k < n_params; their
- * Gram matrix. */
+ * Gram matrix; the window functions' unbinned P_ell, a batch at a time. */
 static void qp_fisher_pixel_terms(const qp_model_dims *d, qp_model *m) {
   const qp_stage_id fis = QP_STAGE_FISHER_RUN;
   const qp_model_bytes pix_sq = qp_model_matrix_bytes(d, d->n_pix, d->n_pix);
@@ -21,6 +29,12 @@ static void qp_fisher_pixel_terms(const qp_model_dims *d, qp_model *m) {
                       qp_model_bytes_times(
                           k + 1, qp_model_vector_bytes(d->fisher_chunk + 2, sizeof(double))),
                       fis, fis, "(fisher_chunk + 1)(fisher_chunk + 2) x 8"));
+  const int64_t batch = qp_fisher_window_batch(d);
+  if (batch > 1)
+    qp_model_on_backend(d,
+                        qp_model_add(m, QP_TERM_WINDOW_SLOTS, QP_TERM_TRANSIENT,
+                                     qp_model_bytes_times((size_t)batch, pix_sq), fis, fis,
+                                     "window_batch n_pix^2 x 8 (unbinned P_ell built together)"));
 }
 
 /* The projection route's noise bias (phases 1, 2): Z = C^-1 V^T where it is not formed in W's

@@ -12,7 +12,8 @@
 /* Cross-spectra: H = L_B^-1 S L_A^-T, and M = Cov(y) (docs/science.md) */
 #define QP_TERM_CROSS_SIGNAL "cross_signal"
 #define QP_TERM_Y_COVARIANCE "y_covariance"
-#define QP_TERM_FISHER_ELL "fisher_ell" /* F_q,ell against the unbinned P_ell (window.h) */
+#define QP_TERM_FISHER_ELL "fisher_ell"     /* F_q,ell against the unbinned P_ell (window.h) */
+#define QP_TERM_WINDOW_SLOTS "window_slots" /* pixel-direct: unbinned P_ell built together */
 #define QP_TERM_NOISE_BIAS "noise_bias"
 #define QP_TERM_FISHER_BLOCK_SUMS "F_block_sums" /* harmonic: W's (l, l') block sums for F */
 #define QP_TERM_NOISE_KERNEL "G"                 /* harmonic: (I + K Lambda)^-1 W, G transposed */
@@ -25,5 +26,13 @@
 
 /** Adds fisher_run's terms of the route of `d` to `m`, after basis_setup's. */
 qp_err qp_fisher_terms(const qp_model_dims *d, qp_model *m);
+
+/** Pixel-direct: the unbinned P_ell fisher_run builds in one pass for the window functions
+ *  (stage_fisher.c): min(n_window, fisher_chunk / 4, 16), at least 1; 0 without window
+ *  functions, with bins of one multipole (F_(q,ell) is F) and on the harmonic routes. One pass
+ *  recurses once over every pair for all its targets: the batch cuts the passes by its size,
+ *  for at most a quarter more than the products' memory; a batch of 1 takes the products'
+ *  spare slot (no term of its own), so that a small chunk needs no more memory than before. */
+int64_t qp_fisher_window_batch(const qp_model_dims *d);
 
 #endif

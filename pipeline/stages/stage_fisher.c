@@ -242,25 +242,49 @@ static qp_err qp_products_to_y(qp_problem *p, const qp_matrix *stack, int64_t co
   return QP_OK;
 }
 
+/* out (count x cnt, whole on every rank where the stacks are) <- A^T B for A = the first
+ * `count` columns of stack `a` and B = the first `cnt` of stack `b` (each column one matrix's
+ * local elements, the same layout): Frobenius products, summed over the ranks by
+ * qp_gram_read. Above a host BLAS's 32-bit limit, without it (qp_product_dots_unblas). */
+static qp_err qp_stack_dots(const qp_linalg_ops *ops, const qp_matrix *a, int64_t count,
+                            const qp_matrix *b, int64_t cnt, qp_matrix *out) {
+  if (a->rows > qp_blas_ld_max() && !qp_linalg_on_device(ops)) {
+    qp_product_dots_unblas(a->rows, a->data, count, b->data, cnt, 0, out);
+    qp_stage_add_flops(2.0 * (double)a->rows * (double)count * (double)cnt);
+  } else if (a->rows == 0) {
+    QP_CALL(qp_matrix_set_identity(out, 0.0));
+  } else {
+    qp_matrix va, vb;
+    QP_CALL(qp_matrix_columns(a, 0, count, &va));
+    QP_CALL(qp_matrix_columns(b, 0, cnt, &vb));
+    QP_CALL(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &va, &vb, 0.0, out));
+  }
+  return QP_OK;
+}
+
 /* F_(q,ell) = 1/2 tr(Y_q P_ell) = 1/2 <Y_q, P_ell> for the chunk's parameters first .. first +
- * count - 1, whose Y_q are in the stack's first slots (qp_products_to_y): every unbinned P_ell
- * built in slot `spare` and dotted with them (one column of dots each, `dots_at` whole on
- * every rank). Its cost does not grow with the bins' width: n_window pair-sum builds and
- * count n_window n_pix^2 dots, beside the 2 count triangular products of Y. */
+ * count - 1, whose Y_q are in the stack's first slots (qp_products_to_y): the unbinned P_ell
+ * built a batch at a time into `window` (qp_fisher_window_batch: one pass over the pairs a
+ * batch) and dotted with them (one gemm a batch, `gram` whole on every rank). */
 static qp_err qp_pixel_window_dots(qp_problem *p, const qp_problem *wp, const qp_matrix *stack,
-                                   int64_t first, int64_t count, int64_t spare, double *dots_at) {
-  const int64_t np = p->n_params;
+                                   int64_t first, int64_t count, const qp_matrix *window,
+                                   double *gram) {
+  const int64_t np = p->n_params, batch = window->cols;
+  QP_CHECK(batch > 0, QP_ERR_INTERNAL, "fisher_run: the window functions have no slots (%lld)",
+           (long long)batch);
   const qp_linalg_ops *local = qp_linalg_local_ops(p->ops);
   qp_host_window seen = {0};
-  qp_matrix dots;
   qp_err err = QP_OK;
-  QP_CALL(qp_matrix_view(local, QP_TERM_GRAM, dots_at, count, 1, count, &dots));
-  for (int64_t u = 0; u < wp->n_params; ++u) {
-    QP_CALL_GOTO(qp_pixel_build_slots(wp, stack, spare, u, 1, QP_TERM_PRODUCTS), done);
-    QP_CALL_GOTO(qp_product_dots(p->ops, stack, count, spare, 1, &dots), done);
+  for (int64_t u0 = 0; u0 < wp->n_params; u0 += batch) {
+    const int64_t cnt = wp->n_params - u0 < batch ? wp->n_params - u0 : batch;
+    qp_matrix dots;
+    QP_CALL_GOTO(qp_pixel_build_slots(wp, window, 0, u0, cnt, QP_TERM_WINDOW_SLOTS), done);
+    QP_CALL_GOTO(qp_matrix_view(local, QP_TERM_GRAM, gram, count, cnt, count, &dots), done);
+    QP_CALL_GOTO(qp_stack_dots(p->ops, stack, count, window, cnt, &dots), done);
     QP_CALL_GOTO(qp_gram_read(p->ops, &dots, &seen), done);
-    for (int64_t a = 0; a < count; ++a)
-      p->fisher_ell[(first + a) + u * np] = 0.5 * seen.data[a];
+    for (int64_t c = 0; c < cnt; ++c)
+      for (int64_t a = 0; a < count; ++a)
+        p->fisher_ell[(first + a) + (u0 + c) * np] = 0.5 * seen.data[a + c * seen.ld];
     qp_host_window_discard(&seen);
   }
 done:
@@ -299,7 +323,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   const int64_t slots = k + 1 + streaming;
   const int64_t stride = qp_matrix_local_size(&p->cov); /* n^2, or this rank's part */
   const qp_linalg_ops *local = qp_linalg_local_ops(p->ops);
-  qp_matrix products = {0}, gram = {0}, cross, dots;
+  qp_matrix products = {0}, gram = {0}, window = {0}, cross, dots;
   qp_host_window seen = {0};
   /* The window's unbinned products, formed once per chunk unless the bins are unit already. */
   const int windows = qp_window_count(p) > 0, unit = qp_bins_unit(p);
@@ -327,6 +351,12 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   /* The Gram matrix of chunk + noise, and beside it one column of dots with the stream: small,
    * whole on every rank, where the products are. */
   QP_CALL_GOTO(qp_matrix_create(local, QP_TERM_GRAM, QP_TERM_TRANSIENT, k + 1, k + 2, &gram), done);
+  /* The window functions' unbinned P_ell, a batch at a time (fisher_terms.h). */
+  const int64_t window_batch = qp_fisher_window_batch(&p->plan->model_dims);
+  if (window_batch > 1)
+    QP_CALL_GOTO(qp_matrix_create(local, QP_TERM_WINDOW_SLOTS, QP_TERM_TRANSIENT, stride,
+                                  window_batch, &window),
+                 done);
   qp_progress_note(&progress, "products allocated");
   qp_matrix noise_view;
   QP_CALL_GOTO(qp_matrix_stack_slot(&products, k, p->ops, QP_TERM_PRODUCTS, n, n, &noise_view),
@@ -373,15 +403,18 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
         p->fisher[(first + a) + q * np] = p->fisher[q + (first + a) * np] = 0.5 * seen.data[a];
       qp_host_window_discard(&seen);
     }
-    /* The window's dots with this chunk, with P_ell in the streaming slot (the noise's when
-     * there is no streaming: one chunk, whose bias is summed); cross-spectra's covariance
-     * wants the Y_q too. */
+    /* The window's dots with this chunk (its F and b are summed: its products become Y_q);
+     * cross-spectra's covariance wants the Y_q too. */
     if ((windows && !unit) || p->plan->model_dims.cross_maps)
       QP_CALL_GOTO(qp_products_to_y(p, &products, count), done);
-    if (windows && !unit)
-      QP_CALL_GOTO(qp_pixel_window_dots(p, &wp, &products, first, count, streaming ? k + 1 : k,
-                                        gram.data + (k + 1) * (k + 1)),
-                   done);
+    if (windows && !unit) {
+      /* A batch of 1 is built in the products' spare slot: the streaming one, or the noise's
+       * when there is one chunk (its bias is summed). */
+      qp_matrix spare = window;
+      if (window_batch <= 1)
+        QP_CALL_GOTO(qp_matrix_columns(&products, streaming ? k + 1 : k, 1, &spare), done);
+      QP_CALL_GOTO(qp_pixel_window_dots(p, &wp, &products, first, count, &spare, gram.data), done);
+    }
   }
   qp_progress_note(&progress, unit ? "F_(q,ell) is F (bins of one multipole)"
                                    : "F_(q,ell) for the window functions");
@@ -394,6 +427,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
 done:
   qp_host_window_discard(&seen);
   qp_window_problem_free(&wp);
+  qp_matrix_destroy(&window);
   qp_matrix_destroy(&gram);
   qp_matrix_destroy(&products);
   /* N is not needed after the noise bias (model: freed in fisher_run). */
