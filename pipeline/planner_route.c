@@ -22,13 +22,16 @@ static double qp_route_cost(const qp_problem *p, const qp_plan *plan, qp_model_p
     /* Cross-spectra factor C_B too and whiten no noise (no bias). */
     const double cross = p->cfg->n_maps2 > 0;
     /* The window functions (binned): Y_q = C_A^-1 P_q C_B^-1 (2 n^3 each; cross-spectra's
-     * covariance wants them too, and K_p = Y_p S) and n_window pair-sum builds of ~n^2 lmax
-     * each (more for Q/U's Wigner recursions: an estimate, docs/science.md gives figures). */
+     * covariance wants them too, and K_p = Y_p S), the unbinned P_ell's pair sums (~n^2 lmax
+     * a pass of up to 16 of them, more for Q/U's Wigner recursions: an estimate,
+     * docs/science.md gives figures) and their dots with the Y_q. */
     const int windows = p->cfg->window_functions && p->n_bins != p->cfg->lmax - p->cfg->ell_min + 1;
     const double n_window = (double)p->cfg->n_spectra * (p->cfg->lmax - p->cfg->ell_min + 1);
+    const double passes = n_window < 16 ? 1.0 : ceil(n_window / 16.0); /* window_batch <= 16 */
     const double window =
         windows ? np * 2.0 * n * n * n +
-                      n_window * n * n * p->cfg->lmax * (p->cfg->fields == QP_FIELDS_T ? 4.0 : 20.0)
+                      passes * n * n * p->cfg->lmax * (p->cfg->fields == QP_FIELDS_T ? 4.0 : 20.0) +
+                      n_window * n * n * np
                 : 0.0;
     const double covariance = cross ? np * 2.0 * n * n * n * (windows ? 1.0 : 2.0) : 0.0;
     return (1.0 + cross) * n * n * n / 3.0 + (np + 1.0 - cross) * 2.0 * n * n * n + window +
