@@ -15,33 +15,33 @@ int qp_simulate_map_path(const char *prefix, int k, char *out, size_t size) {
   return n > 0 && (size_t)n < size;
 }
 
-qp_err qp_simulate_check_outputs(const char *prefix, int n_maps, const char *mask,
-                                 const char *cls) {
+/* The maps PREFIX_0000.fits.. of one set (--out or --out2): each a path qmlpipe may write, none
+ * the C_ell file it reads, none the mask written after them. */
+static qp_err qp_simulate_check_set(const char *prefix, const char *option, const char *what,
+                                    int n_maps, const char *mask, const char *cls) {
   const qp_output_input inputs[] = {{"--cls", cls}};
   char path[4200];
   for (int k = 0; k < n_maps; ++k) {
     QP_CHECK(qp_simulate_map_path(prefix, k, path, sizeof path), QP_ERR_INPUT,
-             "--out: the prefix '%s' is too long", prefix);
-    QP_CALL(qp_output_path_check(path, "--out", "a map", inputs, 1));
+             "%s: the prefix is too long for a map name: '%s'", option, prefix);
+    QP_CALL(qp_output_path_check(path, option, what, inputs, 1));
     /* The mask written after the maps would replace one of them. */
     QP_CHECK(!mask || strcmp(mask, path) != 0, QP_ERR_IO,
-             "--mask: '%s' is also map %d of --out '%s': give another path", mask, k, prefix);
+             "--mask: '%s' is also map %d of %s '%s': give another path", mask, k, option, prefix);
   }
+  return QP_OK;
+}
+
+qp_err qp_simulate_check_outputs(const char *prefix, int n_maps, const char *mask,
+                                 const char *cls) {
+  QP_CALL(qp_simulate_check_set(prefix, "--out", "a map", n_maps, mask, cls));
+  const qp_output_input inputs[] = {{"--cls", cls}};
   if (mask) QP_CALL(qp_output_path_check(mask, "--mask", "the mask", inputs, 1));
   return QP_OK;
 }
 
 qp_err qp_simulate_check_pairs(const char *prefix2, int n_maps, const char *mask, const char *cls) {
-  const qp_output_input inputs[] = {{"--cls", cls}};
-  char path[4200];
-  for (int k = 0; k < n_maps; ++k) {
-    QP_CHECK(qp_simulate_map_path(prefix2, k, path, sizeof path), QP_ERR_INPUT,
-             "--out2: the prefix is too long for a map name: '%s'", prefix2);
-    QP_CALL(qp_output_path_check(path, "--out2", "a map of the second set", inputs, 1));
-    QP_CHECK(!mask || strcmp(mask, path) != 0, QP_ERR_IO,
-             "--mask: '%s' is also map %d of --out2 '%s': give another path", mask, k, prefix2);
-  }
-  return QP_OK;
+  return qp_simulate_check_set(prefix2, "--out2", "a map of the second set", n_maps, mask, cls);
 }
 
 /* 1 when `config` is a regular file that starts with QP_EXAMPLE_MARK (an earlier example's
