@@ -213,6 +213,34 @@ static void check_without_windows(const qp_cross_case *c, const qp_cross_sky *sk
   printf("  %s: no window written, F, C_hat, covariance and b bitwise as with them\n", label);
 }
 
+/* A maps2 file that does not exist: refused before any work, naming maps2[0], no results. */
+static void check_missing_maps2(const qp_cross_case *c, const qp_cross_sky *sky) {
+  char label[96], config[128], output[128];
+  snprintf(label, sizeof label, "%s cross, a missing maps2 file", c->name);
+  snprintf(config, sizeof config, "%s_nomap2.yaml", c->name);
+  snprintf(output, sizeof output, "%s_nomap2.h5", c->name);
+  write_config(c, sky, 0, 0, config, output);
+  char *text = qp_cli_slurp(config);
+  const size_t len = strlen(text) + 128;
+  char *more = malloc(len);
+  snprintf(more, len, "%smaps2: [no_such_map.fits, no_such_map2.fits]\nnoise2: {variance: 1}\n",
+           text);
+  qp_test_write_text(config, more);
+  free(more), free(text);
+  const char *args[] = {"run", config, NULL};
+  qp_cli_result r;
+  qp_cli_run(qmlpipe, config, args, &r);
+  TEST_ASSERT(r.exited && r.status != 0 && r.err && strstr(r.err, "maps2[0]") &&
+                  strstr(r.err, "no_such_map.fits"),
+              "%s: exit %d, expected a refusal naming maps2[0]: %s", label, r.status,
+              r.err ? r.err : "");
+  FILE *f = fopen(output, "r");
+  TEST_ASSERT(!f, "%s: a results file was written", label);
+  if (f) fclose(f);
+  printf("  %s: refused (exit %d), naming maps2[0], no results\n", label, r.status);
+  qp_cli_free(&r);
+}
+
 /* The reference checks itself (header): cross with B = A against auto, the cross M against
  * the quadratic forms' covariance, the dense windows' relations. */
 static void check_reference(const qp_cross_case *c, const qp_cross_sky *sky,
@@ -370,6 +398,7 @@ static void run_case(qp_fields fields, int binned) {
       run_route(&c, &sky, cross ? &cr : &au, route, cross, &table[fields][binned][route][cross]);
     }
   if (!bad && fields == QP_FIELDS_T && binned) check_without_windows(&c, &sky, &cr);
+  if (!bad && fields == QP_FIELDS_T && binned) check_missing_maps2(&c, &sky);
   printf("%s: %.1f s in all\n", name, qp_clock_seconds() - t0);
   qp_dense_free(&au);
   qp_dense_free(&cr);
