@@ -32,6 +32,8 @@ const qp_ck_slot qp_ck_slots[QP_CK_SLOTS] = {
     {"covariance_b", QP_TERM_COVARIANCE_B, QP_CK_MATRIX, offsetof(qp_problem, cov_b)},
     {"y_covariance", QP_TERM_Y_COVARIANCE, QP_CK_F64, offsetof(qp_problem, y_covariance)},
     {"fisher_ell", QP_TERM_FISHER_ELL, QP_CK_F64, offsetof(qp_problem, fisher_ell)},
+    {"vt_b", QP_TERM_V_B, QP_CK_MATRIX, offsetof(qp_problem, vt_b)},
+    {"kernel_b", QP_TERM_KERNEL_B, QP_CK_MATRIX, offsetof(qp_problem, kernel_b)},
 };
 
 void *qp_ck_field(const qp_problem *p, const qp_ck_slot *s) { return (char *)p + s->offset; }

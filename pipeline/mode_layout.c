@@ -19,7 +19,7 @@ void qp_harmonic_layout(qp_problem *p) {
   }
 }
 
-int qp_fisher_block_slots(const qp_config *cfg, int slot[81]) {
+int qp_fisher_block_slots(const qp_config *cfg, int merge_swaps, int slot[81]) {
   int used[9] = {0}; /* the field pairs (fa, fb) of D_q's entries: both orders of a spectrum */
   for (int i = 0; i < cfg->n_spectra; ++i) {
     const int f1 = qp_spectrum_fields[cfg->spectra[i]][0],
@@ -35,6 +35,10 @@ int qp_fisher_block_slots(const qp_config *cfg, int slot[81]) {
       if (!used[g] || !used[h]) continue;
       const int fa = g / 3, fb = g % 3, fc = h / 3, fd = h % 3;
       const int k = qp_fisher_block_key(fb, fc, fa, fd), swap = qp_fisher_block_key(fa, fd, fb, fc);
+      if (!merge_swaps) {
+        if (slot[k] < 0) slot[k] = n++;
+        continue;
+      }
       const int first = k < swap ? k : swap;
       if (slot[first] < 0) slot[first] = n++;
       slot[k] = slot[swap] = slot[first];

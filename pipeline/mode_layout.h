@@ -15,9 +15,11 @@ extern const int qp_spectrum_fields[6][2];
 void qp_harmonic_layout(qp_problem *p);
 /** The block sums F is made of (harmonic_fisher.c): B_k(l, l') = sum over m, m' of
  *  W_ab(lm, l'm') W_cd(lm, l'm') for the quadruples of fields k = qp_fisher_block_key(a, b,
- *  c, d) that the spectra of cfg need. slot[k] is k's place among them (-1: not needed; k and
- *  its swap (c, d, a, b), the same sums, share one); returns how many there are. */
-int qp_fisher_block_slots(const qp_config *cfg, int slot[81]);
+ *  c, d) that the spectra of cfg need. slot[k] is k's place among them (-1: not needed; with
+ *  merge_swaps, k and its swap (c, d, a, b), the same sums when both windows come from one
+ *  matrix, share one; cross-spectra's two matrices W_B and W_A keep them apart); returns how
+ *  many there are. */
+int qp_fisher_block_slots(const qp_config *cfg, int merge_swaps, int slot[81]);
 /** 1 when a spectrum of cfg couples two fields (TE, TB, EB): its entries of D_q pair a mode of
  *  one field with a mode of another, whose columns of Z the projection route's noise bias
  *  lines up (harmonic_bias.c; the memory model's cross_fields). */

@@ -72,7 +72,7 @@ qp_err qp_plan_model(const qp_problem *p, const qp_plan *plan, qp_model_path pat
     dims.n_fields += p->field_offset[f] >= 0;
   dims.n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
   int slot[81];
-  dims.fisher_block_slots = qp_fisher_block_slots(cfg, slot);
+  dims.fisher_block_slots = qp_fisher_block_slots(cfg, cfg->n_maps2 == 0, slot);
   dims.cross_fields = qp_spectra_cross(cfg);
   QP_CALL(qp_model_predict(&dims, model));
   if (dims_out) *dims_out = dims;

@@ -39,7 +39,12 @@ static double qp_route_cost(const qp_problem *p, const qp_plan *plan, qp_model_p
   }
   case QP_MODEL_HARMONIC_SMW:
     return nm * nm * n + 2.3 * nm * nm * nm + (dense ? n * n * n / 3.0 + nm * n * n : 0.0);
-  case QP_MODEL_HARMONIC_PROJECTED: return n * n * n / 3.0 + 2.0 * nm * n * n + nm * nm * n;
+  case QP_MODEL_HARMONIC_PROJECTED:
+    if (p->cfg->n_maps2 > 0) /* cross: both sets' L, Y and W; H = (W_B Lambda) W_A; the
+                                switch's Z_B^T S_fixed Z_A (harmonic_cross.c) */
+      return 2.0 * (n * n * n / 3.0 + nm * n * n + nm * nm * n) + 2.0 * nm * nm * nm +
+             (plan->switched ? 3.0 * nm * n * n + 2.0 * nm * nm * n : 0.0);
+    return n * n * n / 3.0 + 2.0 * nm * n * n + nm * nm * n;
   }
   return 0;
 }
@@ -81,12 +86,13 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
   if (cfg->harmonic_method == 1) allowed[2] = 0;
   if (cfg->harmonic_method == 2) allowed[1] = 0;
   if (p->n_modes == 0) allowed[1] = allowed[2] = 0;
-  /* Cross-spectra (maps2) are built on the pixel-direct route only so far. */
-  QP_CHECK(cfg->n_maps2 == 0 || allowed[0], QP_ERR_UNSUPPORTED,
-           "config '%s': cross-spectra (maps2) run on the pixel-direct route only so far; "
-           "path: harmonic is not supported with maps2 yet (give path: pixel_direct or auto)",
+  /* Cross-spectra (maps2) are built on the pixel-direct and projection routes, not on SMW. */
+  QP_CHECK(cfg->n_maps2 == 0 || allowed[0] || allowed[2], QP_ERR_UNSUPPORTED,
+           "config '%s': cross-spectra (maps2) run on the pixel-direct and projection routes; "
+           "harmonic_method: smw is not supported with maps2 yet (give harmonic_method: "
+           "projected or auto)",
            cfg->source);
-  if (cfg->n_maps2 > 0) allowed[1] = allowed[2] = 0;
+  if (cfg->n_maps2 > 0) allowed[1] = 0;
   QP_CHECK(allowed[0] || allowed[1] || allowed[2], QP_ERR_INPUT,
            "config '%s': the harmonic path has no modes (lmax %d)", cfg->source, cfg->lmax);
   /* SMW inverts N: a noise too ill-conditioned for cfg->accuracy rules it out when another
@@ -125,6 +131,19 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
     /* Its host windows in panels where the host limit asks. */
     QP_CALL(qp_plan_host_panel(p, plan));
     k->host_panel = plan->model_dims.host_panel;
+    /* Cross-spectra on the projection route hold W_A and W_B whole, their host windows too. */
+    if (cfg->n_maps2 > 0 && r == QP_MODEL_HARMONIC_PROJECTED &&
+        ((k->w_block > 0 && k->w_block < p->n_modes) || k->host_panel > 0)) {
+      snprintf(unsized[r], sizeof unsized[r],
+               "cross-spectra with W in blocks or host panels are not supported yet");
+      if (!first_unsized[0])
+        snprintf(first_unsized, sizeof first_unsized,
+                 "cross-spectra on harmonic (projected) need W_A and W_B whole on the device "
+                 "and the host windows unpanelled, which %s does not allow; give path: "
+                 "pixel_direct or raise the limit",
+                 qp_plan_limits_text(p, plan));
+      continue;
+    }
     cost[r] = qp_route_cost(p, plan, (qp_model_path)r);
     if (r == 0 && *fisher_chunk < p->n_params) {
       /* Streaming re-forms the later products: ~n_params^2 / (2 chunk) more of them. */

@@ -40,6 +40,8 @@ void qp_problem_free(qp_problem *p) {
   qp_matrix_destroy(&p->cov_b);
   qp_matrix_destroy(&p->vt);
   qp_matrix_destroy(&p->kernel);
+  qp_matrix_destroy(&p->vt_b);
+  qp_matrix_destroy(&p->kernel_b);
   qp_matrix_destroy(&p->smw_lu);
   qp_matrix_destroy(&p->noise_factor); /* a view of N when N is dense: not freed twice */
   qp_matrix_destroy(&p->mode_maps);

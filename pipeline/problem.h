@@ -45,7 +45,7 @@ typedef struct qp_problem {
   qp_matrix noise;        /* QP_TERM_NOISE (dense N) or empty */
   qp_matrix cov;          /* QP_TERM_COVARIANCE: C, then L, then L^-1 */
   /* Cross-spectra (plan->model_dims.cross_maps): maps2's columns follow maps' in `maps`
-   * (map k of maps2 is column n_maps + k); pixel-direct only so far. */
+   * (map k of maps2 is column n_maps + k); pixel-direct and projection routes. */
   double *noise_variance_b; /* QP_TERM_NOISE_VARIANCE_B: N_B (covariance_setup only) */
   qp_matrix cov_b;          /* QP_TERM_COVARIANCE_B: C_B = S + N_B, then L_B, then L_B^-1 */
 
@@ -71,6 +71,8 @@ typedef struct qp_problem {
                               (a batch of maps: qp_map_batch columns) */
   double *mode_maps_host;  /* QP_TERM_MODE_MAPS_HOST (SMW, maps in batches): V N_eff^-1 x of
                               every map, n_modes x n_maps, between basis_setup and spectra_run */
+  qp_matrix vt_b;          /* QP_TERM_V_B (cross-spectra, projection): V^T, then Y_B = L_B^-1 V^T */
+  qp_matrix kernel_b;      /* QP_TERM_KERNEL_B (cross-spectra, projection): W_B = Y_B^T Y_B */
 
   /* parameters */
   int n_bins, n_params;

@@ -30,10 +30,18 @@ static void qp_basis_kernel_terms(const qp_model_dims *d, qp_model *m) {
   }
   qp_model_term *t = qp_model_on_backend(
       d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, smw ? spe : fis,
-                      smw ? "n_modes^2 x 8 (K, then W in place)"
+                      smw            ? "n_modes^2 x 8 (K, then W in place)"
+                      : d->cross_maps ? "n_modes^2 x 8 (W_A)"
                       : qp_model_modes_in_kernel(d->n_pix, d->n_modes)
                           ? "n_modes^2 x 8 (W, then Z = C^-1 V^T in its place)"
                           : "n_modes^2 x 8 (W)"));
+  /* Cross-spectra (harmonic_cross.c): W_B beside W_A, both done with in fisher_run's phase 2. */
+  if (!smw && d->cross_maps) {
+    t->phase_free = 2;
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_KERNEL_B, QP_TERM_PERSISTENT, mode_sq, bas, fis,
+                                        "n_modes^2 x 8 (W_B)"))
+        ->phase_free = 2;
+  }
   if (!smw) return;
   t->phase_alloc = 1;
   qp_model_on_backend(d, qp_model_add(m, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, mode_sq, bas, spe,
@@ -70,6 +78,10 @@ qp_err qp_basis_terms(const qp_model_dims *d, qp_model *m) {
       d, qp_model_add(m, QP_TERM_V, smw ? QP_TERM_TRANSIENT : QP_TERM_PERSISTENT,
                       qp_model_matrix_bytes(d, d->n_pix, d->n_modes), bas, smw ? bas : spe,
                       "n_pix n_modes x 8 (V^T, then Y in place)"));
+  if (!smw && d->cross_maps)
+    qp_model_on_backend(d, qp_model_add(m, QP_TERM_V_B, QP_TERM_PERSISTENT,
+                                        qp_model_matrix_bytes(d, d->n_pix, d->n_modes), bas, spe,
+                                        "n_pix n_modes x 8 (V^T, then Y_B in place)"));
   if (smw) {
     t->phase_free = 1;
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, bas,

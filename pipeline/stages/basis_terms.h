@@ -16,6 +16,8 @@
 #define QP_TERM_KERNEL_HOST "W_host"   /* host: all of W, assembled block by block */
 /* Distributed backend or a device's host windows only: */
 #define QP_TERM_SMW_COLUMNS "K_columns" /* SMW: K's columns of one field, redistributed */
+#define QP_TERM_V_B "V_B"      /* cross-spectra (projection): V^T, then Y_B = L_B^-1 V^T */
+#define QP_TERM_KERNEL_B "K_B" /* cross-spectra (projection): W_B = V C_B^-1 V^T */
 
 /** Adds basis_setup's terms of the route of `d` to `m` (none on pixel-direct, whose C is
  *  factored in place), after covariance_setup's. */

@@ -69,30 +69,86 @@ static void qp_fisher_projection_bias_terms(const qp_model_dims *d, qp_model *m)
         ->phase_alloc = 2;
 }
 
-/* The harmonic routes: fisher_run's phases are 0 F, from W's block sums (and W's field blocks
- * where aligning moves data); then 1, 2 the bias. */
-static void qp_fisher_harmonic_terms(const qp_model_dims *d, qp_model *m) {
+/* A pass of block sums (qp_fisher_block_pass) in `phase`: its matrices' windows aligned per
+ * field pair where that moves data (one set per matrix: two for cross-spectra), and the sums. */
+static void qp_fisher_block_pass_terms(const qp_model_dims *d, qp_model *m, int phase,
+                                       const char *blocks_term, const char *sums_term,
+                                       const char *sums_formula) {
   const int dist = d->grid_rows > 0, moves = qp_model_moves_data(d);
   const qp_stage_id fis = QP_STAGE_FISHER_RUN;
   /* A chunked W is a host matrix: read in place on one process, aligned over the grid. */
   if (dist || (moves && !qp_model_w_chunked(d))) {
-    const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields;
+    const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields * (d->cross_maps ? 2 : 1);
     /* A panel of their columns at a time under a host_panel (qp_model_field_panel). */
     const int64_t panel = qp_model_field_panel(d);
-    qp_model_add(m, QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
-                 qp_model_bytes_times(blocks, qp_model_matrix_bytes(d, d->n_lm, panel)), fis, fis,
-                 panel < d->n_lm
-                     ? "n_fields^2 (lmax+1)^2 field_panel x 8 (W per field pair, aligned, a "
-                       "panel of columns)"
-                     : "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)")
-        ->phase_free = 0;
+    qp_model_term *t = qp_model_add(
+        m, blocks_term, QP_TERM_TRANSIENT,
+        qp_model_bytes_times(blocks, qp_model_matrix_bytes(d, d->n_lm, panel)), fis, fis,
+        d->cross_maps ? (panel < d->n_lm ? "2 n_fields^2 (lmax+1)^2 field_panel x 8 (per field "
+                                           "pair, aligned, a panel of columns)"
+                                         : "2 n_fields^2 (lmax+1)^4 x 8 (per field pair, aligned)")
+        : panel < d->n_lm
+            ? "n_fields^2 (lmax+1)^2 field_panel x 8 (W per field pair, aligned, a panel of columns)"
+            : "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)");
+    t->phase_alloc = t->phase_free = phase;
   }
-  qp_model_add(m, QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT,
-               qp_model_bytes_times((size_t)d->fisher_block_slots,
-                                    qp_model_vector_bytes(d->n_lm, sizeof(double))),
-               fis, fis, "block slots (lmax+1)^2 x 8 (W's (l, l') block sums, every rank)")
-      ->phase_free = 0;
-  if (d->path == QP_MODEL_HARMONIC_SMW)
+  qp_model_term *t = qp_model_add(m, sums_term, QP_TERM_TRANSIENT,
+                                  qp_model_bytes_times((size_t)d->fisher_block_slots,
+                                                       qp_model_vector_bytes(d->n_lm, sizeof(double))),
+                                  fis, fis, sums_formula);
+  t->phase_alloc = t->phase_free = phase;
+}
+
+/* Cross-spectra on the projection route (harmonic_cross.c): phase 1 H (with the switch
+ * Z_A, S_fixed and S_fixed Z_A to make it), 2 W_B Lambda, 3 H^T and the block sums of Cov(y). */
+static void qp_fisher_cross_terms(const qp_model_dims *d, qp_model *m) {
+  const qp_stage_id fis = QP_STAGE_FISHER_RUN;
+  const qp_model_bytes mode_sq = qp_model_matrix_bytes(d, d->n_modes, d->n_modes),
+                       mode_pix = qp_model_matrix_bytes(d, d->n_pix, d->n_modes);
+  qp_model_term *t = qp_model_on_backend(
+      d, qp_model_add(m, QP_TERM_CROSS_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis,
+                      "n_modes^2 x 8 (H = Z_B^T S Z_A)"));
+  t->phase_alloc = 1;
+  t->phase_free = 3;
+  if (d->switched) {
+    static const char *const names[3] = {QP_TERM_WEIGHTED_MODES, QP_TERM_CROSS_SIGNAL,
+                                         QP_TERM_NOISE_MODES};
+    static const char *const formulas[3] = {"n_pix n_modes x 8 (Z_A = C_A^-1 V^T)",
+                                            "n_pix^2 x 8 (S_fixed)",
+                                            "n_pix n_modes x 8 (S_fixed Z_A, then L_B^-1 of it)"};
+    for (int k = 0; k < 3; ++k) {
+      t = qp_model_on_backend(d, qp_model_add(m, names[k], QP_TERM_TRANSIENT,
+                                              k == 1 ? qp_model_matrix_bytes(d, d->n_pix, d->n_pix)
+                                                     : mode_pix,
+                                              fis, fis, formulas[k]));
+      t->phase_alloc = t->phase_free = 1;
+    }
+  }
+  t = qp_model_on_backend(d, qp_model_add(m, QP_TERM_CROSS_LAMBDA, QP_TERM_TRANSIENT, mode_sq, fis,
+                                          fis, "n_modes^2 x 8 (W_B Lambda)"));
+  t->phase_alloc = t->phase_free = 2;
+  if (qp_model_moves_data(d)) {
+    t = qp_model_add(m, QP_TERM_LAMBDA_COLUMNS, QP_TERM_TRANSIENT,
+                     qp_model_matrix_bytes(d, d->n_modes, qp_model_mode_panel(d)), fis, fis,
+                     "n_modes mode_panel x 8 (W_B's columns of one field, on the host)");
+    t->phase_alloc = t->phase_free = 2;
+  }
+  t = qp_model_on_backend(d, qp_model_add(m, QP_TERM_CROSS_KERNEL_T, QP_TERM_TRANSIENT, mode_sq,
+                                          fis, fis, "n_modes^2 x 8 (H^T)"));
+  t->phase_alloc = t->phase_free = 3;
+  qp_fisher_block_pass_terms(d, m, 3, QP_TERM_CROSS_FIELD_BLOCKS, QP_TERM_CROSS_BLOCK_SUMS,
+                             "block slots (lmax+1)^2 x 8 (H's (l, l') block sums, every rank)");
+}
+
+/* The harmonic routes: fisher_run's phases are 0 F, from W's block sums (and W's field blocks
+ * where aligning moves data); then 1, 2 the bias (cross-spectra: qp_fisher_cross_terms). */
+static void qp_fisher_harmonic_terms(const qp_model_dims *d, qp_model *m) {
+  const qp_stage_id fis = QP_STAGE_FISHER_RUN;
+  qp_fisher_block_pass_terms(d, m, 0, QP_TERM_FIELD_BLOCKS, QP_TERM_FISHER_BLOCK_SUMS,
+                             "block slots (lmax+1)^2 x 8 (W's (l, l') block sums, every rank)");
+  if (d->cross_maps)
+    qp_fisher_cross_terms(d, m);
+  else if (d->path == QP_MODEL_HARMONIC_SMW)
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_NOISE_KERNEL, QP_TERM_TRANSIENT,
                                         qp_model_matrix_bytes(d, d->n_modes, d->n_modes), fis, fis,
                                         "n_modes^2 x 8"))
@@ -115,9 +171,10 @@ qp_err qp_fisher_terms(const qp_model_dims *d, qp_model *m) {
     qp_model_add(m, QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT,
                  qp_model_bytes_times((size_t)d->n_window, params), fis, spe,
                  "n_params n_window x 8");
-  if (d->cross_maps) {
+  if (d->cross_maps)
     qp_model_add(m, QP_TERM_Y_COVARIANCE, QP_TERM_PERSISTENT,
                  qp_model_bytes_times((size_t)d->n_params, params), fis, spe, "n_params^2 x 8");
+  if (d->cross_maps && d->path == QP_MODEL_PIXEL_DIRECT) {
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_CROSS_SIGNAL, QP_TERM_TRANSIENT,
                                         qp_model_matrix_bytes(d, d->n_pix, d->n_pix), fis, fis,
                                         "n_pix^2 x 8 (S, then L_B^-1 S L_A^-T)"));

@@ -23,6 +23,13 @@
 /* Distributed backend or a device's host windows only: */
 #define QP_TERM_FIELD_BLOCKS "W_field_blocks" /* harmonic: W per field pair, aligned by (l, m) */
 #define QP_TERM_ALIGNED_MODES "Z_aligned"     /* projection: Z's columns of one field, aligned */
+/* Cross-spectra on the projection route (harmonic_cross.c) */
+#define QP_TERM_CROSS_KERNEL "H_cross"     /* H = W_B Lambda W_A + Z_B^T S_fixed Z_A */
+#define QP_TERM_CROSS_KERNEL_T "H_cross_T" /* H^T */
+#define QP_TERM_CROSS_LAMBDA "W_B_Lambda"  /* W_B Lambda */
+#define QP_TERM_LAMBDA_COLUMNS "W_B_columns" /* W_B's columns of one field, on the host */
+#define QP_TERM_CROSS_FIELD_BLOCKS "H_field_blocks" /* H and H^T per field pair, aligned */
+#define QP_TERM_CROSS_BLOCK_SUMS "H_block_sums"     /* H's (l, l') block sums for Cov(y) */
 
 /** Adds fisher_run's terms of the route of `d` to `m`, after basis_setup's. */
 qp_err qp_fisher_terms(const qp_model_dims *d, qp_model *m);

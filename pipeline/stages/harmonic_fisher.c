@@ -30,15 +30,15 @@ typedef struct qp_field_windows {
 /* m is W in the run's space, or on the host when it was formed in blocks (qp_w_block): the
  * windows are laid out, and aligned, in m's own table; `panel` columns at most. */
 static qp_err qp_field_windows_init(const qp_matrix *m, int64_t n_lm, int64_t panel, int n_fields,
-                                    qp_field_windows *fw) {
+                                    const char *term, qp_field_windows *fw) {
   memset(fw, 0, sizeof *fw);
   if (!qp_linalg_moves_data(m->ops)) return QP_OK;
   /* The first panel is the widest: on a grid it starts a block on process column 0 like
    * every other, so no rank holds more of a later one. */
   QP_CALL(qp_matrix_view(m->ops, QP_TERM_FIELD_BLOCKS, NULL, n_lm, panel, n_lm, &fw->layout));
   fw->work_stride = qp_matrix_local_size(&fw->layout);
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FIELD_BLOCKS, QP_TERM_TRANSIENT,
-                           (int64_t)n_fields * n_fields * fw->work_stride, &fw->work));
+  QP_CALL(QP_ALLOC_DOUBLES(term, QP_TERM_TRANSIENT, (int64_t)n_fields * n_fields * fw->work_stride,
+                           &fw->work));
   return QP_OK;
 }
 
@@ -168,11 +168,11 @@ static double qp_group_pair_sum(const qp_entry_group *g, int64_t n_g, const qp_e
   return sum;
 }
 
-/* p->fisher_ell <- F_(q,ell) = 1/2 tr(W D_q W D_ell) from the block sums of F (this rank's part;
+/* out <- F_(q,ell) = 1/2 tr(W D_q W D_ell) from the block sums of F (this rank's part;
  * summed over the ranks here): D_ell's groups are those of the unbinned problem. */
 static qp_err qp_fisher_ell_from_sums(qp_problem *p, const qp_entry_group *groups,
                                       const int64_t *gstart, const double *sums, const int *slot,
-                                      int64_t block) {
+                                      int64_t block, const qp_matrix *x, double *out) {
   const int np = p->n_params, L = p->cfg->lmax + 1;
   qp_problem wp = {0};
   qp_entry *we = NULL;
@@ -186,12 +186,12 @@ static qp_err qp_fisher_ell_from_sums(qp_problem *p, const qp_entry_group *group
 #pragma omp parallel for schedule(dynamic, 1)
   for (int u = 0; u < nw; ++u)
     for (int q = 0; q < np; ++q) {
-      p->fisher_ell[q + (int64_t)u * np] =
+      out[q + (int64_t)u * np] =
           0.5 * qp_group_pair_sum(groups + gstart[q], gstart[q + 1] - gstart[q],
                                   wgroups + wgstart[u], wgstart[u + 1] - wgstart[u], slot, sums,
                                   block, L);
     }
-  QP_CALL_GOTO(qp_linalg_sum_partials(p->kernel.ops, p->fisher_ell, (int64_t)np * nw), done);
+  QP_CALL_GOTO(qp_linalg_sum_partials(x->ops, out, (int64_t)np * nw), done);
 done:
   free(we);
   free(wstart);
@@ -209,26 +209,35 @@ done:
  * read once while in cache for every quadruple (where the entry-pair sum read W at random, two
  * loads per pair of entries); every rank sums the positions it holds and one sum over the ranks
  * gives F. The windows' columns come a panel at a time (qp_field_windows): each B(l, l') gets
- * its columns' dots in the same order whatever the panels, so F is the same to the bit. */
-static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int64_t *start) {
+ * its columns' dots in the same order whatever the panels, so F is the same to the bit.
+ *
+ * In general (harmonic_route.h) out_pq = 1/2 sum of v u X_bc Y_ad: X = Y = W for F; X = W_B,
+ * Y = W_A for cross-spectra's F = 1/2 tr(W_A D_p W_B D_q); X = H, Y = H^T for their
+ * covariance's T (harmonic_cross.c). With two matrices a quadruple and its swap are two sums
+ * (qp_fisher_block_slots), and their aligned windows (`blocks_term`) are two sets. */
+qp_err qp_fisher_block_pass(qp_problem *p, const qp_entry *e, const int64_t *start,
+                            const qp_matrix *x, const qp_matrix *y, const char *blocks_term,
+                            const char *sums_term, double *out, double *out_ell) {
   const int np = p->n_params, L = p->cfg->lmax + 1;
   const int64_t block = (int64_t)L * L;
+  const int two = x != y;
   int slot[81], quad[81];
-  const int n_slots = qp_fisher_block_slots(p->cfg, slot);
+  const int n_slots = qp_fisher_block_slots(p->cfg, !two, slot);
   for (int k = 80; k >= 0; --k)
     if (slot[k] >= 0) quad[slot[k]] = k; /* the smaller key of each pair */
   const int64_t panel = qp_model_field_panel(&p->plan->model_dims);
-  qp_field_windows fw;
+  qp_field_windows fw, fy = {0};
   qp_ell_runs rows = {0}, cols = {0};
   qp_entry_group *groups = NULL;
   int64_t *gstart = NULL;
   double *sums = NULL;
   qp_err err = QP_OK;
-  QP_CALL_GOTO(qp_field_windows_init(&p->kernel, block, panel, p->plan->model_dims.n_fields, &fw),
-               done);
+  const int n_fields = p->plan->model_dims.n_fields;
+  QP_CALL_GOTO(qp_field_windows_init(x, block, panel, n_fields, blocks_term, &fw), done);
+  if (two) QP_CALL_GOTO(qp_field_windows_init(y, block, panel, n_fields, blocks_term, &fy), done);
+  const qp_field_windows *wy = two ? &fy : &fw;
   QP_CALL_GOTO(qp_entry_groups(p, e, start, &groups, &gstart), done);
-  QP_CALL_GOTO(
-      QP_ALLOC_DOUBLES(QP_TERM_FISHER_BLOCK_SUMS, QP_TERM_TRANSIENT, n_slots * block, &sums), done);
+  QP_CALL_GOTO(QP_ALLOC_DOUBLES(sums_term, QP_TERM_TRANSIENT, n_slots * block, &sums), done);
   memset(sums, 0, (size_t)(n_slots * block) * sizeof *sums);
   /* Per slot, its two windows' fields and the positions both hold (no other may be read). */
   int pair_x[81][2], pair_y[81][2];
@@ -243,7 +252,8 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
   }
   for (int64_t col0 = 0; col0 < block; col0 += panel) {
     const int64_t width = block - col0 < panel ? block - col0 : panel;
-    QP_CALL_GOTO(qp_field_windows_panel(p, &p->kernel, col0, width, &fw), done);
+    QP_CALL_GOTO(qp_field_windows_panel(p, x, col0, width, &fw), done);
+    if (two) QP_CALL_GOTO(qp_field_windows_panel(p, y, col0, width, &fy), done);
     if (!rows.first) QP_CALL_GOTO(qp_ell_runs_make(&fw.layout, 1, 0, &rows), done);
     qp_ell_runs_free(&cols);
     QP_CALL_GOTO(qp_ell_runs_make(&fw.layout, 0, col0, &cols), done);
@@ -255,10 +265,10 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
       for (int64_t lj = cols.first[c]; lj < cols.first[c + 1]; ++lj)
         for (int s = 0; s < n_slots; ++s) {
           if (lc < col_lo[s] || row_lo[s] > L - 1) continue;
-          const qp_aligned *x = &fw.w[pair_x[s][0]][pair_x[s][1]],
-                           *y = &fw.w[pair_y[s][0]][pair_y[s][1]];
-          const double *xc = x->base + x->row_shift + (lj + x->col_shift) * x->ld,
-                       *yc = y->base + y->row_shift + (lj + y->col_shift) * y->ld;
+          const qp_aligned *xw = &fw.w[pair_x[s][0]][pair_x[s][1]],
+                           *yw = &wy->w[pair_y[s][0]][pair_y[s][1]];
+          const double *xc = xw->base + xw->row_shift + (lj + xw->col_shift) * xw->ld,
+                       *yc = yw->base + yw->row_shift + (lj + yw->col_shift) * yw->ld;
           double *out = sums + s * block + lc;
           for (int64_t r = 0; r < rows.n; ++r) {
             if (rows.l[r] < row_lo[s]) continue;
@@ -273,16 +283,17 @@ static qp_err qp_fisher_from_kernel(qp_problem *p, const qp_entry *e, const int6
 #pragma omp parallel for schedule(dynamic, 1)
   for (int q = 0; q < np; ++q)
     for (int r = q; r < np; ++r) {
-      p->fisher[q + r * np] = p->fisher[r + q * np] =
+      out[q + r * np] = out[r + q * np] =
           0.5 * qp_group_pair_sum(groups + gstart[q], gstart[q + 1] - gstart[q], groups + gstart[r],
                                   gstart[r + 1] - gstart[r], slot, sums, block, L);
     }
-  QP_CALL_GOTO(qp_linalg_sum_partials(p->kernel.ops, p->fisher, (int64_t)np * np), done);
+  QP_CALL_GOTO(qp_linalg_sum_partials(x->ops, out, (int64_t)np * np), done);
   /* F_(q,ell): the same block sums against the unbinned D_ell (window.h). */
-  if (qp_window_count(p) > 0)
-    QP_CALL_GOTO(qp_fisher_ell_from_sums(p, groups, gstart, sums, slot, block), done);
+  if (out_ell)
+    QP_CALL_GOTO(qp_fisher_ell_from_sums(p, groups, gstart, sums, slot, block, x, out_ell), done);
 done:
   qp_budget_free(sums);
+  qp_budget_free(fy.work);
   qp_budget_free(fw.work);
   qp_ell_runs_free(&rows);
   qp_ell_runs_free(&cols);
@@ -292,6 +303,7 @@ done:
 }
 
 qp_err qp_harmonic_fisher_run(qp_problem *p) {
+  if (p->plan->model_dims.cross_maps) return qp_cross_fisher_run(p);
   const int64_t nm = p->n_modes, n = p->n_pix;
   const int np = p->n_params;
   qp_err err = QP_OK;
@@ -306,7 +318,9 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "", 0);
   QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);
-  QP_CALL_GOTO(qp_fisher_from_kernel(p, e, start), done);
+  QP_CALL_GOTO(qp_fisher_block_pass(p, e, start, &p->kernel, &p->kernel, QP_TERM_FIELD_BLOCKS,
+                                    QP_TERM_FISHER_BLOCK_SUMS, p->fisher, p->fisher_ell),
+               done);
   qp_progress_note(&progress, "F summed over W's blocks");
   /* A host W formed in blocks goes now, before the bias's host work matrices (model: phase 0);
    * a device W may lend Z its buffer and goes at the end. */

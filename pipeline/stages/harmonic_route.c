@@ -195,14 +195,15 @@ done:
   return err;
 }
 
-/* M = I + K Lambda: column b of K Lambda is the sum over the fields f of K[:, (f, l, m)] times
+/* out = K Lambda (+ I): column b of K Lambda is the sum over the fields f of K[:, (f, l, m)] times
  * C_l^{f fb} B_l^2, (l, m) and fb being mode b's. M is built a panel of its columns at a time
  * (qp_model_mode_panel: all of them unless the plan panels the host windows under
  * memory.host_limit): for every pair of fields (f, fb), K's columns of field f are lined up
  * with the panel's columns of fb where (l, m) agree (qp_linalg_align: a copy where the backend
  * moves data) and each rank adds them into its own columns; the identity last. Every entry
  * gets its terms in the same order whatever the panels. */
-static qp_err qp_build_smw_matrix(qp_problem *p) {
+qp_err qp_kernel_times_lambda(qp_problem *p, const qp_matrix *kernel, qp_matrix *out,
+                              int identity, const char *work_term) {
   const qp_config *cfg = p->cfg;
   const int64_t nm = p->n_modes, panel = qp_model_mode_panel(&p->plan->model_dims);
   qp_matrix work = {0};
@@ -210,12 +211,12 @@ static qp_err qp_build_smw_matrix(qp_problem *p) {
   qp_err err = QP_OK;
   const int moves = qp_linalg_moves_data(p->ops);
   if (moves)
-    QP_CALL(qp_matrix_create(qp_linalg_host_ops(p->ops), QP_TERM_SMW_COLUMNS, QP_TERM_TRANSIENT, nm,
-                             panel, &work));
+    QP_CALL(qp_matrix_create(qp_linalg_host_ops(p->ops), work_term, QP_TERM_TRANSIENT, nm, panel,
+                             &work));
   for (int64_t c0 = 0; c0 < nm; c0 += panel) {
     const int64_t width = nm - c0 < panel ? nm - c0 : panel;
     qp_matrix mm, wp = {0};
-    QP_CALL_GOTO(qp_matrix_columns(&p->smw_lu, c0, width, &mm), done);
+    QP_CALL_GOTO(qp_matrix_columns(out, c0, width, &mm), done);
     if (moves) QP_CALL_GOTO(qp_matrix_columns(&work, 0, width, &wp), done);
     QP_CALL_GOTO(qp_host_window_open(&mm, 0, mm.local_cols, QP_ACCESS_WRITE, &w), done);
     for (int64_t lj = 0; lj < mm.local_cols; ++lj)
@@ -237,7 +238,7 @@ static qp_err qp_build_smw_matrix(qp_problem *p) {
                       b1 = to + count < c0 + width ? to + count : c0 + width;
         if (b0 >= b1) continue;
         qp_aligned k;
-        QP_CALL_GOTO(qp_linalg_align(&p->kernel, 0, from + (b0 - to), nm, b1 - b0, &mm, 0, b0 - c0,
+        QP_CALL_GOTO(qp_linalg_align(kernel, 0, from + (b0 - to), nm, b1 - b0, &mm, 0, b0 - c0,
                                      moves ? &wp : NULL, &k),
                      done);
         for (int64_t lj = 0; lj < mm.local_cols; ++lj) {
@@ -251,7 +252,7 @@ static qp_err qp_build_smw_matrix(qp_problem *p) {
             col[li] += c * qp_aligned_at(&k, li, lj);
         }
       }
-    for (int64_t lj = 0; lj < mm.local_cols; ++lj) {
+    for (int64_t lj = 0; identity && lj < mm.local_cols; ++lj) {
       const int64_t li = qp_matrix_local_row(&mm, c0 + qp_matrix_global_col(&mm, lj));
       if (li >= 0) w.data[li + lj * w.ld] += 1.0;
     }
@@ -393,7 +394,7 @@ static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
   QP_CALL(qp_budget_alloc_array(QP_TERM_PIVOTS, QP_TERM_PERSISTENT,
                                 (size_t)qp_linalg_pivot_count(&p->smw_lu), sizeof(int),
                                 (void **)&p->pivots));
-  QP_CALL(qp_build_smw_matrix(p));
+  QP_CALL(qp_kernel_times_lambda(p, &p->kernel, &p->smw_lu, 1, QP_TERM_SMW_COLUMNS));
   /* Factored in the fields' units: F M F^-1 (qp_smw_solve). */
   const qp_run_scale modes = qp_smw_mode_scale(p), inverse = qp_run_scale_reciprocal(&modes);
   QP_CALL(qp_linalg_scale(&p->smw_lu, &modes, &inverse));
@@ -474,6 +475,12 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
     QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
   QP_CALL(qp_build_vt(p));
   qp_progress_note(&progress, "harmonic basis V built");
+  /* Cross-spectra: a copy of V^T for Y_B (harmonic_cross.c), before Y takes V's place. */
+  const int cross = p->plan->model_dims.cross_maps;
+  if (cross) {
+    QP_CALL(qp_matrix_create(p->ops, QP_TERM_V_B, QP_TERM_PERSISTENT, n, nm, &p->vt_b));
+    QP_CALL(qp_linalg_copy_sub(n, nm, &p->vt, 0, 0, &p->vt_b, 0, 0));
+  }
   const qp_run_scale fields = qp_field_scale(p, p->cfg->ell_min, p->cfg->lmax_signal, 1);
   QP_CALL(qp_conditioned_potrf(p, &p->cov, QP_RCOND_COVARIANCE, QP_RCOND_COVARIANCE_WHAT,
                                QP_RCOND_COVARIANCE_ADVICE, &fields, NULL));
@@ -483,5 +490,9 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
   else
     QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
   qp_progress_note(&progress, "W = (L^-1 V^T)^T (L^-1 V^T)");
+  if (cross) {
+    QP_CALL(qp_cross_basis_setup(p));
+    qp_progress_note(&progress, "W_B = (L_B^-1 V^T)^T (L_B^-1 V^T)");
+  }
   return QP_OK;
 }

@@ -11,11 +11,16 @@
  *   projection: C = S + N dense, L = chol(C), Y = L^-1 V^T, W = Y^T Y, z = Y^T L^-1 x,
  *     G = Z^T N_eff Z with Z = L^-T Y = C^-1 V^T.
  * N_eff = N + S_fixed when lmax < lmax_signal (the switch); N otherwise.
+ * Cross-spectra of maps (A) and maps2 (B), projection only (harmonic_cross.c): L_B = chol(C_B),
+ * Y_B = L_B^-1 V^T, W_B = Y_B^T Y_B beside A's; F_pq = 1/2 tr(W_A D_p W_B D_q),
+ * y_p = 1/2 z_A^T D_p z_B, b_p = 1/2 tr(D_p Z_B^T S_fixed Z_A) (0 without the switch), and the
+ * covariance of y from H = Z_B^T S Z_A = W_B Lambda W_A + Z_B^T S_fixed Z_A.
  * Modes are ordered field by field [T | E | B] (those present), inside a field by
  * qp_harmonic_index(l, m, field_ell_min); E and B start at l = 2. */
 #ifndef QP_HARMONIC_H
 #define QP_HARMONIC_H
 
+#include "harmonic_modes.h"
 #include "mode_layout.h"
 #include "problem.h"
 
@@ -27,9 +32,26 @@ qp_err qp_harmonic_basis_setup(qp_problem *p);
  *  smaller: 7.8e-14 against 0.0005); the solve is F^-1 (F M F^-1)^-1 F B, exact scalings by
  *  powers of 2 around getrs. */
 qp_err qp_smw_solve(const qp_problem *p, qp_matrix *b);
+/** out <- K Lambda (+ I with `identity`), K a matrix over the modes (n_modes^2, the run's
+ *  backend), Lambda S's fiducial C_l B_l^2 between the modes of one (l, m) (qp_mode_weight);
+ *  `work_term` names the host columns where the backend moves data. */
+qp_err qp_kernel_times_lambda(qp_problem *p, const qp_matrix *kernel, qp_matrix *out,
+                              int identity, const char *work_term);
+/** out_pq = 1/2 sum over D_p's entries (a, b, v) and D_q's (c, d, u) of v u X_bc Y_ad, both read
+ *  in field blocks (`blocks_term` where aligning moves data) and summed by (l, l') blocks
+ *  (`sums_term`); out_ell, unless NULL, the same against the unbinned D_ell (window.h).
+ *  X = Y = W gives F (harmonic_fisher.c). */
+qp_err qp_fisher_block_pass(qp_problem *p, const qp_entry *e, const int64_t *start,
+                            const qp_matrix *x, const qp_matrix *y, const char *blocks_term,
+                            const char *sums_term, double *out, double *out_ell);
 /** fisher_run of the harmonic path: F and b. */
 qp_err qp_harmonic_fisher_run(qp_problem *p);
 /** The raw quadratic y of every map (spectra_run of the harmonic path, before F^-1). */
 qp_err qp_harmonic_spectra_y(qp_problem *p);
+/** Cross-spectra on the projection route (harmonic_cross.c): basis_setup's B half (L_B, Y_B,
+ *  W_B, after A's), fisher_run (F, b, M = Cov(y)) and spectra_run's y. */
+qp_err qp_cross_basis_setup(qp_problem *p);
+qp_err qp_cross_fisher_run(qp_problem *p);
+qp_err qp_cross_spectra_y(qp_problem *p);
 
 #endif

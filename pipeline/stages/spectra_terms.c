@@ -32,11 +32,23 @@ qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_TRANSIENT,
                                         qp_model_matrix_bytes(d, d->n_modes, batch), spe, spe,
                                         "n_modes map_batch x 8"));
+    /* Cross-spectra: z_B beside z_A (harmonic_cross.c). */
+    if (d->cross_maps) {
+      qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS_B, QP_TERM_TRANSIENT, pix_maps,
+                                          spe, spe, "n_pix map_batch x 8"));
+      qp_model_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS_B, QP_TERM_TRANSIENT,
+                                          qp_model_matrix_bytes(d, d->n_modes, batch), spe, spe,
+                                          "n_modes map_batch x 8"));
+    }
   }
   if (!pixel && moves)
     qp_model_add(m, QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT,
                  qp_model_bytes_times((size_t)batch, qp_model_vector_bytes(d->n_modes, w)), spe,
                  spe, "n_modes map_batch x 8 (a batch's z whole on every rank)");
+  if (!pixel && moves && d->cross_maps)
+    qp_model_add(m, QP_TERM_MODE_MAPS_ALL_B, QP_TERM_TRANSIENT,
+                 qp_model_bytes_times((size_t)batch, qp_model_vector_bytes(d->n_modes, w)), spe,
+                 spe, "n_modes map_batch x 8 (a batch's z_B whole on every rank)");
   /* Every n_params buffer is whole on every rank. */
   const qp_model_bytes params = qp_model_vector_bytes(d->n_params, w),
                        params_sq = qp_model_bytes_times((size_t)d->n_params, params),

@@ -19,6 +19,8 @@
 #define QP_TERM_ERRORS "error"
 /* Distributed backend or a device's host windows only: */
 #define QP_TERM_MODE_MAPS_ALL "mode_maps_all" /* harmonic: z whole on every rank */
+#define QP_TERM_MODE_MAPS_B "mode_maps_B"         /* cross (projection): z_B = V C_B^-1 x_B */
+#define QP_TERM_MODE_MAPS_ALL_B "mode_maps_all_B" /* cross (projection): z_B whole everywhere */
 
 /** Adds spectra_run's terms of the route of `d` to `m`, after fisher_run's. */
 qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m);
