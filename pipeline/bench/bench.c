@@ -41,8 +41,9 @@ static const char qp_bench_usage[] =
     "  the peak RSS and wall / BLAS floor (docs/benchmarks.md).\n"
     "  --problems LIST   t16, qu16, t32 (issue 14's; t32 ~30 s a run) or custom (default "
     "t16,qu16)\n"
-    "  --routes LIST     auto, pixel, smw, projected, cross (pixel-direct cross-spectra of a\n"
-    "                    second map set; with pixel, prints cross / auto) (default auto)\n"
+    "  --routes LIST     auto, pixel, smw, projected, cross, cross-projected (cross-spectra\n"
+    "                    of a second map set, pixel-direct or projected; beside pixel or\n"
+    "                    projected, prints cross / auto) (default auto)\n"
     "  --repeat K        runs per problem and route; the best is printed (default 3)\n"
     "  --no-ab           no runs without the warm-up (by default each run is followed by one\n"
     "                    with QP_WARM_UP=0, and the best walls' difference is the warm-up's cost)\n"
@@ -133,15 +134,20 @@ int main(int argc, char **argv) {
            b.cut, b.lmax, b.bin_width, b.n_maps);
     snprintf(rlist, sizeof rlist, "%s", routes);
     /* The auto-spectra's pixel-direct wall and the cross-spectra's, for their ratio. */
-    double wall = 0, pixel_wall = 0, cross_wall = 0;
+    double wall = 0, pixel_wall = 0, cross_wall = 0, projected_wall = 0, cross_projected_wall = 0;
     for (char *route = strtok_r(rlist, ",", &rsave); route; route = strtok_r(NULL, ",", &rsave)) {
       QP_CALL_GOTO(qp_bench_route(qmlpipe, pdir, &b, route, repeat, ab, dgemm, &wall), done);
       if (strcmp(route, "pixel") == 0) pixel_wall = wall;
       if (strcmp(route, "cross") == 0) cross_wall = wall;
+      if (strcmp(route, "projected") == 0) projected_wall = wall;
+      if (strcmp(route, "cross-projected") == 0) cross_projected_wall = wall;
     }
     if (pixel_wall > 0 && cross_wall > 0)
       printf("problem %s: cross / auto wall (pixel-direct, best of %d each, this run) %.2f\n",
              b.name, repeat, cross_wall / pixel_wall);
+    if (projected_wall > 0 && cross_projected_wall > 0)
+      printf("problem %s: cross / auto wall (projected, best of %d each, this run) %.2f\n",
+             b.name, repeat, cross_projected_wall / projected_wall);
   }
 done:
   if (err != QP_OK) {
