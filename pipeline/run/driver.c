@@ -123,6 +123,13 @@ static qp_err qp_driver_find_limit(qp_problem *p) {
   threads = threads > 4095 ? 4096 : threads + 1;
   const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads};
   QP_CALL(qp_comm_agree(qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(), &limit)));
+  /* Several ranks: the node in the words, so that the plan and a refusal name the node whose
+   * limit applied (the smallest over the ranks: qp_plan_limit). */
+  if (qp_comm_size() > 1 && limit.from_job) {
+    char source[sizeof limit.source];
+    snprintf(source, sizeof source, "node %.64s: %.690s", qp_comm_host(), limit.source);
+    memcpy(limit.source, source, sizeof source);
+  }
   const qp_limit_inputs in = {.config = p->cfg->host_limit, .job = &limit};
   QP_CALL(qp_plan_limit(&in, &p->plan_store));
   const qp_plan *plan = p->plan;
@@ -169,16 +176,30 @@ static qp_err qp_driver_rank_table(const qp_problem *p, const qp_meter_sample *b
   const int n = qp_comm_size();
   double mine[QP_RANK_ROW];
   qp_rank_row(&p->plan->model, baseline, mine);
-  *rows = malloc((size_t)n * QP_RANK_ROW * sizeof **rows);
+  mine[QP_RANK_NODE_RANKS] = qp_comm_node_size(); /* this rank's node, not rank 0's */
+  /* The rows, then every rank's host name (QP_RANK_HOST_MAX bytes each) in one block. */
+  *rows = malloc((size_t)n * (QP_RANK_ROW * sizeof **rows + QP_RANK_HOST_MAX));
   QP_CHECK(*rows, QP_ERR_NOMEM, "out of memory for %d ranks' budgets", n);
+  char *hosts = (char *)(*rows + (size_t)n * QP_RANK_ROW);
+  char host[QP_RANK_HOST_MAX] = {0};
+  snprintf(host, sizeof host, "%s", qp_comm_host());
   QP_CALL(qp_comm_allgather(mine, *rows, QP_RANK_ROW));
+  QP_CALL(qp_comm_allgather_bytes(host, hosts, sizeof host));
+  /* ranks_per_node: the most any node held (the figure --ntasks-per-node bounds); each rank's
+   * own is node_ranks beside its host. */
+  int most = 1;
+  for (int r = 0; r < n; ++r) {
+    const double k = (*rows)[(size_t)r * QP_RANK_ROW + QP_RANK_NODE_RANKS];
+    if (k > most) most = (int)k;
+  }
   *ranks = (qp_rank_table){.n_ranks = n,
                            .grid_rows = grid->nprow,
                            .grid_cols = grid->npcol,
                            .block = grid->block,
-                           .ranks_per_node = qp_comm_node_size(),
+                           .ranks_per_node = most,
                            .model = &p->plan->model,
-                           .rows = *rows};
+                           .rows = *rows,
+                           .hosts = hosts};
   return QP_OK;
 }
 
