@@ -100,7 +100,7 @@ enum {
 typedef struct qp_validate_args {
   double tolerance, min_bytes;
   const char *sacct_path, *cgroup_arg;
-  int gather_linux; /* --sacct-gather linux */
+  int gather; /* --sacct-gather: QP_SACCT_GATHER_*, -1 not given */
 } qp_validate_args;
 
 /* The options; 1 on a usage error (said on stderr), 0 to go on, -1 after --help. */
@@ -132,8 +132,10 @@ static int qp_validate_options(int argc, char **argv, qp_validate_args *a) {
     case QP_VAL_SACCT: a->sacct_path = optarg; break;
     case QP_VAL_CGROUP_PEAK: a->cgroup_arg = optarg; break;
     case QP_VAL_SACCT_GATHER:
-      a->gather_linux = strcmp(optarg, "linux") == 0;
-      if (!a->gather_linux && strcmp(optarg, "cgroup") != 0) {
+      a->gather = strcmp(optarg, "linux") == 0    ? QP_SACCT_GATHER_LINUX
+                  : strcmp(optarg, "cgroup") == 0 ? QP_SACCT_GATHER_CGROUP
+                                                  : -1;
+      if (a->gather < 0) {
         fprintf(stderr,
                 "qmlpipe validate: --sacct-gather expects cgroup or linux (Slurm's "
                 "JobAcctGatherType), got '%s'\n",
@@ -231,7 +233,7 @@ static int qp_validate_status(const qp_val_set *set, qp_err io_err, qp_err job_e
 }
 
 int qp_cmd_validate(int argc, char **argv) {
-  qp_validate_args a = {.tolerance = 0.02, .min_bytes = 16.0 * 1048576.0}; /* 16 MiB */
+  qp_validate_args a = {.tolerance = 0.02, .min_bytes = 16.0 * 1048576.0, .gather = -1};
   qp_val_set set = {0};
   set.files = calloc((size_t)(argc > 1 ? argc : 1), sizeof *set.files);
   /* Results paths resolved from configs (qmlpipe validate CONFIG.yaml). */
@@ -259,7 +261,7 @@ int qp_cmd_validate(int argc, char **argv) {
   int job_failed = 0;
   if (a.sacct_path && io_err == QP_OK) {
     const qp_sacct_request request = {set.files[0].path, a.sacct_path, a.cgroup_arg,
-                                      a.gather_linux, a.tolerance, &set};
+                                      a.gather,          a.tolerance,  &set};
     job_err = qp_validate_sacct(&request, stdout, &job_failed);
     if (job_err != QP_OK) {
       qp_error_print(stderr, 0);
