@@ -52,6 +52,9 @@ typedef struct qp_results {
   const char *device_context_source;
   const qp_meter_sample *baseline; /* meters before the first stage, or NULL (then -1) */
   const qp_rank_table *ranks;      /* distributed runs: every rank's budget, or NULL */
+  /* Slurm's JobAcctGatherType the job ran under and where it was read: attributes
+   * slurm_jobacct_gather and slurm_jobacct_gather_source of /budget when not NULL. */
+  const char *slurm_gather, *slurm_gather_source;
   /* /diagnostics: reciprocal condition numbers of the route's key matrices (NaN: not formed
    * on this route), written as attributes rcond_<name>, and the accuracy they were held to. */
   int n_rcond;

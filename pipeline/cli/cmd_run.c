@@ -6,6 +6,7 @@
 #include "comm.h"
 #include "cmd_args.h"
 #include "commands.h"
+#include "gather_type.h"
 #include "grid.h"
 #include "driver.h"
 #include "launch_check.h"
@@ -248,6 +249,12 @@ int qp_cmd_run(int argc, char **argv) {
     return 2;
   }
   err = qp_run_check_outputs(&a, &cfg, source);
+  /* Inside a Slurm job: how its accounting counts memory, for validate --sacct. */
+  qp_slurm_gather gather;
+  if (qp_slurm_gather_find(&gather)) {
+    a.options.slurm_gather = gather.type;
+    a.options.slurm_gather_source = gather.source;
+  }
   qp_problem problem;
   qp_meter_sample baseline;
   if (err == QP_OK) err = qp_driver_run(&cfg, &a.options, &problem, &baseline);

@@ -205,7 +205,8 @@ static qp_err qp_driver_rank_table(const qp_problem *p, const qp_meter_sample *b
 
 /* The results file, by rank 0 (cfg->output). */
 static qp_err qp_driver_write_results(const qp_problem *p, const qp_rank_table *ranks,
-                                      const qp_meter_sample *baseline) {
+                                      const qp_meter_sample *baseline,
+                                      const qp_run_options *options) {
   const qp_config *cfg = p->cfg;
   const char *rcond_names[QP_RCOND_COUNT];
   qp_device_sample device; /* its baseline: the device context, measured */
@@ -252,6 +253,8 @@ static qp_err qp_driver_write_results(const qp_problem *p, const qp_rank_table *
       .rcond_names = rcond_names,
       .accuracy = cfg->accuracy,
       .spectra_error = p->spectra_error,
+      .slurm_gather = options->slurm_gather,
+      .slurm_gather_source = options->slurm_gather_source,
   };
   for (int i = 0; i < QP_RCOND_COUNT; ++i)
     rcond_names[i] = qp_rcond_name((qp_rcond_id)i);
@@ -320,7 +323,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   err = qp_driver_rank_table(p, baseline, &rank_rows, &ranks);
   qp_self_cost_end(cost);
   if (err == QP_OK && options->write_results && qp_comm_rank() == 0)
-    err = qp_driver_write_results(p, &ranks, baseline);
+    err = qp_driver_write_results(p, &ranks, baseline, options);
   free(rank_rows);
   /* Rank 0 writes; the others wait for its status. */
   QP_CALL_GOTO(qp_comm_agree(err), fail);
