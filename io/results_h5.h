@@ -38,8 +38,9 @@ typedef struct qp_results {
   int window_ell_min, window_ell_max;
   const char *path_used;   /* "pixel_direct" */
   const char *path_reason; /* why that path */
-  const char *pixel_window; /* what pixel window was applied (pixel_window.h's text); NULL: "none" */
-  const qp_model *model;   /* the prediction, written beside the measurement */
+  const char
+      *pixel_window;     /* what pixel window was applied (pixel_window.h's text); NULL: "none" */
+  const qp_model *model; /* the prediction, written beside the measurement */
   /* The host memory limit the run planned to, bytes (0: none), and where it came from
    * ("memory.host_limit", a cgroup, Slurm, RLIMIT_AS): attributes memory_limit and
    * memory_limit_source of /budget when memory_limit_source is not NULL. */

@@ -121,7 +121,8 @@ static qp_err qp_driver_find_limit(qp_problem *p) {
   int threads = omp_get_max_threads();
   if (qp_blas_library_threads() > threads) threads = qp_blas_library_threads();
   threads = threads > 4095 ? 4096 : threads + 1;
-  const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads};
+  /* Several ranks: MPI's count of this node's ranks is the placement (uneven: 1 + 3). */
+  const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads, qp_comm_size() > 1};
   QP_CALL(qp_comm_agree(qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(), &limit)));
   /* Several ranks: the node in the words, so that the plan and a refusal name the node whose
    * limit applied (the smallest over the ranks: qp_plan_limit). */
