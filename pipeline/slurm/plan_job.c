@@ -28,8 +28,8 @@ void qp_job_format_time(int64_t minutes, char out[32]) {
 
 qp_err qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_job_figures *f) {
   memset(f, 0, sizeof *f);
-  QP_CALL(
-      qp_job_flop_rate(&p->calibration, &f->flops_per_core, f->rate_source, sizeof f->rate_source));
+  QP_CALL(qp_job_flop_rate(&p->calibration, &f->flops_per_core, f->rate_source,
+                           sizeof f->rate_source));
   f->mpi = job->ranks > 0;
   f->tasks = f->mpi ? job->ranks : 1;
   f->tasks_per_node = f->mpi ? (job->per_node < f->tasks ? job->per_node : f->tasks) : 1;
@@ -162,9 +162,8 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
           f->cpus_per_task, f->gpus_per_node, f->time, (long long)f->minutes, f->compute_seconds,
           f->flops_per_core);
   qp_json_string(out, f->rate_source);
-  fprintf(out,
-          ", \"time_factor\": %g, \"startup_minutes\": %d, \"srun_mpi\": \"%s\", "
-          "\"run_args\": [",
+  fprintf(out, ", \"time_factor\": %g, \"startup_minutes\": %d, \"srun_mpi\": \"%s\", "
+               "\"run_args\": [",
           QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES, f->mpi ? "pmix" : "none");
   if (f->mpi)
     fprintf(out, "\"--grid\", \"%dx%d\", \"--block\", \"%d\"", job->rows, job->cols, job->block);
@@ -221,8 +220,8 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
           "#          per task x %d task(s) = %.0f s; times %.0f (safety), plus %d minutes of\n"
           "#          start-up, rounded up to minutes. The rate: %s.\n"
           "#          `qmlpipe report` of a first job prints each stage's seconds.\n",
-          p->plan->flops, f->flops_per_core * 1e-9, f->cpus_per_task, f->tasks, f->compute_seconds,
-          QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES, f->rate_source);
+          p->plan->flops, f->flops_per_core * 1e-9, f->cpus_per_task, f->tasks,
+          f->compute_seconds, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES, f->rate_source);
   if (f->gpus_per_node > 0)
     fprintf(out,
             "# gpus:    %d per node, one per rank: each rank takes GPU (SLURM_LOCALID %% the GPUs\n"
@@ -238,7 +237,8 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
   if (f->mpi) fprintf(out, "#SBATCH --ntasks-per-node=%d\n", f->tasks_per_node);
   fprintf(out, "#SBATCH --cpus-per-task=%d\n#SBATCH --mem=%lldM\n#SBATCH --time=%s\n",
           f->cpus_per_task, (long long)f->mem_mib, f->time);
-  if (f->gpus_per_node > 0) fprintf(out, "#SBATCH --gpus-per-node=%d\n", f->gpus_per_node);
+  if (f->gpus_per_node > 0)
+    fprintf(out, "#SBATCH --gpus-per-node=%d\n", f->gpus_per_node);
   if (job->partition) fprintf(out, "#SBATCH --partition=%s\n", job->partition);
   if (job->account) fprintf(out, "#SBATCH --account=%s\n", job->account);
   fprintf(out, "#SBATCH --output=qmlpipe-%%j.out\nset -euo pipefail\n\nqmlpipe=");
