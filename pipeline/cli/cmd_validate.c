@@ -67,21 +67,29 @@ static void qp_validate_usage(FILE *out) {
           "                  largest rank's predicted peak (stage peak + overhead) against the\n"
           "                  MaxRSS of the srun step (JOB.N, the largest); every line must be\n"
           "                  COMPLETED (docs/slurm.md)\n"
-          "  --sacct-gather cgroup|linux  Slurm's JobAcctGatherType (scontrol show config):\n"
-          "                  cgroup (default) counts a task's anonymous memory in MaxRSS, so\n"
-          "                  the rank's prediction drops its baseline's file-backed and shared\n"
-          "                  pages (/budget baseline_rss_shared_bytes); linux counts its RSS\n"
+          "                  Nodes are the hosts the ranks recorded (/budget/ranks/host;\n"
+          "                  older files: blocks of ranks_per_node, said in a note)\n"
+          "  --sacct-gather cgroup|linux  overrides Slurm's JobAcctGatherType as the run\n"
+          "                  recorded it (/budget slurm_jobacct_gather, from the job's\n"
+          "                  slurm.conf; cgroup when not recorded): cgroup counts a task's\n"
+          "                  anonymous memory in MaxRSS, so the rank's prediction drops its\n"
+          "                  baseline's file-backed and shared pages; linux counts its RSS\n"
           "  --cgroup-peak BYTES|FILE  the job cgroup's peak (memory.peak, v1\n"
-          "                  memory.max_usage_in_bytes), or a file of 'job step bytes' lines:\n"
-          "                  compared with the node's predicted peak (the ranks of a node summed)\n"
+          "                  memory.max_usage_in_bytes), or a file of 'job step bytes' or\n"
+          "                  'job step node bytes' lines: compared with the node's predicted\n"
+          "                  peak (its ranks summed), each node with its own where lines name\n"
+          "                  it, else the largest node with the largest peak\n"
           "  -h, --help      print this help\n"
           "  Exit status: 0 when every judged comparison is within the tolerance and no term\n"
           "  drifts; %d when any is not, or a job step ran OUT_OF_MEMORY; %d when a file cannot\n"
           "  be read; %d when the sacct output is malformed, lacks an srun step, or a step is\n"
-          "  not COMPLETED (FAILED, CANCELLED, TIMEOUT, RUNNING: nothing to validate); 2 on bad\n"
-          "  usage.\n",
+          "  not COMPLETED (FAILED, CANCELLED, TIMEOUT, RUNNING: nothing to validate); %d when\n"
+          "  sacct's MaxRSS of a multi-node step is below what a rank on another node than\n"
+          "  MaxRSSNode measured itself under jobacct_gather/cgroup (Slurm counted the first\n"
+          "  node only: the figure neither passes nor fails the model; docs/slurm.md); 2 on\n"
+          "  bad usage.\n",
           qp_err_exit_status(QP_ERR_BUDGET), qp_err_exit_status(QP_ERR_IO),
-          qp_err_exit_status(QP_ERR_INPUT));
+          qp_err_exit_status(QP_ERR_INPUT), qp_err_exit_status(QP_ERR_UNSUPPORTED));
 }
 
 /* ---- the command ---- */
