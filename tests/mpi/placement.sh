@@ -87,6 +87,26 @@ place old.h5
 grep -q "note: this results file does not record each rank's host" old.txt ||
   { cat old.txt; fail "a file without the host record: no note"; }
 
+# A host record that is not one string per rank, and a cgroup line of five fields: refused
+# (exit 6) naming them.
+cp r.h5 bad.h5
+"$python" -c 'import sys, h5py; g = h5py.File(sys.argv[1], "r+")["budget/ranks"]; del g["host"]; g["host"] = [1, 2, 3]' bad.h5
+for cmd in "report bad.h5 --ranks" "validate bad.h5 --sacct sacct.txt"; do
+  set +e
+  "$qmlpipe" $cmd >bad.txt 2>&1
+  rc=$?
+  set -e
+  [[ $rc == 6 ]] && grep -q "/budget/ranks/host: expected 4 fixed-width strings" bad.txt ||
+    { cat bad.txt; fail "$cmd on a malformed host record: exit $rc"; }
+done
+echo "4141 0 qa extra 1000" >peaks5.txt
+set +e
+"$qmlpipe" validate r.h5 --sacct sacct.txt --cgroup-peak peaks5.txt >bad.txt 2>&1
+rc=$?
+set -e
+[[ $rc == 6 ]] && grep -q "peaks5.txt:1: expected 'job step bytes' or 'job step node bytes'" bad.txt ||
+  { cat bad.txt; fail "a five-field --cgroup-peak line: exit $rc"; }
+
 # (c) the undercount: MaxRSS on qa (rank 0's node) far below what a rank on qb measured
 cp r.h5 u.h5
 place u.h5 qa qb qb qb
@@ -106,6 +126,13 @@ set -e
 [[ $rc == 4 ]] && grep -q "gather type: jobacct_gather/linux (recorded by the run" linux.txt ||
   { cat linux.txt; fail "the recorded gather type not used (exit $rc)"; }
 echo "undercount said (exit 7); the recorded gather type used"
+
+# Inside a job whose slurm.conf cannot be read: nothing recorded, and validate says so.
+(cd ex && SLURM_JOB_ID=4142 SLURM_CONF=$dir/missing.conf "$qmlpipe" run config.yaml \
+  --output "$dir/one.h5" --quiet >/dev/null) || fail "the 1-process run failed"
+"$qmlpipe" validate one.h5 --sacct sacct.txt --tolerance 1e6 >one.txt 2>&1 || true
+grep -q "gather type: not recorded by the run" one.txt ||
+  { cat one.txt; fail "no slurm.conf: the gather type not said to be unrecorded"; }
 
 # (d) plan to the job's limit as run does; --mem with the script's threads
 held() { sed -n 's/.*[^0-9]\([0-9][0-9]*\) of \([0-9][0-9]*\) products.*/\1 of \2/p' | head -1; }
