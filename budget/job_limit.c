@@ -33,13 +33,15 @@ static void qp_append(char *buf, size_t size, const char *fmt, ...) {
 
 /* A whole number of decimal digits (surrounding blanks allowed); 0 when `text` is not one. */
 static int qp_parse_whole(const char *text, unsigned long long *v) {
-  while (*text == ' ' || *text == '\t') ++text;
+  while (*text == ' ' || *text == '\t')
+    ++text;
   if (*text < '0' || *text > '9') return 0;
   errno = 0;
   char *end = NULL;
   *v = strtoull(text, &end, 10);
   if (errno == ERANGE) return 0;
-  while (*end == ' ' || *end == '\t' || *end == '\n') ++end;
+  while (*end == ' ' || *end == '\t' || *end == '\n')
+    ++end;
   return *end == '\0';
 }
 
@@ -87,13 +89,13 @@ static int qp_cgroup_read(const char *file, double *bytes, qp_job_limit *out) {
 /* Walks `mount``path` and its parents up to `mount`, reading `file` in each; the smallest
  * limit found goes to *c (c->limit 0 when none), divided among the node's ranks unless the
  * limiting directory is a per-task one ("task_*"). */
-static void qp_cgroup_walk(const char *mount, const char *path, const char *file,
-                           const char *label, int node_ranks, qp_job_limit *out,
-                           qp_candidate *c) {
+static void qp_cgroup_walk(const char *mount, const char *path, const char *file, const char *label,
+                           int node_ranks, qp_job_limit *out, qp_candidate *c) {
   char rel[512];
   snprintf(rel, sizeof rel, "%s", path);
   size_t len = strlen(rel);
-  while (len > 0 && rel[len - 1] == '/') rel[--len] = '\0';
+  while (len > 0 && rel[len - 1] == '/')
+    rel[--len] = '\0';
   double smallest = 0;
   char where[600] = "";
   for (;;) {
@@ -152,7 +154,8 @@ static void qp_cgroup_limits(const qp_job_env *env, int node_ranks, qp_job_limit
     } else {
       /* "memory" as one of the comma-separated controllers */
       int memory = 0;
-      for (const char *tok = controllers; tok && *tok; tok = strchr(tok, ',') ? strchr(tok, ',') + 1 : NULL)
+      for (const char *tok = controllers; tok && *tok;
+           tok = strchr(tok, ',') ? strchr(tok, ',') + 1 : NULL)
         if (strncmp(tok, "memory", 6) == 0 && (tok[6] == ',' || tok[6] == '\0')) memory = 1;
       if (!memory) continue;
       snprintf(mount, sizeof mount, "%s/memory", root);
@@ -229,7 +232,7 @@ static const char *qp_getenv(const char *name) { return getenv(name); }
 
 qp_err qp_job_limit_find(const qp_job_env *env_in, double configured, int node_ranks,
                          qp_job_limit *out) {
-  qp_job_env env = env_in ? *env_in : (qp_job_env){NULL, NULL, NULL, -1, -1, 0};
+  qp_job_env env = env_in ? *env_in : (qp_job_env){NULL, NULL, NULL, -1, -1, 0, 0};
   if (!env.get_env) env.get_env = qp_getenv;
   memset(out, 0, sizeof *out);
   if (configured > 0) {
@@ -256,7 +259,7 @@ qp_err qp_job_limit_find(const qp_job_env *env_in, double configured, int node_r
   const char *tasks_from = "";
   QP_CALL(qp_slurm_node_tasks(&env, &slurm_tasks, &tasks_from));
   int ranks = node_ranks > 0 ? node_ranks : 1;
-  if (slurm_tasks > ranks) ranks = slurm_tasks;
+  if (slurm_tasks > ranks && !(env.node_ranks_exact && node_ranks > 0)) ranks = slurm_tasks;
 
   qp_cgroup_limits(&env, ranks, out);
 

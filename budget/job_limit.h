@@ -49,8 +49,8 @@
 /** Where the sources are read: NULL fields take the running system's (tests point them at a
  *  directory tree and an environment of their own). */
 typedef struct qp_job_env {
-  const char *proc_self_cgroup;            /* default "/proc/self/cgroup" */
-  const char *cgroup_root;                 /* default "/sys/fs/cgroup" */
+  const char *proc_self_cgroup;             /* default "/proc/self/cgroup" */
+  const char *cgroup_root;                  /* default "/sys/fs/cgroup" */
   const char *(*get_env)(const char *name); /* default getenv */
   /* RLIMIT_AS in bytes and the address space mapped but not resident; both -1: read with
    * getrlimit and /proc/self/status. 0 or less for rlimit_as (when not -1): none. */
@@ -58,15 +58,20 @@ typedef struct qp_job_env {
   /* Threads that will reserve address space (QP_JOB_LIMIT_AS_PER_THREAD_BYTES each) under
    * RLIMIT_AS; 0: the threads this process has now (/proc/self/status). */
   int threads;
+  /* 1: node_ranks is the ranks really on this node (MPI's shared-memory group of a run on
+   * several ranks), which Slurm's per-node task counts (SLURM_NTASKS_PER_NODE, the first
+   * entry of SLURM_TASKS_PER_NODE: another node's under uneven placement) must not raise;
+   * 0: the larger of node_ranks and Slurm's. */
+  int node_ranks_exact;
 } qp_job_env;
 
 typedef struct qp_job_limit {
-  double limit;      /* the deciding limit in bytes as found (after sharing), 0 when none */
-  double margin;     /* bytes kept aside from it (0 for memory.host_limit) */
-  double usable;     /* limit - margin: what the plan may use; 0 when there is no limit */
-  int from_job;      /* 1 when an outside source decides, 0 for memory.host_limit or none */
-  char source[768];  /* where the deciding limit came from, in words ("none" when none) */
-  char notes[768];   /* sources skipped, and why ("" when none) */
+  double limit;     /* the deciding limit in bytes as found (after sharing), 0 when none */
+  double margin;    /* bytes kept aside from it (0 for memory.host_limit) */
+  double usable;    /* limit - margin: what the plan may use; 0 when there is no limit */
+  int from_job;     /* 1 when an outside source decides, 0 for memory.host_limit or none */
+  char source[768]; /* where the deciding limit came from, in words ("none" when none) */
+  char notes[768];  /* sources skipped, and why ("" when none) */
 } qp_job_limit;
 
 /** RLIMIT_AS's soft limit (`ulimit -v`) in bytes: 0 when there is none, -1 when getrlimit

@@ -297,6 +297,18 @@ static qp_err qp_results_window(const qp_h5_out *o, const qp_results *r) {
   return QP_OK;
 }
 
+/* /budget's record of Slurm's gather type (results_h5.h): how sacct counted MaxRSS. */
+static qp_err qp_results_gather(hid_t file, const qp_results *r) {
+  hid_t budget = H5Gopen2(file, "budget", H5P_DEFAULT);
+  QP_CHECK(budget >= 0, QP_ERR_IO, "cannot open /budget for slurm_jobacct_gather");
+  qp_err err = qp_h5_attr_write_string(budget, "/budget", "slurm_jobacct_gather", r->slurm_gather);
+  if (err == QP_OK)
+    err = qp_h5_attr_write_string(budget, "/budget", "slurm_jobacct_gather_source",
+                                  r->slurm_gather_source ? r->slurm_gather_source : "");
+  H5Gclose(budget);
+  return err;
+}
+
 static qp_err qp_results_datasets(const qp_h5_out *o, const qp_results *r) {
   const hsize_t np = (hsize_t)r->n_params, nm = (hsize_t)r->n_maps, nb = (hsize_t)r->n_bins;
   const hsize_t square[2] = {np, np}, per_map[2] = {nm, np};
@@ -355,6 +367,7 @@ qp_err qp_results_write(const char *path, const qp_results *results) {
                                                 results->device_context_source),
                  done);
   if (results->ranks) QP_CALL_GOTO(qp_report_write_ranks(file, results->ranks), done);
+  if (results->slurm_gather) QP_CALL_GOTO(qp_results_gather(file, results), done);
   qp_self_cost_end(cost);
   hid_t saved = file;
   file = H5I_INVALID_HID; /* closed by the save, whatever its outcome */

@@ -38,8 +38,9 @@ typedef struct qp_results {
   int window_ell_min, window_ell_max;
   const char *path_used;   /* "pixel_direct" */
   const char *path_reason; /* why that path */
-  const char *pixel_window; /* what pixel window was applied (pixel_window.h's text); NULL: "none" */
-  const qp_model *model;   /* the prediction, written beside the measurement */
+  const char
+      *pixel_window;     /* what pixel window was applied (pixel_window.h's text); NULL: "none" */
+  const qp_model *model; /* the prediction, written beside the measurement */
   /* The host memory limit the run planned to, bytes (0: none), and where it came from
    * ("memory.host_limit", a cgroup, Slurm, RLIMIT_AS): attributes memory_limit and
    * memory_limit_source of /budget when memory_limit_source is not NULL. */
@@ -52,6 +53,9 @@ typedef struct qp_results {
   const char *device_context_source;
   const qp_meter_sample *baseline; /* meters before the first stage, or NULL (then -1) */
   const qp_rank_table *ranks;      /* distributed runs: every rank's budget, or NULL */
+  /* Slurm's JobAcctGatherType the job ran under and where it was read: attributes
+   * slurm_jobacct_gather and slurm_jobacct_gather_source of /budget when not NULL. */
+  const char *slurm_gather, *slurm_gather_source;
   /* /diagnostics: reciprocal condition numbers of the route's key matrices (NaN: not formed
    * on this route), written as attributes rcond_<name>, and the accuracy they were held to. */
   int n_rcond;

@@ -10,6 +10,13 @@
 #include "clock.h"
 #include "qp_config.h"
 
+/* The host name once read (qp_comm_host). */
+static char qp_host[QP_COMM_HOST_MAX];
+
+static void qp_host_set(const char *name) {
+  snprintf(qp_host, sizeof qp_host, "%s", name && name[0] ? name : "unknown");
+}
+
 #if QP_HAVE_MPI
 #include <mpi.h>
 
@@ -23,8 +30,7 @@ static MPI_Comm qp_agree_comm = MPI_COMM_NULL;
 /* Launched by an MPI launcher: Open MPI's mpiexec, PMIx (srun --mpi=pmix) or PMI-1/2. A plain
  * `qmlpipe run` does not start MPI: that keeps a laptop or a login node free of its cost. */
 static int qp_launched_by_mpi(void) {
-  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE",
-                                     "PMI_RANK"};
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i)
     if (getenv(vars[i])) return 1;
   return 0;
@@ -37,8 +43,8 @@ qp_err qp_comm_init(int *argc, char ***argv) {
     if (!qp_launched_by_mpi()) return QP_OK;
     int provided = 0;
     /* Only the main thread calls MPI; OpenMP threads compute between the calls. */
-    QP_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS,
-             QP_ERR_MPI, "MPI_Init_thread failed");
+    QP_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS, QP_ERR_MPI,
+             "MPI_Init_thread failed");
     qp_started = 1;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &qp_rank);
@@ -74,6 +80,40 @@ int qp_comm_rank(void) { return qp_comm_active() ? qp_rank : 0; }
 int qp_comm_size(void) { return qp_comm_active() ? qp_size : 1; }
 int qp_comm_node_size(void) { return qp_comm_active() ? qp_node_size : 1; }
 
+const char *qp_comm_host(void) {
+  if (!qp_host[0]) {
+    char name[MPI_MAX_PROCESSOR_NAME + 1] = "";
+    int len = 0;
+    if (qp_comm_active() && MPI_Get_processor_name(name, &len) == MPI_SUCCESS && len > 0)
+      name[len < MPI_MAX_PROCESSOR_NAME ? len : MPI_MAX_PROCESSOR_NAME] = '\0';
+    else if (gethostname(name, sizeof name - 1) != 0)
+      name[0] = '\0';
+    qp_host_set(name);
+  }
+  return qp_host;
+}
+
+qp_err qp_comm_allgather_bytes(const void *mine, void *all, size_t bytes) {
+  if (!qp_comm_active() || qp_size == 1) {
+    memmove(all, mine, bytes);
+    return QP_OK;
+  }
+  QP_CHECK(bytes < (size_t)INT32_MAX, QP_ERR_INTERNAL, "allgather of %zu bytes", bytes);
+  QP_CHECK(MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, MPI_COMM_WORLD) ==
+               MPI_SUCCESS,
+           QP_ERR_MPI, "MPI_Allgather of %zu bytes failed", bytes);
+  return QP_OK;
+}
+
+qp_err qp_comm_bcast_from(void *buf, size_t bytes, int root) {
+  if (!qp_comm_active() || qp_size == 1) return QP_OK;
+  QP_CHECK(bytes < (size_t)INT32_MAX && root >= 0 && root < qp_size, QP_ERR_INTERNAL,
+           "broadcast of %zu bytes from rank %d of %d", bytes, root, qp_size);
+  QP_CHECK(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD) == MPI_SUCCESS, QP_ERR_MPI,
+           "MPI_Bcast of %zu bytes from rank %d failed", bytes, root);
+  return QP_OK;
+}
+
 /* MPI counts are int: large buffers go in pieces. */
 enum { QP_MPI_PIECE = 1 << 28 };
 
@@ -81,8 +121,7 @@ static qp_err qp_comm_reduce(double *x, int64_t count, MPI_Op op) {
   if (!qp_comm_active() || qp_size == 1) return QP_OK;
   for (int64_t at = 0; at < count; at += QP_MPI_PIECE) {
     int n = (int)(count - at < QP_MPI_PIECE ? count - at : QP_MPI_PIECE);
-    QP_CHECK(MPI_Allreduce(MPI_IN_PLACE, x + at, n, MPI_DOUBLE, op, MPI_COMM_WORLD) ==
-                 MPI_SUCCESS,
+    QP_CHECK(MPI_Allreduce(MPI_IN_PLACE, x + at, n, MPI_DOUBLE, op, MPI_COMM_WORLD) == MPI_SUCCESS,
              QP_ERR_MPI, "MPI_Allreduce of %lld doubles failed", (long long)count);
   }
   return QP_OK;
@@ -95,8 +134,8 @@ qp_err qp_comm_bcast(void *buf, size_t bytes) {
   if (!qp_comm_active() || qp_size == 1) return QP_OK;
   for (size_t at = 0; at < bytes; at += QP_MPI_PIECE) {
     int n = (int)(bytes - at < QP_MPI_PIECE ? bytes - at : QP_MPI_PIECE);
-    QP_CHECK(MPI_Bcast((char *)buf + at, n, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_SUCCESS,
-             QP_ERR_MPI, "MPI_Bcast of %zu bytes failed", bytes);
+    QP_CHECK(MPI_Bcast((char *)buf + at, n, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_SUCCESS, QP_ERR_MPI,
+             "MPI_Bcast of %zu bytes failed", bytes);
   }
   return QP_OK;
 }
@@ -119,7 +158,8 @@ qp_err qp_comm_allgatherv(const double *mine, double *all, const int64_t *counts
     return QP_OK;
   }
   int64_t total = 0;
-  for (int r = 0; r < qp_size; ++r) total += counts[r];
+  for (int r = 0; r < qp_size; ++r)
+    total += counts[r];
   QP_CHECK(total < INT32_MAX, QP_ERR_INTERNAL,
            "allgatherv of %lld doubles: more than MPI's int counts", (long long)total);
   int *sizes = malloc(2 * (size_t)qp_size * sizeof *sizes);
@@ -169,14 +209,17 @@ qp_err qp_comm_agree(qp_err err) {
   MPI_Comm comm = qp_agree_comm != MPI_COMM_NULL ? qp_agree_comm : MPI_COMM_WORLD;
   MPI_Request request;
   MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &request);
-  if (err == QP_OK) MPI_Wait(&request, MPI_STATUS_IGNORE);
+  if (err == QP_OK)
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
   else if (!qp_comm_wait_grace(&request)) {
     const int status = qp_err_exit_status(err);
     fprintf(stderr, "qmlpipe: rank %d: error (%s): %s\n", qp_rank, qp_err_name(err),
             qp_error_message());
-    fprintf(stderr, "qmlpipe: rank %d: the other ranks did not reach the agreement on errors "
-                    "within %.1f s (they wait inside a collective): ending the job, exit "
-                    "status %d\n", qp_rank, qp_comm_agree_grace(), status);
+    fprintf(stderr,
+            "qmlpipe: rank %d: the other ranks did not reach the agreement on errors "
+            "within %.1f s (they wait inside a collective): ending the job, exit "
+            "status %d\n",
+            qp_rank, qp_comm_agree_grace(), status);
     qp_comm_abort(status);
   }
   if (first == qp_size) return QP_OK;
@@ -186,8 +229,7 @@ qp_err qp_comm_agree(qp_err err) {
   MPI_Bcast(&code, 1, MPI_INT, first, comm);
   MPI_Bcast(message, (int)sizeof message, MPI_CHAR, first, comm);
   if (qp_rank != first)
-    return qp_error_set((qp_err)code, __FILE__, __LINE__, __func__, "(rank %d) %s", first,
-                        message);
+    return qp_error_set((qp_err)code, __FILE__, __LINE__, __func__, "(rank %d) %s", first, message);
   return err;
 }
 
@@ -210,6 +252,24 @@ int qp_comm_active(void) { return 0; }
 int qp_comm_rank(void) { return 0; }
 int qp_comm_size(void) { return 1; }
 int qp_comm_node_size(void) { return 1; }
+const char *qp_comm_host(void) {
+  if (!qp_host[0]) {
+    char name[QP_COMM_HOST_MAX] = "";
+    if (gethostname(name, sizeof name - 1) != 0) name[0] = '\0';
+    qp_host_set(name);
+  }
+  return qp_host;
+}
+qp_err qp_comm_allgather_bytes(const void *mine, void *all, size_t bytes) {
+  memmove(all, mine, bytes);
+  return QP_OK;
+}
+qp_err qp_comm_bcast_from(void *buf, size_t bytes, int root) {
+  (void)buf;
+  (void)bytes;
+  (void)root;
+  return QP_OK;
+}
 qp_err qp_comm_sum(double *x, int64_t count) {
   (void)x;
   (void)count;

@@ -21,8 +21,14 @@ void qp_comm_finalize(void);
 int qp_comm_active(void);
 int qp_comm_rank(void);
 int qp_comm_size(void);
-/** Ranks on this rank's node (MPI_COMM_TYPE_SHARED), 1 without MPI. */
+/** Ranks on this rank's node (MPI_COMM_TYPE_SHARED), 1 without MPI: each rank's own node,
+ *  which may hold another number of ranks than rank 0's (uneven placement). */
 int qp_comm_node_size(void);
+/** The longest host name kept, its terminating NUL included (Linux's HOST_NAME_MAX + 1). */
+enum { QP_COMM_HOST_MAX = 65 };
+/** This process's host name: MPI_Get_processor_name under MPI, else gethostname; "unknown"
+ *  when neither answers. Cut to QP_COMM_HOST_MAX - 1 characters. */
+const char *qp_comm_host(void);
 
 /** x <- sum over ranks of x (in place, every rank gets it). */
 qp_err qp_comm_sum(double *x, int64_t count);
@@ -32,6 +38,11 @@ qp_err qp_comm_max(double *x, int64_t count);
 qp_err qp_comm_bcast(void *buf, size_t bytes);
 /** Gathers `count` doubles from every rank into `all` (rank-major, count x size) on every rank. */
 qp_err qp_comm_allgather(const double *mine, double *all, int64_t count);
+/** Gathers `bytes` bytes from every rank into `all` (rank-major, bytes x size) on every rank
+ *  (`bytes` below 2^31). */
+qp_err qp_comm_allgather_bytes(const void *mine, void *all, size_t bytes);
+/** bytes from rank `root` to every rank. */
+qp_err qp_comm_bcast_from(void *buf, size_t bytes, int root);
 /** Gathers counts[r] doubles from every rank r into `all` (rank-major: rank 0's first) on
  *  every rank; `mine` holds this rank's counts[rank]. Each count and their sum below 2^31
  *  (MPI's int): QP_ERR_INTERNAL otherwise, on every rank alike (the counts are every rank's). */

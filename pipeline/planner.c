@@ -4,6 +4,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backends.h"
 #include "bytes_text.h"
@@ -42,23 +44,39 @@ const char *qp_plan_device_overhead_source(const qp_problem *p) {
 }
 
 /* The job's limit, the smallest over the ranks (their plans must agree), and where it came
- * from: that rank's source where another rank's is smaller. */
+ * from: the source of the rank that holds it (the lowest such rank), which names its node
+ * (the driver puts the host in front), so that a plan or refusal on rank 0 says which node's
+ * limit applied even when rank 0's node is another (uneven placement: 1 + 3 ranks). */
 static qp_err qp_plan_job_limit(const qp_job_limit *job, qp_plan *plan) {
   const double usable = job->usable > 0 ? job->usable : INFINITY;
-  double smallest = -usable;
-  QP_CALL(qp_comm_max(&smallest, 1));
-  plan->host_limit = isfinite(smallest) ? -smallest : 0.0;
-  plan->limit_from_job = job->from_job;
-  if (-smallest < usable) {
-    plan->limit_from_job = 1; /* the config is every rank's: a job limit is smaller elsewhere */
-    snprintf(plan->limit_source, sizeof plan->limit_source,
-             "the smallest over the ranks; here %.600s", job->source);
-  } else if (job->from_job) {
-    snprintf(plan->limit_source, sizeof plan->limit_source, "%.600s: %s less margin %s",
-             job->source, qp_bytes_readable(job->limit).text, qp_bytes_readable(job->margin).text);
-  } else {
-    snprintf(plan->limit_source, sizeof plan->limit_source, "%s", job->source);
-  }
+  const int n = qp_comm_size();
+  double *all = malloc((size_t)n * sizeof *all);
+  QP_CHECK(all, QP_ERR_NOMEM, "out of memory for %d ranks' limits", n);
+  qp_err err = qp_comm_allgather(&usable, all, 1);
+  int at = 0;
+  for (int r = 1; err == QP_OK && r < n; ++r)
+    if (all[r] < all[at]) at = r;
+  const double smallest = err == QP_OK ? all[at] : usable;
+  free(all);
+  QP_CALL(err);
+  /* That rank's words, and whether its limit is the job's or the config's (every rank's). */
+  struct {
+    char source[sizeof job->source];
+    double limit, margin;
+    int from_job;
+  } deciding = {.limit = job->limit, .margin = job->margin, .from_job = job->from_job};
+  snprintf(deciding.source, sizeof deciding.source, "%s", job->source);
+  QP_CALL(qp_comm_bcast_from(&deciding, sizeof deciding, at));
+  plan->host_limit = isfinite(smallest) ? smallest : 0.0;
+  plan->limit_from_job = deciding.from_job;
+  char whose[64] = "";
+  if (at != 0) snprintf(whose, sizeof whose, " (the smallest over the ranks: rank %d's)", at);
+  if (deciding.from_job)
+    snprintf(plan->limit_source, sizeof plan->limit_source, "%.600s: %s less margin %s%s",
+             deciding.source, qp_bytes_readable(deciding.limit).text,
+             qp_bytes_readable(deciding.margin).text, whose);
+  else
+    snprintf(plan->limit_source, sizeof plan->limit_source, "%s", deciding.source);
   return QP_OK;
 }
 

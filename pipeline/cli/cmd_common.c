@@ -1,12 +1,14 @@
 /* cmd_common.c: see cmd_common.h. */
 #include "cmd_common.h"
 
+#include <omp.h>
 #include <string.h>
 
 #include "bytes_text.h"
 #include "checked_size.h"
 #include "grid.h"
 #include "inputs.h"
+#include "job_limit.h"
 #include "planner.h"
 
 /* A --partition or --account value: letters, digits and _ - . , (an #SBATCH line holds it). */
@@ -36,14 +38,16 @@ enum {
   QP_OPT_FORCE,
   QP_OPT_JSON,
   QP_OPT_KEEP_OUTPUT,
-  QP_OPT_GPUS
+  QP_OPT_GPUS,
+  QP_OPT_JOB_LIMIT
 };
 #define QP_SIZING_OPTIONS                                                                          \
   {"help", no_argument, NULL, 'h'}, {"ranks", required_argument, NULL, QP_OPT_RANKS},              \
       {"grid", required_argument, NULL, QP_OPT_GRID},                                              \
       {"block", required_argument, NULL, QP_OPT_BLOCK},                                            \
-      {"ranks-per-node", required_argument, NULL, QP_OPT_PER_NODE},                                \
-      {"mem-per-node", required_argument, NULL, QP_OPT_MEM_PER_NODE}
+      {"ranks-per-node", required_argument, NULL, QP_OPT_PER_NODE}, {                              \
+    "mem-per-node", required_argument, NULL, QP_OPT_MEM_PER_NODE                                   \
+  }
 
 /* One option of budget or plan into `s`; 0 (with a message) when its value is refused. */
 static int qp_sizing_option(int c, const char *v, qp_plan_job *s) {
@@ -74,6 +78,7 @@ static int qp_sizing_option(int c, const char *v, qp_plan_job *s) {
   case QP_OPT_JSON: s->json = 1; return 1;
   case QP_OPT_KEEP_OUTPUT: s->keep_output = 1; return 1;
   case QP_OPT_GPUS: return qp_cmd_parse_count("--gpus", v, 1, 64, &s->gpus);
+  case QP_OPT_JOB_LIMIT: s->job_limit = 1; return 1;
   default: return 0; /* '?': qp_cmd_getopt said why */
   }
 }
@@ -93,6 +98,7 @@ static int qp_parse_sizing(int argc, char **argv, int job_options, const char **
       {"json", no_argument, NULL, QP_OPT_JSON},
       {"keep-output", no_argument, NULL, QP_OPT_KEEP_OUTPUT},
       {"gpus", required_argument, NULL, QP_OPT_GPUS},
+      {"job-limit", no_argument, NULL, QP_OPT_JOB_LIMIT},
       {NULL, 0, NULL, 0}};
   memset(s, 0, sizeof *s);
   s->block = QP_GRID_DEFAULT_BLOCK;
@@ -142,8 +148,7 @@ static int qp_parse_sizing(int argc, char **argv, int job_options, const char **
     fprintf(stderr, "qmlpipe: --ranks-per-node and --nodes need --ranks\n");
     return 0;
   }
-  if (s->gpus > 0 && (s->ranks > 0 ? s->per_node != s->gpus || s->ranks < s->gpus
-                                   : s->gpus > 1)) {
+  if (s->gpus > 0 && (s->ranks > 0 ? s->per_node != s->gpus || s->ranks < s->gpus : s->gpus > 1)) {
     fprintf(stderr,
             "qmlpipe: --gpus %d runs one rank per GPU: it needs --ranks (at least %d) with %d "
             "ranks per node, not %d rank(s) at %d per node\n",
@@ -162,7 +167,8 @@ static qp_err qp_node_peak(const qp_problem *p, qp_plan *plan, qp_plan_job *s, i
   const int n = plan->grid.nprow * plan->grid.npcol;
   const double mib = 1048576.0;
   size_t worst_node = 0, node[QP_STAGE_COUNT] = {0}, rank_max = 0;
-  for (int st = 0; st < QP_STAGE_COUNT; ++st) s->rank_stage[st] = s->node_stage[st] = 0;
+  for (int st = 0; st < QP_STAGE_COUNT; ++st)
+    s->rank_stage[st] = s->node_stage[st] = 0;
   if (print)
     printf("\nper rank (grid %d x %d, block %d; MiB with the overhead of each rank):\n  %-6s",
            plan->grid.nprow, plan->grid.npcol, plan->grid.block, "rank");
@@ -204,7 +210,8 @@ static qp_err qp_node_peak(const qp_problem *p, qp_plan *plan, qp_plan_job *s, i
     printf("\n  largest rank %.2f MiB; largest node (%d ranks per node) %.2f MiB\n",
            (double)rank_max / mib, s->per_node, (double)worst_node / mib);
   if (print && device)
-    printf("  largest device peak of a rank (each rank its own device) %.2f MiB\n", (double)device_max / mib);
+    printf("  largest device peak of a rank (each rank its own device) %.2f MiB\n",
+           (double)device_max / mib);
   /* Leave the model of rank 0 (the largest share and the reader) in place. */
   plan->grid.myrow = plan->grid.mycol = 0;
   QP_CALL(qp_plan_remodel(p, plan));
@@ -236,8 +243,8 @@ static qp_err qp_choose_grid(const qp_problem *p, qp_plan *plan, qp_plan_job *s)
   s->cols = s->ranks / s->rows;
   if (!s->json)
     printf("\ngrid chosen for --mem-per-node %.2f GiB: %d x %d (largest node %.2f GiB: %s)\n",
-         s->mem_per_node / 1073741824.0, s->rows, s->cols, (double)best / 1073741824.0,
-         (double)best <= s->mem_per_node ? "fits" : "does not fit any grid");
+           s->mem_per_node / 1073741824.0, s->rows, s->cols, (double)best / 1073741824.0,
+           (double)best <= s->mem_per_node ? "fits" : "does not fit any grid");
   return QP_OK;
 }
 
@@ -259,11 +266,23 @@ int qp_cmd_with_plan(int argc, char **argv, void (*usage)(FILE *out),
   /* This command owns the plan: it plans once, and again per grid it weighs. */
   qp_plan *plan = &p.plan_store;
   p.plan = plan;
+  /* A job script runs its tasks with --cpus-per-task threads (OMP_NUM_THREADS): its --mem is
+   * sized with the same (the BLAS buffers are per thread), not with this shell's. */
+  if (sizing.sbatch) omp_set_num_threads(sizing.cpus_per_task);
   /* A per-node limit with no per-rank one: each rank may use its share of the node, and the
-   * planner chunks to it (qp_plan_limit). */
-  const qp_limit_inputs limit = {
+   * planner chunks to it (qp_plan_limit). --job-limit (the job script's own plan line): the
+   * limit the job enforces here, as `run` finds it (budget/job_limit.h), shared by
+   * --ranks-per-node ranks. */
+  qp_job_limit job;
+  qp_limit_inputs limit = {
       .config = err == QP_OK ? cfg.host_limit : 0.0,
       .per_rank = sizing.mem_per_node > 0 ? sizing.mem_per_node / sizing.per_node : 0.0};
+  if (err == QP_OK && sizing.job_limit) {
+    const int threads = omp_get_max_threads();
+    const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads > 4095 ? 4096 : threads + 1, 0};
+    err = qp_job_limit_find(&env, cfg.host_limit, sizing.ranks > 0 ? sizing.per_node : 1, &job);
+    limit.job = &job;
+  }
   if (err == QP_OK) err = qp_plan_limit(&limit, plan);
   if (sizing.ranks > 0) {
     /* Planned as rank 0 (the largest share, and the reader); the others follow. */

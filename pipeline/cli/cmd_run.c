@@ -3,11 +3,12 @@
 #include <string.h>
 
 #include "atomic_file.h"
-#include "comm.h"
 #include "cmd_args.h"
+#include "comm.h"
 #include "commands.h"
-#include "grid.h"
 #include "driver.h"
+#include "gather_type.h"
+#include "grid.h"
 #include "launch_check.h"
 #include "matrix.h"
 #include "qp_config.h"
@@ -77,7 +78,10 @@ static void qp_run_summary(const qp_problem *p, const qp_meter_sample *baseline)
     int exact = r->tracked_peak == qp_model_stage_peak(&p->plan->model, (qp_stage_id)s);
     printf("%-18s %9.3f %9.2f %14.2f %14.2f %14s\n", r->name, r->seconds,
            r->seconds > 0 ? r->flops / r->seconds * 1e-9 : 0.0, predicted / 1048576.0,
-           measured / 1048576.0, r->resumed ? "resumed" : exact ? "yes" : "NO");
+           measured / 1048576.0,
+           r->resumed ? "resumed"
+           : exact    ? "yes"
+                      : "NO");
   }
   printf("baseline RSS %.1f MiB; spectra (first map):", (double)baseline->rss / 1048576.0);
   int shown = p->n_params < 6 ? p->n_params : 6;
@@ -141,8 +145,7 @@ static int qp_run_parse(int argc, char **argv, qp_run_args *a) {
   for (int i = 0; ok && i < 2; ++i) {
     const char *path = i ? a->checkpoint : a->output;
     if (path && !path[0]) {
-      fprintf(stderr, "qmlpipe run: --%s needs %s\n", qp_run_needs[2 * i],
-              qp_run_needs[2 * i + 1]);
+      fprintf(stderr, "qmlpipe run: --%s needs %s\n", qp_run_needs[2 * i], qp_run_needs[2 * i + 1]);
       ok = 0;
     }
   }
@@ -168,8 +171,8 @@ static int qp_run_apply(const qp_run_args *a, qp_config *cfg, char *source, size
   if (a->block > 0) cfg->grid_block = a->block;
   if (a->rows > 0 && a->rows * a->cols != qp_comm_size()) {
     if (qp_comm_rank() == 0)
-      fprintf(stderr, "qmlpipe run: --grid %dx%d needs %d ranks, but qmlpipe runs on %d\n",
-              a->rows, a->cols, a->rows * a->cols, qp_comm_size());
+      fprintf(stderr, "qmlpipe run: --grid %dx%d needs %d ranks, but qmlpipe runs on %d\n", a->rows,
+              a->cols, a->rows * a->cols, qp_comm_size());
     return 2;
   }
   if (a->checkpoint) snprintf(cfg->checkpoint, sizeof cfg->checkpoint, "%s", a->checkpoint);
@@ -196,8 +199,7 @@ static int qp_run_apply(const qp_run_args *a, qp_config *cfg, char *source, size
  * what it is, that it is no input, and a temporary made and removed beside it. What a run
  * killed outright (SIGKILL) left there goes first, with a note. And the checkpoint directory
  * (made when missing), before the first stage. Collective: every rank gets rank 0's verdict. */
-static qp_err qp_run_check_outputs(const qp_run_args *a, const qp_config *cfg,
-                                   const char *source) {
+static qp_err qp_run_check_outputs(const qp_run_args *a, const qp_config *cfg, const char *source) {
   if (qp_comm_rank() == 0) qp_atomic_remove_stale(cfg->output, stderr);
   qp_err err = qp_comm_rank() == 0 ? qp_results_path_check_output(cfg, source) : QP_OK;
   if (err == QP_OK && cfg->checkpoint[0] && qp_comm_rank() == 0)
@@ -248,6 +250,12 @@ int qp_cmd_run(int argc, char **argv) {
     return 2;
   }
   err = qp_run_check_outputs(&a, &cfg, source);
+  /* Inside a Slurm job: how its accounting counts memory, for validate --sacct. */
+  qp_slurm_gather gather;
+  if (qp_slurm_gather_find(&gather)) {
+    a.options.slurm_gather = gather.type;
+    a.options.slurm_gather_source = gather.source;
+  }
   qp_problem problem;
   qp_meter_sample baseline;
   if (err == QP_OK) err = qp_driver_run(&cfg, &a.options, &problem, &baseline);

@@ -67,21 +67,29 @@ static void qp_validate_usage(FILE *out) {
           "                  largest rank's predicted peak (stage peak + overhead) against the\n"
           "                  MaxRSS of the srun step (JOB.N, the largest); every line must be\n"
           "                  COMPLETED (docs/slurm.md)\n"
-          "  --sacct-gather cgroup|linux  Slurm's JobAcctGatherType (scontrol show config):\n"
-          "                  cgroup (default) counts a task's anonymous memory in MaxRSS, so\n"
-          "                  the rank's prediction drops its baseline's file-backed and shared\n"
-          "                  pages (/budget baseline_rss_shared_bytes); linux counts its RSS\n"
+          "                  Nodes are the hosts the ranks recorded (/budget/ranks/host;\n"
+          "                  older files: blocks of ranks_per_node, said in a note)\n"
+          "  --sacct-gather cgroup|linux  overrides Slurm's JobAcctGatherType as the run\n"
+          "                  recorded it (/budget slurm_jobacct_gather, from the job's\n"
+          "                  slurm.conf; cgroup when not recorded): cgroup counts a task's\n"
+          "                  anonymous memory in MaxRSS, so the rank's prediction drops its\n"
+          "                  baseline's file-backed and shared pages; linux counts its RSS\n"
           "  --cgroup-peak BYTES|FILE  the job cgroup's peak (memory.peak, v1\n"
-          "                  memory.max_usage_in_bytes), or a file of 'job step bytes' lines:\n"
-          "                  compared with the node's predicted peak (the ranks of a node summed)\n"
+          "                  memory.max_usage_in_bytes), or a file of 'job step bytes' or\n"
+          "                  'job step node bytes' lines: compared with the node's predicted\n"
+          "                  peak (its ranks summed), each node with its own where lines name\n"
+          "                  it, else the largest node with the largest peak\n"
           "  -h, --help      print this help\n"
           "  Exit status: 0 when every judged comparison is within the tolerance and no term\n"
           "  drifts; %d when any is not, or a job step ran OUT_OF_MEMORY; %d when a file cannot\n"
           "  be read; %d when the sacct output is malformed, lacks an srun step, or a step is\n"
-          "  not COMPLETED (FAILED, CANCELLED, TIMEOUT, RUNNING: nothing to validate); 2 on bad\n"
-          "  usage.\n",
+          "  not COMPLETED (FAILED, CANCELLED, TIMEOUT, RUNNING: nothing to validate); %d when\n"
+          "  sacct's MaxRSS of a multi-node step is below what a rank on another node than\n"
+          "  MaxRSSNode measured itself under jobacct_gather/cgroup (Slurm counted the first\n"
+          "  node only: the figure neither passes nor fails the model; docs/slurm.md); 2 on\n"
+          "  bad usage.\n",
           qp_err_exit_status(QP_ERR_BUDGET), qp_err_exit_status(QP_ERR_IO),
-          qp_err_exit_status(QP_ERR_INPUT));
+          qp_err_exit_status(QP_ERR_INPUT), qp_err_exit_status(QP_ERR_UNSUPPORTED));
 }
 
 /* ---- the command ---- */
@@ -100,7 +108,7 @@ enum {
 typedef struct qp_validate_args {
   double tolerance, min_bytes;
   const char *sacct_path, *cgroup_arg;
-  int gather_linux; /* --sacct-gather linux */
+  int gather; /* --sacct-gather: QP_SACCT_GATHER_*, -1 not given */
 } qp_validate_args;
 
 /* The options; 1 on a usage error (said on stderr), 0 to go on, -1 after --help. */
@@ -132,8 +140,10 @@ static int qp_validate_options(int argc, char **argv, qp_validate_args *a) {
     case QP_VAL_SACCT: a->sacct_path = optarg; break;
     case QP_VAL_CGROUP_PEAK: a->cgroup_arg = optarg; break;
     case QP_VAL_SACCT_GATHER:
-      a->gather_linux = strcmp(optarg, "linux") == 0;
-      if (!a->gather_linux && strcmp(optarg, "cgroup") != 0) {
+      a->gather = strcmp(optarg, "linux") == 0    ? QP_SACCT_GATHER_LINUX
+                  : strcmp(optarg, "cgroup") == 0 ? QP_SACCT_GATHER_CGROUP
+                                                  : -1;
+      if (a->gather < 0) {
         fprintf(stderr,
                 "qmlpipe validate: --sacct-gather expects cgroup or linux (Slurm's "
                 "JobAcctGatherType), got '%s'\n",
@@ -231,7 +241,7 @@ static int qp_validate_status(const qp_val_set *set, qp_err io_err, qp_err job_e
 }
 
 int qp_cmd_validate(int argc, char **argv) {
-  qp_validate_args a = {.tolerance = 0.02, .min_bytes = 16.0 * 1048576.0}; /* 16 MiB */
+  qp_validate_args a = {.tolerance = 0.02, .min_bytes = 16.0 * 1048576.0, .gather = -1};
   qp_val_set set = {0};
   set.files = calloc((size_t)(argc > 1 ? argc : 1), sizeof *set.files);
   /* Results paths resolved from configs (qmlpipe validate CONFIG.yaml). */
@@ -259,7 +269,7 @@ int qp_cmd_validate(int argc, char **argv) {
   int job_failed = 0;
   if (a.sacct_path && io_err == QP_OK) {
     const qp_sacct_request request = {set.files[0].path, a.sacct_path, a.cgroup_arg,
-                                      a.gather_linux, a.tolerance, &set};
+                                      a.gather,          a.tolerance,  &set};
     job_err = qp_validate_sacct(&request, stdout, &job_failed);
     if (job_err != QP_OK) {
       qp_error_print(stderr, 0);

@@ -121,8 +121,16 @@ static qp_err qp_driver_find_limit(qp_problem *p) {
   int threads = omp_get_max_threads();
   if (qp_blas_library_threads() > threads) threads = qp_blas_library_threads();
   threads = threads > 4095 ? 4096 : threads + 1;
-  const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads};
+  /* Several ranks: MPI's count of this node's ranks is the placement (uneven: 1 + 3). */
+  const qp_job_env env = {NULL, NULL, NULL, -1, -1, threads, qp_comm_size() > 1};
   QP_CALL(qp_comm_agree(qp_job_limit_find(&env, p->cfg->host_limit, qp_comm_node_size(), &limit)));
+  /* Several ranks: the node in the words, so that the plan and a refusal name the node whose
+   * limit applied (the smallest over the ranks: qp_plan_limit). */
+  if (qp_comm_size() > 1 && limit.from_job) {
+    char source[sizeof limit.source];
+    snprintf(source, sizeof source, "node %.64s: %.690s", qp_comm_host(), limit.source);
+    memcpy(limit.source, source, sizeof source);
+  }
   const qp_limit_inputs in = {.config = p->cfg->host_limit, .job = &limit};
   QP_CALL(qp_plan_limit(&in, &p->plan_store));
   const qp_plan *plan = p->plan;
@@ -169,22 +177,37 @@ static qp_err qp_driver_rank_table(const qp_problem *p, const qp_meter_sample *b
   const int n = qp_comm_size();
   double mine[QP_RANK_ROW];
   qp_rank_row(&p->plan->model, baseline, mine);
-  *rows = malloc((size_t)n * QP_RANK_ROW * sizeof **rows);
+  mine[QP_RANK_NODE_RANKS] = qp_comm_node_size(); /* this rank's node, not rank 0's */
+  /* The rows, then every rank's host name (QP_RANK_HOST_MAX bytes each) in one block. */
+  *rows = malloc((size_t)n * (QP_RANK_ROW * sizeof **rows + QP_RANK_HOST_MAX));
   QP_CHECK(*rows, QP_ERR_NOMEM, "out of memory for %d ranks' budgets", n);
+  char *hosts = (char *)(*rows + (size_t)n * QP_RANK_ROW);
+  char host[QP_RANK_HOST_MAX] = {0};
+  snprintf(host, sizeof host, "%s", qp_comm_host());
   QP_CALL(qp_comm_allgather(mine, *rows, QP_RANK_ROW));
+  QP_CALL(qp_comm_allgather_bytes(host, hosts, sizeof host));
+  /* ranks_per_node: the most any node held (the figure --ntasks-per-node bounds); each rank's
+   * own is node_ranks beside its host. */
+  int most = 1;
+  for (int r = 0; r < n; ++r) {
+    const double k = (*rows)[(size_t)r * QP_RANK_ROW + QP_RANK_NODE_RANKS];
+    if (k > most) most = (int)k;
+  }
   *ranks = (qp_rank_table){.n_ranks = n,
                            .grid_rows = grid->nprow,
                            .grid_cols = grid->npcol,
                            .block = grid->block,
-                           .ranks_per_node = qp_comm_node_size(),
+                           .ranks_per_node = most,
                            .model = &p->plan->model,
-                           .rows = *rows};
+                           .rows = *rows,
+                           .hosts = hosts};
   return QP_OK;
 }
 
 /* The results file, by rank 0 (cfg->output). */
 static qp_err qp_driver_write_results(const qp_problem *p, const qp_rank_table *ranks,
-                                      const qp_meter_sample *baseline) {
+                                      const qp_meter_sample *baseline,
+                                      const qp_run_options *options) {
   const qp_config *cfg = p->cfg;
   const char *rcond_names[QP_RCOND_COUNT];
   qp_device_sample device; /* its baseline: the device context, measured */
@@ -231,6 +254,8 @@ static qp_err qp_driver_write_results(const qp_problem *p, const qp_rank_table *
       .rcond_names = rcond_names,
       .accuracy = cfg->accuracy,
       .spectra_error = p->spectra_error,
+      .slurm_gather = options->slurm_gather,
+      .slurm_gather_source = options->slurm_gather_source,
   };
   for (int i = 0; i < QP_RCOND_COUNT; ++i)
     rcond_names[i] = qp_rcond_name((qp_rcond_id)i);
@@ -299,7 +324,7 @@ qp_err qp_driver_run(const qp_config *cfg, const qp_run_options *options, qp_pro
   err = qp_driver_rank_table(p, baseline, &rank_rows, &ranks);
   qp_self_cost_end(cost);
   if (err == QP_OK && options->write_results && qp_comm_rank() == 0)
-    err = qp_driver_write_results(p, &ranks, baseline);
+    err = qp_driver_write_results(p, &ranks, baseline, options);
   free(rank_rows);
   /* Rank 0 writes; the others wait for its status. */
   QP_CALL_GOTO(qp_comm_agree(err), fail);

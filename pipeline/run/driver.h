@@ -7,9 +7,12 @@
 #include "warm_up.h"
 
 typedef struct qp_run_options {
-  int progress;        /* progress lines on stderr */
-  int write_results;   /* 1: write cfg->output */
-  int resume;          /* 1: continue from the newest checkpoint in cfg->checkpoint */
+  int progress;      /* progress lines on stderr */
+  int write_results; /* 1: write cfg->output */
+  int resume;        /* 1: continue from the newest checkpoint in cfg->checkpoint */
+  /* Slurm's JobAcctGatherType and where it was read (slurm/gather_type.h), recorded in the
+   * results for `validate --sacct`; NULL outside a Slurm job or when not found. */
+  const char *slurm_gather, *slurm_gather_source;
 } qp_run_options;
 
 /** The linear-algebra backend of a run: the config's, or the distributed one (its process

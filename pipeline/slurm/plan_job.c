@@ -261,7 +261,7 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
   if (f->mpi) {
     fprintf(out,
             "\"$qmlpipe\" plan \"$config\" --ranks %d --grid %dx%d --block %d "
-            "--ranks-per-node %d\n",
+            "--ranks-per-node %d --job-limit\n",
             job->ranks, job->rows, job->cols, job->block, f->tasks_per_node);
     fprintf(out,
             "# pmix: Open MPI 4 and 5; use --mpi=pmi2 where MPI is built with Slurm's PMI-2.\n"
@@ -272,7 +272,7 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
             job->block);
     fprintf(out, "\"$qmlpipe\" report \"$results\" --ranks\n");
   } else {
-    fprintf(out, "\"$qmlpipe\" plan \"$config\"\n");
+    fprintf(out, "\"$qmlpipe\" plan \"$config\" --job-limit\n");
     fprintf(out,
             "# --mpi=none: one process, whatever the site's default PMI plugin.\n"
             "srun --mpi=none --ntasks=1 --cpus-per-task=%d --cpu-bind=cores \\\n"

@@ -19,11 +19,12 @@ typedef struct qp_plan_job {
   int grid_given, per_node_given;
   double mem_per_node;
   /* the job (plan only) */
-  const char *sbatch;  /* --sbatch FILE, or NULL */
+  const char *sbatch; /* --sbatch FILE, or NULL */
   int force, json, keep_output;
-  int nodes;           /* --nodes (0: from ranks and --ranks-per-node) */
-  int cpus_per_task;   /* --cpus-per-task (default 1) */
-  int gpus;            /* --gpus: GPUs per node, one rank each (0: not given) */
+  int job_limit;     /* --job-limit: plan to the limit the job enforces (as `run`) */
+  int nodes;         /* --nodes (0: from ranks and --ranks-per-node) */
+  int cpus_per_task; /* --cpus-per-task (default 1) */
+  int gpus;          /* --gpus: GPUs per node, one rank each (0: not given) */
   const char *partition, *account;
   /* figures, filled after planning: peaks with the overhead, in bytes; for one process
    * without --ranks the node is the process */

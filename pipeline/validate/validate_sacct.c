@@ -18,12 +18,13 @@
 
 #include "config.h"
 #include "h5_attr.h"
-#include "report_open.h"
 #include "h5_error.h"
 #include "input_file.h"
 #include "qp_error.h"
+#include "report_open.h"
 #include "report_ranks.h"
 #include "validate_figures.h"
+#include "validate_placement.h"
 
 enum {
   QP_SACCT_LINE_MAX = 8192,
@@ -31,14 +32,6 @@ enum {
   QP_SACCT_TEXT = 96,
   QP_SACCT_WHERE_MAX = 4096 + 320
 };
-
-/* A results file's predictions in sacct's terms (qp_sacct_predict). */
-typedef struct qp_sacct_prediction {
-  int64_t rank, node; /* largest rank's and node's predicted peak, bytes */
-  int64_t shared;     /* the shared baseline pages taken off the rank's figure */
-  int shared_known;   /* the file records them (baseline_rss_shared_bytes) */
-  int n_ranks, per_node;
-} qp_sacct_prediction;
 
 typedef struct qp_sacct {
   const char *path;
@@ -183,12 +176,36 @@ done:
   return err;
 }
 
-/* --cgroup-peak: a size, or a file of "job step bytes" lines (the fixture's TaskEpilog); the
- * largest bytes. */
-static qp_err qp_cgroup_peak_read(const char *arg, int64_t *peak) {
+/* --cgroup-peak: its largest figure, and per node where its lines name the node. */
+enum { QP_CGROUP_NODES_MAX = 256 };
+typedef struct qp_cgroup_peaks {
+  int64_t peak; /* the largest */
+  int n_nodes;  /* lines "job step node bytes": the largest per node */
+  char node[QP_CGROUP_NODES_MAX][QP_RANK_HOST_MAX];
+  int64_t node_peak[QP_CGROUP_NODES_MAX];
+} qp_cgroup_peaks;
+
+/* Keeps the largest figure of `node` (a new node while there is room). */
+static void qp_cgroup_peak_node(qp_cgroup_peaks *c, const char *node, int64_t bytes) {
+  int k = 0;
+  while (k < c->n_nodes && strcmp(c->node[k], node) != 0)
+    ++k;
+  if (k == c->n_nodes) {
+    if (k == QP_CGROUP_NODES_MAX) return;
+    snprintf(c->node[k], sizeof c->node[k], "%s", node);
+    c->node_peak[k] = -1;
+    ++c->n_nodes;
+  }
+  if (bytes > c->node_peak[k]) c->node_peak[k] = bytes;
+}
+
+/* --cgroup-peak: a size, or a file of "job step bytes" lines, or "job step node bytes" (a
+ * TaskEpilog's, one line per node and step): the largest bytes, and each node's. */
+static qp_err qp_cgroup_peak_read(const char *arg, qp_cgroup_peaks *c) {
   double v = 0;
+  c->n_nodes = 0;
   if (qp_parse_bytes(arg, &v) == QP_OK) {
-    *peak = (int64_t)v;
+    c->peak = (int64_t)v;
     return QP_OK;
   }
   qp_error_clear();
@@ -199,147 +216,162 @@ static qp_err qp_cgroup_peak_read(const char *arg, int64_t *peak) {
            qp_error_message());
   char line[512];
   int lineno = 0;
-  *peak = -1;
+  c->peak = -1;
   while (fgets(line, sizeof line, in)) {
     ++lineno;
-    char *tok[4] = {0};
+    char *tok[5] = {0};
     int n = 0;
-    for (char *s = strtok(line, " \t\r\n"); s && n < 4; s = strtok(NULL, " \t\r\n"))
+    for (char *s = strtok(line, " \t\r\n"); s && n < 5; s = strtok(NULL, " \t\r\n"))
       tok[n++] = s;
     if (n == 0) continue;
     int64_t b = -1;
-    QP_CHECK_GOTO(qp_sacct_bytes(tok[n - 1], &b) == 0 && b >= 0, QP_ERR_INPUT, done,
-                  "%s:%d: expected 'job step bytes' (or bytes), got '%s'", arg, lineno, tok[n - 1]);
-    if (b > *peak) *peak = b;
+    QP_CHECK_GOTO(n <= 4 && qp_sacct_bytes(tok[n - 1], &b) == 0 && b >= 0, QP_ERR_INPUT, done,
+                  "%s:%d: expected 'job step bytes' or 'job step node bytes' (or bytes), got "
+                  "'%s'",
+                  arg, lineno, tok[n - 1]);
+    if (b > c->peak) c->peak = b;
+    if (n == 4) qp_cgroup_peak_node(c, tok[2], b);
   }
-  QP_CHECK_GOTO(*peak >= 0, QP_ERR_INPUT, done, "%s: no cgroup peak in it", arg);
+  QP_CHECK_GOTO(c->peak >= 0, QP_ERR_INPUT, done, "%s: no cgroup peak in it", arg);
 done:
   fclose(in);
   return err;
 }
 
-/* The predicted peaks (tracked bytes, library buffers included) and library buffers of the
- * four stages, as `qmlpipe validate` read them from the file (validate_read.c); 0 for a stage
- * the run does not have. */
-static void qp_sacct_stage_peaks(const qp_val_set *set, const char *const order[4],
-                                 int64_t peak[4], int64_t library[4]) {
-  for (int k = 0; k < 4; ++k) {
-    peak[k] = library[k] = 0;
-    for (int i = 0; i < set->n_stages; ++i) {
-      const qp_val_stage *s = &set->stages[i];
-      if (s->file != 0 || strcmp(s->name, order[k]) != 0) continue;
-      peak[k] = s->pred_peak;
-      library[k] = s->library;
-    }
+/* The gather type validate assumes: --sacct-gather, else the run's record, else cgroup. */
+typedef struct qp_gather {
+  int anon; /* jobacct_gather/cgroup: MaxRSS counts anonymous memory only */
+  char text[QP_GATHER_SOURCE_MAX + QP_GATHER_TEXT_MAX + 64]; /* said in the table */
+} qp_gather;
+
+static qp_err qp_gather_decide(const qp_sacct_request *req, qp_gather *g) {
+  char type[QP_GATHER_TEXT_MAX], source[QP_GATHER_SOURCE_MAX];
+  int found = 0;
+  QP_CALL(qp_sacct_recorded_gather(req->results, type, source, &found));
+  if (req->gather >= 0) {
+    g->anon = req->gather == QP_SACCT_GATHER_CGROUP;
+    snprintf(g->text, sizeof g->text, "jobacct_gather/%s (--sacct-gather%s%s%s)",
+             g->anon ? "cgroup" : "linux", found ? "; the run recorded " : "", found ? type : "",
+             found ? "" : "");
+    return QP_OK;
   }
+  if (found && strstr(type, "linux")) {
+    g->anon = 0;
+    snprintf(g->text, sizeof g->text, "%s (recorded by the run: %s)", type, source);
+  } else if (found && strstr(type, "cgroup")) {
+    g->anon = 1;
+    snprintf(g->text, sizeof g->text, "%s (recorded by the run: %s)", type, source);
+  } else {
+    g->anon = 1;
+    snprintf(g->text, sizeof g->text,
+             "%s%s%s: taken as jobacct_gather/cgroup (give --sacct-gather linux|cgroup to say "
+             "which)",
+             found ? "the run recorded "
+                   : "not recorded by the run (outside Slurm, or an older "
+                     "qmlpipe)",
+             found ? type : "", found ? ", which MaxRSS does not count as linux or cgroup" : "");
+  }
+  return QP_OK;
 }
 
-/* The per-rank and per-node predictions of a results file in the terms of Slurm's accounting:
- * stage peak + the model's overhead + library buffers, the largest over stages (and ranks);
- * per node, the ranks of a node summed per stage, the largest over stages and nodes (as
- * `qmlpipe plan`). With jobacct_gather/cgroup (gather_anon) MaxRSS counts anonymous memory
- * only, so the file-backed and shared pages of each rank's baseline (libraries, MPI's
- * shared-memory segments: /budget baseline_rss_shared_bytes, measured after the warm-up)
- * come off the rank's figure. The node's cgroup peak counts them, but once for all the ranks
- * of the node, which map the same library files and MPI segments. */
-static qp_err qp_sacct_predict(const char *path, const qp_val_set *set, int gather_anon,
-                               qp_sacct_prediction *out) {
-  static const char *const order[4] = {"covariance_setup", "basis_setup", "fisher_run",
-                                       "spectra_run"};
-  qp_err err = QP_OK;
-  hid_t h5 = -1, budget = -1, ranks = -1;
-  double *v = NULL;
-  int64_t overhead = 0, shared = -1;
-  memset(out, 0, sizeof *out);
-  QP_CALL(qp_report_open(path, &h5, &budget));
-  char where[QP_SACCT_WHERE_MAX];
-  snprintf(where, sizeof where, "%s: /budget", path);
-  QP_CALL_GOTO(qp_h5_attr_i64(budget, where, "overhead_predicted_bytes", 1, &overhead), done);
-  QP_CALL_GOTO(qp_h5_attr_i64(budget, where, "baseline_rss_shared_bytes", 0, &shared), done);
-  int64_t peak[4], lib[4], best = 0;
-  qp_sacct_stage_peaks(set, order, peak, lib);
-  for (int k = 0; k < 4; ++k)
-    if (peak[k] + overhead > best) best = peak[k] + overhead;
-  out->shared = gather_anon && shared > 0 ? shared : 0;
-  out->shared_known = shared >= 0;
-  out->rank = best - out->shared;
-  out->node = best;
-  out->n_ranks = out->per_node = 1;
-  htri_t has = H5Lexists(budget, "ranks", H5P_DEFAULT);
-  QP_H5_GOTO(has, done, "%s/ranks", where);
-  if (!has) goto done;
-  snprintf(where, sizeof where, "%s: /budget/ranks", path);
-  QP_H5_GOTO(ranks = H5Gopen2(budget, "ranks", H5P_DEFAULT), done, "%s", where);
-  int64_t nr = 0, rpn = 0;
-  QP_CALL_GOTO(qp_h5_attr_i64(ranks, where, "n_ranks", 1, &nr), done);
-  QP_CALL_GOTO(qp_h5_attr_i64(ranks, where, "ranks_per_node", 1, &rpn), done);
-  QP_CHECK_GOTO(nr > 0 && nr <= (1 << 24) && rpn > 0, QP_ERR_INPUT, done,
-                "%s: n_ranks %lld, ranks_per_node %lld", where, (long long)nr, (long long)rpn);
-  const hsize_t n_st = 4, count = (hsize_t)nr * n_st;
-  v = malloc(sizeof *v * (size_t)(count + (hsize_t)nr));
-  QP_CHECK_GOTO(v, QP_ERR_NOMEM, done, "%s", where);
-  double *rank_shared = v + count;
-  int found = 0;
-  QP_CALL_GOTO(qp_rank_field_read(ranks, where, "predicted_peak_bytes", v, (long long)count,
-                                  QP_ERR_INPUT, NULL),
-               done);
-  QP_CALL_GOTO(qp_rank_field_read(ranks, where, "baseline_rss_shared_bytes", rank_shared, nr,
-                                  QP_OK, &found),
-               done);
-  out->shared_known = found;
-  /* Per node: the ranks' peaks less their shared pages, plus the largest rank's shared pages
-   * once (the ranks of a node map the same library files and MPI segments). */
-  int64_t rank_max = 0, node_max = 0, node[4] = {0, 0, 0, 0}, shared_max = 0, node_shared = 0;
-  for (hsize_t r = 0; r < (hsize_t)nr; ++r) {
-    const int64_t mine = found && rank_shared[r] > 0 ? (int64_t)rank_shared[r] : 0;
-    const int64_t off = gather_anon ? mine : 0;
-    if (mine > node_shared) node_shared = mine;
-    for (hsize_t st = 0; st < n_st; ++st) {
-      int64_t peak = (int64_t)v[r * n_st + st] + overhead + lib[st];
-      if (peak - off > rank_max) {
-        rank_max = peak - off;
-        shared_max = off;
-      }
-      node[st] += peak - mine;
-    }
-    if ((int64_t)(r + 1) % rpn == 0 || r + 1 == (hsize_t)nr) {
-      for (hsize_t st = 0; st < n_st; ++st) {
-        if (node[st] + node_shared > node_max) node_max = node[st] + node_shared;
-        node[st] = 0;
-      }
-      node_shared = 0;
-    }
+/* The undercount of jobacct_gather/cgroup (Slurm 22.05, docs/slurm.md): on a step of several
+ * nodes it counts only the first node's tasks, so MaxRSS (and MaxRSSNode, MaxRSSTask) say the
+ * first node's largest task while a rank on another node measured more itself. Returns the
+ * node whose rank shows it (-1: none): a rank elsewhere than MaxRSSNode (else than rank 0's
+ * node) whose own peak, in MaxRSS's terms, is above MaxRSS by more than the tolerance. */
+static int qp_sacct_undercount(const qp_sacct *a, const qp_sacct_prediction *pred, int anon,
+                               double tolerance) {
+  if (!anon || !pred->by_host || pred->n_nodes < 2 || a->max_rss < 0) return -1;
+  int worst = -1;
+  for (int k = 0; k < pred->n_nodes; ++k) {
+    const qp_sacct_node *n = &pred->nodes[k];
+    const int first = a->node[0] ? strcmp(n->host, a->node) == 0 : n->first_rank == 0;
+    if (first || n->measured <= 0) continue;
+    if (qp_val_rel_error(n->measured, a->max_rss) > tolerance &&
+        (worst < 0 || n->measured > pred->nodes[worst].measured))
+      worst = k;
   }
-  out->rank = rank_max;
-  out->shared = shared_max;
-  out->node = node_max;
-  out->n_ranks = (int)nr;
-  out->per_node = (int)rpn;
-done:
-  free(v);
-  if (ranks >= 0) H5Gclose(ranks);
-  if (budget >= 0) H5Gclose(budget);
-  if (h5 >= 0) H5Fclose(h5);
-  return err;
+  return worst;
+}
+
+/* The placement and one row per node: its ranks, its prediction, and its cgroup peak where
+ * --cgroup-peak names it (else the largest node against the largest peak). Returns the
+ * failed comparisons. */
+static int qp_sacct_print_nodes(FILE *out, const char *cgroup_arg, const qp_cgroup_peaks *cg,
+                                const qp_sacct_prediction *pred, double tolerance) {
+  char p[32], m[32], et[32], what[QP_RANK_HOST_MAX + 128];
+  int failed = 0, named = 0;
+  for (int k = 0; cgroup_arg && k < pred->n_nodes; ++k)
+    for (int i = 0; i < cg->n_nodes; ++i)
+      named += strcmp(cg->node[i], pred->nodes[k].host) == 0;
+  for (int k = 0; k < pred->n_nodes && pred->n_nodes <= 64; ++k) {
+    const qp_sacct_node *n = &pred->nodes[k];
+    int64_t peak = -1;
+    for (int i = 0; named && i < cg->n_nodes; ++i)
+      if (strcmp(cg->node[i], n->host) == 0) peak = cg->node_peak[i];
+    const int judged = named ? peak >= 0 : cgroup_arg && k == pred->node_at;
+    if (named)
+      snprintf(what, sizeof what, "%.64s (%d rank%s): job cgroup peak", n->host, n->ranks,
+               n->ranks == 1 ? "" : "s");
+    else
+      snprintf(what, sizeof what, "%.64s (%d rank%s)%s", n->host, n->ranks,
+               n->ranks == 1 ? "" : "s",
+               !cgroup_arg ? ""
+               : judged    ? ": the largest, against the largest cgroup peak"
+                           : "");
+    const int64_t meas = judged ? (named ? peak : cg->peak) : -1;
+    const double e = judged ? qp_val_rel_error(meas, n->predicted) : NAN;
+    const int bad = judged && qp_val_outside(e, tolerance);
+    failed += bad;
+    fprintf(out, "  %-10s %-52.52s | %10s %10s %8s | %s\n", "node", what,
+            qp_val_mib_text(n->predicted, p, sizeof p), qp_val_mib_text(meas, m, sizeof m),
+            qp_val_err_text(e, judged, et, sizeof et),
+            bad          ? "FAIL"
+            : judged     ? "ok"
+            : cgroup_arg ? "- (no peak of it)"
+                         : "- (no --cgroup-peak)");
+  }
+  if (pred->n_nodes > 64) { /* the largest alone */
+    const double e = cgroup_arg ? qp_val_rel_error(cg->peak, pred->node) : NAN;
+    const int bad = cgroup_arg && qp_val_outside(e, tolerance);
+    failed += bad;
+    fprintf(out, "  %-10s %-52.52s | %10s %10s %8s | %s\n", "node", "the largest of the nodes",
+            qp_val_mib_text(pred->node, p, sizeof p),
+            qp_val_mib_text(cgroup_arg ? cg->peak : -1, m, sizeof m),
+            qp_val_err_text(e, cgroup_arg != NULL, et, sizeof et),
+            bad          ? "FAIL"
+            : cgroup_arg ? "ok"
+                         : "-");
+  }
+  return failed;
 }
 
 /* Prints the job table; returns the number of failed comparisons (the job's state counts as
- * one when it is OUT_OF_MEMORY). */
-static int qp_sacct_print(FILE *out, const qp_sacct *a, const char *cgroup_arg, int64_t cgroup_peak,
-                          const qp_sacct_prediction *pred, int gather_anon, double tolerance) {
+ * one when it is OUT_OF_MEMORY). `under`: the node whose rank shows the cgroup undercount
+ * (the rank's comparison is then not judged), -1 none. */
+static int qp_sacct_print(FILE *out, const qp_sacct *a, const char *cgroup_arg,
+                          const qp_cgroup_peaks *cg, const qp_sacct_prediction *pred,
+                          const qp_gather *g, int under, double tolerance) {
   char p[32], m[32], et[32], what[512];
   int failed = 0;
   fprintf(out,
-          "\njob %s (Slurm accounting %s): %d rank(s), %d per node; predicted = stage peak + "
+          "\njob %s (Slurm accounting %s): %d rank(s) on %d node(s); predicted = stage peak + "
           "overhead (+ library buffers), per node the ranks of a node summed with their shared "
           "pages once\n",
-          a->job, a->path, pred->n_ranks, pred->per_node);
-  if (gather_anon && pred->shared_known)
+          a->job, a->path, pred->n_ranks, pred->n_nodes > 0 ? pred->n_nodes : 1);
+  fprintf(out, "  gather type: %s\n", g->text);
+  if (pred->n_ranks > 1 && !pred->by_host)
+    fprintf(out,
+            "  note: this results file does not record each rank's host (a qmlpipe before the "
+            "host record): nodes taken as blocks of %d consecutive ranks (ranks_per_node), "
+            "right only for even placement\n",
+            pred->per_node);
+  if (g->anon && pred->shared_known)
     fprintf(out,
             "  MaxRSS as jobacct_gather/cgroup counts it (anonymous memory): the rank's "
             "prediction less its baseline's file-backed and shared pages, %s MiB\n",
             qp_val_mib_text(pred->shared, p, sizeof p));
-  else if (gather_anon)
+  else if (g->anon)
     fprintf(out, "  (this results file does not record its baseline's shared pages: the rank's "
                  "prediction includes them)\n");
   else
@@ -350,18 +382,33 @@ static int qp_sacct_print(FILE *out, const qp_sacct *a, const char *cgroup_arg, 
            a->task[0] ? " (task " : "", a->task, a->node[0] ? ", " : "", a->node);
   if (a->task[0]) strncat(what, ")", sizeof what - strlen(what) - 1);
   double e = qp_val_rel_error(a->max_rss, pred->rank);
-  int bad = qp_val_outside(e, tolerance);
+  int bad = under < 0 && qp_val_outside(e, tolerance);
   failed += bad;
   fprintf(out, "  %-10s %-52s | %10s %10s %8s | %s\n", "rank", what,
           qp_val_mib_text(pred->rank, p, sizeof p), qp_val_mib_text(a->max_rss, m, sizeof m),
-          qp_val_err_text(e, 1, et, sizeof et), bad ? "FAIL" : "ok");
-  if (cgroup_arg) {
+          qp_val_err_text(e, under < 0, et, sizeof et),
+          under >= 0 ? "NOT JUDGED: sacct undercounts"
+          : bad      ? "FAIL"
+                     : "ok");
+  if (under >= 0) {
+    const qp_sacct_node *n = &pred->nodes[under];
+    fprintf(out,
+            "  sacct's MaxRSS %s MiB%s%s is below what rank %d on node %s measured itself (%s "
+            "MiB): jobacct_gather/cgroup counted only the first node's tasks of this %d-node "
+            "step (Slurm 22.05); its MaxRSS, MaxRSSNode and MaxRSSTask are not the job's. Set "
+            "JobAcctGatherType=jobacct_gather/linux (docs/slurm.md)\n",
+            qp_val_mib_text(a->max_rss, m, sizeof m), a->node[0] ? " on " : "", a->node,
+            n->measured_rank, n->host, qp_val_mib_text(n->measured, p, sizeof p), pred->n_nodes);
+  }
+  if (pred->n_nodes > 0) {
+    failed += qp_sacct_print_nodes(out, cgroup_arg, cg, pred, tolerance);
+  } else if (cgroup_arg) { /* one process: the rank is the node */
     snprintf(what, sizeof what, "job cgroup peak (%s)", cgroup_arg);
-    e = qp_val_rel_error(cgroup_peak, pred->node);
+    e = qp_val_rel_error(cg->peak, pred->node);
     bad = qp_val_outside(e, tolerance);
     failed += bad;
     fprintf(out, "  %-10s %-52.52s | %10s %10s %8s | %s\n", "node", what,
-            qp_val_mib_text(pred->node, p, sizeof p), qp_val_mib_text(cgroup_peak, m, sizeof m),
+            qp_val_mib_text(pred->node, p, sizeof p), qp_val_mib_text(cg->peak, m, sizeof m),
             qp_val_err_text(e, 1, et, sizeof et), bad ? "FAIL" : "ok");
   } else {
     fprintf(out, "  %-10s %-52s | %10s %10s %8s | %s\n", "node", "(no --cgroup-peak: not compared)",
@@ -377,14 +424,27 @@ static int qp_sacct_print(FILE *out, const qp_sacct *a, const char *cgroup_arg, 
 
 qp_err qp_validate_sacct(const qp_sacct_request *req, FILE *out, int *n_failed) {
   qp_sacct acct;
-  qp_sacct_prediction pred;
-  int64_t cg = -1;
+  qp_sacct_prediction pred = {0};
+  qp_gather gather;
+  qp_cgroup_peaks *cg = calloc(1, sizeof *cg);
   *n_failed = 0;
-  const int anon = !req->gather_linux;
-  QP_CALL(qp_sacct_read(req->sacct, &acct));
-  if (req->cgroup) QP_CALL(qp_cgroup_peak_read(req->cgroup, &cg));
-  QP_CALL(qp_sacct_predict(req->results, req->set, anon, &pred));
-  *n_failed = qp_sacct_print(out, &acct, req->cgroup, cg, &pred, anon, req->tolerance);
+  QP_CHECK(cg, QP_ERR_NOMEM, "no memory for the cgroup peaks");
+  qp_err err = qp_sacct_read(req->sacct, &acct);
+  if (err == QP_OK && req->cgroup) err = qp_cgroup_peak_read(req->cgroup, cg);
+  if (err == QP_OK) err = qp_gather_decide(req, &gather);
+  if (err == QP_OK) err = qp_sacct_predict(req->results, req->set, gather.anon, &pred);
+  if (err != QP_OK) {
+    free(cg);
+    return err;
+  }
+  const int under = qp_sacct_undercount(&acct, &pred, gather.anon, req->tolerance);
+  *n_failed = qp_sacct_print(out, &acct, req->cgroup, cg, &pred, &gather, under, req->tolerance);
+  char under_host[QP_RANK_HOST_MAX] = "";
+  if (under >= 0) snprintf(under_host, sizeof under_host, "%s", pred.nodes[under].host);
+  const int under_rank = under >= 0 ? pred.nodes[under].measured_rank : -1;
+  const int nodes = pred.n_nodes;
+  qp_sacct_prediction_free(&pred);
+  free(cg);
   QP_CHECK(acct.n_numeric, QP_ERR_INPUT,
            "%s: job %s has no srun step (%s.0, ...): the MaxRSS of qmlpipe's ranks is in its "
            "srun step (the generated scripts run qmlpipe with srun)",
@@ -402,5 +462,13 @@ qp_err qp_validate_sacct(const qp_sacct_request *req, FILE *out, int *n_failed) 
     qp_error_print(stderr, 0);
     qp_error_clear();
   }
+  /* The rank's figure is false: neither a pass nor a failure of the model (its own status). */
+  QP_CHECK(under < 0, QP_ERR_UNSUPPORTED,
+           "%s: step %s's MaxRSS %.1f MiB (node %s) is below what rank %d on node %s measured "
+           "itself: Slurm's jobacct_gather/cgroup counts only the first node's tasks of a "
+           "%d-node step, so sacct cannot validate the ranks of this job; the site must set "
+           "JobAcctGatherType=jobacct_gather/linux (docs/slurm.md, \"Placement, gather type\")",
+           req->sacct, acct.step, (double)acct.max_rss / 1048576.0, acct.node[0] ? acct.node : "?",
+           under_rank, under_host, nodes);
   return QP_OK;
 }

@@ -570,6 +570,11 @@ int main(int argc, char **argv) {
     char *text = qp_cli_slurp("pd2r_ranks.out");
     TEST_ASSERT(strstr(text, "resumed (not compared)") && !strstr(text, "NO: tracked"),
                 "report --ranks:\n%s", text);
+    /* The resumed stages' errors say so, never +nan (issue 41); each rank's host is named. */
+    TEST_ASSERT(strstr(text, " resumed | ") && !strstr(text, "nan") &&
+                    strstr(text, "resumed from the checkpoint: not compared") &&
+                    strstr(text, "placement: 1 node(s) by host name") && strstr(text, ", host "),
+                "report --ranks of a resumed run:\n%s", text);
     free(text);
     /* SMW on the grid, whose mode maps (2 columns, block 8) rank 1 holds none of: saved on
      * every rank all the same (their shape), on dist and on hostdev-dist. */

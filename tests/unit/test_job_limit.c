@@ -48,7 +48,7 @@ static void write_file(const char *path, const char *text) {
 }
 
 static qp_job_env env_of(const char *proc) {
-  return (qp_job_env){proc, ROOT "/sys", fake_getenv, 0, 0, 1};
+  return (qp_job_env){proc, ROOT "/sys", fake_getenv, 0, 0, 1, 0};
 }
 
 static int near(double a, double b) { return qp_test_within(fabs(a - b), 1.0); }
@@ -77,12 +77,11 @@ int main(void) {
              "9223372036854771712\n");
   e = env_of(ROOT "/proc_v1");
   TEST_OK(qp_job_limit_find(&e, 0, 1, &l));
-  TEST_ASSERT(l.from_job && near(l.limit, 4096 * mib) &&
-                  near(l.margin, 0.05 * 4096 * mib) && near(l.usable, 0.95 * 4096 * mib),
+  TEST_ASSERT(l.from_job && near(l.limit, 4096 * mib) && near(l.margin, 0.05 * 4096 * mib) &&
+                  near(l.usable, 0.95 * 4096 * mib),
               "v1: limit %g margin %g usable %g", l.limit, l.margin, l.usable);
-  TEST_ASSERT(strstr(l.source, "cgroup v1 memory.limit_in_bytes") &&
-                  strstr(l.source, "job_12") && strstr(l.source, "walked up from") &&
-                  !strstr(l.source, "shared"),
+  TEST_ASSERT(strstr(l.source, "cgroup v1 memory.limit_in_bytes") && strstr(l.source, "job_12") &&
+                  strstr(l.source, "walked up from") && !strstr(l.source, "shared"),
               "v1 source: '%s'", l.source);
   printf("v1: %s -> usable %.1f MiB\n", l.source, l.usable / mib);
   /* Two ranks on the node share the job cgroup; memory.host_limit smaller still wins. */
@@ -97,8 +96,8 @@ int main(void) {
   write_file(ROOT "/sys/memory/slurm/job_3/step_0/task_1/memory.limit_in_bytes", "1073741824");
   e = env_of(ROOT "/proc_task");
   TEST_OK(qp_job_limit_find(&e, 0, 4, &l));
-  TEST_ASSERT(near(l.limit, 1024 * mib) && !strstr(l.source, "shared"), "task_: %g '%s'",
-              l.limit, l.source);
+  TEST_ASSERT(near(l.limit, 1024 * mib) && !strstr(l.source, "shared"), "task_: %g '%s'", l.limit,
+              l.source);
   /* Malformed content: skipped with a note; the walk goes on to the parent. */
   write_file(ROOT "/proc_bad", "4:cpu,memory:/a/b\n");
   write_file(ROOT "/sys/memory/a/b/memory.limit_in_bytes", "lots\n");
@@ -135,6 +134,17 @@ int main(void) {
   env_set(1, "SLURM_NTASKS_PER_NODE", "4");
   TEST_OK(qp_job_limit_find(&e, 0, 1, &l));
   TEST_ASSERT(near(l.limit, 1024 * mib), "per node / 4: %g '%s'", l.limit, l.source);
+  /* Under MPI the node's ranks are MPI's count (uneven placement: this node holds 1 of the
+   * job's 1 + 3, whatever --ntasks-per-node and the first node's entry say). */
+  e.node_ranks_exact = 1;
+  TEST_OK(qp_job_limit_find(&e, 0, 1, &l));
+  TEST_ASSERT(near(l.limit, 4096 * mib) && !strstr(l.source, "shared by"),
+              "MPI's 1 rank on this node: %g '%s'", l.limit, l.source);
+  TEST_OK(qp_job_limit_find(&e, 0, 3, &l));
+  TEST_ASSERT(near(l.limit, 4096 * mib / 3) && strstr(l.source, "shared by 3 ranks") &&
+                  strstr(l.source, "(MPI)"),
+              "MPI's 3 ranks on this node: %g '%s'", l.limit, l.source);
+  e.node_ranks_exact = 0;
   env_set(0, "SLURM_MEM_PER_CPU", "300");
   env_set(1, "SLURM_CPUS_PER_TASK", "2");
   TEST_OK(qp_job_limit_find(&e, 0, 1, &l));
@@ -144,9 +154,9 @@ int main(void) {
   env_set(0, "SLURM_MEM_PER_NODE", "0"); /* --mem=0: the whole node, no limit */
   TEST_OK(qp_job_limit_find(&e, 0, 1, &l));
   TEST_ASSERT(l.usable == 0, "SLURM_MEM_PER_NODE=0 set a limit: %g '%s'", l.usable, l.source);
-  const char *bad[][2] = {{"SLURM_MEM_PER_NODE", "4G"},     {"SLURM_MEM_PER_NODE", "-5"},
-                          {"SLURM_MEM_PER_CPU", "12.5"},    {"SLURM_CPUS_PER_TASK", "two"},
-                          {"SLURM_TASKS_PER_NODE", "(x2)"}, {"SLURM_NTASKS_PER_NODE", "4x"},
+  const char *bad[][2] = {{"SLURM_MEM_PER_NODE", "4G"},       {"SLURM_MEM_PER_NODE", "-5"},
+                          {"SLURM_MEM_PER_CPU", "12.5"},      {"SLURM_CPUS_PER_TASK", "two"},
+                          {"SLURM_TASKS_PER_NODE", "(x2)"},   {"SLURM_NTASKS_PER_NODE", "4x"},
                           {"QMLPIPE_IGNORE_JOB_LIMIT", "yes"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     env_set(0, "SLURM_MEM_PER_CPU", "100");
