@@ -168,14 +168,18 @@ static qp_err qp_whiten_product(qp_problem *p, const qp_matrix *stack, int64_t j
   return QP_OK;
 }
 
-/* Cross-spectra: M = Cov(y) (docs/science.md), with every parameter's Y_p = C_A^-1 P_p C_B^-1
- * in the stack (no chunks: planner_chunks.c; qp_products_to_y) and slot k free (its noise
- * slot: the bias was summed):
- *   4 T_pq = tr(C_A^-1 P_p C_B^-1 S C_A^-1 P_q C_B^-1 S) = tr(K_p K_q), K_p = Y_p S,
- * S the covariance of the two map sets, Cov(x_A, x_B). Each Y_p becomes K_p in place (one gemm
- * through slot k), then K_q^T goes to slot k and one column of dots with the stack gives T's
- * column q: M_pq = T_pq + F_pq / 2. */
-static qp_err qp_cross_y_covariance(qp_problem *p, const qp_matrix *products, double *gram) {
+/* Cross-spectra: M = Cov(y) (docs/science.md), with every parameter's product in the stack (no
+ * chunks: planner_chunks.c) and slot k free (its noise slot: the bias was summed):
+ *   4 T_pq = tr(C_A^-1 P_p C_B^-1 S C_A^-1 P_q C_B^-1 S) = tr(K_p K_q),
+ * S the covariance of the two map sets, Cov(x_A, x_B). The stack holds either Y_p = C_A^-1 P_p
+ * C_B^-1 (`whitened` 0: the window functions made them), K_p = Y_p S, or the products
+ * G_p = L_A^-1 P_p L_B^-T themselves, K_p = G_p R with R = L_B^-1 S L_A^-T (the same trace,
+ * L_A^-T moved round): R costs two trmm once where each Y_p costs two, a third of fisher_run
+ * (T nside 16 unbinned, docs/benchmarks.md). Each becomes K_p in place (one gemm through slot
+ * k), then K_q^T goes to slot k and one column of dots with the stack gives T's column q:
+ * M_pq = T_pq + F_pq / 2. */
+static qp_err qp_cross_y_covariance(qp_problem *p, const qp_matrix *products, int whitened,
+                                    double *gram) {
   const qp_config *cfg = p->cfg;
   const int64_t n = p->n_pix, np = p->n_params, k = p->plan->model_dims.fisher_chunk;
   QP_CHECK(k == np, QP_ERR_INTERNAL,
@@ -187,6 +191,10 @@ static qp_err qp_cross_y_covariance(qp_problem *p, const qp_matrix *products, do
   qp_host_window seen = {0};
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_CROSS_SIGNAL, QP_TERM_TRANSIENT, n, n, &h));
   QP_CALL_GOTO(qp_pixel_signal(p, &h, cfg->ell_min, cfg->lmax_signal), done);
+  if (whitened) {
+    QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov_b, &h), done);
+    QP_CALL_GOTO(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, &h), done);
+  }
   QP_CALL_GOTO(qp_matrix_stack_slot(products, k, p->ops, QP_TERM_PRODUCTS, n, n, &temp), done);
   for (int64_t j = 0; j < np; ++j) {
     qp_matrix slot;
@@ -404,9 +412,8 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
       qp_host_window_discard(&seen);
     }
     /* The window's dots with this chunk (its F and b are summed: its products become Y_q);
-     * cross-spectra's covariance wants the Y_q too. */
-    if ((windows && !unit) || p->plan->model_dims.cross_maps)
-      QP_CALL_GOTO(qp_products_to_y(p, &products, count), done);
+     * cross-spectra's covariance then takes the Y_q, else the products (qp_cross_y_covariance). */
+    if (windows && !unit) QP_CALL_GOTO(qp_products_to_y(p, &products, count), done);
     if (windows && !unit) {
       /* A batch of 1 is built in the products' spare slot: the streaming one, or the noise's
        * when there is one chunk (its bias is summed). */
@@ -421,7 +428,7 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   if (unit) memcpy(p->fisher_ell, p->fisher, (size_t)(np * np) * sizeof *p->fisher);
   qp_progress_note(&progress, "Fisher matrix and noise bias");
   if (p->plan->model_dims.cross_maps) {
-    QP_CALL_GOTO(qp_cross_y_covariance(p, &products, gram.data), done);
+    QP_CALL_GOTO(qp_cross_y_covariance(p, &products, !(windows && !unit), gram.data), done);
     qp_progress_note(&progress, "covariance of the cross y");
   }
 done:
