@@ -55,14 +55,6 @@ static qp_err qp_cfg_check_cross(const qp_cfg_ctx *ctx, qp_config *cfg) {
   QP_CALL(qp_cfg_check_noise(ctx, "noise2", K_NOISE2, cfg->fields, cfg->noise2_kind,
                              ctx->variance2_t_line, ctx->variance2_p_line, cfg->noise2_variance,
                              &cfg->noise2_variance_pol));
-  /* Not built yet: C_B from C_A is a diagonal update (stage_covariance.c). */
-  QP_CHECK(cfg->noise_kind != QP_NOISE_COVARIANCE && cfg->noise2_kind != QP_NOISE_COVARIANCE,
-           QP_ERR_UNSUPPORTED,
-           "config %s line %d: cross-spectra with a dense noise covariance (%s.covariance) are "
-           "not supported yet: give both noises as variance, variance_t/variance_p or "
-           "variance_map",
-           ctx->file, ctx->line[cfg->noise_kind == QP_NOISE_COVARIANCE ? K_NOISE : K_NOISE2],
-           cfg->noise_kind == QP_NOISE_COVARIANCE ? "noise" : "noise2");
   return QP_OK;
 }
 

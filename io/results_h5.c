@@ -147,6 +147,8 @@ static qp_err qp_results_cross_attrs(const qp_h5_out *o, const qp_config *c) {
     QP_CALL(qp_h5_attr_write_f64(root, o->path, "noise2_variance_pol", c->noise2_variance_pol));
   } else {
     QP_CALL(qp_h5_attr_write_string(root, o->path, "noise2_file", c->noise2_file));
+    if (c->noise2_kind == QP_NOISE_COVARIANCE)
+      QP_CALL(qp_h5_attr_write_string(root, o->path, "noise2_dataset", c->noise2_dataset));
   }
   return QP_OK;
 }

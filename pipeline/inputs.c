@@ -181,12 +181,13 @@ static qp_err qp_inputs_read_fields(const qp_problem *p, const char *path, const
   return QP_OK;
 }
 
-/* Adds the diagonal entries of N that window w (N's local columns col0.., w's width) holds to
+/* Adds the diagonal entries of n that window w (n's local columns col0.., w's width) holds to
  * sum[field] (T's entries, then Q's and U's). */
-static void qp_inputs_noise_diagonal(const qp_problem *p, const qp_host_window *w, int64_t col0,
-                                     int64_t width, double sum[2]) {
+static void qp_inputs_noise_diagonal(const qp_problem *p, const qp_matrix *n,
+                                     const qp_host_window *w, int64_t col0, int64_t width,
+                                     double sum[2]) {
   for (int64_t lj = col0; lj < col0 + width; ++lj) {
-    const int64_t gj = qp_matrix_global_col(&p->noise, lj), li = qp_matrix_local_row(&p->noise, gj);
+    const int64_t gj = qp_matrix_global_col(n, lj), li = qp_matrix_local_row(n, gj);
     if (li >= 0) sum[gj >= p->n_obs_t] += w->data[li + (lj - col0) * w->ld];
   }
 }
@@ -202,29 +203,21 @@ static qp_err qp_inputs_noise_means(qp_problem *p, double sum[2]) {
   return QP_OK;
 }
 
-static qp_err qp_inputs_dense_noise(qp_problem *p) {
-  const qp_config *cfg = p->cfg;
-  int64_t rows, cols;
-  QP_CALL(qp_h5_matrix_info(cfg->noise_file, cfg->noise_dataset, &rows, &cols));
-  QP_CHECK(rows == p->n_pix && cols == p->n_pix, QP_ERR_INPUT,
-           "noise covariance '%s' dataset '%s' is %lld x %lld, but the data vector has %lld "
-           "entries (T at the observed pixels of the mask '%s', then Q and U at those of "
-           "mask_pol)",
-           cfg->noise_file, cfg->noise_dataset, (long long)rows, (long long)cols,
-           (long long)p->n_pix, cfg->mask);
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_NOISE, QP_TERM_PERSISTENT, rows, cols, &p->noise));
+/* A dense noise covariance `dataset` of `file` (n_pix x n_pix, symmetric) into n, created
+ * already on the run's backend; this rank's sums of its diagonal by field into sum. */
+static qp_err qp_inputs_read_dense(qp_problem *p, const char *file, const char *dataset,
+                                   qp_matrix *n, double sum[2]) {
+  const int64_t rows = p->n_pix;
   /* Read on the host (into N itself on a host backend), checked there, then handed over. */
   qp_host_window w = {0};
   qp_err err = QP_OK;
-  /* This rank's sums of N's diagonal by field, to become their means (qp_inputs_noise_means) */
-  p->noise_field_mean[0] = p->noise_field_mean[1] = 0.0;
-  const qp_grid *g = p->noise.grid;
-  if (!g && qp_host_panel(p) >= p->noise.local_cols) {
+  sum[0] = sum[1] = 0.0;
+  const qp_grid *g = n->grid;
+  if (!g && qp_host_panel(p) >= n->local_cols) {
     /* One process, whole: one read, then every entry against its mirror in memory. */
-    QP_CALL(qp_host_window_open(&p->noise, 0, p->noise.local_cols, QP_ACCESS_WRITE, &w));
-    QP_CALL_GOTO(qp_h5_matrix_read_symmetric(cfg->noise_file, cfg->noise_dataset, rows, w.data),
-                 fail);
-    qp_inputs_noise_diagonal(p, &w, 0, p->noise.local_cols, p->noise_field_mean);
+    QP_CALL(qp_host_window_open(n, 0, n->local_cols, QP_ACCESS_WRITE, &w));
+    QP_CALL_GOTO(qp_h5_matrix_read_symmetric(file, dataset, rows, w.data), fail);
+    qp_inputs_noise_diagonal(p, n, &w, 0, n->local_cols, sum);
     QP_CALL(qp_host_window_close(&w));
     return QP_OK;
   }
@@ -232,25 +225,57 @@ static qp_err qp_inputs_dense_noise(qp_problem *p) {
    * reads its own blocks (one process: a panel's columns in one read), a panel of its local
    * columns at a time, and checks each entry against its mirror in the file; nothing of size
    * n_pix^2 goes through one rank, nor more than a panel of it through the host at once. */
-  for (int64_t col0 = 0, width; col0 < p->noise.local_cols; col0 += width) {
-    width = qp_host_panel_width(p, p->noise.local_cols, col0);
-    QP_CALL(qp_host_window_open(&p->noise, col0, width, QP_ACCESS_WRITE, &w));
+  for (int64_t col0 = 0, width; col0 < n->local_cols; col0 += width) {
+    width = qp_host_panel_width(p, n->local_cols, col0);
+    QP_CALL(qp_host_window_open(n, col0, width, QP_ACCESS_WRITE, &w));
     if (g)
-      QP_CALL_GOTO(qp_h5_matrix_read_local_columns(cfg->noise_file, cfg->noise_dataset, rows,
-                                                   g->block, g->nprow, g->npcol, g->myrow, g->mycol,
-                                                   col0, width, w.data, w.ld),
+      QP_CALL_GOTO(qp_h5_matrix_read_local_columns(file, dataset, rows, g->block, g->nprow,
+                                                   g->npcol, g->myrow, g->mycol, col0, width,
+                                                   w.data, w.ld),
                    fail);
     else
-      QP_CALL_GOTO(qp_h5_matrix_read_columns(cfg->noise_file, cfg->noise_dataset, rows, col0, width,
-                                             w.data, w.ld),
-                   fail);
-    qp_inputs_noise_diagonal(p, &w, col0, width, p->noise_field_mean);
+      QP_CALL_GOTO(qp_h5_matrix_read_columns(file, dataset, rows, col0, width, w.data, w.ld), fail);
+    qp_inputs_noise_diagonal(p, n, &w, col0, width, sum);
     QP_CALL(qp_host_window_close(&w));
   }
   return QP_OK;
 fail:
   qp_host_window_discard(&w);
   return err;
+}
+
+/* Its shape against the data vector's, naming `key` (noise or noise2). */
+static qp_err qp_inputs_dense_shape(const qp_problem *p, const char *key, const char *file,
+                                    const char *dataset) {
+  int64_t rows, cols;
+  QP_CALL(qp_h5_matrix_info(file, dataset, &rows, &cols));
+  QP_CHECK(rows == p->n_pix && cols == p->n_pix, QP_ERR_INPUT,
+           "%s covariance '%s' dataset '%s' is %lld x %lld, but the data vector has %lld "
+           "entries (T at the observed pixels of the mask '%s', then Q and U at those of "
+           "mask_pol)",
+           key, file, dataset, (long long)rows, (long long)cols, (long long)p->n_pix,
+           p->cfg->mask);
+  return QP_OK;
+}
+
+static qp_err qp_inputs_dense_noise(qp_problem *p) {
+  const qp_config *cfg = p->cfg;
+  QP_CALL(qp_inputs_dense_shape(p, "noise", cfg->noise_file, cfg->noise_dataset));
+  QP_CALL(qp_matrix_create(p->ops, QP_TERM_NOISE, QP_TERM_PERSISTENT, p->n_pix, p->n_pix,
+                           &p->noise));
+  QP_CALL(qp_inputs_read_dense(p, cfg->noise_file, cfg->noise_dataset, &p->noise,
+                               p->noise_field_mean));
+  return QP_OK;
+}
+
+qp_err qp_inputs_read_noise2(qp_problem *p, qp_matrix *into) {
+  const qp_config *cfg = p->cfg;
+  double sum[2];
+  qp_err err = qp_inputs_dense_shape(p, "noise2", cfg->noise2_file, cfg->noise2_dataset);
+  if (err == QP_OK) err = qp_inputs_read_dense(p, cfg->noise2_file, cfg->noise2_dataset, into, sum);
+  /* Distributed, a rank may find a bad block alone: every rank learns it here. */
+  QP_CALL(qp_comm_agree(err));
+  return QP_OK;
 }
 
 /* The maps and a variance map (rank 0 only with MPI); for cross-spectra maps2 after the maps
@@ -280,7 +305,8 @@ qp_err qp_inputs_read_data(qp_problem *p) {
   if (err == QP_OK && cfg->noise_kind != QP_NOISE_COVARIANCE)
     err =
         QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix, &p->noise_variance);
-  if (err == QP_OK && cross)
+  /* A dense noise2 is read into C_B's buffer in covariance_setup (qp_inputs_read_noise2). */
+  if (err == QP_OK && cross && cfg->noise2_kind != QP_NOISE_COVARIANCE)
     err = QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE_B, QP_TERM_PERSISTENT, p->n_pix,
                            &p->noise_variance_b);
   QP_CALL(qp_comm_agree(err));
@@ -302,7 +328,8 @@ qp_err qp_inputs_read_data(qp_problem *p) {
   }
   QP_CALL(qp_comm_agree(qp_inputs_reader() ? qp_inputs_read_map_files(p) : QP_OK));
   QP_CALL(qp_comm_bcast(p->maps, (size_t)(p->n_pix * columns) * sizeof(double)));
-  if (cross) QP_CALL(qp_comm_bcast(p->noise_variance_b, (size_t)p->n_pix * sizeof(double)));
+  if (p->noise_variance_b)
+    QP_CALL(qp_comm_bcast(p->noise_variance_b, (size_t)p->n_pix * sizeof(double)));
   if (p->noise_variance) {
     QP_CALL(qp_comm_bcast(p->noise_variance, (size_t)p->n_pix * sizeof(double)));
     double sum[2] = {0.0, 0.0};

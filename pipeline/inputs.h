@@ -31,5 +31,9 @@ qp_err qp_inputs_touch_libraries(const qp_problem *p);
 /** Reads the maps and the noise into QP_TERM_MAPS and QP_TERM_NOISE_VARIANCE / QP_TERM_NOISE,
  *  checking nside, NaN/UNSEEN at observed pixels, positive variances, a symmetric N. */
 qp_err qp_inputs_read_data(qp_problem *p);
+/** Cross-spectra with a dense noise2 (covariance_setup): noise2's covariance, checked as
+ *  noise's is (shape, symmetry), into `into` (C_B's buffer, n_pix^2 on the run's backend).
+ *  Collective. */
+qp_err qp_inputs_read_noise2(qp_problem *p, qp_matrix *into);
 
 #endif

@@ -243,9 +243,11 @@ qp_err qp_inputs_check_files(const qp_config *cfg) {
     snprintf(role, sizeof role, "map file (maps2[%d])", m);
     QP_CALL(qp_input_check(role, cfg->maps2[m], QP_INPUT_ANY_SIZE));
   }
-  if (cfg->n_maps2 > 0 && cfg->noise2_kind == QP_NOISE_VARIANCE_MAP)
-    QP_CALL(qp_input_check("noise variance map (noise2.variance_map)", cfg->noise2_file,
-                           QP_INPUT_ANY_SIZE));
+  if (cfg->n_maps2 > 0 && cfg->noise2_kind != QP_NOISE_VARIANCE)
+    QP_CALL(qp_input_check(cfg->noise2_kind == QP_NOISE_COVARIANCE
+                               ? "noise covariance file (noise2.covariance)"
+                               : "noise variance map (noise2.variance_map)",
+                           cfg->noise2_file, QP_INPUT_ANY_SIZE));
   const int noise_file = cfg->noise_kind != QP_NOISE_VARIANCE;
   const struct {
     const char *role, *path;

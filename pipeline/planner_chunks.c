@@ -53,6 +53,7 @@ qp_err qp_plan_model(const qp_problem *p, const qp_plan *plan, qp_model_path pat
       .host_panel = pieces->host_panel,
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
       .cross_maps = cfg->n_maps2 > 0,
+      .noise2_dense = cfg->n_maps2 > 0 && cfg->noise2_kind == QP_NOISE_COVARIANCE,
       .n_window =
           cfg->window_functions ? (int64_t)cfg->n_spectra * (cfg->lmax - cfg->ell_min + 1) : 0,
       .reader = qp_comm_rank() == 0,

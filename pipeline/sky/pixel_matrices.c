@@ -392,19 +392,25 @@ done:
   return err;
 }
 
-void qp_pixel_add_noise_variance(const qp_problem *p, qp_host_window *w) {
-  if (!p->noise_variance) return;
+/* w's part of the diagonal += variance (NULL: nothing). */
+static void qp_pixel_add_variance(const double *variance, qp_host_window *w) {
+  if (!variance) return;
   const qp_matrix *m = w->m;
   for (int64_t k = 0; k < w->cols; ++k) {
     const int64_t gj = qp_matrix_global_col(m, w->col0 + k);
     const int64_t li = qp_matrix_local_row(m, gj);
-    if (li >= 0) w->data[li + k * w->ld] += p->noise_variance[gj];
+    if (li >= 0) w->data[li + k * w->ld] += variance[gj];
   }
 }
 
-/* m += S(lo..hi) (+ the diagonal N when `noise`), pair sums a panel of columns at a time. */
-static qp_err qp_pixel_add_signal(const qp_problem *p, qp_matrix *m, int lo, int hi, int noise) {
-  if ((!noise || !p->noise_variance) && lo > hi) return QP_OK;
+void qp_pixel_add_noise_variance(const qp_problem *p, qp_host_window *w) {
+  qp_pixel_add_variance(p->noise_variance, w);
+}
+
+/* m += S(lo..hi) (+ diag(variance) unless NULL), pair sums a panel of columns at a time. */
+static qp_err qp_pixel_add_signal(const qp_problem *p, qp_matrix *m, int lo, int hi,
+                                  const double *variance) {
+  if (!variance && lo > hi) return QP_OK;
   /* A panel of local columns at a time (the plan's, under memory.host_limit on a device
    * backend; all of them otherwise): each panel's pairs are summed again, those of its
    * positions with every other. */
@@ -412,7 +418,7 @@ static qp_err qp_pixel_add_signal(const qp_problem *p, qp_matrix *m, int lo, int
     cols = qp_host_panel_width(p, m->local_cols, col0);
     qp_host_window w;
     QP_CALL(qp_host_window_open(m, col0, cols, QP_ACCESS_READ_WRITE, &w));
-    if (noise) qp_pixel_add_noise_variance(p, &w);
+    qp_pixel_add_variance(variance, &w);
     const qp_pixel_columns pc = {col0, cols, w.ld};
     qp_err err =
         lo <= hi ? qp_pixel_matrices_build_columns(p, w.data, lo, hi, 0, 0, NULL, &pc) : QP_OK;
@@ -430,11 +436,16 @@ qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int
   /* A dense N is copied in, unless m is N itself (N_eff = N + S_fixed in N's buffer). */
   if (p->noise.data && m->data != p->noise.data)
     QP_CALL(qp_linalg_copy_sub(n, n, &p->noise, 0, 0, m, 0, 0));
-  return qp_pixel_add_signal(p, m, lo, hi, 1);
+  return qp_pixel_add_signal(p, m, lo, hi, p->noise_variance);
 }
 
 qp_err qp_pixel_signal(const qp_problem *p, qp_matrix *m, int lo, int hi) {
-  return qp_pixel_add_signal(p, m, lo, hi, 0);
+  return qp_pixel_add_signal(p, m, lo, hi, NULL);
+}
+
+qp_err qp_pixel_signal_plus_variance(const qp_problem *p, qp_matrix *m, const double *variance,
+                                     int lo, int hi) {
+  return qp_pixel_add_signal(p, m, lo, hi, variance);
 }
 
 qp_err qp_pixel_build_slots(const qp_problem *p, const qp_matrix *stack, int64_t slot0,

@@ -65,5 +65,9 @@ qp_err qp_pixel_noise_plus_signal(const qp_problem *p, qp_matrix *m, int lo, int
 /** m (zeros, n_pix x n_pix, any backend) += S(lo..hi), without the noise: the signal's
  *  covariance, the cross-covariance of two map sets with independent noise. */
 qp_err qp_pixel_signal(const qp_problem *p, qp_matrix *m, int lo, int hi);
+/** m += S(lo..hi) + diag(variance) (variance NULL: S alone): C_B = S + N_B of cross-spectra
+ *  where m holds a dense N_B already, or zeros and N_B is the variances. */
+qp_err qp_pixel_signal_plus_variance(const qp_problem *p, qp_matrix *m, const double *variance,
+                                     int lo, int hi);
 
 #endif

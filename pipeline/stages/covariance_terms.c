@@ -45,7 +45,7 @@ qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m) {
                  cov, smw ? bas : fis, "n_pix x 8");
   }
   /* Cross-spectra: N_B makes C_B in covariance_setup, then goes (not on SMW: planner_route.c). */
-  if (d->cross_maps)
+  if (d->cross_maps && !d->noise2_dense)
     qp_model_add(m, QP_TERM_NOISE_VARIANCE_B, QP_TERM_PERSISTENT,
                  qp_model_vector_bytes(d->n_pix, w), cov, cov, "n_pix x 8");
   if (!smw) {

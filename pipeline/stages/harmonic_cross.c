@@ -124,6 +124,7 @@ done:
   qp_matrix_destroy(&p->kernel);
   qp_budget_free(p->noise_variance);
   p->noise_variance = NULL;
+  qp_matrix_destroy(&p->noise);
   return err;
 }
 

@@ -38,12 +38,21 @@ static qp_err qp_smw_noise(qp_problem *p) {
   return QP_OK;
 }
 
-/* Cross-spectra: C_B = S + N_B from C = S + N_A, both noises diagonal (config_check.c): a copy
- * of C and its diagonal moved by N_B - N_A, a panel of local columns at a time, where pair
- * sums for S again would cost O(n_pix^2 lmax). N_B is not needed after. */
+/* Cross-spectra: C_B = S + N_B. Both noises diagonal: from C = S + N_A, a copy of C and its
+ * diagonal moved by N_B - N_A, a panel of local columns at a time, where pair sums for S again
+ * would cost O(n_pix^2 lmax). Either dense: N_B (read into C_B's buffer where it is dense, else
+ * its variances on zeros) + S by pair sums. N_B is not needed after. */
 static qp_err qp_cross_covariance(qp_problem *p) {
   const int64_t n = p->n_pix;
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_COVARIANCE_B, QP_TERM_PERSISTENT, n, n, &p->cov_b));
+  if (!p->noise_variance || !p->noise_variance_b) {
+    if (!p->noise_variance_b) QP_CALL(qp_inputs_read_noise2(p, &p->cov_b));
+    QP_CALL(qp_pixel_signal_plus_variance(p, &p->cov_b, p->noise_variance_b, p->cfg->ell_min,
+                                          p->cfg->lmax_signal));
+    qp_budget_free(p->noise_variance_b);
+    p->noise_variance_b = NULL;
+    return QP_OK;
+  }
   QP_CALL(qp_linalg_copy_sub(n, n, &p->cov, 0, 0, &p->cov_b, 0, 0));
   for (int64_t col0 = 0, cols; col0 < p->cov_b.local_cols; col0 += cols) {
     cols = qp_host_panel_width(p, p->cov_b.local_cols, col0);

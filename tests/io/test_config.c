@@ -326,6 +326,15 @@ static void test_cross(void) {
               "maps2/noise2 read as %d map(s), kind %d, %g, %g", cfg.n_maps2, (int)cfg.noise2_kind,
               cfg.noise2_variance, cfg.noise2_variance_pol);
   qp_config_free(&cfg);
+  /* Dense noise covariances in a cross run (test_cross_reference runs them). */
+  qp_test_write_text(yaml_path, BASE "lmax: 4\nmaps2: [m2.fits]\n"
+                                     "noise2: {covariance: n2.h5, dataset: /n}\n");
+  TEST_OK(qp_config_load(yaml_path, &cfg));
+  TEST_ASSERT(cfg.noise2_kind == QP_NOISE_COVARIANCE && strstr(cfg.noise2_file, "n2.h5") &&
+                  strcmp(cfg.noise2_dataset, "/n") == 0,
+              "noise2.covariance read as kind %d '%s' '%s'", (int)cfg.noise2_kind,
+              cfg.noise2_file, cfg.noise2_dataset);
+  qp_config_free(&cfg);
   qp_test_write_text(yaml_path, BASE "lmax: 4\nmaps2: m2.fits\nnoise2: {variance_map: v2.fits}\n");
   TEST_OK(qp_config_load(yaml_path, &cfg));
   TEST_ASSERT(cfg.noise2_kind == QP_NOISE_VARIANCE_MAP && strstr(cfg.noise2_file, "v2.fits"),
@@ -347,13 +356,6 @@ static void test_cross(void) {
                QP_ERR_INPUT, "unknown key 'bogus' in noise2", NULL);
   expect_error(__LINE__, BASE "lmax: 4\nfields: QU\nmaps2: [a.fits]\nnoise2: {variance_t: 1}\n",
                QP_ERR_INPUT, "noise2.variance_t", NULL);
-  expect_error(__LINE__, BASE "lmax: 4\nmaps2: [a.fits]\nnoise2: {covariance: n.h5}\n",
-               QP_ERR_UNSUPPORTED, "dense noise covariance (noise2.covariance)",
-               "not supported yet");
-  expect_error(__LINE__,
-               "maps: m.fits\nmask: k.fits\ncls: c.txt\nlmax: 4\nnoise: {covariance: n.h5}\n"
-               "maps2: [a.fits]\nnoise2: {variance: 1}\n",
-               QP_ERR_UNSUPPORTED, "(noise.covariance)", NULL);
   expect_error(__LINE__,
                "noise: {variance: 1}\nlmax: 4\ndimensions: {n_pix: 10, n_bins: 2}\n"
                "maps2: [a.fits]\nnoise2: {variance: 1}\n",

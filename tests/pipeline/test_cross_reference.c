@@ -246,6 +246,73 @@ static void check_missing_maps2(const qp_cross_case *c, const qp_cross_sky *sky)
   qp_cli_free(&r);
 }
 
+/* Dense noise covariances in a cross run (noise: {covariance: ...}, noise2 likewise): N_A the
+ * diagonal of the case, N_B its diagonal with every neighbouring pair of the data vector
+ * correlated (0.2 of the smaller variance: diagonally dominant, so positive definite). The
+ * estimator is the formulas' with C_B = S + N_B whatever noise the maps carry: the reference is
+ * computed again with it, and the pixel-direct and projection runs compared with it as above. */
+static void check_dense_noises(const qp_cross_case *c, const qp_cross_sky *sky,
+                               const qp_dense_problem *d, const double *c_a) {
+  const int64_t n = sky->n, nn = n * n;
+  double *na = calloc((size_t)nn, sizeof *na), *nb = calloc((size_t)nn, sizeof *nb);
+  double *c_b = malloc((size_t)nn * sizeof *c_b);
+  char files[2][128];
+  for (int64_t k = 0; k < nn; ++k) {
+    na[k] = sky->noise[0][k];
+    nb[k] = sky->noise[1][k];
+  }
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    const double a = nb[i + i * n], b = nb[(i + 1) + (i + 1) * n];
+    nb[i + (i + 1) * n] = nb[(i + 1) + i * n] = 0.2 * (a < b ? a : b);
+  }
+  for (int64_t k = 0; k < nn; ++k)
+    c_b[k] = sky->s[k] + nb[k];
+  for (int set = 0; set < 2; ++set) {
+    snprintf(files[set], sizeof files[set], "%s_dense_n%c.h5", c->name, set ? 'b' : 'a');
+    hid_t file = H5Fcreate(files[set], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    TEST_ASSERT(file >= 0 && put_set(file, "/covariance", (hsize_t)n, (hsize_t)n, set ? nb : na),
+                "%s: cannot write %s", c->name, files[set]);
+    if (file >= 0) H5Fclose(file);
+  }
+  qp_dense_result ref;
+  const int bad =
+      qp_dense_cross(d, c_a, c_b, sky->s, sky->s_fixed, sky->x[0], sky->x[1], &ref) != 0;
+  TEST_ASSERT(!bad, "%s: the dense reference with a dense N_B failed", c->name);
+  for (int route = 0; !bad && route < N_ROUTES; route += 2) {
+    char label[128], config[128], output[128];
+    snprintf(label, sizeof label, "%s %s cross, dense noise covariances", c->name,
+             route_names[route]);
+    snprintf(config, sizeof config, "%s_%s_dense.yaml", c->name, route_names[route]);
+    snprintf(output, sizeof output, "%s_%s_dense.h5", c->name, route_names[route]);
+    write_config(c, sky, route, 1, config, output);
+    /* the variances' lines give way to the covariance files */
+    char *text = qp_cli_slurp(config), *out = malloc(strlen(text) + 512), *at = out;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+      if (strncmp(line, "noise: ", 7) == 0)
+        at += sprintf(at, "noise: {covariance: %s, dataset: /covariance}\n", files[0]);
+      else if (strncmp(line, "noise2: ", 8) == 0)
+        at += sprintf(at, "noise2: {covariance: %s}\n", files[1]);
+      else
+        at += sprintf(at, "%s\n", line);
+    }
+    qp_test_write_text(config, out);
+    free(text), free(out);
+    const char *args[] = {"run", config, NULL};
+    qp_cli_result r;
+    qp_cli_run(qmlpipe, config, args, &r);
+    TEST_ASSERT(r.exited && r.status == 0, "%s: exit %d: %s", label, r.status, r.err ? r.err : "");
+    if (r.exited && r.status == 0) {
+      figures fig = {-1, -1, -1, -1, -1, -1, -1};
+      compare_run(&expect, c, sky, &ref, output, 1, label, &fig);
+      printf("  %s: F %.1e y %.1e b %.1e C_hat %.1e cov %.1e window %.1e\n", label, fig.f, fig.y,
+             fig.b, fig.cl, fig.cov, fig.win);
+    }
+    qp_cli_free(&r);
+  }
+  if (!bad) qp_dense_free(&ref);
+  free(na), free(nb), free(c_b);
+}
+
 /* The reference checks itself (header): cross with B = A against auto, the cross M against
  * the quadratic forms' covariance, the dense windows' relations. */
 static void check_reference(const qp_cross_case *c, const qp_cross_sky *sky,
@@ -404,6 +471,7 @@ static void run_case(qp_fields fields, int binned) {
     }
   if (!bad && fields == QP_FIELDS_T && binned) check_without_windows(&c, &sky, &cr);
   if (!bad && fields == QP_FIELDS_T && binned) check_missing_maps2(&c, &sky);
+  if (!bad && fields == QP_FIELDS_TQU && binned) check_dense_noises(&c, &sky, &d, c_a);
   printf("%s: %.1f s in all\n", name, qp_clock_seconds() - t0);
   qp_dense_free(&au);
   qp_dense_free(&cr);
