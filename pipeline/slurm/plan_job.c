@@ -265,9 +265,11 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
             job->ranks, job->rows, job->cols, job->block, f->tasks_per_node);
     fprintf(out,
             "# pmix: Open MPI 4 and 5; use --mpi=pmi2 where MPI is built with Slurm's PMI-2.\n"
-            "srun --mpi=pmix --nodes=%d --ntasks=%d --ntasks-per-node=%d --cpus-per-task=%d "
-            "--cpu-bind=cores \\\n  \"$qmlpipe\" run \"$config\" --output \"$results\" --grid "
-            "%dx%d --block %d\n",
+            "# --kill-on-bad-exit=1: a rank that dies (its node lost, killed) ends the step at\n"
+            "# once; the other ranks would otherwise wait in MPI until the time limit.\n"
+            "srun --mpi=pmix --kill-on-bad-exit=1 --nodes=%d --ntasks=%d --ntasks-per-node=%d "
+            "--cpus-per-task=%d --cpu-bind=cores \\\n  \"$qmlpipe\" run \"$config\" --output "
+            "\"$results\" --grid %dx%d --block %d\n",
             f->nodes, f->tasks, f->tasks_per_node, f->cpus_per_task, job->rows, job->cols,
             job->block);
     fprintf(out, "\"$qmlpipe\" report \"$results\" --ranks\n");

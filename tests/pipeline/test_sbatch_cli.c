@@ -113,6 +113,10 @@ static void check_script(const char *path, int ntasks, const char *grid) {
   TEST_ASSERT(line_starting(text, "srun ", line, sizeof line) &&
                   strstr(line, grid ? "--mpi=pmix" : "--mpi=none"),
               "%s: srun line '%s' does not use %s", path, line, grid ? "pmix" : "none");
+  /* A rank that dies must end the step, not leave the others waiting in MPI (issue 41). */
+  if (grid)
+    TEST_ASSERT(strstr(line, "--kill-on-bad-exit=1") != NULL,
+                "%s: srun line '%s' lacks --kill-on-bad-exit=1", path, line);
   const char *run = strstr(text, "\"$qmlpipe\" run \"$config\" --output \"$results\"");
   TEST_ASSERT(run != NULL, "%s: no run line", path);
   if (run && grid) {
