@@ -341,6 +341,13 @@ int main(int argc, char **argv) {
       {"hdpd", "path: pixel_direct\nbackend: hostdev"},
       {"hdsmw", "path: harmonic\nharmonic_method: smw\nlmax_signal: 20\nbackend: hostdev"},
       {"hdproj", "path: harmonic\nharmonic_method: projected\nbackend: hostdev"},
+      /* cross-spectra (the maps crossed the other way round: any two sets serve here): C_B,
+       * Y_B and W_B cross the stages (checkpoint_file.c's covariance_b, vt_b, kernel_b) */
+      {"pdx", "path: pixel_direct\nmaps2: [map_0001.fits, map_0000.fits]\nnoise2: {variance: 30}"},
+      {"projx", "path: harmonic\nharmonic_method: projected\nlmax_signal: 20\n"
+                "maps2: [map_0001.fits, map_0000.fits]\nnoise2: {variance: 30}"},
+      {"hdprojx", "path: harmonic\nharmonic_method: projected\nbackend: hostdev\n"
+                  "maps2: [map_0001.fits, map_0000.fits]\nnoise2: {variance: 30}"},
   };
   /* Panels of 64 KiB (the test hook): the device matrices go through many of them. */
   setenv("QP_TEST_CHECKPOINT_PANEL_BYTES", "65536", 1);
