@@ -175,10 +175,6 @@ qp_err qp_plan_chunks(const qp_problem *p, const qp_plan *plan, int64_t batch,
   *spectra_chunk = 1;
   for (int s = 0; s < 2; ++s) {
     if (s == 1) *spectra_chunk = np;
-    /* Cross-spectra's covariance dots every product with every other one's transpose after
-     * F (stage_fisher.c): all of them at once, not chunked yet; the limit check refuses a run
-     * that does not fit, naming the term. */
-    if (s == 0 && p->cfg->n_maps2 > 0) continue;
     int fits = 0;
     while (*chunk[s] > 1) {
       QP_CALL(qp_plan_chunk_fits(p, plan, *fisher_chunk, *spectra_chunk, batch, stage[s], limit,

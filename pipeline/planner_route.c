@@ -152,6 +152,11 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
       for (int64_t first = *fisher_chunk; first < p->n_params; first += *fisher_chunk)
         extra += (double)(p->n_params - first);
       cost[r] += extra * 2.0 * pow((double)p->n_pix, 3);
+      /* Cross-spectra's covariance chunk by chunk: X_q = (R G_q R)^T for every q of a chunk and
+       * after it, 4 n^3 each, in place of K_p = G_p R's 2 n^3 (stage_fisher.c). */
+      if (cfg->n_maps2 > 0)
+        cost[r] += ((double)p->n_params + extra) * 4.0 * pow((double)p->n_pix, 3) -
+                   (double)p->n_params * 2.0 * pow((double)p->n_pix, 3);
     }
     peak[r] = (double)(qp_model_peak(&plan->model) + plan->model.overhead_bytes);
     QP_CALL(qp_comm_max(&peak[r], 1)); /* distributed: the largest rank decides */

@@ -18,12 +18,14 @@ int64_t qp_fisher_window_batch(const qp_model_dims *d) {
 static void qp_fisher_pixel_terms(const qp_model_dims *d, qp_model *m) {
   const qp_stage_id fis = QP_STAGE_FISHER_RUN;
   const qp_model_bytes pix_sq = qp_model_matrix_bytes(d, d->n_pix, d->n_pix);
-  const size_t k = (size_t)d->fisher_chunk, slots = k + 1 + (d->fisher_chunk < d->n_params);
-  qp_model_on_backend(d,
-                      qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT,
-                                   qp_model_bytes_times(slots, pix_sq), fis, fis,
-                                   d->fisher_chunk < d->n_params ? "(fisher_chunk + 2) n_pix^2 x 8"
-                                                                 : "(n_params + 1) n_pix^2 x 8"));
+  const int chunked = d->fisher_chunk < d->n_params, scratch = chunked && d->cross_maps;
+  /* chunked cross-spectra: a scratch slot for their covariance (stage_fisher.c) */
+  const size_t k = (size_t)d->fisher_chunk, slots = k + 1 + (size_t)chunked + (size_t)scratch;
+  qp_model_on_backend(d, qp_model_add(m, QP_TERM_PRODUCTS, QP_TERM_TRANSIENT,
+                                      qp_model_bytes_times(slots, pix_sq), fis, fis,
+                                      scratch   ? "(fisher_chunk + 3) n_pix^2 x 8"
+                                      : chunked ? "(fisher_chunk + 2) n_pix^2 x 8"
+                                                : "(n_params + 1) n_pix^2 x 8"));
   qp_model_on_backend(
       d, qp_model_add(m, QP_TERM_GRAM, QP_TERM_TRANSIENT,
                       qp_model_bytes_times(

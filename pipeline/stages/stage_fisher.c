@@ -168,6 +168,58 @@ static qp_err qp_whiten_product(qp_problem *p, const qp_matrix *stack, int64_t j
   return QP_OK;
 }
 
+/* r <- R = L_B^-1 S L_A^-T (r zeros, n_pix^2): S the covariance of the two map sets, whitened
+ * so that tr(C_A^-1 P_p C_B^-1 S C_A^-1 P_q C_B^-1 S) = tr(G_p R G_q R) for the products
+ * G_p = L_A^-1 P_p L_B^-T (L_A^-T moved round the trace). */
+static qp_err qp_cross_whitened_signal(qp_problem *p, qp_matrix *r) {
+  QP_CALL(qp_pixel_signal(p, r, p->cfg->ell_min, p->cfg->lmax_signal));
+  QP_CALL(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov_b, r));
+  QP_CALL(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, r));
+  return QP_OK;
+}
+
+/* Chunked cross-spectra (fisher_chunk < n_params): T's entries between the chunk (slots
+ * 0..count-1, products G_p of parameters first..) and parameter q, whose G_q is in slot `from`:
+ * 4 T_pq = tr(G_p R G_q R) = <G_p, X_q>, X_q = (R G_q R)^T, so the chunk's products stay as
+ * they are (F's streaming and the window's Y_q need them). G_q R goes to the scratch slot
+ * k + 2, R (G_q R) to slot k + 1 (free, or G_q's own: read already), its transpose to k + 2,
+ * dotted with the chunk: 4 n^3 a product where the unchunked K_p = G_p R cost 2 n^3, the price
+ * of holding fewer of them. Raw 4 T in y_covariance (column q; row q too outside the chunk). */
+static qp_err qp_cross_t_column(qp_problem *p, const qp_matrix *stack, const qp_matrix *r,
+                                int64_t first, int64_t count, int64_t from, int64_t q,
+                                double *gram) {
+  const int64_t n = p->n_pix, np = p->n_params, k = p->plan->model_dims.fisher_chunk;
+  qp_matrix g, v, x, dots;
+  qp_host_window seen = {0};
+  QP_CALL(qp_matrix_stack_slot(stack, from, p->ops, QP_TERM_PRODUCTS, n, n, &g));
+  QP_CALL(qp_matrix_stack_slot(stack, k + 1, p->ops, QP_TERM_PRODUCTS, n, n, &v));
+  QP_CALL(qp_matrix_stack_slot(stack, k + 2, p->ops, QP_TERM_PRODUCTS, n, n, &x));
+  QP_CALL(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &g, r, 0.0, &x));
+  QP_CALL(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, r, &x, 0.0, &v));
+  QP_CALL(qp_linalg_transpose(&v, &x));
+  QP_CALL(qp_matrix_view(qp_linalg_local_ops(p->ops), QP_TERM_GRAM, gram, count, 1, count, &dots));
+  QP_CALL(qp_product_dots(p->ops, stack, count, k + 2, 1, &dots));
+  QP_CALL(qp_gram_read(p->ops, &dots, &seen));
+  for (int64_t a = 0; a < count; ++a) {
+    p->y_covariance[(first + a) + q * np] = seen.data[a];
+    if (q >= first + count) p->y_covariance[q + (first + a) * np] = seen.data[a];
+  }
+  qp_host_window_discard(&seen);
+  return QP_OK;
+}
+
+/* M = T + F / 2 from the raw 4 T in y_covariance, made exactly symmetric (tr(K_p K_q) =
+ * tr(K_q K_p) but for rounding). */
+static void qp_cross_finish_y_covariance(qp_problem *p) {
+  const int64_t np = p->n_params;
+  for (int64_t q = 0; q < np; ++q)
+    for (int64_t a = 0; a <= q; ++a) {
+      const double t = 0.5 * (p->y_covariance[a + q * np] + p->y_covariance[q + a * np]);
+      p->y_covariance[a + q * np] = p->y_covariance[q + a * np] =
+          0.25 * t + 0.5 * p->fisher[a + q * np];
+    }
+}
+
 /* Cross-spectra: M = Cov(y) (docs/science.md), with every parameter's product in the stack (no
  * chunks: planner_chunks.c) and slot k free (its noise slot: the bias was summed):
  *   4 T_pq = tr(C_A^-1 P_p C_B^-1 S C_A^-1 P_q C_B^-1 S) = tr(K_p K_q),
@@ -190,11 +242,10 @@ static qp_err qp_cross_y_covariance(qp_problem *p, const qp_matrix *products, in
   qp_matrix h = {0}, temp, dots;
   qp_host_window seen = {0};
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_CROSS_SIGNAL, QP_TERM_TRANSIENT, n, n, &h));
-  QP_CALL_GOTO(qp_pixel_signal(p, &h, cfg->ell_min, cfg->lmax_signal), done);
-  if (whitened) {
-    QP_CALL_GOTO(qp_linalg_trmm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov_b, &h), done);
-    QP_CALL_GOTO(qp_linalg_trmm(QP_RIGHT, QP_TRANS, 1.0, &p->cov, &h), done);
-  }
+  if (whitened)
+    QP_CALL_GOTO(qp_cross_whitened_signal(p, &h), done);
+  else
+    QP_CALL_GOTO(qp_pixel_signal(p, &h, cfg->ell_min, cfg->lmax_signal), done);
   QP_CALL_GOTO(qp_matrix_stack_slot(products, k, p->ops, QP_TERM_PRODUCTS, n, n, &temp), done);
   for (int64_t j = 0; j < np; ++j) {
     qp_matrix slot;
@@ -211,15 +262,10 @@ static qp_err qp_cross_y_covariance(qp_problem *p, const qp_matrix *products, in
     QP_CALL_GOTO(qp_product_dots(p->ops, products, np, k, 1, &dots), done);
     QP_CALL_GOTO(qp_gram_read(p->ops, &dots, &seen), done);
     for (int64_t a = 0; a < np; ++a)
-      p->y_covariance[a + q * np] = 0.25 * seen.data[a] + 0.5 * p->fisher[a + q * np];
+      p->y_covariance[a + q * np] = seen.data[a];
     qp_host_window_discard(&seen);
   }
-  /* tr(K_p K_q) = tr(K_q K_p): symmetric but for rounding, made exactly so */
-  for (int64_t q = 0; q < np; ++q)
-    for (int64_t a = 0; a < q; ++a) {
-      const double mean = 0.5 * (p->y_covariance[a + q * np] + p->y_covariance[q + a * np]);
-      p->y_covariance[a + q * np] = p->y_covariance[q + a * np] = mean;
-    }
+  qp_cross_finish_y_covariance(p);
 done:
   qp_host_window_discard(&seen);
   qp_matrix_destroy(&h);
@@ -328,10 +374,12 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
   qp_err err = QP_OK;
   const int64_t n = p->n_pix, np = p->n_params, k = p->plan->model_dims.fisher_chunk;
   const int streaming = k < np;
-  const int64_t slots = k + 1 + streaming;
+  /* chunked cross-spectra: a scratch slot for X_q (qp_cross_t_column) */
+  const int chunked_cross = streaming && p->plan->model_dims.cross_maps;
+  const int64_t slots = k + 1 + streaming + chunked_cross;
   const int64_t stride = qp_matrix_local_size(&p->cov); /* n^2, or this rank's part */
   const qp_linalg_ops *local = qp_linalg_local_ops(p->ops);
-  qp_matrix products = {0}, gram = {0}, window = {0}, cross, dots;
+  qp_matrix products = {0}, gram = {0}, window = {0}, cross, dots, r = {0};
   qp_host_window seen = {0};
   /* The window's unbinned products, formed once per chunk unless the bins are unit already. */
   const int windows = qp_window_count(p) > 0, unit = qp_bins_unit(p);
@@ -375,6 +423,10 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
     QP_CALL_GOTO(qp_cross_fixed_signal(p, &noise_view), done);
   else
     QP_CALL_GOTO(qp_whiten_noise(p, &noise_view), done);
+  if (chunked_cross) {
+    QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_CROSS_SIGNAL, QP_TERM_TRANSIENT, n, n, &r), done);
+    QP_CALL_GOTO(qp_cross_whitened_signal(p, &r), done);
+  }
   long formed = 0;
   for (int64_t first = 0; first < np; first += k) {
     const int64_t count = np - first < k ? np - first : k;
@@ -398,6 +450,9 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
       p->noise_bias[first + a] = 0.5 * seen.data[a + count * seen.ld];
     }
     qp_host_window_discard(&seen);
+    for (int64_t j = 0; chunked_cross && j < count; ++j)
+      QP_CALL_GOTO(qp_cross_t_column(p, &products, &r, first, count, j, first + j, gram.data),
+                   done);
     for (int64_t q = first + count; q < np; ++q) {
       QP_CALL_GOTO(qp_pixel_build_slots(p, &products, k + 1, q, 1, QP_TERM_PRODUCTS), done);
       QP_CALL_GOTO(qp_whiten_product(p, &products, k + 1), done);
@@ -410,6 +465,10 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
       for (int64_t a = 0; a < count; ++a)
         p->fisher[(first + a) + q * np] = p->fisher[q + (first + a) * np] = 0.5 * seen.data[a];
       qp_host_window_discard(&seen);
+      if (chunked_cross)
+        QP_CALL_GOTO(qp_cross_t_column(p, &products, &r, first, count, k + 1, q,
+                                       gram.data + (k + 1) * (k + 1)),
+                     done);
     }
     /* The window's dots with this chunk (its F and b are summed: its products become Y_q);
      * cross-spectra's covariance then takes the Y_q, else the products (qp_cross_y_covariance). */
@@ -427,11 +486,15 @@ static qp_err qp_pixel_fisher_run(qp_problem *p) {
                                    : "F_(q,ell) for the window functions");
   if (unit) memcpy(p->fisher_ell, p->fisher, (size_t)(np * np) * sizeof *p->fisher);
   qp_progress_note(&progress, "Fisher matrix and noise bias");
-  if (p->plan->model_dims.cross_maps) {
+  if (chunked_cross) {
+    qp_cross_finish_y_covariance(p);
+    qp_progress_note(&progress, "covariance of the cross y, chunk by chunk");
+  } else if (p->plan->model_dims.cross_maps) {
     QP_CALL_GOTO(qp_cross_y_covariance(p, &products, !(windows && !unit), gram.data), done);
     qp_progress_note(&progress, "covariance of the cross y");
   }
 done:
+  qp_matrix_destroy(&r);
   qp_host_window_discard(&seen);
   qp_window_problem_free(&wp);
   qp_matrix_destroy(&window);

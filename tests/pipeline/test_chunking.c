@@ -2,13 +2,89 @@
  * fewer products in fisher_run (streaming the rest) and fewer bin matrices in spectra_run;
  * the tracked bytes equal the chunked model's exactly, the run's measured peak RSS (VmHWM of
  * every stage) stays below the limit, and F, b, y and
- * C_hat equal the unchunked run's to 1e-12 relative. */
+ * C_hat equal the unchunked run's to 1e-12 relative. The same for cross-spectra (maps2) in bins
+ * of two multipoles, whose covariance M and window functions come chunk by chunk too
+ * (stage_fisher.c, qp_cross_t_column). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fixture.h"
 #include "test_util.h"
+
+/* Cross-spectra: the fixture's maps crossed with another draw (noise variance 9), bins of 2. */
+static void check_cross(const qp_fixture *base) {
+  qp_fixture a = *base, b = *base;
+  a.name = "chunking_xa";
+  b.name = "chunking_xb";
+  a.bin_width = b.bin_width = 2;
+  b.seed = 22;
+  b.noise_variance = 9.0;
+  qp_config cfg, second;
+  TEST_OK(qp_fixture_write(&a, &cfg));
+  TEST_OK(qp_fixture_write(&b, &second));
+  cfg.maps2 = second.maps;
+  cfg.n_maps2 = second.n_maps;
+  second.maps = NULL;
+  second.n_maps = 0;
+  cfg.noise2_kind = QP_NOISE_VARIANCE;
+  cfg.noise2_variance = cfg.noise2_variance_pol = 9.0;
+  qp_problem whole, chunked;
+  qp_meter_sample b0, b1;
+  cfg.path = QP_PATH_PIXEL_DIRECT;
+  TEST_OK(qp_fixture_run(&cfg, &whole, &b0));
+  const size_t unchunked = qp_model_peak(&whole.plan->model) + whole.plan->model.overhead_bytes;
+  /* The unchunked results kept aside, the rest freed: the chunked run's bytes are its own. */
+  const int64_t np = whole.n_params, nm = whole.n_maps, nw = whole.plan->model_dims.n_window;
+  const int64_t counts[6] = {np * np, np, nm * np, nm * np, np * np, np * nw};
+  const double *from[6] = {whole.fisher, whole.noise_bias, whole.yb,
+                           whole.cl,     whole.spectra_covariance, whole.window};
+  double *kept[6];
+  for (int k = 0; k < 6; ++k) {
+    kept[k] = malloc((size_t)counts[k] * sizeof **kept);
+    memcpy(kept[k], from[k], (size_t)counts[k] * sizeof **kept);
+  }
+  qp_problem_free(&whole);
+  /* C, C_B and R = L_B^-1 S L_A^-T beside the products: at 0.85 of the unchunked peak, not 1/2
+   * (where even one product a chunk would not fit): chunks of 2 here, the last one short. */
+  cfg.host_limit = 0.85 * (double)unchunked;
+  if (qp_fixture_run(&cfg, &chunked, &b1) != QP_OK) {
+    TEST_ASSERT(0, "cross: the chunked run failed: %s", qp_error_message());
+    for (int k = 0; k < 6; ++k)
+      free(kept[k]);
+    qp_config_free(&second);
+    qp_config_free(&cfg);
+    return;
+  }
+  const qp_model_dims *d = &chunked.plan->model_dims;
+  printf("cross: %d parameters, %lld window columns: unchunked peak %.1f MiB; limit %.1f MiB -> "
+         "fisher chunk %lld\n",
+         chunked.n_params, (long long)nw, unchunked / 1048576.0, cfg.host_limit / 1048576.0,
+         (long long)d->fisher_chunk);
+  TEST_ASSERT(d->fisher_chunk < np, "cross: the planner did not chunk (fisher %lld)",
+              (long long)d->fisher_chunk);
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
+    TEST_ASSERT(r->tracked_peak == qp_model_stage_peak(&chunked.plan->model, (qp_stage_id)s),
+                "cross %s: tracked peak %zu B, predicted %zu B", r->name, r->tracked_peak,
+                qp_model_stage_peak(&chunked.plan->model, (qp_stage_id)s));
+    TEST_ASSERT(QP_TEST_SANITIZED || (double)r->meter_end.hwm < cfg.host_limit,
+                "cross %s: measured peak %.1f MiB above the limit %.1f MiB", r->name,
+                r->meter_end.hwm / 1048576.0, cfg.host_limit / 1048576.0);
+  }
+  static const char *const names[6] = {"F", "b", "y", "C_hat", "covariance", "window"};
+  const double *got[6] = {chunked.fisher, chunked.noise_bias, chunked.yb,
+                          chunked.cl,     chunked.spectra_covariance, chunked.window};
+  for (int k = 0; k < 6; ++k) {
+    const double dk = qp_test_max_rel_diff(kept[k], got[k], (size_t)counts[k]);
+    printf("cross chunked vs unchunked: %s %.2e\n", names[k], dk);
+    TEST_WITHIN(dk, 1e-12, "cross: chunked %s differs from the unchunked", names[k]);
+    free(kept[k]);
+  }
+  qp_problem_free(&chunked);
+  qp_config_free(&second);
+  qp_config_free(&cfg);
+}
 
 int main(void) {
   qp_fixture f = {.name = "chunking",
@@ -72,5 +148,6 @@ int main(void) {
   free(keep);
   qp_problem_free(&chunked);
   qp_config_free(&cfg);
+  check_cross(&f);
   return TEST_RETURN();
 }
