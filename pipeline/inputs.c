@@ -253,18 +253,17 @@ static qp_err qp_inputs_dense_shape(const qp_problem *p, const char *key, const 
            "%s covariance '%s' dataset '%s' is %lld x %lld, but the data vector has %lld "
            "entries (T at the observed pixels of the mask '%s', then Q and U at those of "
            "mask_pol)",
-           key, file, dataset, (long long)rows, (long long)cols, (long long)p->n_pix,
-           p->cfg->mask);
+           key, file, dataset, (long long)rows, (long long)cols, (long long)p->n_pix, p->cfg->mask);
   return QP_OK;
 }
 
 static qp_err qp_inputs_dense_noise(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   QP_CALL(qp_inputs_dense_shape(p, "noise", cfg->noise_file, cfg->noise_dataset));
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_NOISE, QP_TERM_PERSISTENT, p->n_pix, p->n_pix,
-                           &p->noise));
-  QP_CALL(qp_inputs_read_dense(p, cfg->noise_file, cfg->noise_dataset, &p->noise,
-                               p->noise_field_mean));
+  QP_CALL(
+      qp_matrix_create(p->ops, QP_TERM_NOISE, QP_TERM_PERSISTENT, p->n_pix, p->n_pix, &p->noise));
+  QP_CALL(
+      qp_inputs_read_dense(p, cfg->noise_file, cfg->noise_dataset, &p->noise, p->noise_field_mean));
   return QP_OK;
 }
 

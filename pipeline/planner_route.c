@@ -34,7 +34,8 @@ static double qp_route_cost(const qp_problem *p, const qp_plan *plan, qp_model_p
                       n_window * n * n * np
                 : 0.0;
     /* K_p = Y_p S (the windows' Y_p) or G_p R, R = L_B^-1 S L_A^-T by two trmm (stage_fisher.c) */
-    const double covariance = cross ? np * 2.0 * n * n * n + (windows ? 0.0 : 2.0 * n * n * n) : 0.0;
+    const double covariance =
+        cross ? np * 2.0 * n * n * n + (windows ? 0.0 : 2.0 * n * n * n) : 0.0;
     return (1.0 + cross) * n * n * n / 3.0 + (np + 1.0 - cross) * 2.0 * n * n * n + window +
            covariance;
   }

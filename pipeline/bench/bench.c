@@ -146,8 +146,8 @@ int main(int argc, char **argv) {
       printf("problem %s: cross / auto wall (pixel-direct, best of %d each, this run) %.2f\n",
              b.name, repeat, cross_wall / pixel_wall);
     if (projected_wall > 0 && cross_projected_wall > 0)
-      printf("problem %s: cross / auto wall (projected, best of %d each, this run) %.2f\n",
-             b.name, repeat, cross_projected_wall / projected_wall);
+      printf("problem %s: cross / auto wall (projected, best of %d each, this run) %.2f\n", b.name,
+             repeat, cross_projected_wall / projected_wall);
   }
 done:
   if (err != QP_OK) {

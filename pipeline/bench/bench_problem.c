@@ -88,9 +88,9 @@ qp_err qp_bench_config(const char *dir, const qp_bench_problem *b, const char *r
   /* cross-spectra (maps2): pixel-direct (`cross`) or projected (`cross-projected`) */
   const int cross_projected = strcmp(route, "cross-projected") == 0;
   const int cross = strcmp(route, "cross") == 0 || cross_projected;
-  const char *path = strcmp(route, "auto") == 0                                 ? "auto"
+  const char *path = strcmp(route, "auto") == 0                                   ? "auto"
                      : strcmp(route, "pixel") == 0 || (cross && !cross_projected) ? "pixel_direct"
-                                                                                : "harmonic";
+                                                                                  : "harmonic";
   QP_CHECK(strcmp(route, "auto") == 0 || strcmp(route, "pixel") == 0 || strcmp(route, "smw") == 0 ||
                strcmp(route, "projected") == 0 || cross,
            QP_ERR_INPUT,

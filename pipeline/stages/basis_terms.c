@@ -30,7 +30,7 @@ static void qp_basis_kernel_terms(const qp_model_dims *d, qp_model *m) {
   }
   qp_model_term *t = qp_model_on_backend(
       d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, smw ? spe : fis,
-                      smw            ? "n_modes^2 x 8 (K, then W in place)"
+                      smw             ? "n_modes^2 x 8 (K, then W in place)"
                       : d->cross_maps ? "n_modes^2 x 8 (W_A)"
                       : qp_model_modes_in_kernel(d->n_pix, d->n_modes)
                           ? "n_modes^2 x 8 (W, then Z = C^-1 V^T in its place)"

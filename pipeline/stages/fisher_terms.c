@@ -86,18 +86,19 @@ static void qp_fisher_block_pass_terms(const qp_model_dims *d, qp_model *m, int 
     qp_model_term *t = qp_model_add(
         m, blocks_term, QP_TERM_TRANSIENT,
         qp_model_bytes_times(blocks, qp_model_matrix_bytes(d, d->n_lm, panel)), fis, fis,
-        d->cross_maps ? (panel < d->n_lm ? "2 n_fields^2 (lmax+1)^2 field_panel x 8 (per field "
-                                           "pair, aligned, a panel of columns)"
-                                         : "2 n_fields^2 (lmax+1)^4 x 8 (per field pair, aligned)")
-        : panel < d->n_lm
-            ? "n_fields^2 (lmax+1)^2 field_panel x 8 (W per field pair, aligned, a panel of columns)"
-            : "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)");
+        d->cross_maps     ? (panel < d->n_lm ? "2 n_fields^2 (lmax+1)^2 field_panel x 8 (per field "
+                                               "pair, aligned, a panel of columns)"
+                                             : "2 n_fields^2 (lmax+1)^4 x 8 (per field pair, aligned)")
+        : panel < d->n_lm ? "n_fields^2 (lmax+1)^2 field_panel x 8 (W per field pair, aligned, a "
+                            "panel of columns)"
+                          : "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)");
     t->phase_alloc = t->phase_free = phase;
   }
-  qp_model_term *t = qp_model_add(m, sums_term, QP_TERM_TRANSIENT,
-                                  qp_model_bytes_times((size_t)d->fisher_block_slots,
-                                                       qp_model_vector_bytes(d->n_lm, sizeof(double))),
-                                  fis, fis, sums_formula);
+  qp_model_term *t =
+      qp_model_add(m, sums_term, QP_TERM_TRANSIENT,
+                   qp_model_bytes_times((size_t)d->fisher_block_slots,
+                                        qp_model_vector_bytes(d->n_lm, sizeof(double))),
+                   fis, fis, sums_formula);
   t->phase_alloc = t->phase_free = phase;
 }
 
@@ -107,9 +108,9 @@ static void qp_fisher_cross_terms(const qp_model_dims *d, qp_model *m) {
   const qp_stage_id fis = QP_STAGE_FISHER_RUN;
   const qp_model_bytes mode_sq = qp_model_matrix_bytes(d, d->n_modes, d->n_modes),
                        mode_pix = qp_model_matrix_bytes(d, d->n_pix, d->n_modes);
-  qp_model_term *t = qp_model_on_backend(
-      d, qp_model_add(m, QP_TERM_CROSS_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis, fis,
-                      "n_modes^2 x 8 (H = Z_B^T S Z_A)"));
+  qp_model_term *t =
+      qp_model_on_backend(d, qp_model_add(m, QP_TERM_CROSS_KERNEL, QP_TERM_TRANSIENT, mode_sq, fis,
+                                          fis, "n_modes^2 x 8 (H = Z_B^T S Z_A)"));
   t->phase_alloc = 1;
   t->phase_free = 3;
   if (d->switched) {
@@ -119,10 +120,10 @@ static void qp_fisher_cross_terms(const qp_model_dims *d, qp_model *m) {
                                             "n_pix^2 x 8 (S_fixed)",
                                             "n_pix n_modes x 8 (S_fixed Z_A, then L_B^-1 of it)"};
     for (int k = 0; k < 3; ++k) {
-      t = qp_model_on_backend(d, qp_model_add(m, names[k], QP_TERM_TRANSIENT,
-                                              k == 1 ? qp_model_matrix_bytes(d, d->n_pix, d->n_pix)
-                                                     : mode_pix,
-                                              fis, fis, formulas[k]));
+      t = qp_model_on_backend(
+          d, qp_model_add(m, names[k], QP_TERM_TRANSIENT,
+                          k == 1 ? qp_model_matrix_bytes(d, d->n_pix, d->n_pix) : mode_pix, fis,
+                          fis, formulas[k]));
       t->phase_alloc = t->phase_free = 1;
     }
   }

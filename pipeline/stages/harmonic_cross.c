@@ -48,7 +48,8 @@ static qp_err qp_cross_fixed_kernel(qp_problem *p, qp_matrix *h) {
   const int64_t n = p->n_pix, nm = p->n_modes;
   qp_matrix z = {0}, s = {0}, sz = {0};
   qp_err err = QP_OK;
-  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, n, nm, &z), done);
+  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, n, nm, &z),
+               done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_CROSS_SIGNAL, QP_TERM_TRANSIENT, n, n, &s), done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, n, nm, &sz), done);
   QP_CALL_GOTO(qp_linalg_copy_sub(n, nm, &p->vt, 0, 0, &z, 0, 0), done);
@@ -175,11 +176,9 @@ qp_err qp_cross_spectra_y(qp_problem *p) {
       QP_CALL_GOTO(qp_matrix_columns(&all, 0, count, &av), done);
       QP_CALL_GOTO(qp_matrix_columns(&all2, 0, count, &a2v), done);
     }
-    QP_CALL_GOTO(qp_cross_mode_maps(p, &p->cov, &p->vt, first, &wv, &vv, &av, &za),
-                 done);
-    QP_CALL_GOTO(qp_cross_mode_maps(p, &p->cov_b, &p->vt_b, p->n_maps + first, &w2v, &v2v,
-                                    &a2v, &zb),
-                 done);
+    QP_CALL_GOTO(qp_cross_mode_maps(p, &p->cov, &p->vt, first, &wv, &vv, &av, &za), done);
+    QP_CALL_GOTO(
+        qp_cross_mode_maps(p, &p->cov_b, &p->vt_b, p->n_maps + first, &w2v, &v2v, &a2v, &zb), done);
     /* y_p = 1/2 sum over D_p's entries (a, b, v) of v z_A[a] z_B[b] (D_p symmetric). */
     for (int64_t m = 0; m < count; ++m) {
       const double *xa = za + m * nm, *xb = zb + m * nm;

@@ -202,8 +202,8 @@ done:
  * with the panel's columns of fb where (l, m) agree (qp_linalg_align: a copy where the backend
  * moves data) and each rank adds them into its own columns; the identity last. Every entry
  * gets its terms in the same order whatever the panels. */
-qp_err qp_kernel_times_lambda(qp_problem *p, const qp_matrix *kernel, qp_matrix *out,
-                              int identity, const char *work_term) {
+qp_err qp_kernel_times_lambda(qp_problem *p, const qp_matrix *kernel, qp_matrix *out, int identity,
+                              const char *work_term) {
   const qp_config *cfg = p->cfg;
   const int64_t nm = p->n_modes, panel = qp_model_mode_panel(&p->plan->model_dims);
   qp_matrix work = {0};

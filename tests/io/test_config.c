@@ -332,8 +332,8 @@ static void test_cross(void) {
   TEST_OK(qp_config_load(yaml_path, &cfg));
   TEST_ASSERT(cfg.noise2_kind == QP_NOISE_COVARIANCE && strstr(cfg.noise2_file, "n2.h5") &&
                   strcmp(cfg.noise2_dataset, "/n") == 0,
-              "noise2.covariance read as kind %d '%s' '%s'", (int)cfg.noise2_kind,
-              cfg.noise2_file, cfg.noise2_dataset);
+              "noise2.covariance read as kind %d '%s' '%s'", (int)cfg.noise2_kind, cfg.noise2_file,
+              cfg.noise2_dataset);
   qp_config_free(&cfg);
   qp_test_write_text(yaml_path, BASE "lmax: 4\nmaps2: m2.fits\nnoise2: {variance_map: v2.fits}\n");
   TEST_OK(qp_config_load(yaml_path, &cfg));

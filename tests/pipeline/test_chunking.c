@@ -37,7 +37,7 @@ static void check_cross(const qp_fixture *base) {
   /* The unchunked results kept aside, the rest freed: the chunked run's bytes are its own. */
   const int64_t np = whole.n_params, nm = whole.n_maps, nw = whole.plan->model_dims.n_window;
   const int64_t counts[6] = {np * np, np, nm * np, nm * np, np * np, np * nw};
-  const double *from[6] = {whole.fisher, whole.noise_bias, whole.yb,
+  const double *from[6] = {whole.fisher, whole.noise_bias,         whole.yb,
                            whole.cl,     whole.spectra_covariance, whole.window};
   double *kept[6];
   for (int k = 0; k < 6; ++k) {
@@ -73,7 +73,7 @@ static void check_cross(const qp_fixture *base) {
                 r->meter_end.hwm / 1048576.0, cfg.host_limit / 1048576.0);
   }
   static const char *const names[6] = {"F", "b", "y", "C_hat", "covariance", "window"};
-  const double *got[6] = {chunked.fisher, chunked.noise_bias, chunked.yb,
+  const double *got[6] = {chunked.fisher, chunked.noise_bias,         chunked.yb,
                           chunked.cl,     chunked.spectra_covariance, chunked.window};
   for (int k = 0; k < 6; ++k) {
     const double dk = qp_test_max_rel_diff(kept[k], got[k], (size_t)counts[k]);
