@@ -142,17 +142,6 @@ static void run_route(const qp_cross_case *c, const qp_cross_sky *sky, const qp_
   qp_cli_run(qmlpipe, config, args, &r);
   const int ok = r.exited && r.status == 0;
   printf("  %s: qmlpipe run: exit %d, %.1f s\n", label, r.exited ? r.status : -1, r.seconds);
-  if (cross && route == 1) {
-    /* Cross-spectra are built on the pixel-direct and projection routes: SMW refuses them,
-     * saying so (docs/science.md), before any work. */
-    TEST_ASSERT(r.exited && r.status != 0 && r.err &&
-                    strstr(r.err, "harmonic_method: smw is not supported with maps2 yet"),
-                "%s: the SMW route should refuse maps2 for now: exit %d: %s", label, r.status,
-                r.err ? r.err : "");
-    printf("  %s: refused as documented (SMW not built for cross-spectra)\n", label);
-    qp_cli_free(&r);
-    return;
-  }
   if (!ok && cross && !expect.required[FEATURE_CROSS]) {
     const char *err = r.err ? r.err : "";
     const char *line = strstr(err, "error") ? strstr(err, "error") : err;
