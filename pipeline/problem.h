@@ -45,7 +45,7 @@ typedef struct qp_problem {
   qp_matrix noise;        /* QP_TERM_NOISE (dense N) or empty */
   qp_matrix cov;          /* QP_TERM_COVARIANCE: C, then L, then L^-1 */
   /* Cross-spectra (plan->model_dims.cross_maps): maps2's columns follow maps' in `maps`
-   * (map k of maps2 is column n_maps + k); pixel-direct and projection routes. */
+   * (map k of maps2 is column n_maps + k); every route (SMW's B half further down). */
   double *noise_variance_b; /* QP_TERM_NOISE_VARIANCE_B: N_B (covariance_setup only; SMW without
                                the switch: to basis_setup) */
   qp_matrix cov_b;          /* QP_TERM_COVARIANCE_B: C_B = S + N_B, then L_B, then L_B^-1 */
@@ -72,7 +72,7 @@ typedef struct qp_problem {
                               (a batch of maps: qp_map_batch columns) */
   double *mode_maps_host;  /* QP_TERM_MODE_MAPS_HOST (SMW, maps in batches): V N_eff^-1 x of
                               every map, n_modes x n_maps, between basis_setup and spectra_run */
-  qp_matrix vt_b;          /* QP_TERM_V_B (cross-spectra, projection): V^T, then Y_B = L_B^-1 V^T */
+  qp_matrix vt_b;          /* QP_TERM_V_B (cross-spectra): V^T, then Y_B = L_B^-1 V^T */
   qp_matrix kernel_b;      /* QP_TERM_KERNEL_B (cross-spectra): W_B = Y_B^T Y_B (projection);
                               K_B = V N_B,eff^-1 V^T, then W_B (SMW) */
   /* Cross-spectra on SMW (harmonic_smw_cross.c): B's half beside A's. */

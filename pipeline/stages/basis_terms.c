@@ -87,8 +87,9 @@ static void qp_basis_smw_fixed_terms(const qp_model_dims *d, qp_model *m) {
   const qp_model_bytes mode_pix = qp_model_matrix_bytes(d, d->n_pix, d->n_modes);
   static const char *const names[3] = {QP_TERM_WEIGHTED_MODES, QP_TERM_CROSS_SIGNAL,
                                        QP_TERM_NOISE_MODES};
-  static const char *const formulas[3] = {"n_pix n_modes x 8 (L_A^-T Y_A)", "n_pix^2 x 8 (S_fixed)",
-                                          "n_pix n_modes x 8 (S_fixed L_A^-T Y_A, then L_B^-1 of it)"};
+  static const char *const formulas[3] = {
+      "n_pix n_modes x 8 (L_A^-T Y_A)", "n_pix^2 x 8 (S_fixed)",
+      "n_pix n_modes x 8 (S_fixed L_A^-T Y_A, then L_B^-1 of it)"};
   for (int k = 0; k < 3; ++k) {
     qp_model_term *t = qp_model_on_backend(
         d, qp_model_add(m, names[k], QP_TERM_TRANSIENT,
@@ -134,11 +135,10 @@ qp_err qp_basis_terms(const qp_model_dims *d, qp_model *m) {
                         qp_model_add(m, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, mode_maps, bas, spe,
                                      "n_modes map_batch x 8 (V N_eff^-1 x, then z in place)"));
     if (cross)
-      qp_model_on_backend(d, qp_model_add(m, QP_TERM_MODE_MAPS_B, QP_TERM_PERSISTENT, mode_maps,
-                                          bas, spe,
-                                          "n_modes n_maps x 8 (V N_B,eff^-1 x_B, then z_B in place)"));
-    if (cross && d->switched)
-      qp_basis_smw_fixed_terms(d, m);
+      qp_model_on_backend(
+          d, qp_model_add(m, QP_TERM_MODE_MAPS_B, QP_TERM_PERSISTENT, mode_maps, bas, spe,
+                          "n_modes n_maps x 8 (V N_B,eff^-1 x_B, then z_B in place)"));
+    if (cross && d->switched) qp_basis_smw_fixed_terms(d, m);
     /* In batches, every map's V N_eff^-1 x waits on the host for spectra_run: each batch's
      * local part (harmonic_route.c, qp_mode_maps_host_batch). */
     if (batch < d->n_maps) {

@@ -54,9 +54,10 @@ qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m) {
                  qp_model_vector_bytes(d->n_pix, w), cov, smw && !d->switched ? bas : cov,
                  "n_pix x 8");
   if (smw && d->cross_maps && (d->noise2_dense || d->switched))
-    qp_model_on_backend(d, qp_model_add(m, QP_TERM_NOISE_EFF_B, QP_TERM_PERSISTENT, pix_sq, cov,
-                                        bas, "n_pix^2 x 8 (N_B (+ S_fixed), then its Cholesky "
-                                             "factor)"))
+    qp_model_on_backend(d,
+                        qp_model_add(m, QP_TERM_NOISE_EFF_B, QP_TERM_PERSISTENT, pix_sq, cov, bas,
+                                     "n_pix^2 x 8 (N_B (+ S_fixed), then its Cholesky "
+                                     "factor)"))
         ->phase_free = noise_phase;
   if (!smw) {
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,

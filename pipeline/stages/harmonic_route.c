@@ -1,6 +1,6 @@
 /* harmonic_route.c: the harmonic path's basis_setup: V^T, the projection route, and SMW's
- * entry (harmonic_smw.c, harmonic_smw_cross.c) (harmonic_route.h); its fisher_run: harmonic_fisher.c and harmonic_bias.c, its spectra_run:
- * harmonic_spectra.c. */
+ * entry (harmonic_smw.c, harmonic_smw_cross.c) (harmonic_route.h); its fisher_run:
+ * harmonic_fisher.c and harmonic_bias.c, its spectra_run: harmonic_spectra.c. */
 #include "harmonic_route.h"
 
 #include <chealpix.h>
@@ -10,8 +10,8 @@
 
 #include "basis_terms.h"
 #include "conditioning.h"
-#include "harmonic_smw.h"
 #include "harmonic_modes.h"
+#include "harmonic_smw.h"
 #include "host_window.h"
 #include "pixel_matrices.h"
 #include "progress.h"

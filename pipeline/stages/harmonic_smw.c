@@ -42,8 +42,7 @@ qp_err qp_smw_noise_check(qp_problem *p, qp_matrix *factor, const double *varian
   return QP_OK;
 }
 
-qp_err qp_smw_whiten(qp_problem *p, const qp_matrix *factor, const double *variance,
-                     qp_matrix *x) {
+qp_err qp_smw_whiten(qp_problem *p, const qp_matrix *factor, const double *variance, qp_matrix *x) {
   if (factor->data) {
     QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, factor, x));
     return QP_OK;
@@ -80,10 +79,10 @@ qp_err qp_smw_mode_maps(qp_problem *p, const qp_matrix *factor, const double *va
     QP_CALL_GOTO(qp_smw_whiten(p, factor, variance, &wb), done);
     QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, y, &wb, 0.0, &mb), done);
     if (host)
-      QP_CALL_GOTO(qp_linalg_download(&mb, 0, 0, mb.local_rows, mb.local_cols,
-                                      host + (qp_mode_maps_host_batch(p, first) - p->mode_maps_host),
-                                      mb.ld),
-                   done);
+      QP_CALL_GOTO(
+          qp_linalg_download(&mb, 0, 0, mb.local_rows, mb.local_cols,
+                             host + (qp_mode_maps_host_batch(p, first) - p->mode_maps_host), mb.ld),
+          done);
   }
 done:
   qp_matrix_destroy(&w);
@@ -170,7 +169,8 @@ qp_err qp_smw_basis(qp_problem *p, qp_progress *progress) {
   QP_CALL(qp_budget_alloc_array(QP_TERM_PIVOTS, QP_TERM_PERSISTENT,
                                 (size_t)qp_linalg_pivot_count(&p->smw_lu), sizeof(int),
                                 (void **)&p->pivots));
-  QP_CALL(qp_smw_kernel_factor(p, &p->kernel, &p->smw_lu, p->pivots, "the SMW kernel I + K Lambda"));
+  QP_CALL(
+      qp_smw_kernel_factor(p, &p->kernel, &p->smw_lu, p->pivots, "the SMW kernel I + K Lambda"));
   qp_progress_note(progress, "W = (I + K Lambda)^-1 K");
   qp_budget_free(p->noise_variance);
   p->noise_variance = NULL;

@@ -52,8 +52,8 @@ qp_err qp_smw_cross_basis(qp_problem *p, qp_progress *progress) {
                            QP_TERM_MODE_MAPS_B, &p->mode_maps_b, NULL));
   if (sw) {
     /* The switch makes both N_eff dense: Q = Y_B^T L_B^-1 S_fixed L_A^-T Y_A. */
-    QP_CALL(qp_matrix_create(p->ops, QP_TERM_CROSS_FIXED, QP_TERM_PERSISTENT, nm, nm,
-                             &p->cross_fixed));
+    QP_CALL(
+        qp_matrix_create(p->ops, QP_TERM_CROSS_FIXED, QP_TERM_PERSISTENT, nm, nm, &p->cross_fixed));
     QP_CALL(qp_cross_fixed_product(p, &p->noise_factor, &p->vt, &p->noise_factor_b, &p->vt_b,
                                    &p->cross_fixed));
     qp_progress_note(progress, "Q = V N_B,eff^-1 S_fixed N_A,eff^-1 V^T");

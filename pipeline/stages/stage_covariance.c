@@ -44,8 +44,8 @@ static qp_err qp_smw_noise(qp_problem *p) {
       qp_matrix_create(p->ops, QP_TERM_NOISE_EFF_B, QP_TERM_PERSISTENT, n, n, &p->noise_factor_b));
   if (!p->noise_variance_b) QP_CALL(qp_inputs_read_noise2(p, &p->noise_factor_b));
   if (p->plan->switched)
-    QP_CALL(qp_pixel_signal_plus_variance(p, &p->noise_factor_b, p->noise_variance_b,
-                                          cfg->lmax + 1, cfg->lmax_signal));
+    QP_CALL(qp_pixel_signal_plus_variance(p, &p->noise_factor_b, p->noise_variance_b, cfg->lmax + 1,
+                                          cfg->lmax_signal));
   qp_budget_free(p->noise_variance_b);
   p->noise_variance_b = NULL;
   return QP_OK;

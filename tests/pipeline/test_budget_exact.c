@@ -191,8 +191,10 @@ int main(void) {
     cfg.harmonic_method = r;
     TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
     printf("TQU cross-spectra, switch, %s: n_pix %lld, n_modes %lld, %d parameters\n",
-           r == 0 ? "pixel_direct" : r == 1 ? "harmonic smw" : "harmonic projected", (long long)p.n_pix,
-           (long long)p.n_modes, p.n_params);
+           r == 0   ? "pixel_direct"
+           : r == 1 ? "harmonic smw"
+                    : "harmonic projected",
+           (long long)p.n_pix, (long long)p.n_modes, p.n_params);
     qp_check_budget_exact(&p);
     qp_problem_free(&p);
   }

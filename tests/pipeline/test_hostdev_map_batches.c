@@ -140,7 +140,8 @@ int main(int argc, char **argv) {
                                                "both sets on the device at once"),
                 "SMW cross-spectra in map batches: got %s: %s", qp_err_name(refused),
                 qp_error_message());
-    if (qp_comm_rank() == 0) printf("SMW cross-spectra in batches refused: %s\n", qp_error_message());
+    if (qp_comm_rank() == 0)
+      printf("SMW cross-spectra in batches refused: %s\n", qp_error_message());
     qp_error_clear();
     TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
     free(cfg.maps2);

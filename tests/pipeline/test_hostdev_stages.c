@@ -136,8 +136,8 @@ int main(int argc, char **argv) {
   TEST_OK(qp_fixture_write(&t, &cfg));
   check_routes(&cfg, "T diagonal N, switch");
   {
-    /* Cross-spectra (maps2, docs/science.md) on every route: a second map set (another draw, noise variance 20) crossed with the
-     * first. */
+    /* Cross-spectra (maps2, docs/science.md) on every route: a second map set (another draw, noise
+     * variance 20) crossed with the first. */
     char name2[64];
     qp_fixture t2 = t;
     t2.name = qp_fixture_rank_name(name2, sizeof name2, "hostdev_t2");
