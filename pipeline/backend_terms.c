@@ -25,7 +25,8 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   /* covariance_setup: a dense N read, C (or SMW's N_eff) built, each a panel of columns at a
    * time (inputs.c; pixel_matrices.c: N's variances and S added). */
   const qp_model_bytes built = qp_model_window_bytes(d, n, n, 0);
-  out[QP_STAGE_COVARIANCE_SETUP] = d->noise_dense || !smw || d->switched ? built : none;
+  out[QP_STAGE_COVARIANCE_SETUP] =
+      d->noise_dense || !smw || d->switched || (d->cross_maps && d->noise2_dense) ? built : none;
   /* basis_setup: V^T built (SMW: and whitened), a panel of rows at a time; a batch of maps
    * (SMW), I + K Lambda built a panel of columns at a time (SMW); pixel-direct nothing
    * (L^-1's upper triangle is cleared on the device). */
@@ -33,6 +34,9 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   out[QP_STAGE_BASIS_SETUP] = pixel ? none
                               : smw ? qp_model_bytes_max(qp_model_bytes_max(vt, maps), kernel)
                                     : vt;
+  /* SMW's cross-spectra build S_fixed for Q there with the switch (harmonic_smw_cross.c). */
+  if (smw && d->cross_maps && d->switched)
+    out[QP_STAGE_BASIS_SETUP] = qp_model_bytes_max(out[QP_STAGE_BASIS_SETUP], built);
   /* fisher_run: pixel-direct, the whitened noise (unless a dense N without the switch is
    * copied in), a chunk of P_p (each a panel at a time: pixel_matrices.h), then the Gram
    * matrix read (whole on every rank); projection, N_eff with the switch, then a panel of
@@ -79,20 +83,24 @@ static int qp_backend_calls(const qp_model_dims *d, qp_backend_call out[QP_BACKE
   /* covariance_setup: a dense N's own Cholesky in C's buffer (not on SMW). */
   if (d->noise_dense && !smw) out[k++] = (qp_backend_call){cov, 0, QP_OP_POTRF, n, 0};
   /* basis_setup, phase 0: C's (or SMW's dense N_eff's) conditioned Cholesky. */
-  if (!smw || d->noise_dense || d->switched) {
+  /* (SMW's cross-spectra: N_B,eff's too, in the same phase.) */
+  if (!smw || d->noise_dense || d->switched || (d->cross_maps && d->noise2_dense)) {
     out[k++] = (qp_backend_call){bas, 0, QP_OP_NORM1, n, 0};
     out[k++] = (qp_backend_call){bas, 0, QP_OP_POTRF, n, 0};
     out[k++] = (qp_backend_call){bas, 0, QP_OP_POCON, n, 0};
   }
   if (d->path == QP_MODEL_PIXEL_DIRECT) out[k++] = (qp_backend_call){bas, 0, QP_OP_TRTRI, n, 0};
   if (smw) {
-    /* phase 2: I + K Lambda's LU, W = (I + K Lambda)^-1 K; then G in fisher_run (phase 1)
-     * and z a batch of maps at a time in spectra_run. */
-    out[k++] = (qp_backend_call){bas, 2, QP_OP_NORM1, nm, 0};
-    out[k++] = (qp_backend_call){bas, 2, QP_OP_GETRF, nm, 0};
-    out[k++] = (qp_backend_call){bas, 2, QP_OP_GECON, nm, 0};
-    out[k++] = (qp_backend_call){bas, 2, QP_OP_GETRS, nm, nm};
-    out[k++] = (qp_backend_call){QP_STAGE_FISHER_RUN, 1, QP_OP_GETRS, nm, nm};
+    /* phase 2 (cross-spectra: 3): I + K Lambda's LU, W = (I + K Lambda)^-1 K; then G in
+     * fisher_run (phase 1; cross-spectra: the switch's M_B^-1 Q M_A^-T) and z a batch of maps
+     * at a time in spectra_run. */
+    const int lu = d->cross_maps ? 3 : 2;
+    out[k++] = (qp_backend_call){bas, lu, QP_OP_NORM1, nm, 0};
+    out[k++] = (qp_backend_call){bas, lu, QP_OP_GETRF, nm, 0};
+    out[k++] = (qp_backend_call){bas, lu, QP_OP_GECON, nm, 0};
+    out[k++] = (qp_backend_call){bas, lu, QP_OP_GETRS, nm, nm};
+    if (!d->cross_maps || d->switched)
+      out[k++] = (qp_backend_call){QP_STAGE_FISHER_RUN, 1, QP_OP_GETRS, nm, nm};
     out[k++] = (qp_backend_call){QP_STAGE_SPECTRA_RUN, 0, QP_OP_GETRS, nm, batch};
   }
   return k;

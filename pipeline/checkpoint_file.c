@@ -10,7 +10,7 @@
 #include "terms.h"
 #include "test_hooks.h"
 
-/* In restore order: smw_lu before its pivots (their count follows its layout), N before
+/* In restore order: smw_lu (smw_lu_b) before its pivots (their count follows its layout), N before
  * noise_factor (a view of it when N is dense), mode_maps before mode_maps_host (SMW's maps in
  * batches on a device, whose count follows its layout). */
 const qp_ck_slot qp_ck_slots[QP_CK_SLOTS] = {
@@ -34,6 +34,13 @@ const qp_ck_slot qp_ck_slots[QP_CK_SLOTS] = {
     {"fisher_ell", QP_TERM_FISHER_ELL, QP_CK_F64, offsetof(qp_problem, fisher_ell)},
     {"vt_b", QP_TERM_V_B, QP_CK_MATRIX, offsetof(qp_problem, vt_b)},
     {"kernel_b", QP_TERM_KERNEL_B, QP_CK_MATRIX, offsetof(qp_problem, kernel_b)},
+    {"noise_variance_b", QP_TERM_NOISE_VARIANCE_B, QP_CK_F64,
+     offsetof(qp_problem, noise_variance_b)},
+    {"noise_factor_b", QP_TERM_NOISE_EFF_B, QP_CK_MATRIX, offsetof(qp_problem, noise_factor_b)},
+    {"smw_lu_b", QP_TERM_SMW_LU_B, QP_CK_MATRIX, offsetof(qp_problem, smw_lu_b)},
+    {"pivots_b", QP_TERM_PIVOTS_B, QP_CK_INT, offsetof(qp_problem, pivots_b)},
+    {"mode_maps_b", QP_TERM_MODE_MAPS_B, QP_CK_MATRIX, offsetof(qp_problem, mode_maps_b)},
+    {"cross_fixed", QP_TERM_CROSS_FIXED, QP_CK_MATRIX, offsetof(qp_problem, cross_fixed)},
 };
 
 void *qp_ck_field(const qp_problem *p, const qp_ck_slot *s) { return (char *)p + s->offset; }
@@ -43,8 +50,11 @@ int64_t qp_ck_count(const qp_problem *p, const qp_ck_slot *s) {
   if (s->offset == offsetof(qp_problem, vectors)) return 3 * p->n_observed;
   if (s->offset == offsetof(qp_problem, maps))
     return p->n_pix * p->n_maps * (p->plan->model_dims.cross_maps ? 2 : 1);
-  if (s->offset == offsetof(qp_problem, noise_variance)) return p->n_pix;
+  if (s->offset == offsetof(qp_problem, noise_variance) ||
+      s->offset == offsetof(qp_problem, noise_variance_b))
+    return p->n_pix;
   if (s->offset == offsetof(qp_problem, pivots)) return qp_linalg_pivot_count(&p->smw_lu);
+  if (s->offset == offsetof(qp_problem, pivots_b)) return qp_linalg_pivot_count(&p->smw_lu_b);
   if (s->offset == offsetof(qp_problem, fisher) || s->offset == offsetof(qp_problem, y_covariance))
     return (int64_t)p->n_params * p->n_params;
   if (s->offset == offsetof(qp_problem, mode_maps_host)) return qp_mode_maps_host_elements(p);

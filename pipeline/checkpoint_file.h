@@ -38,7 +38,7 @@ typedef struct qp_ck_slot {
 } qp_ck_slot;
 
 /* The slots, in restore order (checkpoint_file.c). */
-enum { QP_CK_SLOTS = 20 };
+enum { QP_CK_SLOTS = 26 };
 extern const qp_ck_slot qp_ck_slots[QP_CK_SLOTS];
 
 /* The pointer or qp_matrix of slot `s` in `p`. */

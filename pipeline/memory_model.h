@@ -59,8 +59,8 @@ typedef struct qp_model_dims {
                             (qp_model_mode_panel), and the columns of W's field blocks that
                             F's block sums read (qp_model_field_panel) */
   int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
-  int noise2_dense;      /* cross-spectra: noise2 a dense covariance, read into C_B's buffer (no
-                            variances of N_B) */
+  int noise2_dense;      /* cross-spectra: noise2 a dense covariance, read into C_B's buffer
+                            (SMW: N_B,eff's) (no variances of N_B) */
   int64_t n_window;      /* the window functions' columns: spectra x (lmax - ell_min + 1); 0
                             with window_functions: false */
   int cross_maps;        /* 1: cross-spectra of maps and maps2 (docs/science.md): the second

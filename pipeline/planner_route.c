@@ -40,6 +40,13 @@ static double qp_route_cost(const qp_problem *p, const qp_plan *plan, qp_model_p
            covariance;
   }
   case QP_MODEL_HARMONIC_SMW:
+    if (p->cfg->n_maps2 > 0) { /* cross: both sets' N_eff, K, LU and W; H = (W_B Lambda) W_A;
+                                  the switch's Q and M_B^-1 Q M_A^-T (harmonic_smw_cross.c) */
+      const int dense_b = plan->switched || p->cfg->noise2_kind == QP_NOISE_COVARIANCE;
+      return 2.0 * (nm * nm * n + 2.3 * nm * nm * nm) + 2.0 * nm * nm * nm +
+             (dense + dense_b) * (n * n * n / 3.0 + nm * n * n) +
+             (plan->switched ? 3.0 * nm * n * n + 2.0 * nm * nm * n + 4.0 * nm * nm * nm : 0.0);
+    }
     return nm * nm * n + 2.3 * nm * nm * nm + (dense ? n * n * n / 3.0 + nm * n * n : 0.0);
   case QP_MODEL_HARMONIC_PROJECTED:
     if (p->cfg->n_maps2 > 0) /* cross: both sets' L, Y and W; H = (W_B Lambda) W_A; the
@@ -88,13 +95,6 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
   if (cfg->harmonic_method == 1) allowed[2] = 0;
   if (cfg->harmonic_method == 2) allowed[1] = 0;
   if (p->n_modes == 0) allowed[1] = allowed[2] = 0;
-  /* Cross-spectra (maps2) are built on the pixel-direct and projection routes, not on SMW. */
-  QP_CHECK(cfg->n_maps2 == 0 || allowed[0] || allowed[2], QP_ERR_UNSUPPORTED,
-           "config '%s': cross-spectra (maps2) run on the pixel-direct and projection routes; "
-           "harmonic_method: smw is not supported with maps2 yet (give harmonic_method: "
-           "projected or auto)",
-           cfg->source);
-  if (cfg->n_maps2 > 0) allowed[1] = 0;
   QP_CHECK(allowed[0] || allowed[1] || allowed[2], QP_ERR_INPUT,
            "config '%s': the harmonic path has no modes (lmax %d)", cfg->source, cfg->lmax);
   /* SMW inverts N: a noise too ill-conditioned for cfg->accuracy rules it out when another
@@ -133,7 +133,9 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
     /* Its host windows in panels where the host limit asks. */
     QP_CALL(qp_plan_host_panel(p, plan));
     k->host_panel = plan->model_dims.host_panel;
-    /* Cross-spectra on the projection route hold W_A and W_B whole, their host windows too. */
+    /* Cross-spectra on the projection route hold W_A and W_B whole, their host windows too;
+     * on SMW every map of both sets on the device at once (no batches), the host windows
+     * unpanelled. */
     if (cfg->n_maps2 > 0 && r == QP_MODEL_HARMONIC_PROJECTED &&
         ((k->w_block > 0 && k->w_block < p->n_modes) || k->host_panel > 0)) {
       snprintf(unsized[r], sizeof unsized[r],
@@ -143,6 +145,18 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
                  "cross-spectra on harmonic (projected) need W_A and W_B whole on the device "
                  "and the host windows unpanelled, which %s does not allow; give path: "
                  "pixel_direct or raise the limit",
+                 qp_plan_limits_text(p, plan));
+      continue;
+    }
+    if (cfg->n_maps2 > 0 && r == QP_MODEL_HARMONIC_SMW &&
+        (k->map_batch < p->n_maps || k->host_panel > 0)) {
+      snprintf(unsized[r], sizeof unsized[r],
+               "cross-spectra with maps in batches or host panels are not supported yet");
+      if (!first_unsized[0])
+        snprintf(first_unsized, sizeof first_unsized,
+                 "cross-spectra on harmonic (smw) need every map of both sets on the device "
+                 "at once and the host windows unpanelled, which %s does not allow; give "
+                 "harmonic_method: projected, path: pixel_direct or raise the limit",
                  qp_plan_limits_text(p, plan));
       continue;
     }

@@ -47,6 +47,12 @@ void qp_problem_free(qp_problem *p) {
   qp_matrix_destroy(&p->mode_maps);
   qp_budget_free(p->pivots);
   p->pivots = NULL;
+  qp_matrix_destroy(&p->noise_factor_b);
+  qp_matrix_destroy(&p->smw_lu_b);
+  qp_matrix_destroy(&p->mode_maps_b);
+  qp_matrix_destroy(&p->cross_fixed);
+  qp_budget_free(p->pivots_b);
+  p->pivots_b = NULL;
   /* the device backend's own buffers, held from the stages' first need (matrix.h) */
   if (p->ops) qp_linalg_release_workspaces(p->ops);
   free(p->bin_lo);

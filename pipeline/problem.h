@@ -45,8 +45,9 @@ typedef struct qp_problem {
   qp_matrix noise;        /* QP_TERM_NOISE (dense N) or empty */
   qp_matrix cov;          /* QP_TERM_COVARIANCE: C, then L, then L^-1 */
   /* Cross-spectra (plan->model_dims.cross_maps): maps2's columns follow maps' in `maps`
-   * (map k of maps2 is column n_maps + k); pixel-direct and projection routes. */
-  double *noise_variance_b; /* QP_TERM_NOISE_VARIANCE_B: N_B (covariance_setup only) */
+   * (map k of maps2 is column n_maps + k); every route (SMW's B half further down). */
+  double *noise_variance_b; /* QP_TERM_NOISE_VARIANCE_B: N_B (covariance_setup only; SMW without
+                               the switch: to basis_setup) */
   qp_matrix cov_b;          /* QP_TERM_COVARIANCE_B: C_B = S + N_B, then L_B, then L_B^-1 */
 
   /* The plan (plan.h): the route, chunks, limit and model, built by the planner before the
@@ -71,8 +72,17 @@ typedef struct qp_problem {
                               (a batch of maps: qp_map_batch columns) */
   double *mode_maps_host;  /* QP_TERM_MODE_MAPS_HOST (SMW, maps in batches): V N_eff^-1 x of
                               every map, n_modes x n_maps, between basis_setup and spectra_run */
-  qp_matrix vt_b;          /* QP_TERM_V_B (cross-spectra, projection): V^T, then Y_B = L_B^-1 V^T */
-  qp_matrix kernel_b;      /* QP_TERM_KERNEL_B (cross-spectra, projection): W_B = Y_B^T Y_B */
+  qp_matrix vt_b;          /* QP_TERM_V_B (cross-spectra): V^T, then Y_B = L_B^-1 V^T */
+  qp_matrix kernel_b;      /* QP_TERM_KERNEL_B (cross-spectra): W_B = Y_B^T Y_B (projection);
+                              K_B = V N_B,eff^-1 V^T, then W_B (SMW) */
+  /* Cross-spectra on SMW (harmonic_smw_cross.c): B's half beside A's. */
+  qp_matrix noise_factor_b; /* QP_TERM_NOISE_EFF_B: N_B,eff (dense N_B or the switch), then its
+                               Cholesky factor */
+  qp_matrix smw_lu_b;       /* QP_TERM_SMW_LU_B: I + K_B Lambda, then its LU factors */
+  int *pivots_b;            /* QP_TERM_PIVOTS_B: of smw_lu_b */
+  qp_matrix mode_maps_b;    /* QP_TERM_MODE_MAPS_B: V N_B,eff^-1 x_B, then z_B */
+  qp_matrix cross_fixed;    /* QP_TERM_CROSS_FIXED (the switch): V N_B,eff^-1 S_fixed N_A,eff^-1 V^T
+                               from basis_setup to fisher_run */
 
   /* parameters */
   int n_bins, n_params;

@@ -17,7 +17,10 @@
 /* Distributed backend or a device's host windows only: */
 #define QP_TERM_SMW_COLUMNS "K_columns" /* SMW: K's columns of one field, redistributed */
 #define QP_TERM_V_B "V_B"      /* cross-spectra (projection): V^T, then Y_B = L_B^-1 V^T */
-#define QP_TERM_KERNEL_B "K_B" /* cross-spectra (projection): W_B = V C_B^-1 V^T */
+#define QP_TERM_KERNEL_B "K_B" /* cross-spectra: W_B = V C_B^-1 V^T (SMW: K_B first) */
+#define QP_TERM_SMW_LU_B "I_plus_K_B_Lambda" /* cross-spectra (SMW): LU of I + K_B Lambda */
+#define QP_TERM_PIVOTS_B "pivots_B"
+#define QP_TERM_CROSS_FIXED "Q_fixed" /* cross (SMW, switch): V N_B^-1 S_fixed N_A^-1 V^T */
 
 /** Adds basis_setup's terms of the route of `d` to `m` (none on pixel-direct, whose C is
  *  factored in place), after covariance_setup's. */

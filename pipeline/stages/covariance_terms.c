@@ -34,20 +34,31 @@ qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m) {
    * calibration case of docs/memory-model.md) goes as soon as Y = L_N^-1 V^T exists
    * (basis_terms.c). */
   qp_model_term *t;
+  /* SMW's cross-spectra free both N_eff after basis_setup's phase 1, where the switch's Q is
+   * made from their factors (harmonic_smw_cross.c); auto-spectra after phase 0. */
+  const int noise_phase = d->cross_maps && d->switched ? 1 : 0;
   if (d->noise_dense) {
     t = qp_model_on_backend(
         d, qp_model_add(m, QP_TERM_NOISE, QP_TERM_PERSISTENT, pix_sq, cov, smw ? bas : fis,
                         smw ? "n_pix^2 x 8 (N, then N_eff, then its Cholesky factor)"
                             : "n_pix^2 x 8"));
-    if (smw) t->phase_free = 0;
+    if (smw) t->phase_free = noise_phase;
   } else {
     qp_model_add(m, QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, qp_model_vector_bytes(d->n_pix, w),
                  cov, smw ? bas : fis, "n_pix x 8");
   }
-  /* Cross-spectra: N_B makes C_B in covariance_setup, then goes (not on SMW: planner_route.c). */
+  /* Cross-spectra: N_B makes C_B in covariance_setup, then goes; on SMW its variances make
+   * N_B,eff with the switch, else whiten in basis_setup (harmonic_smw_cross.c). */
   if (d->cross_maps && !d->noise2_dense)
     qp_model_add(m, QP_TERM_NOISE_VARIANCE_B, QP_TERM_PERSISTENT,
-                 qp_model_vector_bytes(d->n_pix, w), cov, cov, "n_pix x 8");
+                 qp_model_vector_bytes(d->n_pix, w), cov, smw && !d->switched ? bas : cov,
+                 "n_pix x 8");
+  if (smw && d->cross_maps && (d->noise2_dense || d->switched))
+    qp_model_on_backend(d,
+                        qp_model_add(m, QP_TERM_NOISE_EFF_B, QP_TERM_PERSISTENT, pix_sq, cov, bas,
+                                     "n_pix^2 x 8 (N_B (+ S_fixed), then its Cholesky "
+                                     "factor)"))
+        ->phase_free = noise_phase;
   if (!smw) {
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
                                         pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
@@ -59,7 +70,7 @@ qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m) {
     t = qp_model_on_backend(d,
                             qp_model_add(m, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, pix_sq, cov, bas,
                                          "n_pix^2 x 8 (N + S_fixed, then its Cholesky factor)"));
-    t->phase_free = 0;
+    t->phase_free = noise_phase;
   }
   return QP_OK;
 }

@@ -16,6 +16,7 @@
 #define QP_TERM_NOISE_VARIANCE_B "noise_variance_B" /* diagonal N_B of maps2 (cross-spectra) */
 #define QP_TERM_COVARIANCE_B "C_B" /* C_B = S + N_B; then L_B, then L_B^-1 (cross-spectra) */
 #define QP_TERM_NOISE_EFF "N_eff"  /* SMW: N + S_fixed, then its Cholesky factor */
+#define QP_TERM_NOISE_EFF_B "N_B_eff" /* SMW cross: N_B (+ S_fixed), then its Cholesky factor */
 
 /** Adds covariance_setup's terms of the route of `d` to `m`, in the order `qmlpipe budget`
  *  prints them (qp_model_predict calls it first). */

@@ -102,8 +102,9 @@ static void qp_fisher_block_pass_terms(const qp_model_dims *d, qp_model *m, int 
   t->phase_alloc = t->phase_free = phase;
 }
 
-/* Cross-spectra on the projection route (harmonic_cross.c): phase 1 H (with the switch
- * Z_A, S_fixed and S_fixed Z_A to make it), 2 W_B Lambda, 3 H^T and the block sums of Cov(y). */
+/* Cross-spectra on the projection and SMW routes (harmonic_cross.c): phase 1 H (with the
+ * switch, on projection, Z_A, S_fixed and S_fixed Z_A to make it), 2 W_B Lambda, 3 H^T and the
+ * block sums of Cov(y). */
 static void qp_fisher_cross_terms(const qp_model_dims *d, qp_model *m) {
   const qp_stage_id fis = QP_STAGE_FISHER_RUN;
   const qp_model_bytes mode_sq = qp_model_matrix_bytes(d, d->n_modes, d->n_modes),
@@ -113,7 +114,8 @@ static void qp_fisher_cross_terms(const qp_model_dims *d, qp_model *m) {
                                           fis, "n_modes^2 x 8 (H = Z_B^T S Z_A)"));
   t->phase_alloc = 1;
   t->phase_free = 3;
-  if (d->switched) {
+  /* SMW made the switch's Q in basis_setup (basis_terms.c): H from it in place here. */
+  if (d->switched && d->path != QP_MODEL_HARMONIC_SMW) {
     static const char *const names[3] = {QP_TERM_WEIGHTED_MODES, QP_TERM_CROSS_SIGNAL,
                                          QP_TERM_NOISE_MODES};
     static const char *const formulas[3] = {"n_pix n_modes x 8 (Z_A = C_A^-1 V^T)",

@@ -1,4 +1,5 @@
-/* harmonic_cross.c: cross-spectra of maps (A) and maps2 (B) on the projection route
+/* harmonic_cross.c: cross-spectra of maps (A) and maps2 (B) on the projection route, and the
+ * fisher_run SMW shares (harmonic_smw_cross.c makes its W_A, W_B and the switch's term)
  * (harmonic_route.h; the science: docs/science.md). A's half is the auto route's: L_A, Y_A = V^T
  * then L_A^-1 V^T in p->vt, W_A in p->kernel. This file adds B's half and what joins them:
  *   basis_setup   L_B = chol(C_B), Y_B = L_B^-1 V^T (p->vt_b), W_B = Y_B^T Y_B (p->kernel_b)
@@ -20,6 +21,7 @@
 #include "fisher_terms.h"
 #include "harmonic_bias.h"
 #include "harmonic_route.h"
+#include "harmonic_smw.h"
 #include "pixel_matrices.h"
 #include "progress.h"
 #include "spectra_terms.h"
@@ -40,10 +42,12 @@ qp_err qp_cross_basis_setup(qp_problem *p) {
   return QP_OK;
 }
 
-/* h <- Z_B^T S_fixed Z_A = Y_B^T L_B^-1 S_fixed L_A^-T Y_A (the switch's multipoles
- * lmax+1..lmax_signal): Z_A = L_A^-T Y_A, then S_fixed Z_A, then L_B^-1 of it and Y_B^T of
- * that, n_pix^2 n_modes flops a step where forming L_B^-1 S_fixed L_A^-T would cost n_pix^3. */
-static qp_err qp_cross_fixed_kernel(qp_problem *p, qp_matrix *h) {
+/* out <- Y_B^T L_B^-1 S_fixed L_A^-T Y_A (the switch's multipoles lmax+1..lmax_signal):
+ * Z_A = L_A^-T Y_A, then S_fixed Z_A, then L_B^-1 of it and Y_B^T of that, n_pix^2 n_modes flops
+ * a step where forming L_B^-1 S_fixed L_A^-T would cost n_pix^3. Projection: L = chol(C), so
+ * out = Z_B^T S_fixed Z_A; SMW: L = chol(N_eff), out = Q (harmonic_smw_cross.c). */
+qp_err qp_cross_fixed_product(qp_problem *p, const qp_matrix *la, const qp_matrix *ya,
+                              const qp_matrix *lb, const qp_matrix *yb, qp_matrix *out) {
   const qp_config *cfg = p->cfg;
   const int64_t n = p->n_pix, nm = p->n_modes;
   qp_matrix z = {0}, s = {0}, sz = {0};
@@ -52,14 +56,14 @@ static qp_err qp_cross_fixed_kernel(qp_problem *p, qp_matrix *h) {
                done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_CROSS_SIGNAL, QP_TERM_TRANSIENT, n, n, &s), done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, n, nm, &sz), done);
-  QP_CALL_GOTO(qp_linalg_copy_sub(n, nm, &p->vt, 0, 0, &z, 0, 0), done);
-  QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &z), done);
+  QP_CALL_GOTO(qp_linalg_copy_sub(n, nm, ya, 0, 0, &z, 0, 0), done);
+  QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, la, &z), done);
   QP_CALL_GOTO(qp_pixel_signal(p, &s, cfg->lmax + 1, cfg->lmax_signal), done);
   QP_CALL_GOTO(qp_linalg_gemm(QP_NOTRANS, QP_NOTRANS, 1.0, &s, &z, 0.0, &sz), done);
   qp_matrix_destroy(&s);
   qp_matrix_destroy(&z);
-  QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov_b, &sz), done);
-  QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt_b, &sz, 0.0, h), done);
+  QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, lb, &sz), done);
+  QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, yb, &sz, 0.0, out), done);
 done:
   qp_matrix_destroy(&sz);
   qp_matrix_destroy(&s);
@@ -91,7 +95,10 @@ qp_err qp_cross_fisher_run(qp_problem *p) {
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_CROSS_KERNEL, QP_TERM_TRANSIENT, nm, nm, &h), done);
   memset(p->noise_bias, 0, (size_t)np * sizeof *p->noise_bias);
   if (p->plan->switched) {
-    QP_CALL_GOTO(qp_cross_fixed_kernel(p, &h), done);
+    if (p->plan->smw)
+      QP_CALL_GOTO(qp_smw_cross_fixed_kernel(p, &h), done);
+    else
+      QP_CALL_GOTO(qp_cross_fixed_product(p, &p->cov, &p->vt, &p->cov_b, &p->vt_b, &h), done);
     QP_CALL_GOTO(qp_bias_from_matrix(p, &h, e, start), done);
     qp_progress_note(&progress, "b = 1/2 tr(D_p Z_B^T S_fixed Z_A)");
   }
@@ -141,14 +148,32 @@ static qp_err qp_cross_mode_maps(qp_problem *p, const qp_matrix *l, const qp_mat
   return QP_OK;
 }
 
-qp_err qp_cross_spectra_y(qp_problem *p) {
-  const int64_t n = p->n_pix, nm = p->n_modes, batch = qp_map_batch(p), np = p->n_params;
-  const int moves = qp_linalg_moves_data(p->ops);
-  qp_err err = QP_OK;
+qp_err qp_cross_y_from_z(qp_problem *p, const double *za, const double *zb, int64_t first,
+                         int64_t count) {
+  const int64_t nm = p->n_modes, np = p->n_params;
   qp_entry *e = NULL;
   int64_t *start = NULL;
+  QP_CALL(qp_param_entries(p, &e, &start));
+  /* y_p = 1/2 sum over D_p's entries (a, b, v) of v z_A[a] z_B[b] (D_p symmetric). */
+  for (int64_t m = 0; m < count; ++m) {
+    const double *xa = za + m * nm, *xb = zb + m * nm;
+    for (int64_t q = 0; q < np; ++q) {
+      double sum = 0;
+      for (int64_t k = start[q]; k < start[q + 1]; ++k)
+        sum += e[k].v * xa[e[k].a] * xb[e[k].b];
+      p->yb[(first + m) * np + q] = 0.5 * sum;
+    }
+  }
+  free(e);
+  free(start);
+  return QP_OK;
+}
+
+qp_err qp_cross_spectra_y(qp_problem *p) {
+  const int64_t n = p->n_pix, nm = p->n_modes, batch = qp_map_batch(p);
+  const int moves = qp_linalg_moves_data(p->ops);
+  qp_err err = QP_OK;
   qp_matrix w = {0}, wb2 = {0}, v = {0}, vb2 = {0}, all = {0}, all2 = {0};
-  QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, batch, &w),
                done);
   QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS_B, QP_TERM_TRANSIENT, n, batch, &wb2),
@@ -176,19 +201,12 @@ qp_err qp_cross_spectra_y(qp_problem *p) {
       QP_CALL_GOTO(qp_matrix_columns(&all, 0, count, &av), done);
       QP_CALL_GOTO(qp_matrix_columns(&all2, 0, count, &a2v), done);
     }
-    QP_CALL_GOTO(qp_cross_mode_maps(p, &p->cov, &p->vt, first, &wv, &vv, &av, &za), done);
-    QP_CALL_GOTO(
-        qp_cross_mode_maps(p, &p->cov_b, &p->vt_b, p->n_maps + first, &w2v, &v2v, &a2v, &zb), done);
-    /* y_p = 1/2 sum over D_p's entries (a, b, v) of v z_A[a] z_B[b] (D_p symmetric). */
-    for (int64_t m = 0; m < count; ++m) {
-      const double *xa = za + m * nm, *xb = zb + m * nm;
-      for (int64_t q = 0; q < np; ++q) {
-        double sum = 0;
-        for (int64_t k = start[q]; k < start[q + 1]; ++k)
-          sum += e[k].v * xa[e[k].a] * xb[e[k].b];
-        p->yb[(first + m) * np + q] = 0.5 * sum;
-      }
-    }
+    QP_CALL_GOTO(qp_cross_mode_maps(p, &p->cov, &p->vt, first, &wv, &vv, &av, &za),
+                 done);
+    QP_CALL_GOTO(qp_cross_mode_maps(p, &p->cov_b, &p->vt_b, p->n_maps + first, &w2v, &v2v,
+                                    &a2v, &zb),
+                 done);
+    QP_CALL_GOTO(qp_cross_y_from_z(p, za, zb, first, count), done);
   }
 done:
   qp_matrix_destroy(&all2);
@@ -197,7 +215,5 @@ done:
   qp_matrix_destroy(&v);
   qp_matrix_destroy(&wb2);
   qp_matrix_destroy(&w);
-  free(e);
-  free(start);
   return err;
 }

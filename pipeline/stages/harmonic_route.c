@@ -1,6 +1,6 @@
-/* harmonic_route.c: the harmonic path's basis_setup, SMW and projection
- * (harmonic_route.h); its fisher_run: harmonic_fisher.c and harmonic_bias.c, its spectra_run:
- * harmonic_spectra.c. */
+/* harmonic_route.c: the harmonic path's basis_setup: V^T, the projection route, and SMW's
+ * entry (harmonic_smw.c, harmonic_smw_cross.c) (harmonic_route.h); its fisher_run:
+ * harmonic_fisher.c and harmonic_bias.c, its spectra_run: harmonic_spectra.c. */
 #include "harmonic_route.h"
 
 #include <chealpix.h>
@@ -11,6 +11,7 @@
 #include "basis_terms.h"
 #include "conditioning.h"
 #include "harmonic_modes.h"
+#include "harmonic_smw.h"
 #include "host_window.h"
 #include "pixel_matrices.h"
 #include "progress.h"
@@ -78,7 +79,7 @@ static qp_err qp_vt_blocks(const qp_problem *p, int64_t **starts, int64_t *n_blo
   return QP_OK;
 }
 
-static qp_err qp_build_vt(qp_problem *p) {
+qp_err qp_harmonic_build_vt(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   qp_matrix *v = &p->vt;
   const int64_t nt = p->n_obs_t, np = p->n_obs_p, cols = v->local_cols;
@@ -264,157 +265,6 @@ done:
   return err;
 }
 
-/* x -> N_eff^-1/2 x for SMW: by the Cholesky factor of a dense N_eff, or the variances. */
-static qp_err qp_whiten_smw(qp_problem *p, qp_matrix *x) {
-  if (p->noise_factor.data) {
-    QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->noise_factor, x));
-  } else {
-    /* By panels of rows, as V^T is built (qp_build_vt). */
-    for (int64_t row0 = 0, rows; row0 < x->local_rows; row0 += rows) {
-      rows = qp_host_panel_width(p, x->local_rows, row0);
-      qp_host_window w;
-      QP_CALL(qp_host_window_open_block(x, row0, rows, 0, x->local_cols, QP_ACCESS_READ_WRITE, &w));
-      for (int64_t k = 0; k < x->local_cols; ++k)
-        for (int64_t i = 0; i < rows; ++i)
-          w.data[i + k * w.ld] /= sqrt(p->noise_variance[qp_matrix_global_row(x, row0 + i)]);
-      QP_CALL(qp_host_window_close(&w));
-    }
-  }
-  return QP_OK;
-}
-
-/* V N_eff^-1 x = Y^T N_eff^-1/2 x for the maps, a batch at a time (qp_map_batch), into
- * p->mode_maps; with several batches each is kept on the host (qp_mode_maps_host_batch), from
- * which spectra_run takes it back. On a grid each rank keeps its own local parts. */
-static qp_err qp_smw_mode_maps(qp_problem *p) {
-  const int64_t n = p->n_pix, nm = p->n_modes, n_maps = p->n_maps, batch = qp_map_batch(p);
-  qp_err err = QP_OK;
-  qp_matrix w = {0}, wb, mb;
-  QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, n, batch, &w),
-               done);
-  QP_CALL_GOTO(
-      qp_matrix_create(p->ops, QP_TERM_MODE_MAPS, QP_TERM_PERSISTENT, nm, batch, &p->mode_maps),
-      done);
-  if (batch < n_maps)
-    QP_CALL_GOTO(QP_ALLOC_DOUBLES(QP_TERM_MODE_MAPS_HOST, QP_TERM_PERSISTENT,
-                                  qp_mode_maps_host_elements(p), &p->mode_maps_host),
-                 done);
-  for (int64_t first = 0; first < n_maps; first += batch) {
-    const int64_t count = qp_map_batch_count(p, first);
-    QP_CALL_GOTO(qp_map_batch_view(&w, count, &wb), done);
-    QP_CALL_GOTO(qp_map_batch_view(&p->mode_maps, count, &mb), done);
-    QP_CALL_GOTO(qp_maps_to_matrix(p, first, &wb), done);
-    QP_CALL_GOTO(qp_whiten_smw(p, &wb), done);
-    QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &wb, 0.0, &mb), done);
-    if (batch < n_maps)
-      QP_CALL_GOTO(qp_linalg_download(&mb, 0, 0, mb.local_rows, mb.local_cols,
-                                      qp_mode_maps_host_batch(p, first), mb.ld),
-                   done);
-  }
-done:
-  qp_matrix_destroy(&w);
-  return err;
-}
-
-/* The fields' units on the modes [T | E | B]: 1 / f_T on T's, 1 / f_P on E's and B's, f_X
- * qp_field_scale's of the noise SMW inverts (any unit-consistent scale serves). A field whose
- * values are t times larger has K t^-2 and Lambda t^2 times larger, so that K Lambda's
- * (T, E) block is 1 / t and its (E, T) block t times larger: I + K Lambda = D^-1 M_0 D with
- * D = t on T's modes, and D is what the factors take away. */
-static qp_run_scale qp_smw_mode_scale(const qp_problem *p) {
-  const qp_run_scale fields = qp_field_scale(
-      p, p->plan->switched ? p->cfg->lmax + 1 : p->cfg->lmax_signal + 1, p->cfg->lmax_signal, 1);
-  const int64_t end_t = p->field_offset[0] < 0    ? 0
-                        : p->field_offset[1] >= 0 ? p->field_offset[1]
-                                                  : p->n_modes;
-  return (qp_run_scale){.runs = 2,
-                        .end = {end_t, p->n_modes},
-                        .factor = {1.0 / fields.factor[0], 1.0 / fields.factor[1]}};
-}
-
-qp_err qp_smw_solve(const qp_problem *p, qp_matrix *b) {
-  const qp_run_scale f = qp_smw_mode_scale(p), back = qp_run_scale_reciprocal(&f);
-  QP_CALL(qp_linalg_scale(b, &f, NULL));
-  QP_CALL(qp_linalg_getrs(&p->smw_lu, p->pivots, b));
-  QP_CALL(qp_linalg_scale(b, &back, NULL));
-  return QP_OK;
-}
-
-/* SMW, in three phases that free what they are done with (the model's phases):
- *  0: V^T, Y = N_eff^-1/2 V^T, and V N_eff^-1 x for the maps (in batches); then N_eff goes;
- *  1: K = Y^T Y; then V goes;
- *  2: M = I + K Lambda, its LU, W = M^-1 K in place of K. */
-static qp_err qp_basis_smw(qp_problem *p, qp_progress *progress) {
-  const int64_t n = p->n_pix, nm = p->n_modes;
-  qp_err err = QP_OK;
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_TRANSIENT, n, nm, &p->vt));
-  QP_CALL(qp_build_vt(p));
-  qp_progress_note(progress, "harmonic basis V built");
-  /* Every figure in the fields' units (conditioning.h, qp_field_scale): N's own scales for
-   * N, N_eff's with S_fixed's diagonal. */
-  const int no_signal = p->cfg->lmax_signal + 1;
-  const qp_run_scale fields =
-      qp_field_scale(p, p->plan->switched ? p->cfg->lmax + 1 : no_signal, p->cfg->lmax_signal, 1);
-  double noise_norm = 0.0; /* lambda_max(F N F): |F N_eff F|_1, or the largest scaled variance */
-  if (p->noise_factor.data) {
-    QP_CALL(qp_conditioned_potrf(p, &p->noise_factor, QP_RCOND_NOISE,
-                                 p->plan->switched ? "N_eff = N + S_fixed (SMW's noise)"
-                                                   : "the noise covariance N (SMW)",
-                                 QP_RCOND_SMW_ADVICE, &fields, &noise_norm));
-  } else {
-    /* A diagonal N is inverted exactly (1 / variance, entry by entry), whatever its spread:
-     * its rcond is recorded, not judged. What a tiny variance does to SMW, I + K Lambda's
-     * guard and C's bound below see. */
-    qp_scaled_noise_diagonal(p, &fields, p->noise_variance, &p->rcond[QP_RCOND_NOISE], &noise_norm);
-  }
-  /* SMW never forms C, but its results are C^-1 applied to the data all the same, as
-   * sensitive as C's conditioning. C >= N and |C| <= |N| + |S_V| bound it from below, in the
-   * fields' units: rcond(FCF) >= rcond(FNF) / (1 + lambda_max(FS_VF) / lambda_max(FNF)); with
-   * a noise of 1e-300 everywhere rcond(N) is 1 and I + K Lambda well conditioned, yet C is
-   * singular in double precision, and this is what refuses it, as the other routes refuse C
-   * itself. */
-  QP_CALL(qp_conditioning_check(
-      p, QP_RCOND_COVARIANCE,
-      qp_smw_covariance_rcond(p, &fields, p->rcond[QP_RCOND_NOISE], noise_norm),
-      "the covariance C = S + N (SMW's bound: rcond(N) / (1 + lambda_max(S) / lambda_max(N)), "
-      "each field in its own units)",
-      QP_RCOND_SMW_COVARIANCE_ADVICE));
-  QP_CALL(qp_whiten_smw(p, &p->vt));
-  QP_CALL(qp_smw_mode_maps(p));
-  /* N_eff (or the dense N it was made in) is not needed any more. */
-  qp_matrix_destroy(&p->noise_factor);
-  qp_matrix_destroy(&p->noise);
-
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
-  QP_CALL(qp_linalg_syrk(QP_TRANS, 1.0, &p->vt, 0.0, &p->kernel));
-  qp_matrix_destroy(&p->vt);
-  qp_progress_note(progress, "K = V N^-1 V^T");
-
-  QP_CALL(qp_matrix_create(p->ops, QP_TERM_SMW_LU, QP_TERM_PERSISTENT, nm, nm, &p->smw_lu));
-  QP_CALL(qp_budget_alloc_array(QP_TERM_PIVOTS, QP_TERM_PERSISTENT,
-                                (size_t)qp_linalg_pivot_count(&p->smw_lu), sizeof(int),
-                                (void **)&p->pivots));
-  QP_CALL(qp_kernel_times_lambda(p, &p->kernel, &p->smw_lu, 1, QP_TERM_SMW_COLUMNS));
-  /* Factored in the fields' units: F M F^-1 (qp_smw_solve). */
-  const qp_run_scale modes = qp_smw_mode_scale(p), inverse = qp_run_scale_reciprocal(&modes);
-  QP_CALL(qp_linalg_scale(&p->smw_lu, &modes, &inverse));
-  double anorm = 0.0, rcond = 0.0;
-  QP_CALL(qp_linalg_norm1(&p->smw_lu, &anorm));
-  err = qp_linalg_getrf(&p->smw_lu, p->pivots);
-  QP_CHECK(err != QP_ERR_NOT_POSDEF, QP_ERR_NOT_POSDEF,
-           "the SMW kernel I + K Lambda is singular (%s); use harmonic_method: projected",
-           qp_error_message());
-  QP_CALL(err);
-  QP_CALL(qp_linalg_gecon(&p->smw_lu, anorm, &rcond));
-  QP_CALL(qp_conditioning_check(p, QP_RCOND_SMW, rcond, "the SMW kernel I + K Lambda",
-                                QP_RCOND_SMW_ADVICE));
-  QP_CALL(qp_smw_solve(p, &p->kernel));
-  qp_progress_note(progress, "W = (I + K Lambda)^-1 K");
-  qp_budget_free(p->noise_variance);
-  p->noise_variance = NULL;
-  return QP_OK;
-}
-
 /* Projection under a device limit that cannot hold W (qp_w_block < n_modes): W = Y^T Y a block
  * of columns at a time on the device, each downloaded into p->kernel, a host matrix (W_host):
  * the device never holds all of W. The last block may be narrower.
@@ -461,7 +311,8 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "basis_setup", "", 0);
   if (p->plan->smw) {
-    QP_CALL(qp_basis_smw(p, &progress));
+    QP_CALL(p->plan->model_dims.cross_maps ? qp_smw_cross_basis(p, &progress)
+                                           : qp_smw_basis(p, &progress));
     return QP_OK;
   }
   /* Projection: L = chol(C), Y = L^-1 V^T, W = Y^T Y: whole where it fits (the rule), else in
@@ -473,7 +324,7 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
                              nm, nm, &p->kernel));
   else
     QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
-  QP_CALL(qp_build_vt(p));
+  QP_CALL(qp_harmonic_build_vt(p));
   qp_progress_note(&progress, "harmonic basis V built");
   /* Cross-spectra: a copy of V^T for Y_B (harmonic_cross.c), before Y takes V's place. */
   const int cross = p->plan->model_dims.cross_maps;

@@ -11,8 +11,9 @@
  *   projection: C = S + N dense, L = chol(C), Y = L^-1 V^T, W = Y^T Y, z = Y^T L^-1 x,
  *     G = Z^T N_eff Z with Z = L^-T Y = C^-1 V^T.
  * N_eff = N + S_fixed when lmax < lmax_signal (the switch); N otherwise.
- * Cross-spectra of maps (A) and maps2 (B), projection only (harmonic_cross.c): L_B = chol(C_B),
- * Y_B = L_B^-1 V^T, W_B = Y_B^T Y_B beside A's; F_pq = 1/2 tr(W_A D_p W_B D_q),
+ * Cross-spectra of maps (A) and maps2 (B) (harmonic_cross.c): W_B beside W_A, by projection
+ * (L_B = chol(C_B), Y_B = L_B^-1 V^T, W_B = Y_B^T Y_B) or SMW (K_B, M_B = I + K_B Lambda,
+ * W_B = M_B^-1 K_B from N_B,eff: harmonic_smw_cross.c); F_pq = 1/2 tr(W_A D_p W_B D_q),
  * y_p = 1/2 z_A^T D_p z_B, b_p = 1/2 tr(D_p Z_B^T S_fixed Z_A) (0 without the switch), and the
  * covariance of y from H = Z_B^T S Z_A = W_B Lambda W_A + Z_B^T S_fixed Z_A.
  * Modes are ordered field by field [T | E | B] (those present), inside a field by
@@ -49,9 +50,22 @@ qp_err qp_harmonic_fisher_run(qp_problem *p);
 /** The raw quadratic y of every map (spectra_run of the harmonic path, before F^-1). */
 qp_err qp_harmonic_spectra_y(qp_problem *p);
 /** Cross-spectra on the projection route (harmonic_cross.c): basis_setup's B half (L_B, Y_B,
- *  W_B, after A's), fisher_run (F, b, M = Cov(y)) and spectra_run's y. */
+ *  W_B, after A's), fisher_run (F, b, M = Cov(y); SMW's too) and spectra_run's y. */
 qp_err qp_cross_basis_setup(qp_problem *p);
 qp_err qp_cross_fisher_run(qp_problem *p);
 qp_err qp_cross_spectra_y(qp_problem *p);
+/** out <- Y_B^T L_B^-1 S_fixed L_A^-T Y_A, S_fixed the switch's multipoles (n_modes^2; L lower
+ *  triangular factors, Y n_pix x n_modes). */
+qp_err qp_cross_fixed_product(qp_problem *p, const qp_matrix *la, const qp_matrix *ya,
+                              const qp_matrix *lb, const qp_matrix *yb, qp_matrix *out);
+/** y of maps first .. first + count - 1 from z_A and z_B (n_modes x count each, whole). */
+qp_err qp_cross_y_from_z(qp_problem *p, const double *za, const double *zb, int64_t first,
+                         int64_t count);
+/** Cross-spectra on SMW (harmonic_smw_cross.c): the switch's Z_B^T S_fixed Z_A into h in
+ *  fisher_run, and spectra_run's y. */
+qp_err qp_smw_cross_fixed_kernel(qp_problem *p, qp_matrix *h);
+qp_err qp_smw_cross_spectra_y(qp_problem *p);
+/** V^T at the observed positions into p->vt (basis_setup of both routes). */
+qp_err qp_harmonic_build_vt(qp_problem *p);
 
 #endif

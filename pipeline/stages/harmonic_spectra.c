@@ -60,7 +60,8 @@ static qp_err qp_smw_spectra_y(qp_problem *p) {
 }
 
 qp_err qp_harmonic_spectra_y(qp_problem *p) {
-  if (p->plan->model_dims.cross_maps) return qp_cross_spectra_y(p);
+  if (p->plan->model_dims.cross_maps)
+    return p->plan->smw ? qp_smw_cross_spectra_y(p) : qp_cross_spectra_y(p);
   if (p->plan->smw) {
     QP_CALL(qp_smw_spectra_y(p));
     return QP_OK;

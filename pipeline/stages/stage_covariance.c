@@ -24,7 +24,8 @@ static qp_err qp_check_dense_noise(qp_problem *p) {
 }
 
 /* The SMW route needs no C: only N_eff = N + S_fixed, dense when N is or when the switch is
- * on (then factored in basis_setup); a dense N takes S_fixed in place. */
+ * on (then factored in basis_setup); a dense N takes S_fixed in place. Cross-spectra: N_B,eff
+ * beside it (harmonic_smw_cross.c). */
 static qp_err qp_smw_noise(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   const int64_t n = p->n_pix;
@@ -35,6 +36,18 @@ static qp_err qp_smw_noise(qp_problem *p) {
         qp_matrix_create(p->ops, QP_TERM_NOISE_EFF, QP_TERM_PERSISTENT, n, n, &p->noise_factor));
   if (p->plan->switched)
     QP_CALL(qp_pixel_noise_plus_signal(p, &p->noise_factor, cfg->lmax + 1, cfg->lmax_signal));
+  if (!p->plan->model_dims.cross_maps) return QP_OK;
+  /* Cross-spectra: N_B,eff the same way, in a matrix of its own where it is dense (N_B read
+   * into it, or its variances, which then go, on zeros; + S_fixed with the switch). */
+  if (p->noise_variance_b && !p->plan->switched) return QP_OK;
+  QP_CALL(
+      qp_matrix_create(p->ops, QP_TERM_NOISE_EFF_B, QP_TERM_PERSISTENT, n, n, &p->noise_factor_b));
+  if (!p->noise_variance_b) QP_CALL(qp_inputs_read_noise2(p, &p->noise_factor_b));
+  if (p->plan->switched)
+    QP_CALL(qp_pixel_signal_plus_variance(p, &p->noise_factor_b, p->noise_variance_b, cfg->lmax + 1,
+                                          cfg->lmax_signal));
+  qp_budget_free(p->noise_variance_b);
+  p->noise_variance_b = NULL;
   return QP_OK;
 }
 

@@ -12,7 +12,7 @@
  * Checked on all three routes (pixel-direct, harmonic SMW, harmonic projection): T with the
  * switch (n_pix 3072) and QU (n_pix 3968) with the meters, T with n_pix <= n_modes (the
  * projection's Z in W's buffer), TQU with a dense N and the switch, and TQU cross-spectra with
- * the switch (pixel-direct and projection) for the terms. The
+ * the switch (every route) for the terms. The
  * sanitizer build (QP_TEST_SANITIZED, test_util.h) keeps every check of the terms and skips the
  * RSS ones: ASan's shadow memory and quarantine are resident and untracked. */
 #include <math.h>
@@ -167,8 +167,9 @@ int main(void) {
   qp_config_free(&cfg);
 
   /* Cross-spectra (maps2 with its own diagonal noise2), TQU with the switch, exact terms only,
-   * on the routes that build them (SMW refuses maps2): the pixel-direct route's C_B, L_B^-1 and
-   * K_p = Y_p S, the projection's Y_B, W_B, H = Z_B^T S Z_A and its phases (fisher_terms.c). */
+   * on every route: the pixel-direct route's C_B, L_B^-1 and K_p = Y_p S, the projection's Y_B,
+   * W_B, H = Z_B^T S Z_A and its phases (fisher_terms.c), SMW's N_B,eff, Q, K_B, LU_B, its four
+   * phases of basis_setup (basis_terms.c). */
   qp_fixture cross_a = small, cross_b = small;
   cross_a.name = "budget_cross_a";
   cross_b.name = "budget_cross_b";
@@ -183,15 +184,17 @@ int main(void) {
   second.n_maps = 0;
   cfg.noise2_kind = QP_NOISE_VARIANCE;
   cfg.noise2_variance = cfg.noise2_variance_pol = 2.0;
-  for (int r = 0; r < 3; r += 2) {
+  for (int r = 0; r < 3; ++r) {
     qp_meter_sample baseline;
     qp_problem p;
     cfg.path = r == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;
     cfg.harmonic_method = r;
     TEST_OK(qp_fixture_run(&cfg, &p, &baseline));
     printf("TQU cross-spectra, switch, %s: n_pix %lld, n_modes %lld, %d parameters\n",
-           r == 0 ? "pixel_direct" : "harmonic projected", (long long)p.n_pix, (long long)p.n_modes,
-           p.n_params);
+           r == 0   ? "pixel_direct"
+           : r == 1 ? "harmonic smw"
+                    : "harmonic projected",
+           (long long)p.n_pix, (long long)p.n_modes, p.n_params);
     qp_check_budget_exact(&p);
     qp_problem_free(&p);
   }

@@ -308,6 +308,9 @@ static long file_size(const char *path) {
   return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
+/* The cross-spectra keys of the SMW cross cases: maps crossed with themselves, another noise. */
+#define SMW_CROSS "maps2: [map_0000.fits, map_0001.fits]\nnoise2: {variance: 30}"
+
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: test_checkpoint_cli QMLPIPE CLS.txt MPIEXEC|none\n");
@@ -348,6 +351,12 @@ int main(int argc, char **argv) {
                 "maps2: [map_0001.fits, map_0000.fits]\nnoise2: {variance: 30}"},
       {"hdprojx", "path: harmonic\nharmonic_method: projected\nbackend: hostdev\n"
                   "maps2: [map_0001.fits, map_0000.fits]\nnoise2: {variance: 30}"},
+      /* SMW cross-spectra: B's N_B,eff, Q, K_B, LU_B, pivots_B and mode maps (the switch);
+       * N_B's variances kept to basis_setup (no switch); on the device path. */
+      {"smwx", "path: harmonic\nharmonic_method: smw\nlmax_signal: 20\n" SMW_CROSS},
+      {"smwxn", "path: harmonic\nharmonic_method: smw\n" SMW_CROSS},
+      {"hdsmwx",
+       "path: harmonic\nharmonic_method: smw\nlmax_signal: 20\nbackend: hostdev\n" SMW_CROSS},
   };
   /* Panels of 64 KiB (the test hook): the device matrices go through many of them. */
   setenv("QP_TEST_CHECKPOINT_PANEL_BYTES", "65536", 1);

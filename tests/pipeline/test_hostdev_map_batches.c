@@ -11,12 +11,14 @@
  *  - on an emulated device of that size (qp_hostdev_set_capacity) the batched plan fits where
  *    the unbatched run runs out of device memory;
  *  - a limit below what a batch of one map needs refuses the run before anything is
- *    allocated, naming the stage, its largest term and the batch.
+ *    allocated, naming the stage, its largest term and the batch;
+ *  - SMW cross-spectra (maps2) at a limit that would batch the maps are refused, saying so.
  * Under mpiexec (tests/mpi/CMakeLists.txt: 2 and 4 ranks, grid block 8) the same on backend
  * hostdev-dist against dist: every rank's batch columns a block-cyclic matrix of their own,
  * SMW's V N_eff^-1 x kept batch by batch as each rank's local parts, the limit each rank's
  * device (the largest rank's peak decides), every rank refusing. The emulated device's size
  * is checked on one rank (hostdev_stages_n2 runs one out on every rank). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "budget_check.h"
@@ -120,6 +122,33 @@ int main(int argc, char **argv) {
   check_batched(&cfg, QP_PATH_PIXEL_DIRECT, 0, 55, "pixel_direct");
   check_batched(&cfg, QP_PATH_HARMONIC, 1, 50, "harmonic smw");
   check_batched(&cfg, QP_PATH_HARMONIC, 2, 70, "harmonic projected");
+
+  /* Cross-spectra on SMW hold every map of both sets on the device: at the limit of auto's
+   * batches of 50 the cross plan would batch them, which SMW refuses, saying so. */
+  {
+    set_route(&cfg, QP_PATH_HARMONIC, 1, "hostdev");
+    cfg.device_limit = device_peak_at(&cfg, 50);
+    cfg.maps2 = malloc((size_t)cfg.n_maps * sizeof *cfg.maps2);
+    TEST_ASSERT(cfg.maps2, "out of memory for maps2");
+    memcpy(cfg.maps2, cfg.maps, (size_t)cfg.n_maps * sizeof *cfg.maps2);
+    cfg.n_maps2 = cfg.n_maps;
+    cfg.noise2_kind = QP_NOISE_VARIANCE;
+    cfg.noise2_variance = cfg.noise2_variance_pol = 20.0;
+    const qp_err refused = qp_fixture_run(&cfg, &p, &baseline);
+    TEST_ASSERT(refused == QP_ERR_INPUT &&
+                    strstr(qp_error_message(), "cross-spectra on harmonic (smw) need every map of "
+                                               "both sets on the device at once"),
+                "SMW cross-spectra in map batches: got %s: %s", qp_err_name(refused),
+                qp_error_message());
+    if (qp_comm_rank() == 0)
+      printf("SMW cross-spectra in batches refused: %s\n", qp_error_message());
+    qp_error_clear();
+    TEST_ASSERT(qp_budget_current(QP_SPACE_DEVICE) == 0, "device bytes left after the refusal");
+    free(cfg.maps2);
+    cfg.maps2 = NULL;
+    cfg.n_maps2 = 0;
+    cfg.device_limit = 0;
+  }
 
   /* An emulated device of a batch of 10 (and a page per live block for their rounding): the
    * batched plan fits it; unbatched, the run runs out of device memory. */

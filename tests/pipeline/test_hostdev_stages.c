@@ -136,9 +136,8 @@ int main(int argc, char **argv) {
   TEST_OK(qp_fixture_write(&t, &cfg));
   check_routes(&cfg, "T diagonal N, switch");
   {
-    /* Cross-spectra (maps2, docs/science.md) where they are built, the pixel-direct and
-     * projection routes: a second map set (another draw, noise variance 20) crossed with the
-     * first. */
+    /* Cross-spectra (maps2, docs/science.md) on every route: a second map set (another draw, noise
+     * variance 20) crossed with the first. */
     char name2[64];
     qp_fixture t2 = t;
     t2.name = qp_fixture_rank_name(name2, sizeof name2, "hostdev_t2");
@@ -153,6 +152,7 @@ int main(int argc, char **argv) {
     cfg.noise2_kind = QP_NOISE_VARIANCE;
     cfg.noise2_variance = cfg.noise2_variance_pol = 20.0;
     check_route(&cfg, QP_PATH_PIXEL_DIRECT, 0, 0, "T cross-spectra (switch), pixel_direct");
+    check_route(&cfg, QP_PATH_HARMONIC, 1, 0, "T cross-spectra (switch), harmonic smw");
     check_route(&cfg, QP_PATH_HARMONIC, 2, 0, "T cross-spectra (switch), harmonic projected");
     free(cfg.maps2);
     cfg.maps2 = NULL;

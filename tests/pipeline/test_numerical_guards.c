@@ -172,6 +172,24 @@ static void check_smw_conditioning(void) {
   qp_problem_free(&p);
   kept_free(&ref);
 
+  /* Cross-spectra on SMW judge each set's N: the same tiny variance in noise2 (maps: a plain
+   * variance of 1) is refused by C_B's bound, naming maps2's covariance. */
+  cfg.noise_kind = QP_NOISE_VARIANCE;
+  cfg.maps2 = malloc((size_t)cfg.n_maps * sizeof *cfg.maps2);
+  TEST_ASSERT(cfg.maps2, "out of memory for maps2");
+  memcpy(cfg.maps2, cfg.maps, (size_t)cfg.n_maps * sizeof *cfg.maps2);
+  cfg.n_maps2 = cfg.n_maps;
+  cfg.noise2_kind = QP_NOISE_VARIANCE_MAP;
+  snprintf(cfg.noise2_file, sizeof cfg.noise2_file, "guards_smw_variance.fits");
+  cfg.path = QP_PATH_HARMONIC;
+  cfg.harmonic_method = 1;
+  EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_NUMERICAL, "the covariance of maps2 C_B",
+               "(SMW's bound", "harmonic_method: projected");
+  free(cfg.maps2);
+  cfg.maps2 = NULL;
+  cfg.n_maps2 = 0;
+  cfg.noise_kind = QP_NOISE_VARIANCE_MAP;
+
   /* Nearly no noise anywhere: every route is refused, none returns numbers. */
   write_variance_map("guards_smw_variance.fits", f.nside, 1e-300, 1e-300, -1);
   const char *route[3] = {"pixel_direct", "smw", "projected"};
