@@ -41,9 +41,9 @@ static const char qp_bench_usage[] =
     "  the peak RSS and wall / BLAS floor (docs/benchmarks.md).\n"
     "  --problems LIST   t16, qu16, t32 (issue 14's; t32 ~30 s a run) or custom (default "
     "t16,qu16)\n"
-    "  --routes LIST     auto, pixel, smw, projected, cross, cross-projected (cross-spectra\n"
-    "                    of a second map set, pixel-direct or projected; beside pixel or\n"
-    "                    projected, prints cross / auto) (default auto)\n"
+    "  --routes LIST     auto, pixel, smw, projected, cross, cross-projected, cross-smw\n"
+    "                    (cross-spectra of a second map set on that route; beside its\n"
+    "                    auto route, prints cross / auto) (default auto)\n"
     "  --repeat K        runs per problem and route; the best is printed (default 3)\n"
     "  --no-ab           no runs without the warm-up (by default each run is followed by one\n"
     "                    with QP_WARM_UP=0, and the best walls' difference is the warm-up's cost)\n"
@@ -133,21 +133,21 @@ int main(int argc, char **argv) {
            b.fields == QP_FIELDS_T ? "T" : (b.fields == QP_FIELDS_QU ? "QU" : "TQU"), b.nside,
            b.cut, b.lmax, b.bin_width, b.n_maps);
     snprintf(rlist, sizeof rlist, "%s", routes);
-    /* The auto-spectra's pixel-direct wall and the cross-spectra's, for their ratio. */
-    double wall = 0, pixel_wall = 0, cross_wall = 0, projected_wall = 0, cross_projected_wall = 0;
+    /* Each route's wall, for the cross / auto ratios of the routes run both ways. */
+    static const char *const autos[3] = {"pixel", "projected", "smw"},
+                             *crosses[3] = {"cross", "cross-projected", "cross-smw"};
+    double wall = 0, auto_wall[3] = {0, 0, 0}, cross_wall[3] = {0, 0, 0};
     for (char *route = strtok_r(rlist, ",", &rsave); route; route = strtok_r(NULL, ",", &rsave)) {
       QP_CALL_GOTO(qp_bench_route(qmlpipe, pdir, &b, route, repeat, ab, dgemm, &wall), done);
-      if (strcmp(route, "pixel") == 0) pixel_wall = wall;
-      if (strcmp(route, "cross") == 0) cross_wall = wall;
-      if (strcmp(route, "projected") == 0) projected_wall = wall;
-      if (strcmp(route, "cross-projected") == 0) cross_projected_wall = wall;
+      for (int r = 0; r < 3; ++r) {
+        if (strcmp(route, autos[r]) == 0) auto_wall[r] = wall;
+        if (strcmp(route, crosses[r]) == 0) cross_wall[r] = wall;
+      }
     }
-    if (pixel_wall > 0 && cross_wall > 0)
-      printf("problem %s: cross / auto wall (pixel-direct, best of %d each, this run) %.2f\n",
-             b.name, repeat, cross_wall / pixel_wall);
-    if (projected_wall > 0 && cross_projected_wall > 0)
-      printf("problem %s: cross / auto wall (projected, best of %d each, this run) %.2f\n", b.name,
-             repeat, cross_projected_wall / projected_wall);
+    for (int r = 0; r < 3; ++r)
+      if (auto_wall[r] > 0 && cross_wall[r] > 0)
+        printf("problem %s: cross / auto wall (%s, best of %d each, this run) %.2f\n", b.name,
+               autos[r], repeat, cross_wall[r] / auto_wall[r]);
   }
 done:
   if (err != QP_OK) {

@@ -85,17 +85,18 @@ qp_err qp_bench_config(const char *dir, const qp_bench_problem *b, const char *r
   static const char *fields[3] = {"T", "QU", "TQU"};
   static const char *noise2[3] = {"{variance: 2}", "{variance_p: 2}",
                                   "{variance_t: 2, variance_p: 2}"};
-  /* cross-spectra (maps2): pixel-direct (`cross`) or projected (`cross-projected`) */
-  const int cross_projected = strcmp(route, "cross-projected") == 0;
-  const int cross = strcmp(route, "cross") == 0 || cross_projected;
+  /* cross-spectra (maps2): pixel-direct (`cross`), `cross-projected` or `cross-smw` */
+  const int cross_projected = strcmp(route, "cross-projected") == 0,
+            cross_smw = strcmp(route, "cross-smw") == 0;
+  const int cross = strcmp(route, "cross") == 0 || cross_projected || cross_smw;
   const char *path = strcmp(route, "auto") == 0                                   ? "auto"
-                     : strcmp(route, "pixel") == 0 || (cross && !cross_projected) ? "pixel_direct"
+                     : strcmp(route, "pixel") == 0 || strcmp(route, "cross") == 0 ? "pixel_direct"
                                                                                   : "harmonic";
   QP_CHECK(strcmp(route, "auto") == 0 || strcmp(route, "pixel") == 0 || strcmp(route, "smw") == 0 ||
                strcmp(route, "projected") == 0 || cross,
            QP_ERR_INPUT,
            "qmlpipe-bench: unknown route '%s' (auto, pixel, smw, projected, cross, "
-           "cross-projected)",
+           "cross-projected, cross-smw)",
            route);
   snprintf(config, size, "%.3900s/config-%s.yaml", dir, route);
   FILE *f = fopen(config, "w");
@@ -108,7 +109,7 @@ qp_err qp_bench_config(const char *dir, const qp_bench_problem *b, const char *r
           "ell_min: 2\nlmax: %d\nbin_width: %d\npath: %s\n",
           fields[b->fields], noise[b->fields], spectra[b->fields], b->lmax, b->bin_width, path);
   if (strcmp(path, "harmonic") == 0)
-    fprintf(f, "harmonic_method: %s\n", cross_projected ? "projected" : route);
+    fprintf(f, "harmonic_method: %s\n", cross_projected ? "projected" : cross_smw ? "smw" : route);
   if (cross) {
     fprintf(f, "maps2: [");
     for (int k = 0; k < b->n_maps; ++k)
