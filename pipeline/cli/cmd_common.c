@@ -39,7 +39,8 @@ enum {
   QP_OPT_JSON,
   QP_OPT_KEEP_OUTPUT,
   QP_OPT_GPUS,
-  QP_OPT_JOB_LIMIT
+  QP_OPT_JOB_LIMIT,
+  QP_OPT_CHECKPOINT
 };
 #define QP_SIZING_OPTIONS                                                                          \
   {"help", no_argument, NULL, 'h'}, {"ranks", required_argument, NULL, QP_OPT_RANKS},              \
@@ -79,6 +80,11 @@ static int qp_sizing_option(int c, const char *v, qp_plan_job *s) {
   case QP_OPT_KEEP_OUTPUT: s->keep_output = 1; return 1;
   case QP_OPT_GPUS: return qp_cmd_parse_count("--gpus", v, 1, 64, &s->gpus);
   case QP_OPT_JOB_LIMIT: s->job_limit = 1; return 1;
+  case QP_OPT_CHECKPOINT:
+    s->checkpoint = v;
+    if (v[0] != '\0') return 1;
+    fprintf(stderr, "qmlpipe: --checkpoint needs a directory (the job's checkpoints)\n");
+    return 0;
   default: return 0; /* '?': qp_cmd_getopt said why */
   }
 }
@@ -99,6 +105,7 @@ static int qp_parse_sizing(int argc, char **argv, int job_options, const char **
       {"keep-output", no_argument, NULL, QP_OPT_KEEP_OUTPUT},
       {"gpus", required_argument, NULL, QP_OPT_GPUS},
       {"job-limit", no_argument, NULL, QP_OPT_JOB_LIMIT},
+      {"checkpoint", required_argument, NULL, QP_OPT_CHECKPOINT},
       {NULL, 0, NULL, 0}};
   memset(s, 0, sizeof *s);
   s->block = QP_GRID_DEFAULT_BLOCK;
@@ -143,6 +150,10 @@ static int qp_parse_sizing(int argc, char **argv, int job_options, const char **
       fprintf(stderr, "qmlpipe: --nodes %d is more than the %d rank(s)\n", s->nodes, ranks);
       return 0;
     }
+  }
+  if (s->checkpoint && !s->sbatch) {
+    fprintf(stderr, "qmlpipe: --checkpoint is the job script's: it needs --sbatch FILE\n");
+    return 0;
   }
   if (s->ranks == 0 && (s->per_node > 1 || s->nodes > 1)) {
     fprintf(stderr, "qmlpipe: --ranks-per-node and --nodes need --ranks\n");

@@ -17,7 +17,8 @@ static void qp_plan_usage(FILE *out) {
       out,
       "usage: qmlpipe plan CONFIG.yaml [--ranks P [--grid RxC] [--block B] [--ranks-per-node K]\n"
       "       [--nodes N]] [--mem-per-node M] [--json] [--sbatch FILE [--force]\n"
-      "       [--cpus-per-task C] [--partition NAME] [--account NAME] [--keep-output]]\n"
+      "       [--cpus-per-task C] [--partition NAME] [--account NAME] [--keep-output]\n"
+      "       [--checkpoint DIR]]\n"
       "       [--gpus N] [--job-limit]\n"
       "  Prints the route the planner picks (path, harmonic method, chunks of the\n"
       "  pixel-direct products and bin matrices under memory.host_limit and\n"
@@ -58,13 +59,19 @@ static void qp_plan_usage(FILE *out) {
       "    --partition NAME, --account NAME   #SBATCH lines for the site\n"
       "    --keep-output       write the config's `output:` (each job overwrites it) in place\n"
       "                        of results-$SLURM_JOB_ID.h5 next to the config (the default)\n"
+      "    --checkpoint DIR    the script runs `run --checkpoint DIR --resume`, asks for\n"
+      "                        --requeue and requeues its own job (`scontrol requeue`) when\n"
+      "                        srun ends with a status that is not qmlpipe's own (a rank\n"
+      "                        killed: 137, a node lost, a step that could not start: 1), at\n"
+      "                        most %d times (SLURM_RESTART_COUNT); the requeued job resumes\n"
+      "                        after the last checkpoint\n"
       "    --gpus N            GPUs per node, one rank each (docs/gpu.md): N ranks per node\n"
       "                        (--ranks at least N; N = 1 without --ranks) and\n"
       "                        #SBATCH --gpus-per-node=N. A config with backend: cuda gets\n"
       "                        one GPU per rank (--gpus-per-node = ranks per node)\n"
       "                        without it\n",
       qp_err_exit_status(QP_ERR_BUDGET), qp_err_exit_status(QP_ERR_IO), QP_JOB_TIME_FACTOR,
-      QP_JOB_STARTUP_MINUTES, QP_JOB_VALIDATE_TOLERANCE);
+      QP_JOB_STARTUP_MINUTES, QP_JOB_VALIDATE_TOLERANCE, QP_JOB_MAX_REQUEUE);
 }
 
 static void qp_plan_print(const qp_problem *p) {

@@ -28,8 +28,8 @@ void qp_job_format_time(int64_t minutes, char out[32]) {
 
 qp_err qp_job_figures_compute(const qp_problem *p, const qp_plan_job *job, qp_job_figures *f) {
   memset(f, 0, sizeof *f);
-  QP_CALL(qp_job_flop_rate(&p->calibration, &f->flops_per_core, f->rate_source,
-                           sizeof f->rate_source));
+  QP_CALL(
+      qp_job_flop_rate(&p->calibration, &f->flops_per_core, f->rate_source, sizeof f->rate_source));
   f->mpi = job->ranks > 0;
   f->tasks = f->mpi ? job->ranks : 1;
   f->tasks_per_node = f->mpi ? (job->per_node < f->tasks ? job->per_node : f->tasks) : 1;
@@ -162,8 +162,9 @@ void qp_job_print_json(FILE *out, const qp_problem *p, const qp_plan_job *job,
           f->cpus_per_task, f->gpus_per_node, f->time, (long long)f->minutes, f->compute_seconds,
           f->flops_per_core);
   qp_json_string(out, f->rate_source);
-  fprintf(out, ", \"time_factor\": %g, \"startup_minutes\": %d, \"srun_mpi\": \"%s\", "
-               "\"run_args\": [",
+  fprintf(out,
+          ", \"time_factor\": %g, \"startup_minutes\": %d, \"srun_mpi\": \"%s\", "
+          "\"run_args\": [",
           QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES, f->mpi ? "pmix" : "none");
   if (f->mpi)
     fprintf(out, "\"--grid\", \"%dx%d\", \"--block\", \"%d\"", job->rows, job->cols, job->block);
@@ -192,10 +193,42 @@ static int qp_has_control(const char *s) {
   return 0;
 }
 
+/* After `srun ... run --checkpoint --resume || rc=$?`: the job requeues itself when srun ended
+ * for a reason other than qmlpipe's own. qmlpipe's statuses (README "Exit status") are 2-12
+ * (a refusal or an error that a rerun would meet again) and 128 + the signals it catches
+ * (HUP INT QUIT USR1 USR2 ALRM TERM XCPU VTALRM: scancel, the time limit, a preemption: Slurm
+ * decides those). srun says 1 when the step could not start and 128 + N when a task died of
+ * signal N that qmlpipe does not catch (137: a rank killed, by hand, the OOM killer or its
+ * node's loss; --kill-on-bad-exit ends the others). Those are requeued, while
+ * SLURM_RESTART_COUNT (Slurm's own requeues count too) is below max_requeue. */
+static void qp_job_requeue_lines(FILE *out) {
+  fprintf(
+      out,
+      "if ((rc != 0)); then\n"
+      "  restarts=${SLURM_RESTART_COUNT:-0}\n"
+      "  case $rc in\n"
+      "    [2-9] | 1[0-2] | 129 | 130 | 131 | 138 | 140 | 142 | 143 | 152 | 154) why=\"qmlpipe's "
+      "own status\" ;;\n"
+      "    *) why= ;;\n"
+      "  esac\n"
+      "  if [[ -z $why ]] && ((restarts < max_requeue)); then\n"
+      "    echo \"qmlpipe job $SLURM_JOB_ID: srun ended with status $rc (a rank killed or a node "
+      "lost, not qmlpipe's own status): requeueing it (restart $((restarts + 1)) of at most "
+      "$max_requeue); it resumes after the last checkpoint in $checkpoint\" >&2\n"
+      "    scontrol requeue \"$SLURM_JOB_ID\" && exit \"$rc\"\n"
+      "    why=\"scontrol requeue refused\"\n"
+      "  fi\n"
+      "  echo \"qmlpipe job $SLURM_JOB_ID: srun ended with status $rc; not requeued (${why:-"
+      "already requeued $restarts time(s)}); its checkpoint stays in $checkpoint\" >&2\n"
+      "  exit \"$rc\"\n"
+      "fi\n");
+}
+
 /* The script's text. */
 static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job,
                           const qp_job_figures *f, const char *exe, const char *config,
-                          const char *results_dir, const char *keep, const char *script) {
+                          const char *results_dir, const char *keep, const char *checkpoint,
+                          const char *script) {
   const double mib = 1048576.0;
   fprintf(out, "#!/bin/bash\n"
                "# A qmlpipe job written by `qmlpipe plan --sbatch`; submit it from any directory:\n"
@@ -220,8 +253,8 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
           "#          per task x %d task(s) = %.0f s; times %.0f (safety), plus %d minutes of\n"
           "#          start-up, rounded up to minutes. The rate: %s.\n"
           "#          `qmlpipe report` of a first job prints each stage's seconds.\n",
-          p->plan->flops, f->flops_per_core * 1e-9, f->cpus_per_task, f->tasks,
-          f->compute_seconds, QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES, f->rate_source);
+          p->plan->flops, f->flops_per_core * 1e-9, f->cpus_per_task, f->tasks, f->compute_seconds,
+          QP_JOB_TIME_FACTOR, QP_JOB_STARTUP_MINUTES, f->rate_source);
   if (f->gpus_per_node > 0)
     fprintf(out,
             "# gpus:    %d per node, one per rank: each rank takes GPU (SLURM_LOCALID %% the GPUs\n"
@@ -232,16 +265,26 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
   else
     fprintf(out, "# results: %s/results-$SLURM_JOB_ID.h5 (one file per job, next to the config)\n",
             results_dir);
+  if (checkpoint)
+    fprintf(out,
+            "# restart: run --checkpoint %s --resume; when srun ends with a status that is not\n"
+            "#          qmlpipe's own (a rank killed: 137, a node lost, a step that could not\n"
+            "#          start: 1) the job requeues itself (scontrol requeue; --requeue), at most\n"
+            "#          max_requeue times in all (SLURM_RESTART_COUNT), and resumes there\n",
+            checkpoint);
   fprintf(out, "#SBATCH --job-name=qmlpipe\n#SBATCH --nodes=%d\n#SBATCH --ntasks=%d\n", f->nodes,
           f->tasks);
   if (f->mpi) fprintf(out, "#SBATCH --ntasks-per-node=%d\n", f->tasks_per_node);
   fprintf(out, "#SBATCH --cpus-per-task=%d\n#SBATCH --mem=%lldM\n#SBATCH --time=%s\n",
           f->cpus_per_task, (long long)f->mem_mib, f->time);
-  if (f->gpus_per_node > 0)
-    fprintf(out, "#SBATCH --gpus-per-node=%d\n", f->gpus_per_node);
+  if (f->gpus_per_node > 0) fprintf(out, "#SBATCH --gpus-per-node=%d\n", f->gpus_per_node);
   if (job->partition) fprintf(out, "#SBATCH --partition=%s\n", job->partition);
   if (job->account) fprintf(out, "#SBATCH --account=%s\n", job->account);
-  fprintf(out, "#SBATCH --output=qmlpipe-%%j.out\nset -euo pipefail\n\nqmlpipe=");
+  fprintf(out, "#SBATCH --output=qmlpipe-%%j.out\n");
+  /* Requeued (by Slurm after a lost node, or by the script below), the job runs again with the
+   * same id: its log keeps the first run's lines. */
+  if (checkpoint) fprintf(out, "#SBATCH --requeue\n#SBATCH --open-mode=append\n");
+  fprintf(out, "set -euo pipefail\n\nqmlpipe=");
   qp_sh_quote(out, exe);
   fprintf(out, "\nconfig=");
   qp_sh_quote(out, config);
@@ -253,6 +296,11 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
     fprintf(out, "\nresults_dir=");
     qp_sh_quote(out, results_dir);
     fprintf(out, "\nresults=$results_dir/results-${SLURM_JOB_ID:?not inside a Slurm job}.h5\n");
+  }
+  if (checkpoint) {
+    fprintf(out, "checkpoint=");
+    qp_sh_quote(out, checkpoint);
+    fprintf(out, "\nmax_requeue=%d\n", QP_JOB_MAX_REQUEUE);
   }
   fprintf(out,
           "\n# BLAS and OpenMP threads on the task's cores, one after the other, never nested.\n"
@@ -267,19 +315,23 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
             "# pmix: Open MPI 4 and 5; use --mpi=pmi2 where MPI is built with Slurm's PMI-2.\n"
             "# --kill-on-bad-exit=1: a rank that dies (its node lost, killed) ends the step at\n"
             "# once; the other ranks would otherwise wait in MPI until the time limit.\n"
-            "srun --mpi=pmix --kill-on-bad-exit=1 --nodes=%d --ntasks=%d --ntasks-per-node=%d "
+            "%ssrun --mpi=pmix --kill-on-bad-exit=1 --nodes=%d --ntasks=%d --ntasks-per-node=%d "
             "--cpus-per-task=%d --cpu-bind=cores \\\n  \"$qmlpipe\" run \"$config\" --output "
-            "\"$results\" --grid %dx%d --block %d\n",
-            f->nodes, f->tasks, f->tasks_per_node, f->cpus_per_task, job->rows, job->cols,
-            job->block);
+            "\"$results\" --grid %dx%d --block %d%s\n",
+            checkpoint ? "rc=0\n" : "", f->nodes, f->tasks, f->tasks_per_node, f->cpus_per_task,
+            job->rows, job->cols, job->block,
+            checkpoint ? " \\\n  --checkpoint \"$checkpoint\" --resume || rc=$?" : "");
+    if (checkpoint) qp_job_requeue_lines(out);
     fprintf(out, "\"$qmlpipe\" report \"$results\" --ranks\n");
   } else {
     fprintf(out, "\"$qmlpipe\" plan \"$config\" --job-limit\n");
     fprintf(out,
             "# --mpi=none: one process, whatever the site's default PMI plugin.\n"
-            "srun --mpi=none --ntasks=1 --cpus-per-task=%d --cpu-bind=cores \\\n"
-            "  \"$qmlpipe\" run \"$config\" --output \"$results\"\n",
-            f->cpus_per_task);
+            "%ssrun --mpi=none --ntasks=1 --cpus-per-task=%d --cpu-bind=cores \\\n"
+            "  \"$qmlpipe\" run \"$config\" --output \"$results\"%s\n",
+            checkpoint ? "rc=0\n" : "", f->cpus_per_task,
+            checkpoint ? " --checkpoint \"$checkpoint\" --resume || rc=$?" : "");
+    if (checkpoint) qp_job_requeue_lines(out);
     fprintf(out, "\"$qmlpipe\" report \"$results\"\n");
   }
   fprintf(out, "\"$qmlpipe\" validate \"$results\" --tolerance %s\n", QP_JOB_VALIDATE_TOLERANCE);
@@ -288,7 +340,7 @@ static void qp_job_script(FILE *out, const qp_problem *p, const qp_plan_job *job
 qp_err qp_job_write_sbatch(const qp_problem *p, const qp_plan_job *job, const qp_job_figures *f,
                            char *script) {
   const qp_config *cfg = p->cfg;
-  char exe[PATH_MAX], config[PATH_MAX], results_dir[PATH_MAX], keep[PATH_MAX];
+  char exe[PATH_MAX], config[PATH_MAX], results_dir[PATH_MAX], keep[PATH_MAX], ck[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   QP_CHECK(n > 0, QP_ERR_IO, "cannot find the qmlpipe binary (/proc/self/exe): %s",
            strerror(errno));
@@ -309,8 +361,14 @@ qp_err qp_job_write_sbatch(const qp_problem *p, const qp_plan_job *job, const qp
              "config '%s': cannot resolve the output '%s' (--keep-output): %s", cfg->source,
              cfg->output, strerror(errno));
   }
+  /* Absolute: the job runs from wherever it is submitted; made by `run` when missing. */
+  if (job->checkpoint)
+    QP_CHECK(qp_job_absolute(job->checkpoint, ck), QP_ERR_IO,
+             "--checkpoint '%s': cannot resolve the directory (its parent must exist): %s",
+             job->checkpoint, strerror(errno));
   QP_CHECK(!qp_has_control(exe) && !qp_has_control(config) && !qp_has_control(script) &&
-               !(job->keep_output && qp_has_control(keep)),
+               !(job->keep_output && qp_has_control(keep)) &&
+               !(job->checkpoint && qp_has_control(ck)),
            QP_ERR_INPUT, "a path of the job script '%s' holds a control character", script);
   QP_CHECK(job->force || access(script, F_OK) != 0, QP_ERR_IO,
            "the job script '%s' exists (--force replaces it)", script);
@@ -322,7 +380,8 @@ qp_err qp_job_write_sbatch(const qp_problem *p, const qp_plan_job *job, const qp
   QP_CALL(qp_atomic_begin(script, &temp));
   qp_err err = qp_atomic_fopen(&temp, 0755, &out);
   if (err != QP_OK) goto done;
-  qp_job_script(out, p, job, f, exe, config, results_dir, job->keep_output ? keep : NULL, script);
+  qp_job_script(out, p, job, f, exe, config, results_dir, job->keep_output ? keep : NULL,
+                job->checkpoint ? ck : NULL, script);
   err = qp_atomic_fcommit(&temp, out, job->force);
   if (err != QP_OK && !job->force && access(script, F_OK) == 0) /* made meanwhile */
     err = qp_error_set(QP_ERR_IO, __FILE__, __LINE__, __func__,

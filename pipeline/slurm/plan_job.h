@@ -26,6 +26,8 @@ typedef struct qp_plan_job {
   int cpus_per_task; /* --cpus-per-task (default 1) */
   int gpus;          /* --gpus: GPUs per node, one rank each (0: not given) */
   const char *partition, *account;
+  const char *checkpoint; /* --checkpoint DIR (with --sbatch): the script's run checkpoints to
+                           * DIR and resumes, and the job requeues itself (QP_JOB_MAX_REQUEUE) */
   /* figures, filled after planning: peaks with the overhead, in bytes; for one process
    * without --ranks the node is the process */
   size_t rank_stage[QP_STAGE_COUNT], node_stage[QP_STAGE_COUNT];
@@ -43,6 +45,10 @@ typedef struct qp_plan_job {
 /** Memory margin over the largest node's predicted peak: 10%, at least 256 MiB. */
 #define QP_JOB_MEM_MARGIN 0.10
 #define QP_JOB_MEM_MARGIN_MIN ((size_t)256 << 20)
+/** A script with --checkpoint requeues its job (`scontrol requeue`) when srun ends with a
+ *  status that is not qmlpipe's own (a rank killed, a node lost, a step that could not start),
+ *  while SLURM_RESTART_COUNT is below this: a fault that recurs does not loop. */
+#define QP_JOB_MAX_REQUEUE 2
 /** `qmlpipe validate`'s tolerance in the script's last step. */
 #define QP_JOB_VALIDATE_TOLERANCE "0.05"
 

@@ -6,7 +6,9 @@
  * columns in any order ('|'-separated; JobID, State and MaxRSS required), then one line per
  * job and step. MaxRSS is bytes, or a number with a K/M/G/T suffix (powers of 1024) without
  * --noconvert. The compute step is the numeric step (JOB.0, JOB.1, ...) with the largest
- * MaxRSS: the largest task's RSS of that step, which the per-rank prediction must match. */
+ * MaxRSS: the largest task's RSS of that step, which the per-rank prediction must match.
+ * Optional columns TRESUsageInMin and TRESUsageInMinNode (their `mem=` entries): the step's
+ * smallest task and its node, where jobacct_gather/cgroup's undercount shows as mem=0. */
 
 #include "validate_sacct.h"
 
@@ -38,9 +40,11 @@ typedef struct qp_sacct {
   char job[QP_SACCT_TEXT];
   int n_rows, n_numeric, line_step;
   char step[QP_SACCT_TEXT], task[QP_SACCT_TEXT], node[QP_SACCT_TEXT];
-  int64_t max_rss;         /* of the compute step; -1 unknown */
-  int oom;                 /* a row in state OUT_OF_MEMORY */
-  char not_completed[512]; /* "JOBID STATE" of the rows not COMPLETED */
+  int64_t max_rss;              /* of the compute step; -1 unknown */
+  int64_t min_mem;              /* TRESUsageInMin's mem= of the compute step; -1 unknown */
+  char min_node[QP_SACCT_TEXT]; /* TRESUsageInMinNode's mem= of it; "" unknown */
+  int oom;                      /* a row in state OUT_OF_MEMORY */
+  char not_completed[512];      /* "JOBID STATE" of the rows not COMPLETED */
 } qp_sacct;
 
 /* MaxRSS text to bytes: "" -> -1; "123", "123K", "1.5G". */
@@ -62,6 +66,19 @@ static int qp_sacct_bytes(const char *s, int64_t *out) {
       mult *= 1024.0;
   }
   *out = (int64_t)llround(v * mult);
+  return 0;
+}
+
+/* The value of `key` in a TRES list "cpu=00:00:01,mem=51093504,pages=0" into `out` (size
+ * bytes); 0 when absent. */
+static int qp_sacct_tres(const char *list, const char *key, char *out, size_t size) {
+  const size_t n = strlen(key);
+  for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (strncmp(p, key, n) == 0 && p[n] == '=') {
+      const size_t len = strcspn(p + n + 1, ",");
+      snprintf(out, size, "%.*s", (int)len, p + n + 1);
+      return 1;
+    }
   return 0;
 }
 
@@ -88,14 +105,15 @@ static qp_err qp_sacct_read(const char *path, qp_sacct *a) {
   memset(a, 0, sizeof *a);
   a->path = path;
   a->max_rss = -1;
+  a->min_mem = -1;
   /* A regular text file only (input_file.h): /dev/zero would feed the loop below forever. */
   FILE *in = NULL;
   QP_CALL(qp_input_fopen("sacct file (--sacct)", path, QP_INPUT_TEXT_MAX_BYTES, &in));
   qp_err err = QP_OK;
   char line[QP_SACCT_LINE_MAX], header[QP_SACCT_LINE_MAX];
   char *h[QP_SACCT_COLS_MAX], *f[QP_SACCT_COLS_MAX];
-  int n_cols = 0, c_id = -1, c_state = -1, c_rss = -1, c_task = -1, c_node = -1, lineno = 0,
-      trailing = 0;
+  int n_cols = 0, c_id = -1, c_state = -1, c_rss = -1, c_task = -1, c_node = -1, c_min = -1,
+      c_min_node = -1, lineno = 0, trailing = 0;
   while (fgets(line, sizeof line, in)) {
     ++lineno;
     size_t len = strlen(line);
@@ -121,6 +139,8 @@ static qp_err qp_sacct_read(const char *path, qp_sacct *a) {
       c_rss = qp_sacct_col(h, n_cols, "MaxRSS");
       c_task = qp_sacct_col(h, n_cols, "MaxRSSTask");
       c_node = qp_sacct_col(h, n_cols, "MaxRSSNode");
+      c_min = qp_sacct_col(h, n_cols, "TRESUsageInMin");
+      c_min_node = qp_sacct_col(h, n_cols, "TRESUsageInMinNode");
       QP_CHECK_GOTO(c_id >= 0 && c_state >= 0 && c_rss >= 0, QP_ERR_INPUT, done,
                     "%s:%d: the header lacks the column%s%s%s (sacct -o JobID,State,MaxRSS,...; "
                     "and no -n/--noheader)",
@@ -166,6 +186,13 @@ static qp_err qp_sacct_read(const char *path, qp_sacct *a) {
     snprintf(a->step, sizeof a->step, "%s", id);
     snprintf(a->task, sizeof a->task, "%s", c_task >= 0 ? f[c_task] : "");
     snprintf(a->node, sizeof a->node, "%s", c_node >= 0 ? f[c_node] : "");
+    char mem[QP_SACCT_TEXT];
+    a->min_mem = -1;
+    a->min_node[0] = '\0';
+    if (c_min >= 0 && qp_sacct_tres(f[c_min], "mem", mem, sizeof mem))
+      QP_CHECK_GOTO(qp_sacct_bytes(mem, &a->min_mem) == 0, QP_ERR_INPUT, done,
+                    "%s:%d: TRESUsageInMin's mem '%s' of %s is not a size", path, lineno, mem, id);
+    if (c_min_node >= 0) qp_sacct_tres(f[c_min_node], "mem", a->min_node, sizeof a->min_node);
   }
   QP_CHECK_GOTO(!ferror(in), QP_ERR_INPUT, done, "%s: read error", path);
   QP_CHECK_GOTO(n_cols, QP_ERR_INPUT, done, "%s: empty: no sacct header line", path);
@@ -275,13 +302,30 @@ static qp_err qp_gather_decide(const qp_sacct_request *req, qp_gather *g) {
 }
 
 /* The undercount of jobacct_gather/cgroup (Slurm 22.05, docs/slurm.md): on a step of several
- * nodes it counts only the first node's tasks, so MaxRSS (and MaxRSSNode, MaxRSSTask) say the
- * first node's largest task while a rank on another node measured more itself. Returns the
- * node whose rank shows it (-1: none): a rank elsewhere than MaxRSSNode (else than rank 0's
- * node) whose own peak, in MaxRSS's terms, is above MaxRSS by more than the tolerance. */
+ * nodes it reads each task's cgroup by its global task id, which on any node but the first
+ * names another task's cgroup or none (then 0 B): MaxRSS (and MaxRSSNode, MaxRSSTask) may be
+ * the first node's largest task while a rank on another node used more. Returns the node that
+ * shows it (-1: none), `*zero` saying how:
+ * 1: the step's smallest task used mem=0 (TRESUsageInMin, on TRESUsageInMinNode's node; a
+ *    rank of qmlpipe never holds 0 bytes): seen on every multi-node step here, even when
+ *    the largest rank ran on the first node and MaxRSS happened to be its figure;
+ * 0: a rank elsewhere than MaxRSSNode (else than rank 0's node) whose own peak, in MaxRSS's
+ *    terms, is above MaxRSS by more than the tolerance (sacct without the TRES columns). */
 static int qp_sacct_undercount(const qp_sacct *a, const qp_sacct_prediction *pred, int anon,
-                               double tolerance) {
-  if (!anon || !pred->by_host || pred->n_nodes < 2 || a->max_rss < 0) return -1;
+                               double tolerance, int *zero) {
+  *zero = 0;
+  if (!anon || pred->n_nodes < 2 || a->max_rss < 0) return -1;
+  if (a->min_mem == 0) {
+    *zero = 1;
+    for (int k = 0; k < pred->n_nodes; ++k)
+      if (pred->by_host && strcmp(pred->nodes[k].host, a->min_node) == 0) return k;
+    for (int k = 0; k < pred->n_nodes; ++k) /* the node not named: one other than MaxRSSNode's */
+      if (!(a->node[0] ? strcmp(pred->nodes[k].host, a->node) == 0
+                       : pred->nodes[k].first_rank == 0))
+        return k;
+    return pred->n_nodes - 1;
+  }
+  if (!pred->by_host) return -1;
   int worst = -1;
   for (int k = 0; k < pred->n_nodes; ++k) {
     const qp_sacct_node *n = &pred->nodes[k];
@@ -351,7 +395,7 @@ static int qp_sacct_print_nodes(FILE *out, const char *cgroup_arg, const qp_cgro
  * (the rank's comparison is then not judged), -1 none. */
 static int qp_sacct_print(FILE *out, const qp_sacct *a, const char *cgroup_arg,
                           const qp_cgroup_peaks *cg, const qp_sacct_prediction *pred,
-                          const qp_gather *g, int under, double tolerance) {
+                          const qp_gather *g, int under, int zero, double tolerance) {
   char p[32], m[32], et[32], what[512];
   int failed = 0;
   fprintf(out,
@@ -390,7 +434,18 @@ static int qp_sacct_print(FILE *out, const qp_sacct *a, const char *cgroup_arg,
           under >= 0 ? "NOT JUDGED: sacct undercounts"
           : bad      ? "FAIL"
                      : "ok");
-  if (under >= 0) {
+  if (under >= 0 && zero) {
+    fprintf(out,
+            "  sacct's smallest task of step %s used mem=0 on %s (TRESUsageInMin, "
+            "TRESUsageInMinNode) where rank(s) of this job ran (node %s: %d rank(s), rank %d "
+            "first): jobacct_gather/cgroup did not count that node's tasks (Slurm 22.05 reads "
+            "a task's cgroup by its global task id); its MaxRSS %s MiB, MaxRSSNode and "
+            "MaxRSSTask are not the job's. Set JobAcctGatherType=jobacct_gather/linux "
+            "(docs/slurm.md)\n",
+            a->step, a->min_node[0] ? a->min_node : "a node", pred->nodes[under].host,
+            pred->nodes[under].ranks, pred->nodes[under].first_rank,
+            qp_val_mib_text(a->max_rss, m, sizeof m));
+  } else if (under >= 0) {
     const qp_sacct_node *n = &pred->nodes[under];
     fprintf(out,
             "  sacct's MaxRSS %s MiB%s%s is below what rank %d on node %s measured itself (%s "
@@ -437,8 +492,10 @@ qp_err qp_validate_sacct(const qp_sacct_request *req, FILE *out, int *n_failed) 
     free(cg);
     return err;
   }
-  const int under = qp_sacct_undercount(&acct, &pred, gather.anon, req->tolerance);
-  *n_failed = qp_sacct_print(out, &acct, req->cgroup, cg, &pred, &gather, under, req->tolerance);
+  int zero = 0;
+  const int under = qp_sacct_undercount(&acct, &pred, gather.anon, req->tolerance, &zero);
+  *n_failed =
+      qp_sacct_print(out, &acct, req->cgroup, cg, &pred, &gather, under, zero, req->tolerance);
   char under_host[QP_RANK_HOST_MAX] = "";
   if (under >= 0) snprintf(under_host, sizeof under_host, "%s", pred.nodes[under].host);
   const int under_rank = under >= 0 ? pred.nodes[under].measured_rank : -1;
@@ -463,6 +520,13 @@ qp_err qp_validate_sacct(const qp_sacct_request *req, FILE *out, int *n_failed) 
     qp_error_clear();
   }
   /* The rank's figure is false: neither a pass nor a failure of the model (its own status). */
+  QP_CHECK(under < 0 || !zero, QP_ERR_UNSUPPORTED,
+           "%s: step %s's smallest task used mem=0 on %s (TRESUsageInMin), where ranks of this "
+           "job ran: Slurm's jobacct_gather/cgroup did not count that node's tasks of this "
+           "%d-node step (MaxRSS %.1f MiB is the first node's), so sacct cannot validate the "
+           "ranks of this job; the site must set JobAcctGatherType=jobacct_gather/linux "
+           "(docs/slurm.md, \"Placement, gather type\")",
+           req->sacct, acct.step, under_host, nodes, (double)acct.max_rss / 1048576.0);
   QP_CHECK(under < 0, QP_ERR_UNSUPPORTED,
            "%s: step %s's MaxRSS %.1f MiB (node %s) is below what rank %d on node %s measured "
            "itself: Slurm's jobacct_gather/cgroup counts only the first node's tasks of a "

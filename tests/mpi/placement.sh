@@ -118,6 +118,22 @@ set -e
 grep -q "NOT JUDGED: sacct undercounts" under.txt && grep -q "on node qb measured itself" under.txt &&
   grep -q "JobAcctGatherType=jobacct_gather/linux" under.txt ||
   { cat under.txt; fail "the undercount is not said, naming qb and what to set"; }
+# The undercount as seen on a real 2-node step (tests/slurm/test_nodes.sh gather): qb's tasks
+# read as mem=0 (TRESUsageInMin on qb) while MaxRSS, the first node's, looks plausible.
+place u.h5 qa qa qb qb
+printf 'JobID|State|MaxRSS|MaxRSSNode|TRESUsageInMin|TRESUsageInMinNode\n4141|COMPLETED||||\n' >zero.txt
+printf '4141.0|COMPLETED|%s|qa|cpu=00:00:01,mem=0,pages=0|cpu=qb,mem=qb,pages=qb\n' 10G >>zero.txt
+set +e
+"$qmlpipe" validate u.h5 --sacct zero.txt --sacct-gather cgroup --tolerance 1e6 >zero.log 2>&1
+rc=$?
+set -e
+[[ $rc == 7 ]] && grep -q "NOT JUDGED: sacct undercounts" zero.log &&
+  grep -q "smallest task of step 4141.0 used mem=0 on qb" zero.log &&
+  grep -q "JobAcctGatherType=jobacct_gather/linux" zero.log ||
+  { cat zero.log; fail "a task with mem=0 on qb under cgroup: exit $rc, expected 7 naming qb"; }
+# The same under linux (a task of 0 bytes is not that plugin's undercount): judged, exit 0.
+"$qmlpipe" validate u.h5 --sacct zero.txt --sacct-gather linux --tolerance 1e6 >zero-linux.log 2>&1 ||
+  { cat zero-linux.log; fail "mem=0 under jobacct_gather/linux was not judged"; }
 # The run recorded linux: without --sacct-gather the rank is judged (and fails: 1K), exit 4.
 set +e
 "$qmlpipe" validate u.h5 --sacct sacct.txt --tolerance 0.02 >linux.txt 2>&1

@@ -8,6 +8,12 @@
  * /usr/bin/python3). The failure paths give a message and an exit status: an existing file
  * without --force (and --force replacing it), a missing or unwritable directory, bad numbers
  * and names; `run --grid` refuses 2x2x2, abc, 0x2 and a grid that is not the number of ranks.
+ * `plan --sbatch --checkpoint DIR`: the script asks for --requeue, runs `run --checkpoint DIR
+ * --resume` (completes, DIR left empty), and after an srun status that is not qmlpipe's own
+ * (137, 1) requeues its job (a stand-in scontrol records `requeue JOBID`) while
+ * SLURM_RESTART_COUNT is below 2; qmlpipe's own status (4), a third failure and a refused
+ * requeue end it with srun's status and say why; --checkpoint without --sbatch is exit 2, in a
+ * missing directory exit 8.
  *   test_sbatch_cli QMLPIPE CLS_FILE MPIEXEC|none */
 #include <errno.h>
 #include <hdf5.h>
@@ -143,6 +149,37 @@ static int run_script(const char *script, int job_id, int ntasks) {
                cwd, job_id, ntasks, cwd, script);
 }
 
+/* bin2: a stand-in srun that ends with $QP_STANDIN_SRUN (a step that failed so) and a
+ * stand-in scontrol that appends its arguments to scontrol.log and ends with
+ * $QP_STANDIN_SCONTROL (default 0). */
+static void write_failing_slurm(void) {
+  mkdir("bin2", 0755);
+  FILE *f = fopen("bin2/srun", "w");
+  if (!f) return;
+  fprintf(f, "#!/bin/bash\nexit \"${QP_STANDIN_SRUN:?}\"\n");
+  fclose(f);
+  f = fopen("bin2/scontrol", "w");
+  if (!f) return;
+  fprintf(f, "#!/bin/bash\necho \"$*\" >>scontrol.log\nexit \"${QP_STANDIN_SCONTROL:-0}\"\n");
+  fclose(f);
+  chmod("bin2/srun", 0755);
+  chmod("bin2/scontrol", 0755);
+}
+
+/* ckjob.sh after an srun that ended with `srun_status`, SLURM_RESTART_COUNT `restarts` (-1:
+ * unset) and scontrol ending with `scontrol_status`: its exit status; scontrol.log and
+ * sbatch_cli_requeue.log hold what it did and said. */
+static int requeue_case(int srun_status, int restarts, int scontrol_status) {
+  char cwd[PATH_MAX], count[64] = "";
+  if (!getcwd(cwd, sizeof cwd)) return -1;
+  if (restarts >= 0) snprintf(count, sizeof count, "SLURM_RESTART_COUNT=%d", restarts);
+  remove("scontrol.log");
+  return shell("sbatch_cli_requeue.log",
+               "env PATH=%s/bin2:\"$PATH\" SLURM_JOB_ID=4242 %s QP_STANDIN_SRUN=%d "
+               "QP_STANDIN_SCONTROL=%d bash ckjob.sh",
+               cwd, count, srun_status, scontrol_status);
+}
+
 /* The stand-in for srun: options skipped; --mpi=none runs the command, else mpiexec. */
 static void write_srun(const char *mpiexec) {
   mkdir("bin", 0755);
@@ -171,7 +208,7 @@ int main(int argc, char **argv) {
   else if (!realpath(argv[2], cls))
     return 1;
   const int mpi = strcmp(argv[3], "none") != 0;
-  shell("sbatch_cli_rm.log", "rm -rf ex bin ro");
+  shell("sbatch_cli_rm.log", "rm -rf ex bin bin2 ro ck ckjob.sh ckjob2.sh");
   qp_cli_result r = {0};
   const int io = qp_err_exit_status(QP_ERR_IO);
 
@@ -242,6 +279,60 @@ int main(int argc, char **argv) {
   } else {
     printf("no MPI: the 2-rank script is not run\n");
   }
+
+  /* --checkpoint: restartable, requeues itself after a status that is not qmlpipe's own. */
+  TEST_ASSERT(qp(&r, (const char *const[]){"plan", "ex/config.yaml", "--sbatch", "ckjob.sh",
+                                           "--checkpoint", "ck", NULL}) == 0,
+              "plan --sbatch ckjob.sh --checkpoint ck failed: %s", r.err);
+  check_script("ckjob.sh", 1, NULL);
+  text = qp_cli_slurp("ckjob.sh");
+  TEST_ASSERT(strstr(text, "#SBATCH --requeue\n") && strstr(text, "#SBATCH --open-mode=append\n") &&
+                  strstr(text, "max_requeue=2\n") && strstr(text, "/ck'\n") &&
+                  strstr(text, "--checkpoint \"$checkpoint\" --resume || rc=$?"),
+              "ckjob.sh does not checkpoint, resume and requeue");
+  free(text);
+  rc = run_script("ckjob.sh", 103, 1);
+  TEST_ASSERT(rc == 0, "ckjob.sh exited %d (sbatch_cli_job.log)", rc);
+  if (rc == 0) compare_results("direct.h5", "ex/results-103.h5");
+  TEST_ASSERT(shell("sbatch_cli_ck.log", "ls ck/stage-* 2>/dev/null | grep -q .") != 0,
+              "ckjob.sh left a checkpoint in ck/");
+  write_failing_slurm();
+  static const struct {
+    int srun, restarts, scontrol, requeued;
+    const char *says;
+  } cases[] = {
+      {137, -1, 0, 1,
+       "srun ended with status 137 (a rank killed or a node lost, not qmlpipe's "
+       "own status): requeueing it (restart 1 of at most 2)"},
+      {1, 1, 0, 1, "requeueing it (restart 2 of at most 2)"},
+      {137, 2, 0, 0, "not requeued (already requeued 2 time(s))"},
+      {4, -1, 0, 0, "srun ended with status 4; not requeued (qmlpipe's own status)"},
+      {143, -1, 0, 0, "not requeued (qmlpipe's own status)"},
+      {137, -1, 1, 0, "not requeued (scontrol requeue refused)"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+    rc = requeue_case(cases[k].srun, cases[k].restarts, cases[k].scontrol);
+    char *said = qp_cli_slurp("sbatch_cli_requeue.log");
+    char *called = access("scontrol.log", F_OK) == 0 ? qp_cli_slurp("scontrol.log") : NULL;
+    TEST_ASSERT(rc == cases[k].srun && said && strstr(said, cases[k].says),
+                "srun status %d, restarts %d: exit %d, said '%s'", cases[k].srun, cases[k].restarts,
+                rc, said ? said : "");
+    TEST_ASSERT(cases[k].requeued || cases[k].scontrol
+                    ? called && strcmp(called, "requeue 4242\n") == 0
+                    : called == NULL,
+                "srun status %d, restarts %d: scontrol called '%s'", cases[k].srun,
+                cases[k].restarts, called ? called : "(not)");
+    free(said);
+    free(called);
+  }
+  TEST_ASSERT(qp(&r, (const char *const[]){"plan", "ex/config.yaml", "--checkpoint", "ck", NULL}) ==
+                      2 &&
+                  strstr(r.err, "--checkpoint is the job script's: it needs --sbatch FILE"),
+              "--checkpoint without --sbatch: exit %d: %s", r.status, r.err);
+  TEST_ASSERT(qp(&r, (const char *const[]){"plan", "ex/config.yaml", "--sbatch", "ckjob2.sh",
+                                           "--checkpoint", "nodir/ck", NULL}) == io &&
+                  strstr(r.err, "--checkpoint 'nodir/ck': cannot resolve the directory"),
+              "--checkpoint in a missing directory: exit %d: %s", r.status, r.err);
 
   /* Failure paths. */
   TEST_ASSERT(

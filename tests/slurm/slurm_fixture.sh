@@ -1,7 +1,11 @@
 #!/bin/bash
 # A throw-away Slurm cluster for the tests (label `slurm`, docs/slurm.md):
-#   slurm_fixture.sh start DIR [--no-db] [--nodes N]   munge, (MariaDB, slurmdbd,) slurmctld and N
-#                                          compute nodes (default 2); waits until all are idle
+#   slurm_fixture.sh start DIR [--no-db] [--nodes N] [--gather linux|cgroup]
+#                                          munge, (MariaDB, slurmdbd,) slurmctld and N compute
+#                                          nodes (default 2); waits until all are idle
+#   slurm_fixture.sh set-gather DIR linux|cgroup   JobAcctGatherType changed in slurm.conf,
+#                                          slurmctld and every slurmd restarted (no job may run);
+#                                          waits until the nodes are idle again
 #   slurm_fixture.sh stop DIR              stops exactly what `start DIR` started
 #   slurm_fixture.sh status DIR            the daemons it started and whether they live, then sinfo
 #   slurm_fixture.sh kill-node DIR NODE    SIGKILL of NODE's slurmd, slurmstepd and tasks (a lost node)
@@ -27,7 +31,10 @@
 # --no-db. Memory is enforced by cgroup v1 (task/cgroup, ConstrainRAMSpace=yes) where
 # /sys/fs/cgroup/memory is a v1 hierarchy; elsewhere by polling (OverMemoryKill), which DIR/mode
 # records. Accounting: jobacct_gather/linux (right per node and per task across nodes; Slurm
-# 22.05's jobacct_gather/cgroup counts only the first node's tasks), recorded in DIR/gather.
+# 22.05's jobacct_gather/cgroup counts only the first node's tasks), recorded in DIR/gather;
+# --gather cgroup or `set-gather` gives the other, for the tests of that undercount.
+# AuthInfo cred_expire=10: a requeued job may start again 10 s after its requeue (Slurm's
+# default 120 s; the jobs that requeue themselves would wait that long).
 #
 # Every daemon runs in the foreground of a background job of this script; its PID and start time
 # (/proc/PID/stat field 22) go to DIR/pids, and `stop` signals a PID only while both still
@@ -41,13 +48,14 @@
 # 10 s per daemon at stop.
 set -uo pipefail
 
-usage="usage: slurm_fixture.sh start DIR [--no-db] [--nodes N] | stop|status DIR | kill-node|kill-tasks|restart-node DIR NODE"
+usage="usage: slurm_fixture.sh start DIR [--no-db] [--nodes N] [--gather linux|cgroup] | stop|status DIR | kill-node|kill-tasks|restart-node DIR NODE | set-gather DIR linux|cgroup"
 cmd=${1:-}
 dir_arg=${2:-}
 [[ -n $cmd && -n $dir_arg ]] || { echo "$usage" >&2; exit 2; }
 shift 2
 want_db=1
 want_nodes=2
+want_gather=linux
 target=
 while (($#)); do
   case $1 in
@@ -56,6 +64,11 @@ while (($#)); do
     --nodes)
       want_nodes=${2:-}
       [[ $want_nodes =~ ^[1-3]$ ]] || { echo "--nodes expects 1, 2 or 3" >&2; exit 2; }
+      shift ;;
+    --gather)
+      want_gather=${2:-}
+      [[ $want_gather == linux || $want_gather == cgroup ]] ||
+        { echo "--gather expects linux or cgroup" >&2; exit 2; }
       shift ;;
     -*) echo "$usage" >&2; exit 2 ;;
     *) [[ -z $target ]] || { echo "$usage" >&2; exit 2; }; target=$1 ;;
@@ -473,7 +486,11 @@ do_start() {
 
   # jobacct_gather/linux: sacct's MaxRSS, MaxRSSNode and MaxRSSTask right across nodes (Slurm
   # 22.05's jobacct_gather/cgroup counts the first node's tasks only).
-  local gather=jobacct_gather/linux
+  if [[ $mode == linux && $want_gather == cgroup ]]; then
+    log "--gather cgroup needs the cgroup v1 memory hierarchy: jobacct_gather/linux"
+    want_gather=linux
+  fi
+  local gather=jobacct_gather/$want_gather
   local proctrack=proctrack/cgroup task=task/cgroup extra="TaskEpilog=$D/taskepilog.sh"
   if [[ $mode == linux ]]; then
     proctrack=proctrack/linuxproc task=task/none
@@ -500,7 +517,8 @@ FirstJobId=$((base * 10))
 SlurmUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$D/munge/munge.socket
+# cred_expire: also how long a requeued job waits before it may start again (default 120 s).
+AuthInfo=socket=$D/munge/munge.socket,cred_expire=10
 StateSaveLocation=$D/state
 SlurmdSpoolDir=$D/spool/%n
 SlurmctldPidFile=$D/slurmctld.pid
@@ -514,6 +532,9 @@ MpiDefault=none
 ReturnToService=2
 # A node whose slurmd stops answering is set DOWN after this (plus Slurm's ping cycle).
 SlurmdTimeout=10
+# The main scheduling loop every 2 s (default 60 s; the backfill's 30 s): a requeued job starts
+# once its hold (cred_expire) has passed, not up to half a minute later.
+SchedulerParameters=sched_interval=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 ProctrackType=$proctrack
@@ -646,8 +667,36 @@ do_restart_node() {
   log "$target back in $(since "$t0") s"
 }
 
+# JobAcctGatherType=jobacct_gather/TYPE: slurm.conf rewritten, slurmctld and every slurmd
+# restarted (a plugin type is read at start only; `scontrol reconfigure` keeps the old one), the
+# job state kept (StateSaveLocation). Refused while a job of the fixture is not finished.
+do_set_gather() {
+  local t0 n why
+  t0=$(now)
+  [[ -r $D/pids ]] || { log "no fixture running in $D"; exit 3; }
+  [[ $target == linux || $target == cgroup ]] || { echo "$usage" >&2; exit 2; }
+  [[ $target == cgroup && $(cat "$D/mode") != cgroup ]] &&
+    { log "jobacct_gather/cgroup needs the cgroup v1 memory hierarchy (mode $(cat "$D/mode"))"; exit 77; }
+  export SLURM_CONF=$D/slurm.conf
+  [[ -z $(timeout 5 squeue -h -t PD,R,CG,CF,S -o %i 2>/dev/null) ]] ||
+    { log "set-gather: jobs are queued or running in $D"; exit 2; }
+  [[ $(cat "$D/gather" 2>/dev/null) == "$target" ]] && { log "jobacct_gather/$target already"; return 0; }
+  sed -i "s|^JobAcctGatherType=.*|JobAcctGatherType=jobacct_gather/$target|" "$D/slurm.conf"
+  stop_daemons "$(nodes | sed 's/^/slurmd-/' | tr '\n' ' ') slurmctld" 10
+  grep -v '^slurmd-\|^slurmctld ' "$D/pids" >"$D/pids.new"
+  mv -f "$D/pids.new" "$D/pids"
+  echo "$target" >"$D/gather"
+  slurmctld -D -i -f "$D/slurm.conf" >/dev/null 2>&1 </dev/null &
+  record slurmctld $!
+  for n in $(nodes); do start_slurmd "$n"; done
+  # shellcheck disable=SC2046
+  why=$(wait_nodes idle "$start_timeout" $(nodes)) || { log "set-gather $target: $why"; tails; exit 1; }
+  log "JobAcctGatherType=jobacct_gather/$target, restarted in $(since "$t0") s"
+}
+
 case $cmd in
   start) do_start ;;
+  set-gather) do_set_gather ;;
   stop) do_stop ;;
   status) do_status ;;
   kill-node) do_kill all ;;

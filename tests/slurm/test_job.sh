@@ -13,8 +13,9 @@
 #          never be killed by the cgroup (OUT_OF_MEMORY).
 #   gen1   the script that `qmlpipe plan ex/config.yaml --sbatch job.sh` writes, submitted as
 #          it is (its --mem, -n, -c); COMPLETED in every sacct step, results equal a direct
-#          run's, and `qmlpipe validate RESULTS --sacct <its sacct> --sacct-gather <the
-#          fixture's> --cgroup-peak <its TaskEpilog peaks> --tolerance 0.05` passes
+#          run's, and `qmlpipe validate RESULTS --sacct <its sacct> --cgroup-peak <its
+#          TaskEpilog peaks> --tolerance 0.05` passes, judging by the gather type the run
+#          recorded (the fixture's; no --sacct-gather)
 #   gen2   the same with `plan ... --ranks 2 --ranks-per-node 2 --sbatch job.sh` (srun
 #          --mpi=pmix, 2 ranks), validate at --tolerance 0.05 too (sacct's MaxRSS counts
 #          anonymous memory only, the node's cgroup the ranks' shared pages once: both
@@ -212,12 +213,14 @@ if [[ $case_ == gen1 || $case_ == gen2 ]]; then
   [[ -s sacct.txt ]] || fail "no sacct output (the fixture runs without the database?)"
   cg=()
   [[ -r $fixture/peaks/$job ]] && { cp "$fixture/peaks/$job" peaks.txt; cg=(--cgroup-peak peaks.txt); }
-  # The fixture's JobAcctGatherType (linux; cgroup in fixtures before issue 41).
-  gather=$(cat "$fixture/gather" 2>/dev/null || echo cgroup)
-  "$qmlpipe" validate "$results" --sacct sacct.txt --sacct-gather "$gather" "${cg[@]}" \
+  # No --sacct-gather: the run recorded the job's JobAcctGatherType (/budget
+  # slurm_jobacct_gather), which validate must use and name.
+  "$qmlpipe" validate "$results" --sacct sacct.txt "${cg[@]}" \
     --tolerance "$tolerance" >validate.log 2>&1
   vrc=$?
   sed -n '/^job /,$p' validate.log
+  grep -qF "gather type: jobacct_gather/$(cat "$fixture/gather") (recorded by the run" validate.log ||
+    { cat validate.log; fail "validate did not take the gather type the run recorded"; }
   [[ $vrc == 0 ]] || { cat validate.log; fail "qmlpipe validate --sacct --tolerance $tolerance: exit $vrc"; }
 fi
 echo "test_job[$case_]: ok"
