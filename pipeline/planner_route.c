@@ -84,6 +84,30 @@ __attribute__((format(printf, 2, 3))) static void qp_plan_reason_append(qp_plan 
   va_end(args);
 }
 
+/* Cross-spectra on the projection route hold W_A and W_B whole, their host windows too; on SMW
+ * every map of both sets on the device at once (no batches), the host windows unpanelled: a
+ * route whose pieces ask otherwise is left out, why in `why` (and in `first` if it is empty,
+ * the plan's error when no route is left). 1 when it is. */
+static int qp_cross_unbuilt(const qp_problem *p, const qp_plan *plan, qp_model_path r,
+                            const qp_plan_pieces *k, char *why, size_t why_size, char *first,
+                            size_t first_size) {
+  const int smw = r == QP_MODEL_HARMONIC_SMW;
+  if (p->cfg->n_maps2 == 0 || r == QP_MODEL_PIXEL_DIRECT) return 0;
+  const int blocked = smw ? k->map_batch < p->n_maps : k->w_block > 0 && k->w_block < p->n_modes;
+  if (!blocked && k->host_panel == 0) return 0;
+  snprintf(why, why_size, "cross-spectra with %s or host panels are not supported yet",
+           smw ? "maps in batches" : "W in blocks");
+  if (!first[0])
+    snprintf(first, first_size,
+             "cross-spectra on harmonic (%s) need %s and the host windows unpanelled, which %s "
+             "does not allow; give %spath: pixel_direct or raise the limit",
+             smw ? "smw" : "projected",
+             smw ? "every map of both sets on the device at once"
+                 : "W_A and W_B whole on the device",
+             qp_plan_limits_text(p, plan), smw ? "harmonic_method: projected, " : "");
+  return 1;
+}
+
 /* Picks the route: the config's, or among those it allows the cheapest whose predicted peak
  * fits memory.host_limit (the cheapest of all when none fits: the limit check then refuses
  * it, saying by how much). Writes the reason to plan->path_reason and sets plan->model. */
@@ -133,33 +157,9 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
     /* Its host windows in panels where the host limit asks. */
     QP_CALL(qp_plan_host_panel(p, plan));
     k->host_panel = plan->model_dims.host_panel;
-    /* Cross-spectra on the projection route hold W_A and W_B whole, their host windows too;
-     * on SMW every map of both sets on the device at once (no batches), the host windows
-     * unpanelled. */
-    if (cfg->n_maps2 > 0 && r == QP_MODEL_HARMONIC_PROJECTED &&
-        ((k->w_block > 0 && k->w_block < p->n_modes) || k->host_panel > 0)) {
-      snprintf(unsized[r], sizeof unsized[r],
-               "cross-spectra with W in blocks or host panels are not supported yet");
-      if (!first_unsized[0])
-        snprintf(first_unsized, sizeof first_unsized,
-                 "cross-spectra on harmonic (projected) need W_A and W_B whole on the device "
-                 "and the host windows unpanelled, which %s does not allow; give path: "
-                 "pixel_direct or raise the limit",
-                 qp_plan_limits_text(p, plan));
+    if (qp_cross_unbuilt(p, plan, (qp_model_path)r, k, unsized[r], sizeof unsized[r], first_unsized,
+                         sizeof first_unsized))
       continue;
-    }
-    if (cfg->n_maps2 > 0 && r == QP_MODEL_HARMONIC_SMW &&
-        (k->map_batch < p->n_maps || k->host_panel > 0)) {
-      snprintf(unsized[r], sizeof unsized[r],
-               "cross-spectra with maps in batches or host panels are not supported yet");
-      if (!first_unsized[0])
-        snprintf(first_unsized, sizeof first_unsized,
-                 "cross-spectra on harmonic (smw) need every map of both sets on the device "
-                 "at once and the host windows unpanelled, which %s does not allow; give "
-                 "harmonic_method: projected, path: pixel_direct or raise the limit",
-                 qp_plan_limits_text(p, plan));
-      continue;
-    }
     cost[r] = qp_route_cost(p, plan, (qp_model_path)r);
     if (r == 0 && *fisher_chunk < p->n_params) {
       /* Streaming re-forms the later products: ~n_params^2 / (2 chunk) more of them. */

@@ -8,24 +8,9 @@
 #include "spectra_terms.h"
 
 /* y_p = 1/2 z^T D_p z for maps first .. first + count - 1 (z: n_modes x count, whole, leading
- * dimension n_modes). */
+ * dimension n_modes): the cross-spectra's y with z_A = z_B = z, to the bit. */
 static qp_err qp_spectra_from_z(qp_problem *p, const double *z, int64_t first, int64_t count) {
-  qp_entry *e = NULL;
-  int64_t *start = NULL;
-  QP_CALL(qp_param_entries(p, &e, &start));
-  const int np = p->n_params;
-  for (int64_t m = 0; m < count; ++m) {
-    const double *zm = z + m * p->n_modes;
-    for (int q = 0; q < np; ++q) {
-      double sum = 0;
-      for (int64_t k = start[q]; k < start[q + 1]; ++k)
-        sum += e[k].v * zm[e[k].a] * zm[e[k].b];
-      p->yb[(first + m) * np + q] = 0.5 * sum;
-    }
-  }
-  free(e);
-  free(start);
-  return QP_OK;
+  return qp_cross_y_from_z(p, z, z, first, count);
 }
 
 /* y of the batch of maps from `first` from z whole on every rank (z: n_modes x the batch,

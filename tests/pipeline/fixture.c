@@ -101,6 +101,26 @@ qp_err qp_fixture_run(const qp_config *cfg, qp_problem *p, qp_meter_sample *base
   return QP_OK;
 }
 
+qp_err qp_fixture_add_maps2(const qp_fixture *f, const char *name, uint64_t seed, double variance,
+                            qp_config *cfg) {
+  qp_fixture b = *f;
+  b.name = name;
+  b.seed = seed;
+  b.noise_variance = variance;
+  b.noise_variance_pol = variance;
+  qp_config second;
+  QP_CALL(qp_fixture_write(&b, &second));
+  free(cfg->maps2);
+  cfg->maps2 = second.maps;
+  cfg->n_maps2 = second.n_maps;
+  second.maps = NULL;
+  second.n_maps = 0;
+  qp_config_free(&second);
+  cfg->noise2_kind = QP_NOISE_VARIANCE;
+  cfg->noise2_variance = cfg->noise2_variance_pol = variance;
+  return QP_OK;
+}
+
 qp_err qp_fixture_dense_noise(qp_config *cfg, const char *path, double off_diagonal) {
   qp_problem p;
   qp_meter_sample baseline;

@@ -39,6 +39,11 @@ qp_err qp_fixture_run(const qp_config *cfg, qp_problem *p, qp_meter_sample *base
  *  1 + 0.01 (i % 5), and `off_diagonal` beside the diagonal (0: none), of the n_pix that a run
  *  of cfg finds (the run is done here, on cfg's backend). */
 qp_err qp_fixture_dense_noise(qp_config *cfg, const char *path, double off_diagonal);
+/** Cross-spectra (docs/science.md): writes f's maps again from `seed` with white noise of
+ *  `variance` (T and Q/U alike) under `name` (the same mask and sky model, another draw) and
+ *  gives them to cfg as maps2, with noise2 {variance: variance}. cfg keeps its own maps. */
+qp_err qp_fixture_add_maps2(const qp_fixture *f, const char *name, uint64_t seed, double variance,
+                            qp_config *cfg);
 /** This rank's copy of a fixture file name: `name` alone on one rank, `name`_r<rank> under
  *  mpiexec, so that no two ranks write one file (each writes the same content). */
 const char *qp_fixture_rank_name(char *buf, size_t size, const char *name);

@@ -170,20 +170,10 @@ int main(void) {
    * on every route: the pixel-direct route's C_B, L_B^-1 and K_p = Y_p S, the projection's Y_B,
    * W_B, H = Z_B^T S Z_A and its phases (fisher_terms.c), SMW's N_B,eff, Q, K_B, LU_B, its four
    * phases of basis_setup (basis_terms.c). */
-  qp_fixture cross_a = small, cross_b = small;
+  qp_fixture cross_a = small;
   cross_a.name = "budget_cross_a";
-  cross_b.name = "budget_cross_b";
-  cross_b.seed = 7;
-  cross_b.noise_variance = 2.0;
-  qp_config second;
   TEST_OK(qp_fixture_write(&cross_a, &cfg));
-  TEST_OK(qp_fixture_write(&cross_b, &second));
-  cfg.maps2 = second.maps;
-  cfg.n_maps2 = second.n_maps;
-  second.maps = NULL;
-  second.n_maps = 0;
-  cfg.noise2_kind = QP_NOISE_VARIANCE;
-  cfg.noise2_variance = cfg.noise2_variance_pol = 2.0;
+  TEST_OK(qp_fixture_add_maps2(&cross_a, "budget_cross_b", 7, 2.0, &cfg));
   for (int r = 0; r < 3; ++r) {
     qp_meter_sample baseline;
     qp_problem p;
@@ -198,7 +188,6 @@ int main(void) {
     qp_check_budget_exact(&p);
     qp_problem_free(&p);
   }
-  qp_config_free(&second);
   qp_config_free(&cfg);
 
   TEST_ASSERT(qp_budget_current(QP_SPACE_HOST) == 0, "%zu bytes still allocated",

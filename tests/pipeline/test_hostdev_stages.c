@@ -139,25 +139,14 @@ int main(int argc, char **argv) {
     /* Cross-spectra (maps2, docs/science.md) on every route: a second map set (another draw, noise
      * variance 20) crossed with the first. */
     char name2[64];
-    qp_fixture t2 = t;
-    t2.name = qp_fixture_rank_name(name2, sizeof name2, "hostdev_t2");
-    t2.seed = 12;
-    t2.noise_variance = 20.0;
-    qp_config second;
-    TEST_OK(qp_fixture_write(&t2, &second));
-    cfg.maps2 = second.maps;
-    cfg.n_maps2 = second.n_maps;
-    second.maps = NULL;
-    second.n_maps = 0;
-    cfg.noise2_kind = QP_NOISE_VARIANCE;
-    cfg.noise2_variance = cfg.noise2_variance_pol = 20.0;
+    TEST_OK(qp_fixture_add_maps2(&t, qp_fixture_rank_name(name2, sizeof name2, "hostdev_t2"), 12,
+                                 20.0, &cfg));
     check_route(&cfg, QP_PATH_PIXEL_DIRECT, 0, 0, "T cross-spectra (switch), pixel_direct");
     check_route(&cfg, QP_PATH_HARMONIC, 1, 0, "T cross-spectra (switch), harmonic smw");
     check_route(&cfg, QP_PATH_HARMONIC, 2, 0, "T cross-spectra (switch), harmonic projected");
     free(cfg.maps2);
     cfg.maps2 = NULL;
     cfg.n_maps2 = 0;
-    qp_config_free(&second);
   }
   if (only_t || tiled_table()) {
     qp_config_free(&cfg);
