@@ -77,12 +77,7 @@ qp_err qp_cross_fisher_run(qp_problem *p) {
   qp_entry *e = NULL;
   int64_t *start = NULL;
   qp_matrix h = {0}, ht = {0}, g = {0};
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
-  if (qp_window_count(p) > 0)
-    QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT, np * qp_window_count(p),
-                             &p->fisher_ell));
-  QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_Y_COVARIANCE, QP_TERM_PERSISTENT, np * np, &p->y_covariance));
+  QP_CALL(qp_harmonic_fisher_results(p));
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "", 0);
   QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);

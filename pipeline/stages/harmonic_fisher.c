@@ -302,19 +302,26 @@ done:
   return err;
 }
 
-qp_err qp_harmonic_fisher_run(qp_problem *p) {
-  if (p->plan->model_dims.cross_maps) return qp_cross_fisher_run(p);
-  const int64_t nm = p->n_modes, n = p->n_pix;
-  const int np = p->n_params;
-  qp_err err = QP_OK;
-  qp_entry *e = NULL;
-  int64_t *start = NULL;
-  qp_matrix g = {0}, z = {0}, nz = {0};
+qp_err qp_harmonic_fisher_results(qp_problem *p) {
+  const int64_t np = p->n_params;
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER, QP_TERM_PERSISTENT, np * np, &p->fisher));
   QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_NOISE_BIAS, QP_TERM_PERSISTENT, np, &p->noise_bias));
   if (qp_window_count(p) > 0)
     QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_FISHER_ELL, QP_TERM_PERSISTENT, np * qp_window_count(p),
                              &p->fisher_ell));
+  if (p->plan->model_dims.cross_maps)
+    QP_CALL(QP_ALLOC_DOUBLES(QP_TERM_Y_COVARIANCE, QP_TERM_PERSISTENT, np * np, &p->y_covariance));
+  return QP_OK;
+}
+
+qp_err qp_harmonic_fisher_run(qp_problem *p) {
+  if (p->plan->model_dims.cross_maps) return qp_cross_fisher_run(p);
+  const int64_t nm = p->n_modes, n = p->n_pix;
+  qp_err err = QP_OK;
+  qp_entry *e = NULL;
+  int64_t *start = NULL;
+  qp_matrix g = {0}, z = {0}, nz = {0};
+  QP_CALL(qp_harmonic_fisher_results(p));
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "", 0);
   QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);

@@ -45,6 +45,9 @@ qp_err qp_kernel_times_lambda(qp_problem *p, const qp_matrix *kernel, qp_matrix 
 qp_err qp_fisher_block_pass(qp_problem *p, const qp_entry *e, const int64_t *start,
                             const qp_matrix *x, const qp_matrix *y, const char *blocks_term,
                             const char *sums_term, double *out, double *out_ell);
+/** fisher_run's results on the harmonic routes (F, b, F_(q,ell) with windows, M = Cov(y) for
+ *  cross-spectra), allocated in the order the model declares them. */
+qp_err qp_harmonic_fisher_results(qp_problem *p);
 /** fisher_run of the harmonic path: F and b. */
 qp_err qp_harmonic_fisher_run(qp_problem *p);
 /** The raw quadratic y of every map (spectra_run of the harmonic path, before F^-1). */
