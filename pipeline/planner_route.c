@@ -282,6 +282,25 @@ qp_err qp_plan_build(const qp_problem *p, const qp_noise_figures *noise, qp_plan
                                      {p->noise_field_mean[0], p->noise_field_mean[1]}};
     qp_plan_smw_noise_check(p, &scalar, plan);
   }
+  /* Cross-spectra: SMW inverts N_B too, whose scalar variances are judged the same way (a
+   * variance map's figures are not read at plan time: basis_setup judges N_B then). Either
+   * refusal rules SMW out; rcond(N) is the smaller. */
+  if (cfg->n_maps2 > 0 && cfg->noise2_kind == QP_NOISE_VARIANCE && !plan->switched &&
+      !cfg->has_dimensions && !plan->smw_refused[0]) {
+    const double pol = p->n_pix > p->n_obs_t ? cfg->noise2_variance_pol : cfg->noise2_variance;
+    const qp_noise_figures scalar = {1,
+                                     {cfg->noise2_variance, pol},
+                                     {cfg->noise2_variance, pol},
+                                     {cfg->noise2_variance, pol}};
+    const double rcond_a = plan->noise_rcond;
+    qp_plan_smw_noise_check(p, &scalar, plan);
+    if (rcond_a < plan->noise_rcond) plan->noise_rcond = rcond_a;
+    if (plan->smw_refused[0]) {
+      char why[sizeof plan->smw_refused];
+      snprintf(why, sizeof why, "%s", plan->smw_refused);
+      snprintf(plan->smw_refused, sizeof plan->smw_refused, "maps2's noise (noise2): %.200s", why);
+    }
+  }
   QP_CALL(qp_plan_route(p, plan));
   /* A variance map's figures judge SMW only where it was chosen (the route's reason and the
    * recorded rcond of N stay those of a plan that never weighed it otherwise); when they rule

@@ -185,6 +185,21 @@ static void check_smw_conditioning(void) {
   cfg.harmonic_method = 1;
   EXPECT_ERROR(qp_fixture_run(&cfg, &p, &b), QP_ERR_NUMERICAL, "the covariance of maps2 C_B",
                "(SMW's bound", "harmonic_method: projected");
+  /* Scalar noise2 variances are judged at plan time (planner_route.c): `auto` leaves SMW for
+   * maps2's noise before any work, where it used to pick SMW and have basis_setup refuse it.
+   * C_B = S + 1e-30 is ill-conditioned on every route; what matters is who says so. */
+  cfg.noise2_kind = QP_NOISE_VARIANCE;
+  cfg.noise2_variance = cfg.noise2_variance_pol = 1e-30;
+  cfg.harmonic_method = 0;
+  {
+    const qp_err err = qp_fixture_run(&cfg, &p, &b);
+    const char *msg = err == QP_OK ? "" : qp_error_message();
+    printf("auto, noise2 {variance: 1e-30}: %s\n", err == QP_OK ? "ran" : msg);
+    TEST_ASSERT(!strstr(msg, "SMW's bound"), "auto still chose SMW for a noise2 it refuses: %s",
+                msg);
+    if (err == QP_OK) qp_problem_free(&p);
+    qp_error_clear();
+  }
   free(cfg.maps2);
   cfg.maps2 = NULL;
   cfg.n_maps2 = 0;
