@@ -403,10 +403,6 @@ static void qp_pixel_add_variance(const double *variance, qp_host_window *w) {
   }
 }
 
-void qp_pixel_add_noise_variance(const qp_problem *p, qp_host_window *w) {
-  qp_pixel_add_variance(p->noise_variance, w);
-}
-
 /* m += S(lo..hi) (+ diag(variance) unless NULL), pair sums a panel of columns at a time. */
 static qp_err qp_pixel_add_signal(const qp_problem *p, qp_matrix *m, int lo, int hi,
                                   const double *variance) {

@@ -54,9 +54,6 @@ qp_err qp_pixel_matrices_build_columns(const qp_problem *p, double *cov, int cov
 qp_err qp_pixel_build_slots(const qp_problem *p, const qp_matrix *stack, int64_t slot0,
                             int64_t first, int64_t count, const char *term);
 
-/** w's diagonal entries += N's variances (a diagonal N; nothing for a dense one). */
-void qp_pixel_add_noise_variance(const qp_problem *p, qp_host_window *w);
-
 /** m (zeros, or N itself) <- N + S summed over lo <= l <= hi (no S when lo > hi), m in the
  *  run's layout and space: a dense N copied in by the backend, then the variances and S added
  *  through host windows of qp_host_panel(p) local columns each (one window of all of them

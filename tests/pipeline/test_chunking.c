@@ -12,6 +12,23 @@
 #include "fixture.h"
 #include "test_util.h"
 
+/* Every stage of a chunked run: tracked peak == predicted, measured peak RSS under `limit`
+ * (not in the sanitizer build: ASan's shadow and quarantine are resident, untracked); `print`
+ * each stage's measured peak. */
+static void check_stages(const qp_problem *p, double limit, const char *label, int print) {
+  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
+    const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
+    if (print)
+      printf("  %-16s measured peak RSS %.1f MiB\n", r->name, r->meter_end.hwm / 1048576.0);
+    TEST_ASSERT(r->tracked_peak == qp_model_stage_peak(&p->plan->model, (qp_stage_id)s),
+                "%s%s: tracked peak %zu B, predicted %zu B", label, r->name, r->tracked_peak,
+                qp_model_stage_peak(&p->plan->model, (qp_stage_id)s));
+    TEST_ASSERT(QP_TEST_SANITIZED || (double)r->meter_end.hwm < limit,
+                "%s%s: measured peak %.1f MiB above the limit %.1f MiB", label, r->name,
+                r->meter_end.hwm / 1048576.0, limit / 1048576.0);
+  }
+}
+
 /* Cross-spectra: the fixture's maps crossed with another draw (noise variance 9), bins of 2. */
 static void check_cross(const qp_fixture *base) {
   qp_fixture a = *base;
@@ -53,15 +70,7 @@ static void check_cross(const qp_fixture *base) {
          (long long)d->fisher_chunk);
   TEST_ASSERT(d->fisher_chunk < np, "cross: the planner did not chunk (fisher %lld)",
               (long long)d->fisher_chunk);
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
-    const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
-    TEST_ASSERT(r->tracked_peak == qp_model_stage_peak(&chunked.plan->model, (qp_stage_id)s),
-                "cross %s: tracked peak %zu B, predicted %zu B", r->name, r->tracked_peak,
-                qp_model_stage_peak(&chunked.plan->model, (qp_stage_id)s));
-    TEST_ASSERT(QP_TEST_SANITIZED || (double)r->meter_end.hwm < cfg.host_limit,
-                "cross %s: measured peak %.1f MiB above the limit %.1f MiB", r->name,
-                r->meter_end.hwm / 1048576.0, cfg.host_limit / 1048576.0);
-  }
+  check_stages(&chunked, cfg.host_limit, "cross ", 0);
   static const char *const names[6] = {"F", "b", "y", "C_hat", "covariance", "window"};
   const double *got[6] = {chunked.fisher, chunked.noise_bias,         chunked.yb,
                           chunked.cl,     chunked.spectra_covariance, chunked.window};
@@ -114,17 +123,8 @@ int main(void) {
   TEST_ASSERT(d->fisher_chunk < chunked.n_params && d->spectra_chunk < chunked.n_params,
               "the planner did not chunk (fisher %lld, spectra %lld)", (long long)d->fisher_chunk,
               (long long)d->spectra_chunk);
-  for (int s = 0; s < QP_STAGE_COUNT; ++s) {
-    const qp_stage_record *r = qp_stage_record_find(qp_stage_name((qp_stage_id)s));
-    printf("  %-16s measured peak RSS %.1f MiB\n", r->name, r->meter_end.hwm / 1048576.0);
-    TEST_ASSERT(r->tracked_peak == qp_model_stage_peak(&chunked.plan->model, (qp_stage_id)s),
-                "%s: tracked peak %zu B, predicted %zu B", r->name, r->tracked_peak,
-                qp_model_stage_peak(&chunked.plan->model, (qp_stage_id)s));
-    /* Not in the sanitizer build: ASan's shadow and quarantine are resident, untracked. */
-    TEST_ASSERT(QP_TEST_SANITIZED || (double)r->meter_end.hwm < cfg.host_limit,
-                "%s: measured peak %.1f MiB above the limit %.1f MiB", r->name,
-                r->meter_end.hwm / 1048576.0, cfg.host_limit / 1048576.0);
-  }
+  check_stages(&chunked, cfg.host_limit, "", 1);
+
   double df = qp_test_max_rel_diff(fisher, chunked.fisher, (size_t)(np * np));
   double db = qp_test_max_rel_diff(bias, chunked.noise_bias, (size_t)np);
   double dy = qp_test_max_rel_diff(yb, chunked.yb, (size_t)(nm * np));

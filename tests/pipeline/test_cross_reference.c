@@ -128,6 +128,16 @@ static void write_config(const qp_cross_case *c, const qp_cross_sky *sky, int ro
   qp_test_write_text(config, text);
 }
 
+/* Appends `lines` to the config file `config`. */
+static void config_append(const char *config, const char *lines) {
+  char *text = qp_cli_slurp(config);
+  const size_t len = strlen(text) + strlen(lines) + 1;
+  char *more = malloc(len);
+  snprintf(more, len, "%s%s", text, lines);
+  qp_test_write_text(config, more);
+  free(more), free(text);
+}
+
 /* Runs qmlpipe on one route, auto or cross, and compares its results. */
 static void run_route(const qp_cross_case *c, const qp_cross_sky *sky, const qp_dense_result *ref,
                       int route, int cross, figures *fig) {
@@ -172,12 +182,7 @@ static void check_without_windows(const qp_cross_case *c, const qp_cross_sky *sk
   snprintf(output, sizeof output, "%s_nowin.h5", c->name);
   snprintf(with, sizeof with, "%s_pixel_direct_cross.h5", c->name);
   write_config(c, sky, 0, 1, config, output);
-  char *text = qp_cli_slurp(config);
-  const size_t len = strlen(text) + 32;
-  char *more = malloc(len);
-  snprintf(more, len, "%swindow_functions: false\n", text);
-  qp_test_write_text(config, more);
-  free(more), free(text);
+  config_append(config, "window_functions: false\n");
   const char *args[] = {"run", config, NULL};
   qp_cli_result r;
   qp_cli_run(qmlpipe, config, args, &r);
@@ -215,13 +220,7 @@ static void check_missing_maps2(const qp_cross_case *c, const qp_cross_sky *sky)
   snprintf(config, sizeof config, "%s_nomap2.yaml", c->name);
   snprintf(output, sizeof output, "%s_nomap2.h5", c->name);
   write_config(c, sky, 0, 0, config, output);
-  char *text = qp_cli_slurp(config);
-  const size_t len = strlen(text) + 128;
-  char *more = malloc(len);
-  snprintf(more, len, "%smaps2: [no_such_map.fits, no_such_map2.fits]\nnoise2: {variance: 1}\n",
-           text);
-  qp_test_write_text(config, more);
-  free(more), free(text);
+  config_append(config, "maps2: [no_such_map.fits, no_such_map2.fits]\nnoise2: {variance: 1}\n");
   const char *args[] = {"run", config, NULL};
   qp_cli_result r;
   qp_cli_run(qmlpipe, config, args, &r);
