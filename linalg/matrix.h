@@ -211,6 +211,11 @@ static inline int64_t qp_matrix_global_row(const qp_matrix *m, int64_t li) {
 static inline int64_t qp_matrix_global_col(const qp_matrix *m, int64_t lj) {
   return m->grid ? qp_bc_global_index(lj, m->grid->block, m->grid->mycol, m->grid->npcol) : lj;
 }
+/** The local rows whose global row is below gi (local rows keep the global order). */
+static inline int64_t qp_matrix_local_rows_below(const qp_matrix *m, int64_t gi) {
+  if (!m->grid) return gi < m->local_rows ? gi : m->local_rows;
+  return qp_bc_local_count(gi, m->grid->block, m->grid->myrow, m->grid->nprow);
+}
 /** The local row of global row gi, or -1 when another rank holds it. */
 static inline int64_t qp_matrix_local_row(const qp_matrix *m, int64_t gi) {
   if (!m->grid) return gi;
