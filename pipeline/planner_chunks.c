@@ -355,8 +355,10 @@ qp_err qp_plan_product_panel(const qp_problem *p, const qp_plan *plan, const qp_
   const qp_plan_product_how how = {k, unit};
   qp_model_dims d;
   qp_model model;
-  QP_CALL(qp_plan_model(p, plan, QP_MODEL_HARMONIC_PROJECTED, k, &model, &d));
-  if (!qp_model_w_windows(&d)) return QP_OK;
+  int sized = 0;
+  /* A route that cannot be sized is left out by the route's own model (planner_route.c). */
+  QP_CALL(qp_plan_model_sized(p, plan, QP_MODEL_HARMONIC_PROJECTED, k, &model, &sized, &d));
+  if (!sized || !qp_model_w_windows(&d)) return QP_OK;
   const int64_t most = (n_lm - 1) / unit; /* units in a panel narrower than n_lm */
   int fits = 1;
   if (most >= 1) QP_CALL(qp_plan_product_fits(p, plan, &how, most + 1, &fits));
@@ -371,7 +373,8 @@ qp_err qp_plan_product_panel(const qp_problem *p, const qp_plan *plan, const qp_
   if (smallest_peak && most >= 1) {
     qp_plan_pieces narrow = *k;
     narrow.product_panel = unit;
-    QP_CALL(qp_plan_model(p, plan, QP_MODEL_HARMONIC_PROJECTED, &narrow, &model, NULL));
+    QP_CALL(qp_plan_model_sized(p, plan, QP_MODEL_HARMONIC_PROJECTED, &narrow, &model, &sized,
+                                NULL));
     *smallest_peak = (double)(qp_model_peak(&model) + model.overhead_bytes);
     QP_CALL(qp_comm_max(smallest_peak, 1));
   }
