@@ -34,11 +34,12 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   out[QP_STAGE_COVARIANCE_SETUP] =
       d->noise_dense || !smw || d->switched || (d->cross_maps && d->noise2_dense) ? built : none;
   /* basis_setup: V^T built (SMW: and whitened), a panel of rows at a time; a batch of maps
-   * (SMW), I + K Lambda built a panel of columns at a time (SMW); pixel-direct nothing
-   * (L^-1's upper triangle is cleared on the device). */
+   * (SMW: written a map at a time, whitened a panel of the batch's rows at a time), I + K
+   * Lambda built a panel of columns at a time (SMW); pixel-direct nothing (L^-1's upper
+   * triangle is cleared on the device). */
   const qp_model_bytes vt = qp_model_window_bytes(d, n, nm, 1);
   out[QP_STAGE_BASIS_SETUP] = pixel ? none
-                              : smw ? qp_model_bytes_max(qp_model_bytes_max(vt, map), kernel)
+                              : smw ? qp_model_bytes_max(qp_model_bytes_max(vt, maps), kernel)
                                     : vt;
   /* SMW's cross-spectra build S_fixed for Q there with the switch (harmonic_smw_cross.c). */
   if (smw && d->cross_maps && d->switched)

@@ -332,26 +332,29 @@ static qp_err qp_plan_default_batch(const qp_problem *p, const qp_plan *plan, qp
 }
 
 /* The map batch of route `path`: the maps a per-map matrix holds at once (docs/memory-model.md,
- * "Maps in batches"). The default batch (qp_plan_default_batch); with memory.device_limit on
- * a device backend, the default whenever it fits both limits; else the largest batch below it
- * that fits both, or failing that the device limit alone (the host limit check then names what
- * does not fit), or 1 (the device limit check then refuses the run, naming its stage and
- * term). On a grid, the smallest batch of any rank (a batch's leading columns are a
- * block-cyclic matrix of their own at any width). */
+ * "Maps in batches"). Without memory.device_limit on a device backend, the default batch
+ * (qp_plan_default_batch). With it, the batch fits the limits instead: n_maps whenever all
+ * maps fit both; else the largest batch that fits both, or failing that the device limit alone
+ * (the host limit check then names what does not fit), or 1 (the device limit check then
+ * refuses the run, naming its stage and term). On a grid, the smallest batch of any rank (a
+ * batch's leading columns are a block-cyclic matrix of their own at any width). */
 qp_err qp_plan_map_batch(const qp_problem *p, const qp_plan *plan, qp_model_path path,
                          int64_t w_block, int64_t *batch, int64_t *default_batch) {
-  int64_t most = p->n_maps;
-  QP_CALL(qp_plan_default_batch(p, plan, path, w_block, &most));
-  *batch = *default_batch = most;
-  if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0) return QP_OK;
+  const int64_t n_maps = p->n_maps;
+  *batch = *default_batch = n_maps;
+  if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0) {
+    QP_CALL(qp_plan_default_batch(p, plan, path, w_block, default_batch));
+    *batch = *default_batch;
+    return QP_OK;
+  }
   qp_model model;
   int fits = 0;
-  QP_CALL(qp_plan_batch_fits(p, plan, path, most, w_block, 1, &model, &fits));
+  QP_CALL(qp_plan_batch_fits(p, plan, path, n_maps, w_block, 1, &model, &fits));
   if (!fits) {
     const qp_plan_batch_how both = {path, w_block, 1}, device_only = {path, w_block, 0};
-    QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &both, most - 1, batch));
+    QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &both, n_maps - 1, batch));
     if (*batch == 0)
-      QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &device_only, most, batch));
+      QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &device_only, n_maps, batch));
     if (*batch == 0) *batch = 1;
   }
   QP_CALL(qp_plan_smallest_over_ranks(batch));

@@ -22,8 +22,9 @@ qp_err qp_plan_model(const qp_problem *p, const qp_plan *plan, qp_model_path pat
 /* The pixel-direct chunks for the limits (planner_chunks.c says how), and their model. */
 qp_err qp_plan_chunks(const qp_problem *p, const qp_plan *plan, int64_t batch,
                       int64_t *fisher_chunk, int64_t *spectra_chunk, qp_model *model);
-/* The map batch of route `path`: the default batch (also to *default_batch), smaller where
- * memory.device_limit asks (n_maps: all at once). */
+/* The map batch of route `path`: the default batch (also to *default_batch: n_maps under
+ * memory.device_limit), or under memory.device_limit the largest that fits (n_maps: all at
+ * once). */
 qp_err qp_plan_map_batch(const qp_problem *p, const qp_plan *plan, qp_model_path path,
                          int64_t w_block, int64_t *batch, int64_t *default_batch);
 /* The projection route's W block under memory.device_limit (0: W whole). */

@@ -223,7 +223,7 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
                           (long long)k->w_block, (long long)p->n_modes,
                           qp_plan_limits_text(p, plan));
   plan->map_batch_default = default_batch[chosen];
-  if (k->map_batch < default_batch[chosen])
+  if (k->map_batch < default_batch[chosen]) /* memory.device_limit's */
     qp_plan_reason_append(plan, "; maps in batches of %lld of %lld on the device for %s",
                           (long long)k->map_batch, (long long)p->n_maps,
                           qp_plan_limits_text(p, plan));
