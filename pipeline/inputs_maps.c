@@ -21,6 +21,16 @@ static const char *qp_map_file(const qp_problem *p, int64_t column, const char *
   return cfg->maps2[column - cfg->n_maps];
 }
 
+/* A map that covariance_setup read and checked and that now fails (cut, replaced, gone): the
+ * reader's error, wrapped to say so; the same code (exit status). */
+static qp_err qp_map_changed(qp_err err, const char *what, const char *path) {
+  QP_FAIL(err,
+          "%s '%s' was read and checked in covariance_setup but cannot be read again in %s, "
+          "where its batch is used: was it changed or replaced while the run went on? Restore "
+          "it and run again (%s)",
+          what, path, qp_stage_current() ? qp_stage_current() : "this stage", qp_error_message());
+}
+
 /* Column j of m <- map (the whole data vector), on the ranks that hold that column: this
  * rank's rows, a panel of them at a time through a host window of that one column (all of
  * them unless memory.host_limit panels the host windows on a device backend). */
@@ -59,6 +69,7 @@ qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m) {
       const char *what;
       const char *path = qp_map_file(p, first + j, &what);
       mine = qp_inputs_read_fields(p, path, what, 0, sky, map);
+      if (mine != QP_OK) mine = qp_map_changed(mine, what, path);
     }
     err = qp_comm_agree(mine);
     if (err != QP_OK || j == m->cols) break;
