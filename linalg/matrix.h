@@ -51,14 +51,14 @@ typedef struct qp_workspace {
  * the identity for a local matrix, so one loop serves both. */
 typedef struct qp_matrix {
   int64_t rows, cols, ld;
-  double *data;              /* in `space` */
-  const qp_grid *grid;       /* NULL: local */
+  double *data;        /* in `space` */
+  const qp_grid *grid; /* NULL: local */
   int64_t local_rows, local_cols;
-  int desc[9];               /* ScaLAPACK descriptor (distributed only) */
+  int desc[9]; /* ScaLAPACK descriptor (distributed only) */
   qp_space space;
   const qp_linalg_ops *ops;
   char name[QP_TERM_NAME_MAX]; /* the budget term, used in error messages */
-  int owns;                  /* 1: data came from qp_budget_alloc and is freed with the matrix */
+  int owns;                    /* 1: data came from qp_budget_alloc and is freed with the matrix */
 } qp_matrix;
 
 typedef enum qp_side { QP_LEFT = 0, QP_RIGHT = 1 } qp_side;
@@ -80,7 +80,8 @@ static inline double qp_run_scale_at(const qp_run_scale *s, int64_t i) {
 /* The same runs with the reciprocal factors: what undoes a scaling (exactly, for powers of 2). */
 static inline qp_run_scale qp_run_scale_reciprocal(const qp_run_scale *s) {
   qp_run_scale r = *s;
-  for (int k = 0; k < r.runs; ++k) r.factor[k] = 1.0 / s->factor[k];
+  for (int k = 0; k < r.runs; ++k)
+    r.factor[k] = 1.0 / s->factor[k];
   return r;
 }
 typedef enum qp_trans { QP_NOTRANS = 0, QP_TRANS = 1 } qp_trans;
@@ -118,6 +119,12 @@ struct qp_linalg_ops {
   /* C <- alpha op(A) op(B) + beta C */
   qp_err (*gemm)(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a, const qp_matrix *b,
                  double beta, qp_matrix *c);
+  /* The same on windows of three distributed matrices: C[ci.., cj..] (m x n) <- alpha
+   * op(A[ai.., aj..]) op(B[bi.., bj..]) + beta C[..], contraction k (PBLAS's IA, JA). NULL:
+   * only matrices this process holds whole (qp_linalg_gemm_sub views them instead). */
+  qp_err (*gemm_sub)(qp_trans ta, qp_trans tb, int64_t m, int64_t n, int64_t k, double alpha,
+                     const qp_matrix *a, int64_t ai, int64_t aj, const qp_matrix *b, int64_t bi,
+                     int64_t bj, double beta, qp_matrix *c, int64_t ci, int64_t cj);
   /* C <- alpha A^T A + beta C (trans) or alpha A A^T + beta C; only the lower half of C is
    * written, then mirrored so that C is full. */
   qp_err (*syrk)(qp_trans trans, double alpha, const qp_matrix *a, double beta, qp_matrix *c);
@@ -204,21 +211,24 @@ static inline int64_t qp_matrix_global_row(const qp_matrix *m, int64_t li) {
 static inline int64_t qp_matrix_global_col(const qp_matrix *m, int64_t lj) {
   return m->grid ? qp_bc_global_index(lj, m->grid->block, m->grid->mycol, m->grid->npcol) : lj;
 }
+/** The local rows whose global row is below gi (local rows keep the global order). */
+static inline int64_t qp_matrix_local_rows_below(const qp_matrix *m, int64_t gi) {
+  if (!m->grid) return gi < m->local_rows ? gi : m->local_rows;
+  return qp_bc_local_count(gi, m->grid->block, m->grid->myrow, m->grid->nprow);
+}
 /** The local row of global row gi, or -1 when another rank holds it. */
 static inline int64_t qp_matrix_local_row(const qp_matrix *m, int64_t gi) {
   if (!m->grid) return gi;
   const qp_grid *g = m->grid;
-  return qp_bc_owner(gi, g->block, g->nprow) == g->myrow
-             ? qp_bc_local_index(gi, g->block, g->nprow)
-             : -1;
+  return qp_bc_owner(gi, g->block, g->nprow) == g->myrow ? qp_bc_local_index(gi, g->block, g->nprow)
+                                                         : -1;
 }
 /** The local column of global column gj, or -1 when another rank holds it. */
 static inline int64_t qp_matrix_local_col(const qp_matrix *m, int64_t gj) {
   if (!m->grid) return gj;
   const qp_grid *g = m->grid;
-  return qp_bc_owner(gj, g->block, g->npcol) == g->mycol
-             ? qp_bc_local_index(gj, g->block, g->npcol)
-             : -1;
+  return qp_bc_owner(gj, g->block, g->npcol) == g->mycol ? qp_bc_local_index(gj, g->block, g->npcol)
+                                                         : -1;
 }
 /** 1 and *local (li + lj ld) when this rank holds global entry (gi, gj). */
 static inline int qp_matrix_local_offset(const qp_matrix *m, int64_t gi, int64_t gj,
@@ -231,8 +241,8 @@ static inline int qp_matrix_local_offset(const qp_matrix *m, int64_t gi, int64_t
   if (qp_bc_owner(gi, g->block, g->nprow) != g->myrow ||
       qp_bc_owner(gj, g->block, g->npcol) != g->mycol)
     return 0;
-  *local = qp_bc_local_index(gi, g->block, g->nprow) +
-           qp_bc_local_index(gj, g->block, g->npcol) * m->ld;
+  *local =
+      qp_bc_local_index(gi, g->block, g->nprow) + qp_bc_local_index(gj, g->block, g->npcol) * m->ld;
   return 1;
 }
 /** Column j of `stack` (a local matrix whose columns each hold the local part of one
@@ -283,8 +293,8 @@ qp_err qp_linalg_upload(const double *host, int64_t ld, qp_matrix *m, int64_t li
 
 /** Allocates a rows x cols matrix (zero-filled) under budget term `term`, in the backend's
  *  space (device memory for a device backend). */
-qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind kind,
-                        int64_t rows, int64_t cols, qp_matrix *m);
+qp_err qp_matrix_create(const qp_linalg_ops *ops, const char *term, qp_term_kind kind, int64_t rows,
+                        int64_t cols, qp_matrix *m);
 /** Wraps an existing buffer (not freed by qp_matrix_destroy). With a distributed backend,
  *  rows x cols is the global shape and the buffer holds the local part (ld is ignored). */
 qp_err qp_matrix_view(const qp_linalg_ops *ops, const char *name, double *data, int64_t rows,
@@ -307,14 +317,19 @@ qp_err qp_linalg_potrf(qp_matrix *a);
 qp_err qp_linalg_trtri(qp_matrix *l);
 /** A^-1 from L (potri), mirrored so that the result is full. */
 qp_err qp_linalg_potri(qp_matrix *l);
-qp_err qp_linalg_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
-                      qp_matrix *b);
-qp_err qp_linalg_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l,
-                      qp_matrix *b);
+qp_err qp_linalg_trmm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l, qp_matrix *b);
+qp_err qp_linalg_trsm(qp_side side, qp_trans trans, double alpha, const qp_matrix *l, qp_matrix *b);
 qp_err qp_linalg_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a,
                       const qp_matrix *b, double beta, qp_matrix *c);
-qp_err qp_linalg_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
-                      qp_matrix *c);
+/** C[ci.., cj..] (m x n) <- alpha op(A[ai.., aj..]) op(B[bi.., bj..]) + beta C[ci.., cj..],
+ *  contraction k: a product of windows of whole matrices, without copying them out (matrices
+ *  held whole by this process are viewed at the offsets; distributed ones need the table's
+ *  gemm_sub: QP_ERR_UNSUPPORTED where it has none). */
+qp_err qp_linalg_gemm_sub(qp_trans ta, qp_trans tb, int64_t m, int64_t n, int64_t k, double alpha,
+                          const qp_matrix *a, int64_t ai, int64_t aj, const qp_matrix *b,
+                          int64_t bi, int64_t bj, double beta, qp_matrix *c, int64_t ci,
+                          int64_t cj);
+qp_err qp_linalg_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta, qp_matrix *c);
 qp_err qp_linalg_potrs(const qp_matrix *l, qp_matrix *b);
 /** LU with partial pivoting in place; pivots holds a->rows ints (host). A singular matrix is
  *  QP_ERR_NOT_POSDEF naming the stage and the matrix. */

@@ -33,8 +33,8 @@ qp_err qp_linalg_trtri(qp_matrix *l) {
 static qp_err qp_check_triangular_operand(qp_side side, const qp_matrix *l, const qp_matrix *b) {
   QP_CHECK(l->rows == l->cols, QP_ERR_INTERNAL, "triangular '%s' not square", l->name);
   int64_t need = side == QP_LEFT ? b->rows : b->cols;
-  QP_CHECK(need == l->rows, QP_ERR_INTERNAL, "'%s' (%lld) does not match '%s' (%lldx%lld)",
-           l->name, (long long)l->rows, b->name, (long long)b->rows, (long long)b->cols);
+  QP_CHECK(need == l->rows, QP_ERR_INTERNAL, "'%s' (%lld) does not match '%s' (%lldx%lld)", l->name,
+           (long long)l->rows, b->name, (long long)b->rows, (long long)b->cols);
   return QP_OK;
 }
 
@@ -68,12 +68,45 @@ qp_err qp_linalg_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matrix *a
   return QP_OK;
 }
 
-qp_err qp_linalg_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
-                      qp_matrix *c) {
+/* A view of the window (i.., j..) of rows x cols of m, held whole by this process. */
+static qp_err qp_window_view(const qp_matrix *m, int64_t i, int64_t j, int64_t rows, int64_t cols,
+                             qp_matrix *view) {
+  QP_CALL(qp_matrix_view(m->ops, m->name, m->data + i + j * m->ld, rows, cols, m->ld, view));
+  return QP_OK;
+}
+
+qp_err qp_linalg_gemm_sub(qp_trans ta, qp_trans tb, int64_t m, int64_t n, int64_t k, double alpha,
+                          const qp_matrix *a, int64_t ai, int64_t aj, const qp_matrix *b,
+                          int64_t bi, int64_t bj, double beta, qp_matrix *c, int64_t ci,
+                          int64_t cj) {
+  const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+  QP_CHECK(m >= 0 && n >= 0 && k >= 0 && ai >= 0 && aj >= 0 && bi >= 0 && bj >= 0 && ci >= 0 &&
+               cj >= 0 && ai + ar <= a->rows && aj + ac <= a->cols && bi + br <= b->rows &&
+               bj + bc <= b->cols && ci + m <= c->rows && cj + n <= c->cols,
+           QP_ERR_INTERNAL, "gemm of windows: '%s' x '%s' -> '%s' out of bounds", a->name, b->name,
+           c->name);
+  if (m == 0 || n == 0) return QP_OK;
+  if (c->ops && c->ops->gemm_sub) {
+    QP_CALL(c->ops->gemm_sub(ta, tb, m, n, k, alpha, a, ai, aj, b, bi, bj, beta, c, ci, cj));
+    qp_stage_add_flops(qp_flops_gemm(m, n, k));
+    return QP_OK;
+  }
+  QP_CHECK(!a->grid && !b->grid && !c->grid, QP_ERR_UNSUPPORTED,
+           "backend '%s' has no gemm of windows of distributed matrices",
+           c->ops ? c->ops->name : "(none)");
+  qp_matrix av, bv, cv;
+  QP_CALL(qp_window_view(a, ai, aj, ar, ac, &av));
+  QP_CALL(qp_window_view(b, bi, bj, br, bc, &bv));
+  QP_CALL(qp_window_view(c, ci, cj, m, n, &cv));
+  QP_CALL(qp_linalg_gemm(ta, tb, alpha, &av, &bv, beta, &cv));
+  return QP_OK;
+}
+
+qp_err qp_linalg_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta, qp_matrix *c) {
   QP_NEED_OP(c, syrk);
   int64_t n = trans ? a->cols : a->rows, k = trans ? a->rows : a->cols;
-  QP_CHECK(c->rows == n && c->cols == n, QP_ERR_INTERNAL, "syrk: '%s' is not %lldx%lld",
-           c->name, (long long)n, (long long)n);
+  QP_CHECK(c->rows == n && c->cols == n, QP_ERR_INTERNAL, "syrk: '%s' is not %lldx%lld", c->name,
+           (long long)n, (long long)n);
   QP_CALL(c->ops->syrk(trans, alpha, a, beta, c));
   qp_stage_add_flops(qp_flops_syrk(n, k));
   return QP_OK;

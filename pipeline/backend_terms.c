@@ -202,7 +202,10 @@ static qp_err qp_model_tiled_terms(const qp_model_dims *d, qp_model *m) {
  * is taken, so the two are never alive in one phase). */
 static qp_err qp_backend_own_terms(const qp_model_dims *d, qp_model *m) {
   if (d->device && d->grid_rows > 0) return qp_model_tiled_terms(d, m);
-  if (d->grid_rows > 0 && d->path != QP_MODEL_PIXEL_DIRECT) return qp_model_tiled_terms(d, m);
+  /* Projection without W aligns nothing through the tiled blocks: its W windows are PBLAS
+   * products, Z's columns are lined up by pdgemr2d a bounded panel at a time. */
+  if (d->grid_rows > 0 && d->path != QP_MODEL_PIXEL_DIRECT && !qp_model_w_windows(d))
+    return qp_model_tiled_terms(d, m);
   if (!d->device || !d->backend || d->grid_rows > 0) return QP_OK;
   const qp_stage_id last = QP_STAGE_SPECTRA_RUN;
   qp_workspace need[QP_WORKSPACES_MAX];
@@ -291,8 +294,18 @@ static void qp_pblas_terms(const qp_model_dims *d, qp_model *m) {
     qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, beyond, bas, bas,
                  "(LOCr + LOCc) x block x 8 beyond the warm-up's order 4096's (inside "
                  "PBLAS; seen in RSS only)");
-  qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, panels, fis, fis, formula);
-  qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, map_panels, spe, spe, formula);
+  if (!qp_model_w_windows(d)) {
+    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, panels, fis, fis, formula);
+    qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY, map_panels, spe, spe, formula);
+    return;
+  }
+  /* Projection without W: fisher_run's largest PBLAS calls are its windows' products, whose
+   * narrow operand is a chunk of Y's columns (qp_model_w_chunk), and the trsm of Z = L^-T Y;
+   * spectra_run's only one is z = Z^T x, a pdgemm whose panels (n_pix 1984 on 1 x 2) come from
+   * the warmed heap and do not show in RSS: none is predicted there. */
+  qp_model_add(m, QP_TERM_PBLAS_PANELS, QP_TERM_LIBRARY,
+               qp_model_pblas_bytes(d, d->n_pix, qp_model_w_chunk(d)), fis, fis,
+               "(LOCr(n_pix) + LOCc(chunk)) x block x 8 (inside PBLAS; seen in RSS only)");
 }
 
 qp_err qp_backend_terms(const qp_model_dims *d, qp_model *m) {

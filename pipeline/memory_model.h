@@ -52,12 +52,15 @@ typedef struct qp_model_dims {
                             the host only (planner_chunks.c, memory.device_limit; one rank) */
   int64_t host_panel;    /* device backends: the lines of an n_pix-sided matrix on the host at
                             once (1..; 0: all; planner_chunks.c, memory.host_limit): local
-                            columns of each pair-sum matrix (C, N_eff, the products, the bin matrices) where
-                            it is built (pixel_matrices.h), local rows of V^T where it is built
+                            columns of each pair-sum matrix (C, N_eff, the products, the bin matrices)
+                            where    it is built (pixel_matrices.h), local rows of V^T where it is built
                             and whitened and of a batch of maps written (and pixel-direct's z
                             and P_b z read), the columns of Z, I + K Lambda and G
                             (qp_model_mode_panel), and the columns of W's field blocks that
                             F's block sums read (qp_model_field_panel) */
+  int64_t product_panel; /* projection without W (qp_model_w_windows): the (l, m) columns of
+                            W's field windows made from Y at once in fisher_run, and of Z's
+                            columns the noise bias lines up (0: all; planner_chunks.c) */
   int noise_dense;       /* 1: dense noise covariance N (n_pix^2); 0: a variance per pixel */
   int noise2_dense;      /* cross-spectra: noise2 a dense covariance, read into C_B's buffer
                             (SMW: N_B,eff's) (no variances of N_B) */
@@ -70,16 +73,16 @@ typedef struct qp_model_dims {
    * (budget/block_cyclic.h), the replicated small buffers whole, the sky buffer on the reader
    * (rank 0) only. */
   int grid_rows, grid_cols, grid_row, grid_col, block;
-  int reader;            /* 1: this rank reads the inputs (always 1 without a grid) */
-  int device;            /* 1: a device backend (cuda, hostdev): the matrices are device terms, and
-                            the host holds the staging of their windows (host_window.h) and
-                            the work matrices that align and replicate download into */
-  int n_fields;          /* harmonic: fields with modes (T, E, B): W's field blocks */
-  int64_t n_lm;          /* harmonic: (lmax + 1)^2, the (l, m) of one padded field block */
+  int reader;             /* 1: this rank reads the inputs (always 1 without a grid) */
+  int device;             /* 1: a device backend (cuda, hostdev): the matrices are device terms, and
+                             the host holds the staging of their windows (host_window.h) and
+                             the work matrices that align and replicate download into */
+  int n_fields;           /* harmonic: fields with modes (T, E, B): W's field blocks */
+  int64_t n_lm;           /* harmonic: (lmax + 1)^2, the (l, m) of one padded field block */
   int fisher_block_slots; /* harmonic: the quadruples of fields whose (l, l') block sums F
                              is made of (qp_fisher_block_slots, harmonic_modes.h) */
-  int cross_fields;      /* harmonic: a spectrum of two fields (TE, TB, EB), whose noise bias
-                            lines Z's columns of one field up with another's (qp_spectra_cross) */
+  int cross_fields;       /* harmonic: a spectrum of two fields (TE, TB, EB), whose noise bias
+                             lines Z's columns of one field up with another's (qp_spectra_cross) */
   /* A device backend's table whose own buffers (library workspaces, pivots: matrix.h's
    * workspaces) the model predicts for the operations each stage runs at these sizes; NULL:
    * none predicted (host backends; cuda before its context exists: planner.c says so). */
@@ -113,7 +116,36 @@ static inline int64_t qp_model_panel_of(const qp_model_dims *d, int64_t lines) {
  *  n_modes) that the projection route's noise bias reads (harmonic_bias.c), of SMW's
  *  I + K Lambda as it is built, with K's columns lined up with them (harmonic_route.c), and
  *  of SMW's G as the bias reads it. */
+/** 1 when the projection route never forms W (auto-spectra on a host backend, cpu or dist):
+ *  fisher_run makes each panel of W's field windows from Y (qp_linalg_gemm_sub), then turns Y
+ *  into Z = L^-T Y in place and frees L; spectra_run's z = Z^T x. Elsewhere (a device
+ *  backend, cross-spectra) W is formed whole in basis_setup and read through its windows. */
+static inline int qp_model_w_windows(const qp_model_dims *d) {
+  return d->path == QP_MODEL_HARMONIC_PROJECTED && !d->device && !d->cross_maps;
+}
+
+/** The panel of product_panel lines, on a grid rounded down to whole blocks on every process
+ *  column (at least one): all `lines` without one. */
+static inline int64_t qp_model_product_panel_of(const qp_model_dims *d, int64_t lines) {
+  int64_t panel = d->product_panel > 0 ? d->product_panel : lines;
+  if (d->product_panel > 0 && d->grid_rows > 0) {
+    const int64_t unit = (int64_t)d->block * d->grid_cols;
+    panel = (panel / unit > 1 ? panel / unit : 1) * unit;
+  }
+  return panel < lines ? panel : lines;
+}
+
+/** Without W, the columns of a panel of W's windows made by one product: the windows' rows reach
+ *  down to the chunk's last column only (F is summed from the entries on and above W's
+ *  diagonal, harmonic_fisher.c), so the products cost syrk's flops but the chunks' triangles
+ *  (planner_route.c counts them); on a grid a chunk spans every process column at least. */
+static inline int64_t qp_model_w_chunk(const qp_model_dims *d) {
+  const int64_t grid = d->grid_rows > 0 ? (int64_t)d->block * d->grid_cols : 0;
+  return grid > 256 ? grid : 256;
+}
+
 static inline int64_t qp_model_mode_panel(const qp_model_dims *d) {
+  if (qp_model_w_windows(d)) return qp_model_product_panel_of(d, d->n_modes);
   return qp_model_panel_of(d, d->n_modes);
 }
 
@@ -121,6 +153,7 @@ static inline int64_t qp_model_mode_panel(const qp_model_dims *d) {
  *  that fisher_run's block sums read at once, where aligning moves data
  *  (harmonic_fisher.c). */
 static inline int64_t qp_model_field_panel(const qp_model_dims *d) {
+  if (qp_model_w_windows(d)) return qp_model_product_panel_of(d, d->n_lm);
   return qp_model_panel_of(d, d->n_lm);
 }
 

@@ -54,6 +54,7 @@ qp_err qp_plan_model(const qp_problem *p, const qp_plan *plan, qp_model_path pat
       .map_batch = pieces->map_batch,
       .w_block = pieces->w_block,
       .host_panel = pieces->host_panel,
+      .product_panel = pieces->product_panel,
       .noise_dense = cfg->noise_kind == QP_NOISE_COVARIANCE,
       .cross_maps = cfg->n_maps2 > 0,
       .noise2_dense = cfg->n_maps2 > 0 && cfg->noise2_kind == QP_NOISE_COVARIANCE,
@@ -138,7 +139,7 @@ static qp_err qp_plan_chunk_fits(const qp_problem *p, const qp_plan *plan, int64
                                  int64_t batch, qp_stage_id stage, double limit, qp_model *model,
                                  int *fits) {
   qp_model_dims dims;
-  const qp_plan_pieces pieces = {f, s, batch, 0, 0};
+  const qp_plan_pieces pieces = {f, s, batch, 0, 0, 0};
   QP_CALL(qp_plan_model_sized(p, plan, QP_MODEL_PIXEL_DIRECT, &pieces, model, fits, &dims));
   if (!*fits) return QP_OK;
   size_t host = qp_model_stage_peak(model, stage);
@@ -167,7 +168,7 @@ qp_err qp_plan_chunks(const qp_problem *p, const qp_plan *plan, int64_t batch,
   const int64_t np = p->n_params;
   *fisher_chunk = *spectra_chunk = np;
   if (limit <= 0 && p->cfg->device_limit <= 0) {
-    const qp_plan_pieces whole = {np, np, batch, 0, 0};
+    const qp_plan_pieces whole = {np, np, batch, 0, 0, 0};
     QP_CALL(qp_plan_model(p, plan, QP_MODEL_PIXEL_DIRECT, &whole, model, NULL));
     return QP_OK;
   }
@@ -189,7 +190,7 @@ qp_err qp_plan_chunks(const qp_problem *p, const qp_plan *plan, int64_t batch,
   /* Distributed, every rank runs the same chunks: the smallest any rank needs. */
   QP_CALL(qp_plan_smallest_over_ranks(fisher_chunk));
   QP_CALL(qp_plan_smallest_over_ranks(spectra_chunk));
-  const qp_plan_pieces chunked = {*fisher_chunk, *spectra_chunk, batch, 0, 0};
+  const qp_plan_pieces chunked = {*fisher_chunk, *spectra_chunk, batch, 0, 0, 0};
   QP_CALL(qp_plan_model(p, plan, QP_MODEL_PIXEL_DIRECT, &chunked, model, NULL));
   return QP_OK;
 }
@@ -202,7 +203,7 @@ static qp_err qp_plan_batch_fits(const qp_problem *p, const qp_plan *plan, qp_mo
                                  int64_t batch, int64_t w_block, int host_too, qp_model *model,
                                  int *fits) {
   const int64_t chunk = path == QP_MODEL_PIXEL_DIRECT ? 1 : p->n_params;
-  const qp_plan_pieces pieces = {chunk, chunk, batch, w_block, 0};
+  const qp_plan_pieces pieces = {chunk, chunk, batch, w_block, 0, 0};
   QP_CALL(qp_plan_model_sized(p, plan, path, &pieces, model, fits, NULL));
   if (!*fits) return QP_OK;
   *fits = (double)qp_model_peak_in(model, QP_SPACE_DEVICE) <= qp_plan_device_room(p) &&
@@ -292,7 +293,7 @@ static qp_err qp_plan_default_batch_test(const qp_problem *p, const qp_plan *pla
                                          int64_t batch, int *fits) {
   const qp_plan_default_how *h = how;
   const qp_model_path path = h->path;
-  const qp_plan_pieces pieces = {p->n_params, p->n_params, batch, h->w_block, 0};
+  const qp_plan_pieces pieces = {p->n_params, p->n_params, batch, h->w_block, 0, 0};
   qp_model model;
   QP_CALL(qp_plan_model_sized(p, plan, path, &pieces, &model, fits, NULL));
   if (!*fits) return QP_OK;
@@ -369,7 +370,7 @@ static qp_err qp_plan_w_block_fits(const qp_problem *p, const qp_plan *plan, con
                                    int64_t units, int *fits) {
   const int64_t w_block = units * *(const int64_t *)how;
   qp_model model;
-  const qp_plan_pieces pieces = {p->n_params, p->n_params, p->n_maps, w_block, 0};
+  const qp_plan_pieces pieces = {p->n_params, p->n_params, p->n_maps, w_block, 0, 0};
   QP_CALL(qp_plan_model_sized(p, plan, QP_MODEL_HARMONIC_PROJECTED, &pieces, &model, fits, NULL));
   if (!*fits) return QP_OK;
   for (qp_stage_id s = QP_STAGE_BASIS_SETUP; s <= QP_STAGE_FISHER_RUN; ++s)
@@ -404,6 +405,66 @@ qp_err qp_plan_w_block(const qp_problem *p, const qp_plan *plan, int64_t *w_bloc
   return QP_OK;
 }
 
+/* What qp_plan_product_panel tries: the route's pieces with products in panels of a unit's
+ * multiple. */
+typedef struct qp_plan_product_how {
+  const qp_plan_pieces *pieces;
+  int64_t unit;
+} qp_plan_product_how;
+
+/* Whether projection without W, its products in panels of `units` units, fits: the host peak
+ * (overhead included) inside memory.host_limit; without a limit, fisher_run's peak at most
+ * 1/16 above basis_setup's, whose L and Y no panel lowers (the rule: docs/memory-model.md). */
+static qp_err qp_plan_product_fits(const qp_problem *p, const qp_plan *plan, const void *how,
+                                   int64_t units, int *fits) {
+  const qp_plan_product_how *h = how;
+  qp_plan_pieces pieces = *h->pieces;
+  pieces.product_panel = units * h->unit;
+  qp_model model;
+  QP_CALL(qp_plan_model_sized(p, plan, QP_MODEL_HARMONIC_PROJECTED, &pieces, &model, fits, NULL));
+  if (!*fits) return QP_OK;
+  if (plan->host_limit > 0)
+    *fits = (double)(qp_model_peak(&model) + model.overhead_bytes) <= plan->host_limit;
+  else
+    *fits = (double)qp_model_stage_peak(&model, QP_STAGE_FISHER_RUN) <=
+            (double)qp_model_stage_peak(&model, QP_STAGE_BASIS_SETUP) * 17.0 / 16.0;
+  return QP_OK;
+}
+
+qp_err qp_plan_product_panel(const qp_problem *p, const qp_plan *plan, const qp_plan_pieces *k,
+                             int64_t *panel, double *smallest_peak) {
+  *panel = 0;
+  if (smallest_peak) *smallest_peak = 0;
+  const qp_grid *grid = qp_plan_grid(p, plan);
+  const qp_config *cfg = p->cfg;
+  const int64_t n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
+  const int64_t unit = grid ? (int64_t)grid->block * grid->npcol : 1;
+  const qp_plan_product_how how = {k, unit};
+  qp_model_dims d;
+  qp_model model;
+  QP_CALL(qp_plan_model(p, plan, QP_MODEL_HARMONIC_PROJECTED, k, &model, &d));
+  if (!qp_model_w_windows(&d)) return QP_OK;
+  const int64_t most = (n_lm - 1) / unit; /* units in a panel narrower than n_lm */
+  int fits = 1;
+  if (most >= 1) QP_CALL(qp_plan_product_fits(p, plan, &how, most + 1, &fits));
+  if (!fits) {
+    int64_t units = 0;
+    QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_product_fits, &how, most, &units));
+    *panel = (units > 0 ? units : 1) * unit;
+  }
+  int64_t mine = *panel > 0 ? *panel : n_lm;
+  QP_CALL(qp_plan_smallest_over_ranks(&mine));
+  *panel = mine < n_lm ? mine : 0;
+  if (smallest_peak && most >= 1) {
+    qp_plan_pieces narrow = *k;
+    narrow.product_panel = unit;
+    QP_CALL(qp_plan_model(p, plan, QP_MODEL_HARMONIC_PROJECTED, &narrow, &model, NULL));
+    *smallest_peak = (double)(qp_model_peak(&model) + model.overhead_bytes);
+    QP_CALL(qp_comm_max(smallest_peak, 1));
+  }
+  return QP_OK;
+}
+
 /* plan->model again at the dimensions of plan->model_dims (the overhead kept): the host panel
  * is planned on the chosen route's model (qp_plan_host_panel). */
 static qp_err qp_plan_predict_again(qp_plan *plan) {
@@ -418,8 +479,8 @@ static qp_err qp_plan_predict_again(qp_plan *plan) {
 
 qp_err qp_plan_remodel(const qp_problem *p, qp_plan *plan) {
   const qp_model_dims d = plan->model_dims;
-  const qp_plan_pieces pieces = {d.fisher_chunk, d.spectra_chunk, d.map_batch, d.w_block,
-                                 d.host_panel};
+  const qp_plan_pieces pieces = {d.fisher_chunk, d.spectra_chunk, d.map_batch,
+                                 d.w_block,      d.host_panel,    d.product_panel};
   QP_CALL(qp_plan_model(p, plan, d.path, &pieces, &plan->model, &plan->model_dims));
   return QP_OK;
 }

@@ -8,6 +8,7 @@
 /* The pieces a plan cuts a route into (memory_model.h's dimensions of the same names). */
 typedef struct qp_plan_pieces {
   int64_t fisher_chunk, spectra_chunk, map_batch, w_block, host_panel;
+  int64_t product_panel; /* projection without W: (l, m) columns of its products at once */
 } qp_plan_pieces;
 
 /* The grid the plan is for: `plan --ranks`'s, the run's on a distributed backend, or NULL. */
@@ -27,6 +28,10 @@ qp_err qp_plan_chunks(const qp_problem *p, const qp_plan *plan, int64_t batch,
  * once). */
 qp_err qp_plan_map_batch(const qp_problem *p, const qp_plan *plan, qp_model_path path,
                          int64_t w_block, int64_t *batch, int64_t *default_batch);
+/* Projection without W (qp_model_w_windows): the panel of its products, *panel (0: whole), for
+ * the route's pieces k; *smallest_peak, unless NULL, the peak at the narrowest panel. */
+qp_err qp_plan_product_panel(const qp_problem *p, const qp_plan *plan, const qp_plan_pieces *k,
+                             int64_t *panel, double *smallest_peak);
 /* The projection route's W block under memory.device_limit (0: W whole). */
 qp_err qp_plan_w_block(const qp_problem *p, const qp_plan *plan, int64_t *w_block);
 /* The host panel of plan->model's route under the host limit on a device backend, into

@@ -12,8 +12,40 @@
 #include "bytes_text.h"
 #include "comm.h"
 #include "field_scale.h"
+#include "mode_layout.h"
+#include "spin_harmonics.h"
 
 /* Leading flop counts of the three routes (QML.md 3, "Choosing the path"). */
+/* Projection without W: the flops of its windows' products (harmonic_fisher.c), chunk by chunk
+ * of every panel, each chunk's rows down to its last column: syrk's n_pix n_modes^2 but the
+ * chunks' triangles. */
+static double qp_w_window_flops(const qp_problem *p, const qp_plan *plan) {
+  const qp_config *cfg = p->cfg;
+  const int64_t n_lm = (int64_t)(cfg->lmax + 1) * (cfg->lmax + 1);
+  const qp_model_dims *d = &plan->model_dims;
+  const int64_t panel = qp_model_field_panel(d), chunk = qp_model_w_chunk(d);
+  int slot[81], need[3][3] = {{0}};
+  qp_fisher_block_slots(cfg, 1, slot);
+  for (int k = 0; k < 81; ++k)
+    if (slot[k] >= 0) need[k / 27][k / 9 % 3] = need[k / 3 % 3][k % 3] = 1;
+  double flops = 0;
+  for (int g = 0; g < 3; ++g)
+    for (int h = 0; h < 3; ++h) {
+      if (!need[g][h] || p->field_offset[g] < 0 || p->field_offset[h] < 0) continue;
+      if (p->field_ell_min[g] > cfg->lmax || p->field_ell_min[h] > cfg->lmax) continue;
+      const int64_t row0 = n_lm - qp_harmonic_count(p->field_ell_min[g], cfg->lmax),
+                    first = n_lm - qp_harmonic_count(p->field_ell_min[h], cfg->lmax);
+      for (int64_t col0 = 0; col0 < n_lm; col0 += panel) {
+        const int64_t end = col0 + panel < n_lm ? col0 + panel : n_lm;
+        for (int64_t c0 = first > col0 ? first : col0; c0 < end; c0 += chunk) {
+          const int64_t c1 = c0 + chunk < end ? c0 + chunk : end;
+          if (c1 > row0) flops += 2.0 * (double)p->n_pix * (double)(c1 - row0) * (double)(c1 - c0);
+        }
+      }
+    }
+  return flops;
+}
+
 static double qp_route_cost(const qp_problem *p, const qp_plan *plan, qp_model_path path) {
   const double n = (double)p->n_pix, nm = (double)p->n_modes, np = (double)p->n_params;
   const int dense = plan->switched || p->cfg->noise_kind == QP_NOISE_COVARIANCE;
@@ -53,6 +85,8 @@ static double qp_route_cost(const qp_problem *p, const qp_plan *plan, qp_model_p
                                 switch's Z_B^T S_fixed Z_A (harmonic_cross.c) */
       return 2.0 * (n * n * n / 3.0 + nm * n * n + nm * nm * n) + 2.0 * nm * nm * nm +
              (plan->switched ? 3.0 * nm * n * n + 2.0 * nm * nm * n : 0.0);
+    if (qp_model_w_windows(&plan->model_dims))
+      return n * n * n / 3.0 + 2.0 * nm * n * n + qp_w_window_flops(p, plan);
     return n * n * n / 3.0 + 2.0 * nm * n * n + nm * nm * n;
   }
   return 0;
@@ -124,13 +158,13 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
   /* SMW inverts N: a noise too ill-conditioned for cfg->accuracy rules it out when another
    * route is allowed (conditioning.h); when it is the only one, its stage refuses the run. */
   if (plan->smw_refused[0] && allowed[1] && (allowed[0] || allowed[2])) allowed[1] = 0;
-  double cost[3], peak[3];
+  double cost[3], peak[3], smallest_peak = 0;
   int best = -1, best_fit = -1;
   /* Each route's pieces; the pixel-direct chunks are the only ones below n_params. */
   qp_plan_pieces pieces[3];
   int64_t default_batch[3] = {p->n_maps, p->n_maps, p->n_maps};
   for (int r = 0; r < 3; ++r)
-    pieces[r] = (qp_plan_pieces){p->n_params, p->n_params, 0, 0, 0};
+    pieces[r] = (qp_plan_pieces){p->n_params, p->n_params, 0, 0, 0, 0};
   int64_t *fisher_chunk = &pieces[0].fisher_chunk, *spectra_chunk = &pieces[0].spectra_chunk;
   /* A route whose model has a term beyond 2^56 bytes cannot be sized: it is left out (the
    * same on every rank: the model decides on whole sizes); when no route is left, the first
@@ -143,6 +177,8 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
     if (err == QP_OK)
       err = qp_plan_map_batch(p, plan, (qp_model_path)r, k->w_block, &k->map_batch,
                               &default_batch[r]);
+    if (err == QP_OK && r == QP_MODEL_HARMONIC_PROJECTED)
+      err = qp_plan_product_panel(p, plan, k, &k->product_panel, &smallest_peak);
     if (err == QP_OK && r == 0)
       err = qp_plan_chunks(p, plan, k->map_batch, fisher_chunk, spectra_chunk, &plan->model);
     /* The route's model with its own pieces. */
@@ -203,6 +239,12 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
       else if (allowed[r])
         qp_plan_reason_append(plan, "; %s %.2e flop, peak %s", names[r], cost[r],
                               qp_bytes_readable(peak[r]).text);
+    /* Projection without W trades memory for time in its products' panels (qp_plan_product_panel):
+     * the width chosen, and the least peak any width allows. */
+    if (allowed[2] && !unsized[2][0] && smallest_peak > 0)
+      qp_plan_reason_append(plan, " (W's windows %s; %s at the narrowest panel)",
+                            pieces[2].product_panel > 0 ? "in panels" : "whole",
+                            qp_bytes_readable(smallest_peak).text);
   }
   if (plan->smw_refused[0] && !allowed[1])
     qp_plan_reason_append(plan, "; harmonic (smw) skipped: %s", plan->smw_refused);
@@ -232,6 +274,13 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
                           "; maps in batches of %lld of %lld (the default: a batch's terms "
                           "within 1/16 of the largest matrix)",
                           (long long)k->map_batch, (long long)p->n_maps);
+  if (chosen == 2 && k->product_panel > 0)
+    qp_plan_reason_append(plan,
+                          "; W's windows and Z's lined-up columns in panels of %lld of %lld "
+                          "(l, m) columns for %s",
+                          (long long)k->product_panel, (long long)(cfg->lmax + 1) * (cfg->lmax + 1),
+                          plan->host_limit > 0 ? qp_plan_limits_text(p, plan)
+                                               : "fisher_run within 1/16 of basis_setup's peak");
   if (plan->model_dims.host_panel > 0) {
     char of[64] = "each rank's local lines";
     if (!qp_plan_grid(p, plan)) snprintf(of, sizeof of, "%lld", (long long)p->n_pix);
@@ -297,10 +346,8 @@ qp_err qp_plan_build(const qp_problem *p, const qp_noise_figures *noise, qp_plan
   if (cfg->n_maps2 > 0 && cfg->noise2_kind == QP_NOISE_VARIANCE && !plan->switched &&
       !cfg->has_dimensions && !plan->smw_refused[0]) {
     const double pol = p->n_pix > p->n_obs_t ? cfg->noise2_variance_pol : cfg->noise2_variance;
-    const qp_noise_figures scalar = {1,
-                                     {cfg->noise2_variance, pol},
-                                     {cfg->noise2_variance, pol},
-                                     {cfg->noise2_variance, pol}};
+    const qp_noise_figures scalar = {
+        1, {cfg->noise2_variance, pol}, {cfg->noise2_variance, pol}, {cfg->noise2_variance, pol}};
     const double rcond_a = plan->noise_rcond;
     qp_plan_smw_noise_check(p, &scalar, plan);
     if (rcond_a < plan->noise_rcond) plan->noise_rcond = rcond_a;

@@ -1,9 +1,9 @@
 /* dist.c: the distributed backend, PBLAS and ScaLAPACK over the BLACS grid of grid.h.
  *
  * Matrices are block-cyclic (matrix.h); every operation is called on the whole matrix
- * (IA = JA = 1). ScaLAPACK's INFO of a factorisation is the same on every rank, so a
- * "not positive definite" error is raised on all ranks together and none hangs. syrk is a
- * gemm here: PBLAS's pdsyrk fills one triangle and mirroring a distributed matrix needs a
+ * (IA = JA = 1) but gemm_sub, a product of windows. ScaLAPACK's INFO of a factorisation is the same
+ * on every rank, so a "not positive definite" error is raised on all ranks together and none hangs.
+ * syrk is a gemm here: PBLAS's pdsyrk fills one triangle and mirroring a distributed matrix needs a
  * transpose through a second copy; the full product costs twice the flops but no memory. */
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +79,18 @@ static qp_err qp_dist_gemm(qp_trans ta, qp_trans tb, double alpha, const qp_matr
   return QP_OK;
 }
 
+static qp_err qp_dist_gemm_sub(qp_trans ta, qp_trans tb, int64_t m, int64_t n, int64_t k,
+                               double alpha, const qp_matrix *a, int64_t ai, int64_t aj,
+                               const qp_matrix *b, int64_t bi, int64_t bj, double beta,
+                               qp_matrix *c, int64_t ci, int64_t cj) {
+  int im = (int)m, in = (int)n, ik = (int)k;
+  int ia = (int)ai + 1, ja = (int)aj + 1, ib = (int)bi + 1, jb = (int)bj + 1, ic = (int)ci + 1,
+      jc = (int)cj + 1;
+  pdgemm_(ta ? "T" : "N", tb ? "T" : "N", &im, &in, &ik, &alpha, a->data, &ia, &ja, a->desc,
+          b->data, &ib, &jb, b->desc, &beta, c->data, &ic, &jc, c->desc, 1, 1);
+  return QP_OK;
+}
+
 static qp_err qp_dist_syrk(qp_trans trans, double alpha, const qp_matrix *a, double beta,
                            qp_matrix *c) {
   return qp_dist_gemm(trans, trans ? QP_NOTRANS : QP_TRANS, alpha, a, a, beta, c);
@@ -144,8 +156,10 @@ static void qp_dist_copy_in_place(int64_t rows, int64_t cols, const qp_matrix *a
 
 static qp_err qp_dist_copy_sub(int64_t rows, int64_t cols, const qp_matrix *a, int64_t ai,
                                int64_t aj, qp_matrix *b, int64_t bi, int64_t bj) {
-  QP_CHECK(a->grid && b->grid, QP_ERR_INTERNAL, "copy between '%s' and '%s': both must be "
-                                                "distributed", a->name, b->name);
+  QP_CHECK(a->grid && b->grid, QP_ERR_INTERNAL,
+           "copy between '%s' and '%s': both must be "
+           "distributed",
+           a->name, b->name);
   if (a->grid == b->grid && ai == bi && aj == bj) {
     qp_dist_copy_in_place(rows, cols, a, ai, aj, b);
     return QP_OK;
@@ -228,10 +242,9 @@ static qp_err qp_dist_condition(qp_factor_kind kind, const qp_matrix *a, double 
   const int desc[9] = {1, g->context, (int)a->rows, 1, g->block, g->block, 0, 0, lld};
   memcpy(e.desc, desc, sizeof desc);
   e.local = malloc((size_t)lld * sizeof *e.local);
-  QP_CHECK(e.local, QP_ERR_NOMEM, "condition estimate of '%s': no memory for its vector",
-           a->name);
-  const qp_err err = qp_condition_estimate(a->rows, anorm, qp_dist_inverse_apply, &e, a->name,
-                                           rcond);
+  QP_CHECK(e.local, QP_ERR_NOMEM, "condition estimate of '%s': no memory for its vector", a->name);
+  const qp_err err =
+      qp_condition_estimate(a->rows, anorm, qp_dist_inverse_apply, &e, a->name, rcond);
   free(e.local);
   return err;
 }
@@ -252,6 +265,7 @@ static const qp_linalg_ops qp_dist_ops_table = {
     .trmm = qp_dist_trmm,
     .trsm = qp_dist_trsm,
     .gemm = qp_dist_gemm,
+    .gemm_sub = qp_dist_gemm_sub,
     .syrk = qp_dist_syrk,
     .potrs = qp_dist_potrs,
     .getrf = qp_dist_getrf,

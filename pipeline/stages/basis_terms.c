@@ -31,6 +31,7 @@ static void qp_basis_kernel_terms(const qp_model_dims *d, qp_model *m) {
         ->phase_free = 0; /* freed once F is summed */
     return;               /* projection: no LU */
   }
+  if (qp_model_w_windows(d)) return; /* W's windows are made from Y in fisher_run */
   qp_model_term *t = qp_model_on_backend(
       d, qp_model_add(m, QP_TERM_KERNEL, QP_TERM_PERSISTENT, mode_sq, bas, smw ? spe : fis,
                       smw             ? "n_modes^2 x 8 (K, then W in place)"
@@ -117,7 +118,9 @@ qp_err qp_basis_terms(const qp_model_dims *d, qp_model *m) {
   qp_model_term *t = qp_model_on_backend(
       d, qp_model_add(m, QP_TERM_V, smw ? QP_TERM_TRANSIENT : QP_TERM_PERSISTENT,
                       qp_model_matrix_bytes(d, d->n_pix, d->n_modes), bas, smw ? bas : spe,
-                      "n_pix n_modes x 8 (V^T, then Y in place)"));
+                      qp_model_w_windows(d)
+                          ? "n_pix n_modes x 8 (V^T, then Y, then Z = L^-T Y in place)"
+                          : "n_pix n_modes x 8 (V^T, then Y in place)"));
   const int cross = d->cross_maps;
   qp_model_term *tb = NULL;
   if (cross)

@@ -73,9 +73,13 @@ qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m) {
                                      "factor)"))
         ->phase_free = noise_phase;
   if (!smw) {
-    qp_model_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov, spe,
-                                        pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
-                                              : "n_pix^2 x 8 (C, then L in place)"));
+    /* Projection without W: L goes once Z = L^-T Y is made, in fisher_run's phase 1. */
+    const int z_in_place = qp_model_w_windows(d);
+    t = qp_model_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, pix_sq, cov,
+                                            z_in_place ? fis : spe,
+                                            pixel ? "n_pix^2 x 8 (C, then L, then L^-1 in place)"
+                                                  : "n_pix^2 x 8 (C, then L in place)"));
+    if (z_in_place) t->phase_free = 1;
     if (d->cross_maps)
       qp_model_on_backend(d, qp_model_add(m, QP_TERM_COVARIANCE_B, QP_TERM_PERSISTENT, pix_sq, cov,
                                           spe, "n_pix^2 x 8 (C_B, then L_B, then L_B^-1)"));

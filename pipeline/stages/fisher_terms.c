@@ -42,10 +42,12 @@ static void qp_fisher_pixel_terms(const qp_model_dims *d, qp_model *m) {
 /* The projection route's noise bias (phases 1, 2): Z = C^-1 V^T where it is not formed in W's
  * buffer, N_eff Z and N_eff with the switch or a dense N, and Z's columns aligned. */
 static void qp_fisher_projection_bias_terms(const qp_model_dims *d, qp_model *m) {
-  const int moves = qp_model_moves_data(d), ph = 1;
+  /* Without W, phase 1 turns Y into Z in place (L freed after it): the bias is phase 2. */
+  const int in_place = qp_model_w_windows(d);
+  const int moves = qp_model_moves_data(d), ph = in_place ? 2 : 1;
   const qp_stage_id fis = QP_STAGE_FISHER_RUN;
   const qp_model_bytes mode_pix = qp_model_matrix_bytes(d, d->n_pix, d->n_modes);
-  if (qp_model_w_chunked(d) || !qp_model_modes_in_kernel(d->n_pix, d->n_modes))
+  if (!in_place && (qp_model_w_chunked(d) || !qp_model_modes_in_kernel(d->n_pix, d->n_modes)))
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MODES, QP_TERM_TRANSIENT, mode_pix, fis,
                                         fis, "n_pix n_modes x 8"))
         ->phase_alloc = ph;
@@ -58,7 +60,7 @@ static void qp_fisher_projection_bias_terms(const qp_model_dims *d, qp_model *m)
         d, qp_model_add(m, QP_TERM_NOISE_EFF_DENSE, QP_TERM_TRANSIENT,
                         qp_model_matrix_bytes(d, d->n_pix, d->n_pix), fis, fis, "n_pix^2 x 8"));
     t->phase_alloc = ph;
-    if (moves) t->phase_free = 1;
+    if (moves) t->phase_free = ph;
   }
   /* Where aligning moves data, a panel of Z's columns of one field is lined up with
    * another field's, or with N_eff Z's, for the bias (not where neither is needed). */
@@ -68,7 +70,15 @@ static void qp_fisher_projection_bias_terms(const qp_model_dims *d, qp_model *m)
                  qp_model_mode_panel(d) < d->n_modes
                      ? "n_pix bias_panel x 8 (Z's columns of one field, aligned)"
                      : "n_pix n_modes x 8 (Z's columns of one field, aligned)")
-        ->phase_alloc = 2;
+        ->phase_alloc = ph + 1;
+}
+
+/* lmax + 1 from n_lm = (lmax + 1)^2. */
+static int64_t qp_lm_side(int64_t n_lm) {
+  int64_t side = 0;
+  while ((side + 1) * (side + 1) <= n_lm)
+    ++side;
+  return side;
 }
 
 /* A pass of block sums (qp_fisher_block_pass) in `phase`: its matrices' windows aligned per
@@ -78,27 +88,38 @@ static void qp_fisher_block_pass_terms(const qp_model_dims *d, qp_model *m, int 
                                        const char *sums_formula) {
   const int dist = d->grid_rows > 0, moves = qp_model_moves_data(d);
   const qp_stage_id fis = QP_STAGE_FISHER_RUN;
-  /* A chunked W is a host matrix: read in place on one process, aligned over the grid. */
-  if (dist || (moves && !qp_model_w_chunked(d))) {
+  /* A chunked W is a host matrix: read in place on one process, aligned over the grid.
+   * Without W (qp_model_w_windows) the windows are products of Y's columns, on any backend. */
+  const int from_y = qp_model_w_windows(d) && !d->cross_maps;
+  if (dist || (moves && !qp_model_w_chunked(d)) || from_y) {
     const size_t blocks = (size_t)d->n_fields * (size_t)d->n_fields * (d->cross_maps ? 2 : 1);
     /* A panel of their columns at a time under a host_panel (qp_model_field_panel). */
     const int64_t panel = qp_model_field_panel(d);
     qp_model_term *t = qp_model_add(
         m, blocks_term, QP_TERM_TRANSIENT,
         qp_model_bytes_times(blocks, qp_model_matrix_bytes(d, d->n_lm, panel)), fis, fis,
-        d->cross_maps     ? (panel < d->n_lm ? "2 n_fields^2 (lmax+1)^2 field_panel x 8 (per field "
-                                               "pair, aligned, a panel of columns)"
-                                             : "2 n_fields^2 (lmax+1)^4 x 8 (per field pair, aligned)")
+        d->cross_maps ? (panel < d->n_lm ? "2 n_fields^2 (lmax+1)^2 field_panel x 8 (per field "
+                                           "pair, aligned, a panel of columns)"
+                                         : "2 n_fields^2 (lmax+1)^4 x 8 (per field pair, aligned)")
+        : from_y ? (panel < d->n_lm ? "n_fields^2 (lmax+1)^2 product_panel x 8 (W's windows per "
+                                      "field pair, a panel of columns, made from Y)"
+                                    : "n_fields^2 (lmax+1)^4 x 8 (W's windows per field pair, "
+                                      "made from Y)")
         : panel < d->n_lm ? "n_fields^2 (lmax+1)^2 field_panel x 8 (W per field pair, aligned, a "
                             "panel of columns)"
                           : "n_fields^2 (lmax+1)^4 x 8 (W per field pair, aligned)");
     t->phase_alloc = t->phase_free = phase;
   }
+  /* From Y's windows, the sums above the diagonal and on it apart (harmonic_fisher.c). */
+  const int64_t per_slot = d->n_lm + (from_y ? qp_lm_side(d->n_lm) : 0);
   qp_model_term *t =
       qp_model_add(m, sums_term, QP_TERM_TRANSIENT,
                    qp_model_bytes_times((size_t)d->fisher_block_slots,
-                                        qp_model_vector_bytes(d->n_lm, sizeof(double))),
-                   fis, fis, sums_formula);
+                                        qp_model_vector_bytes(per_slot, sizeof(double))),
+                   fis, fis,
+                   from_y ? "block slots ((lmax+1)^2 + lmax+1) x 8 (W's (l, l') block sums above "
+                            "its diagonal and on it, every rank)"
+                          : sums_formula);
   t->phase_alloc = t->phase_free = phase;
 }
 

@@ -30,9 +30,9 @@ typedef struct qp_field_windows {
 /* m is W in the run's space, or on the host when it was formed in blocks (qp_w_block): the
  * windows are laid out, and aligned, in m's own table; `panel` columns at most. */
 static qp_err qp_field_windows_init(const qp_matrix *m, int64_t n_lm, int64_t panel, int n_fields,
-                                    const char *term, qp_field_windows *fw) {
+                                    int from_y, const char *term, qp_field_windows *fw) {
   memset(fw, 0, sizeof *fw);
-  if (!qp_linalg_moves_data(m->ops)) return QP_OK;
+  if (!qp_linalg_moves_data(m->ops) && !from_y) return QP_OK;
   /* The first panel is the widest: on a grid it starts a block on process column 0 like
    * every other, so no rank holds more of a later one. */
   QP_CALL(qp_matrix_view(m->ops, QP_TERM_FIELD_BLOCKS, NULL, n_lm, panel, n_lm, &fw->layout));
@@ -72,6 +72,44 @@ static qp_err qp_field_windows_panel(qp_problem *p, const qp_matrix *m, int64_t 
       QP_CALL(qp_linalg_align(m, p->field_offset[g], p->field_offset[h] + (j0 - (n_lm - count)),
                               rows, col0 + cols - j0, &fw->layout, n_lm - rows, j0 - col0,
                               moves ? &work : NULL, &fw->w[g][h]));
+    }
+  return QP_OK;
+}
+
+/* W's windows of the field pairs `need` on the layout's columns [col0, col0 + cols), made from
+ * Y (W = Y^T Y is never formed, qp_model_w_windows): window (g, h) at (lm, l'm') is
+ * Y[:, (g, lm)] . Y[:, (h, l'm')], for lm <= l'm' only (the rows below are not read). */
+static qp_err qp_field_windows_products(qp_problem *p, const qp_matrix *y, int64_t col0,
+                                        int64_t cols, const int need[3][3], qp_field_windows *fw) {
+  const qp_config *cfg = p->cfg;
+  const int64_t n_lm = qp_harmonic_count(0, cfg->lmax);
+  const int64_t chunk = qp_model_w_chunk(&p->plan->model_dims);
+  QP_CALL(qp_matrix_view(y->ops, QP_TERM_FIELD_BLOCKS, NULL, n_lm, cols, n_lm, &fw->layout));
+  memset(fw->w, 0, sizeof fw->w);
+  int fields[3], n_fields = 0;
+  for (int f = 0; f < 3; ++f)
+    if (p->field_offset[f] >= 0) fields[n_fields++] = f;
+  for (int a = 0; a < n_fields; ++a)
+    for (int b = 0; b < n_fields; ++b) {
+      const int g = fields[a], h = fields[b];
+      if (!need[g][h]) continue;
+      const int lg = p->field_ell_min[g], lh = p->field_ell_min[h];
+      if (lg > cfg->lmax || lh > cfg->lmax) continue;
+      const int64_t row0 = n_lm - qp_harmonic_count(lg, cfg->lmax),
+                    first = n_lm - qp_harmonic_count(lh, cfg->lmax);
+      const int64_t j0 = first > col0 ? first : col0;
+      double *base = fw->work + (a * n_fields + b) * fw->work_stride;
+      qp_matrix work;
+      QP_CALL(qp_matrix_view(y->ops, QP_TERM_FIELD_BLOCKS, base, n_lm, cols, n_lm, &work));
+      for (int64_t c0 = j0; c0 < col0 + cols; c0 += chunk) {
+        const int64_t c1 = c0 + chunk < col0 + cols ? c0 + chunk : col0 + cols;
+        const int64_t r1 = c1 < n_lm ? c1 : n_lm;
+        if (r1 <= row0) continue;
+        QP_CALL(qp_linalg_gemm_sub(QP_TRANS, QP_NOTRANS, r1 - row0, c1 - c0, y->rows, 1.0, y, 0,
+                                   p->field_offset[g], y, 0, p->field_offset[h] + (c0 - first), 0.0,
+                                   &work, row0, c0 - col0));
+      }
+      fw->w[g][h] = (qp_aligned){base, work.ld, 0, 0};
     }
   return QP_OK;
 }
@@ -214,13 +252,19 @@ done:
  * In general (harmonic_route.h) out_pq = 1/2 sum of v u X_bc Y_ad: X = Y = W for F; X = W_B,
  * Y = W_A for cross-spectra's F = 1/2 tr(W_A D_p W_B D_q); X = H, Y = H^T for their
  * covariance's T (harmonic_cross.c). With two matrices a quadruple and its swap are two sums
- * (qp_fisher_block_slots), and their aligned windows (`blocks_term`) are two sets. */
+ * (qp_fisher_block_slots), and their aligned windows (`blocks_term`) are two sets.
+ *
+ * x = y = Y (p->vt: qp_model_w_windows, W never formed): each panel's windows are products of
+ * Y's columns (qp_field_windows_products), on and above W's diagonal only. B(l, l') is then
+ * the sum over positions lm < l'm' (U) and lm = l'm' (D) of its quadruple, plus, for the
+ * positions below, U of the transposed quadruple (b, a, d, c) at (l', l): W_ab(lm, l'm') =
+ * W_ba(l'm', lm). */
 qp_err qp_fisher_block_pass(qp_problem *p, const qp_entry *e, const int64_t *start,
                             const qp_matrix *x, const qp_matrix *y, const char *blocks_term,
                             const char *sums_term, double *out, double *out_ell) {
   const int np = p->n_params, L = p->cfg->lmax + 1;
   const int64_t block = (int64_t)L * L;
-  const int two = x != y;
+  const int two = x != y, from_y = x == &p->vt && y == x;
   int slot[81], quad[81];
   const int n_slots = qp_fisher_block_slots(p->cfg, !two, slot);
   for (int k = 80; k >= 0; --k)
@@ -233,36 +277,59 @@ qp_err qp_fisher_block_pass(qp_problem *p, const qp_entry *e, const int64_t *sta
   double *sums = NULL;
   qp_err err = QP_OK;
   const int n_fields = p->plan->model_dims.n_fields;
-  QP_CALL_GOTO(qp_field_windows_init(x, block, panel, n_fields, blocks_term, &fw), done);
-  if (two) QP_CALL_GOTO(qp_field_windows_init(y, block, panel, n_fields, blocks_term, &fy), done);
+  QP_CALL_GOTO(qp_field_windows_init(x, block, panel, n_fields, from_y, blocks_term, &fw), done);
+  if (two)
+    QP_CALL_GOTO(qp_field_windows_init(y, block, panel, n_fields, 0, blocks_term, &fy), done);
   const qp_field_windows *wy = two ? &fy : &fw;
   QP_CALL_GOTO(qp_entry_groups(p, e, start, &groups, &gstart), done);
-  QP_CALL_GOTO(QP_ALLOC_DOUBLES(sums_term, QP_TERM_TRANSIENT, n_slots * block, &sums), done);
-  memset(sums, 0, (size_t)(n_slots * block) * sizeof *sums);
+  /* From Y, D (the diagonal positions' sums, L per slot) after the n_slots blocks of U. */
+  const int64_t n_sums = n_slots * (block + (from_y ? L : 0));
+  QP_CALL_GOTO(QP_ALLOC_DOUBLES(sums_term, QP_TERM_TRANSIENT, n_sums, &sums), done);
+  memset(sums, 0, (size_t)n_sums * sizeof *sums);
+  double *diag = sums + n_slots * block;
   /* Per slot, its two windows' fields and the positions both hold (no other may be read). */
   int pair_x[81][2], pair_y[81][2];
-  int row_lo[81], col_lo[81];
+  int row_lo[81], col_lo[81], transposed[81];
+  int need[3][3] = {{0}}; /* the windows some slot reads */
   for (int s = 0; s < n_slots; ++s) {
     const int k = quad[s], fa = k / 27, fb = k / 9 % 3, fc = k / 3 % 3, fd = k % 3;
     const int *lo = p->field_ell_min;
     pair_x[s][0] = fa, pair_x[s][1] = fb;
     pair_y[s][0] = fc, pair_y[s][1] = fd;
+    need[fa][fb] = need[fc][fd] = 1;
     row_lo[s] = lo[fa] > lo[fc] ? lo[fa] : lo[fc];
     col_lo[s] = lo[fb] > lo[fd] ? lo[fb] : lo[fd];
+    /* The slots are closed under (a, b, c, d) -> (b, a, d, c) (qp_fisher_block_slots: the
+     * field pairs of the spectra come in both orders). */
+    transposed[s] = slot[qp_fisher_block_key(fb, fa, fd, fc)];
+    QP_CHECK_GOTO(transposed[s] >= 0, QP_ERR_INTERNAL, done,
+                  "fisher_run: block slot %d has no transposed slot", s);
   }
   for (int64_t col0 = 0; col0 < block; col0 += panel) {
     const int64_t width = block - col0 < panel ? block - col0 : panel;
-    QP_CALL_GOTO(qp_field_windows_panel(p, x, col0, width, &fw), done);
+    if (from_y)
+      QP_CALL_GOTO(qp_field_windows_products(p, x, col0, width, need, &fw), done);
+    else
+      QP_CALL_GOTO(qp_field_windows_panel(p, x, col0, width, &fw), done);
     if (two) QP_CALL_GOTO(qp_field_windows_panel(p, y, col0, width, &fy), done);
     if (!rows.first) QP_CALL_GOTO(qp_ell_runs_make(&fw.layout, 1, 0, &rows), done);
     qp_ell_runs_free(&cols);
     QP_CALL_GOTO(qp_ell_runs_make(&fw.layout, 0, col0, &cols), done);
     /* Run c holds the columns of one l' (its own B(., l') entries: no two threads write one);
      * a slot's windows both hold every column of l' >= col_lo. */
+    const qp_matrix *lay = &fw.layout;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t c = 0; c < cols.n; ++c) {
       const int lc = cols.l[c];
-      for (int64_t lj = cols.first[c]; lj < cols.first[c + 1]; ++lj)
+      for (int64_t lj = cols.first[c]; lj < cols.first[c + 1]; ++lj) {
+        /* From Y: the rows above the column's position (local rows keep the global order),
+         * and the position itself, where this rank holds it. */
+        int64_t above = rows.first[rows.n], on = -1;
+        if (from_y) {
+          const int64_t gc = col0 + qp_matrix_global_col(lay, lj);
+          above = qp_matrix_local_rows_below(lay, gc);
+          on = qp_matrix_local_row(lay, gc);
+        }
         for (int s = 0; s < n_slots; ++s) {
           if (lc < col_lo[s] || row_lo[s] > L - 1) continue;
           const qp_aligned *xw = &fw.w[pair_x[s][0]][pair_x[s][1]],
@@ -271,14 +338,30 @@ qp_err qp_fisher_block_pass(qp_problem *p, const qp_entry *e, const int64_t *sta
                        *yc = yw->base + yw->row_shift + (lj + yw->col_shift) * yw->ld;
           double *out = sums + s * block + lc;
           for (int64_t r = 0; r < rows.n; ++r) {
-            if (rows.l[r] < row_lo[s]) continue;
+            if (rows.l[r] < row_lo[s] || rows.first[r] >= above) continue;
+            const int64_t end = rows.first[r + 1] < above ? rows.first[r + 1] : above;
             double dot = 0;
-            for (int64_t li = rows.first[r]; li < rows.first[r + 1]; ++li)
+            for (int64_t li = rows.first[r]; li < end; ++li)
               dot += xc[li] * yc[li];
             out[(int64_t)rows.l[r] * L] += dot;
           }
+          if (on >= 0) diag[s * L + lc] += xc[on] * yc[on];
         }
+      }
     }
+  }
+  /* From Y: B_s(l, l') = U_s(l, l') + U_t(l', l) (+ D_s(l) where l = l'), t the transposed
+   * slot; B_t is B_s transposed (but its own D), so each pair of slots is done together. */
+  for (int s = 0; from_y && s < n_slots; ++s) {
+    const int t = transposed[s];
+    if (t < s) continue;
+    double *us = sums + s * block, *ut = sums + t * block;
+    for (int l = 0; l < L; ++l)
+      for (int m = t == s ? l : 0; m < L; ++m) {
+        const double both = us[(int64_t)l * L + m] + ut[(int64_t)m * L + l];
+        us[(int64_t)l * L + m] = both + (l == m ? diag[s * L + l] : 0.0);
+        ut[(int64_t)m * L + l] = both + (l == m ? diag[t * L + l] : 0.0);
+      }
   }
 #pragma omp parallel for schedule(dynamic, 1)
   for (int q = 0; q < np; ++q)
@@ -325,7 +408,10 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
   qp_progress progress;
   qp_progress_start(&progress, p->progress, "fisher_run", "", 0);
   QP_CALL_GOTO(qp_param_entries(p, &e, &start), done);
-  QP_CALL_GOTO(qp_fisher_block_pass(p, e, start, &p->kernel, &p->kernel, QP_TERM_FIELD_BLOCKS,
+  /* Without W (qp_model_w_windows) F is summed from the windows' products of Y. */
+  const int no_w = qp_model_w_windows(&p->plan->model_dims);
+  const qp_matrix *w = no_w ? &p->vt : &p->kernel;
+  QP_CALL_GOTO(qp_fisher_block_pass(p, e, start, w, w, QP_TERM_FIELD_BLOCKS,
                                     QP_TERM_FISHER_BLOCK_SUMS, p->fisher, p->fisher_ell),
                done);
   qp_progress_note(&progress, "F summed over W's blocks");
@@ -338,6 +424,18 @@ qp_err qp_harmonic_fisher_run(qp_problem *p) {
                  done);
     QP_CALL_GOTO(qp_noise_kernel_smw(p, &g), done);
     QP_CALL_GOTO(qp_bias_from_matrix(p, &g, e, start), done);
+  } else if (no_w) {
+    /* Phase 1: Z = C^-1 V^T = L^-T Y in Y's place, the last use of L, which goes (spectra_run's
+     * z = Z^T x needs no L). Phase 2: G_ab = Z_b^T N_eff Z_a. */
+    QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_TRANS, 1.0, &p->cov, &p->vt), done);
+    qp_matrix_destroy(&p->cov);
+    if (p->plan->switched || !p->noise_variance) {
+      QP_CALL_GOTO(qp_matrix_create(p->ops, QP_TERM_NOISE_MODES, QP_TERM_TRANSIENT, n, nm, &nz),
+                   done);
+      QP_CALL_GOTO(qp_noise_modes_dense(p, &p->vt, &nz), done);
+    }
+    qp_progress_note(&progress, "Z = L^-T Y in Y's place");
+    QP_CALL_GOTO(qp_bias_from_modes(p, &p->vt, nz.ops ? &nz : NULL, e, start), done);
   } else {
     /* Z = C^-1 V^T = L^-T Y; G_ab = Z_b^T N_eff Z_a. Z takes W's buffer, done with once F
      * is summed, wherever it fits (memory_model.h): its pages are resident, where a fresh

@@ -316,13 +316,14 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
     return QP_OK;
   }
   /* Projection: L = chol(C), Y = L^-1 V^T, W = Y^T Y: whole where it fits (the rule), else in
-   * column blocks into a host W (qp_kernel_in_blocks). */
-  const int chunked = qp_w_block(p) < nm;
+   * column blocks into a host W (qp_kernel_in_blocks); not at all on a host backend's
+   * auto-spectra, whose fisher_run makes W's windows from Y (qp_model_w_windows). */
+  const int chunked = qp_w_block(p) < nm, no_w = qp_model_w_windows(&p->plan->model_dims);
   QP_CALL(qp_matrix_create(p->ops, QP_TERM_V, QP_TERM_PERSISTENT, n, nm, &p->vt));
-  if (chunked)
+  if (chunked && !no_w)
     QP_CALL(qp_matrix_create(qp_linalg_host_ops(p->ops), QP_TERM_KERNEL_HOST, QP_TERM_PERSISTENT,
                              nm, nm, &p->kernel));
-  else
+  else if (!no_w)
     QP_CALL(qp_matrix_create(p->ops, QP_TERM_KERNEL, QP_TERM_PERSISTENT, nm, nm, &p->kernel));
   QP_CALL(qp_harmonic_build_vt(p));
   qp_progress_note(&progress, "harmonic basis V built");
@@ -336,6 +337,10 @@ qp_err qp_harmonic_basis_setup(qp_problem *p) {
   QP_CALL(qp_conditioned_potrf(p, &p->cov, QP_RCOND_COVARIANCE, QP_RCOND_COVARIANCE_WHAT,
                                QP_RCOND_COVARIANCE_ADVICE, &fields, NULL));
   QP_CALL(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &p->vt));
+  if (no_w) {
+    qp_progress_note(&progress, "Y = L^-1 V^T");
+    return QP_OK;
+  }
   if (chunked)
     QP_CALL(qp_kernel_in_blocks(p));
   else

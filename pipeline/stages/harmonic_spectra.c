@@ -51,7 +51,9 @@ qp_err qp_harmonic_spectra_y(qp_problem *p) {
     QP_CALL(qp_smw_spectra_y(p));
     return QP_OK;
   }
-  /* Projection: z = V C^-1 x = Y^T L^-1 x, a batch of maps at a time (qp_map_batch). */
+  /* Projection: z = V C^-1 x = Y^T L^-1 x, a batch of maps at a time (qp_map_batch); where
+   * fisher_run left Z = L^-T Y in Y's place (qp_model_w_windows), z = Z^T x. */
+  const int z_held = qp_model_w_windows(&p->plan->model_dims);
   const int64_t n = p->n_pix, nm = p->n_modes, batch = qp_map_batch(p);
   qp_err err = QP_OK;
   qp_matrix w = {0}, v = {0}, wb, vb;
@@ -63,7 +65,7 @@ qp_err qp_harmonic_spectra_y(qp_problem *p) {
     QP_CALL_GOTO(qp_map_batch_view(&w, count, &wb), done);
     QP_CALL_GOTO(qp_map_batch_view(&v, count, &vb), done);
     QP_CALL_GOTO(qp_maps_to_matrix(p, first, &wb), done);
-    QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &wb), done);
+    if (!z_held) QP_CALL_GOTO(qp_linalg_trsm(QP_LEFT, QP_NOTRANS, 1.0, &p->cov, &wb), done);
     QP_CALL_GOTO(qp_linalg_gemm(QP_TRANS, QP_NOTRANS, 1.0, &p->vt, &wb, 0.0, &vb), done);
     QP_CALL_GOTO(qp_spectra_from_modes(p, &vb, first), done);
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dist_memory.sh: the memory model against each rank's measured RSS on the dist backend
 # (ScaLAPACK) for a harmonic route whose stages are tens of MiB a rank: T nside 16,
-# |b| > 20 deg (1984 pixels), ell 2..47 (n_modes 2300), 2 maps, on 2 ranks (1 x 2).
+# |b| > 20 deg (1984 pixels), ell 2..47 (n_modes 2300), 2 maps, on 2 ranks (1 x 2); the
+# projection route Q and U (n_pix 3968, n_modes 4600).
 #   dist_memory.sh QMLPIPE MPIEXEC WORKDIR METHOD      (METHOD: smw or projected)
 # `qmlpipe validate --tolerance 0.02` must pass on every stage it judges (16 MiB and up):
 # pdgetrs's and pdgemr2d's buffers, outside the budget, once put SMW's fisher_run 34.7% above
@@ -11,15 +12,19 @@ qmlpipe=$1 mpiexec=$2 work=$3 method=$4
 cls=$(cd "$(dirname "$0")/../../data" && pwd)/cls_planck2015_lcdm.txt
 dir=$work/dist_memory_$method
 rm -rf "$dir" && mkdir -p "$dir"
-"$qmlpipe" simulate --cls "$cls" --nside 16 --lmax 47 --noise-variance 100 --n-maps 2 \
+fields=T spectra=TT
+[[ $method == projected ]] && fields=QU spectra="EE, BB"
+"$qmlpipe" simulate --cls "$cls" --nside 16 --lmax 47 --noise-variance 100 --n-maps 2 --fields $fields \
   --seed 3 --out "$dir/map" --mask "$dir/mask.fits" --galactic-cut 20 >/dev/null
+# Projection keeps Z (n_pix x n_modes) alone after fisher_run (L goes there): with T's 17.5
+# MiB a rank, the heap's run-to-run 0.2-0.4 MiB was 2% of it; Q and U double both sides.
 cat >"$dir/config.yaml" <<YAML
 maps: [map_0000.fits, map_0001.fits]
 mask: mask.fits
-fields: T
+fields: $fields
 cls: $cls
 noise: {variance: 100}
-spectra: [TT]
+spectra: [$spectra]
 lmax: 47
 bin_width: 4
 path: harmonic

@@ -26,17 +26,20 @@ static void pair_create(const char *name, int64_t rows, int64_t cols, int spd, p
   TEST_OK(qp_matrix_create(qp_linalg_cpu_ops(), name, QP_TERM_TRANSIENT, rows, cols, &p->cpu));
   TEST_OK(qp_matrix_create(qp_linalg_dist_ops(), name, QP_TERM_TRANSIENT, rows, cols, &p->dist));
   for (int64_t j = 0; j < cols; ++j)
-    for (int64_t i = 0; i < rows; ++i) p->cpu.data[i + j * rows] = qp_random();
+    for (int64_t i = 0; i < rows; ++i)
+      p->cpu.data[i + j * rows] = qp_random();
   if (spd) { /* symmetric, diagonally dominant */
     for (int64_t j = 0; j < cols; ++j)
-      for (int64_t i = 0; i < j; ++i) p->cpu.data[i + j * rows] = p->cpu.data[j + i * rows];
-    for (int64_t i = 0; i < rows; ++i) p->cpu.data[i + i * rows] += (double)rows;
+      for (int64_t i = 0; i < j; ++i)
+        p->cpu.data[i + j * rows] = p->cpu.data[j + i * rows];
+    for (int64_t i = 0; i < rows; ++i)
+      p->cpu.data[i + i * rows] += (double)rows;
   }
   for (int64_t lj = 0; lj < p->dist.local_cols; ++lj)
     for (int64_t li = 0; li < p->dist.local_rows; ++li)
       p->dist.data[li + lj * p->dist.ld] =
-          p->cpu.data[qp_matrix_global_row(&p->dist, li) +
-                      qp_matrix_global_col(&p->dist, lj) * rows];
+          p->cpu
+              .data[qp_matrix_global_row(&p->dist, li) + qp_matrix_global_col(&p->dist, lj) * rows];
 }
 
 /* Max relative difference over the whole matrix (all ranks), lower triangle only when asked,
@@ -61,10 +64,10 @@ static void pair_destroy(pair *p) {
   qp_matrix_destroy(&p->dist);
 }
 
-#define EXPECT_CLOSE(p, lower, what)                                                           \
-  do {                                                                                         \
-    double d_ = pair_diff((p), (lower));                                                       \
-    TEST_WITHIN(d_, 1e-12, "%s: relative difference", (what));                                 \
+#define EXPECT_CLOSE(p, lower, what)                                                               \
+  do {                                                                                             \
+    double d_ = pair_diff((p), (lower));                                                           \
+    TEST_WITHIN(d_, 1e-12, "%s: relative difference", (what));                                     \
   } while (0)
 
 /* The condition estimates equal the serial backend's on any grid (issue 38: pdpocon's own
@@ -85,12 +88,13 @@ static void check_condition_estimates(void) {
       }
     for (int64_t lj = 0; lj < m.dist.local_cols; ++lj)
       for (int64_t li = 0; li < m.dist.local_rows; ++li)
-        m.dist.data[li + lj * m.dist.ld] = m.cpu.data[qp_matrix_global_row(&m.dist, li) +
-                                                      qp_matrix_global_col(&m.dist, lj) * n];
+        m.dist.data[li + lj * m.dist.ld] =
+            m.cpu.data[qp_matrix_global_row(&m.dist, li) + qp_matrix_global_col(&m.dist, lj) * n];
     double norm_cpu = 0, norm_dist = 0, rcond_cpu = NAN, rcond_dist = NAN;
     TEST_OK(qp_linalg_norm1(&m.cpu, &norm_cpu));
     TEST_OK(qp_linalg_norm1(&m.dist, &norm_dist));
-    int *piv_cpu = malloc((size_t)n * sizeof *piv_cpu), *piv_dist = malloc((size_t)qp_linalg_pivot_count(&m.dist) * sizeof *piv_dist);
+    int *piv_cpu = malloc((size_t)n * sizeof *piv_cpu),
+        *piv_dist = malloc((size_t)qp_linalg_pivot_count(&m.dist) * sizeof *piv_dist);
     if (lu) {
       TEST_OK(qp_linalg_getrf(&m.cpu, piv_cpu));
       TEST_OK(qp_linalg_getrf(&m.dist, piv_dist));
@@ -105,8 +109,8 @@ static void check_condition_estimates(void) {
     free(piv_cpu);
     free(piv_dist);
     if (qp_comm_rank() == 0)
-      printf("%s: rcond %.6g on one process, %.6g distributed\n", lu ? "gecon" : "pocon",
-             rcond_cpu, rcond_dist);
+      printf("%s: rcond %.6g on one process, %.6g distributed\n", lu ? "gecon" : "pocon", rcond_cpu,
+             rcond_dist);
     TEST_ASSERT(rcond_cpu < 1e-3, "the kernel matrix is not ill-conditioned: rcond %g", rcond_cpu);
     TEST_WITHIN(qp_mpi_worst(qp_test_rel_diff(rcond_cpu, rcond_dist)), 1e-10,
                 "%s: distributed rcond against one process's", lu ? "gecon" : "pocon");
@@ -163,6 +167,25 @@ int main(int argc, char **argv) {
       pair_destroy(&b);
       pair_destroy(&c);
     }
+  /* Windows at offsets that start nowhere near a block (7, 5, 3, ...): PBLAS's IA/JA against
+   * the cpu backend's views; C's entries outside the window must stay as they were. */
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      pair_create("A", n, n, 0, &a);
+      pair_create("B", n, k, 0, &b);
+      pair_create("C", n, k, 0, &c);
+      const int64_t m = 19, nn = 11, kk = 23;
+      const int64_t ai = ta ? 7 : 9, aj = ta ? 9 : 7, bi = tb ? 3 : 5, bj = tb ? 5 : 3;
+      TEST_OK(qp_linalg_gemm_sub(ta, tb, m, nn, kk, 1.5, &a.cpu, ai, aj, &b.cpu, bi, bj, 0.5,
+                                 &c.cpu, 13, 2));
+      TEST_OK(qp_linalg_gemm_sub(ta, tb, m, nn, kk, 1.5, &a.dist, ai, aj, &b.dist, bi, bj, 0.5,
+                                 &c.dist, 13, 2));
+      snprintf(what, sizeof what, "gemm_sub %d %d", ta, tb);
+      EXPECT_CLOSE(&c, 0, what);
+      pair_destroy(&a);
+      pair_destroy(&b);
+      pair_destroy(&c);
+    }
   for (int trans = 0; trans < 2; ++trans) {
     pair_create("A", trans ? k : n, trans ? n : k, 0, &a);
     pair_create("C", n, n, 1, &c);
@@ -175,7 +198,8 @@ int main(int argc, char **argv) {
 
   /* LU of a general matrix, then a solve. */
   pair_create("M", n, n, 0, &a);
-  for (int64_t i = 0; i < n; ++i) a.cpu.data[i + i * n] += 3.0;
+  for (int64_t i = 0; i < n; ++i)
+    a.cpu.data[i + i * n] += 3.0;
   for (int64_t lj = 0; lj < a.dist.local_cols; ++lj)
     for (int64_t li = 0; li < a.dist.local_rows; ++li)
       a.dist.data[li + lj * a.dist.ld] =
@@ -243,7 +267,8 @@ int main(int argc, char **argv) {
   pair_destroy(&wide);
   /* align: A's window [5.., 7..] (11 x 13) lined up with positions [3.., 9..] of a 20 x 30
    * layout; every local position in the window reads A's entry, on every backend. */
-  TEST_ASSERT(!qp_linalg_moves_data(qp_linalg_cpu_ops()) && qp_linalg_moves_data(qp_linalg_dist_ops()),
+  TEST_ASSERT(!qp_linalg_moves_data(qp_linalg_cpu_ops()) &&
+                  qp_linalg_moves_data(qp_linalg_dist_ops()),
               "moves_data: cpu must not need a work matrix, dist must");
   pair_create("layout", 20, 30, 0, &c);
   qp_aligned on_cpu, on_dist;
@@ -268,8 +293,8 @@ int main(int argc, char **argv) {
   /* replicate: the whole matrix on every rank; sum_partials: each rank's part summed. */
   qp_matrix whole_work = {0};
   const double *whole = NULL;
-  TEST_OK(qp_matrix_create(qp_linalg_cpu_ops(), "whole", QP_TERM_TRANSIENT, a.cpu.rows,
-                           a.cpu.cols, &whole_work));
+  TEST_OK(qp_matrix_create(qp_linalg_cpu_ops(), "whole", QP_TERM_TRANSIENT, a.cpu.rows, a.cpu.cols,
+                           &whole_work));
   TEST_OK(qp_linalg_replicate(&a.dist, &whole_work, &whole));
   TEST_WITHIN(qp_test_max_rel_diff(a.cpu.data, whole, (size_t)(a.cpu.rows * a.cpu.cols)), 0.0,
               "replicate: the whole matrix differs");
@@ -277,8 +302,10 @@ int main(int argc, char **argv) {
   TEST_ASSERT(whole == a.cpu.data, "replicate on cpu must hand back the matrix's own buffer");
   qp_matrix_destroy(&whole_work);
   double part = 0, all = 0;
-  for (int64_t k = 0; k < qp_matrix_local_size(&a.dist); ++k) part += a.dist.data[k] * a.dist.data[k];
-  for (int64_t k = 0; k < a.cpu.rows * a.cpu.cols; ++k) all += a.cpu.data[k] * a.cpu.data[k];
+  for (int64_t k = 0; k < qp_matrix_local_size(&a.dist); ++k)
+    part += a.dist.data[k] * a.dist.data[k];
+  for (int64_t k = 0; k < a.cpu.rows * a.cpu.cols; ++k)
+    all += a.cpu.data[k] * a.cpu.data[k];
   TEST_OK(qp_linalg_sum_partials(qp_linalg_dist_ops(), &part, 1));
   TEST_WITHIN(fabs(part - all) / all, 1e-13, "sum_partials: |A|_F^2 over the ranks");
   double alone = 2.5;
