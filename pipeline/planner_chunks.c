@@ -442,8 +442,11 @@ qp_err qp_plan_product_panel(const qp_problem *p, const qp_plan *plan, const qp_
   const qp_plan_product_how how = {k, unit};
   qp_model_dims d;
   qp_model model;
-  QP_CALL(qp_plan_model(p, plan, QP_MODEL_HARMONIC_PROJECTED, k, &model, &d));
-  if (!qp_model_w_windows(&d)) return QP_OK;
+  /* A route that cannot be sized has no panel: the route's own model says so (planner_route.c
+   * leaves it out), not this one's error. */
+  int sized = 0;
+  QP_CALL(qp_plan_model_sized(p, plan, QP_MODEL_HARMONIC_PROJECTED, k, &model, &sized, &d));
+  if (!sized || !qp_model_w_windows(&d)) return QP_OK;
   const int64_t most = (n_lm - 1) / unit; /* units in a panel narrower than n_lm */
   int fits = 1;
   if (most >= 1) QP_CALL(qp_plan_product_fits(p, plan, &how, most + 1, &fits));

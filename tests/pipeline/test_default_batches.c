@@ -16,7 +16,7 @@
  *    agreed to the bit.
  * Under mpiexec (tests/mpi/CMakeLists.txt: 2 ranks, grid block 8) the same on dist and
  * hostdev-dist: batches narrower than a block (one process column holds none of a batch's
- * columns), every rank reading nothing and holding one map at a time. */
+ * columns), rank 0 reading every map and each rank holding one map at a time. */
 #include <stdlib.h>
 #include <string.h>
 
