@@ -40,7 +40,7 @@ typedef struct qp_plan {
    * chunked fisher_run), for the whole problem: `plan --sbatch` estimates --time from it. */
   double flops;
 
-  /* The chosen route's default map batch (planner_chunks.c, docs/memory-model.md "Maps in
+  /* The chosen route's default map batch (planner_batch.c, docs/memory-model.md "Maps in
    * batches"): model_dims.map_batch below it was made smaller by memory.device_limit. */
   int64_t map_batch_default;
 

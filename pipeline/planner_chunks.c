@@ -1,16 +1,13 @@
 /* planner_chunks.c: the model of one route and the pieces the planner cuts it into for the
- * memory limits: the pixel-direct chunks, the maps' batches, W's blocks, the host panels
- * (planner.h, docs/memory-model.md). */
+ * memory limits: the pixel-direct chunks, W's blocks, the product and host panels (the maps'
+ * batches: planner_batch.c) (planner.h, docs/memory-model.md). */
 #include "planner_internal.h"
 
 #include <string.h>
 
-#include "basis_terms.h"
 #include "blas_buffers.h"
 #include "comm.h"
-#include "covariance_terms.h"
 #include "mode_layout.h"
-#include "spectra_terms.h"
 
 /* The device bytes the tracked terms may use: memory.device_limit less the device context
  * (0: no limit; negative when the context alone does not fit: nothing does). */
@@ -28,7 +25,7 @@ const qp_grid *qp_plan_grid(const qp_problem *p, const qp_plan *plan) {
 
 /* Distributed, every rank runs the same pieces: the smallest any rank chose (each rank's
  * peaks fall with the piece, so it fits every rank). */
-static qp_err qp_plan_smallest_over_ranks(int64_t *size) {
+qp_err qp_plan_smallest_over_ranks(int64_t *size) {
   double negated = -(double)*size;
   QP_CALL(qp_comm_max(&negated, 1));
   *size = (int64_t)-negated;
@@ -118,9 +115,9 @@ qp_err qp_plan_model(const qp_problem *p, const qp_plan *plan, qp_model_path pat
  * model->oversize_term) cannot be sized, *sized 0, and its error is forgotten: smaller chunks,
  * batches or blocks may do. The model decides that on each term's whole size, the same on
  * every rank. */
-static qp_err qp_plan_model_sized(const qp_problem *p, const qp_plan *plan, qp_model_path path,
-                                  const qp_plan_pieces *pieces, qp_model *model, int *sized,
-                                  qp_model_dims *dims_out) {
+qp_err qp_plan_model_sized(const qp_problem *p, const qp_plan *plan, qp_model_path path,
+                           const qp_plan_pieces *pieces, qp_model *model, int *sized,
+                           qp_model_dims *dims_out) {
   qp_err err = qp_plan_model(p, plan, path, pieces, model, dims_out);
   *sized = !(err == QP_ERR_INPUT && model->oversize_term[0]);
   if (!*sized) {
@@ -195,33 +192,10 @@ qp_err qp_plan_chunks(const qp_problem *p, const qp_plan *plan, int64_t batch,
   return QP_OK;
 }
 
-/* Whether route `path` with `batch` maps on the device at once (and the pixel-direct chunks at
- * their least, 1, which the chunk search then raises: maps are batched only where no chunking
- * keeps them whole) keeps every stage's device peak inside memory.device_limit and, with
- * memory.host_limit, the host peak inside that; a plan that cannot be sized does not fit. */
-static qp_err qp_plan_batch_fits(const qp_problem *p, const qp_plan *plan, qp_model_path path,
-                                 int64_t batch, int64_t w_block, int host_too, qp_model *model,
-                                 int *fits) {
-  const int64_t chunk = path == QP_MODEL_PIXEL_DIRECT ? 1 : p->n_params;
-  const qp_plan_pieces pieces = {chunk, chunk, batch, w_block, 0, 0};
-  QP_CALL(qp_plan_model_sized(p, plan, path, &pieces, model, fits, NULL));
-  if (!*fits) return QP_OK;
-  *fits = (double)qp_model_peak_in(model, QP_SPACE_DEVICE) <= qp_plan_device_room(p) &&
-          (!host_too || plan->host_limit <= 0 ||
-           (double)(qp_model_peak(model) + model->overhead_bytes) <= plan->host_limit);
-  return QP_OK;
-}
-
-/* A fit test of the planner's bisection: *fits for a piece of `size` (a map batch, a W
- * block), `how` the test's own parameters. */
-typedef qp_err (*qp_plan_fit_test)(const qp_problem *p, const qp_plan *plan, const void *how,
-                                   int64_t size, int *fits);
-
 /* The largest size in 1..most that `test` accepts (0: none), for tests whose peaks fall as
  * the size does (every size below one that fits fits): a bisection. */
-static qp_err qp_plan_largest_fitting(const qp_problem *p, const qp_plan *plan,
-                                      qp_plan_fit_test test, const void *how, int64_t most,
-                                      int64_t *largest) {
+qp_err qp_plan_largest_fitting(const qp_problem *p, const qp_plan *plan, qp_plan_fit_test test,
+                               const void *how, int64_t most, int64_t *largest) {
   int64_t lo = 0, hi = most; /* lo: the largest size known to fit (0: none yet) */
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
@@ -233,132 +207,6 @@ static qp_err qp_plan_largest_fitting(const qp_problem *p, const qp_plan *plan,
       hi = mid - 1;
   }
   *largest = lo;
-  return QP_OK;
-}
-
-/* qp_plan_batch_fits as a qp_plan_fit_test. The device peak falls with the batch, and so does
- * the host peak below n_maps (SMW keeps every map's V N^-1 x on the host once the maps are
- * batched). */
-typedef struct qp_plan_batch_how {
-  qp_model_path path;
-  int64_t w_block;
-  int host_too;
-} qp_plan_batch_how;
-
-static qp_err qp_plan_batch_test(const qp_problem *p, const qp_plan *plan, const void *how,
-                                 int64_t batch, int *fits) {
-  const qp_plan_batch_how *h = how;
-  qp_model model;
-  QP_CALL(qp_plan_batch_fits(p, plan, h->path, batch, h->w_block, h->host_too, &model, fits));
-  return QP_OK;
-}
-
-/* The default batch's share of the route's largest matrix: the terms that hold a batch of
- * maps take at most 1/QP_PLAN_BATCH_SHARE of it (docs/memory-model.md, "Maps in batches"). */
-enum { QP_PLAN_BATCH_SHARE = 16 };
-
-/* 1 for a term whose bytes grow with the map batch: the per-map matrices of spectra_run (SMW:
- * of basis_setup) and a batch's z whole on every rank. */
-static int qp_plan_batch_term(const qp_model_term *t) {
-  static const char *const names[] = {
-      QP_TERM_WEIGHTED_MAPS, QP_TERM_WEIGHTED_MAPS_B, QP_TERM_MODE_MAPS,  QP_TERM_MODE_MAPS_B,
-      QP_TERM_MODE_MAPS_ALL, QP_TERM_MODE_MAPS_ALL_B, QP_TERM_BIN_PRODUCT};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
-    if (strcmp(t->name, names[i]) == 0) return 1;
-  return 0;
-}
-
-/* 1 for a term that is one of the route's single large matrices, which the default batch is
- * measured against: C, N or N_eff (n_pix^2), V^T (n_pix n_modes), K or W (n_modes^2). */
-static int qp_plan_matrix_term(const qp_model_term *t) {
-  static const char *const names[] = {QP_TERM_COVARIANCE, QP_TERM_NOISE,  QP_TERM_NOISE_EFF,
-                                      QP_TERM_V,          QP_TERM_KERNEL, QP_TERM_KERNEL_HOST};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
-    if (strcmp(t->name, names[i]) == 0) return 1;
-  return 0;
-}
-
-/* The route and W block the default batch is sought for. */
-typedef struct qp_plan_default_how {
-  qp_model_path path;
-  int64_t w_block;
-} qp_plan_default_how;
-
-/* The default batch's test, a qp_plan_fit_test (how: a qp_plan_default_how): whether this rank's
- * terms that hold a batch of `batch` maps (every stage's, each once) take at most 1/16 of the
- * route's largest single matrix on this rank (qp_plan_matrix_term). They grow with the batch
- * and the matrix does not: a bisection finds the largest batch. A plan that cannot be sized
- * does not fit. */
-static qp_err qp_plan_default_batch_test(const qp_problem *p, const qp_plan *plan, const void *how,
-                                         int64_t batch, int *fits) {
-  const qp_plan_default_how *h = how;
-  const qp_model_path path = h->path;
-  const qp_plan_pieces pieces = {p->n_params, p->n_params, batch, h->w_block, 0, 0};
-  qp_model model;
-  QP_CALL(qp_plan_model_sized(p, plan, path, &pieces, &model, fits, NULL));
-  if (!*fits) return QP_OK;
-  size_t held = 0, largest = 0;
-  for (int i = 0; i < model.n_terms; ++i) {
-    const qp_model_term *t = &model.terms[i];
-    if (qp_plan_batch_term(t)) held += t->bytes;
-    if (qp_plan_matrix_term(t) && t->bytes > largest) largest = t->bytes;
-  }
-  *fits = (double)held * QP_PLAN_BATCH_SHARE <= (double)largest;
-  return QP_OK;
-}
-
-/* Whether route `path` reads its maps in batches of the default size: every route but SMW's
- * cross-spectra, which hold every map of both sets at once (planner_route.c). SMW's batches
- * keep every map's V N_eff^-1 x (n_modes per map) on the host from basis_setup to spectra_run,
- * where one batch would hold it in mode_maps beside the whole batch of n_pix x n_maps whitened
- * maps. */
-static int qp_plan_batches_by_default(const qp_problem *p, qp_model_path path) {
-  return path != QP_MODEL_HARMONIC_SMW || p->cfg->n_maps2 == 0;
-}
-
-/* The default map batch of route `path` (docs/memory-model.md, "Maps in batches"): the largest
- * whose batch terms stay within 1/16 of the route's largest matrix (at least 1, at most
- * n_maps), so that the maps' memory does not grow with n_maps; n_maps where the route does not
- * batch by default. On a grid, the smallest of any rank's. */
-static qp_err qp_plan_default_batch(const qp_problem *p, const qp_plan *plan, qp_model_path path,
-                                    int64_t w_block, int64_t *batch) {
-  *batch = p->n_maps;
-  if (!qp_plan_batches_by_default(p, path)) return QP_OK;
-  const qp_plan_default_how how = {path, w_block};
-  int64_t largest = 0;
-  QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_default_batch_test, &how, p->n_maps, &largest));
-  *batch = largest > 0 ? largest : 1;
-  QP_CALL(qp_plan_smallest_over_ranks(batch));
-  return QP_OK;
-}
-
-/* The map batch of route `path`: the maps a per-map matrix holds at once (docs/memory-model.md,
- * "Maps in batches"). Without memory.device_limit on a device backend, the default batch
- * (qp_plan_default_batch). With it, the batch fits the limits instead: n_maps whenever all
- * maps fit both; else the largest batch that fits both, or failing that the device limit alone
- * (the host limit check then names what does not fit), or 1 (the device limit check then
- * refuses the run, naming its stage and term). On a grid, the smallest batch of any rank (a
- * batch's leading columns are a block-cyclic matrix of their own at any width). */
-qp_err qp_plan_map_batch(const qp_problem *p, const qp_plan *plan, qp_model_path path,
-                         int64_t w_block, int64_t *batch, int64_t *default_batch) {
-  const int64_t n_maps = p->n_maps;
-  *batch = *default_batch = n_maps;
-  if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0) {
-    QP_CALL(qp_plan_default_batch(p, plan, path, w_block, default_batch));
-    *batch = *default_batch;
-    return QP_OK;
-  }
-  qp_model model;
-  int fits = 0;
-  QP_CALL(qp_plan_batch_fits(p, plan, path, n_maps, w_block, 1, &model, &fits));
-  if (!fits) {
-    const qp_plan_batch_how both = {path, w_block, 1}, device_only = {path, w_block, 0};
-    QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &both, n_maps - 1, batch));
-    if (*batch == 0)
-      QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &device_only, n_maps, batch));
-    if (*batch == 0) *batch = 1;
-  }
-  QP_CALL(qp_plan_smallest_over_ranks(batch));
   return QP_OK;
 }
 

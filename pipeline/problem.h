@@ -140,8 +140,8 @@ static inline double qp_spectrum_weight(const qp_problem *p, qp_spectrum s, int 
  *  rank, naming it. Collective. */
 qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m);
 /** Maps a per-map matrix holds at once: the plan's map batch (memory_model.h): the default
- *  batch's rule (planner_chunks.c, docs/memory-model.md "Maps in batches"), smaller where
- *  memory.device_limit asks. The stages loop over the maps in batches of it. */
+ *  batch's rule (planner_batch.c, docs/memory-model.md "The maps: read where they are used,
+ *  in batches"), or memory.device_limit's fit. The stages loop over the maps in batches. */
 static inline int64_t qp_map_batch(const qp_problem *p) {
   return qp_model_map_batch(&p->plan->model_dims);
 }

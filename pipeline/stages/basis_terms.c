@@ -110,7 +110,7 @@ qp_err qp_basis_terms(const qp_model_dims *d, qp_model *m) {
   if (d->path == QP_MODEL_PIXEL_DIRECT) return QP_OK;
   const int smw = d->path == QP_MODEL_HARMONIC_SMW;
   const qp_stage_id bas = QP_STAGE_BASIS_SETUP, spe = QP_STAGE_SPECTRA_RUN;
-  /* The per-map matrices hold one batch of maps (planner_chunks.c); SMW reads them here, one
+  /* The per-map matrices hold one batch of maps (planner_batch.c); SMW reads them here, one
    * map at a time through the map buffer (inputs_maps.c). */
   const int64_t batch = qp_model_map_batch(d);
   const qp_model_bytes pix_maps = qp_model_matrix_bytes(d, d->n_pix, batch),

@@ -11,7 +11,7 @@ qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
   const int moves = qp_model_moves_data(d);
   const size_t w = sizeof(double);
   const qp_stage_id spe = QP_STAGE_SPECTRA_RUN;
-  /* The per-map matrices hold one batch of maps (planner_chunks.c), read from the files one
+  /* The per-map matrices hold one batch of maps (planner_batch.c), read from the files one
    * map at a time (inputs_maps.c; SMW read them in basis_setup). The projection's auto-spectra
    * read a batch (phase 0), then make its z whole on every rank (phase 1: mode_maps_all, where
    * the backend moves data), batch after batch; every other route reads with all its per-map

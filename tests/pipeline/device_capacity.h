@@ -32,7 +32,7 @@ static inline void check_pieces(const char *what, const char *unit, int64_t plan
  * under device_limit `limit` runs with its model exact (its plan's dimensions to *planned, for
  * the caller to check), and unchunked runs out of device memory, leaving nothing on the
  * device. Unchunked: under a device_limit of 1 PiB, which every piece fits whole (without a
- * limit the maps would be read in the default batches, planner_chunks.c). The capacity is
+ * limit the maps would be read in the default batches, planner_batch.c). The capacity is
  * lifted again at the end. */
 static inline void check_capacity(qp_config *cfg, double limit, const char *what,
                                   qp_model_dims *planned) {

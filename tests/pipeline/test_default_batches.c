@@ -1,4 +1,4 @@
-/* test_default_batches: many maps read in the default batches (planner_chunks.c,
+/* test_default_batches: many maps read in the default batches (planner_batch.c,
  * docs/memory-model.md "Maps in batches"), each batch one map at a time from its file
  * (inputs_maps.c). 41 maps of 192 pixels (T, nside 4, full sky), where the default batch (the
  * batch terms within 1/16 of the route's largest matrix) is a few maps:
