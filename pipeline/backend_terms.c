@@ -18,9 +18,15 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   const int64_t n = d->n_pix, nm = d->n_modes;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
   /* SMW's n_modes^2 windows (I + K Lambda built, G read) are panels of columns. */
-  /* A batch of maps is written (and pixel-direct's z and P_b z read) a panel of rows at a
-   * time (problem.c, stage_spectra.c). */
+  /* A batch of maps is written a map at a time, a panel of its rows through a window of that
+   * one column, on any rank that holds the column (inputs_maps.c: every rank's window counts
+   * as one column); pixel-direct's z and P_b z are read a panel of rows of the batch at a time
+   * (stage_spectra.c). */
+  qp_model_dims column_owner = *d;
+  column_owner.grid_cols = 1;
+  column_owner.grid_col = 0;
   const qp_model_bytes kernel = qp_model_matrix_bytes(d, nm, qp_model_mode_panel(d)),
+                       map = qp_model_window_bytes(&column_owner, n, 1, 1),
                        maps = qp_model_window_bytes(d, n, qp_model_map_batch(d), 1);
   /* covariance_setup: a dense N read, C (or SMW's N_eff) built, each a panel of columns at a
    * time (inputs.c; pixel_matrices.c: N's variances and S added). */
@@ -28,8 +34,9 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
   out[QP_STAGE_COVARIANCE_SETUP] =
       d->noise_dense || !smw || d->switched || (d->cross_maps && d->noise2_dense) ? built : none;
   /* basis_setup: V^T built (SMW: and whitened), a panel of rows at a time; a batch of maps
-   * (SMW), I + K Lambda built a panel of columns at a time (SMW); pixel-direct nothing
-   * (L^-1's upper triangle is cleared on the device). */
+   * (SMW: written a map at a time, whitened a panel of the batch's rows at a time), I + K
+   * Lambda built a panel of columns at a time (SMW); pixel-direct nothing (L^-1's upper
+   * triangle is cleared on the device). */
   const qp_model_bytes vt = qp_model_window_bytes(d, n, nm, 1);
   out[QP_STAGE_BASIS_SETUP] = pixel ? none
                               : smw ? qp_model_bytes_max(qp_model_bytes_max(vt, maps), kernel)
@@ -57,7 +64,7 @@ static void qp_staging_bytes(const qp_model_dims *d, qp_model_bytes out[QP_STAGE
       pixel ? qp_model_bytes_max(qp_model_bytes_times((size_t)d->spectra_chunk, built),
                                  qp_model_bytes_times(2, maps))
       : smw ? none
-            : maps;
+            : map;
 }
 
 /* An operation with buffers of the backend's own that a stage runs on the device (one rank:

@@ -16,7 +16,6 @@
 const qp_ck_slot qp_ck_slots[QP_CK_SLOTS] = {
     {"observed", QP_TERM_OBSERVED_INDEX, QP_CK_I64, offsetof(qp_problem, observed)},
     {"vectors", QP_TERM_PIXEL_VECTORS, QP_CK_F64, offsetof(qp_problem, vectors)},
-    {"maps", QP_TERM_MAPS, QP_CK_F64, offsetof(qp_problem, maps)},
     {"noise_variance", QP_TERM_NOISE_VARIANCE, QP_CK_F64, offsetof(qp_problem, noise_variance)},
     {"noise", QP_TERM_NOISE, QP_CK_MATRIX, offsetof(qp_problem, noise)},
     {"covariance", QP_TERM_COVARIANCE, QP_CK_MATRIX, offsetof(qp_problem, cov)},
@@ -48,8 +47,6 @@ void *qp_ck_field(const qp_problem *p, const qp_ck_slot *s) { return (char *)p +
 int64_t qp_ck_count(const qp_problem *p, const qp_ck_slot *s) {
   if (s->offset == offsetof(qp_problem, observed)) return p->n_observed;
   if (s->offset == offsetof(qp_problem, vectors)) return 3 * p->n_observed;
-  if (s->offset == offsetof(qp_problem, maps))
-    return p->n_pix * p->n_maps * (p->plan->model_dims.cross_maps ? 2 : 1);
   if (s->offset == offsetof(qp_problem, noise_variance) ||
       s->offset == offsetof(qp_problem, noise_variance_b))
     return p->n_pix;

@@ -18,9 +18,11 @@
 
 /* The root attribute "format" of every checkpoint, bumped when what a stage's checkpoint
  * holds changes: another qmlpipe format is refused on resume (exit 6), never read as this
- * one; a text without the prefix is not a qmlpipe checkpoint (exit 8). */
+ * one; a text without the prefix is not a qmlpipe checkpoint (exit 8). Format 2: the maps are
+ * no longer saved (a resumed run reads them again from their files, which the checkpoint's
+ * input hashes tie to the interrupted run's). */
 #define QP_CHECKPOINT_FORMAT_PREFIX "qmlpipe checkpoint "
-#define QP_CHECKPOINT_FORMAT QP_CHECKPOINT_FORMAT_PREFIX "1"
+#define QP_CHECKPOINT_FORMAT QP_CHECKPOINT_FORMAT_PREFIX "2"
 
 /* The room for a checkpoint's path: the directory (checked shorter than QP_PATH_MAX - 64 by
  * qp_checkpoint_open) and "/stage-<name>.rank<k>.h5". */
@@ -38,7 +40,7 @@ typedef struct qp_ck_slot {
 } qp_ck_slot;
 
 /* The slots, in restore order (checkpoint_file.c). */
-enum { QP_CK_SLOTS = 26 };
+enum { QP_CK_SLOTS = 25 };
 extern const qp_ck_slot qp_ck_slots[QP_CK_SLOTS];
 
 /* The pointer or qp_matrix of slot `s` in `p`. */

@@ -137,7 +137,8 @@ qp_err qp_inputs_read_geometry(qp_problem *p) {
   return QP_OK;
 }
 
-/* Copies the sky map's values at positions [first, first + count) into x, checking each. */
+/* Copies the sky map's values at positions [first, first + count) into x, checking each (x
+ * NULL: checks only). */
 static qp_err qp_inputs_gather(const qp_problem *p, const double *sky, int64_t first, int64_t count,
                                const char *path, const char *what, int positive, double *x) {
   for (int64_t k = 0; k < count; ++k) {
@@ -155,14 +156,13 @@ static qp_err qp_inputs_gather(const qp_problem *p, const double *sky, int64_t f
              "%s '%s' has the value %g at observed RING pixel %lld, whose square overflows a "
              "double (|value| must be <= %.3g): rescale the map (e.g. K to uK is 1e6)",
              what, path, v, (long long)pixel, QP_INPUTS_VALUE_MAX);
-    x[k] = v;
+    if (x) x[k] = v;
   }
   return QP_OK;
 }
 
-/* Reads every field a file holds for the analysis into x (length n_pix, data-vector order). */
-static qp_err qp_inputs_read_fields(const qp_problem *p, const char *path, const char *what,
-                                    int positive, double *x) {
+qp_err qp_inputs_read_fields(const qp_problem *p, const char *path, const char *what, int positive,
+                             double *sky, double *x) {
   qp_healpix_info info;
   QP_CALL(qp_fits_map_info(path, &info));
   QP_CHECK(info.nside == p->nside, QP_ERR_INPUT,
@@ -175,8 +175,9 @@ static qp_err qp_inputs_read_fields(const qp_problem *p, const char *path, const
   const int64_t offset[3] = {0, p->n_obs_t, p->n_obs_t + p->n_obs_p};
   for (int f = 0; f < 3; ++f) {
     if (column[f] < 0) continue;
-    QP_CALL(qp_fits_map_read(path, &info, column[f], p->sky));
-    QP_CALL(qp_inputs_gather(p, p->sky, first[f], count[f], path, what, positive, x + offset[f]));
+    QP_CALL(qp_fits_map_read(path, &info, column[f], sky));
+    QP_CALL(qp_inputs_gather(p, sky, first[f], count[f], path, what, positive,
+                             x ? x + offset[f] : NULL));
   }
   return QP_OK;
 }
@@ -277,19 +278,20 @@ qp_err qp_inputs_read_noise2(qp_problem *p, qp_matrix *into) {
   return QP_OK;
 }
 
-/* The maps and a variance map (rank 0 only with MPI); for cross-spectra maps2 after the maps
- * (column n_maps + k) and noise2's variance map. */
+/* The maps checked, each read and let go (they are read again, a batch at a time, where they
+ * are used: qp_maps_to_matrix), and a variance map read (rank 0 only with MPI); for
+ * cross-spectra maps2 after the maps and noise2's variance map. */
 static qp_err qp_inputs_read_map_files(qp_problem *p) {
   const qp_config *cfg = p->cfg;
   for (int m = 0; m < cfg->n_maps; ++m)
-    QP_CALL(qp_inputs_read_fields(p, cfg->maps[m], "map", 0, p->maps + m * p->n_pix));
+    QP_CALL(qp_inputs_read_fields(p, cfg->maps[m], "map", 0, p->sky, NULL));
   for (int m = 0; m < cfg->n_maps2; ++m)
-    QP_CALL(qp_inputs_read_fields(p, cfg->maps2[m], "map (maps2)", 0,
-                                  p->maps + (cfg->n_maps + m) * p->n_pix));
+    QP_CALL(qp_inputs_read_fields(p, cfg->maps2[m], "map (maps2)", 0, p->sky, NULL));
   if (cfg->noise_kind == QP_NOISE_VARIANCE_MAP)
-    QP_CALL(qp_inputs_read_fields(p, cfg->noise_file, "noise variance map", 1, p->noise_variance));
+    QP_CALL(qp_inputs_read_fields(p, cfg->noise_file, "noise variance map", 1, p->sky,
+                                  p->noise_variance));
   if (cfg->n_maps2 > 0 && cfg->noise2_kind == QP_NOISE_VARIANCE_MAP)
-    QP_CALL(qp_inputs_read_fields(p, cfg->noise2_file, "noise variance map (noise2)", 1,
+    QP_CALL(qp_inputs_read_fields(p, cfg->noise2_file, "noise variance map (noise2)", 1, p->sky,
                                   p->noise_variance_b));
   return QP_OK;
 }
@@ -299,9 +301,8 @@ qp_err qp_inputs_read_data(qp_problem *p) {
   /* The allocations agreed on first: a rank refused one (out of memory) must not leave the
    * others waiting in the collectives below (qp_inputs_read_geometry). */
   const int cross = cfg->n_maps2 > 0;
-  const int64_t columns = p->n_maps * (cross ? 2 : 1);
-  qp_err err = QP_ALLOC_DOUBLES(QP_TERM_MAPS, QP_TERM_PERSISTENT, p->n_pix * columns, &p->maps);
-  if (err == QP_OK && cfg->noise_kind != QP_NOISE_COVARIANCE)
+  qp_err err = QP_OK;
+  if (cfg->noise_kind != QP_NOISE_COVARIANCE)
     err =
         QP_ALLOC_DOUBLES(QP_TERM_NOISE_VARIANCE, QP_TERM_PERSISTENT, p->n_pix, &p->noise_variance);
   /* A dense noise2 is read into C_B's buffer in covariance_setup (qp_inputs_read_noise2). */
@@ -326,7 +327,6 @@ qp_err qp_inputs_read_data(qp_problem *p) {
     break;
   }
   QP_CALL(qp_comm_agree(qp_inputs_reader() ? qp_inputs_read_map_files(p) : QP_OK));
-  QP_CALL(qp_comm_bcast(p->maps, (size_t)(p->n_pix * columns) * sizeof(double)));
   if (p->noise_variance_b)
     QP_CALL(qp_comm_bcast(p->noise_variance_b, (size_t)p->n_pix * sizeof(double)));
   if (p->noise_variance) {

@@ -28,8 +28,10 @@ qp_err qp_inputs_read_geometry(qp_problem *p);
 /** Calls, once and small, the libraries covariance_setup will use (chealpix, cfitsio on the
  *  first map's header), so that their first-use pages fall before the run's baseline. */
 qp_err qp_inputs_touch_libraries(const qp_problem *p);
-/** Reads the maps and the noise into QP_TERM_MAPS and QP_TERM_NOISE_VARIANCE / QP_TERM_NOISE,
- *  checking nside, NaN/UNSEEN at observed pixels, positive variances, a symmetric N. */
+/** Checks every map (nside, columns, NaN/UNSEEN or overflowing values at observed pixels),
+ *  each read on the reading rank through the sky buffer and let go: no map is kept (they are
+ *  read again where they are used, qp_maps_to_matrix). Reads the noise into
+ *  QP_TERM_NOISE_VARIANCE / QP_TERM_NOISE, checking positive variances, a symmetric N. */
 qp_err qp_inputs_read_data(qp_problem *p);
 /** Cross-spectra with a dense noise2 (covariance_setup): noise2's covariance, checked as
  *  noise's is (shape, symmetry), into `into` (C_B's buffer, n_pix^2 on the run's backend).

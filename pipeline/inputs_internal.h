@@ -1,5 +1,5 @@
-/* inputs_internal.h: what the two halves of the inputs share (inputs_plan.c before the plan,
- * inputs.c inside covariance_setup); for them alone. */
+/* inputs_internal.h: what the parts of the inputs share (inputs_plan.c before the plan,
+ * inputs.c inside covariance_setup, inputs_maps.c where the maps are used); for them alone. */
 #ifndef QP_INPUTS_INTERNAL_H
 #define QP_INPUTS_INTERNAL_H
 
@@ -17,8 +17,8 @@ int qp_has_t(const qp_config *cfg);
 int qp_has_p(const qp_config *cfg);
 const char *qp_mask_pol(const qp_config *cfg);
 /* With MPI, rank 0 reads (it alone holds the sky buffer) and every rank gets what is small:
- * the plan's counts and C_ell, the positions, maps and variances are replicated; a read error
- * on rank 0 is every rank's. */
+ * the plan's counts and C_ell, the positions and variances are replicated, the maps passed on
+ * one at a time (inputs_maps.c); a read error on rank 0 is every rank's. */
 int qp_inputs_reader(void);
 /* Reads a mask into `sky` and counts its observed pixels (nonzero, not UNSEEN). */
 qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double *sky, int64_t *n_observed);
@@ -27,5 +27,11 @@ qp_err qp_inputs_read_mask(const qp_problem *p, const char *path, double *sky, i
  * and U; a one-column file holds T. */
 qp_err qp_inputs_columns(const qp_problem *p, const char *path, const char *what,
                          const qp_healpix_info *info, int column[3]);
+/* Reads every field a file holds for the analysis, through `sky` (n_sky: one full-sky
+ * column), into x (n_pix, data-vector order), checking each value at an observed pixel
+ * (finite, not UNSEEN, its square finite; positive when `positive`), the errors naming `what`,
+ * the file and the pixel. x NULL: checks only. */
+qp_err qp_inputs_read_fields(const qp_problem *p, const char *path, const char *what, int positive,
+                             double *sky, double *x);
 
 #endif

@@ -44,9 +44,9 @@ typedef struct qp_model_dims {
   int64_t n_params;      /* spectra x bins */
   int64_t fisher_chunk;  /* pixel-direct: products held at once in fisher_run */
   int64_t spectra_chunk; /* pixel-direct: bin matrices held at once in spectra_run */
-  int64_t map_batch;     /* maps on the device at once (1..n_maps; 0: n_maps): every per-map
-                            device matrix has map_batch columns (planner_chunks.c,
-                            memory.device_limit) */
+  int64_t map_batch;     /* maps a per-map matrix holds at once (1..n_maps; 0: n_maps): every
+                            per-map matrix has map_batch columns (planner_batch.c: the default
+                            batch, or memory.device_limit's) */
   int64_t w_block;       /* projection: columns of W = Y^T Y on the device at once (1..n_modes;
                             0: n_modes). Below n_modes W is formed in blocks and kept whole on
                             the host only (planner_chunks.c, memory.device_limit; one rank) */

@@ -40,6 +40,10 @@ typedef struct qp_plan {
    * chunked fisher_run), for the whole problem: `plan --sbatch` estimates --time from it. */
   double flops;
 
+  /* The chosen route's default map batch (planner_batch.c, docs/memory-model.md "Maps in
+   * batches"): model_dims.map_batch below it was made smaller by memory.device_limit. */
+  int64_t map_batch_default;
+
   qp_model model;           /* the memory model of the route and chunks chosen */
   qp_model_dims model_dims; /* the dimensions (chunks, batches, blocks, panels) it was
                                predicted from */

@@ -5,7 +5,8 @@
  * (`run`) and the budget/plan commands, after inputs.c has read what the plan needs.
  *   planner.c         the limit; the backend's figures the plan reads
  *   planner_route.c   the route, its reason, the SMW check and re-route
- *   planner_chunks.c  the model of a route and its pieces (chunks, batches, W blocks, panels)
+ *   planner_chunks.c  the model of a route and its pieces (chunks, W blocks, panels)
+ *   planner_batch.c   the maps' batch (the default rule, or memory.device_limit's fit)
  *   planner_check.c   the limit check's refusals */
 #ifndef QP_PLANNER_H
 #define QP_PLANNER_H

@@ -1,6 +1,6 @@
 /* planner_chunks.c: the model of one route and the pieces the planner cuts it into for the
- * memory limits: the pixel-direct chunks, the maps' batches, W's blocks, the host panels
- * (planner.h, docs/memory-model.md). */
+ * memory limits: the pixel-direct chunks, W's blocks, the product and host panels (the maps'
+ * batches: planner_batch.c) (planner.h, docs/memory-model.md). */
 #include "planner_internal.h"
 
 #include <string.h>
@@ -25,7 +25,7 @@ const qp_grid *qp_plan_grid(const qp_problem *p, const qp_plan *plan) {
 
 /* Distributed, every rank runs the same pieces: the smallest any rank chose (each rank's
  * peaks fall with the piece, so it fits every rank). */
-static qp_err qp_plan_smallest_over_ranks(int64_t *size) {
+qp_err qp_plan_smallest_over_ranks(int64_t *size) {
   double negated = -(double)*size;
   QP_CALL(qp_comm_max(&negated, 1));
   *size = (int64_t)-negated;
@@ -115,9 +115,9 @@ qp_err qp_plan_model(const qp_problem *p, const qp_plan *plan, qp_model_path pat
  * model->oversize_term) cannot be sized, *sized 0, and its error is forgotten: smaller chunks,
  * batches or blocks may do. The model decides that on each term's whole size, the same on
  * every rank. */
-static qp_err qp_plan_model_sized(const qp_problem *p, const qp_plan *plan, qp_model_path path,
-                                  const qp_plan_pieces *pieces, qp_model *model, int *sized,
-                                  qp_model_dims *dims_out) {
+qp_err qp_plan_model_sized(const qp_problem *p, const qp_plan *plan, qp_model_path path,
+                           const qp_plan_pieces *pieces, qp_model *model, int *sized,
+                           qp_model_dims *dims_out) {
   qp_err err = qp_plan_model(p, plan, path, pieces, model, dims_out);
   *sized = !(err == QP_ERR_INPUT && model->oversize_term[0]);
   if (!*sized) {
@@ -192,33 +192,10 @@ qp_err qp_plan_chunks(const qp_problem *p, const qp_plan *plan, int64_t batch,
   return QP_OK;
 }
 
-/* Whether route `path` with `batch` maps on the device at once (and the pixel-direct chunks at
- * their least, 1, which the chunk search then raises: maps are batched only where no chunking
- * keeps them whole) keeps every stage's device peak inside memory.device_limit and, with
- * memory.host_limit, the host peak inside that; a plan that cannot be sized does not fit. */
-static qp_err qp_plan_batch_fits(const qp_problem *p, const qp_plan *plan, qp_model_path path,
-                                 int64_t batch, int64_t w_block, int host_too, qp_model *model,
-                                 int *fits) {
-  const int64_t chunk = path == QP_MODEL_PIXEL_DIRECT ? 1 : p->n_params;
-  const qp_plan_pieces pieces = {chunk, chunk, batch, w_block, 0, 0};
-  QP_CALL(qp_plan_model_sized(p, plan, path, &pieces, model, fits, NULL));
-  if (!*fits) return QP_OK;
-  *fits = (double)qp_model_peak_in(model, QP_SPACE_DEVICE) <= qp_plan_device_room(p) &&
-          (!host_too || plan->host_limit <= 0 ||
-           (double)(qp_model_peak(model) + model->overhead_bytes) <= plan->host_limit);
-  return QP_OK;
-}
-
-/* A fit test of the planner's bisection: *fits for a piece of `size` (a map batch, a W
- * block), `how` the test's own parameters. */
-typedef qp_err (*qp_plan_fit_test)(const qp_problem *p, const qp_plan *plan, const void *how,
-                                   int64_t size, int *fits);
-
 /* The largest size in 1..most that `test` accepts (0: none), for tests whose peaks fall as
  * the size does (every size below one that fits fits): a bisection. */
-static qp_err qp_plan_largest_fitting(const qp_problem *p, const qp_plan *plan,
-                                      qp_plan_fit_test test, const void *how, int64_t most,
-                                      int64_t *largest) {
+qp_err qp_plan_largest_fitting(const qp_problem *p, const qp_plan *plan, qp_plan_fit_test test,
+                               const void *how, int64_t most, int64_t *largest) {
   int64_t lo = 0, hi = most; /* lo: the largest size known to fit (0: none yet) */
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
@@ -230,48 +207,6 @@ static qp_err qp_plan_largest_fitting(const qp_problem *p, const qp_plan *plan,
       hi = mid - 1;
   }
   *largest = lo;
-  return QP_OK;
-}
-
-/* qp_plan_batch_fits as a qp_plan_fit_test. The device peak falls with the batch, and so does
- * the host peak below n_maps (SMW keeps every map's V N^-1 x on the host once the maps are
- * batched). */
-typedef struct qp_plan_batch_how {
-  qp_model_path path;
-  int64_t w_block;
-  int host_too;
-} qp_plan_batch_how;
-
-static qp_err qp_plan_batch_test(const qp_problem *p, const qp_plan *plan, const void *how,
-                                 int64_t batch, int *fits) {
-  const qp_plan_batch_how *h = how;
-  qp_model model;
-  QP_CALL(qp_plan_batch_fits(p, plan, h->path, batch, h->w_block, h->host_too, &model, fits));
-  return QP_OK;
-}
-
-/* The map batch of route `path`: the maps a device matrix holds at once (docs/memory-model.md,
- * "Maps in batches"). n_maps on a host backend, without memory.device_limit, and whenever all
- * maps fit both limits; else the largest batch that fits both, or failing that the device
- * limit alone (the host limit check then names what does not fit), or 1 (the device limit
- * check then refuses the run, naming its stage and term). On a grid, the smallest batch of
- * any rank (a batch's leading columns are a block-cyclic matrix of their own at any width). */
-qp_err qp_plan_map_batch(const qp_problem *p, const qp_plan *plan, qp_model_path path,
-                         int64_t w_block, int64_t *batch) {
-  const int64_t n_maps = p->n_maps;
-  *batch = n_maps;
-  if (!qp_config_device_backend(p->cfg) || p->cfg->device_limit <= 0) return QP_OK;
-  qp_model model;
-  int fits = 0;
-  QP_CALL(qp_plan_batch_fits(p, plan, path, n_maps, w_block, 1, &model, &fits));
-  if (!fits) {
-    const qp_plan_batch_how both = {path, w_block, 1}, device_only = {path, w_block, 0};
-    QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &both, n_maps - 1, batch));
-    if (*batch == 0)
-      QP_CALL(qp_plan_largest_fitting(p, plan, qp_plan_batch_test, &device_only, n_maps, batch));
-    if (*batch == 0) *batch = 1;
-  }
-  QP_CALL(qp_plan_smallest_over_ranks(batch));
   return QP_OK;
 }
 
@@ -355,8 +290,9 @@ qp_err qp_plan_product_panel(const qp_problem *p, const qp_plan *plan, const qp_
   const qp_plan_product_how how = {k, unit};
   qp_model_dims d;
   qp_model model;
+  /* A route that cannot be sized has no panel: the route's own model says so (planner_route.c
+   * leaves it out), not this one's error. */
   int sized = 0;
-  /* A route that cannot be sized is left out by the route's own model (planner_route.c). */
   QP_CALL(qp_plan_model_sized(p, plan, QP_MODEL_HARMONIC_PROJECTED, k, &model, &sized, &d));
   if (!sized || !qp_model_w_windows(&d)) return QP_OK;
   const int64_t most = (n_lm - 1) / unit; /* units in a panel narrower than n_lm */

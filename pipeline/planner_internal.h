@@ -20,12 +20,29 @@ double qp_plan_device_room(const qp_problem *p);
  * its dimensions to *dims_out when that is not NULL. */
 qp_err qp_plan_model(const qp_problem *p, const qp_plan *plan, qp_model_path path,
                      const qp_plan_pieces *pieces, qp_model *model, qp_model_dims *dims_out);
+/* qp_plan_model for a fit test: a plan with a term beyond 2^56 bytes cannot be sized, *sized
+ * 0, and its error is forgotten (smaller pieces may do). */
+qp_err qp_plan_model_sized(const qp_problem *p, const qp_plan *plan, qp_model_path path,
+                           const qp_plan_pieces *pieces, qp_model *model, int *sized,
+                           qp_model_dims *dims_out);
+/* Distributed, every rank runs the same pieces: *size becomes the smallest any rank chose. */
+qp_err qp_plan_smallest_over_ranks(int64_t *size);
+/* A fit test of the planner's bisection: *fits for a piece of `size` (a map batch, a W
+ * block, a panel), `how` the test's own parameters. */
+typedef qp_err (*qp_plan_fit_test)(const qp_problem *p, const qp_plan *plan, const void *how,
+                                   int64_t size, int *fits);
+/* The largest size in 1..most that `test` accepts (0: none), for tests whose peaks fall as the
+ * size does: a bisection. */
+qp_err qp_plan_largest_fitting(const qp_problem *p, const qp_plan *plan, qp_plan_fit_test test,
+                               const void *how, int64_t most, int64_t *largest);
 /* The pixel-direct chunks for the limits (planner_chunks.c says how), and their model. */
 qp_err qp_plan_chunks(const qp_problem *p, const qp_plan *plan, int64_t batch,
                       int64_t *fisher_chunk, int64_t *spectra_chunk, qp_model *model);
-/* The map batch of route `path` under memory.device_limit (n_maps: all at once). */
+/* The map batch of route `path` (planner_batch.c): the default batch (also to *default_batch:
+ * n_maps under memory.device_limit), or under memory.device_limit the largest that fits
+ * (n_maps: all at once). */
 qp_err qp_plan_map_batch(const qp_problem *p, const qp_plan *plan, qp_model_path path,
-                         int64_t w_block, int64_t *batch);
+                         int64_t w_block, int64_t *batch, int64_t *default_batch);
 /* Projection without W (qp_model_w_windows): the panel of its products, *panel (0: whole), for
  * the route's pieces k; *smallest_peak, unless NULL, the peak at the narrowest panel. */
 qp_err qp_plan_product_panel(const qp_problem *p, const qp_plan *plan, const qp_plan_pieces *k,

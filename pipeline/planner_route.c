@@ -162,6 +162,7 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
   int best = -1, best_fit = -1;
   /* Each route's pieces; the pixel-direct chunks are the only ones below n_params. */
   qp_plan_pieces pieces[3];
+  int64_t default_batch[3] = {p->n_maps, p->n_maps, p->n_maps};
   for (int r = 0; r < 3; ++r)
     pieces[r] = (qp_plan_pieces){p->n_params, p->n_params, 0, 0, 0, 0};
   int64_t *fisher_chunk = &pieces[0].fisher_chunk, *spectra_chunk = &pieces[0].spectra_chunk;
@@ -173,7 +174,9 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
     if (!allowed[r]) continue;
     qp_plan_pieces *k = &pieces[r];
     qp_err err = r == QP_MODEL_HARMONIC_PROJECTED ? qp_plan_w_block(p, plan, &k->w_block) : QP_OK;
-    if (err == QP_OK) err = qp_plan_map_batch(p, plan, (qp_model_path)r, k->w_block, &k->map_batch);
+    if (err == QP_OK)
+      err = qp_plan_map_batch(p, plan, (qp_model_path)r, k->w_block, &k->map_batch,
+                              &default_batch[r]);
     if (err == QP_OK && r == QP_MODEL_HARMONIC_PROJECTED)
       err = qp_plan_product_panel(p, plan, k, &k->product_panel, &smallest_peak);
     if (err == QP_OK && r == 0)
@@ -261,10 +264,16 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
     qp_plan_reason_append(plan, "; W in blocks of %lld of %lld columns on the device for %s",
                           (long long)k->w_block, (long long)p->n_modes,
                           qp_plan_limits_text(p, plan));
-  if (k->map_batch < p->n_maps)
+  plan->map_batch_default = default_batch[chosen];
+  if (k->map_batch < default_batch[chosen]) /* memory.device_limit's */
     qp_plan_reason_append(plan, "; maps in batches of %lld of %lld on the device for %s",
                           (long long)k->map_batch, (long long)p->n_maps,
                           qp_plan_limits_text(p, plan));
+  else if (k->map_batch < p->n_maps)
+    qp_plan_reason_append(plan,
+                          "; maps in batches of %lld of %lld (the default: a batch's terms "
+                          "within 1/16 of the largest matrix)",
+                          (long long)k->map_batch, (long long)p->n_maps);
   if (chosen == 2 && k->product_panel > 0)
     qp_plan_reason_append(plan,
                           "; W's windows and Z's lined-up columns in panels of %lld of %lld "

@@ -25,10 +25,21 @@ size_t qp_problem_backend_held_bytes(const qp_problem *p) {
 }
 
 void qp_problem_free(qp_problem *p) {
-  double **tracked[] = {&p->sky,    &p->vectors,    &p->maps,           &p->noise_variance,
-                        &p->fisher, &p->noise_bias, &p->fisher_inverse, &p->yb,
-                        &p->cl,     &p->error,      &p->mode_maps_host, &p->noise_variance_b,
-                        &p->y_covariance, &p->spectra_covariance, &p->fisher_ell, &p->window};
+  double **tracked[] = {&p->sky,
+                        &p->vectors,
+                        &p->noise_variance,
+                        &p->fisher,
+                        &p->noise_bias,
+                        &p->fisher_inverse,
+                        &p->yb,
+                        &p->cl,
+                        &p->error,
+                        &p->mode_maps_host,
+                        &p->noise_variance_b,
+                        &p->y_covariance,
+                        &p->spectra_covariance,
+                        &p->fisher_ell,
+                        &p->window};
   for (size_t i = 0; i < sizeof tracked / sizeof *tracked; ++i) {
     qp_budget_free(*tracked[i]);
     *tracked[i] = NULL;
@@ -62,27 +73,6 @@ void qp_problem_free(qp_problem *p) {
   p->ell_weight = NULL;
   qp_pixel_window_free(&p->pixel_window);
   qp_cls_free(&p->cls);
-}
-
-qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m) {
-  const int64_t columns = p->n_maps * (p->plan->model_dims.cross_maps ? 2 : 1);
-  QP_CHECK(first >= 0 && first + m->cols <= columns, QP_ERR_INTERNAL,
-           "maps %lld..%lld into '%s' (%lld maps)", (long long)first, (long long)(first + m->cols),
-           m->name, (long long)columns);
-  /* A panel of rows at a time (qp_host_panel: all of them unless memory.host_limit panels
-   * the host windows on a device backend). */
-  for (int64_t row0 = 0, rows; row0 < m->local_rows; row0 += rows) {
-    rows = qp_host_panel_width(p, m->local_rows, row0);
-    qp_host_window w;
-    QP_CALL(qp_host_window_open_block(m, row0, rows, 0, m->local_cols, QP_ACCESS_WRITE, &w));
-    for (int64_t lj = 0; lj < m->local_cols; ++lj) {
-      const double *map = p->maps + (first + qp_matrix_global_col(m, lj)) * p->n_pix;
-      for (int64_t i = 0; i < rows; ++i)
-        w.data[i + lj * w.ld] = map[qp_matrix_global_row(m, row0 + i)];
-    }
-    QP_CALL(qp_host_window_close(&w));
-  }
-  return QP_OK;
 }
 
 double *qp_mode_maps_host_batch(const qp_problem *p, int64_t first) {

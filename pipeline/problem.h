@@ -40,12 +40,11 @@ typedef struct qp_problem {
   double *sky;            /* QP_TERM_SKY_BUFFER: one full-sky map (covariance_setup only) */
   int64_t *observed;      /* QP_TERM_OBSERVED_INDEX: RING index per position */
   double *vectors;        /* QP_TERM_PIXEL_VECTORS: 3 x n_observed unit vectors */
-  double *maps;           /* QP_TERM_MAPS: n_pix x n_maps, column-major */
   double *noise_variance; /* QP_TERM_NOISE_VARIANCE (diagonal N) or NULL */
   qp_matrix noise;        /* QP_TERM_NOISE (dense N) or empty */
   qp_matrix cov;          /* QP_TERM_COVARIANCE: C, then L, then L^-1 */
-  /* Cross-spectra (plan->model_dims.cross_maps): maps2's columns follow maps' in `maps`
-   * (map k of maps2 is column n_maps + k); every route (SMW's B half further down). */
+  /* Cross-spectra (plan->model_dims.cross_maps): maps2's columns follow maps' (map k of maps2
+   * is column n_maps + k, qp_maps_to_matrix); every route (SMW's B half further down). */
   double *noise_variance_b; /* QP_TERM_NOISE_VARIANCE_B: N_B (covariance_setup only; SMW without
                                the switch: to basis_setup) */
   qp_matrix cov_b;          /* QP_TERM_COVARIANCE_B: C_B = S + N_B, then L_B, then L_B^-1 */
@@ -133,12 +132,16 @@ static inline double qp_spectrum_weight(const qp_problem *p, qp_spectrum s, int 
   return qp_field_weight(p, s != QP_TT && s != QP_TE && s != QP_TB, s != QP_TT, l);
 }
 
-/** m (n_pix x cols, any backend) <- maps first .. first + cols - 1, which every rank holds
- *  whole (through a host window): one batch of maps. */
+/** m (n_pix x cols, any backend) <- maps first .. first + cols - 1 (maps2's from n_maps on),
+ *  one batch of maps, read from their files (inputs_maps.c): no rank keeps the maps. The
+ *  reading rank reads one map at a time into QP_TERM_MAP_BUFFER (through a QP_TERM_SKY_BUFFER),
+ *  every rank gets it (a broadcast) and writes its own entries of that column through a host
+ *  window of one column. A file that went bad since covariance_setup's check fails on every
+ *  rank, naming it. Collective. */
 qp_err qp_maps_to_matrix(const qp_problem *p, int64_t first, qp_matrix *m);
-/** Maps a per-map matrix holds at once: the plan's map batch (memory_model.h), n_maps unless
- *  memory.device_limit made the planner batch them. The stages loop over the maps in batches
- *  of it, one batch when all fit. */
+/** Maps a per-map matrix holds at once: the plan's map batch (memory_model.h): the default
+ *  batch's rule (planner_batch.c, docs/memory-model.md "The maps: read where they are used,
+ *  in batches"), or memory.device_limit's fit. The stages loop over the maps in batches. */
 static inline int64_t qp_map_batch(const qp_problem *p) {
   return qp_model_map_batch(&p->plan->model_dims);
 }
@@ -173,8 +176,8 @@ static inline int64_t qp_map_batch_count(const qp_problem *p, int64_t first) {
   return p->n_maps - first < batch ? p->n_maps - first : batch;
 }
 /** The `count` columns one batch uses of a per-map matrix m (qp_map_batch columns): a view of
- *  all of m when count is all of them, on any backend; of its first `count` otherwise (a
- *  local matrix: batched plans are never distributed, planner_chunks.c). */
+ *  all of m when count is all of them, on any backend; of its first `count` otherwise (on a
+ *  grid too: columns from 0 are a block-cyclic matrix of their own, qp_matrix_columns). */
 qp_err qp_map_batch_view(const qp_matrix *m, int64_t count, qp_matrix *view);
 
 /** SMW with the maps in batches keeps every batch's V N_eff^-1 x on the host from basis_setup

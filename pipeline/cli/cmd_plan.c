@@ -91,9 +91,14 @@ static void qp_plan_print(const qp_problem *p) {
            "time\n",
            (long long)p->plan->model_dims.fisher_chunk, p->n_params,
            (long long)p->plan->model_dims.spectra_chunk);
-  if (qp_model_map_batch(&p->plan->model_dims) < p->n_maps)
+  const int64_t batch = qp_model_map_batch(&p->plan->model_dims);
+  if (batch < p->plan->map_batch_default)
     printf("  maps in batches of %lld of %lld on the device (memory.device_limit)\n",
-           (long long)qp_model_map_batch(&p->plan->model_dims), (long long)p->n_maps);
+           (long long)batch, (long long)p->n_maps);
+  else if (batch < p->n_maps)
+    printf("  maps read in batches of %lld of %lld (the default batch: its terms within 1/16 of "
+           "the largest matrix)\n",
+           (long long)batch, (long long)p->n_maps);
   if (qp_model_w_chunked(&p->plan->model_dims))
     printf("  W in blocks of %lld of %lld columns on the device (memory.device_limit)\n",
            (long long)p->plan->model_dims.w_block, (long long)p->n_modes);

@@ -8,6 +8,7 @@
 
 #include "block_cyclic.h"
 #include "checked_size.h"
+#include "covariance_terms.h"
 #include "fisher_terms.h"
 #include "model_bytes.h"
 #include "spectra_terms.h"
@@ -109,7 +110,8 @@ qp_err qp_basis_terms(const qp_model_dims *d, qp_model *m) {
   if (d->path == QP_MODEL_PIXEL_DIRECT) return QP_OK;
   const int smw = d->path == QP_MODEL_HARMONIC_SMW;
   const qp_stage_id bas = QP_STAGE_BASIS_SETUP, spe = QP_STAGE_SPECTRA_RUN;
-  /* The per-map matrices hold one batch of maps (planner_chunks.c); the host keeps every map. */
+  /* The per-map matrices hold one batch of maps (planner_batch.c); SMW reads them here, one
+   * map at a time through the map buffer (inputs_maps.c). */
   const int64_t batch = qp_model_map_batch(d);
   const qp_model_bytes pix_maps = qp_model_matrix_bytes(d, d->n_pix, batch),
                        mode_maps = qp_model_matrix_bytes(d, d->n_modes, batch);
@@ -131,6 +133,7 @@ qp_err qp_basis_terms(const qp_model_dims *d, qp_model *m) {
      * V N_eff^-1 x; 1 the switch's Q; 2 K_A, K_B; 3 the LUs. */
     t->phase_free = cross ? 2 : 1;
     if (tb) tb->phase_free = 2;
+    qp_map_reader_terms(d, m, bas, 0);
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, bas,
                                         bas, "n_pix map_batch x 8 (N_eff^-1/2 x)"))
         ->phase_free = 0;

@@ -4,31 +4,44 @@
 
 #include "model_bytes.h"
 
+/* The reader alone holds the sky buffer; every rank checks its size all the same. */
+static void qp_sky_buffer_term(const qp_model_dims *d, qp_model *m, qp_stage_id stage, int phase) {
+  const qp_model_bytes sky = qp_model_vector_bytes(d->n_sky, sizeof(double));
+  const char *formula = d->grid_rows > 0 ? "n_sky x 8 (rank 0 reads)" : "n_sky x 8";
+  if (d->grid_rows > 0 && !d->reader) {
+    qp_model_size_ok(m, QP_TERM_SKY_BUFFER, sky, formula);
+    return;
+  }
+  qp_model_term *t =
+      qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, sky, stage, stage, formula);
+  if (phase >= 0) t->phase_alloc = t->phase_free = phase;
+}
+
+void qp_map_reader_terms(const qp_model_dims *d, qp_model *m, qp_stage_id stage, int phase) {
+  qp_model_term *t =
+      qp_model_add(m, QP_TERM_MAP_BUFFER, QP_TERM_TRANSIENT,
+                   qp_model_vector_bytes(d->n_pix, sizeof(double)), stage, stage,
+                   d->grid_rows > 0 ? "n_pix x 8 (one map, from rank 0 to every rank)"
+                                    : "n_pix x 8 (one map at a time)");
+  t->phase_alloc = t->phase_free = phase;
+  qp_sky_buffer_term(d, m, stage, phase);
+}
+
 qp_err qp_covariance_terms(const qp_model_dims *d, qp_model *m) {
-  const int dist = d->grid_rows > 0;
   const int pixel = d->path == QP_MODEL_PIXEL_DIRECT, smw = d->path == QP_MODEL_HARMONIC_SMW;
   const size_t w = sizeof(double);
   const qp_model_bytes pix_sq = qp_model_matrix_bytes(d, d->n_pix, d->n_pix);
   const qp_stage_id cov = QP_STAGE_COVARIANCE_SETUP, bas = QP_STAGE_BASIS_SETUP,
                     fis = QP_STAGE_FISHER_RUN, spe = QP_STAGE_SPECTRA_RUN;
 
-  /* The reader alone holds the sky buffer; every rank checks its size all the same. */
-  const qp_model_bytes sky = qp_model_vector_bytes(d->n_sky, w);
-  const char *sky_formula = dist ? "n_sky x 8 (rank 0 reads)" : "n_sky x 8";
-  if (!dist || d->reader)
-    qp_model_add(m, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, sky, cov, cov, sky_formula);
-  else
-    qp_model_size_ok(m, QP_TERM_SKY_BUFFER, sky, sky_formula);
+  qp_sky_buffer_term(d, m, cov, -1);
   qp_model_add(m, QP_TERM_OBSERVED_INDEX, QP_TERM_PERSISTENT,
                qp_model_vector_bytes(d->n_positions, sizeof(int64_t)), cov, spe, "n_positions x 8");
   qp_model_add(m, QP_TERM_PIXEL_VECTORS, QP_TERM_PERSISTENT,
                qp_model_bytes_times(3, qp_model_vector_bytes(d->n_positions, w)), cov, spe,
                "3 n_positions x 8");
-  /* The maps are whole on every rank (replicated), so is every n_params buffer. */
-  const qp_model_bytes maps = qp_model_bytes_times((size_t)d->n_maps * (d->cross_maps ? 2 : 1),
-                                                   qp_model_vector_bytes(d->n_pix, w));
-  qp_model_add(m, QP_TERM_MAPS, QP_TERM_PERSISTENT, maps, cov, spe,
-               d->cross_maps ? "2 n_pix n_maps x 8 (maps and maps2)" : "n_pix n_maps x 8");
+  /* The maps are checked here through the sky buffer and not kept: they are read again a
+   * batch at a time where they are used (qp_map_reader_terms). */
   /* The noise lives until the noise bias on the pixel-direct and projection routes. SMW is
    * done with it in basis_setup: the maps are whitened there, and N_eff (26 GiB at the
    * calibration case of docs/memory-model.md) goes as soon as Y = L_N^-1 V^T exists

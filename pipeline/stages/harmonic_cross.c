@@ -131,8 +131,8 @@ done:
   return err;
 }
 
-/* z of one set for a batch: x (`column` the set's first map of the batch in p->maps) weighed
- * by L^-1, then Y^T; whole on every rank (a copy where the backend moves data). */
+/* z of one set for a batch: x (`column` the set's first map of the batch, qp_maps_to_matrix)
+ * weighed by L^-1, then Y^T; whole on every rank (a copy where the backend moves data). */
 static qp_err qp_cross_mode_maps(qp_problem *p, const qp_matrix *l, const qp_matrix *y,
                                  int64_t column, qp_matrix *w, qp_matrix *v, qp_matrix *all,
                                  const double **whole) {

@@ -19,8 +19,9 @@ qp_err qp_smw_noise_check(qp_problem *p, qp_matrix *factor, const double *varian
 /** x -> N_eff^-1/2 x: by the Cholesky factor of a dense N_eff, or the variances. */
 qp_err qp_smw_whiten(qp_problem *p, const qp_matrix *factor, const double *variance, qp_matrix *x);
 /** out (created: n_modes x map_batch, `term`) <- V N_eff^-1 x = Y^T N_eff^-1/2 x for the maps
- *  from column `column` of p->maps, a batch at a time (qp_map_batch); with several batches each
- *  is kept in `host` (n_modes x n_maps, qp_mode_maps_host_batch's layout; NULL: one batch). */
+ *  from column `column` of the maps (qp_maps_to_matrix), a batch at a time (qp_map_batch); each
+ *  batch of several is kept in `host` (n_modes x n_maps, qp_mode_maps_host_batch's layout;
+ *  NULL: one batch). */
 qp_err qp_smw_mode_maps(qp_problem *p, const qp_matrix *factor, const double *variance,
                         const qp_matrix *y, int64_t column, const char *term, qp_matrix *out,
                         double *host);

@@ -3,6 +3,7 @@
  * two on every route. */
 #include "spectra_terms.h"
 
+#include "covariance_terms.h"
 #include "model_bytes.h"
 
 qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
@@ -10,9 +11,15 @@ qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
   const int moves = qp_model_moves_data(d);
   const size_t w = sizeof(double);
   const qp_stage_id spe = QP_STAGE_SPECTRA_RUN;
-  /* The per-map matrices hold one batch of maps (planner_chunks.c). */
+  /* The per-map matrices hold one batch of maps (planner_batch.c), read from the files one
+   * map at a time (inputs_maps.c; SMW read them in basis_setup). The projection's auto-spectra
+   * read a batch (phase 0), then make its z whole on every rank (phase 1: mode_maps_all, where
+   * the backend moves data), batch after batch; every other route reads with all its per-map
+   * matrices alive. */
   const int64_t batch = qp_model_map_batch(d);
   const qp_model_bytes pix_maps = qp_model_matrix_bytes(d, d->n_pix, batch);
+  const int all_after_read = !pixel && !smw && !d->cross_maps && moves;
+  if (!smw) qp_map_reader_terms(d, m, spe, 0);
   if (pixel) {
     qp_model_on_backend(d, qp_model_add(m, QP_TERM_WEIGHTED_MAPS, QP_TERM_TRANSIENT, pix_maps, spe,
                                         spe, "n_pix map_batch x 8"));
@@ -41,10 +48,13 @@ qp_err qp_spectra_terms(const qp_model_dims *d, qp_model *m) {
                                           "n_modes map_batch x 8"));
     }
   }
-  if (!pixel && moves)
-    qp_model_add(m, QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT,
-                 qp_model_bytes_times((size_t)batch, qp_model_vector_bytes(d->n_modes, w)), spe,
-                 spe, "n_modes map_batch x 8 (a batch's z whole on every rank)");
+  if (!pixel && moves) {
+    qp_model_term *t =
+        qp_model_add(m, QP_TERM_MODE_MAPS_ALL, QP_TERM_TRANSIENT,
+                     qp_model_bytes_times((size_t)batch, qp_model_vector_bytes(d->n_modes, w)), spe,
+                     spe, "n_modes map_batch x 8 (a batch's z whole on every rank)");
+    if (all_after_read) t->phase_alloc = t->phase_free = 1;
+  }
   if (!pixel && moves && d->cross_maps)
     qp_model_add(m, QP_TERM_MODE_MAPS_ALL_B, QP_TERM_TRANSIENT,
                  qp_model_bytes_times((size_t)batch, qp_model_vector_bytes(d->n_modes, w)), spe,

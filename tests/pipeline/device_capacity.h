@@ -30,8 +30,10 @@ static inline void check_pieces(const char *what, const char *unit, int64_t plan
 
 /* On a hostdev device of `limit` bytes (and a page per live block for their rounding), cfg
  * under device_limit `limit` runs with its model exact (its plan's dimensions to *planned, for
- * the caller to check), and without the limit runs out of device memory, leaving nothing on
- * the device. The capacity is lifted again at the end. */
+ * the caller to check), and unchunked runs out of device memory, leaving nothing on the
+ * device. Unchunked: under a device_limit of 1 PiB, which every piece fits whole (without a
+ * limit the maps would be read in the default batches, planner_batch.c). The capacity is
+ * lifted again at the end. */
 static inline void check_capacity(qp_config *cfg, double limit, const char *what,
                                   qp_model_dims *planned) {
   qp_problem p;
@@ -42,8 +44,9 @@ static inline void check_capacity(qp_config *cfg, double limit, const char *what
   *planned = p.plan->model_dims;
   qp_check_budget_exact(&p);
   qp_problem_free(&p);
-  cfg->device_limit = 0;
+  cfg->device_limit = 1125899906842624.0;
   qp_err full = qp_fixture_run(cfg, &p, &baseline);
+  cfg->device_limit = 0;
   TEST_ASSERT(full == QP_ERR_NOMEM && strstr(qp_error_message(), "out of device memory"),
               "%s, unchunked on a device of the chunked plan: got %s: %s", what, qp_err_name(full),
               qp_error_message());

@@ -101,6 +101,29 @@ qp_err qp_fixture_run(const qp_config *cfg, qp_problem *p, qp_meter_sample *base
   return QP_OK;
 }
 
+qp_err qp_fixture_data_vector(const qp_problem *p, const char *path, double *x) {
+  qp_healpix_info info;
+  QP_CALL(qp_fits_map_info(path, &info));
+  QP_CHECK(info.nside == p->nside, QP_ERR_INPUT, "%s: nside %lld, the run's %lld", path,
+           (long long)info.nside, (long long)p->nside);
+  double *sky = malloc((size_t)info.n_sky * sizeof *sky);
+  QP_CHECK(sky, QP_ERR_NOMEM, "%s: no memory for a sky", path);
+  const int t = p->cfg->fields != QP_FIELDS_QU, pol = p->cfg->fields != QP_FIELDS_T;
+  const int q_column = info.n_columns >= 3 ? 1 : 0;
+  qp_err err = QP_OK;
+  if (t) err = qp_fits_map_read(path, &info, 0, sky);
+  for (int64_t k = 0; err == QP_OK && k < p->n_obs_t; ++k)
+    x[k] = sky[p->observed[k]];
+  for (int c = 0; pol && c < 2 && err == QP_OK; ++c) {
+    err = qp_fits_map_read(path, &info, q_column + c, sky);
+    for (int64_t k = 0; err == QP_OK && k < p->n_obs_p; ++k)
+      x[p->n_obs_t + c * p->n_obs_p + k] = sky[p->observed[p->n_obs_t + k]];
+  }
+  free(sky);
+  QP_CALL(err);
+  return QP_OK;
+}
+
 qp_err qp_fixture_add_maps2(const qp_fixture *f, const char *name, uint64_t seed, double variance,
                             qp_config *cfg) {
   qp_fixture b = *f;

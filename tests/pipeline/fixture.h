@@ -51,6 +51,10 @@ const char *qp_fixture_rank_name(char *buf, size_t size, const char *name);
  *  grid block set to `grid_block` (what a run under mpiexec lays its matrices out in). f->name
  *  is left NULL: the name's buffer ends with the call. */
 qp_err qp_fixture_write_ranked(qp_fixture *f, const char *name, int grid_block, qp_config *cfg);
+/** x (n_pix) <- the data vector of map file `path` as run p reads it (the maps are not kept
+ *  by the run: qp_maps_to_matrix): T at p's observed T pixels, then Q and U at the polarisation
+ *  pixels, from healpy's columns (I, Q, U; a two-column file Q, U). */
+qp_err qp_fixture_data_vector(const qp_problem *p, const char *path, double *x);
 /** C_l^TT of the fixture. */
 double qp_fixture_cl(const qp_fixture *f, int l);
 /** C_l of spectrum s (QP_TT..QP_EB) of the fixture. */

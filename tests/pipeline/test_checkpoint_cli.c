@@ -466,13 +466,17 @@ int main(int argc, char **argv) {
                             "--checkpoint", "ck-old",  "--resume", NULL};
     set_checkpoint_format(file, "qmlpipe checkpoint 0");
     const char *older[] = {"written by another version of qmlpipe", "format 'qmlpipe checkpoint 0'",
-                           "reads 'qmlpipe checkpoint 1'", "remove 'ck-old'", NULL};
+                           "reads 'qmlpipe checkpoint 2'", "remove 'ck-old'", NULL};
     TEST_ASSERT(run_words("old_format", 1, resume, older) == 6, "format 0: not exit 6");
     TEST_ASSERT(!exists("old.h5"), "a refused resume wrote results");
     set_checkpoint_format(file, "some other format");
     const char *foreign[] = {"is not a qmlpipe checkpoint", "'some other format'", NULL};
     TEST_ASSERT(run_words("foreign_format", 1, resume, foreign) == 8, "foreign: not exit 8");
+    /* Format 1 held the maps, which format 2 reads from their files again: refused alike. */
     set_checkpoint_format(file, "qmlpipe checkpoint 1");
+    const char *one[] = {"format 'qmlpipe checkpoint 1'", "reads 'qmlpipe checkpoint 2'", NULL};
+    TEST_ASSERT(run_words("format_one", 1, resume, one) == 6, "format 1: not exit 6");
+    set_checkpoint_format(file, "qmlpipe checkpoint 2");
     TEST_ASSERT(run("old_put_back", 1, resume) == 0, "format put back: the resume failed");
     expect_same_bytes("old_put_back", "pd.h5", "old.h5");
   }

@@ -108,13 +108,11 @@ static void check_projection_windows(const qp_problem *p, const char *what) {
                   bias_cols == (want < mode_cols ? want : mode_cols),
               "%s: fisher_run's staging %zu B, bias panel %lld of %lld columns (want %lld)", what,
               fisher, (long long)bias_cols, (long long)mode_cols, (long long)want);
-  /* spectra_run writes the batch of maps a panel of rows at a time. */
-  const int64_t map_cols = d->grid_rows > 0
-                               ? qp_bc_local_count(p->n_maps, d->block, d->grid_col, d->grid_cols)
-                               : p->n_maps;
+  /* spectra_run writes the batch of maps a map at a time, a panel of its rows at a time
+   * (inputs_maps.c): one column's panel, whatever the batch. */
   const size_t spectra = staging_of(&p->plan->model, QP_STAGE_SPECTRA_RUN);
-  TEST_ASSERT(spectra == (size_t)(panel_rows * map_cols) * sizeof(double),
-              "%s: spectra_run's staging %zu B, not the maps' panel of %lld of %lld rows", what,
+  TEST_ASSERT(spectra == (size_t)panel_rows * sizeof(double),
+              "%s: spectra_run's staging %zu B, not one map's panel of %lld of %lld rows", what,
               spectra, (long long)panel_rows, (long long)local_rows);
   if (qp_comm_rank() == 0)
     printf("  V^T and the maps in panels of %lld of %lld local rows, Z of %lld of %lld local "

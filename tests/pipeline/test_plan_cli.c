@@ -226,9 +226,9 @@ int main(int argc, char **argv) {
   if (f) fclose(f);
   if (panel_cal) fclose(panel_cal);
   check_piece_printed("plan_panels.yaml", panel_dims, "500MiB, calibration: plan_panels_cal.txt",
-                      "host windows in panels of 5655 local lines (columns of the pixel "
+                      "host windows in panels of 5657 local lines (columns of the pixel "
                       "matrices, rows of V^T and the maps, columns of Z and W's field blocks; "
                       "memory.host_limit)",
-                      "\"host_panel\": 5655}", "host_panel=5655");
+                      "\"host_panel\": 5657}", "host_panel=5657");
   return TEST_RETURN();
 }

@@ -1,12 +1,14 @@
-/* fault_inject.c: the QP_FAULT and QP_TEST_STOP_AFTER_STAGE test hooks (base/fault.h): the
- * test library's, installed by test_support.c into the hooks of base/test_hooks.h, which
- * qmlpipe leaves empty. */
+/* fault_inject.c: the QP_FAULT, QP_TEST_STOP_AFTER_STAGE and QP_TEST_TRUNCATE_AFTER_STAGE test
+ * hooks (base/fault.h): the test library's, installed by test_support.c into the hooks of
+ * base/test_hooks.h, which qmlpipe leaves empty. */
 #include "test_support_private.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "budget.h"
 #include "fault.h"
@@ -157,7 +159,29 @@ int qp_fault_inject_call(qp_fault_kind kind, const char *name) {
   return 1;
 }
 
+/* QP_TEST_TRUNCATE_AFTER_STAGE=<stage>:<file>: when the stage that just ended is <stage>, rank 0
+ * cuts <file> to half its size once every rank has ended it, and every rank meets again before
+ * going on: a file the run has read and reads again later (a map: inputs_maps.c) damaged
+ * between the two, as another process would (tests/pipeline/test_map_reread_cli.c). */
+static void qp_fault_truncate_after_stage(const char *stage, qp_err (*agree)(qp_err)) {
+  const char *hook = getenv("QP_TEST_TRUNCATE_AFTER_STAGE");
+  const char *colon = hook ? strchr(hook, ':') : NULL;
+  if (!colon || strlen(stage) != (size_t)(colon - hook) || strncmp(hook, stage, strlen(stage)))
+    return;
+  const char *path = colon + 1;
+  if (agree) (void)agree(QP_OK);
+  if (qp_fault.rank == 0) {
+    struct stat st;
+    const int cut = stat(path, &st) == 0 && truncate(path, st.st_size / 2) == 0;
+    fprintf(stderr, "[qmlpipe] QP_TEST_TRUNCATE_AFTER_STAGE: '%s' %s after %s (test hook)\n", path,
+            cut ? "cut to half its size" : "could not be cut", stage);
+  }
+  fflush(NULL);
+  if (agree) (void)agree(QP_OK);
+}
+
 void qp_fault_inject_stage_ended(const char *stage, qp_err (*agree)(qp_err)) {
+  qp_fault_truncate_after_stage(stage, agree);
   const char *hook = getenv("QP_TEST_STOP_AFTER_STAGE");
   if (!hook || strcmp(hook, stage) != 0) return;
   /* Every rank has written the stage's checkpoint before any is stopped. */

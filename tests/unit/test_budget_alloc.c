@@ -490,7 +490,7 @@ static void test_model(void) {
     check_bytes(&m, QP_TERM_SKY_BUFFER, sky * 8);
     check_bytes(&m, QP_TERM_OBSERVED_INDEX, pos * 8);
     check_bytes(&m, QP_TERM_PIXEL_VECTORS, 3 * pos * 8);
-    check_bytes(&m, QP_TERM_MAPS, n * maps * 8);
+    check_bytes(&m, QP_TERM_MAP_BUFFER, n * 8); /* one map at a time: no term of n_maps */
     check_bytes(&m, QP_TERM_COVARIANCE, n * n * 8);
     check_bytes(&m, QP_TERM_PRODUCTS, (np + 1) * n * n * 8);
     check_bytes(&m, QP_TERM_GRAM, (np + 1) * (np + 2) * 8); /* Gram of chunk + noise, and a column of dots */
@@ -511,14 +511,16 @@ static void test_model(void) {
       check_bytes(&m, QP_TERM_NOISE_VARIANCE, noise);
       TEST_ASSERT(qp_model_find(&m, QP_TERM_NOISE) == NULL, "diagonal model has a dense N");
     }
-    TEST_ASSERT(m.n_terms == 17, "%d model terms, expected 17", m.n_terms);
+    /* (sky_buffer twice: covariance_setup's, and spectra_run's with the map buffer) */
+    TEST_ASSERT(m.n_terms == 18, "%d model terms, expected 18", m.n_terms);
     for (int i = 0; i < m.n_terms; ++i)
       TEST_ASSERT(m.terms[i].space == QP_SPACE_HOST && m.terms[i].formula && m.terms[i].formula[0],
                   "term '%s': space %d, formula missing", m.terms[i].name, (int)m.terms[i].space);
     TEST_ASSERT(m.overhead_bytes == QP_MODEL_DEFAULT_OVERHEAD, "overhead %zu", m.overhead_bytes);
 
-    /* Carried into fisher_run: everything of covariance_setup but the sky buffer. */
-    size_t carried = pos * 8 + 3 * pos * 8 + n * maps * 8 + noise + n * n * 8;
+    /* Carried into fisher_run: everything of covariance_setup but the sky buffer (the maps are
+     * checked there, not kept). */
+    size_t carried = pos * 8 + 3 * pos * 8 + noise + n * n * 8;
     size_t got_carried = qp_model_stage_carried(&m, QP_STAGE_FISHER_RUN);
     TEST_ASSERT(got_carried == carried, "fisher_run carried %zu, expected %zu (dense %d)",
                 got_carried, carried, dense);
@@ -527,7 +529,7 @@ static void test_model(void) {
     TEST_ASSERT(qp_model_stage_peak(&m, QP_STAGE_FISHER_RUN) == fisher_peak,
                 "fisher_run peak %zu, expected %zu (dense %d)",
                 qp_model_stage_peak(&m, QP_STAGE_FISHER_RUN), fisher_peak, dense);
-    size_t cov_peak = sky * 8 + pos * 8 + 3 * pos * 8 + n * maps * 8 + noise + n * n * 8;
+    size_t cov_peak = sky * 8 + pos * 8 + 3 * pos * 8 + noise + n * n * 8;
     TEST_ASSERT(qp_model_stage_peak(&m, QP_STAGE_COVARIANCE_SETUP) == cov_peak,
                 "covariance_setup peak %zu, expected %zu",
                 qp_model_stage_peak(&m, QP_STAGE_COVARIANCE_SETUP), cov_peak);
@@ -583,12 +585,12 @@ static void test_model(void) {
   TEST_FAILS(qp_model_predict(&d, &m), QP_ERR_INPUT);
   d = good;
   d.n_maps = 5;
-  d.map_batch = 2; /* the per-map device matrices hold a batch of 2 maps; the host all 5 */
+  d.map_batch = 2; /* the per-map device matrices hold a batch of 2 maps; the host one map */
   d.device = 1;
   TEST_OK(qp_model_predict(&d, &m));
   check_bytes(&m, QP_TERM_WEIGHTED_MAPS, 2 * (size_t)d.n_pix * 8);
   check_bytes(&m, QP_TERM_BIN_PRODUCT, 2 * (size_t)d.n_pix * 8);
-  check_bytes(&m, QP_TERM_MAPS, 5 * (size_t)d.n_pix * 8);
+  check_bytes(&m, QP_TERM_MAP_BUFFER, (size_t)d.n_pix * 8);
   /* Projection with W in blocks: a block of W's columns on the device, all of W on the host,
    * Z in a device buffer of its own (W's is on the host); the block within 0..n_modes and
    * never on a grid. */

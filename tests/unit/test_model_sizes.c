@@ -47,12 +47,13 @@ int main(void) {
   d = pixel_dims(1000, 2);
   d.n_sky = (int64_t)12 << 58;
   EXPECT_ERROR(qp_model_predict(&d, &m), QP_ERR_INPUT, "term 'sky_buffer'", "n_sky=");
-  /* The maps, n_pix n_maps x 8 = 3.2e19 bytes on the harmonic routes. */
+  /* A batch of every map, n_pix n_maps x 8 = 3.2e19 bytes on the harmonic routes. */
   d = pixel_dims(2000000000, 2);
   d.path = QP_MODEL_HARMONIC_SMW;
   d.n_modes = 100;
   d.n_maps = 2000000000;
-  EXPECT_ERROR(qp_model_predict(&d, &m), QP_ERR_INPUT, "term 'maps'", "n_maps=2000000000");
+  EXPECT_ERROR(qp_model_predict(&d, &m), QP_ERR_INPUT, "term 'weighted_maps'", "map_batch",
+               "n_maps=2000000000");
 
   /* At the bound: n_pix 2^26, C = 2^55 bytes, products (1 + 1) x 2^55 = 2^56: accepted, and
    * fisher_run's peak is the exact sum of its terms. */

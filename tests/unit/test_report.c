@@ -30,7 +30,7 @@
 enum {
   C_BYTES = 64 * 64 * 8,        /* "C": predicted and allocated alike */
   SKY_BYTES = 3072 * 8,         /* "sky_buffer": transient of covariance_setup */
-  MAPS_PREDICTED = 512 * 8,     /* "maps": the model is 8 bytes short ... */
+  MAPS_PREDICTED = 512 * 8,     /* "map_buffer": the model is 8 bytes short ... */
   MAPS_ALLOCATED = 512 * 8 + 8, /* ... of what the code allocates: drift */
   GRAM_BYTES = 1024 * 8         /* "gram" in basis_setup: not in the model at all */
 };
@@ -184,11 +184,11 @@ static void check_file(const char *path, const double *fisher, const qp_meter_sa
   TEST_ASSERT(n == 3, "covariance_setup has %d terms rows, expected 3", n);
   check_row(rows, n, "covariance_setup", QP_TERM_COVARIANCE, C_BYTES, C_BYTES);
   check_row(rows, n, "covariance_setup", QP_TERM_SKY_BUFFER, SKY_BYTES, SKY_BYTES);
-  check_row(rows, n, "covariance_setup", QP_TERM_MAPS, MAPS_PREDICTED, MAPS_ALLOCATED);
+  check_row(rows, n, "covariance_setup", QP_TERM_MAP_BUFFER, MAPS_PREDICTED, MAPS_ALLOCATED);
   n = read_terms(f, "/budget/basis_setup/terms", rows, 16);
   TEST_ASSERT(n == 3, "basis_setup has %d terms rows, expected 3", n);
   check_row(rows, n, "basis_setup", QP_TERM_COVARIANCE, C_BYTES, C_BYTES);
-  check_row(rows, n, "basis_setup", QP_TERM_MAPS, MAPS_PREDICTED, MAPS_ALLOCATED);
+  check_row(rows, n, "basis_setup", QP_TERM_MAP_BUFFER, MAPS_PREDICTED, MAPS_ALLOCATED);
   check_row(rows, n, "basis_setup", QP_TERM_GRAM, 0, GRAM_BYTES);
   H5Fclose(f);
 }
@@ -276,8 +276,8 @@ int main(void) {
            QP_STAGE_SPECTRA_RUN);
   add_term(&model, QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, SKY_BYTES, QP_STAGE_COVARIANCE_SETUP,
            QP_STAGE_COVARIANCE_SETUP);
-  add_term(&model, QP_TERM_MAPS, QP_TERM_PERSISTENT, MAPS_PREDICTED, QP_STAGE_COVARIANCE_SETUP,
-           QP_STAGE_SPECTRA_RUN);
+  add_term(&model, QP_TERM_MAP_BUFFER, QP_TERM_PERSISTENT, MAPS_PREDICTED,
+           QP_STAGE_COVARIANCE_SETUP, QP_STAGE_SPECTRA_RUN);
 
   qp_budget_reset();
   qp_meter_sample baseline;
@@ -286,7 +286,8 @@ int main(void) {
   TEST_OK(qp_stage_push("covariance_setup"));
   TEST_OK(qp_budget_alloc(QP_TERM_COVARIANCE, QP_TERM_PERSISTENT, QP_SPACE_HOST, C_BYTES, &c));
   TEST_OK(qp_budget_alloc(QP_TERM_SKY_BUFFER, QP_TERM_TRANSIENT, QP_SPACE_HOST, SKY_BYTES, &sky));
-  TEST_OK(qp_budget_alloc(QP_TERM_MAPS, QP_TERM_PERSISTENT, QP_SPACE_HOST, MAPS_ALLOCATED, &maps));
+  TEST_OK(qp_budget_alloc(QP_TERM_MAP_BUFFER, QP_TERM_PERSISTENT, QP_SPACE_HOST, MAPS_ALLOCATED,
+                          &maps));
   qp_budget_free(sky);
   TEST_OK(qp_stage_pop());
   TEST_OK(qp_stage_push("basis_setup"));
