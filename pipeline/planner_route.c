@@ -230,6 +230,8 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
   qp_plan_reason_append(plan, "%s: ", names[chosen]);
   if (n_allowed == 1) {
     qp_plan_reason_append(plan, "the only route the config allows");
+    if (chosen == 2 && smallest_peak > 0)
+      qp_plan_reason_append(plan, "; %.2e flop, peak %s", cost[2], qp_bytes_readable(peak[2]).text);
   } else {
     qp_plan_reason_append(plan, "%s leading cost of the routes allowed",
                           chosen == best ? "lowest" : "lowest fitting the memory limit:");
@@ -239,13 +241,13 @@ qp_err qp_plan_route(const qp_problem *p, qp_plan *plan) {
       else if (allowed[r])
         qp_plan_reason_append(plan, "; %s %.2e flop, peak %s", names[r], cost[r],
                               qp_bytes_readable(peak[r]).text);
-    /* Projection without W trades memory for time in its products' panels (qp_plan_product_panel):
-     * the width chosen, and the least peak any width allows. */
-    if (allowed[2] && !unsized[2][0] && smallest_peak > 0)
-      qp_plan_reason_append(plan, " (W's windows %s; %s at the narrowest panel)",
-                            pieces[2].product_panel > 0 ? "in panels" : "whole",
-                            qp_bytes_readable(smallest_peak).text);
   }
+  /* Projection without W trades memory for time in its products' panels (qp_plan_product_panel):
+   * the width chosen, and the least peak any width allows (after its flops and peak). */
+  if (allowed[2] && !unsized[2][0] && smallest_peak > 0 && (n_allowed > 1 || chosen == 2))
+    qp_plan_reason_append(plan, " (W's windows %s; %s at the narrowest panel)",
+                          pieces[2].product_panel > 0 ? "in panels" : "whole",
+                          qp_bytes_readable(smallest_peak).text);
   if (plan->smw_refused[0] && !allowed[1])
     qp_plan_reason_append(plan, "; harmonic (smw) skipped: %s", plan->smw_refused);
   plan->path_used = chosen == 0 ? QP_PATH_PIXEL_DIRECT : QP_PATH_HARMONIC;

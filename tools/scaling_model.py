@@ -6,6 +6,8 @@
                                rank's, /budget/ranks), the MPI traffic (tools/mpi_stage_bytes.c's
                                logs) and the model's seconds
   scaling_model.py --eclipse [--rate GFLOPS] [--alpha US] [--node-gbs GBS] [--ranks-per-node K]
+                   [--panel P]  (P > 0: the flow without W, its windows in panels of P (l, m)
+                                columns, as `qmlpipe plan` chooses them; 0: the flow before)
                                the model's prediction for ECLIPSE's largest run (nside 64 TQU,
                                n_pix 87027, n_modes 110580, 1000 maps, 1140 parameters) on 96
                                ranks, grid 8 x 12, block 64: the route and flops of `qmlpipe plan`
@@ -36,6 +38,11 @@ def op_cost(op, pr, pc, b):
     if kind == "gemm":  # C (m x n) += A (m x k) B (k x n)
         _, m, n, k = op
         return k * (m / pr * row + n / pc * col), k / b * steps_msgs
+    if kind == "gemm_bc":  # C (m x n) = A^T B, A (k x m) stays: PBLAS's "BC" variant, which
+        # pdgemm picks when n << m, k (pdgemm_.c's BCest): B's n columns gathered along the
+        # process rows, C's partial sums reduced along the process columns
+        _, m, n, k = op
+        return k * n / pr * row + m * n / pc * col, n / b * steps_msgs + steps_msgs
     if kind == "syrk":  # C (m x m) += A^T A, A k x m
         _, m, k = op
         return k * (m / pr * row + m / pc * col), k / b * steps_msgs
@@ -65,7 +72,7 @@ def op_cost(op, pr, pc, b):
 
 def flops_of(op):
     kind = op[0]
-    if kind == "gemm":
+    if kind in ("gemm", "gemm_bc"):
         return 2.0 * op[1] * op[2] * op[3]
     if kind == "syrk":
         return 1.0 * op[1] * op[1] * op[2]
@@ -97,6 +104,31 @@ def stage_ops(route, stage, n, m, k, np_, fields):
         return {"basis_setup": [("gemm", m, m, n), ("redistribute", m * m), ("getrf", m)],
                 "fisher_run": [("getrs", m, m), ("allreduce", np_ * np_)],
                 "spectra_run": [("gemm", m, k, n), ("getrs", m, k)]}.get(stage, [])
+    return []
+
+
+def projected_without_w_ops(stage, n, m, k, fields, panel):
+    """The projection route's operations since issue 42 (no W: docs/memory-model.md,
+    "Projection without W"): basis_setup potrf and trsm; fisher_run the windows of each panel,
+    a pdgemm per field pair with the rows down to the panel's end (the upper trapezoid; the
+    panel is the narrow side, so PBLAS moves it and the window, not Y's rows: gemm_bc), Z =
+    L^-T Y, the partner columns of the cross-field spectra lined up (2 n m words: TE, TB, EB
+    both ways) and the block sums reduced; spectra_run z = Z^T x."""
+    nf = len(fields)
+    n_lm = m / nf
+    blocks = 1 if fields == "T" else (10 if fields == "QU" else 45)
+    if stage == "basis_setup":
+        return [("potrf", n), ("trsm", n, m)]
+    if stage == "fisher_run":
+        ops, col0 = [], 0.0
+        while col0 < n_lm:
+            width = min(panel, n_lm - col0)
+            ops += [("gemm_bc", col0 + width, width, n)] * (nf * nf)
+            col0 += width
+        cross = 2 * n * m if nf == 3 else 0
+        return ops + [("trsm", n, m), ("redistribute", cross), ("allreduce", blocks * n_lm)]
+    if stage == "spectra_run":
+        return [("gemm", m, k, n)]
     return []
 
 
@@ -237,6 +269,7 @@ def eclipse(argv):
     per_node = opt("--ranks-per-node", 32)
     beta = per_node / (opt("--node-gbs", 8.0) * 1e9)  # a node's link shared by its ranks
     n, m, k, np_, r, pr, pc, b = 87027, 110580, 1000, 1140, 96, 8, 12, 64
+    panel = int(opt("--panel", 0))  # 0: the flow before issue 42 (W whole in basis_setup)
     print(f"ECLIPSE nside 64 TQU: n_pix {n}, n_modes {m}, {k} maps, {np_} parameters, "
           f"R {r} = {pr} x {pc}, block {b}; dgemm {rate * 1e-9:.1f} GFLOP/s a core, potrf "
           f"{potrf * 1e-9:.1f}, alpha {alpha * 1e6:.1f} us, beta {beta * 1e9:.2f} ns/B a rank")
@@ -244,7 +277,8 @@ def eclipse(argv):
     print(f"{'stage':<17} {'GFLOP':>10} {'compute s':>10} {'alpha s':>8} {'beta s':>8} "
           f"{'words/rank':>11} {'total s':>8}")
     for s in STAGES[1:]:
-        ops = stage_ops("harmonic_projected", s, n, m, k, np_, "TQU")
+        ops = (projected_without_w_ops(s, n, m, k, "TQU", panel) if panel > 0
+               else stage_ops("harmonic_projected", s, n, m, k, np_, "TQU"))
         fl = sum(flops_of(o) for o in ops)
         comp, ta, tb, w, _ = model_stage(ops, None, r, pr, pc, b, r, rate, potrf, alpha, beta)
         total += comp + ta + tb

@@ -182,6 +182,10 @@ int main(int argc, char **argv) {
                                  &c.dist, 13, 2));
       snprintf(what, sizeof what, "gemm_sub %d %d", ta, tb);
       EXPECT_CLOSE(&c, 0, what);
+      /* A window past C's edge is refused before any rank calls PBLAS. */
+      TEST_FAILS(qp_linalg_gemm_sub(ta, tb, m, nn, kk, 1.0, &a.dist, ai, aj, &b.dist, bi, bj, 0.0,
+                                    &c.dist, n - m + 1, 2),
+                 QP_ERR_INTERNAL);
       pair_destroy(&a);
       pair_destroy(&b);
       pair_destroy(&c);
