@@ -4,7 +4,7 @@
 # |b| > 20 deg (1984 pixels), ell 2..47 (n_modes 2300), 2 maps, on 2 ranks (1 x 2); the
 # projection route Q and U (n_pix 3968, n_modes 4600).
 #   dist_memory.sh QMLPIPE MPIEXEC WORKDIR METHOD  (METHOD: smw, projected or projected_narrow)
-# projected_narrow: 120 maps (read in the default batches, 64 here), block 16 (a panel unit of 32 of the
+# projected_narrow: 80 maps (read in the default batches, 64 here), block 16 (a panel unit of 32 of the
 # 2304 (l, m) columns; block 64's 128 is the default panel here already) and a
 # memory.host_limit 1-2 MiB above the peak at the projection's narrowest product panel, which
 # the plan prints: the windows and Z's lined-up columns come in panels narrower than the
@@ -20,7 +20,7 @@ rm -rf "$dir" && mkdir -p "$dir"
 fields=T spectra=TT n_maps=2 harmonic=$method
 [[ $method == projected* ]] && fields=QU spectra="EE, BB" harmonic=projected
 block=()
-[[ $method == projected_narrow ]] && n_maps=120 block=(--block 16)
+[[ $method == projected_narrow ]] && n_maps=80 block=(--block 16)
 "$qmlpipe" simulate --cls "$cls" --nside 16 --lmax 47 --noise-variance 100 --n-maps $n_maps --fields $fields \
   --seed 3 --out "$dir/map" --mask "$dir/mask.fits" --galactic-cut 20 >/dev/null
 # Projection keeps Z (n_pix x n_modes) alone after fisher_run (L goes there): with T's 17.5
@@ -58,7 +58,7 @@ print(p.group(1) if p else 2304, int(float(m.group(1)) * (1024 if m.group(2) == 
     echo "dist_memory: the limit did not narrow the product panels below $default_panel" >&2; exit 1; }
   echo "dist_memory: product panels of $panel of 2304 (l, m) columns (default $default_panel)"
   grep -q "maps in batches of" "$dir/plan.log" ||
-    { cat "$dir/plan.log"; echo "dist_memory: 120 maps in one batch" >&2; exit 1; }
+    { cat "$dir/plan.log"; echo "dist_memory: 80 maps in one batch" >&2; exit 1; }
 fi
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 (cd "$dir" && "$mpiexec" -n 2 --oversubscribe --allow-run-as-root --bind-to none \

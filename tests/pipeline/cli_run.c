@@ -84,6 +84,23 @@ void qp_cli_run(const char *program, const char *tag, const char *const *args, q
   r->err = qp_cli_slurp(err_path);
 }
 
+void qp_cli_run_ranks(const char *program, const char *mpiexec, int ranks, const char *tag,
+                      const char *const *args, qp_cli_result *r) {
+  const char *full[QP_CLI_ARGS_MAX + 1];
+  int n = 0;
+  char count[16];
+  if (ranks > 1) {
+    snprintf(count, sizeof count, "%d", ranks);
+    const char *head[] = {"-n", count, "--oversubscribe", "--allow-run-as-root", program};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; ++i)
+      full[n++] = head[i];
+  }
+  for (int i = 0; args[i] && n < QP_CLI_ARGS_MAX; ++i)
+    full[n++] = args[i];
+  full[n] = NULL;
+  qp_cli_run(ranks > 1 ? mpiexec : program, tag, full, r);
+}
+
 void qp_cli_free(qp_cli_result *r) {
   free(r->out);
   free(r->err);

@@ -20,6 +20,10 @@ enum { QP_CLI_ARGS_MAX = 30 };
 /** Runs `program args...` (args NULL-terminated, at most QP_CLI_ARGS_MAX) with stdin from
  *  /dev/null, stdout in <tag>.out and stderr in <tag>.err. */
 void qp_cli_run(const char *program, const char *tag, const char *const *args, qp_cli_result *r);
+/** qp_cli_run of `program args...` on `ranks` processes: under `mpiexec -n ranks
+ *  --oversubscribe --allow-run-as-root` when ranks > 1 (mpiexec its path), alone otherwise. */
+void qp_cli_run_ranks(const char *program, const char *mpiexec, int ranks, const char *tag,
+                      const char *const *args, qp_cli_result *r);
 void qp_cli_free(qp_cli_result *r);
 /** The whole file as a NUL-terminated string ("" when unreadable); the caller frees it. */
 char *qp_cli_slurp(const char *path);

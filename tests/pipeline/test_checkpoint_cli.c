@@ -49,22 +49,8 @@ static int exists(const char *path) {
  * word of `words` must be on stderr. */
 static int run_words(const char *tag, int ranks, const char *const *args,
                      const char *const *words) {
-  const char *full[16];
-  int n = 0;
-  const char *program = qmlpipe;
-  char count[8];
-  if (ranks > 1) {
-    snprintf(count, sizeof count, "%d", ranks);
-    const char *head[] = {"-n", count, "--oversubscribe", "--allow-run-as-root", qmlpipe};
-    for (size_t i = 0; i < sizeof head / sizeof head[0]; ++i)
-      full[n++] = head[i];
-    program = mpiexec;
-  }
-  for (int i = 0; args[i] && n < 15; ++i)
-    full[n++] = args[i];
-  full[n] = NULL;
   qp_cli_result r;
-  qp_cli_run(program, tag, full, &r);
+  qp_cli_run_ranks(qmlpipe, mpiexec, ranks, tag, args, &r);
   const int status = r.exited ? r.status : 128 + r.signal;
   for (int i = 0; words && words[i]; ++i)
     TEST_ASSERT(r.err && strstr(r.err, words[i]) != NULL, "%s: stderr lacks '%s':\n%s", tag,

@@ -28,21 +28,7 @@ static int exists(const char *path) {
 
 /* qmlpipe with args on `ranks` processes (mpiexec when ranks > 1): the result, to be freed. */
 static void run_on(const char *tag, int ranks, const char *const *args, qp_cli_result *r) {
-  const char *full[24];
-  int n = 0;
-  const char *program = qmlpipe;
-  char count[8];
-  if (ranks > 1) {
-    snprintf(count, sizeof count, "%d", ranks);
-    const char *head[] = {"-n", count, "--oversubscribe", "--allow-run-as-root", qmlpipe};
-    for (size_t i = 0; i < sizeof head / sizeof head[0]; ++i)
-      full[n++] = head[i];
-    program = mpiexec;
-  }
-  for (int i = 0; args[i] && n < 23; ++i)
-    full[n++] = args[i];
-  full[n] = NULL;
-  qp_cli_run(program, tag, full, r);
+  qp_cli_run_ranks(qmlpipe, mpiexec, ranks, tag, args, r);
 }
 
 static void copy_file(const char *from, const char *to) {

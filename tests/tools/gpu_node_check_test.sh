@@ -28,11 +28,18 @@ for s in 01-environment 04-unit-tests 07-large-T 07-large-QU; do
   grep -q "^$s *ok" "$summary" || fail "step $s is not ok"
 done
 [ "$(grep -c '^05-compare-.* ok ' "$summary")" = 9 ] || fail "not nine comparisons ok"
-# five datasets and the rcond figures of each comparison, bitwise on hostdev
-[ "$(grep -c "^fisher .*max rel. difference 0.000e+00  ok" "$summary")" = 11 ] ||
-  fail "not eleven fisher differences of 0 (nine comparisons, two large runs)"
-[ "$(grep -c "^spectra/cl .*max rel. difference 0.000e+00  ok" "$summary")" = 11 ] ||
-  fail "not eleven spectra/cl differences of 0"
+# five datasets and the rcond figures of each comparison: every fisher within the tolerance;
+# bitwise on hostdev for pixel-direct and SMW (six), where cpu and the device run one
+# algorithm; the projection's cpu run makes no W (issue 42: F from Y's windows, Z in Y's place),
+# the device's does, so those agree to rounding (three comparisons, two large projected runs)
+[ "$(grep -c "^fisher .*max rel. difference .*  ok" "$summary")" = 11 ] ||
+  fail "not eleven fisher comparisons ok (nine comparisons, two large runs)"
+[ "$(grep -c "^fisher .*max rel. difference 0.000e+00  ok" "$summary")" -ge 6 ] ||
+  fail "not six fisher differences of 0 (pixel-direct and SMW on T, QU, TQU)"
+[ "$(grep -c "^spectra/cl .*max rel. difference .*  ok" "$summary")" = 11 ] ||
+  fail "not eleven spectra/cl comparisons ok"
+[ "$(grep -c "^spectra/cl .*max rel. difference 0.000e+00  ok" "$summary")" -ge 6 ] ||
+  fail "not six spectra/cl differences of 0 (pixel-direct and SMW)"
 grep -q 'device tracked peak .*EXACT' "$summary" || fail "no device memory figures"
 [ "$(grep -c '^wall seconds hostdev: ' "$summary")" = 2 ] || fail "no device wall seconds"
 grep -q '^cpu here / hostdev: [0-9.]*x' "$summary" || fail "no ratio to the cpu run"
